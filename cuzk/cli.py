@@ -1,0 +1,43 @@
+"""The `cuzk` command line: a thin click group whose subcommands load lazily.
+
+Each subsystem owns its command in its own module; this file only maps command names to
+"module:attribute" so that `cuzk prove` does not pay for importing the HTTP server, and
+`cuzk top` does not pay for compiling kernels. Add a subcommand by adding one line to
+COMMANDS.
+"""
+
+import importlib
+
+import click
+
+from cuzk import __version__
+
+# name -> "module:attribute" of a click.Command. Keep sorted by name.
+COMMANDS: dict[str, str] = {}
+
+
+class LazyGroup(click.Group):
+    """A click group that imports a subcommand's module only when that command runs."""
+
+    def list_commands(self, ctx):
+        return sorted(set(super().list_commands(ctx)) | set(COMMANDS))
+
+    def get_command(self, ctx, name):
+        if name in COMMANDS:
+            module_name, attr = COMMANDS[name].split(":")
+            return getattr(importlib.import_module(module_name), attr)
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="cuzk")
+def main():
+    """cuzk: Groth16 proofs for circom/snarkjs circuits (BN254) on GPUs and CPUs.
+
+    Run `cuzk serve` on a prover machine, watch it with `cuzk top`, prove one file with
+    `cuzk prove`. `cuzk COMMAND --help` describes each command.
+    """
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,4 @@
+"""cuzk installs through setup.cfg; this file exists for tools that still call setup.py."""
+from setuptools import setup
+
+setup()
