@@ -1,0 +1,172 @@
+"""Compile targets: one Python source of field, curve and kernel logic becomes Numba CPU
+functions or CUDA device functions.
+
+How it works
+------------
+A shared source module (e.g. ``cuzk.bn254.field``) starts with ``T = building()`` and takes
+its decorator and primitive layer from ``T``:
+
+    T = building()
+    device_fn = T.device_fn          # njit on the CPU, cuda.jit(device=True) on CUDA
+    mac, adc, sbb, mul_lo = T.prims  # 64-bit limb primitives for this target
+
+Imported normally, a shared module is the CPU build (``building()`` returns the CPU target),
+so CPU code, its Numba cache and its tracebacks are ordinary. ``get_target("cuda").load(name)``
+executes the same source file again into a separate module object while ``building()``
+returns the CUDA target, so every ``@device_fn`` there becomes a CUDA device function, and
+names it imports through ``T.load(...)`` resolve to the CUDA builds of their modules.
+
+Under ``NUMBA_ENABLE_CUDASIM=1`` (set before numba is imported) the CUDA target runs in the
+simulator, which executes device functions as Python; LLVM intrinsics cannot run there, so the
+primitive layer switches to a pure-Python twin (see ``cuzk.bn254.limbs``). Everything above
+the primitive layer is shared by all three.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+import threading
+import types
+
+CPU = "cpu"
+CUDA = "cuda"
+
+_lock = threading.RLock()
+_building: list[Target] = []
+_targets: dict[str, Target] = {}
+
+
+class TargetUnavailable(RuntimeError):
+    """Raised when CUDA is asked for but neither a GPU nor the simulator is there."""
+
+
+def cuda_simulated() -> bool:
+    """True when numba.cuda is the simulator (NUMBA_ENABLE_CUDASIM=1 before numba import)."""
+    from numba import config
+
+    return bool(getattr(config, "ENABLE_CUDASIM", 0))
+
+
+def cuda_available() -> bool:
+    """True when CUDA kernels can run here: a GPU, or the simulator."""
+    if cuda_simulated():
+        return True
+    try:
+        from numba import cuda
+
+        return bool(cuda.is_available())
+    except Exception:  # numba-cuda absent or driver broken: no CUDA
+        return False
+
+
+class Target:
+    """One compile target: its decorator, its primitive layer, its builds of shared modules."""
+
+    def __init__(self, name: str):
+        if name not in (CPU, CUDA):
+            raise ValueError(f"unknown compile target {name!r} (expected 'cpu' or 'cuda')")
+        self.name = name
+        self._modules: dict[str, types.ModuleType] = {}
+        self._prims = None
+
+    def __repr__(self):
+        sim = " (simulator)" if self.simulated else ""
+        return f"<Target {self.name}{sim}>"
+
+    @property
+    def simulated(self) -> bool:
+        return self.name == CUDA and cuda_simulated()
+
+    # -- decorators --------------------------------------------------------------------
+    def device_fn(self, fn):
+        """Compile ``fn`` as a function callable from kernels of this target."""
+        if self.name == CPU:
+            from numba import njit
+
+            # LLVM inlines these small functions into their callers by itself (measured: no
+            # gain from inline="always", which multiplies compile time).
+            return njit(cache=True, nogil=True)(fn)
+        from numba import cuda
+
+        if self.simulated:
+            return cuda.jit(device=True)(fn)
+        return cuda.jit(device=True, inline="always")(fn)
+
+    @property
+    def prims(self):
+        """The 64-bit limb primitives (mac, adc, sbb, mul_lo) for this target."""
+        if self._prims is None:
+            from cuzk.bn254 import limbs
+
+            if self.name == CPU:
+                self._prims = limbs.cpu_primitives()
+            elif self.simulated:
+                self._prims = limbs.python_primitives()
+            else:
+                self._prims = limbs.cuda_primitives()
+        return self._prims
+
+    # -- shared modules ----------------------------------------------------------------
+    def load(self, module_name: str) -> types.ModuleType:
+        """The build of shared source module ``module_name`` for this target."""
+        if self.name == CPU:
+            return importlib.import_module(module_name)
+        with _lock:
+            if module_name in self._modules:
+                return self._modules[module_name]
+            # Building needs no GPU (kernels compile to PTX anywhere); launching does, and
+            # require_cuda() below is what launch sites call first.
+            spec = importlib.util.find_spec(module_name)
+            if spec is None or spec.origin is None:
+                raise ImportError(f"no shared source module {module_name!r}")
+            build_name = f"{module_name}[{self.name}]"
+            module = types.ModuleType(build_name)
+            module.__file__ = spec.origin
+            module.__package__ = spec.parent
+            source = spec.loader.get_source(module_name)
+            code = compile(source, spec.origin, "exec")
+            self._modules[module_name] = module
+            sys.modules[build_name] = module
+            _building.append(self)
+            try:
+                exec(code, module.__dict__)
+            except BaseException:
+                del self._modules[module_name]
+                sys.modules.pop(build_name, None)
+                raise
+            finally:
+                _building.pop()
+            return module
+
+
+def require_cuda() -> None:
+    """Fail fast, with the reason, where CUDA kernels are about to be launched."""
+    if not cuda_available():
+        raise TargetUnavailable(
+            "CUDA requested but no CUDA GPU was found "
+            "(set NUMBA_ENABLE_CUDASIM=1 before numba is imported to use the simulator)"
+        )
+
+
+def get_target(name: str) -> Target:
+    """The Target called ``name`` ("cpu" or "cuda")."""
+    with _lock:
+        if name not in _targets:
+            _targets[name] = Target(name)
+        return _targets[name]
+
+
+def building() -> Target:
+    """The target a shared module is being built for: CPU unless Target.load is running."""
+    return _building[-1] if _building else get_target(CPU)
+
+
+def default_device_target() -> str:
+    """"cuda" where a real GPU is present (or CUZK_TARGET=cuda), else "cpu"."""
+    forced = os.environ.get("CUZK_TARGET")
+    if forced:
+        return forced
+    return CUDA if (not cuda_simulated() and cuda_available()) else CPU
