@@ -1,0 +1,300 @@
+"""snarkjs's JSON files: proof.json, public.json, verification_key.json (read and write).
+
+Shapes (decimal strings, affine points with a trailing "1" coordinate):
+  proof.json   {"pi_a": [x, y, "1"], "pi_b": [[x.c0, x.c1], [y.c0, y.c1], ["1", "0"]],
+                "pi_c": [x, y, "1"], "protocol": "groth16", "curve": "bn128"}
+  public.json  [w[1], ..., w[nPublic]]
+  verification_key.json  {"protocol", "curve", "nPublic", "vk_alpha_1", "vk_beta_2",
+                "vk_gamma_2", "vk_delta_2", "vk_alphabeta_12", "IC"}
+Files are written as snarkjs writes them (one-space indentation, no trailing newline),
+atomically. Points here are Python ints in plain form: G1 = (x, y), G2 = ((x.c0, x.c1),
+(y.c0, y.c1)), None for the point at infinity.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from cuzk.formats.atomic import atomic_write_text
+from cuzk.formats.errors import BadJson
+from cuzk.formats.limbs import BN254_Q, BN254_R, g1_from_limbs, g2_from_limbs
+
+CURVE_NAME = "bn128"
+BN254_X = 4965661367192848881  # the BN parameter x: q = 36x^4 + 36x^3 + 24x^2 + 6x + 1
+# snarkjs's pairing is the textbook reduced optimal ate pairing to this power (see alphabeta_12).
+SNARKJS_PAIRING_EXPONENT = 2 * BN254_X * (6 * BN254_X**2 + 3 * BN254_X + 1)
+PROTOCOL = "groth16"
+
+
+def dumps(obj) -> str:
+    """JSON text as snarkjs writes it (bfj, space 1): one-space indent, no final newline."""
+    return json.dumps(obj, indent=1)
+
+
+def _write(path, obj) -> None:
+    atomic_write_text(path, dumps(obj))
+
+
+# --- points <-> JSON -------------------------------------------------------------------
+
+
+def g1_to_json(p) -> list[str]:
+    """Affine G1 (x, y) as snarkjs's projective triple; infinity is ["0", "1", "0"]."""
+    if p is None:
+        return ["0", "1", "0"]
+    return [str(p[0]), str(p[1]), "1"]
+
+
+def g2_to_json(p) -> list[list[str]]:
+    """Affine G2 ((x0, x1), (y0, y1)) as snarkjs's triple of Fq2 pairs."""
+    if p is None:
+        return [["0", "0"], ["1", "0"], ["0", "0"]]
+    (x0, x1), (y0, y1) = p
+    return [[str(x0), str(x1)], [str(y0), str(y1)], ["1", "0"]]
+
+
+def _fq(path, where, s) -> int:
+    if not isinstance(s, str) or not s.isdigit():
+        raise BadJson(path, f"{where}: expected a decimal string, got {s!r}")
+    v = int(s)
+    if v >= BN254_Q:
+        raise BadJson(path, f"{where}: {s} is not below the base field prime q")
+    return v
+
+
+def _fq2(path, where, pair) -> tuple[int, int]:
+    if not isinstance(pair, list) or len(pair) != 2:
+        raise BadJson(path, f"{where}: expected a pair of decimal strings")
+    return _fq(path, f"{where}[0]", pair[0]), _fq(path, f"{where}[1]", pair[1])
+
+
+def g1_from_json(obj, path=None, where="point"):
+    """snarkjs's [x, y, z] (Jacobian, z usually "1") as affine (x, y) ints, None for infinity."""
+    if not isinstance(obj, list) or len(obj) not in (2, 3):
+        raise BadJson(path, f"{where}: expected a G1 point [x, y, z]")
+    x, y = _fq(path, f"{where}[0]", obj[0]), _fq(path, f"{where}[1]", obj[1])
+    z = _fq(path, f"{where}[2]", obj[2]) if len(obj) == 3 else 1
+    if z == 0:
+        return None
+    zi = pow(z, -1, BN254_Q)
+    zi2 = zi * zi % BN254_Q
+    return x * zi2 % BN254_Q, y * zi2 * zi % BN254_Q
+
+
+def _fq2_mul(a, b):
+    return (a[0] * b[0] - a[1] * b[1]) % BN254_Q, (a[0] * b[1] + a[1] * b[0]) % BN254_Q
+
+
+def _fq2_inv(a):
+    t = pow((a[0] * a[0] + a[1] * a[1]) % BN254_Q, -1, BN254_Q)
+    return a[0] * t % BN254_Q, -a[1] * t % BN254_Q
+
+
+def g2_from_json(obj, path=None, where="point"):
+    """snarkjs's [[x0,x1],[y0,y1],[z0,z1]] as affine ((x0, x1), (y0, y1)), None for infinity."""
+    if not isinstance(obj, list) or len(obj) not in (2, 3):
+        raise BadJson(path, f"{where}: expected a G2 point [[x0,x1],[y0,y1],[z0,z1]]")
+    x, y = _fq2(path, f"{where}[0]", obj[0]), _fq2(path, f"{where}[1]", obj[1])
+    z = _fq2(path, f"{where}[2]", obj[2]) if len(obj) == 3 else (1, 0)
+    if z == (0, 0):
+        return None
+    if z == (1, 0):
+        return x, y
+    zi = _fq2_inv(z)
+    zi2 = _fq2_mul(zi, zi)
+    return _fq2_mul(x, zi2), _fq2_mul(y, _fq2_mul(zi2, zi))
+
+
+# --- proof.json and public.json --------------------------------------------------------
+
+
+def proof_to_json(pi_a, pi_b, pi_c) -> dict:
+    """A proof (affine int points) as snarkjs's proof.json object."""
+    return {
+        "pi_a": g1_to_json(pi_a),
+        "pi_b": g2_to_json(pi_b),
+        "pi_c": g1_to_json(pi_c),
+        "protocol": PROTOCOL,
+        "curve": CURVE_NAME,
+    }
+
+
+def write_proof(path: os.PathLike | str, pi_a, pi_b, pi_c) -> None:
+    """Write proof.json atomically (points as affine ints)."""
+    _write(path, proof_to_json(pi_a, pi_b, pi_c))
+
+
+def _load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except json.JSONDecodeError as e:
+        raise BadJson(path, f"not valid JSON ({e})") from None
+    except UnicodeDecodeError:
+        raise BadJson(path, "not a text file") from None
+
+
+def read_proof(path: os.PathLike | str):
+    """proof.json as (pi_a, pi_b, pi_c) affine int points; BadJson if malformed."""
+    path = os.fspath(path)
+    obj = _load(path)
+    if not isinstance(obj, dict):
+        raise BadJson(path, "expected a JSON object with pi_a, pi_b, pi_c")
+    for key in ("pi_a", "pi_b", "pi_c"):
+        if key not in obj:
+            raise BadJson(path, f"missing {key!r}")
+    if obj.get("protocol", PROTOCOL) != PROTOCOL:
+        raise BadJson(path, f"protocol {obj.get('protocol')!r} is not groth16")
+    if obj.get("curve", CURVE_NAME) != CURVE_NAME:
+        raise BadJson(path, f"curve {obj.get('curve')!r} is not bn128")
+    return (
+        g1_from_json(obj["pi_a"], path, "pi_a"),
+        g2_from_json(obj["pi_b"], path, "pi_b"),
+        g1_from_json(obj["pi_c"], path, "pi_c"),
+    )
+
+
+def public_to_json(signals) -> list[str]:
+    return [str(int(s)) for s in signals]
+
+
+def write_public(path: os.PathLike | str, signals) -> None:
+    """Write public.json atomically: the public signals w[1..nPublic] as decimal strings."""
+    _write(path, public_to_json(signals))
+
+
+def read_public(path: os.PathLike | str) -> list[int]:
+    """public.json as a list of ints; BadJson if malformed or a value is not below r."""
+    path = os.fspath(path)
+    obj = _load(path)
+    if not isinstance(obj, list):
+        raise BadJson(path, "expected a JSON array of decimal strings")
+    out = []
+    for i, s in enumerate(obj):
+        if not isinstance(s, str) or not s.isdigit():
+            raise BadJson(path, f"signal {i}: expected a decimal string, got {s!r}")
+        v = int(s)
+        if v >= BN254_R:
+            raise BadJson(path, f"signal {i}: {s} is not below the scalar field prime r")
+        out.append(v)
+    return out
+
+
+# --- verification_key.json -------------------------------------------------------------
+
+
+def fq12_from_py_ecc(f) -> list:
+    """A py_ecc (optimized_)bn128 FQ12 as snarkjs's tower coefficients, [[[c, c] x3] x2].
+
+    py_ecc writes F_q12 = F_q[w]/(w^12 - 18 w^6 + 82); snarkjs (ffjavascript) the tower
+    F_q2 = F_q[u]/(u^2 + 1), F_q6 = F_q2[v]/(v^3 - (9 + u)), F_q12 = F_q6[w]/(w^2 - v).
+    With v = w^2 and u = w^6 - 9, the tower element sum_j (a_j + b_j w) v^j, a_j = x + y u,
+    puts x - 9y on w^(2j) and y on w^(2j+6) (b_j likewise on the odd powers), so
+    y = c[2j+6] and x = c[2j] + 9 c[2j+6].
+    """
+    c = [int(getattr(x, "n", x)) % BN254_Q for x in f.coeffs]
+    out = []
+    for half in (0, 1):  # a (even powers of w), b (odd powers)
+        fq6 = []
+        for j in range(3):
+            lo, hi = c[2 * j + half], c[2 * j + half + 6]
+            fq6.append(((lo + 9 * hi) % BN254_Q, hi))
+        out.append(fq6)
+    return out
+
+
+def fq12_to_json(tower) -> list:
+    """snarkjs tower coefficients [[[c0, c1] x3] x2] (ints) as vk_alphabeta_12's JSON.
+
+    The one place that knows the Fq12 layout of verification_key.json.
+    """
+    return [[[str(int(c0)), str(int(c1))] for (c0, c1) in fq6] for fq6 in tower]
+
+
+def alphabeta_12(alpha1, beta2) -> list:
+    """e(alpha1, beta2) as snarkjs tower coefficients, equal to snarkjs's own value.
+
+    snarkjs (wasmcurves) uses the Fuentes-Castaneda et al. hard part of the final
+    exponentiation, which yields the optimal ate pairing raised to
+    SNARKJS_PAIRING_EXPONENT = 2x(6x^2 + 3x + 1) (x = BN254's parameter) relative to the
+    textbook (q^12 - 1)/r exponent py_ecc uses; both are non-degenerate bilinear pairings,
+    but vk_alphabeta_12 only matches snarkjs's file with snarkjs's variant.
+
+    Uses py_ecc's pairing (pure Python, ~0.5 s): cuzk has no pairing of its own yet; this is
+    the one function to switch to the project's pairing when it exists.
+    """
+    from py_ecc import optimized_bn128 as bn  # test dependency, imported only here
+
+    P = (bn.FQ(alpha1[0]), bn.FQ(alpha1[1]), bn.FQ(1))
+    (x0, x1), (y0, y1) = beta2
+    Q = (bn.FQ2([x0, x1]), bn.FQ2([y0, y1]), bn.FQ2.one())
+    return fq12_from_py_ecc(bn.pairing(Q, P) ** SNARKJS_PAIRING_EXPONENT)
+
+
+def verification_key(zkey, alphabeta=None) -> dict:
+    """The verification_key.json object of a ZKey, as `snarkjs zkey export verificationkey`.
+
+    `alphabeta` (tower coefficients of e(alpha1, beta2)) is computed when not given.
+    """
+    alpha1 = g1_from_limbs(zkey.alpha1)
+    beta2 = g2_from_limbs(zkey.beta2)
+    if alphabeta is None:
+        alphabeta = alphabeta_12(alpha1, beta2)
+    return {
+        "protocol": PROTOCOL,
+        "curve": CURVE_NAME,
+        "nPublic": int(zkey.n_public),
+        "vk_alpha_1": g1_to_json(alpha1),
+        "vk_beta_2": g2_to_json(beta2),
+        "vk_gamma_2": g2_to_json(g2_from_limbs(zkey.gamma2)),
+        "vk_delta_2": g2_to_json(g2_from_limbs(zkey.delta2)),
+        "vk_alphabeta_12": fq12_to_json(alphabeta),
+        "IC": [g1_to_json(g1_from_limbs(p)) for p in zkey.ic],
+    }
+
+
+def write_verification_key(path: os.PathLike | str, vk: dict) -> None:
+    """Write verification_key.json atomically."""
+    _write(path, vk)
+
+
+class VerificationKey:
+    """verification_key.json parsed: alpha1 (G1), beta2, gamma2, delta2 (G2), ic (list of G1),
+    n_public, and alphabeta (tower coefficients, as in the file; not checked)."""
+
+    def __init__(self, path: os.PathLike | str):
+        self.path = path = os.fspath(path)
+        obj = _load(path)
+        if not isinstance(obj, dict):
+            raise BadJson(path, "expected a JSON object")
+        for key in ("vk_alpha_1", "vk_beta_2", "vk_gamma_2", "vk_delta_2", "IC"):
+            if key not in obj:
+                raise BadJson(path, f"missing {key!r}")
+        if obj.get("protocol", PROTOCOL) != PROTOCOL:
+            raise BadJson(path, f"protocol {obj.get('protocol')!r} is not groth16")
+        if obj.get("curve", CURVE_NAME) != CURVE_NAME:
+            raise BadJson(path, f"curve {obj.get('curve')!r} is not bn128")
+        self.alpha1 = g1_from_json(obj["vk_alpha_1"], path, "vk_alpha_1")
+        self.beta2 = g2_from_json(obj["vk_beta_2"], path, "vk_beta_2")
+        self.gamma2 = g2_from_json(obj["vk_gamma_2"], path, "vk_gamma_2")
+        self.delta2 = g2_from_json(obj["vk_delta_2"], path, "vk_delta_2")
+        if not isinstance(obj["IC"], list) or not obj["IC"]:
+            raise BadJson(path, "IC: expected a non-empty list of G1 points")
+        self.ic = [g1_from_json(p, path, f"IC[{i}]") for i, p in enumerate(obj["IC"])]
+        self.n_public = obj.get("nPublic", len(self.ic) - 1)
+        if self.n_public != len(self.ic) - 1:
+            raise BadJson(path, f"nPublic = {self.n_public} but IC has {len(self.ic)} points")
+        ab = obj.get("vk_alphabeta_12")
+        self.alphabeta = None
+        if ab is not None:
+            try:
+                self.alphabeta = [[[int(c0), int(c1)] for c0, c1 in fq6] for fq6 in ab]
+            except (TypeError, ValueError):
+                raise BadJson(
+                    path, "vk_alphabeta_12: expected [[[c0, c1] x3] x2] decimal strings"
+                ) from None
+
+
+def read_verification_key(path: os.PathLike | str) -> VerificationKey:
+    return VerificationKey(path)
