@@ -13,7 +13,10 @@ import click
 from cuzk import __version__
 
 # name -> "module:attribute" of a click.Command. Keep sorted by name.
-COMMANDS: dict[str, str] = {}
+COMMANDS: dict[str, str] = {
+    "prove": "cuzk.prover.cli:prove",
+    "top": "cuzk.top.cli:top",
+}
 
 
 class LazyGroup(click.Group):

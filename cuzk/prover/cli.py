@@ -1,0 +1,74 @@
+"""`cuzk prove`: one proof from a .zkey and a .wtns, in rapidsnark's argument order."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import click
+
+
+class ProveError(Exception):
+    """A reason not to write a proof (bad input, unsatisfied constraint, failed self-check)."""
+
+
+def run_prove(zkey, wtns, proof_json, public_json, r1cs=None, verify=False, device="cpu"):
+    """Prove and write proof_json / public_json atomically; raise on any reason not to."""
+    from cuzk.formats.errors import FormatError
+    from cuzk.formats.snarkjs_json import write_proof, write_public
+    from cuzk.prover import ProvingKey, first_unsatisfied, load_witness, open_device, prove
+
+    try:
+        key = ProvingKey.open(zkey)
+        w = load_witness(wtns, key)
+        if r1cs is not None:
+            from cuzk.formats.r1cs import R1CS
+
+            system = R1CS(r1cs)
+            if system.n_wires != key.n_vars:
+                raise ProveError(f"{r1cs}: {system.n_wires} wires but {zkey} has "
+                                 f"nVars = {key.n_vars}: not the same circuit")
+            bad = first_unsatisfied(system, w)
+            if bad is not None:
+                raise ProveError(f"{wtns}: witness does not satisfy constraint {bad} of {r1cs}")
+    except FormatError as e:
+        raise ProveError(str(e)) from None
+    dev = open_device(device)
+    proof = prove(key, w, dev)
+    if verify:
+        from cuzk.verifier import verify_with_zkey
+
+        if not verify_with_zkey(key.zkey, proof.public, proof.points()):
+            raise ProveError("the proof does not verify: the witness does not satisfy the "
+                             "circuit (pass --r1cs to find the failing constraint)")
+    write_proof(proof_json, *proof.points())
+    write_public(public_json, proof.public)
+    return proof
+
+
+@click.command("prove")
+@click.option("--r1cs", type=click.Path(exists=True, dir_okay=False),
+              help="The circuit's .r1cs: check every constraint before proving.")
+@click.option("--verify", is_flag=True, help="Verify the proof before writing it.")
+@click.option("--device", default="cpu", show_default=True, metavar="cpu|cuda[:N]",
+              help="Where the NTT and G1 MSM kernels run.")
+@click.option("--timings", is_flag=True, help="Print per-phase timings to stderr.")
+@click.argument("zkey", type=click.Path(dir_okay=False))
+@click.argument("wtns", type=click.Path(dir_okay=False))
+@click.argument("proof_json", type=click.Path(dir_okay=False, writable=True))
+@click.argument("public_json", type=click.Path(dir_okay=False, writable=True))
+def prove(zkey, wtns, proof_json, public_json, r1cs, verify, device, timings):
+    """Prove ZKEY with witness WTNS; write PROOF_JSON and PUBLIC_JSON (snarkjs shapes).
+
+    Outputs are written atomically and only for a good proof: a bad key or witness, an
+    unsatisfied constraint (--r1cs) or a proof that fails --verify exits 1 with the reason.
+    """
+    if timings:
+        logging.basicConfig(level=logging.DEBUG, stream=sys.stderr,
+                            format="%(name)s %(message)s")
+        logging.getLogger("numba").setLevel(logging.WARNING)
+    try:
+        run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device)
+    except (ProveError, FileNotFoundError, ValueError, OSError) as e:
+        click.echo(f"cuzk prove: {e}", err=True)
+        sys.exit(1)

@@ -1,0 +1,135 @@
+"""Devices a prover runs its kernels on: the CPU (Numba CPU kernels) or one CUDA GPU.
+
+A device keeps proving keys resident (on a GPU: the point sets copied to device memory once;
+on the CPU: the mapped arrays themselves) and runs the prove_start kernels against them:
+the H pipeline (iNTT, coset shift, NTT, a·b − c) and the G1 MSMs for A, B1, C and H.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+#: the G1 point sets of a key that prove_start runs MSMs over
+G1_SETS = ("a", "b1", "c", "h")
+
+
+def _points(zkey, which: str) -> np.ndarray:
+    return {"a": zkey.points_a, "b1": zkey.points_b1, "c": zkey.points_c,
+            "h": zkey.points_h}[which]
+
+
+class CpuDevice:
+    """Numba CPU kernels; resident keys are the mapped arrays (no copy, no extra bytes)."""
+
+    kind = "cpu"
+
+    def __init__(self, ordinal: int = 0):
+        self.ordinal = ordinal
+        self.name = f"cpu:{ordinal}" if ordinal else "cpu"
+        self._keys: dict[str, object] = {}
+        self._lock = threading.Lock()
+
+    def describe(self) -> str:
+        import os
+
+        return f"{self.name}: Numba CPU kernels on {os.cpu_count()} cores"
+
+    def load_key(self, key) -> None:
+        with self._lock:
+            self._keys[key.key_id] = key
+
+    def evict_key(self, key_id: str) -> None:
+        with self._lock:
+            self._keys.pop(key_id, None)
+
+    def resident_keys(self) -> list[str]:
+        return list(self._keys)
+
+    def resident_bytes(self, key_id: str | None = None) -> int:
+        return 0  # mapped file pages belong to the page cache, shared by every process
+
+    def compute_h(self, a, b, c) -> np.ndarray:
+        from cuzk.kernels import ntt_cpu
+
+        return ntt_cpu.compute_h(a, b, c)
+
+    def msm_g1(self, key, which: str, scalars) -> np.ndarray:
+        from cuzk.kernels import msm_cpu
+
+        return msm_cpu.msm_g1(_points(key.zkey, which), scalars)
+
+
+class CudaDevice:
+    """Numba CUDA kernels on GPU ``ordinal``; keys resident in device memory until evicted."""
+
+    kind = "cuda"
+
+    def __init__(self, ordinal: int = 0):
+        from cuzk.jit import require_cuda
+
+        require_cuda()
+        from numba import cuda
+
+        self.ordinal = ordinal
+        self.name = f"cuda:{ordinal}"
+        cuda.select_device(ordinal)
+        self._keys: dict[str, object] = {}
+        self._lock = threading.Lock()
+
+    def describe(self) -> str:
+        from numba import cuda
+
+        dev = cuda.get_current_device()
+        name = dev.name.decode() if isinstance(dev.name, bytes) else dev.name
+        free, total = cuda.current_context().get_memory_info()
+        return (f"{self.name}: {name}, compute capability {dev.compute_capability}, "
+                f"{total / 2**30:.1f} GiB ({free / 2**30:.1f} GiB free)")
+
+    def load_key(self, key) -> None:
+        from cuzk.kernels import resident
+
+        with self._lock:
+            if key.key_id not in self._keys:
+                self._keys[key.key_id] = resident.ResidentKey(
+                    {w: _points(key.zkey, w) for w in G1_SETS})
+
+    def evict_key(self, key_id: str) -> None:
+        with self._lock:
+            rk = self._keys.pop(key_id, None)
+        if rk is not None and hasattr(rk, "free"):
+            rk.free()
+
+    def resident_keys(self) -> list[str]:
+        return list(self._keys)
+
+    def resident_bytes(self, key_id: str | None = None) -> int:
+        keys = [self._keys[key_id]] if key_id in self._keys else (
+            [] if key_id else list(self._keys.values()))
+        return sum(int(k.nbytes) for k in keys)
+
+    def compute_h(self, a, b, c) -> np.ndarray:
+        from cuzk.kernels import ntt_cuda
+
+        return ntt_cuda.compute_h(a, b, c)
+
+    def msm_g1(self, key, which: str, scalars) -> np.ndarray:
+        from cuzk.kernels import msm_cuda
+
+        self.load_key(key)
+        return msm_cuda.msm_g1(self._keys[key.key_id][which], scalars)
+
+
+def open_device(spec: str = "cpu"):
+    """A device from "cpu", "cpu:N", "cuda" or "cuda:N"."""
+    kind, _, ordinal = str(spec).partition(":")
+    try:
+        n = int(ordinal) if ordinal else 0
+    except ValueError:
+        raise ValueError(f"bad device {spec!r}: expected cpu, cpu:N, cuda or cuda:N") from None
+    if kind == "cpu":
+        return CpuDevice(n)
+    if kind == "cuda":
+        return CudaDevice(n)
+    raise ValueError(f"bad device {spec!r}: expected cpu, cpu:N, cuda or cuda:N")

@@ -1,0 +1,86 @@
+"""A proving key opened once: the mapped .zkey plus what the engine needs to budget for it."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+import numpy as np
+
+from cuzk.formats.wtns import read_wtns
+from cuzk.formats.zkey import ZKey
+
+FR_BYTES = 32
+
+
+class ProvingKey:
+    """A Groth16 proving key mapped from a .zkey file (point sections are views, not copies).
+
+    key_id is a short digest of the Groth16 header (α, β, γ, δ and the sizes): two keys with
+    the same id are the same setup, whatever their paths.
+    """
+
+    def __init__(self, zkey: ZKey):
+        self.zkey = zkey
+        self.path = zkey.path
+        header = np.concatenate([zkey.alpha1, zkey.beta1, zkey.beta2, zkey.gamma2,
+                                 zkey.delta1, zkey.delta2]).tobytes()
+        sizes = f"{zkey.n_vars}:{zkey.n_public}:{zkey.domain_size}:{len(zkey.coefficients)}"
+        self.key_id = hashlib.blake2b(header + sizes.encode(), digest_size=8).hexdigest()
+
+    @classmethod
+    def open(cls, path: os.PathLike | str) -> ProvingKey:
+        return cls(ZKey(path))
+
+    # sizes --------------------------------------------------------------------------------
+    n_vars = property(lambda self: self.zkey.n_vars)
+    n_public = property(lambda self: self.zkey.n_public)
+    domain_size = property(lambda self: self.zkey.domain_size)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the mapped key file (what a resident copy of its point sets costs)."""
+        return os.path.getsize(self.path)
+
+    @property
+    def points_nbytes(self) -> int:
+        z = self.zkey
+        return sum(a.nbytes for a in (z.points_a, z.points_b1, z.points_b2, z.points_c,
+                                      z.points_h))
+
+    def witness_bytes(self) -> int:
+        return self.n_vars * FR_BYTES
+
+    def abc_bytes(self) -> int:
+        return 3 * self.domain_size * FR_BYTES
+
+    def partition_bytes(self) -> int:
+        """Estimated working set of one partition in flight: the witness, a, b, c, and the
+        NTT's h vector (the partial proof itself is a few hundred bytes)."""
+        return self.witness_bytes() + self.abc_bytes() + self.domain_size * FR_BYTES
+
+    def __repr__(self):
+        return (f"ProvingKey({self.key_id}, {self.path!r}, n_vars={self.n_vars}, "
+                f"domain=2^{self.domain_size.bit_length() - 1})")
+
+
+def load_witness(source, key: ProvingKey | None = None) -> np.ndarray:
+    """The witness as an (n_vars, 4) uint64 plain-form array, from a .wtns path or its bytes,
+    validated (prime, values < r, count matching the key)."""
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        import tempfile
+
+        # read_wtns validates a file; keep one code path for paths and uploads.
+        with tempfile.NamedTemporaryFile(suffix=".wtns") as f:
+            f.write(source)
+            f.flush()
+            witness = read_wtns(f.name)
+            values = np.array(witness.values)  # copy: the temporary file goes away
+            path = "<uploaded witness>"
+    else:
+        witness = read_wtns(source)
+        values = witness.values
+        path = str(source)
+    if key is not None:
+        key.zkey.check_witness(values, path)
+    return values

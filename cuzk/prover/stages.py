@@ -1,0 +1,152 @@
+"""The Groth16 prover in three stages, over plain arrays, cut where the engine cuts it.
+
+    synthesize(key, w)                   CPU process: a, b, c on the domain, public signals
+    prove_start(key, a, b, c, w, dev)    device: H = coset NTT pipeline; G1 MSMs A, B1, C, H
+    prove_finish(key, partial, w)        finalizer thread: B in G2 (CPU MSM), blinding, proof
+
+Every stage takes and returns numpy arrays (or small dataclasses of them), so the engine can
+keep a, b, c and the witness in shared memory between processes. ``prove`` runs the three.
+Phases are timed and logged at debug level under the ``cuzk.prover`` logger.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from cuzk.bn254.constants import FR_MODULUS
+from cuzk.prover.synthesis import evaluate_abc
+
+log = logging.getLogger("cuzk.prover")
+
+
+@contextmanager
+def phase(name: str, timings: dict):
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        ms = (time.perf_counter() - t0) * 1e3
+        timings[name] = timings.get(name, 0.0) + ms
+        log.debug("%s: %.2f ms", name, ms)
+
+
+@dataclass
+class Synthesis:
+    """Output of synthesize: a, b, c (domain, 4) Montgomery; public signals as ints."""
+
+    a: np.ndarray
+    b: np.ndarray
+    c: np.ndarray
+    public: list
+    timings: dict = field(default_factory=dict)
+
+
+@dataclass
+class Partial:
+    """Output of prove_start: the four G1 MSM results (affine (8,) limb arrays)."""
+
+    a: np.ndarray
+    b1: np.ndarray
+    c: np.ndarray
+    h: np.ndarray
+    timings: dict = field(default_factory=dict)
+
+
+@dataclass
+class Proof:
+    """A Groth16 proof: affine limb arrays πA (8,), πB (16,), πC (8,), and the public signals."""
+
+    pi_a: np.ndarray
+    pi_b: np.ndarray
+    pi_c: np.ndarray
+    public: list
+    timings: dict = field(default_factory=dict)
+
+    def points(self):
+        """(πA, πB, πC) as affine Python-int points (None for infinity)."""
+        from cuzk.formats.limbs import g1_from_limbs, g2_from_limbs
+
+        return g1_from_limbs(self.pi_a), g2_from_limbs(self.pi_b), g1_from_limbs(self.pi_c)
+
+    def to_json(self) -> dict:
+        """proof.json as snarkjs writes it."""
+        from cuzk.formats.snarkjs_json import proof_to_json
+
+        return proof_to_json(*self.points())
+
+    def public_json(self) -> list:
+        """public.json: the public signals as decimal strings."""
+        return [str(int(v)) for v in self.public]
+
+
+def public_signals(key, w) -> list:
+    from cuzk.formats.limbs import limbs_to_ints
+
+    return limbs_to_ints(w[1:key.n_public + 1])
+
+
+def synthesize(key, w, out=None) -> Synthesis:
+    """a = A·w, b = B·w, c = a∘b on the domain (Montgomery form), and w[1..nPublic]."""
+    timings: dict = {}
+    with phase("synthesize", timings):
+        a, b, c = evaluate_abc(key.zkey.coefficients, w, key.domain_size, out=out)
+    return Synthesis(a, b, c, public_signals(key, w), timings)
+
+
+def prove_start(key, a, b, c, w, device) -> Partial:
+    """The device stage: h from a, b, c (a, b, c may be overwritten), then the G1 MSMs."""
+    timings: dict = {}
+    n_pub = key.n_public
+    with phase("compute H (NTT pipeline)", timings):
+        h = device.compute_h(a, b, c)
+    with phase("MSM A", timings):
+        msm_a = device.msm_g1(key, "a", w)
+    with phase("MSM B1", timings):
+        msm_b1 = device.msm_g1(key, "b1", w)
+    with phase("MSM C", timings):
+        msm_c = device.msm_g1(key, "c", w[n_pub + 1:])
+    with phase("MSM H", timings):
+        msm_h = device.msm_g1(key, "h", h)
+    return Partial(msm_a, msm_b1, msm_c, msm_h, timings)
+
+
+def random_scalar() -> int:
+    """A uniformly random nonzero element of Fr from the OS's cryptographic source."""
+    while True:
+        k = secrets.randbelow(FR_MODULUS)
+        if k:
+            return k
+
+
+def prove_finish(key, partial: Partial, w, r: int | None = None, s: int | None = None) -> Proof:
+    """The finalizer stage: B in G2 on the CPU, then blinding with fresh r, s."""
+    from cuzk.kernels import msm_cpu
+    from cuzk.prover.assemble import assemble
+
+    timings = dict(partial.timings)
+    with phase("MSM B2 (G2)", timings):
+        b2 = msm_cpu.msm_g2(key.zkey.points_b2, w)
+    r = random_scalar() if r is None else r
+    s = random_scalar() if s is None else s
+    with phase("assemble", timings):
+        pi_a, pi_b, pi_c = assemble(key.zkey, partial.a, partial.b1, partial.c, partial.h,
+                                    b2, r, s)
+    return Proof(pi_a, pi_b, pi_c, public_signals(key, w), timings)
+
+
+def prove(key, w, device=None) -> Proof:
+    """Synthesize, prove_start and prove_finish in one call (device: "cpu" by default)."""
+    from cuzk.prover.device import open_device
+
+    if device is None or isinstance(device, str):
+        device = open_device(device or "cpu")
+    syn = synthesize(key, w)
+    partial = prove_start(key, syn.a, syn.b, syn.c, w, device)
+    partial.timings = {**syn.timings, **partial.timings}
+    return prove_finish(key, partial, w)

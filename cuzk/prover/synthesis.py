@@ -1,0 +1,98 @@
+"""Synthesis: evaluate a circom circuit's constraint system at a witness (CPU, Numba).
+
+For a circom circuit the witness is given, so "synthesis" is evaluating the matrices:
+a_i = Σ coef·w over the A entries of row i, b_i likewise for B, and c_i = a_i·b_i — the zkey
+carries no C matrix; C's evaluations on the domain are A∘B (snarkjs, rapidsnark do the same).
+
+The zkey stores each coefficient as coef·R² mod r, so one Montgomery product with a plain
+witness value gives coef·w·R: a, b and c come out in Montgomery form, ready for the NTT.
+
+With the circuit's .r1cs, ``first_unsatisfied`` checks (A·w)∘(B·w) = C·w row by row, which a
+zkey alone cannot: an unsatisfying witness would otherwise yield an invalid proof silently.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from cuzk.bn254 import field as F
+
+
+@njit(cache=True, nogil=True)
+def _accumulate_ab(matrix, constraint, signal, value, w, a, b):
+    """a[i] += coef·w[s] for A entries (matrix 0), b likewise (matrix 1); Montgomery out."""
+    for k in range(matrix.shape[0]):
+        s = signal[k]
+        t = F.fr_mul((value[k, 0], value[k, 1], value[k, 2], value[k, 3]),
+                     (w[s, 0], w[s, 1], w[s, 2], w[s, 3]))
+        i = constraint[k]
+        if matrix[k] == 0:
+            acc = F.fr_add((a[i, 0], a[i, 1], a[i, 2], a[i, 3]), t)
+            a[i, 0], a[i, 1], a[i, 2], a[i, 3] = acc
+        else:
+            acc = F.fr_add((b[i, 0], b[i, 1], b[i, 2], b[i, 3]), t)
+            b[i, 0], b[i, 1], b[i, 2], b[i, 3] = acc
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _hadamard(a, b, c):
+    """c = a∘b elementwise (Montgomery in, Montgomery out)."""
+    for i in prange(a.shape[0]):
+        t = F.fr_mul((a[i, 0], a[i, 1], a[i, 2], a[i, 3]), (b[i, 0], b[i, 1], b[i, 2], b[i, 3]))
+        c[i, 0], c[i, 1], c[i, 2], c[i, 3] = t
+
+
+def evaluate_abc(coefficients, witness, domain_size, out=None):
+    """a, b, c = (A·w, B·w, (A·w)∘(B·w)) on the domain, as (domain_size, 4) uint64 arrays in
+    Montgomery form. ``out`` may supply the three arrays (e.g. shared-memory views)."""
+    if out is None:
+        a = np.zeros((domain_size, 4), dtype=np.uint64)
+        b = np.zeros((domain_size, 4), dtype=np.uint64)
+        c = np.empty((domain_size, 4), dtype=np.uint64)
+    else:
+        a, b, c = out
+        a[:] = 0
+        b[:] = 0
+    if len(coefficients):
+        _accumulate_ab(coefficients["matrix"], coefficients["constraint"],
+                       coefficients["signal"], coefficients["value"], witness, a, b)
+    _hadamard(a, b, c)
+    return a, b, c
+
+
+@njit(cache=True, nogil=True)
+def _row_dot(row_ptr, cols, vals, wm, i):
+    """Σ val·w over row i; plain values times Montgomery w gives a plain result."""
+    acc = (np.uint64(0), np.uint64(0), np.uint64(0), np.uint64(0))
+    for k in range(row_ptr[i], row_ptr[i + 1]):
+        s = cols[k]
+        acc = F.fr_add(acc, F.fr_mul((vals[k, 0], vals[k, 1], vals[k, 2], vals[k, 3]),
+                                     (wm[s, 0], wm[s, 1], wm[s, 2], wm[s, 3])))
+    return acc
+
+
+@njit(cache=True, nogil=True)
+def _first_unsatisfied(n, ap, ac, av, bp, bc, bv, cp, cc, cv, w):
+    wm = np.empty_like(w)
+    for s in range(w.shape[0]):
+        t = F.fr_to_mont((w[s, 0], w[s, 1], w[s, 2], w[s, 3]))
+        wm[s, 0], wm[s, 1], wm[s, 2], wm[s, 3] = t
+    for i in range(n):
+        aw = _row_dot(ap, ac, av, wm, i)
+        bw = _row_dot(bp, bc, bv, wm, i)
+        cw = _row_dot(cp, cc, cv, wm, i)
+        # Mont(aw)·bw·R^{-1} = aw·bw (plain)
+        if not F.eq(F.fr_mul(F.fr_to_mont(aw), bw), cw):
+            return i
+    return -1
+
+
+def first_unsatisfied(r1cs, witness) -> int | None:
+    """The index of the first constraint (A·w)·(B·w) ≠ C·w, or None when all hold.
+    ``witness`` is the (n_wires, 4) plain-form array."""
+    A, B, C = r1cs.A, r1cs.B, r1cs.C
+    i = _first_unsatisfied(int(r1cs.n_constraints),
+                           A.row_ptr, A.cols, A.vals, B.row_ptr, B.cols, B.vals,
+                           C.row_ptr, C.cols, C.vals, np.ascontiguousarray(witness))
+    return None if i < 0 else int(i)
