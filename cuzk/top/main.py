@@ -1,0 +1,47 @@
+"""Runs `cuzk top` from parsed options: choose the board, then the JSON, text or curses mode."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+
+from cuzk.top.app import Sampler, run_curses, run_json, run_text
+from cuzk.top.source import AttachError, BoardSource, choose
+from cuzk.top.telemetry import Telemetry
+
+
+def run(*, board: str | None = None, interval: float = 1.0, iterations: int | None = None,
+        once: bool = False, as_json: bool = False, no_color: bool = False,
+        width: int | None = None, height: int | None = None, source=None) -> int:
+    """Exit status of one `cuzk top` run. `source` (anything with read() -> snapshot dict)
+    replaces the board, for tests and demos."""
+    interval = max(0.1, float(interval))
+    if source is None:
+        try:
+            source = BoardSource(choose(board))
+        except AttachError as err:
+            print(f"cuzk top: {err}", file=sys.stderr)
+            return err.code
+    try:
+        if as_json:
+            return run_json(source, interval=interval, iterations=iterations)
+        telemetry = Telemetry()
+        try:
+            sampler = Sampler(source, telemetry)
+            color = not no_color and "NO_COLOR" not in os.environ
+            if once or not (sys.stdout.isatty() and sys.stdin.isatty()):
+                # A frame as text: the terminal's size, or 80x24 into a pipe or file;
+                # colour only when stdout is a terminal.
+                tty = sys.stdout.isatty()
+                size = shutil.get_terminal_size((80, 24)) if tty else os.terminal_size((80, 24))
+                return run_text(sampler, interval=interval, iterations=iterations, once=once,
+                                width=width or size.columns, height=height or size.lines,
+                                color=color and tty)
+            return run_curses(sampler, interval=interval, iterations=iterations, color=color)
+        finally:
+            telemetry.close()
+    finally:
+        close = getattr(source, "close", None)
+        if close:
+            close()

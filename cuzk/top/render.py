@@ -1,0 +1,562 @@
+"""The `cuzk top` screen as a pure function of (snapshot, width, height, view state).
+
+render() reads only its arguments (the snapshot dict in the shape of `GET /status`, derived
+figures, the view state): no clock, no terminal, no board. Times shown are taken from the
+snapshot ("now", "*_secs_ago"), so one snapshot always draws the same frame, which is what
+the golden tests rely on.
+
+Screen, top to bottom (sections get rows in the priority order of `_GROWTH`, each shrinking
+to a one-line summary when short of room; pipelines take what is left and scroll):
+
+    header      instance, supervisor pid, uptime; memory bar, queue depth, done/failed rates
+    WORKER      device workers: state, job, partition, time on it, utilisation, gen, pid, heartbeat
+    GPU         NVML telemetry (only when a GPU and nvidia-ml-py exist)
+    FINALIZER   finalizer threads: what each is finishing
+    SYNTH       synthesis workers
+    JOB         pipelines: kind, priority, age, done/total, a glyph per partition
+    KEY         resident proving keys
+    footer      keys, sort, scroll position
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cuzk.top import fmt
+from cuzk.top.derive import Derived
+from cuzk.top.frame import Frame, Line, build
+
+# Pipeline orders that `s` cycles through.
+SORTS = ("priority", "age", "progress", "state")
+
+# A heartbeat older than this many seconds is highlighted as stale.
+STALE_SECS = 5.0
+
+MIN_WIDTH, MIN_HEIGHT = 40, 10
+
+# Partition state -> glyph, in pipeline order. ASCII so that every terminal and locale shows it.
+GLYPHS = {
+    "pending": ".",
+    "synthesizing": "s",
+    "synth_done": "w",      # synthesized, waiting for a device
+    "gpu": "G",
+    "finalizing": "f",
+    "done": "#",
+    "failed": "X",
+}
+LEGEND_WORDS = {
+    "pending": "pending", "synthesizing": "synth", "synth_done": "wait", "gpu": "gpu",
+    "finalizing": "finalize", "done": "done", "failed": "failed",
+}
+PRIORITY_RANK = {"critical": 0, "high": 1, "normal": 2}
+PRIORITY_SHORT = {"critical": "crit", "high": "high", "normal": "norm"}
+JOB_STATE_RANK = {"running": 0, "queued": 1, "failed": 2, "cancelled": 3, "done": 4}
+STATE_STYLE = {
+    "idle": "idle", "proving": "busy", "synthesizing": "busy", "finalizing": "finalizing",
+    "dead": "dead", "running": "busy", "queued": "warn", "done": "good", "failed": "bad",
+    "cancelled": "dim",
+}
+
+
+@dataclass
+class Col:
+    """A table column: `prio` says which columns go first when narrow (highest first);
+    `flex` is how many extra cells the column may take when there is room."""
+
+    title: str
+    width: int
+    align: str = "<"
+    prio: int = 0
+    flex: int = 0
+    grow: int = 0            # flexible columns grow in (grow, position) order
+
+
+def fit_columns(cols: list[Col], width: int) -> list[tuple[int, int]]:
+    """(column index, cell width) of the columns that fit in `width`, in display order."""
+    keep = list(range(len(cols)))
+    def used():
+        return sum(cols[i].width for i in keep) + max(0, len(keep) - 1)
+    while keep and used() > width:
+        keep.remove(max(keep, key=lambda i: (cols[i].prio, i)))
+    widths = {i: cols[i].width for i in keep}
+    spare = width - used()
+    for i in sorted(keep, key=lambda i: (cols[i].grow, i)):
+        extra = min(spare, cols[i].flex)
+        widths[i] += extra
+        spare -= extra
+    return [(i, widths[i]) for i in keep]
+
+
+def _cell(text, w: int, align: str) -> str:
+    text = fmt.cut(text, w)
+    return text.rjust(w) if align == ">" else text.ljust(w)
+
+
+class Table:
+    """Fits columns once, then draws the header and rows of (text, style) cells."""
+
+    def __init__(self, cols: list[Col], width: int):
+        self.cols, self.width = cols, width
+        self.fit = fit_columns(cols, width)
+
+    def has(self, title: str) -> bool:
+        return any(self.cols[i].title == title for i, _ in self.fit)
+
+    def header(self) -> Line:
+        line = Line(base="header")
+        line.add(" ".join(_cell(self.cols[i].title, w, self.cols[i].align) for i, w in self.fit))
+        return line
+
+    def row(self, cells: list) -> Line:
+        """cells: one entry per column (text, or (text, style), or a callable(width) -> list
+        of (text, style) for columns drawn glyph by glyph)."""
+        line = Line()
+        for k, (i, w) in enumerate(self.fit):
+            if k:
+                line.add(" ")
+            cell = cells[i]
+            if callable(cell):
+                drawn = 0
+                for text, style in cell(w):
+                    text = text[: w - drawn]
+                    line.add(text, style)
+                    drawn += len(text)
+                line.add(" " * (w - drawn))
+                continue
+            text, style = cell if isinstance(cell, tuple) else (cell, None)
+            line.add(_cell(text, w, self.cols[i].align), style)
+        return line
+
+
+@dataclass
+class Section:
+    """Rows of one panel. lines(n) gives at most n lines: a summary line when n == 1,
+    else the header, as many rows as fit, and a '+k more' line when some do not."""
+
+    header: Line
+    rows: list[Line]
+    summary: Line
+    what: str = "rows"             # noun for the '+k more' line
+
+    def want(self) -> int:
+        return 1 + len(self.rows)
+
+    def lines(self, n: int) -> list[Line]:
+        if n <= 0:
+            return []
+        if n >= self.want():
+            return [self.header, *self.rows]
+        if n == 1:
+            return [self.summary]
+        shown = n - 2
+        more = Line().add(f"  ... +{len(self.rows) - shown} more {self.what}", "dim")
+        return [self.header, *self.rows[:shown], more]
+
+
+def _count_states(items, key="state") -> str:
+    counts: dict[str, int] = {}
+    for it in items:
+        counts[it.get(key) or "?"] = counts.get(it.get(key) or "?", 0) + 1
+    return ", ".join(f"{n} {s}" for s, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _state(state) -> tuple[str, str | None]:
+    state = state or "?"
+    return state, STATE_STYLE.get(state)
+
+
+def _busy(state) -> bool:
+    return state not in (None, "idle", "dead")
+
+
+def _heartbeat(age, state) -> tuple[str, str | None]:
+    if age is None:
+        return "-", None
+    if state != "dead" and age > STALE_SECS:
+        return fmt.secs(age), "stale"
+    return fmt.secs(age), None
+
+
+def _job_cells(w: dict, job_key: str, part_key: str) -> tuple:
+    if not _busy(w.get("state")):
+        return "-", "-", "-"
+    part = w.get(part_key)
+    return (w.get(job_key) or "-", "-" if part is None else str(part),
+            fmt.secs(w.get("started_secs_ago")))
+
+
+def _util_bar(u):
+    def draw(width):
+        inner = max(0, width - 2)
+        if u is None:
+            return [("[", "dim"), ("-".center(inner), "dim"), ("]", "dim")]
+        style = "bar" if u < 0.5 else "bar_mid" if u < 0.85 else "bar_high"
+        return [("[", None), (fmt.bar(u, inner), style), ("]", None)]
+    return draw
+
+
+def _workers(snap: dict, d: Derived, width: int) -> Section:
+    workers = sorted(snap.get("gpu_workers") or (), key=lambda w: _num(w.get("worker_id")))
+    t = Table([
+        Col("WORKER", 6, ">"), Col("DEVICE", 7, prio=3), Col("STATE", 8),
+        Col("JOB", 8, flex=28), Col("PART", 4, ">"), Col("TIME", 6, ">", prio=1),
+        Col("UTIL", 4, ">"), Col("UTIL%", 12, prio=6, flex=20), Col("GEN", 5, ">", prio=4),
+        Col("RST", 3, ">", prio=2), Col("PID", 7, ">", prio=5), Col("HB", 5, ">", prio=1),
+    ], width)
+    rows = []
+    for w in workers:
+        job, part, on = _job_cells(w, "current_job", "current_partition")
+        u = d.util.get(w.get("worker_id"))
+        dev = w.get("device") or f"gpu:{w.get('gpu_ordinal')}"
+        rows.append(t.row([
+            str(w.get("worker_id")), dev, _state(w.get("state")), job, part, on,
+            fmt.pct(u), _util_bar(u), str(w.get("generation", "-")),
+            (str(w.get("restarts", 0)), "warn" if w.get("restarts") else None),
+            str(w.get("pid") or "-"), _heartbeat(w.get("heartbeat_age_secs"), w.get("state")),
+        ]))
+    busy = sum(1 for w in workers if _busy(w.get("state")))
+    summary = Line().add("WORKER ", "header").add(
+        f" {busy}/{len(workers)} busy: {_count_states(workers) or 'none'}")
+    if not rows:
+        rows = [Line().add("  (no device workers)", "dim")]
+    return Section(t.header(), rows, summary, "workers")
+
+
+def _finalizers(snap: dict, width: int) -> Section | None:
+    fins = sorted(snap.get("finalizers") or (), key=lambda f: _num(f.get("finalizer_id")))
+    if not fins:
+        return None
+    t = Table([
+        Col("FINALIZER", 9, ">"), Col("GPU", 3, ">", prio=2), Col("STATE", 10),
+        Col("JOB", 8, flex=28), Col("PART", 4, ">"), Col("TIME", 6, ">", prio=1),
+        Col("GEN", 5, ">", prio=3), Col("PID", 7, ">", prio=4),
+    ], width)
+    rows = []
+    for f in fins:
+        job, part, on = _job_cells(f, "current_job", "current_partition")
+        rows.append(t.row([
+            str(f.get("finalizer_id")), str(f.get("gpu_ordinal", "-")), _state(f.get("state")),
+            job, part, on, str(f.get("generation", "-")), str(f.get("pid") or "-"),
+        ]))
+    summary = Line().add("FINALIZER", "header").add(f" {len(fins)}: {_count_states(fins)}")
+    return Section(t.header(), rows, summary, "finalizers")
+
+
+def _synthesis(snap: dict, width: int) -> Section | None:
+    syn = snap.get("synthesis") or {}
+    workers = sorted(syn.get("workers") or (), key=lambda w: _num(w.get("worker_id")))
+    if not workers and not syn:
+        return None
+    active = f"ACTIVE {syn.get('active', 0)}/{syn.get('max_concurrent', len(workers))}"
+    t = Table([
+        Col("SYNTH", 6, ">"), Col(active, 12), Col("JOB", 8, flex=28), Col("PART", 4, ">"),
+        Col("TIME", 6, ">", prio=1), Col("GEN", 5, ">", prio=4), Col("RST", 3, ">", prio=2),
+        Col("PID", 7, ">", prio=5), Col("HB", 5, ">", prio=1),
+    ], width)
+    rows = []
+    for w in workers:
+        job, part, on = _job_cells(w, "job_id", "partition")
+        rows.append(t.row([
+            str(w.get("worker_id")), _state(w.get("state")), job, part, on,
+            str(w.get("generation", "-")),
+            (str(w.get("restarts", 0)), "warn" if w.get("restarts") else None),
+            str(w.get("pid") or "-"), _heartbeat(w.get("heartbeat_age_secs"), w.get("state")),
+        ]))
+    summary = Line().add("SYNTH ", "header").add(
+        f" {active.lower()}: {_count_states(workers) or 'none'}")
+    if not rows:
+        rows = [Line().add("  (no synthesis workers)", "dim")]
+    return Section(t.header(), rows, summary, "synthesis workers")
+
+
+def _gpus(d: Derived, width: int) -> Section | None:
+    if not d.gpus:
+        return None
+    t = Table([
+        Col("GPU", 3, ">"), Col("NAME", 8, prio=3, flex=24), Col("UTIL", 4, ">"),
+        Col("UTIL%", 12, prio=4, flex=20), Col("MEMORY", 13, ">"), Col("TEMP", 4, ">", prio=1),
+        Col("POWER", 9, ">", prio=2),
+    ], width)
+    rows = []
+    for g in d.gpus:
+        u = None if g.get("util") is None else g["util"] / 100.0
+        temp = g.get("temp_c")
+        power, limit = g.get("power_w"), g.get("power_limit_w")
+        rows.append(t.row([
+            str(g.get("index")), g.get("name") or "-", fmt.pct(u), _util_bar(u),
+            f"{fmt.bytes_(g.get('mem_used'))}/{fmt.bytes_(g.get('mem_total'))}",
+            ("-" if temp is None else f"{temp:.0f}C", "warn" if (temp or 0) >= 85 else None),
+            "-" if power is None else (f"{power:.0f}/{limit:.0f}W" if limit else f"{power:.0f}W"),
+        ]))
+    avg = sum(g.get("util") or 0 for g in d.gpus) / len(d.gpus)
+    summary = Line().add("GPU ", "header").add(f" {len(d.gpus)} devices, mean util {avg:.0f}%")
+    return Section(t.header(), rows, summary)
+
+
+def _strip(parts: list):
+    def draw(width):
+        glyphs = [(GLYPHS.get(p.get("state"), "?"), "p_" + str(p.get("state"))) for p in parts]
+        if len(glyphs) > width:
+            glyphs = glyphs[: max(0, width - 1)] + [("+", "dim")]
+        return glyphs
+    return draw
+
+
+def _legend() -> Line:
+    line = Line()
+    for state, glyph in GLYPHS.items():
+        line.add(" ")
+        line.add(glyph, "p_" + state)
+        line.add(" " + LEGEND_WORDS[state], "dim")
+    return line
+
+
+def sort_pipelines(pipelines, sort: str, now: float) -> list:
+    """Pipelines in the order named by `sort` (one of SORTS)."""
+    def submitted(p):
+        return _num(p.get("submitted_at"))
+    def finished(p):
+        return p.get("state") in ("done", "failed", "cancelled")
+    if sort == "age":
+        key = lambda p: (submitted(p), str(p.get("job_id")))  # noqa: E731
+    elif sort == "progress":
+        def key(p):
+            total = p.get("total_partitions") or 0
+            return ((p.get("partitions_done") or 0) / total if total else 1.0, submitted(p))
+    elif sort == "state":
+        key = lambda p: (JOB_STATE_RANK.get(p.get("state"), 9), submitted(p))  # noqa: E731
+    else:  # priority: the scheduler's order, finished jobs last
+        key = lambda p: (finished(p), PRIORITY_RANK.get(p.get("priority"), 9),  # noqa: E731
+                         submitted(p))
+    return sorted(pipelines or (), key=key)
+
+
+def _pipelines(snap: dict, width: int, sort: str):
+    now = _num(snap.get("now"))
+    pipes = sort_pipelines(snap.get("pipelines"), sort, now)
+    longest = max((len(p.get("partitions") or ()) for p in pipes), default=0)
+    t = Table([
+        Col("JOB", 8, flex=24), Col("KIND", 12, prio=2), Col("PRIO", 4),
+        Col("STATE", 9, prio=3), Col("AGE", 6, ">", prio=1), Col("DONE", 7, ">"),
+        Col("PARTITIONS", 10, flex=max(0, longest - 10), grow=-1),
+    ], width)
+    rows = []
+    for p in pipes:
+        done, total, failed = (p.get("partitions_done") or 0, p.get("total_partitions") or 0,
+                               p.get("partitions_failed") or 0)
+        submitted = p.get("submitted_at")
+        age = now - submitted if submitted else p.get("started_secs_ago")
+        prio = p.get("priority")
+        rows.append(t.row([
+            p.get("job_id"), p.get("proof_kind") or "-",
+            (PRIORITY_SHORT.get(prio, prio or "-"), "warn" if prio == "critical" else None),
+            _state(p.get("state")), fmt.secs(age),
+            (f"{done}/{total}" + (f"!{failed}" if failed else ""), "bad" if failed else None),
+            _strip(sorted(p.get("partitions") or (), key=lambda q: _num(q.get("index")))),
+        ]))
+    legend = _legend()
+    header = t.header()
+    if len(header) + len(legend) <= width:     # the legend fits on the header line
+        header.add(" " * (width - len(header) - len(legend)))
+        for text, style in legend.parts:
+            header.add(text, style)
+        legend = None
+    return header, rows, legend
+
+
+def _header(snap: dict, d: Derived, width: int, *, sort: str, paused: bool,
+            tall: bool) -> list[Line]:
+    mem = snap.get("memory") or {}
+    counters = snap.get("counters") or {}
+    top = Line().add("cuzk top", "title").add(f"  {snap.get('instance') or '?'}", "bold")
+    top.add(f"  up {fmt.secs(snap.get('uptime_secs'))}")
+    top.add(f"  pid {snap.get('supervisor_pid') or '-'}")
+    if width >= 100:
+        top.add(f"  board {snap.get('board') or '-'}", "dim")
+    flags = []
+    if snap.get("consistent") is False:
+        flags.append(("[torn snapshot]", "warn"))
+    if paused:
+        flags.append(("[PAUSED]", "warn"))
+    right = " ".join(text for text, _ in flags)
+    if flags and len(top) + len(right) + 1 <= width:
+        top.add(" " * (width - len(top) - len(right)))
+        for k, (text, style) in enumerate(flags):
+            top.add((" " if k else "") + text, style)
+
+    total, reserved = mem.get("total_bytes") or 0, mem.get("reserved_bytes")
+    if reserved is None:
+        reserved = mem.get("used_bytes") or 0
+    frac = reserved / total if total else 0.0
+    amounts = f" {fmt.bytes_(reserved)}/{fmt.bytes_(total)}"
+    queue = f"  queue {counters.get('queue_depth', 0)}"
+    done = f"  done {counters.get('total_completed', 0)} {fmt.rate(d.completed_per_min)}"
+    failed_n = counters.get("total_failed", 0)
+    failed = f"  failed {failed_n} {fmt.rate(d.failed_per_min)}"
+    rest = len(amounts) + len(queue) + len(done) + len(failed)
+    bar_w = max(4, width - rest - len("Mem[]"))
+    mem_line = Line().add("Mem", "bold").add("[")
+    style = "bar" if frac < 0.75 else "bar_mid" if frac < 0.9 else "bar_high"
+    mem_line.add(fmt.bar(frac, bar_w), style).add("]").add(amounts)
+    mem_line.add(queue, "warn" if counters.get("queue_depth") else None).add(done)
+    mem_line.add(failed, "bad" if failed_n else None)
+    lines = [top, mem_line]
+    if tall:
+        uses = mem.get("by_use") or {}
+        third = Line().add("  by use:", "dim")
+        for label, n in sorted(uses.items(), key=lambda kv: -kv[1]):
+            third.add(f" {label} {fmt.bytes_(n)}")
+        third.add(f"   avail {fmt.bytes_(mem.get('available_bytes'))}", "dim")
+        for name in ("retries", "restarts", "stale_ends_ignored"):
+            third.add(f"  {name.replace('_', ' ')} {counters.get(name, 0)}")
+        lines.append(third)
+    return lines
+
+
+def _footer(frame_info: dict, *, sort: str, paused: bool) -> Line:
+    line = Line()
+    if frame_info.get("help"):
+        return line.add(" any key", "key").add(" closes the help   ").add("q", "key").add(" quit")
+    for key, what in (("q", "quit"), ("p", "resume" if paused else "pause"),
+                      ("s", f"sort:{sort}"), ("?", "help"), ("arrows", "scroll")):
+        line.add(" ").add(key, "key").add(" " + what)
+    n, first, last = frame_info["n"], frame_info["first"], frame_info["last"]
+    line.add(f"   jobs {first}-{last}/{n}" if n else "   no jobs", "dim")
+    return line
+
+
+HELP = [
+    ("cuzk top", "live view of the cuzk status board (shared memory, read-only)"),
+    ("", ""),
+    ("q", "quit"),
+    ("p", "pause / resume sampling (the screen keeps the last snapshot)"),
+    ("s", "cycle the pipeline sort: " + ", ".join(SORTS)),
+    ("?", "show / hide this help"),
+    ("Up Down", "scroll pipelines one row"),
+    ("PgUp PgDn", "scroll pipelines one page"),
+    ("Home End", "first / last pipelines"),
+    ("", ""),
+    ("WORKER", "device workers: UTIL = busy share of the last interval;"),
+    ("", "TIME = time on the current partition; HB = heartbeat age"),
+    ("", f"(highlighted when older than {STALE_SECS:.0f}s); GEN = slot generation"),
+    ("FINALIZER", "threads finishing proofs (prove_finish) after the device moved on"),
+    ("SYNTH", "CPU synthesis workers; active/cap"),
+    ("JOB", "recent jobs; one glyph per partition:"),
+]
+
+
+def _help(width: int) -> list[Line]:
+    lines = [Line().add(" ").add(f"{key:<10}", "key").add(" " + text) for key, text in HELP]
+    legend = Line().add(" " * 11)
+    for text, style in _legend().parts:
+        legend.add(text, style)
+    lines.append(legend)
+    lines.append(Line().add(" ").add(f"{'KEY':<10}", "key")
+                 .add(" resident proving keys: size, devices, idle time, evictable"))
+    return lines
+
+
+def render(snapshot: dict, width: int, height: int, *, derived: Derived | None = None,
+           sort: str = "priority", scroll: int = 0, paused: bool = False,
+           show_help: bool = False) -> Frame:
+    """Draw one frame of `cuzk top` from a status snapshot (the `GET /status` JSON shape)."""
+    d = derived or Derived()
+    if sort not in SORTS:
+        raise ValueError(f"sort must be one of {SORTS}, not {sort!r}")
+    if width < MIN_WIDTH or height < MIN_HEIGHT:
+        msg = f"too small: {width}x{height} (need {MIN_WIDTH}x{MIN_HEIGHT})"
+        return build([Line().add(fmt.cut(msg, width), "warn")], width, height)
+
+    head = _header(snapshot, d, width, sort=sort, paused=paused, tall=height >= 40)
+    room = height - len(head) - 1
+    if show_help:
+        body = _help(width)[:room]
+        info = {"n": len(snapshot.get("pipelines") or ()), "help": True}
+        return build([*head, *body, *[Line()] * (room - len(body)),
+                      _footer(info, sort=sort, paused=paused)], width, height,
+                     scroll=scroll, page=0, pipelines=info["n"])
+
+    p_header, p_rows, p_legend = _pipelines(snapshot, width, sort)
+    sections = {
+        "workers": _workers(snapshot, d, width),
+        "gpus": _gpus(d, width),
+        "finalizers": _finalizers(snapshot, width),
+        "synthesis": _synthesis(snapshot, width),
+        "keys": _keys(snapshot, width),
+    }
+    sections = {k: v for k, v in sections.items() if v is not None}
+    p_fixed = 1 + (1 if p_legend else 0)            # header (+ legend line)
+    p_want = p_fixed + max(1, len(p_rows))
+    p_min = p_fixed + min(3, max(1, len(p_rows)))
+
+    # Allocate rows: one per section first, then grow in priority order; pipelines last.
+    alloc = {k: 0 for k in (*sections, "pipelines")}
+    order = ["workers", "pipelines", "gpus", "finalizers", "synthesis", "keys"]
+    order = [k for k in order if k in alloc]
+    for k in order:
+        if room - sum(alloc.values()) > 0:
+            alloc[k] = 1
+    for k, target in [("workers", None), ("pipelines", p_min), ("gpus", None),
+                      ("finalizers", None), ("synthesis", None), ("keys", None),
+                      ("pipelines", p_want)]:
+        if k not in alloc:
+            continue
+        want = target if target is not None else sections[k].want()
+        free = room - sum(alloc.values())
+        alloc[k] = max(alloc[k], min(want, alloc[k] + free))
+
+    # Pipelines: a scrolled window of rows.
+    p_lines: list[Line] = []
+    n = alloc["pipelines"]
+    visible = max(0, n - p_fixed)
+    top_row = max(0, min(scroll, len(p_rows) - visible))
+    shown = p_rows[top_row:top_row + visible]
+    if n == 1:
+        busy = sum(1 for r in snapshot.get("pipelines") or () if r.get("state") == "running")
+        p_lines = [Line().add("JOB ", "header").add(
+            f" {len(p_rows)} jobs, {busy} running")]
+    elif n > 1:
+        p_lines = [p_header, *shown]
+        if not p_rows:
+            p_lines.append(Line().add("  (no jobs)", "dim"))
+        p_lines += [Line()] * (n - p_fixed - max(len(shown), 0 if p_rows else 1))
+        if p_legend:
+            p_lines.append(p_legend)
+        p_lines = p_lines[:n]
+    info = {"n": len(p_rows), "first": top_row + 1 if shown else 0,
+            "last": top_row + len(shown)}
+
+    body: list[Line] = []
+    for k in ("workers", "gpus", "finalizers", "synthesis"):
+        if k in sections:
+            body += sections[k].lines(alloc[k])
+    body += p_lines
+    if "keys" in sections:
+        body += sections["keys"].lines(alloc["keys"])
+    body += [Line()] * (room - len(body))
+    return build([*head, *body, _footer(info, sort=sort, paused=paused)], width, height,
+                 scroll=top_row, page=max(1, visible), pipelines=len(p_rows))
+
+
+def _keys(snap: dict, width: int) -> Section | None:
+    keys = sorted(snap.get("keys") or (), key=lambda k: str(k.get("key_id")))
+    if not keys:
+        return None
+    t = Table([
+        Col("KEY", 8, flex=40), Col("SIZE", 6, ">"), Col("DEVICES", 8, prio=1, flex=30),
+        Col("IDLE", 6, ">"), Col("EVICT", 5, prio=2),
+    ], width)
+    rows = [t.row([
+        k.get("key_id"), fmt.bytes_(k.get("bytes")), ",".join(k.get("devices") or ()) or "-",
+        fmt.secs(k.get("last_used_secs_ago")), "yes" if k.get("evictable") else "no",
+    ]) for k in keys]
+    total = sum(k.get("bytes") or 0 for k in keys)
+    summary = Line().add("KEY ", "header").add(f" {len(keys)} resident, {fmt.bytes_(total)}")
+    return Section(t.header(), rows, summary, "keys")
+
+
+def _num(x) -> float:
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return float("inf")
