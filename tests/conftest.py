@@ -27,3 +27,70 @@ if _mode == "sim":
 CUDA_MODE = _mode  # "gpu" or "sim"
 
 # ---- everything below may import numba ----
+
+# ---- committed circuit fixtures (tests/fixtures/, remade by tests/fixtures/make_fixtures.py) ----
+from dataclasses import dataclass  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURE_CIRCUITS = ("tiny", "mulchain", "bits", "toyhash")  # toyhash: ~900 constraints, 2^10
+SMALL_CIRCUITS = ("tiny", "mulchain", "bits")  # up to ~70 constraints
+
+
+@dataclass(frozen=True)
+class FixtureCircuit:
+    """One committed circuit: snarkjs-made key, witnesses (sets k = 0, 1) and proofs."""
+
+    name: str
+    dir: Path
+    n_sets: int = 2
+
+    r1cs = property(lambda self: self.dir / "circuit.r1cs")
+    wasm = property(lambda self: self.dir / "circuit.wasm")
+    zkey = property(lambda self: self.dir / "circuit.zkey")
+    vk = property(lambda self: self.dir / "verification_key.json")
+    bad_witness = property(lambda self: self.dir / "bad_witness.wtns")  # breaks a constraint
+
+    def input(self, k: int = 0) -> Path:
+        return self.dir / f"input_{k}.json"
+
+    def witness(self, k: int = 0) -> Path:
+        return self.dir / f"witness_{k}.wtns"
+
+    def proof(self, k: int = 0) -> Path:
+        return self.dir / f"proof_{k}.json"
+
+    def public(self, k: int = 0) -> Path:
+        return self.dir / f"public_{k}.json"
+
+
+def fixture_circuit(name: str) -> FixtureCircuit:
+    return FixtureCircuit(name, FIXTURES / name)
+
+
+@pytest.fixture(params=FIXTURE_CIRCUITS)
+def any_circuit(request) -> FixtureCircuit:
+    """Each committed circuit in turn."""
+    return fixture_circuit(request.param)
+
+
+@pytest.fixture(params=SMALL_CIRCUITS)
+def small_circuit(request) -> FixtureCircuit:
+    """Each small committed circuit in turn (not toyhash)."""
+    return fixture_circuit(request.param)
+
+
+@pytest.fixture
+def circuit_named():
+    """A function name -> FixtureCircuit ("tiny", "mulchain", "bits", "toyhash")."""
+    return fixture_circuit
+
+
+@pytest.fixture(scope="session")
+def tools():
+    """snarkjs and circom2 installed (runs `make tools` once if needed), else skip."""
+    from interop import require_tools
+
+    require_tools()
