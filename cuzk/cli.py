@@ -14,6 +14,7 @@ from cuzk import __version__
 
 # name -> "module:attribute" of a click.Command. Keep sorted by name.
 COMMANDS: dict[str, str] = {
+    "export-vk": "cuzk.formats.cli:export_vk",
     "prove": "cuzk.prover.cli:prove",
     "top": "cuzk.top.cli:top",
 }
