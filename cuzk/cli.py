@@ -16,6 +16,7 @@ from cuzk import __version__
 COMMANDS: dict[str, str] = {
     "export-vk": "cuzk.formats.cli:export_vk",
     "prove": "cuzk.prover.cli:prove",
+    "setup": "cuzk.prover.cli:setup",
     "top": "cuzk.top.cli:top",
 }
 

@@ -72,3 +72,39 @@ def prove(zkey, wtns, proof_json, public_json, r1cs, verify, device, timings):
     except (ProveError, FileNotFoundError, ValueError, OSError) as e:
         click.echo(f"cuzk prove: {e}", err=True)
         sys.exit(1)
+
+
+@click.command("setup")
+@click.argument("r1cs", type=click.Path(exists=True, dir_okay=False))
+@click.argument("zkey", type=click.Path(dir_okay=False, writable=True))
+@click.option("--quiet", "-q", is_flag=True, help="No progress output.")
+def setup(r1cs, zkey, quiet):
+    """Development-only single-party Groth16 setup: R1CS → ZKEY (snarkjs format).
+
+    INSECURE FOR PRODUCTION: this process draws the toxic waste alone. Use it for tests and
+    benchmark keys; use a snarkjs ceremony (powers of tau + phase 2) for real keys.
+    """
+    from cuzk.formats.errors import FormatError
+    from cuzk.prover.setup import setup as run_setup
+
+    click.secho("WARNING: `cuzk setup` is a single-party setup and is INSECURE for production "
+                "use: whoever knows its randomness can forge proofs.", fg="yellow", err=True)
+    bar = {"last": -1.0}
+
+    def progress(done, total):
+        if quiet:
+            return
+        pct = 100.0 * done / total
+        if pct - bar["last"] >= 5 or done == total:
+            bar["last"] = pct
+            click.echo(f"  points: {done}/{total} ({pct:.0f}%)", err=True)
+
+    def log(msg):
+        if not quiet:
+            click.echo(f"cuzk setup: {msg}", err=True)
+
+    try:
+        run_setup(r1cs, zkey, progress=progress, log=log)
+    except (FormatError, ValueError, OSError) as e:
+        click.echo(f"cuzk setup: {e}", err=True)
+        sys.exit(1)

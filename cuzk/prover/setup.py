@@ -1,0 +1,390 @@
+"""`cuzk setup`: a development-only, single-party Groth16 setup writing a snarkjs-format zkey.
+
+INSECURE FOR PRODUCTION: one process draws the toxic waste (τ, α, β, γ, δ) and forgets it;
+anyone who kept it could forge proofs. Use it to make test and benchmark keys quickly.
+
+With L_j the Lagrange basis of the domain (size n, generator ω) and u_i, v_i, w_i the A, B, C
+columns of variable i evaluated at τ (u_i(τ) = Σ_rows A[row][i]·L_row(τ)), the key holds:
+
+    pointsA[i]  = u_i(τ)·G1          pointsB1[i] = v_i(τ)·G1       pointsB2[i] = v_i(τ)·G2
+    IC[i]       = (β·u_i + α·v_i + w_i)(τ)/γ · G1        for i ≤ nPublic
+    pointsC[i]  = (β·u_i + α·v_i + w_i)(τ)/δ · G1        for i > nPublic
+    pointsH[i]  = L'_{2i+1}(τ)/δ · G1                     L' = Lagrange basis of the 2n domain
+
+snarkjs adds, per public signal s (and the constant one, s = 0), an A row nConstraints + s with
+coefficient 1 on signal s, so that the public inputs are bound to the proof; so do we.
+The H points are the odd-index Lagrange points of the 2n domain over δ, as snarkjs derives
+them from a powers-of-tau file; snarkjs's (and cuzk's) prover multiplies them by the h
+vector its NTT pipeline computes. The interop test proves a cuzk-setup key with snarkjs.
+Scalar multiples of the generators use fixed-base tables (32 windows of 8 bits).
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+
+import numpy as np
+from numba import njit, prange
+
+from cuzk.bn254 import curve as C
+from cuzk.bn254 import field as F
+from cuzk.bn254.constants import (
+    FR_MODULUS,
+    G1_GENERATOR,
+    G2_GENERATOR,
+    MONT_R,
+    fr_roots_of_unity,
+    int_to_limbs,
+)
+
+WINDOWS = 32  # 32 windows of 8 bits cover 256-bit scalars
+WINDOW_BITS = 8
+WINDOW_SIZE = 1 << WINDOW_BITS
+
+
+def _mont_r(x: int) -> tuple:
+    """x·R mod r as a 4-tuple of uint64 (what the device functions take)."""
+    return int_to_limbs(x % FR_MODULUS * MONT_R % FR_MODULUS)
+
+
+@njit(cache=True, nogil=True)
+def _t4(a, i):
+    return (a[i, 0], a[i, 1], a[i, 2], a[i, 3])
+
+
+@njit(cache=True, nogil=True)
+def _set4(a, i, v):
+    a[i, 0], a[i, 1], a[i, 2], a[i, 3] = v
+
+
+@njit(cache=True, nogil=True)
+def _batch_inverse(d, out):
+    """out[i] = 1/d[i] (Montgomery's trick: one inversion, 3(n−1) multiplications)."""
+    n = d.shape[0]
+    acc = F.fr_one()
+    for i in range(n):
+        _set4(out, i, acc)
+        acc = F.fr_mul(acc, _t4(d, i))
+    inv = F.fr_inv(acc)
+    for i in range(n - 1, -1, -1):
+        _set4(out, i, F.fr_mul(_t4(out, i), inv))
+        inv = F.fr_mul(inv, _t4(d, i))
+
+
+@njit(cache=True, nogil=True)
+def _lagrange_basis(tau, start, step, n, scale, out):
+    """out[j] = scale · x_j / (τ − x_j) for x_j = start·step^j (Montgomery in and out).
+    With scale = (τ^n − c)/n this is the Lagrange basis of the set {x_j}, x_j^n = c."""
+    d = np.empty((n, 4), dtype=np.uint64)
+    xs = np.empty((n, 4), dtype=np.uint64)
+    x = start
+    for j in range(n):
+        _set4(xs, j, x)
+        _set4(d, j, F.fr_sub(tau, x))
+        x = F.fr_mul(x, step)
+    _batch_inverse(d, out)
+    for j in range(n):
+        _set4(out, j, F.fr_mul(F.fr_mul(_t4(out, j), _t4(xs, j)), scale))
+
+
+@njit(cache=True, nogil=True)
+def _accumulate_columns(row_ptr, cols, vals, lag, out):
+    """out[col] += val·L[row] over a CSR matrix with plain values (Montgomery out)."""
+    for i in range(row_ptr.shape[0] - 1):
+        li = _t4(lag, i)
+        for k in range(row_ptr[i], row_ptr[i + 1]):
+            c = cols[k]
+            t = F.fr_mul(F.fr_to_mont(_t4(vals, k)), li)
+            _set4(out, c, F.fr_add(_t4(out, c), t))
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _combine(u, v, w, alpha, beta, inv, lo, hi, out):
+    """out[i − lo] = (β·u_i + α·v_i + w_i)·inv, plain form, for lo ≤ i < hi."""
+    for i in prange(lo, hi):
+        t = F.fr_add(F.fr_add(F.fr_mul(beta, _t4(u, i)), F.fr_mul(alpha, _t4(v, i))), _t4(w, i))
+        _set4(out, i - lo, F.fr_from_mont(F.fr_mul(t, inv)))
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _from_mont_scaled(x, k, out):
+    """out[i] = plain(x[i]·k)."""
+    for i in prange(x.shape[0]):
+        _set4(out, i, F.fr_from_mont(F.fr_mul(_t4(x, i), k)))
+
+
+# --- fixed-base scalar multiplication -----------------------------------------------------
+
+@njit(cache=True, nogil=True)
+def _g1_load(t, w, d):
+    r = t[w, d]
+    return ((r[0], r[1], r[2], r[3]), (r[4], r[5], r[6], r[7]), (r[8], r[9], r[10], r[11]))
+
+
+@njit(cache=True, nogil=True)
+def _g1_store(t, w, d, P):
+    for c in range(3):
+        for k in range(4):
+            t[w, d, 4 * c + k] = P[c][k]
+
+
+@njit(cache=True, nogil=True)
+def _g2_load(t, w, d):
+    r = t[w, d]
+    return (((r[0], r[1], r[2], r[3]), (r[4], r[5], r[6], r[7])),
+            ((r[8], r[9], r[10], r[11]), (r[12], r[13], r[14], r[15])),
+            ((r[16], r[17], r[18], r[19]), (r[20], r[21], r[22], r[23])))
+
+
+@njit(cache=True, nogil=True)
+def _g2_store(t, w, d, P):
+    for c in range(3):
+        for e in range(2):
+            for k in range(4):
+                t[w, d, 8 * c + 4 * e + k] = P[c][e][k]
+
+
+@njit(cache=True, nogil=True)
+def _g1_table(g):
+    """t[w, d] = d·2^(8w)·G for the affine generator g, Jacobian rows of 12 limbs."""
+    t = np.zeros((WINDOWS, WINDOW_SIZE, 12), dtype=np.uint64)
+    base = C.g1_from_affine(g)
+    for w in range(WINDOWS):
+        acc = C.g1_inf()
+        for d in range(WINDOW_SIZE):
+            _g1_store(t, w, d, acc)
+            acc = C.g1_add(acc, base)
+        base = acc  # 256·base
+    return t
+
+
+@njit(cache=True, nogil=True)
+def _g2_table(g):
+    t = np.zeros((WINDOWS, WINDOW_SIZE, 24), dtype=np.uint64)
+    base = C.g2_from_affine(g)
+    for w in range(WINDOWS):
+        acc = C.g2_inf()
+        for d in range(WINDOW_SIZE):
+            _g2_store(t, w, d, acc)
+            acc = C.g2_add(acc, base)
+        base = acc
+    return t
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _g1_fixed_base(t, k, out):
+    """out[i] = affine(k[i]·G) for plain scalars k (n, 4); zeros for infinity."""
+    for i in prange(k.shape[0]):
+        acc = C.g1_inf()
+        for w in range(WINDOWS):
+            d = (k[i, w // 8] >> np.uint64(8 * (w % 8))) & np.uint64(0xFF)
+            if d != 0:
+                acc = C.g1_add(acc, _g1_load(t, w, d))
+        x, y = C.g1_to_affine(acc)
+        for c in range(4):
+            out[i, c] = x[c]
+            out[i, 4 + c] = y[c]
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _g2_fixed_base(t, k, out):
+    for i in prange(k.shape[0]):
+        acc = C.g2_inf()
+        for w in range(WINDOWS):
+            d = (k[i, w // 8] >> np.uint64(8 * (w % 8))) & np.uint64(0xFF)
+            if d != 0:
+                acc = C.g2_add(acc, _g2_load(t, w, d))
+        x, y = C.g2_to_affine(acc)
+        for c in range(4):
+            out[i, c] = x[0][c]
+            out[i, 4 + c] = x[1][c]
+            out[i, 8 + c] = y[0][c]
+            out[i, 12 + c] = y[1][c]
+
+
+def _generators():
+    from cuzk.formats.limbs import g1_to_limbs, g2_to_limbs
+
+    g1 = g1_to_limbs(G1_GENERATOR)
+    g2 = g2_to_limbs(G2_GENERATOR)
+    g1t = ((tuple(g1[0:4]), tuple(g1[4:8])))
+    g2t = ((tuple(g2[0:4]), tuple(g2[4:8])), (tuple(g2[8:12]), tuple(g2[12:16])))
+    return g1t, g2t
+
+
+class FixedBase:
+    """Tables for k·G1 and k·G2 over many scalars, computed in chunks with progress."""
+
+    CHUNK = 1 << 14
+
+    def __init__(self):
+        g1, g2 = _generators()
+        self.t1 = _g1_table(g1)
+        self.t2 = _g2_table(g2)
+
+    def g1(self, scalars, progress=None) -> np.ndarray:
+        out = np.zeros((len(scalars), 8), dtype=np.uint64)
+        for lo in range(0, len(scalars), self.CHUNK):
+            hi = min(lo + self.CHUNK, len(scalars))
+            _g1_fixed_base(self.t1, np.ascontiguousarray(scalars[lo:hi]), out[lo:hi])
+            if progress:
+                progress(hi - lo)
+        return out
+
+    def g2(self, scalars, progress=None) -> np.ndarray:
+        out = np.zeros((len(scalars), 16), dtype=np.uint64)
+        for lo in range(0, len(scalars), self.CHUNK):
+            hi = min(lo + self.CHUNK, len(scalars))
+            _g2_fixed_base(self.t2, np.ascontiguousarray(scalars[lo:hi]), out[lo:hi])
+            if progress:
+                progress(hi - lo)
+        return out
+
+
+def domain_size_for(n_constraints: int, n_public: int) -> int:
+    """snarkjs: 2^(floor(log2(nConstraints + nPublic)) + 1)."""
+    return 1 << ((n_constraints + n_public).bit_length())
+
+
+def _random_nonzero() -> int:
+    while True:
+        k = secrets.randbelow(FR_MODULUS)
+        if k:
+            return k
+
+
+def _coefficients(r1cs, n_public):
+    """The zkey coefficient section: A entries (plus one row per public signal) then B entries,
+    values coef·R² mod r."""
+    from cuzk.formats.zkey import COEF_DTYPE
+
+    parts = []
+    for matrix, m in ((0, r1cs.A), (1, r1cs.B)):
+        rows = np.repeat(np.arange(len(m.row_ptr) - 1, dtype=np.uint32), np.diff(m.row_ptr))
+        e = np.zeros(len(m.cols), dtype=COEF_DTYPE)
+        e["matrix"] = matrix
+        e["constraint"] = rows
+        e["signal"] = m.cols
+        vals = np.ascontiguousarray(m.vals)
+        e["value"] = _to_mont_twice(vals)
+        parts.append(e)
+        if matrix == 0:
+            pub = np.zeros(n_public + 1, dtype=COEF_DTYPE)
+            pub["matrix"] = 0
+            pub["constraint"] = r1cs.n_constraints + np.arange(n_public + 1)
+            pub["signal"] = np.arange(n_public + 1)
+            pub["value"] = np.array(int_to_limbs(MONT_R * MONT_R % FR_MODULUS), np.uint64)
+            parts.append(pub)
+    return np.concatenate(parts)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _to_mont_twice_kernel(x, out):
+    for i in prange(x.shape[0]):
+        _set4(out, i, F.fr_to_mont(F.fr_to_mont(_t4(x, i))))
+
+
+def _to_mont_twice(vals):
+    out = np.empty_like(vals)
+    if len(vals):
+        _to_mont_twice_kernel(vals, out)
+    return out
+
+
+def setup(r1cs_path, zkey_path, progress=None, log=None):
+    """Read the .r1cs, draw toxic waste, write a snarkjs-format Groth16 zkey. Returns stats.
+
+    ``progress(stage, done, total)`` is called as point sets are computed; ``log(msg)`` for
+    stage lines."""
+    from cuzk.formats.r1cs import R1CS
+    from cuzk.formats.zkey import ZKeyData, write_zkey
+
+    say = log or (lambda msg: None)
+    t_start = time.perf_counter()
+    r1cs = R1CS(r1cs_path)
+    n_vars = r1cs.n_wires
+    n_public = r1cs.n_public
+    n_constraints = r1cs.n_constraints
+    n = domain_size_for(n_constraints, n_public)
+    log2n = n.bit_length() - 1
+    if log2n > 27:
+        raise ValueError(f"{r1cs_path}: domain 2^{log2n} needs a 2n domain beyond BN254's 2^28")
+    say(f"circuit: {n_constraints} constraints, {n_vars} wires, {n_public} public; "
+        f"domain 2^{log2n}")
+
+    tau, alpha, beta, gamma, delta = (_random_nonzero() for _ in range(5))
+    w = fr_roots_of_unity()
+    omega, omega_2n = w[log2n], w[log2n + 1]
+
+    # Lagrange basis of the domain at τ: L_j = ω^j (τ^n − 1) / (n (τ − ω^j)).
+    q = FR_MODULUS
+    lag = np.empty((n, 4), dtype=np.uint64)
+    scale = (pow(tau, n, q) - 1) * pow(n, -1, q) % q
+    _lagrange_basis(_mont_r(tau), _mont_r(1), _mont_r(omega), n, _mont_r(scale), lag)
+    say("Lagrange basis evaluated")
+
+    u = np.zeros((n_vars, 4), dtype=np.uint64)
+    v = np.zeros((n_vars, 4), dtype=np.uint64)
+    ww = np.zeros((n_vars, 4), dtype=np.uint64)
+    _accumulate_columns(r1cs.A.row_ptr, r1cs.A.cols, np.ascontiguousarray(r1cs.A.vals), lag, u)
+    _accumulate_columns(r1cs.B.row_ptr, r1cs.B.cols, np.ascontiguousarray(r1cs.B.vals), lag, v)
+    _accumulate_columns(r1cs.C.row_ptr, r1cs.C.cols, np.ascontiguousarray(r1cs.C.vals), lag, ww)
+    # The public-input binding rows: A[nConstraints + s][s] = 1.
+    for s in range(n_public + 1):
+        row = n_constraints + s
+        u_s = F.fr_add(tuple(u[s]), tuple(lag[row]))
+        u[s] = u_s
+
+    one = _mont_r(1)
+    a_plain = np.empty_like(u)
+    b_plain = np.empty_like(v)
+    _from_mont_scaled(u, one, a_plain)
+    _from_mont_scaled(v, one, b_plain)
+    ic = np.empty((n_public + 1, 4), dtype=np.uint64)
+    cs = np.empty((n_vars - n_public - 1, 4), dtype=np.uint64)
+    _combine(u, v, ww, _mont_r(alpha), _mont_r(beta), _mont_r(pow(gamma, -1, q)),
+             0, n_public + 1, ic)
+    _combine(u, v, ww, _mont_r(alpha), _mont_r(beta), _mont_r(pow(delta, -1, q)),
+             n_public + 1, n_vars, cs)
+
+    # H: L'_{2i+1}(τ)/δ over the odd points x_i = ω_2n·ω^i of the 2n domain:
+    # L'_{2i+1}(τ) = x_i (τ^{2n} − 1) / (2n (τ − x_i)).
+    hscale = ((pow(tau, 2 * n, q) - 1) * pow(2 * n * delta, -1, q)) % q
+    hl = np.empty((n, 4), dtype=np.uint64)
+    _lagrange_basis(_mont_r(tau), _mont_r(omega_2n), _mont_r(omega), n, _mont_r(hscale), hl)
+    h_plain = np.empty_like(hl)
+    _from_mont_scaled(hl, one, h_plain)
+    say("scalars ready")
+
+    fb = FixedBase()
+    total = 3 * n_vars + n_vars + n  # A, B1, C+IC, B2, H
+    done = [0]
+
+    def tick(k):
+        done[0] += k
+        if progress:
+            progress(done[0], total)
+
+    points_a = fb.g1(a_plain, tick)
+    points_b1 = fb.g1(b_plain, tick)
+    points_ic = fb.g1(ic, tick)
+    points_c = fb.g1(cs, tick)
+    points_h = fb.g1(h_plain, tick)
+    points_b2 = fb.g2(b_plain, tick)
+    scalars = np.array([int_to_limbs(x) for x in (alpha, beta, delta)], dtype=np.uint64)
+    alpha1, beta1, delta1 = fb.g1(scalars)
+    beta2, gamma2, delta2 = fb.g2(np.array([int_to_limbs(x) for x in (beta, gamma, delta)],
+                                           dtype=np.uint64))
+    data = ZKeyData(
+        n_vars=n_vars, n_public=n_public, domain_size=n,
+        alpha1=alpha1, beta1=beta1, beta2=beta2, gamma2=gamma2, delta1=delta1, delta2=delta2,
+        ic=points_ic, coefficients=_coefficients(r1cs, n_public),
+        points_a=points_a, points_b1=points_b1, points_b2=points_b2, points_c=points_c,
+        points_h=points_h,
+    )
+    write_zkey(zkey_path, data)
+    seconds = time.perf_counter() - t_start
+    say(f"wrote {zkey_path} in {seconds:.1f} s")
+    return {"constraints": n_constraints, "domain_size": n, "n_vars": n_vars,
+            "n_public": n_public, "seconds": seconds}
