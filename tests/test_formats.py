@@ -1,0 +1,321 @@
+"""cuzk.formats against the committed snarkjs/circom2 fixtures (outside references: the
+.r1cs circom wrote, the JSON snarkjs wrote, py_ecc's curve equations)."""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
+from py_ecc import optimized_bn128 as bn
+
+from cuzk.formats import (
+    BN254_Q,
+    BN254_R,
+    R1CS,
+    VerificationKey,
+    ZKey,
+    from_mont_q,
+    from_mont_r,
+    g1_from_limbs,
+    g1_to_limbs,
+    g2_from_limbs,
+    g2_to_limbs,
+    int_to_limbs,
+    int_to_zkey_coef,
+    limbs_to_int,
+    limbs_to_ints,
+    proof_to_json,
+    read_proof,
+    read_public,
+    read_wtns,
+    to_mont_q,
+    to_mont_r,
+    verification_key,
+    write_public,
+    write_wtns,
+    write_zkey,
+    zkey_coef_to_int,
+)
+from cuzk.formats.atomic import atomic_writer
+from cuzk.formats.snarkjs_json import dumps, fq12_from_py_ecc
+
+fq = st.integers(min_value=0, max_value=BN254_Q - 1)
+fr = st.integers(min_value=0, max_value=BN254_R - 1)
+
+
+def _mapped(a: np.ndarray) -> bool:
+    """True if `a` is a view whose memory belongs to an mmap (not a copy)."""
+    base = a
+    while isinstance(base, np.ndarray):
+        if base.flags.owndata:
+            return False
+        base = base.base
+    if isinstance(base, memoryview):
+        base = base.obj
+    return isinstance(base, mmap.mmap)
+
+
+def _on_g1(p) -> bool:
+    return p is None or bn.is_on_curve((bn.FQ(p[0]), bn.FQ(p[1]), bn.FQ(1)), bn.b)
+
+
+def _on_g2(p) -> bool:
+    (x0, x1), (y0, y1) = p
+    return bn.is_on_curve((bn.FQ2([x0, x1]), bn.FQ2([y0, y1]), bn.FQ2.one()), bn.b2)
+
+
+# --- .zkey ---------------------------------------------------------------------------------
+
+
+def test_zkey_header_matches_r1cs_and_snarkjs_vk(any_circuit):
+    z, cs = ZKey(any_circuit.zkey), R1CS(any_circuit.r1cs)
+    assert (z.q, z.r, z.n8q, z.n8r) == (BN254_Q, BN254_R, 32, 32)
+    assert z.n_vars == cs.n_wires
+    assert z.n_public == cs.n_pub_out + cs.n_pub_in == cs.n_public
+    assert z.n_constraints == cs.n_constraints
+    # domainSize = 2^(floor(log2(nConstraints + nPublic)) + 1)
+    assert z.domain_size == 2 ** ((cs.n_constraints + z.n_public).bit_length())
+    vk = json.loads(any_circuit.vk.read_text())
+    assert [str(c) for c in g1_from_limbs(z.alpha1)] == vk["vk_alpha_1"][:2]
+    for name in ("beta", "gamma", "delta"):
+        (x0, x1), (y0, y1) = g2_from_limbs(getattr(z, f"{name}2"))
+        assert [[str(x0), str(x1)], [str(y0), str(y1)]] == vk[f"vk_{name}_2"][:2]
+    assert [[str(c) for c in g1_from_limbs(p)] for p in z.ic] == [p[:2] for p in vk["IC"]]
+
+
+def test_zkey_sections_are_mapped_views_of_the_right_shape(any_circuit):
+    z = ZKey(any_circuit.zkey)
+    n, npub, d = z.n_vars, z.n_public, z.domain_size
+    shapes = {
+        "ic": (npub + 1, 8),
+        "points_a": (n, 8),
+        "points_b1": (n, 8),
+        "points_b2": (n, 16),
+        "points_c": (n - npub - 1, 8),
+        "points_h": (d, 8),
+    }
+    for name, shape in shapes.items():
+        a = getattr(z, name)
+        assert a.shape == shape and a.dtype == np.uint64, name
+        assert _mapped(a) and not a.flags.writeable, f"{name} is a copy"
+    assert _mapped(z.coefficients) and z.coefficients.dtype.names == (
+        "matrix",
+        "constraint",
+        "signal",
+        "value",
+    )
+    for name in ("alpha1", "beta1", "delta1"):
+        assert getattr(z, name).shape == (8,)
+    for name in ("beta2", "gamma2", "delta2"):
+        assert getattr(z, name).shape == (16,)
+
+
+def test_zkey_points_decode_onto_the_curves(small_circuit):
+    z = ZKey(small_circuit.zkey)
+    for name in ("alpha1", "beta1", "delta1"):
+        assert _on_g1(g1_from_limbs(getattr(z, name)))
+    for name in ("beta2", "gamma2", "delta2"):
+        assert _on_g2(g2_from_limbs(getattr(z, name)))
+    for arr in (z.ic, z.points_a, z.points_b1, z.points_c, z.points_h):
+        assert all(_on_g1(g1_from_limbs(p)) for p in arr)
+    assert all(p is None or _on_g2(p) for p in map(g2_from_limbs, z.points_b2))
+
+
+def test_zkey_coefficients_are_the_r1cs_a_and_b_matrices(any_circuit):
+    z, cs = ZKey(any_circuit.zkey), R1CS(any_circuit.r1cs)
+    rows: dict[tuple[int, int], dict[int, int]] = {}
+    for m, c, s, v in z.coefficients:
+        row = rows.setdefault((int(m), int(c)), {})
+        row[int(s)] = (row.get(int(s), 0) + zkey_coef_to_int(v)) % BN254_R
+    for i in range(cs.n_constraints):
+        assert rows.get((0, i), {}) == cs.A.row(i)
+        assert rows.get((1, i), {}) == cs.B.row(i)
+    # snarkjs appends A rows nConstraints + s -> signal s with coefficient 1, s = 0..nPublic.
+    for s in range(z.n_public + 1):
+        assert rows[(0, cs.n_constraints + s)] == {s: 1}
+    assert {m for m, _ in rows} <= {0, 1}
+
+
+# --- .wtns and .r1cs -----------------------------------------------------------------------
+
+
+def test_witness_matches_public_json_and_satisfies_r1cs(any_circuit):
+    z, cs = ZKey(any_circuit.zkey), R1CS(any_circuit.r1cs)
+    for k in range(any_circuit.n_sets):
+        w = read_wtns(any_circuit.witness(k))
+        assert w.prime == BN254_R and w.values.shape == (z.n_vars, 4) and _mapped(w.values)
+        z.check_witness(w)
+        values = limbs_to_ints(w.values)
+        assert values[0] == 1
+        public = json.loads(any_circuit.public(k).read_text())
+        assert [str(v) for v in values[1 : z.n_public + 1]] == public
+        if any_circuit.name != "toyhash":  # the slow Python check: small circuits only
+            assert cs.first_unsatisfied(values) is None
+
+
+def test_bad_witness_breaks_a_constraint(small_circuit):
+    cs = R1CS(small_circuit.r1cs)
+    w = limbs_to_ints(read_wtns(small_circuit.bad_witness).values)
+    assert cs.first_unsatisfied(w) is not None
+
+
+def test_r1cs_header_of_tiny(circuit_named):
+    cs = R1CS(circuit_named("tiny").r1cs)  # c <== a * b, public a, output c
+    assert (cs.n_wires, cs.n_pub_out, cs.n_pub_in, cs.n_prv_in, cs.n_constraints) == (
+        4,
+        1,
+        1,
+        1,
+        1,
+    )
+    # wires: 0 = one, 1 = c, 2 = a, 3 = b;  (-a) * b = -c
+    assert cs.constraints() == [({2: BN254_R - 1}, {3: 1}, {1: BN254_R - 1})]
+    assert cs.wire_to_label is not None and len(cs.wire_to_label) == 4
+
+
+# --- writers -------------------------------------------------------------------------------
+
+
+def test_zkey_writer_reproduces_snarkjs_setup_bytes(circuit_named, tmp_path):
+    src = circuit_named("tiny").dir / "circuit_0000.zkey"  # snarkjs's 1,2,4,3,9,8,5,6,7,10 order
+    write_zkey(tmp_path / "copy.zkey", ZKey(src))
+    assert (tmp_path / "copy.zkey").read_bytes() == src.read_bytes()
+
+
+def test_zkey_writer_round_trips_contributed_keys(any_circuit, tmp_path):
+    z = ZKey(any_circuit.zkey)  # contributed keys are stored in id order; ours is snarkjs's
+    write_zkey(tmp_path / "copy.zkey", z.data())
+    c = ZKey(tmp_path / "copy.zkey")
+    for name in ("n_vars", "n_public", "domain_size", "contributions"):
+        assert getattr(c, name) == getattr(z, name)
+    for name in ("alpha1", "beta1", "beta2", "gamma2", "delta1", "delta2", "ic", "points_a"):
+        assert np.array_equal(getattr(c, name), getattr(z, name))
+    for name in ("points_b1", "points_b2", "points_c", "points_h", "coefficients"):
+        assert np.array_equal(getattr(c, name), getattr(z, name))
+
+
+def test_wtns_writer_round_trips(any_circuit, tmp_path):
+    src = any_circuit.witness(1)
+    w = read_wtns(src)
+    write_wtns(tmp_path / "a.wtns", w.values)
+    write_wtns(tmp_path / "b.wtns", limbs_to_ints(w.values))
+    assert (tmp_path / "a.wtns").read_bytes() == src.read_bytes()
+    assert (tmp_path / "b.wtns").read_bytes() == src.read_bytes()
+
+
+def test_verification_key_is_snarkjs_byte_for_byte(any_circuit):
+    vk = verification_key(ZKey(any_circuit.zkey))
+    assert dumps(vk) == any_circuit.vk.read_text()
+
+
+def test_export_vk_command(any_circuit, tmp_path):
+    from cuzk.cli import main
+
+    out = tmp_path / "vk.json"
+    res = CliRunner().invoke(main, ["export-vk", str(any_circuit.zkey), str(out)])
+    assert res.exit_code == 0, res.output
+    assert out.read_bytes() == any_circuit.vk.read_bytes()
+
+
+def test_export_vk_command_rejects_plonk_key_without_output(circuit_named, tmp_path):
+    from cuzk.cli import main
+
+    out = tmp_path / "vk.json"
+    plonk = circuit_named("tiny").dir / "plonk.zkey"
+    res = CliRunner().invoke(main, ["export-vk", str(plonk), str(out)])
+    assert res.exit_code == 2
+    assert "plonk" in res.output and str(plonk) in res.output
+    assert not out.exists() and os.listdir(tmp_path) == []
+
+
+def test_proof_and_public_json_round_trip_byte_for_byte(any_circuit, tmp_path):
+    for k in range(any_circuit.n_sets):
+        pi_a, pi_b, pi_c = read_proof(any_circuit.proof(k))
+        assert _on_g1(pi_a) and _on_g2(pi_b) and _on_g1(pi_c)
+        assert dumps(proof_to_json(pi_a, pi_b, pi_c)) == any_circuit.proof(k).read_text()
+        public = read_public(any_circuit.public(k))
+        write_public(tmp_path / "public.json", public)
+        assert (tmp_path / "public.json").read_bytes() == any_circuit.public(k).read_bytes()
+
+
+def test_verification_key_json_parses(any_circuit):
+    vk, z = VerificationKey(any_circuit.vk), ZKey(any_circuit.zkey)
+    assert vk.n_public == z.n_public and len(vk.ic) == z.n_public + 1
+    assert vk.alpha1 == g1_from_limbs(z.alpha1) and vk.delta2 == g2_from_limbs(z.delta2)
+    assert vk.ic == [g1_from_limbs(p) for p in z.ic]
+
+
+def test_fq12_layout_maps_multiplication_to_the_tower():
+    """The tower coefficients of f*g equal the tower product of f's and g's (schoolbook over
+    F_q2 with v^3 = 9 + u, w^2 = v): the py_ecc -> snarkjs layout is a ring isomorphism."""
+    q = BN254_Q
+
+    def m2(a, b):
+        return ((a[0] * b[0] - a[1] * b[1]) % q, (a[0] * b[1] + a[1] * b[0]) % q)
+
+    def add2(a, b):
+        return ((a[0] + b[0]) % q, (a[1] + b[1]) % q)
+
+    def xi(a):  # multiply by 9 + u
+        return m2(a, (9, 1))
+
+    def m6(a, b):
+        out = [(0, 0)] * 5
+        for i in range(3):
+            for j in range(3):
+                out[i + j] = add2(out[i + j], m2(a[i], b[j]))
+        return [add2(out[0], xi(out[3])), add2(out[1], xi(out[4])), out[2]]
+
+    def m12(f, g):
+        a0b0, a1b1 = m6(f[0], g[0]), m6(f[1], g[1])
+        v_a1b1 = [xi(a1b1[2]), a1b1[0], a1b1[1]]  # times v
+        c0 = [add2(x, y) for x, y in zip(a0b0, v_a1b1, strict=True)]
+        c1 = [add2(x, y) for x, y in zip(m6(f[0], g[1]), m6(f[1], g[0]), strict=True)]
+        return [c0, c1]
+
+    f = bn.FQ12(list(range(3, 15)))
+    g = bn.FQ12([7 * i * i + 1 for i in range(12)])
+    tf, tg = fq12_from_py_ecc(f), fq12_from_py_ecc(g)
+    assert m12(tf, tg) == fq12_from_py_ecc(f * g)
+
+
+def test_atomic_writer_leaves_old_file_on_error(tmp_path):
+    target = tmp_path / "out.json"
+    target.write_text("old")
+    with pytest.raises(RuntimeError), atomic_writer(target, "w") as f:
+        f.write("partial")
+        raise RuntimeError("boom")
+    assert target.read_text() == "old" and os.listdir(tmp_path) == ["out.json"]
+
+
+# --- conversions ---------------------------------------------------------------------------
+
+
+@given(fq)
+def test_montgomery_q_round_trip(x):
+    limbs = to_mont_q(x)
+    assert limbs_to_int(limbs) == x * 2**256 % BN254_Q and from_mont_q(limbs) == x
+
+
+@given(fr)
+def test_montgomery_r_and_coefficient_round_trip(x):
+    assert from_mont_r(to_mont_r(x)) == x
+    assert zkey_coef_to_int(int_to_zkey_coef(x)) == x
+    assert limbs_to_int(int_to_limbs(x)) == x
+
+
+@given(st.integers(min_value=1, max_value=BN254_R - 1))
+def test_point_limbs_round_trip(k):
+    p = bn.normalize(bn.multiply(bn.G1, k))
+    g1 = (int(p[0].n), int(p[1].n))
+    assert g1_from_limbs(g1_to_limbs(g1)) == g1
+    assert g1_from_limbs(g1_to_limbs(None)) is None
+    q2 = bn.normalize(bn.multiply(bn.G2, k % 1000 + 1))
+    g2 = (tuple(int(c) for c in q2[0].coeffs), tuple(int(c) for c in q2[1].coeffs))
+    assert g2_from_limbs(g2_to_limbs(g2)) == g2
