@@ -1,0 +1,12 @@
+"""The proving engine: supervisor, synthesis processes, device processes, scheduler, budget."""
+
+from cuzk.engine.budget import BudgetError, MemoryBudget
+from cuzk.engine.config import EngineConfig, format_size, parse_devices, parse_size
+from cuzk.engine.engine import Engine, EngineError, EngineStopped, UnknownJob, UnknownKey
+from cuzk.engine.scheduler import Scheduler, WorkKey
+
+__all__ = [
+    "BudgetError", "Engine", "EngineConfig", "EngineError", "EngineStopped", "MemoryBudget",
+    "Scheduler", "UnknownJob", "UnknownKey", "WorkKey", "format_size", "parse_devices",
+    "parse_size",
+]

@@ -1,0 +1,232 @@
+"""A stand-in for cuzk.prover with the same contract, for engine plumbing and fault tests.
+
+It does no elliptic-curve work. Its "proof" is a pair of SHA-256 digests — of the witness and
+of the a, b, c vectors it synthesized — that a test recomputes independently from the witness
+it submitted, so a proof that belongs to another partition, or was computed from a torn or
+reused buffer, is caught. Stage times are set with `configure({"synth_secs": ..,
+"start_secs": .., "finish_secs": ..})` (sleeps, so timing tests do not depend on CPU load),
+and a witness can carry a fault to inject at one stage: exit, SIGKILL, raise, or stop (SIGSTOP,
+a process that hangs without answering pings), once (guarded by a marker file) or always.
+
+Key file: JSON {"double_key": 1, "n_vars": N, "domain_size": D, "n_public": P}.
+Witness: b"DBLW" + N*32 bytes of little-endian 4x64-bit limbs (the plain-form array that
+load_witness returns); w[0] carries an optional fault (see make_witness).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+MAGIC = b"DBLW"
+_options: dict = {}
+
+
+def configure(options: dict) -> None:
+    """Set stage durations (seconds: synth_secs, start_secs, finish_secs) and fault_dir."""
+    _options.clear()
+    _options.update(options or {})
+
+
+# -- keys --------------------------------------------------------------------------------------
+@dataclass
+class ProvingKey:
+    path: str
+    key_id: str
+    n_vars: int
+    domain_size: int
+    n_public: int
+    nbytes: int
+
+    @classmethod
+    def open(cls, path) -> ProvingKey:
+        raw = open(path, "rb").read()
+        try:
+            d = json.loads(raw)
+            assert d.get("double_key") == 1
+        except Exception:
+            raise ValueError(f"{path}: not a double-prover key file") from None
+        return cls(str(path), hashlib.sha256(raw).hexdigest()[:16], int(d["n_vars"]),
+                   int(d["domain_size"]), int(d["n_public"]), len(raw))
+
+    def partition_bytes(self) -> int:
+        return 32 * self.n_vars + 3 * 32 * self.domain_size + 4096
+
+    def verification_key(self) -> dict:
+        return {"protocol": "double", "key_id": self.key_id}
+
+
+def write_key(path, n_vars: int = 64, domain_size: int = 128, n_public: int = 2) -> None:
+    with open(path, "w") as f:
+        json.dump({"double_key": 1, "n_vars": n_vars, "domain_size": domain_size,
+                   "n_public": n_public}, f)
+
+
+# -- witnesses ---------------------------------------------------------------------------------
+# A fault is encoded in the witness itself (w[0] = (1, stage, action, once)), so every process
+# that sees the witness array — synthesis or device — knows it without another channel.
+STAGES = {"load": 1, "synth": 2, "start": 3, "finish": 4}
+ACTIONS = {"exit": 1, "sigkill": 2, "raise": 3, "stop": 4}
+
+
+def make_witness(n_vars: int, seed: int, fault: dict | None = None) -> bytes:
+    """Witness bytes with pseudo-random values from `seed` and an optional fault:
+    {"stage": "load"|"synth"|"start"|"finish", "action": "exit"|"sigkill"|"raise"|"stop",
+     "once": bool}. A "once" fault fires only while `fault_dir` (configure) has no marker for
+    it, then leaves one, so the retry succeeds."""
+    rng = np.random.default_rng(seed)
+    w = rng.integers(0, 2**63, size=(n_vars, 4), dtype=np.uint64)
+    w[0] = (1, 0, 0, 0)
+    if fault:
+        w[0] = (1, STAGES[fault["stage"]], ACTIONS[fault["action"]], int(bool(fault.get("once"))))
+    return MAGIC + w.tobytes()
+
+
+def _parse(data) -> np.ndarray:
+    data = bytes(data)
+    if data[:4] != MAGIC:
+        raise ValueError("not a double-prover witness (bad magic)")
+    body = data[4:]
+    if len(body) % 32:
+        raise ValueError("witness body is not a whole number of field elements")
+    return np.frombuffer(body, dtype=np.uint64).reshape(-1, 4)
+
+
+def load_witness(path_or_bytes, key: ProvingKey) -> np.ndarray:
+    data = path_or_bytes
+    if isinstance(data, (str, os.PathLike)):
+        data = open(data, "rb").read()
+    w = _parse(data)
+    if w.shape[0] != key.n_vars:
+        raise ValueError(f"witness has {w.shape[0]} values, the key expects {key.n_vars}")
+    _maybe_fault("load", w)
+    return w.copy()
+
+
+def witness_digest(w: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(w).tobytes()).hexdigest()
+
+
+def _maybe_fault(stage: str, w: np.ndarray) -> None:
+    _, st, act, once = (int(x) for x in w[0])
+    if st != STAGES[stage]:
+        return
+    if once:
+        marker = os.path.join(_options.get("fault_dir", "/tmp"), f"fault-{witness_digest(w)[:24]}")
+        try:
+            os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return  # already fired once
+    if act == ACTIONS["exit"]:
+        os._exit(7)
+    if act == ACTIONS["sigkill"]:
+        os.kill(os.getpid(), signal.SIGKILL)
+    if act == ACTIONS["stop"]:
+        os.kill(os.getpid(), signal.SIGSTOP)
+        return
+    raise ValueError(f"injected fault at {stage}")
+
+
+# -- stages ------------------------------------------------------------------------------------
+@dataclass
+class Synthesis:
+    a: np.ndarray
+    b: np.ndarray
+    c: np.ndarray
+    public: list
+
+
+def _limbs_to_int(row) -> int:
+    return sum(int(x) << (64 * i) for i, x in enumerate(row))
+
+
+def expected_abc(w: np.ndarray, domain_size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The double's a, b, c: a[i] = w[i mod n], b[i] = w[(i+1) mod n], c = a xor b."""
+    idx = np.arange(domain_size) % w.shape[0]
+    a = w[idx]
+    b = w[(idx + 1) % w.shape[0]]
+    return a, b, a ^ b
+
+
+def synthesize(key: ProvingKey, w: np.ndarray, out=None) -> Synthesis:
+    _maybe_fault("synth", w)
+    time.sleep(_options.get("synth_secs", 0.0))
+    a, b, c = expected_abc(w, key.domain_size)
+    if out is not None:
+        out[0][:], out[1][:], out[2][:] = a, b, c
+        a, b, c = out
+    return Synthesis(a, b, c, [_limbs_to_int(w[i]) for i in range(1, 1 + key.n_public)])
+
+
+@dataclass
+class Device:
+    name: str
+    keys: dict = field(default_factory=dict)
+
+    def load_key(self, key: ProvingKey) -> None:
+        self.keys[key.key_id] = key.nbytes
+
+    def evict_key(self, key_id: str) -> None:
+        self.keys.pop(key_id, None)
+
+    def resident_bytes(self, key_id: str) -> int:
+        return self.keys.get(key_id, 0)
+
+
+def open_device(name: str) -> Device:
+    return Device(name)
+
+
+@dataclass
+class Partial:
+    abc_sha256: str
+
+
+@dataclass
+class Proof:
+    abc_sha256: str
+    w_sha256: str
+    public: list
+
+    def to_json(self) -> dict:
+        return {"protocol": "double", "abc_sha256": self.abc_sha256, "w_sha256": self.w_sha256}
+
+
+def abc_digest(a, b, c) -> str:
+    h = hashlib.sha256()
+    for v in (a, b, c):
+        h.update(np.ascontiguousarray(v).tobytes())
+    return h.hexdigest()
+
+
+def prove_start(key: ProvingKey, a, b, c, w, dev: Device) -> Partial:
+    _maybe_fault("start", w)
+    if key.key_id not in dev.keys:
+        raise RuntimeError("prove_start before the key was loaded on the device")
+    time.sleep(_options.get("start_secs", 0.0))
+    return Partial(abc_digest(a, b, c))
+
+
+def prove_finish(key: ProvingKey, partial: Partial, w) -> Proof:
+    _maybe_fault("finish", w)
+    time.sleep(_options.get("finish_secs", 0.0))
+    return Proof(partial.abc_sha256, witness_digest(w),
+                 [str(_limbs_to_int(w[i])) for i in range(1, 1 + key.n_public)])
+
+
+def verify(vk: dict, public, proof) -> bool:
+    pj = proof.to_json() if hasattr(proof, "to_json") else proof
+    return vk.get("protocol") == "double" and pj.get("protocol") == "double" and len(public) >= 0
+
+
+def expected_proof(witness: bytes, key: ProvingKey) -> dict:
+    """What a correct engine returns for this witness (the test's independent reference)."""
+    w = _parse(witness)
+    return {"protocol": "double", "abc_sha256": abc_digest(*expected_abc(w, key.domain_size)),
+            "w_sha256": witness_digest(w)}
