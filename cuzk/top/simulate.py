@@ -1,0 +1,285 @@
+"""Simulated prover activity on a real status board, for trying `cuzk top` without a prover.
+
+Writer processes do on the board what `cuzk serve` does, with sleeps in place of work:
+
+    supervisor (this process) ─ creates the board; adds jobs, marks them running/done/failed;
+        │                       memory, queue depth, counters, keys; unlinks at the end
+        ├─► synthesis process(es): claim a synth slot per partition, end it synth_done
+        └─► one device process per device: a thread per worker slot claims a device slot,
+            "runs kernels", hands the partition to a finalizer slot (split proving) and loops;
+            finalizer threads end their claim done (or failed)
+
+Used by the tmux test and the `top` benchmark; `python -m cuzk.top.simulate` runs one until
+Ctrl-C and prints the board name to pass to `cuzk top --board`.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import queue
+import random
+import threading
+import time
+from dataclasses import dataclass
+
+KINDS = {"winning-post": (1, "critical"), "window-post": (1, "high"),
+         "snap-update": (16, "normal"), "porep-c2": (10, "normal")}
+GIB = 2**30
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Shape and pace of the simulated prover (seconds are uniform ranges)."""
+
+    devices: int = 2
+    workers_per_device: int = 2
+    finalizers_per_device: int = 1
+    synth_slots: int = 4
+    synth_procs: int = 2
+    active_jobs: int = 6          # jobs kept on the go
+    job_rows: int = 64
+    max_partitions: int = 16
+    synth_s: tuple = (0.3, 0.8)
+    gpu_s: tuple = (0.4, 1.2)
+    finalize_s: tuple = (0.1, 0.3)
+    fail_rate: float = 0.02
+    heartbeat_s: float = 0.25
+    instance: str = "simulated"
+
+
+def _parent_gone(ppid: int) -> bool:
+    return os.getppid() != ppid
+
+
+def _synth_main(name, slots, synth_q, gpu_q, stop, plan: Plan, ppid, seed):
+    from cuzk.board import Board
+
+    board = Board.attach(name)
+    rng = random.Random(seed)
+
+    def work(slot):
+        board.synth.register(slot, ordinal=slot)
+        last_hb = 0.0
+        while not stop.is_set() and not _parent_gone(ppid):
+            if time.monotonic() - last_hb > plan.heartbeat_s:
+                board.synth.heartbeat(slot)
+                last_hb = time.monotonic()
+            try:
+                job, part, kind = synth_q.get(timeout=plan.heartbeat_s)
+            except queue.Empty:
+                continue
+            tok = board.synth.claim(slot, job, part)
+            t = rng.uniform(*plan.synth_s)
+            stop.wait(t)
+            board.end(tok, state="synth_done", synth_ms=1000 * t, attempts=1)
+            gpu_q.put((job, part, kind))
+
+    threads = [threading.Thread(target=work, args=(s,), daemon=True) for s in slots]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    board.close()
+
+
+def _device_main(name, ordinal, dev_slots, fin_slots, gpu_q, done_q, stop, plan: Plan, ppid,
+                 seed):
+    from cuzk.board import Board
+
+    board = Board.attach(name)
+    rng = random.Random(seed)
+    rng_lock = threading.Lock()
+    free_fins: queue.Queue = queue.Queue()
+    for f in fin_slots:
+        board.finalizers.register(f, ordinal=ordinal)
+        free_fins.put(f)
+
+    def draw(span):
+        with rng_lock:
+            return rng.uniform(*span), rng.random()
+
+    def finalize(ftok, fslot, job, part, kind, gpu_ms):
+        t, r = draw(plan.finalize_s)
+        stop.wait(t)
+        ok = r >= plan.fail_rate
+        board.end(ftok, state="done" if ok else "failed", gpu_ms=gpu_ms, finalize_ms=1000 * t)
+        free_fins.put(fslot)
+        done_q.put((job, part, kind, ok))
+
+    def work(slot):
+        board.devices.register(slot, ordinal=ordinal, device=f"cpu:{ordinal}")
+        last_hb = 0.0
+        while not stop.is_set() and not _parent_gone(ppid):
+            if time.monotonic() - last_hb > plan.heartbeat_s:
+                board.devices.heartbeat(slot)
+                last_hb = time.monotonic()
+            try:
+                job, part, kind = gpu_q.get(timeout=plan.heartbeat_s)
+            except queue.Empty:
+                continue
+            tok = board.claim_device(slot, job, part)
+            t, _ = draw(plan.gpu_s)
+            stop.wait(t)
+            while True:                         # wait for a free finalizer, heartbeating
+                try:
+                    fslot = free_fins.get(timeout=plan.heartbeat_s)
+                    break
+                except queue.Empty:
+                    board.devices.heartbeat(slot)
+                    if stop.is_set():
+                        return
+            ftok = board.handoff(tok, fslot)
+            threading.Thread(target=finalize, args=(ftok, fslot, job, part, kind, 1000 * t),
+                             daemon=True).start()
+
+    threads = [threading.Thread(target=work, args=(s,), daemon=True) for s in dev_slots]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    board.close()
+
+
+class Simulation:
+    """A board plus writer processes; use as a context manager (`with Simulation() as sim`)."""
+
+    def __init__(self, plan: Plan | None = None, *, name: str | None = None, seed: int = 1):
+        self.plan = plan or Plan()
+        self.seed = seed
+        self._name = name
+        self.board = None
+        self._procs: list = []
+        self._thread = None
+
+    @property
+    def name(self) -> str:
+        """The board's shared-memory name (still known after stop())."""
+        return self._name
+
+    def start(self) -> Simulation:
+        from cuzk.board import Board
+
+        p = self.plan
+        n_dev = p.devices * p.workers_per_device
+        n_fin = p.devices * p.finalizers_per_device
+        self.board = Board.create(self._name, instance=p.instance, device_slots=n_dev,
+                                  finalizer_slots=n_fin, synth_slots=p.synth_slots,
+                                  job_rows=p.job_rows, max_partitions=p.max_partitions)
+        self._name = self.board.name
+        ctx = mp.get_context("spawn")
+        self._stop = ctx.Event()
+        self._synth_q, self._gpu_q, self._done_q = ctx.Queue(), ctx.Queue(), ctx.Queue()
+        ppid = os.getpid()
+        for i in range(max(1, min(p.synth_procs, p.synth_slots))):
+            slots = list(range(i, p.synth_slots, max(1, min(p.synth_procs, p.synth_slots))))
+            self._procs.append(ctx.Process(
+                target=_synth_main, daemon=True, name=f"sim-synth-{i}",
+                args=(self.name, slots, self._synth_q, self._gpu_q, self._stop, p, ppid,
+                      self.seed * 1000 + i)))
+        for d in range(p.devices):
+            dev_slots = list(range(d * p.workers_per_device, (d + 1) * p.workers_per_device))
+            fin_slots = list(range(d * p.finalizers_per_device,
+                                   (d + 1) * p.finalizers_per_device))
+            self._procs.append(ctx.Process(
+                target=_device_main, daemon=True, name=f"sim-device-{d}",
+                args=(self.name, d, dev_slots, fin_slots, self._gpu_q, self._done_q,
+                      self._stop, p, ppid, self.seed * 2000 + d)))
+        for proc in self._procs:
+            proc.start()
+        self._thread = threading.Thread(target=self._supervise, daemon=True)
+        self._thread.start()
+        return self
+
+    def _supervise(self):
+        """The supervisor's share: jobs in, results out, memory and counters."""
+        p, board, rng = self.plan, self.board, random.Random(self.seed)
+        jobs: dict[str, dict] = {}
+        serial = 0
+        kinds = [k for k, (n, _) in KINDS.items() if n <= p.max_partitions]
+        board.set_keys([{"key_id": f"{k}.zkey", "bytes": int((0.3 + 0.2 * i) * GIB),
+                         "devices": [f"cpu:{d}" for d in range(p.devices)],
+                         "last_used_secs_ago": 0.0, "evictable": i % 2 == 1}
+                        for i, k in enumerate(kinds)])
+        last_meta = 0.0
+        while not self._stop.is_set():
+            while sum(1 for j in jobs.values() if not j["finished"]) < p.active_jobs:
+                kind = rng.choice(kinds)
+                n, prio = KINDS[kind]
+                job_id = f"sim-{serial:05d}-{kind}"
+                serial += 1
+                if not board.job_add(job_id, kind, prio, n):
+                    break
+                board.job_set_state(job_id, "running")
+                jobs[job_id] = {"kind": kind, "n": n, "done": 0, "failed": 0, "finished": False}
+                for part in range(n):
+                    self._synth_q.put((job_id, part, kind))
+            try:
+                job_id, part, kind, ok = self._done_q.get(timeout=0.1)
+            except queue.Empty:
+                job_id = None
+            if job_id in jobs:
+                j = jobs[job_id]
+                j["done" if ok else "failed"] += 1
+                if j["done"] + j["failed"] == j["n"]:
+                    j["finished"] = True
+                    board.job_set_state(job_id, "done" if not j["failed"] else "failed")
+                    (board.count_completed if not j["failed"] else board.count_failed)(kind)
+            if time.monotonic() - last_meta > 0.25:
+                last_meta = time.monotonic()
+                in_flight = sum(j["n"] - j["done"] - j["failed"]
+                                for j in jobs.values() if not j["finished"])
+                # a/b/c vectors for partitions being synthesized or waiting for a device, and
+                # the smaller proving reservation of those on a device or in a finalizer
+                held = min(in_flight, 2 * p.synth_slots)
+                on_device = min(in_flight, p.devices * (p.workers_per_device
+                                                        + p.finalizers_per_device))
+                by_use = {"abc": held * GIB // 2, "prove": on_device * GIB // 4}
+                board.set_memory(16 * GIB, sum(by_use.values()), by_use)
+                board.set_queue_depth(self._synth_q.qsize())
+            for job_id in [k for k, j in jobs.items() if j["finished"]][:-16]:
+                del jobs[job_id]          # the board keeps finished rows until reused
+
+    def stop(self) -> None:
+        """Stop the writers, then unlink the board (what `cuzk serve` does at shutdown)."""
+        if self.board is None:
+            return
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        for proc in self._procs:
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.kill()
+                proc.join(timeout=5)
+        for q in (self._synth_q, self._gpu_q, self._done_q):
+            q.cancel_join_thread()
+            q.close()
+        board, self.board = self.board, None
+        board.close()
+        from cuzk.board import segment
+
+        segment.unlink_segment(board.name)
+
+    def __enter__(self) -> Simulation:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def main() -> None:  # pragma: no cover - interactive
+    import sys
+
+    with Simulation() as sim:
+        print(f"simulating on board {sim.name}; run: cuzk top --board {sim.name}  (Ctrl-C stops)",
+              file=sys.stderr)
+        try:
+            while True:
+                time.sleep(1)
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
