@@ -1,0 +1,234 @@
+"""A pure-Python Groth16 prover and verifier (BN254) over snarkjs files: the outside reference.
+
+Python ints for F_r, py_ecc.optimized_bn128 for the curves and the pairing; nothing from
+cuzk's own arithmetic, so the project's prover can be compared against it. It follows
+snarkjs's groth16_prove.js step by step:
+
+  1. a_i = sum of coef * w[signal] over the zkey's A entries of row i, b_i likewise (B), c = a * b.
+  2. For each of a, b, c: inverse NTT over the domain of size n, multiply coefficient i by
+     w_2n^i (the coset shift), forward NTT; h_i = a_i b_i - c_i on that coset. The zkey's H
+     points already absorb the vanishing polynomial, so h goes straight into the H MSM.
+  3. Roots of unity as snarkjs: w[28] = 5^((r-1)/2^28), w[k] = w[k+1]^2, w_2n = w[log2(n)+1].
+  4. pi_a = alpha1 + sum w_i A_i + r delta1;  pi_b = beta2 + sum w_i B2_i + s delta2;
+     B1' = beta1 + sum w_i B1_i + s delta1;
+     pi_c = sum_{i>nPublic} w_i C_i + sum h_i H_i + s pi_a + r B1' - r s delta1.
+Verification: e(pi_a, pi_b) = e(alpha1, beta2) e(sum pub_i IC_i, gamma2) e(pi_c, delta2),
+checked as one product of four Miller loops and one final exponentiation.
+
+Small circuits only (a 2^10 domain takes a few seconds). Points in and out are affine ints:
+G1 (x, y), G2 ((x0, x1), (y0, y1)), None for infinity.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from py_ecc import optimized_bn128 as bn
+
+from cuzk.formats import (
+    BN254_R,
+    g1_array_to_points,
+    g1_from_limbs,
+    g2_array_to_points,
+    g2_from_limbs,
+    limbs_to_ints,
+    zkey_coef_to_int,
+)
+
+R = BN254_R
+TWO_ADICITY = 28
+
+
+def root_of_unity(log_n: int) -> int:
+    """A primitive 2^log_n-th root of unity in F_r, snarkjs's: w[28] = 5^((r-1)/2^28), squared
+    down to w[log_n]."""
+    w = pow(5, (R - 1) >> TWO_ADICITY, R)
+    for _ in range(TWO_ADICITY - log_n):
+        w = w * w % R
+    return w
+
+
+def ntt(values: list[int], omega: int) -> list[int]:
+    """Evaluations sum_j values[j] omega^(ij), i < n (recursive radix-2 Cooley-Tukey)."""
+    n = len(values)
+    if n == 1:
+        return list(values)
+    even = ntt(values[0::2], omega * omega % R)
+    odd = ntt(values[1::2], omega * omega % R)
+    out = [0] * n
+    t = 1
+    for i in range(n // 2):
+        x = odd[i] * t % R
+        out[i] = (even[i] + x) % R
+        out[i + n // 2] = (even[i] - x) % R
+        t = t * omega % R
+    return out
+
+
+def intt(values: list[int], omega: int) -> list[int]:
+    """The inverse of ntt(., omega)."""
+    n_inv = pow(len(values), -1, R)
+    return [v * n_inv % R for v in ntt(values, pow(omega, -1, R))]
+
+
+def synthesize(zkey, w: list[int]) -> tuple[list[int], list[int], list[int]]:
+    """a, b, c = a*b on the domain (length domainSize) from the zkey's A and B entries."""
+    n = zkey.domain_size
+    ab = [[0] * n, [0] * n]
+    for m, c, s, v in zkey.coefficients:
+        row = ab[int(m)]
+        row[int(c)] = (row[int(c)] + zkey_coef_to_int(v) * w[int(s)]) % R
+    a, b = ab
+    return a, b, [x * y % R for x, y in zip(a, b, strict=True)]
+
+
+def h_on_coset(a: list[int], b: list[int], c: list[int]) -> list[int]:
+    """h_i = A(g w^i) B(g w^i) - C(g w^i) on the coset g = w_2n (the H MSM's scalars)."""
+    n = len(a)
+    log_n = n.bit_length() - 1
+    omega, shift = root_of_unity(log_n), root_of_unity(log_n + 1)
+    coset = []
+    for evals in (a, b, c):
+        coeffs = intt(evals, omega)
+        g = 1
+        for i in range(n):
+            coeffs[i] = coeffs[i] * g % R
+            g = g * shift % R
+        coset.append(ntt(coeffs, omega))
+    ea, eb, ec = coset
+    return [(x * y - z) % R for x, y, z in zip(ea, eb, ec, strict=True)]
+
+
+# --- curve helpers (py_ecc Jacobian <-> affine ints) ----------------------------------------
+
+
+def g1_jac(p):
+    return bn.Z1 if p is None else (bn.FQ(p[0]), bn.FQ(p[1]), bn.FQ.one())
+
+
+def g2_jac(p):
+    if p is None:
+        return bn.Z2
+    (x0, x1), (y0, y1) = p
+    return (bn.FQ2([x0, x1]), bn.FQ2([y0, y1]), bn.FQ2.one())
+
+
+def g1_affine(P):
+    if bn.is_inf(P):
+        return None
+    x, y = bn.normalize(P)
+    return int(x.n), int(y.n)
+
+
+def g2_affine(P):
+    if bn.is_inf(P):
+        return None
+    x, y = bn.normalize(P)
+    return tuple(int(c) for c in x.coeffs), tuple(int(c) for c in y.coeffs)
+
+
+def msm(points: list, scalars: list[int], zero):
+    """sum scalars[i] * points[i] (py_ecc Jacobian points; None/zero skipped), Pippenger with
+    windows of c bits: per window, bucket the points by digit, then sum_d d * bucket_d by a
+    running sum; windows combine by c doublings each."""
+    pairs = [(P, k % R) for P, k in zip(points, scalars, strict=True) if k % R and not bn.is_inf(P)]
+    if not pairs:
+        return zero
+    c = max(1, min(12, len(pairs).bit_length() - 2))
+    mask = (1 << c) - 1
+    total = zero
+    for shift in reversed(range(0, 254, c)):
+        for _ in range(c):
+            total = bn.double(total)
+        buckets = [zero] * (mask + 1)
+        for P, k in pairs:
+            d = (k >> shift) & mask
+            if d:
+                buckets[d] = bn.add(buckets[d], P)
+        running, window = zero, zero
+        for d in range(mask, 0, -1):
+            running = bn.add(running, buckets[d])
+            window = bn.add(window, running)
+        total = bn.add(total, window)
+    return total
+
+
+def msm_naive(points: list, scalars: list[int], zero):
+    """sum scalars[i] * points[i] by py_ecc's multiply (checks msm)."""
+    acc = zero
+    for P, k in zip(points, scalars, strict=True):
+        acc = bn.add(acc, bn.multiply(P, k % R))
+    return acc
+
+
+# --- prover and verifier --------------------------------------------------------------------
+
+
+def prove(zkey, witness: list[int], r: int | None = None, s: int | None = None):
+    """A Groth16 proof of `witness` (ints, w[0] = 1) under `zkey` (a cuzk.formats.ZKey).
+
+    Returns (pi_a, pi_b, pi_c, public) with affine int points and public = w[1..nPublic].
+    r, s are the blinding scalars (fresh random ones when None).
+    """
+    if len(witness) != zkey.n_vars:
+        raise ValueError(f"witness has {len(witness)} values, key expects {zkey.n_vars}")
+    r = secrets.randbelow(R) if r is None else r % R
+    s = secrets.randbelow(R) if s is None else s % R
+    a, b, c = synthesize(zkey, witness)
+    h = h_on_coset(a, b, c)
+
+    g1 = lambda arr: [g1_jac(p) for p in g1_array_to_points(arr)]  # noqa: E731
+    A = msm(g1(zkey.points_a), witness, bn.Z1)
+    B1 = msm(g1(zkey.points_b1), witness, bn.Z1)
+    B2 = msm([g2_jac(p) for p in g2_array_to_points(zkey.points_b2)], witness, bn.Z2)
+    C = msm(g1(zkey.points_c), witness[zkey.n_public + 1 :], bn.Z1)
+    H = msm(g1(zkey.points_h), h, bn.Z1)
+
+    alpha1, beta1 = g1_jac(g1_from_limbs(zkey.alpha1)), g1_jac(g1_from_limbs(zkey.beta1))
+    delta1 = g1_jac(g1_from_limbs(zkey.delta1))
+    beta2, delta2 = g2_jac(g2_from_limbs(zkey.beta2)), g2_jac(g2_from_limbs(zkey.delta2))
+
+    pi_a = bn.add(bn.add(A, alpha1), bn.multiply(delta1, r))
+    pi_b = bn.add(bn.add(B2, beta2), bn.multiply(delta2, s))
+    b1 = bn.add(bn.add(B1, beta1), bn.multiply(delta1, s))
+    pi_c = bn.add(C, H)
+    pi_c = bn.add(pi_c, bn.multiply(pi_a, s))
+    pi_c = bn.add(pi_c, bn.multiply(b1, r))
+    pi_c = bn.add(pi_c, bn.multiply(delta1, (-r * s) % R))
+    public = witness[1 : zkey.n_public + 1]
+    return g1_affine(pi_a), g2_affine(pi_b), g1_affine(pi_c), public
+
+
+def prove_files(zkey, wtns_values, r=None, s=None):
+    """prove() with the witness given as the (n, 4) limb array read_wtns returns."""
+    return prove(zkey, limbs_to_ints(wtns_values), r, s)
+
+
+def verify(vk, public: list[int], proof) -> bool:
+    """Groth16 verification with py_ecc. `vk` has alpha1, beta2, gamma2, delta2, ic (a
+    cuzk.formats.VerificationKey); `proof` is (pi_a, pi_b, pi_c) affine ints."""
+    pi_a, pi_b, pi_c = proof
+    if len(public) != len(vk.ic) - 1:
+        return False
+    if any(not 0 <= x < R for x in public):
+        return False
+    A, Bq, C = g1_jac(pi_a), g2_jac(pi_b), g1_jac(pi_c)
+    if not (bn.is_on_curve(A, bn.b) and bn.is_on_curve(Bq, bn.b2) and bn.is_on_curve(C, bn.b)):
+        return False
+    # G2 points must lie in the order-r subgroup (G1 has cofactor 1).
+    if not bn.is_inf(bn.multiply(Bq, R)):
+        return False
+    vk_x = g1_jac(vk.ic[0])
+    for x, P in zip(public, vk.ic[1:], strict=True):
+        vk_x = bn.add(vk_x, bn.multiply(g1_jac(P), x))
+    f = bn.FQ12.one()
+    for Q, P in (
+        (Bq, bn.neg(A)),
+        (g2_jac(vk.beta2), g1_jac(vk.alpha1)),
+        (g2_jac(vk.gamma2), vk_x),
+        (g2_jac(vk.delta2), C),
+    ):
+        if bn.is_inf(P) or bn.is_inf(Q):
+            continue  # e(., O) = e(O, .) = 1
+        f = f * bn.pairing(Q, P, final_exponentiate=False)
+    return bn.final_exponentiate(f) == bn.FQ12.one()
