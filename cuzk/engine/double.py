@@ -53,7 +53,7 @@ class ProvingKey:
         except Exception:
             raise ValueError(f"{path}: not a double-prover key file") from None
         return cls(str(path), hashlib.sha256(raw).hexdigest()[:16], int(d["n_vars"]),
-                   int(d["domain_size"]), int(d["n_public"]), len(raw))
+                   int(d["domain_size"]), int(d["n_public"]), int(d.get("nbytes", len(raw))))
 
     def partition_bytes(self) -> int:
         return 32 * self.n_vars + 3 * 32 * self.domain_size + 4096
@@ -62,10 +62,14 @@ class ProvingKey:
         return {"protocol": "double", "key_id": self.key_id}
 
 
-def write_key(path, n_vars: int = 64, domain_size: int = 128, n_public: int = 2) -> None:
+def write_key(path, n_vars: int = 64, domain_size: int = 128, n_public: int = 2,
+              nbytes: int | None = None) -> None:
+    """A key file; `nbytes` pretends the key is that large (for budget and eviction tests)."""
+    d = {"double_key": 1, "n_vars": n_vars, "domain_size": domain_size, "n_public": n_public}
+    if nbytes is not None:
+        d["nbytes"] = nbytes
     with open(path, "w") as f:
-        json.dump({"double_key": 1, "n_vars": n_vars, "domain_size": domain_size,
-                   "n_public": n_public}, f)
+        json.dump(d, f)
 
 
 # -- witnesses ---------------------------------------------------------------------------------

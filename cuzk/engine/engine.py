@@ -872,7 +872,7 @@ class Engine:
                 "w": w.segs["witness"], "abc": w.segs["abc"]}
         dev.items.add(wk)
         dev.inflight += 1
-        p.device = dev.index
+        p.device, p.attempts = dev.index, wk.attempt + 1
         self._event("prove", wk.job_id, wk.partition, wk.attempt, dev.index)
         self._send(dev, ("prove", spec))
 

@@ -1,0 +1,552 @@
+"""The engine's plumbing through real processes, with the prover double (cuzk.engine.double).
+
+The double's proofs are SHA-256 digests of the witness and of the a, b, c it synthesized, so
+every test recomputes what each partition's proof must be from the witness it submitted: a
+proof from the wrong partition, a torn or reused buffer, or a lost or duplicated partition
+fails. Faults are injected at each process boundary: kill -9 of synthesis and device
+processes (from outside, found on the board), exits, exceptions and hangs (SIGSTOP) inside a
+stage, and the supervisor itself killed. The real-prover acceptance tests are in
+test_engine_prover.py.
+"""
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import numpy as np
+import psutil
+import pytest
+
+from cuzk.engine import (
+    BudgetError,
+    Engine,
+    EngineConfig,
+    EngineError,
+    EngineStopped,
+    UnknownKey,
+    buffers,
+    double,
+)
+
+N_VARS, DOMAIN = 64, 128
+
+
+def config(tmp_path, **kw):
+    opts = {"fault_dir": str(tmp_path), **kw.pop("opts", {})}
+    base = dict(devices="cpu:2", synth_workers=2, prover="cuzk.engine.double",
+                prover_options=opts, memory_budget="256MiB", ping_interval=0.25,
+                restart_backoff=0.05, board_partitions=64)
+    base.update(kw)
+    return EngineConfig(**base)
+
+
+def assert_released(eng):
+    """Nothing of this engine left in /dev/shm: no buffers, no board."""
+    assert buffers.list_segments(os.getpid()) == []
+    assert not os.path.exists(f"/dev/shm/{eng.board_name}")
+
+
+@contextlib.contextmanager
+def running(tmp_path, **kw):
+    eng = Engine(config(tmp_path, **kw)).start()
+    try:
+        yield eng
+    finally:
+        eng.stop(drain_deadline=5)
+        assert_released(eng)
+
+
+def key_file(tmp_path, **kw):
+    path = tmp_path / f"key-{len(kw)}-{kw.get('nbytes', 0)}.json"
+    double.write_key(path, n_vars=N_VARS, domain_size=DOMAIN, **kw)
+    return path
+
+
+def witnesses(n, seed=0, faults=None):
+    faults = faults or {}
+    return [double.make_witness(N_VARS, seed * 1000 + i, faults.get(i)) for i in range(n)]
+
+
+def public_of(witness: bytes, n_public=2):
+    w = np.frombuffer(witness[4:], dtype=np.uint64).reshape(-1, 4)
+    return [str(sum(int(x) << (64 * j) for j, x in enumerate(w[i])))
+            for i in range(1, 1 + n_public)]
+
+
+def assert_proofs(result, ws, key_path):
+    """Every partition's proof and public signals are the ones its own witness gives."""
+    key = double.ProvingKey.open(key_path)
+    assert result["state"] == "done", result
+    assert len(result["proofs"]) == len(ws)
+    for i, w in enumerate(ws):
+        assert result["proofs"][i] == double.expected_proof(w, key), f"partition {i}"
+        assert result["public"][i] == public_of(w), f"partition {i}"
+
+
+def wait_for(pred, timeout=20.0, every=0.005):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(every)
+    raise AssertionError("condition not reached in time")
+
+
+def events(eng, what):
+    return [e for e in list(eng.events) if e[1] == what]
+
+
+# ------------------------------------------------------------------------------ shared engine
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("engine")
+    with running(tmp, opts={"synth_secs": 0.01, "start_secs": 0.005,
+                            "finish_secs": 0.005}) as eng:
+        eng.test_key = key_file(tmp)
+        eng.test_key_id = eng.register_key(eng.test_key)
+        eng.tmp = tmp
+        yield eng
+
+
+def test_sixteen_partitions_prove_in_order(shared):
+    ws = witnesses(16, seed=1)
+    job_id = shared.submit(shared.test_key_id, ws, kind="snap-update")
+    r = shared.result(job_id, timeout=30)
+    assert_proofs(r, ws, shared.test_key)
+    assert r["kind"] == "snap-update" and r["priority"] == "normal"
+    assert [p["state"] for p in r["partitions"]] == ["done"] * 16
+    assert all(p["attempts"] == 1 and p["synth_ms"] > 0 and p["gpu_ms"] > 0
+               and p["finalize_ms"] > 0 for p in r["partitions"])
+    assert {p["device"] for p in r["partitions"]} == {0, 1}  # both device processes used
+    snap = shared.snapshot()
+    pipe = [p for p in snap["pipelines"] if p["job_id"] == job_id][0]
+    assert pipe["state"] == "done" and pipe["partitions_done"] == 16
+    assert {p["state"] for p in pipe["partitions"]} == {"done"}
+    assert snap["counters"]["completed_by_kind"]["snap-update"] >= 1
+    json.dumps(snap)  # plain JSON
+
+
+def test_witness_paths_and_bytes_mix(shared):
+    ws = witnesses(3, seed=2)
+    path = shared.tmp / "w1.bin"
+    path.write_bytes(ws[1])
+    job_id = shared.submit(shared.test_key_id, [ws[0], path, ws[2]], priority="high")
+    assert_proofs(shared.result(job_id, timeout=30), ws, shared.test_key)
+
+
+def test_bad_witness_fails_the_job_without_retries(shared):
+    ws = witnesses(2, seed=3)
+    job_id = shared.submit(shared.test_key_id, [ws[0], b"not a witness"])
+    r = shared.result(job_id, timeout=30)
+    assert r["state"] == "failed"
+    assert "partition 1" in r["error"] and "bad magic" in r["error"]
+    assert r["partitions"][1]["attempts"] == 1  # an input error is not retried
+    assert r["proofs"][1] is None
+    snap = shared.snapshot()
+    pipe = [p for p in snap["pipelines"] if p["job_id"] == job_id][0]
+    assert pipe["state"] == "failed" and pipe["partitions"][1]["state"] == "failed"
+    # the engine goes on proving
+    ok = shared.submit(shared.test_key_id, ws[:1])
+    assert_proofs(shared.result(ok, timeout=30), ws[:1], shared.test_key)
+
+
+def test_stage_exception_is_retried_then_fails_with_the_reason(shared):
+    ws = witnesses(3, seed=4, faults={2: {"stage": "finish", "action": "raise"}})
+    job_id = shared.submit(shared.test_key_id, ws)
+    r = shared.result(job_id, timeout=30)
+    assert r["state"] == "failed"
+    assert r["partitions"][2]["attempts"] == shared.config.max_attempts
+    assert "injected fault at finish" in r["error"] and "3 attempts" in r["error"]
+
+
+def test_exit_inside_prove_start_is_retried_and_proof_is_valid(shared):
+    restarts = shared.counters["restarts"]
+    ws = witnesses(4, seed=5, faults={1: {"stage": "start", "action": "exit", "once": True}})
+    r = shared.result(shared.submit(shared.test_key_id, ws), timeout=30)
+    assert_proofs(r, ws, shared.test_key)
+    assert r["partitions"][1]["attempts"] == 2
+    assert shared.counters["restarts"] == restarts + 1
+    exits = [e for e in events(shared, "exit") if e[2] == "device"]
+    assert exits and exits[-1][5] == 7  # the exit code the fault used
+
+
+def test_submit_validation(shared):
+    with pytest.raises(UnknownKey):
+        shared.submit("nope", witnesses(1))
+    with pytest.raises(ValueError):
+        shared.submit(shared.test_key_id, witnesses(1), priority="urgent")
+    with pytest.raises(ValueError):
+        shared.submit(shared.test_key_id, [])
+    with pytest.raises(ValueError):
+        shared.submit(shared.test_key_id, [shared.tmp / "missing.wtns"])
+    with pytest.raises(ValueError):
+        shared.submit(shared.test_key_id, [123])
+
+
+def test_cancel_releases_everything_and_engine_goes_on(tmp_path):
+    with running(tmp_path, opts={"synth_secs": 0.05, "start_secs": 0.03}) as eng:
+        key = key_file(tmp_path)
+        kid = eng.register_key(key)
+        ws = witnesses(30, seed=6)
+        job_id = eng.submit(kid, ws)
+        wait_for(lambda: eng.job(job_id)["partitions_done"] >= 2)
+        assert eng.cancel(job_id)
+        r = eng.result(job_id, timeout=5)
+        assert r["state"] == "cancelled" and r["partitions_done"] < 30
+        assert not eng.cancel(job_id)  # already finished
+        # running stages stop at their boundary; then nothing is held for the job
+        wait_for(lambda: eng.budget.by_use().keys() <= {"keys"}, timeout=5)
+        wait_for(lambda: buffers.list_segments(os.getpid()) == [], timeout=5)
+        snap = eng.snapshot()
+        assert [p for p in snap["pipelines"] if p["job_id"] == job_id][0]["state"] == "cancelled"
+        done_after = len(events(eng, "done"))
+        ws2 = witnesses(2, seed=7)
+        assert_proofs(eng.result(eng.submit(kid, ws2), timeout=30), ws2, key)
+        # no partition of the cancelled job was proved after the cancel settled
+        assert all(e[2] != job_id for e in events(eng, "done")[done_after:])
+
+
+def test_critical_job_submitted_behind_normal_ones_is_proved_next(tmp_path):
+    with running(tmp_path, devices="cpu:1", synth_workers=1, workers_per_device=1,
+                 opts={"synth_secs": 0.03, "start_secs": 0.02}) as eng:
+        key = key_file(tmp_path)
+        kid = eng.register_key(key)
+        normal = [eng.submit(kid, witnesses(8, seed=10 + j)) for j in range(2)]
+        wait_for(lambda: eng.job(normal[0])["partitions_done"] >= 1)
+        t_submit = time.time()
+        crit = eng.submit(kid, witnesses(1, seed=20), kind="winning-post", priority="critical")
+        r = eng.result(crit, timeout=30)
+        assert r["state"] == "done"
+        # the first synthesis dispatched after the critical submission is the critical one
+        synth_after = [e for e in events(eng, "synth") if e[0] >= t_submit]
+        assert synth_after[0][2] == crit
+        # and once synthesized it is the next partition sent to the device
+        t_synth = [e for e in events(eng, "synth_done") if e[2] == crit][0][0]
+        prove_after = [e for e in events(eng, "prove") if e[0] >= t_synth]
+        assert prove_after[0][2] == crit
+        # the normal jobs still had queued partitions when it finished
+        assert eng.job(normal[1])["partitions_done"] < 8
+        for j in normal:
+            assert eng.result(j, timeout=30)["state"] == "done"
+
+
+def test_memory_budget_is_never_exceeded_and_dispatch_waits(tmp_path):
+    k = double.ProvingKey.open(key_file(tmp_path))
+    per_partition = k.partition_bytes() + len(witnesses(1)[0])
+    total = 2 * per_partition + k.nbytes + 100  # room for two partitions at a time
+    with running(tmp_path, synth_workers=2, memory_budget=total,
+                 opts={"synth_secs": 0.01, "start_secs": 0.02, "finish_secs": 0.03}) as eng:
+        kid = eng.register_key(key_file(tmp_path))
+        samples = []
+        stop = threading.Event()
+
+        def sample():
+            while not stop.is_set():
+                m = eng.snapshot()["memory"]
+                samples.append((m["reserved_bytes"], m["total_bytes"]))
+                time.sleep(0.002)
+
+        t = threading.Thread(target=sample)
+        t.start()
+        ws = witnesses(12, seed=30)
+        r = eng.result(eng.submit(kid, ws), timeout=60)
+        stop.set()
+        t.join()
+        assert_proofs(r, ws, key_file(tmp_path))
+        assert eng.budget.high_water <= total
+        assert eng.budget.high_water > per_partition  # two partitions did overlap
+        assert all(res <= tot == total for res, tot in samples) and len(samples) > 20
+        assert eng.counters["budget_waits"] > 0  # synthesis waited for memory
+        assert max(res for res, _ in samples) > per_partition
+        assert eng.budget.by_use() == {"keys": k.nbytes}
+
+
+def test_partition_larger_than_budget_is_refused(tmp_path):
+    with running(tmp_path, memory_budget=4096, devices="cpu:1", synth_workers=1) as eng:
+        kid = eng.register_key(key_file(tmp_path))
+        with pytest.raises(BudgetError):
+            eng.submit(kid, witnesses(1))
+
+
+def test_idle_key_evicted_lru_when_budget_needs_room(tmp_path):
+    k = double.ProvingKey.open(key_file(tmp_path))
+    big = 10_000_000
+    total = big + 3 * (k.partition_bytes() + 2100) + 4096  # one big key at a time
+    with running(tmp_path, memory_budget=total, devices="cpu:1", synth_workers=1) as eng:
+        (tmp_path / "a").mkdir()
+        (tmp_path / "b").mkdir()
+        ka = eng.register_key(key_file(tmp_path / "a", nbytes=big))
+        kb = eng.register_key(key_file(tmp_path / "b", nbytes=big + 1))
+        ws = witnesses(2, seed=40)
+        assert eng.result(eng.submit(ka, ws), timeout=30)["state"] == "done"
+        assert {k["key_id"]: k["devices"] for k in eng.keys()}[ka] == ["cpu:0"]
+        assert eng.result(eng.submit(kb, ws), timeout=30)["state"] == "done"
+        keys = {k["key_id"]: k for k in eng.keys()}
+        assert keys[ka]["devices"] == [] and keys[kb]["devices"] == ["cpu:0"]
+        assert eng.budget.by_use()["keys"] == big + 1
+        board_keys = {k["key_id"]: k for k in eng.snapshot()["keys"]}
+        assert board_keys[kb]["devices"] == ["cpu:0"] and board_keys[ka]["devices"] == []
+        assert eng.evict_key(kb)
+        assert "keys" not in eng.budget.by_use()
+        with pytest.raises(UnknownKey):
+            eng.evict_key("nope")
+
+
+def _kill_when(eng, find, sig=signal.SIGKILL):
+    """Wait until `find(snapshot)` names a worker; kill its process; return (worker, snap)."""
+    def probe():
+        snap = eng.snapshot()
+        return find(snap) and (find(snap), snap)
+
+    worker, snap = wait_for(probe)
+    os.kill(worker["pid"], sig)
+    return worker, snap
+
+
+def test_kill9_synthesis_process_mid_run(tmp_path):
+    with running(tmp_path, opts={"synth_secs": 0.15, "start_secs": 0.01}) as eng:
+        key = key_file(tmp_path)
+        kid = eng.register_key(key)
+        ws = witnesses(6, seed=50)
+        job_id = eng.submit(kid, ws)
+        victim, before = _kill_when(eng, lambda s: next(
+            (w for w in s["synthesis"]["workers"] if w["state"] == "synthesizing"), None))
+        r = eng.result(job_id, timeout=30)
+        assert_proofs(r, ws, key)
+        assert r["partitions"][victim["partition"]]["attempts"] == 2
+        after = eng.snapshot()
+        slot = [w for w in after["synthesis"]["workers"] if w["worker_id"] == victim["worker_id"]]
+        assert slot[0]["restarts"] == victim["restarts"] + 1
+        assert slot[0]["generation"] > victim["generation"]
+        assert slot[0]["pid"] != victim["pid"] and psutil.pid_exists(slot[0]["pid"])
+        assert after["counters"]["restarts"] >= 1 and after["counters"]["retries"] >= 1
+
+
+def test_kill9_device_process_mid_run(tmp_path):
+    with running(tmp_path, opts={"synth_secs": 0.01, "start_secs": 0.15,
+                                 "finish_secs": 0.02}) as eng:
+        key = key_file(tmp_path)
+        kid = eng.register_key(key)
+        ws = witnesses(8, seed=60)
+        job_id = eng.submit(kid, ws)
+        victim, before = _kill_when(eng, lambda s: next(
+            (w for w in s["gpu_workers"] if w["state"] == "proving"), None))
+        r = eng.result(job_id, timeout=30)
+        assert_proofs(r, ws, key)
+        assert r["partitions"][victim["current_partition"]]["attempts"] == 2
+        after = eng.snapshot()
+        same_device = [w for w in after["gpu_workers"] if w["device"] == victim["device"]]
+        for w in same_device:  # every worker slot of the dead process was reclaimed
+            assert w["restarts"] >= 1 and w["pid"] != victim["pid"]
+        slot = [w for w in same_device if w["worker_id"] == victim["worker_id"]][0]
+        assert slot["generation"] > victim["generation"]
+        assert after["counters"]["restarts"] >= 1
+
+
+def test_hung_process_is_killed_and_its_work_retried(tmp_path):
+    ws = witnesses(3, seed=70, faults={0: {"stage": "synth", "action": "stop", "once": True}})
+    with running(tmp_path, ping_interval=0.1, hang_timeout=1.0,
+                 opts={"synth_secs": 0.01}) as eng:
+        key = key_file(tmp_path)
+        r = eng.result(eng.submit(eng.register_key(key), ws), timeout=30)
+        assert_proofs(r, ws, key)
+        assert events(eng, "hung") and r["partitions"][0]["attempts"] == 2
+
+
+def test_retries_are_bounded_when_a_process_keeps_dying(tmp_path):
+    ws = witnesses(2, seed=80, faults={1: {"stage": "synth", "action": "sigkill"}})
+    with running(tmp_path, max_attempts=2, opts={"synth_secs": 0.01}) as eng:
+        r = eng.result(eng.submit(eng.register_key(key_file(tmp_path)), ws), timeout=30)
+        assert r["state"] == "failed"
+        assert "partition 1 failed after 2 attempts" in r["error"]
+        assert "killed by SIGKILL" in r["error"]
+
+
+def test_synchronous_proving_mode(tmp_path):
+    with running(tmp_path, split_prove=False,
+                 opts={"start_secs": 0.01, "finish_secs": 0.02}) as eng:
+        key = key_file(tmp_path)
+        kid = eng.register_key(key)
+        ws = witnesses(8, seed=90)
+        job_id = eng.submit(kid, ws)
+        seen = set()
+        while eng.job(job_id)["state"] == "running" or eng.job(job_id)["state"] == "queued":
+            snap = eng.snapshot()
+            seen |= {f["state"] for f in snap["finalizers"]}
+            time.sleep(0.003)
+        assert_proofs(eng.result(job_id, timeout=30), ws, key)
+        assert "finalizing" not in seen  # finalizers unused: workers finish themselves
+        assert all(w["state"] == "idle" for w in eng.snapshot()["gpu_workers"])
+
+
+def test_disable_split_prove_environment_variable(monkeypatch):
+    monkeypatch.setenv("CUZK_DISABLE_SPLIT_PROVE", "1")
+    assert EngineConfig(devices="cpu:1").validated().split_prove is False
+    monkeypatch.setenv("CUZK_DISABLE_SPLIT_PROVE", "0")
+    assert EngineConfig(devices="cpu:1").validated().split_prove is True
+
+
+def invariant_violations(snap):
+    """The board invariant, checked from the JSON: a partition in state gpu is named by exactly
+    one proving worker, and every proving worker names a partition in state gpu."""
+    out = []
+    proving = [(w["current_job"], w["current_partition"]) for w in snap["gpu_workers"]
+               if w["state"] == "proving"]
+    states = {(p["job_id"], q["index"]): q["state"] for p in snap["pipelines"]
+              for q in p["partitions"]}
+    for jp, st in states.items():
+        if st == "gpu" and proving.count(jp) != 1:
+            out.append(f"{jp} in gpu named by {proving.count(jp)} workers")
+    for jp in proving:
+        if jp in states and states[jp] != "gpu":
+            out.append(f"worker names {jp} in state {states[jp]}")
+    return out
+
+
+def test_board_invariant_holds_throughout_a_split_proving_run(tmp_path):
+    with running(tmp_path, synth_workers=2, workers_per_device=2, finalizers_per_device=1,
+                 opts={"synth_secs": 0.004, "start_secs": 0.004, "finish_secs": 0.008}) as eng:
+        key = key_file(tmp_path)
+        kid = eng.register_key(key)
+        jobs = [(eng.submit(kid, ws, kind="porep-c2"), ws)
+                for ws in (witnesses(40, seed=100 + j) for j in range(3))]
+        counts = {"consistent": 0, "gpu": 0, "finalizing": 0}
+        bad = []
+        while any(eng.job(j)["state"] in ("queued", "running") for j, _ in jobs):
+            snap = eng.snapshot()
+            if not snap["consistent"]:
+                continue
+            counts["consistent"] += 1
+            states = [q["state"] for p in snap["pipelines"] for q in p["partitions"]]
+            counts["gpu"] += states.count("gpu")
+            counts["finalizing"] += states.count("finalizing")
+            bad += invariant_violations(snap)
+        for j, ws in jobs:
+            assert_proofs(eng.result(j, timeout=30), ws, key)
+        assert bad == []
+        assert counts["consistent"] > 100 and counts["gpu"] > 20 and counts["finalizing"] > 20
+        final = eng.snapshot()
+        assert final["counters"]["stale_ends_ignored"] == 0
+        assert all(w["state"] == "idle" for w in final["gpu_workers"] + final["finalizers"])
+
+
+def test_stop_with_deadline_cancels_what_is_left(tmp_path):
+    eng = Engine(config(tmp_path, opts={"synth_secs": 0.1})).start()
+    kid = eng.register_key(key_file(tmp_path))
+    job_id = eng.submit(kid, witnesses(40, seed=110))
+    wait_for(lambda: eng.job(job_id)["state"] == "running")
+    t = time.time()
+    eng.stop(drain_deadline=0.3)
+    assert time.time() - t < 6
+    assert eng.result(job_id, timeout=0)["state"] == "cancelled"
+    assert_released(eng)
+    with pytest.raises(EngineStopped):
+        eng.submit(kid, witnesses(1))
+    for pids in eng.process_pids().values():
+        for pid in pids:
+            assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie"
+
+
+def test_drain_lets_running_jobs_finish(tmp_path):
+    eng = Engine(config(tmp_path, opts={"synth_secs": 0.02})).start()
+    key = key_file(tmp_path)
+    ws = witnesses(6, seed=120)
+    job_id = eng.submit(eng.register_key(key), ws)
+    eng.stop(drain_deadline=30)
+    assert_proofs(eng.result(job_id, timeout=0), ws, key)
+    assert_released(eng)
+
+
+def test_start_fails_cleanly_when_the_prover_cannot_load(tmp_path):
+    eng = Engine(config(tmp_path, prover="cuzk.engine.no_such_prover", devices="cpu:1",
+                        synth_workers=1))
+    with pytest.raises(EngineError, match="died during start-up"):
+        eng.start(timeout=60)
+    eng.stop(0)
+    assert_released(eng)
+
+
+# ------------------------------------------------------------------ whole-process behaviour
+SCRIPT = textwrap.dedent("""
+    import json, logging, sys
+    from cuzk.engine import Engine, EngineConfig, double
+
+    def main():
+        logging.basicConfig(level=logging.INFO)
+        tmp = sys.argv[1]
+        eng = Engine(EngineConfig(devices="cpu:1", synth_workers=1,
+                                  prover="cuzk.engine.double", memory_budget="64MiB",
+                                  prover_options={"synth_secs": 0.05, "start_secs": 0.05})).start()
+        eng.install_signal_handlers(drain_deadline=float(sys.argv[2]))
+        double.write_key(tmp + "/k.json", n_vars=64, domain_size=128)
+        kid = eng.register_key(tmp + "/k.json")
+        job = eng.submit(kid, [double.make_witness(64, i) for i in range(int(sys.argv[3]))])
+        pids = eng.process_pids()
+        print(json.dumps({"board": eng.board_name, "pids": pids["synth"] + pids["device"]}),
+              flush=True)
+        eng.wait_stopped()
+        r = eng.result(job, timeout=0)
+        print(json.dumps({"state": r["state"], "done": r["partitions_done"]}), flush=True)
+
+    if __name__ == "__main__":
+        main()
+""")
+
+
+def _start_script(tmp_path, deadline, n):
+    script = tmp_path / "engine_script.py"
+    script.write_text(SCRIPT)
+    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path), str(deadline), str(n)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    assert line, proc.stderr.read()
+    return proc, json.loads(line)
+
+
+def _gone(pids):
+    return all(not psutil.pid_exists(p) or psutil.Process(p).status() == "zombie" for p in pids)
+
+
+def test_sigterm_drains_and_exits_cleanly(tmp_path):
+    proc, info = _start_script(tmp_path, deadline=20, n=6)
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert json.loads(out.strip().splitlines()[-1]) == {"state": "done", "done": 6}
+    assert "signal received: draining" in err
+    assert buffers.list_segments(proc.pid) == []
+    assert not os.path.exists(f"/dev/shm/{info['board']}")
+    assert _gone(info["pids"])
+
+
+def test_sigterm_past_the_deadline_cancels(tmp_path):
+    proc, info = _start_script(tmp_path, deadline=0.2, n=200)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert json.loads(out.strip().splitlines()[-1])["state"] == "cancelled"
+    assert buffers.list_segments(proc.pid) == []
+    assert not os.path.exists(f"/dev/shm/{info['board']}")
+    assert _gone(info["pids"])
+
+
+def test_children_exit_when_the_supervisor_is_killed(tmp_path):
+    proc, info = _start_script(tmp_path, deadline=20, n=200)
+    time.sleep(0.3)
+    proc.kill()
+    proc.communicate(timeout=30)
+    wait_for(lambda: _gone(info["pids"]), timeout=10)
+    # what the dead supervisor left behind is cleaned by the next engine to start
+    assert buffers.list_segments(proc.pid) or os.path.exists(f"/dev/shm/{info['board']}")
+    with running(tmp_path, devices="cpu:1", synth_workers=1):
+        assert buffers.list_segments(proc.pid) == []
+        assert not os.path.exists(f"/dev/shm/{info['board']}")
