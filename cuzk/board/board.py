@@ -230,7 +230,10 @@ class SlotTable:
             # sequence number bounds every generation ever handed out (one per write at most).
             payload = bytes(self._buf[off + 8:off + 8 + _SLOT_PSIZE])
             torn = bool(r[0] & 1) and crc32(payload) != r[-1]
-            gen = max(f[L.S_GEN], r[0] if torn else 0) + 1
+            # gen <= seq always holds (each write adds 2 to seq and at most 1 to gen), so a new
+            # generation of seq + 1 exceeds every token handed out; it equals the seq this
+            # write ends with, which keeps gen <= seq.
+            gen = r[0] + 1 if torn else f[L.S_GEN] + 1
             if f[L.S_STATE] == L.SLOT_EMPTY and not torn:
                 f = list(_EMPTY_SLOT)
             busy = f[L.S_BUSY]
@@ -273,7 +276,8 @@ class Board:
         self.synth = SlotTable(self, "synth")
         self._tables = {"device": self.devices, "finalizer": self.finalizers,
                         "synth": self.synth}
-        self._verified: dict = {}  # reader cache, see snapshot.collect
+        self._verified: dict = {}  # reader cache, see snapshot._verify
+        self._plan = None  # reader constants, see snapshot._Plan
 
     # --- lifecycle ------------------------------------------------------------------------
     @classmethod

@@ -92,6 +92,9 @@ JOB_PAYLOAD = struct.Struct(
 )
 (J_ROWGEN, J_ID, J_KIND, J_PRIORITY, J_STATE, J_NPART,
  J_SUBMITTED, J_STARTED, J_FINISHED) = range(9)
+# Byte offsets inside a job record (after its seq) that readers scan without unpacking it.
+JOB_STATE_AT = 8 + struct.calcsize(f"<Q{ID_BYTES}s{LABEL_BYTES}sB")
+JOB_NPART_AT = 8 + struct.calcsize(f"<Q{ID_BYTES}s{LABEL_BYTES}sBB2x")
 
 PART_PAYLOAD = struct.Struct(
     "<Q"             # row generation of the job this partition belongs to

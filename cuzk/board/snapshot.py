@@ -16,10 +16,11 @@ from __future__ import annotations
 import json
 import math
 import time
-from dataclasses import dataclass, field
 from functools import cached_property
 from typing import NamedTuple
 from zlib import crc32
+
+import numpy as np
 
 from cuzk.board import layout as L
 
@@ -75,11 +76,20 @@ def _ago(now: float, t: float | None) -> float | None:
     return None if t is None else max(0.0, now - t)
 
 
-@dataclass(frozen=True)
 class Snapshot:
     """One cut of a board. `consistent` is False when no consistent cut was found within the
-    retry bound; `torn` lists records whose check failed although the sequence protocol
-    accepted them (never expected: it would mean the protocol is broken)."""
+    retry bound (then records that were being written are shown empty); `torn` lists offsets of
+    records whose check failed (shown empty too). When `stable` (both copies agreed, no record
+    being written) a torn record would mean the sequence protocol is broken: never expected.
+    Records are parsed on first use; the object is immutable."""
+
+    _FIELDS = ("board", "instance", "layout_version", "supervisor_pid", "started_at", "now",
+               "consistent", "attempts", "torn", "stable",
+               "layout",   # the board's Layout
+               "data",     # copy of the slot and job sections
+               "used",     # (row, partitions) of job rows in use
+               "parts",    # copy of those rows' partition records, concatenated
+               "mem")      # copy of the memory, counters and keys records
 
     board: str
     instance: str
@@ -90,11 +100,85 @@ class Snapshot:
     consistent: bool
     attempts: int
     torn: tuple[int, ...]
-    raw_slots: dict = field(repr=False)     # kind -> tuple of slot records (seq, *payload, check)
-    raw_jobs: tuple = field(repr=False)     # (job record, tuple of partition records) per used row
-    raw_memory: tuple = field(repr=False)
-    raw_counters: tuple = field(repr=False)
-    raw_keys: tuple = field(repr=False)
+    stable: bool
+
+    def __init__(self, *values):
+        # one dict update instead of a frozen dataclass's per-field object.__setattr__
+        self.__dict__.update(zip(self._FIELDS, values, strict=True))
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"Snapshot is immutable ({name})")
+
+    __delattr__ = __setattr__
+
+    def __repr__(self):
+        return (f"Snapshot(board={self.board!r}, now={self.now:.3f}, "
+                f"consistent={self.consistent}, attempts={self.attempts})")
+
+    # --- raw records: tuples (seq, *payload, check) --------------------------------------------
+    @cached_property
+    def raw_slots(self) -> dict[str, tuple]:
+        lay = self.layout
+        bad = set(self.torn)
+        a0 = lay.offsets["device"]
+        recs = list(L.SLOT_RECORD.iter_unpack(memoryview(self.data)[:lay.offsets["jobs"] - a0]))
+        out = {}
+        i0 = 0
+        for kind in L.SLOT_KINDS:
+            n = lay.slots(kind)
+            rs = recs[i0:i0 + n]
+            for i, r in enumerate(rs):
+                if r[0] & 1 or a0 + (i0 + i) * L.SLOT_SIZE in bad:  # being written, or torn
+                    rs[i] = (r[0], r[1], L.SLOT_EMPTY, 0, 0, 0, L.NONE_I32, b"", b"",
+                             math.nan, 0.0, math.nan, L.NONE_I32, 0, 0)
+            out[kind] = tuple(rs)
+            i0 += n
+        return out
+
+    @cached_property
+    def raw_jobs(self) -> tuple:
+        """(job record, partition records) per row in use."""
+        lay = self.layout
+        bad = set(self.torn)
+        a0, jo = lay.offsets["device"], lay.offsets["jobs"]
+        out = []
+        pos = 0
+        for row, n in self.used:
+            j = L.JOB_RECORD.unpack_from(self.data, jo - a0 + row * L.JOB_SIZE)
+            pr = list(L.PART_RECORD.iter_unpack(self.parts[pos:pos + n * L.PART_SIZE]))
+            pos += n * L.PART_SIZE
+            if j[0] & 1 or jo + row * L.JOB_SIZE in bad:
+                continue
+            for i, r in enumerate(pr):
+                if r[0] & 1 or lay.part_offset(row, i) in bad:
+                    pr[i] = (r[0], -1, L.P_PENDING, 0, math.nan, math.nan, math.nan, 0)
+            out.append((j, tuple(pr)))
+        return tuple(out)
+
+    def _ctl(self, name: str, payload, empty) -> tuple:
+        lay = self.layout
+        rel = lay.offsets[name] - lay.offsets["memory"]
+        if _SEQ_AT(self.mem, rel) & 1 or lay.offsets[name] in self.torn:
+            return (0, *empty)
+        return L.full_record(payload).unpack_from(self.mem, rel)
+
+    @cached_property
+    def raw_memory(self) -> tuple:
+        from cuzk.board.board import _empty_memory
+
+        return self._ctl("memory", self.layout.memory_payload, _empty_memory(self.layout))
+
+    @cached_property
+    def raw_counters(self) -> tuple:
+        from cuzk.board.board import _empty_counters
+
+        return self._ctl("counters", self.layout.counters_payload, _empty_counters(self.layout))
+
+    @cached_property
+    def raw_keys(self) -> tuple:
+        from cuzk.board.board import _empty_keys
+
+        return self._ctl("keys", self.layout.keys_payload, _empty_keys(self.layout))
 
     # --- slots -----------------------------------------------------------------------------------
     @cached_property
@@ -317,6 +401,33 @@ class Snapshot:
         return json.dumps(self.to_dict(), **kw)
 
 
+class _Plan:
+    """Per-layout constants for collect(): offsets and numpy strides, computed once."""
+
+    def __init__(self, lay: L.Layout):
+        o = lay.offsets
+        self.a0, self.jo, self.a1 = o["device"], o["jobs"], o["partitions"]
+        self.m0, self.m1 = o["memory"], o["end"]
+        self.po = o["partitions"]
+        self.row_span = lay.max_partitions * L.PART_SIZE
+        self.maxp = lay.max_partitions
+        self.nslots = lay.device_slots + lay.finalizer_slots + lay.synth_slots
+        self.job_rows = lay.job_rows
+        j = self.jo - self.a0
+        self.slot_seq = slice(0, self.nslots * L.SLOT_SIZE // 8, L.SLOT_SIZE // 8)
+        self.job_seq = slice(j // 8, None, L.JOB_SIZE // 8)
+        self.job_state = slice(j + L.JOB_STATE_AT, None, L.JOB_SIZE)
+        self.npart_at = j + L.JOB_NPART_AT
+        self.slot_low = slice(0, self.nslots * L.SLOT_SIZE, L.SLOT_SIZE)
+        self.job_low = slice(j, None, L.JOB_SIZE)
+        self.ctl = [(o[k] - self.m0, p) for k, p in (("memory", lay.memory_payload),
+                                                     ("counters", lay.counters_payload),
+                                                     ("keys", lay.keys_payload))]
+
+
+_ODD = bytes(i & 1 for i in range(256))  # bytes.translate table: byte -> its low bit
+
+
 def collect(board, *, tries: int = 64, verify: bool | str = True) -> Snapshot:
     """Take a consistent cut of `board` (see module docstring); never blocks a writer.
 
@@ -324,154 +435,116 @@ def collect(board, *, tries: int = 64, verify: bool | str = True) -> Snapshot:
     verified it (a record's bytes never change without its sequence changing), "all" checks
     every record, False none."""
     buf = board._buf
-    lay = board.layout
-    o = lay.offsets
-    a0, jo, a1 = o["device"], o["jobs"], o["partitions"]
-    m0, m1 = o["memory"], o["end"]
-    po = o["partitions"]
-    psz = L.PART_SIZE
-    row_span = lay.max_partitions * psz
-    nslots = {k: lay.slots(k) for k in L.SLOT_KINDS}
-    last = None
+    plan = board._plan
+    if plan is None:
+        plan = board._plan = _Plan(board.layout)
+    a0, a1, m0, m1, po, span = plan.a0, plan.a1, plan.m0, plan.m1, plan.po, plan.row_span
+    psz, maxp, npart_at = L.PART_SIZE, plan.maxp, plan.npart_at
+    unpack_u32 = _U32.unpack_from
     attempt = 0
     for attempt in range(1, tries + 1):
         if attempt > 8:
             time.sleep(0.00002 * min(attempt, 50))  # let a descheduled writer finish
         A = bytes(buf[a0:a1])
-        jobs = list(L.JOB_RECORD.iter_unpack(memoryview(A)[jo - a0:]))
-        used = [(r, min(j[6], lay.max_partitions)) for r, j in enumerate(jobs)
-                if j[5] != L.J_FREE]
-        P = [bytes(buf[po + r * row_span:po + r * row_span + n * psz]) for r, n in used]
+        st = A[plan.job_state]
+        used = tuple((r, min(unpack_u32(A, npart_at + r * L.JOB_SIZE)[0], maxp))
+                     for r in range(plan.job_rows) if st[r])
+        P = [bytes(buf[po + r * span:po + r * span + n * psz]) for r, n in used]
         M = bytes(buf[m0:m1])
         now = time.time()
-        stable = (bytes(buf[a0:a1]) == A and bytes(buf[m0:m1]) == M and
-                  all(bytes(buf[po + r * row_span:po + r * row_span + n * psz]) == p
-                      for (r, n), p in zip(used, P, strict=True)))
-        last = (A, jobs, used, P, M, now)
-        if not stable:
+        if (bytes(buf[a0:a1]) != A or bytes(buf[m0:m1]) != M or
+                any(bytes(buf[po + r * span:po + r * span + n * psz]) != p
+                    for (r, n), p in zip(used, P, strict=True))):
             continue
-        slots_all = list(L.SLOT_RECORD.iter_unpack(memoryview(A)[:jo - a0]))
-        parts = [list(L.PART_RECORD.iter_unpack(p)) for p in P]
-        if (any(r[0] & 1 for r in slots_all) or any(j[0] & 1 for j in jobs) or
-                any(r[0] & 1 for pr in parts for r in pr) or
-                any(_SEQ_AT(M, off - m0) & 1 for off in (o["memory"], o["counters"], o["keys"]))):
-            continue  # a writer is inside some record (or died there: reclaim repairs it)
-        torn = _verify(board, verify, A, a0, slots_all, jobs, jo, used, P, parts, M, m0)
-        return _build(board, slots_all, jobs, used, parts, M, now, not torn, attempt, torn,
-                      nslots)
-    # No consistent cut: parse the last copy record by record, dropping records being written.
-    A, jobs, used, P, M, now = last
-    slots_all = list(L.SLOT_RECORD.iter_unpack(memoryview(A)[:jo - a0]))
-    parts = [list(L.PART_RECORD.iter_unpack(p)) for p in P]
-    torn = _verify(board, "all", A, a0, slots_all, jobs, jo, used, P, parts, M, m0)
-    return _build(board, slots_all, jobs, used, parts, M, now, False, attempt, torn, nslots)
+        PJ = b"".join(P)
+        # low byte of every sequence number; any odd one: a writer is inside (or died there)
+        low = A[plan.slot_low] + A[plan.job_low] + PJ[::psz] + bytes(M[r] for r, _ in plan.ctl)
+        if 1 in low.translate(_ODD):
+            continue
+        torn = _verify(board, plan, verify, A, used, PJ, M) if verify else ()
+        return Snapshot(board.name, board.instance, L.LAYOUT_VERSION, board.pid,
+                        board.started_at, now, not torn, attempt, torn, True, board.layout, A,
+                        used, PJ, M)
+    # No consistent cut: return the last copy; records being written are shown empty.
+    PJ = b"".join(P)
+    torn = _verify(board, plan, "all", A, used, PJ, M)
+    return Snapshot(board.name, board.instance, L.LAYOUT_VERSION, board.pid, board.started_at,
+                    now, False, attempt, torn, False, board.layout, A, used, PJ, M)
 
 
+_U32 = L.struct.Struct("<I")
 _SEQ_AT = lambda data, off: L.SEQ.unpack_from(data, off)[0]  # noqa: E731
 
 
-def _verify(board, verify, A, a0, slots_all, jobs, jo, used, P, parts, M, m0) -> tuple:
-    """Offsets of records (with an even sequence) whose check does not match their payload."""
-    if not verify:
-        return ()
-    cache = board._verified if verify is True else {}
+def _check(data, rel: int, payload_size: int) -> bool:
+    return crc32(data[rel + 8:rel + 8 + payload_size]) == L.CHECK.unpack_from(
+        data, rel + 8 + payload_size)[0]
+
+
+def _verify(board, plan, verify, A, used, PJ, M) -> tuple:
+    """Offsets of records with an even sequence whose check does not match their payload.
+
+    With verify=True, records whose sequence equals the one this handle last verified are
+    skipped (found with one vectorised comparison per section)."""
     lay = board.layout
+    cache = board._verified
+    full = verify != True  # noqa: E712 - "all" (or the fallback path)
+    if not full and cache.get("last") == (A, PJ, M):
+        return ()
+    if "slots" not in cache:
+        # a cached seq of 0 never matches: every record was written once at creation
+        cache["slots"] = np.zeros(plan.nslots, np.uint64)
+        cache["jobs"] = np.zeros(plan.job_rows, np.uint64)
+        cache["parts"] = np.zeros(plan.job_rows * plan.maxp, np.uint64)
+        cache["ctl"] = {}
+    u64 = np.frombuffer(A, np.uint64)
+    sseq = u64[plan.slot_seq]
+    jseq = u64[plan.job_seq][:plan.job_rows]
+    pseq = np.frombuffer(PJ, np.uint64)[::L.PART_SIZE // 8]
     torn = []
     mv = memoryview(A)
-    ssz, spay = L.SLOT_SIZE, L.SLOT_PAYLOAD.size
-    for i, r in enumerate(slots_all):
-        off = a0 + i * ssz
-        if r[0] & 1 or cache.get(off) == r[0]:
+    a0 = plan.a0
+    ch = range(plan.nslots) if full else (sseq != cache["slots"]).nonzero()[0].tolist()
+    for i in ch:
+        seq = int(sseq[i])
+        if seq & 1:
             continue
-        rel = off - a0
-        if crc32(mv[rel + 8:rel + 8 + spay]) != r[-1]:
-            torn.append(off)
+        if _check(mv, i * L.SLOT_SIZE, L.SLOT_PAYLOAD.size):
+            cache["slots"][i] = seq
         else:
-            cache[off] = r[0]
-    jsz, jpay = L.JOB_SIZE, L.JOB_PAYLOAD.size
-    for i, r in enumerate(jobs):
-        off = jo + i * jsz
-        if r[0] & 1 or cache.get(off) == r[0]:
+            torn.append(a0 + i * L.SLOT_SIZE)
+    jrel = plan.jo - a0
+    ch = range(plan.job_rows) if full else (jseq != cache["jobs"]).nonzero()[0].tolist()
+    for i in ch:
+        seq = int(jseq[i])
+        if seq & 1:
             continue
-        rel = off - a0
-        if crc32(mv[rel + 8:rel + 8 + jpay]) != r[-1]:
-            torn.append(off)
+        if _check(mv, jrel + i * L.JOB_SIZE, L.JOB_PAYLOAD.size):
+            cache["jobs"][i] = seq
         else:
-            cache[off] = r[0]
-    psz, ppay = L.PART_SIZE, L.PART_PAYLOAD.size
-    for (row, _), p, pr in zip(used, P, parts, strict=True):
-        pm = memoryview(p)
-        for i, r in enumerate(pr):
-            off = lay.part_offset(row, i)
-            if r[0] & 1 or cache.get(off) == r[0]:
+            torn.append(plan.jo + i * L.JOB_SIZE)
+    if used:
+        flat = np.concatenate([np.arange(r * plan.maxp, r * plan.maxp + n) for r, n in used])
+        ch = (range(len(flat)) if full
+              else (pseq != cache["parts"][flat]).nonzero()[0].tolist())
+        pm = memoryview(PJ)
+        for k in ch:
+            seq = int(pseq[k])
+            if seq & 1:
                 continue
-            rel = i * psz
-            if crc32(pm[rel + 8:rel + 8 + ppay]) != r[-1]:
-                torn.append(off)
+            if _check(pm, k * L.PART_SIZE, L.PART_PAYLOAD.size):
+                cache["parts"][flat[k]] = seq
             else:
-                cache[off] = r[0]
-    mm = memoryview(M)
-    for name, payload in (("memory", lay.memory_payload), ("counters", lay.counters_payload),
-                          ("keys", lay.keys_payload)):
-        off = lay.offsets[name]
-        rel = off - m0
+                row, i = divmod(int(flat[k]), plan.maxp)
+                torn.append(lay.part_offset(row, i))
+    for rel, payload in plan.ctl:
         seq = _SEQ_AT(M, rel)
-        if seq & 1 or cache.get(off) == seq:
+        if seq & 1 or (not full and cache["ctl"].get(rel) == seq):
             continue
-        if crc32(mm[rel + 8:rel + 8 + payload.size]) != L.CHECK.unpack_from(
-                M, rel + 8 + payload.size)[0]:
-            torn.append(off)
+        if _check(M, rel, payload.size):
+            cache["ctl"][rel] = seq
         else:
-            cache[off] = seq
+            torn.append(plan.m0 + rel)
+    if not torn:
+        cache["last"] = (A, PJ, M)
     return tuple(torn)
-
-
-def _build(board, slots_all, jobs, used, parts, M, now, consistent, attempts, torn, nslots):
-    lay = board.layout
-    bad = set(torn)
-    ssz = L.SLOT_SIZE
-    a0 = lay.offsets["device"]
-
-    def slot_ok(i, r):
-        return not (r[0] & 1) and (a0 + i * ssz) not in bad
-
-    raw_slots = {}
-    i0 = 0
-    for kind in L.SLOT_KINDS:
-        n = nslots[kind]
-        recs = []
-        for i in range(i0, i0 + n):
-            r = slots_all[i]
-            if not slot_ok(i, r):  # being written or torn: show as unknown/empty
-                r = (r[0], r[1], L.SLOT_EMPTY, 0, 0, 0, L.NONE_I32, b"", b"", math.nan, 0.0,
-                     math.nan, L.NONE_I32, 0, 0)
-            recs.append(r)
-        raw_slots[kind] = tuple(recs)
-        i0 += n
-    jo = lay.offsets["jobs"]
-    raw_jobs = []
-    for (row, _), pr in zip(used, parts, strict=True):
-        j = jobs[row]
-        if j[0] & 1 or (jo + row * L.JOB_SIZE) in bad:
-            continue
-        pr = tuple(r if not (r[0] & 1) and lay.part_offset(row, i) not in bad
-                   else (r[0], -1, L.P_PENDING, 0, math.nan, math.nan, math.nan, 0)
-                   for i, r in enumerate(pr))
-        raw_jobs.append((j, pr))
-    m0 = lay.offsets["memory"]
-
-    def ctl(name, payload, empty):
-        rel = lay.offsets[name] - m0
-        if _SEQ_AT(M, rel) & 1 or lay.offsets[name] in bad:
-            return (0, *empty)
-        return L.full_record(payload).unpack_from(M, rel)
-
-    from cuzk.board.board import _empty_counters, _empty_keys, _empty_memory
-
-    return Snapshot(
-        board=board.name, instance=board.instance, layout_version=L.LAYOUT_VERSION,
-        supervisor_pid=board.pid, started_at=board.started_at, now=now, consistent=consistent,
-        attempts=attempts, torn=tuple(torn), raw_slots=raw_slots, raw_jobs=tuple(raw_jobs),
-        raw_memory=ctl("memory", lay.memory_payload, _empty_memory(lay)),
-        raw_counters=ctl("counters", lay.counters_payload, _empty_counters(lay)),
-        raw_keys=ctl("keys", lay.keys_payload, _empty_keys(lay)))
