@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import curses
 import json
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -136,6 +137,11 @@ def run_curses(sampler: Sampler, *, interval: float, iterations: int | None,
                color: bool) -> int:
     """The live screen. Returns the exit status; prints why it stopped when the board went."""
     message = []
+    # The terminal's own size (ioctl), not LINES/COLUMNS from the environment: shells and
+    # multiplexers export those at whatever size they once had, and ncurses prefers them
+    # (curses.use_env(False) does not help: Python's initscr() has already run setupterm).
+    for var in ("LINES", "COLUMNS"):
+        os.environ.pop(var, None)
     try:
         curses.wrapper(_loop, sampler, interval, iterations, color, message)
     except KeyboardInterrupt:

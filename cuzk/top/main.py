@@ -34,7 +34,7 @@ def run(*, board: str | None = None, interval: float = 1.0, iterations: int | No
                 # A frame as text: the terminal's size, or 80x24 into a pipe or file;
                 # colour only when stdout is a terminal.
                 tty = sys.stdout.isatty()
-                size = shutil.get_terminal_size((80, 24)) if tty else os.terminal_size((80, 24))
+                size = _terminal_size() if tty else os.terminal_size((80, 24))
                 return run_text(sampler, interval=interval, iterations=iterations, once=once,
                                 width=width or size.columns, height=height or size.lines,
                                 color=color and tty)
@@ -45,3 +45,11 @@ def run(*, board: str | None = None, interval: float = 1.0, iterations: int | No
         close = getattr(source, "close", None)
         if close:
             close()
+
+
+def _terminal_size() -> os.terminal_size:
+    """The terminal's size from the kernel (LINES/COLUMNS may be stale), else the usual."""
+    try:
+        return os.get_terminal_size(sys.stdout.fileno())
+    except (OSError, ValueError):
+        return shutil.get_terminal_size((80, 24))

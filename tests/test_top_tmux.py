@@ -1,0 +1,161 @@
+"""`cuzk top` for real: the curses screen inside tmux, against a board with live writers.
+
+capture-pane must show device workers and pipelines changing between captures; s, p, ? and a
+resize change the screen; q exits 0; when the board goes away top exits 0 with a message.
+tmux comes from apt (`apt-get install -y tmux`); the test installs it when it is missing and
+it can (root), and skips saying why only when it cannot.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cuzk.top.simulate import Plan, Simulation
+
+ROOT = Path(__file__).resolve().parents[1]
+PLAN = Plan(devices=2, workers_per_device=2, finalizers_per_device=1, synth_slots=3,
+            synth_procs=1, active_jobs=5, gpu_s=(0.2, 0.6), synth_s=(0.2, 0.5),
+            instance="tmux-test")
+
+
+def _tmux() -> str:
+    found = shutil.which("tmux")
+    if found:
+        return found
+    if os.geteuid() == 0 and shutil.which("apt-get"):
+        subprocess.run(["apt-get", "install", "-y", "-q", "tmux"], capture_output=True,
+                       timeout=300, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+        found = shutil.which("tmux")
+        if found:
+            return found
+    pytest.skip("tmux is not installed and could not be installed (needs root and apt-get: "
+                "apt-get install -y tmux)")
+
+
+class Tmux:
+    """One private tmux server (own socket), so parallel runs never share sessions."""
+
+    def __init__(self, exe: str, sock: Path):
+        self.exe, self.sock = exe, str(sock)
+
+    def __call__(self, *args, check=True) -> str:
+        r = subprocess.run([self.exe, "-S", self.sock, *args], capture_output=True, text=True,
+                           timeout=20)
+        if check and r.returncode:
+            raise AssertionError(f"tmux {' '.join(args)}: {r.stderr}")
+        return r.stdout
+
+    def capture(self, target: str) -> list[str]:
+        return self("capture-pane", "-p", "-t", target).splitlines()
+
+    def wait_for(self, target: str, pred, timeout: float = 20.0) -> list[str]:
+        deadline = time.monotonic() + timeout
+        lines: list[str] = []
+        while time.monotonic() < deadline:
+            lines = self.capture(target)
+            if pred(lines):
+                return lines
+            time.sleep(0.1)
+        raise AssertionError("screen never matched; last capture:\n" + "\n".join(lines))
+
+
+def _section(lines: list[str], title: str) -> list[str]:
+    """Rows under a section header up to the next header."""
+    start = next(i for i, line in enumerate(lines) if line.startswith(title))
+    out = []
+    for line in lines[start + 1:]:
+        if not line.strip() or line.split()[0] in ("FINALIZER", "SYNTH", "JOB", "KEY", "q"):
+            break
+        out.append(line)
+    return out
+
+
+@pytest.fixture
+def tmux(tmp_path):
+    t = Tmux(_tmux(), tmp_path / "tmux.sock")
+    yield t
+    t("kill-server", check=False)
+
+
+def _start_top(tmux: Tmux, session: str, board: str, marker: Path, w: int, h: int):
+    cmd = (f"cd {ROOT} && {sys.executable} -m cuzk.cli top --board {board} --interval 0.2; "
+           f"echo TOP_EXIT=$? > {marker}; sleep 60")
+    tmux("new-session", "-d", "-s", session, "-x", str(w), "-y", str(h), cmd)
+
+
+def test_live_screen_in_tmux(tmux, tmp_path):
+    marker = tmp_path / "exit1"
+    with Simulation(PLAN) as sim:
+        _start_top(tmux, "top", sim.name, marker, 100, 30)
+        first = tmux.wait_for("top", lambda ls: any(line.startswith("WORKER") for line in ls)
+                              and any("proving" in line for line in ls))
+        assert first[0].startswith("cuzk top  tmux-test")
+        assert f"board {sim.name}" in first[0]                  # shown at width >= 100
+
+        # workers and pipelines change between captures while the writers run
+        workers, pipes = [_section(first, "WORKER")], [_section(first, "JOB")]
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and (len(set(map(tuple, workers))) < 3
+                                               or len(set(map(tuple, pipes))) < 3):
+            time.sleep(0.3)
+            cap = tmux.capture("top")
+            workers.append(_section(cap, "WORKER"))
+            pipes.append(_section(cap, "JOB"))
+        assert len(set(map(tuple, workers))) >= 3, "worker rows never changed"
+        assert len(set(map(tuple, pipes))) >= 3, "pipeline rows never changed"
+        assert all(len(rows) == 4 for rows in workers)
+        assert {row.split()[0] for rows in workers for row in rows} == {"0", "1", "2", "3"}
+        assert any(("G" in row.split()[-1]) for rows in pipes for row in rows)
+
+        # s cycles the sort, shown in the footer
+        tmux("send-keys", "-t", "top", "s")
+        tmux.wait_for("top", lambda ls: "sort:age" in ls[-1])
+        # p pauses: the screen stops changing while the writers go on
+        tmux("send-keys", "-t", "top", "p")
+        a = tmux.wait_for("top", lambda ls: "[PAUSED]" in ls[0])
+        time.sleep(0.8)
+        assert tmux.capture("top") == a
+        tmux("send-keys", "-t", "top", "p")
+        tmux.wait_for("top", lambda ls: "[PAUSED]" not in ls[0])
+        # ? shows the help, any key closes it
+        tmux("send-keys", "-t", "top", "?")
+        tmux.wait_for("top", lambda ls: any("cycle the pipeline sort" in line for line in ls))
+        tmux("send-keys", "-t", "top", "x")
+        tmux.wait_for("top", lambda ls: any(line.startswith("WORKER") for line in ls))
+        # resize: the frame follows the terminal (KEY_RESIZE)
+        tmux("resize-window", "-t", "top", "-x", "80", "-y", "24")
+        small = tmux.wait_for("top", lambda ls: len(ls) == 24 and ls[0].startswith("cuzk top")
+                              and "board " not in ls[0] and "jobs" in ls[-1])
+        assert all(len(line) <= 80 for line in small)
+        # Down scrolls the pipeline window one row (footer: "jobs first-last/n")
+        first_row = int(re.search(r"jobs (\d+)-", small[-1]).group(1))
+        tmux("send-keys", "-t", "top", "Down")
+        tmux.wait_for("top", lambda ls: re.search(r"jobs (\d+)-", ls[-1])
+                      and int(re.search(r"jobs (\d+)-", ls[-1]).group(1)) == first_row + 1)
+        tmux("send-keys", "-t", "top", "q")
+        deadline = time.monotonic() + 10
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert marker.read_text().strip() == "TOP_EXIT=0"
+
+
+def test_board_going_away_in_tmux(tmux, tmp_path):
+    marker = tmp_path / "exit2"
+    with Simulation(PLAN) as sim:
+        _start_top(tmux, "gone", sim.name, marker, 90, 26)
+        tmux.wait_for("gone", lambda ls: any(line.startswith("WORKER") for line in ls))
+    # the simulation stopped and unlinked its board, as `cuzk serve` does at shutdown
+    deadline = time.monotonic() + 10
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert marker.read_text().strip() == "TOP_EXIT=0"
+    screen = "\n".join(tmux.capture("gone"))
+    assert f"cuzk top: cuzk status board '{sim.name}' went away" in screen
