@@ -319,3 +319,15 @@ def test_point_limbs_round_trip(k):
     q2 = bn.normalize(bn.multiply(bn.G2, k % 1000 + 1))
     g2 = (tuple(int(c) for c in q2[0].coeffs), tuple(int(c) for c in q2[1].coeffs))
     assert g2_from_limbs(g2_to_limbs(g2)) == g2
+
+
+def test_read_wtns_from_bytes(circuit_named):
+    src = circuit_named("bits").witness(1)
+    data = src.read_bytes()
+    w = read_wtns("<uploaded witness>", data=data)
+    assert w.path == "<uploaded witness>"
+    assert np.array_equal(w.values, read_wtns(src).values)
+    from cuzk.formats import Truncated
+
+    with pytest.raises(Truncated, match="^<uploaded witness>: section 2"):
+        read_wtns("<uploaded witness>", data=data[:-7])

@@ -51,22 +51,26 @@ class BinFile:
     Every failure raises a FormatError naming `path`.
     """
 
-    def __init__(self, path: os.PathLike | str, kind: str, versions: tuple[int, ...]):
+    def __init__(self, path: os.PathLike | str, kind: str, versions: tuple[int, ...], data=None):
+        """Map the file at `path`; or, when `data` (bytes-like) is given, read that buffer
+        instead and use `path` only as the name in messages (an uploaded file)."""
         self.path = os.fspath(path)
         self.kind = kind
-        try:
+        if data is not None:
+            self.mm = memoryview(data).cast("B")
+            self.file_size = self.mm.nbytes
+        else:
             with open(self.path, "rb") as f:
                 self.file_size = os.fstat(f.fileno()).st_size
-                if self.file_size < FILE_HEADER.size:
-                    raise Truncated(
-                        self.path,
-                        f"{self.file_size} bytes is too short for a .{kind} file "
-                        f"(the container header alone is {FILE_HEADER.size} bytes)",
-                    )
-                # The map outlives the file object: mmap keeps its own handle.
-                self.mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        except FileNotFoundError:
-            raise
+                if self.file_size >= FILE_HEADER.size:
+                    # The map outlives the file object: mmap keeps its own handle.
+                    self.mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        if self.file_size < FILE_HEADER.size:
+            raise Truncated(
+                self.path,
+                f"{self.file_size} bytes is too short for a .{kind} file "
+                f"(the container header alone is {FILE_HEADER.size} bytes)",
+            )
         magic, self.version, n_sections = FILE_HEADER.unpack_from(self.mm, 0)
         if magic != kind.encode():
             raise BadMagic(
@@ -118,7 +122,7 @@ class BinFile:
 
     def bigint(self, offset: int, n8: int) -> int:
         """An n8-byte little-endian unsigned integer."""
-        return int.from_bytes(self.mm[offset : offset + n8], "little")
+        return int.from_bytes(bytes(self.mm[offset : offset + n8]), "little")
 
     def view(self, offset: int, dtype, count: int) -> np.ndarray:
         """A read-only numpy view of `count` items of `dtype` at `offset` (no copy)."""

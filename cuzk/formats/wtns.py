@@ -29,13 +29,15 @@ class Witness(NamedTuple):
     path: str | None = None
 
 
-def read_wtns(path: os.PathLike | str, check_values: bool = True) -> Witness:
+def read_wtns(path: os.PathLike | str, check_values: bool = True, data=None) -> Witness:
     """Map a .wtns file; returns Witness(values (n, 4) uint64 view, prime, path).
 
     Validates magic, version, n8 = 32, prime = BN254's r, section sizes, and (with
-    `check_values`) w[0] = 1 and every value < r.
+    `check_values`) w[0] = 1 and every value < r. With `data` (bytes-like, e.g. an upload)
+    the witness is read from that buffer (values view it, no copy) and `path` only names it
+    in messages.
     """
-    f = BinFile(path, "wtns", (1, WTNS_VERSION))
+    f = BinFile(path, "wtns", (1, WTNS_VERSION), data=data)
     s = f.section(HEADER, "header")
     if s.size < 4:
         raise BadSectionSize(f.path, f"header section (1) is {s.size} bytes, too short")
