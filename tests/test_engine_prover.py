@@ -1,0 +1,138 @@
+"""The engine with the real prover (cuzk.prover) on CPU devices: proofs that snarkjs verifies.
+
+Acceptance tests of the proving engine: a 16-partition job on `cpu:2` gives 16 proofs that
+snarkjs accepts, with each partition's public signals; kill -9 of a device process and of a
+synthesis process mid-run still gives a complete job of valid proofs, and the board shows the
+restarts and new generations; a witness that does not satisfy the circuit is caught by
+self-verification instead of returning an invalid proof.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+from conftest import fixture_circuit
+from interop import ROOT, require_tools
+
+from cuzk.engine import Engine, EngineConfig, buffers
+
+pytestmark = [pytest.mark.interop, pytest.mark.slow]
+
+CIRCUIT = fixture_circuit("toyhash")  # ~900 constraints, domain 2^10, 2 witness sets
+
+
+def snarkjs_verify_all(vk_path, proofs, publics) -> list[bool]:
+    """snarkjs's own groth16.verify on every (proof, public) pair, in one node process."""
+    script = """
+        const snarkjs = require(process.argv[1]);
+        const fs = require("fs");
+        const [vk, items] = JSON.parse(fs.readFileSync(0, "utf8"));
+        (async () => {
+            const out = [];
+            for (const [proof, pub] of items) {
+                out.push(await snarkjs.groth16.verify(vk, pub, proof));
+            }
+            console.log(JSON.stringify(out));
+            process.exit(0);
+        })().catch((e) => { console.error(e); process.exit(2); });
+    """
+    vk = json.loads(vk_path.read_text())
+    payload = json.dumps([vk, [[p, s] for p, s in zip(proofs, publics, strict=True)]])
+    p = subprocess.run(["node", "-e", script, str(ROOT / ".tools/node_modules/snarkjs")],
+                       input=payload, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def engine():
+    require_tools()
+    # Compile (or load from the Numba cache) the prover's kernels once here, so the engine's
+    # processes start from a warm cache rather than each compiling them at the same time.
+    import cuzk.prover as P
+
+    key = P.ProvingKey.open(CIRCUIT.zkey)
+    P.prove(key, P.load_witness(CIRCUIT.witness(0), key), P.open_device("cpu"))
+    eng = Engine(EngineConfig(devices="cpu:2", synth_workers=1, memory_budget="2GiB",
+                              self_verify=True, restart_backoff=0.1)).start(timeout=600)
+    eng.test_key_id = eng.register_key(CIRCUIT.zkey)
+    yield eng
+    eng.stop(drain_deadline=10)
+    assert buffers.list_segments(os.getpid()) == []
+    assert not os.path.exists(f"/dev/shm/{eng.board_name}")
+
+
+def sixteen_witnesses():
+    """Witness sets 0 and 1 alternating, half as paths, half as uploaded bytes."""
+    ws = []
+    for i in range(16):
+        path = CIRCUIT.witness(i % 2)
+        ws.append(path if i % 4 < 2 else path.read_bytes())
+    return ws
+
+
+def check_result(r):
+    assert r["state"] == "done", r.get("error")
+    assert len(r["proofs"]) == 16
+    for i in range(16):
+        assert r["public"][i] == json.loads(CIRCUIT.public(i % 2).read_text()), f"partition {i}"
+    verdicts = snarkjs_verify_all(CIRCUIT.vk, r["proofs"], r["public"])
+    assert verdicts == [True] * 16
+    # blinding: the two proofs of the same witness differ
+    assert r["proofs"][0]["pi_a"] != r["proofs"][2]["pi_a"]
+
+
+def test_sixteen_partition_job_on_cpu2_verifies_in_snarkjs(engine):
+    job_id = engine.submit(engine.test_key_id, sixteen_witnesses(), kind="snap-update")
+    r = engine.result(job_id, timeout=600)
+    check_result(r)
+    assert {p["device"] for p in r["partitions"]} == {0, 1}
+    snap = engine.snapshot()
+    pipe = [p for p in snap["pipelines"] if p["job_id"] == job_id][0]
+    assert pipe["state"] == "done" and pipe["partitions_done"] == 16
+    assert all(p["gpu_ms"] > 0 and p["finalize_ms"] > 0 for p in pipe["partitions"])
+    assert snap["counters"]["completed_by_kind"]["snap-update"] == 1
+    assert [k["key_id"] for k in snap["keys"]] == [engine.test_key_id]
+
+
+def _kill_first(engine, pick, deadline=120):
+    t_end = time.time() + deadline
+    while time.time() < t_end:
+        snap = engine.snapshot()
+        victim = pick(snap)
+        if victim:
+            os.kill(victim["pid"], signal.SIGKILL)
+            return victim
+        time.sleep(0.001)
+    raise AssertionError("no worker to kill was seen busy")
+
+
+def test_kill9_device_and_synthesis_processes_mid_run(engine):
+    before = engine.snapshot()["counters"]
+    job_id = engine.submit(engine.test_key_id, sixteen_witnesses(), kind="porep-c2")
+    dev = _kill_first(engine, lambda s: next(
+        (w for w in s["gpu_workers"] if w["state"] == "proving"), None))
+    syn = _kill_first(engine, lambda s: next(
+        (w for w in s["synthesis"]["workers"] if w["state"] == "synthesizing"), None))
+    r = engine.result(job_id, timeout=600)
+    check_result(r)
+    after = engine.snapshot()
+    assert after["counters"]["restarts"] >= before["restarts"] + 2
+    assert after["counters"]["retries"] >= before["retries"] + 1
+    d = [w for w in after["gpu_workers"] if w["worker_id"] == dev["worker_id"]][0]
+    assert d["restarts"] == dev["restarts"] + 1 and d["generation"] > dev["generation"]
+    assert d["pid"] != dev["pid"]
+    s = [w for w in after["synthesis"]["workers"] if w["worker_id"] == syn["worker_id"]][0]
+    assert s["restarts"] == syn["restarts"] + 1 and s["generation"] > syn["generation"]
+    assert s["pid"] != syn["pid"]
+
+
+def test_unsatisfying_witness_is_caught_by_self_verification(engine):
+    job_id = engine.submit(engine.test_key_id, [CIRCUIT.witness(0), CIRCUIT.bad_witness])
+    r = engine.result(job_id, timeout=600)
+    assert r["state"] == "failed"
+    assert "partition 1" in r["error"] and "self-verification rejected" in r["error"]
+    assert r["partitions"][0]["state"] == "done"
