@@ -79,8 +79,10 @@ def check_result(r):
     assert len(r["proofs"]) == 16
     for i in range(16):
         assert r["public"][i] == json.loads(CIRCUIT.public(i % 2).read_text()), f"partition {i}"
-    verdicts = snarkjs_verify_all(CIRCUIT.vk, r["proofs"], r["public"])
-    assert verdicts == [True] * 16
+    # plus one mismatched pair (partition 0's proof, partition 1's signals): the check can fail
+    verdicts = snarkjs_verify_all(CIRCUIT.vk, r["proofs"] + r["proofs"][:1],
+                                  r["public"] + r["public"][1:2])
+    assert verdicts == [True] * 16 + [False]
     # blinding: the two proofs of the same witness differ
     assert r["proofs"][0]["pi_a"] != r["proofs"][2]["pi_a"]
 
