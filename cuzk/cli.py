@@ -18,6 +18,7 @@ COMMANDS: dict[str, str] = {
     "prove": "cuzk.prover.cli:prove",
     "setup": "cuzk.prover.cli:setup",
     "top": "cuzk.top.cli:top",
+    "verify": "cuzk.verify_cli:verify",
 }
 
 
