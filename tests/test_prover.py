@@ -1,0 +1,160 @@
+"""The Groth16 prover: stages, `cuzk prove` and `cuzk setup`, checked against snarkjs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from cuzk.cli import main
+from cuzk.formats.limbs import limbs_to_ints
+from cuzk.prover import ProvingKey, first_unsatisfied, load_witness, synthesize
+from cuzk.bn254.constants import FR_MODULUS, MONT_R
+
+R_INV = pow(MONT_R, -1, FR_MODULUS)
+
+
+def _ints_from_mont(arr):
+    return [v * R_INV % FR_MODULUS for v in limbs_to_ints(arr)]
+
+
+def test_synthesis_matches_python_ints(small_circuit):
+    """a = A·w, b = B·w, c = a∘b against a plain-int evaluation of the zkey coefficients."""
+    key = ProvingKey.open(small_circuit.zkey)
+    w = load_witness(small_circuit.witness(0), key)
+    syn = synthesize(key, w)
+    wi = limbs_to_ints(w)
+    n = key.domain_size
+    a, b = [0] * n, [0] * n
+    for e in key.zkey.coefficients:
+        coef = limbs_to_ints(np.array([e["value"]]))[0] * R_INV * R_INV % FR_MODULUS
+        vec = a if e["matrix"] == 0 else b
+        vec[e["constraint"]] = (vec[e["constraint"]] + coef * wi[e["signal"]]) % FR_MODULUS
+    assert _ints_from_mont(syn.a) == a
+    assert _ints_from_mont(syn.b) == b
+    assert _ints_from_mont(syn.c) == [x * y % FR_MODULUS for x, y in zip(a, b)]
+    assert syn.public == wi[1:key.n_public + 1]
+
+
+def test_r1cs_check_finds_the_broken_constraint(any_circuit):
+    from cuzk.formats.r1cs import R1CS
+
+    r1cs = R1CS(any_circuit.r1cs)
+    good = load_witness(any_circuit.witness(0))
+    assert first_unsatisfied(r1cs, good) is None
+    bad = load_witness(any_circuit.bad_witness)
+    i = first_unsatisfied(r1cs, bad)
+    assert i is not None
+    assert i == r1cs.first_unsatisfied(limbs_to_ints(bad))  # the formats' pure-Python check
+
+
+@pytest.mark.interop
+def test_cuzk_proofs_verify_in_snarkjs(tools, any_circuit, tmp_path):
+    from interop import groth16_verify
+
+    for k in range(any_circuit.n_sets):
+        proof, public = tmp_path / f"proof{k}.json", tmp_path / f"public{k}.json"
+        r = CliRunner().invoke(main, ["prove", str(any_circuit.zkey), str(any_circuit.witness(k)),
+                                      str(proof), str(public)])
+        assert r.exit_code == 0, r.output
+        assert json.loads(public.read_text()) == json.loads(any_circuit.public(k).read_text())
+        assert groth16_verify(any_circuit.vk, public, proof)
+
+
+@pytest.mark.interop
+def test_two_proofs_of_one_witness_differ_and_both_verify(tools, circuit_named, tmp_path):
+    from interop import groth16_verify
+
+    c = circuit_named("mulchain")
+    outs = []
+    for k in range(2):
+        proof, public = tmp_path / f"p{k}.json", tmp_path / f"pub{k}.json"
+        r = CliRunner().invoke(main, ["prove", str(c.zkey), str(c.witness(0)), str(proof),
+                                      str(public)])
+        assert r.exit_code == 0, r.output
+        assert groth16_verify(c.vk, public, proof)
+        outs.append(json.loads(proof.read_text()))
+    assert outs[0]["pi_a"] != outs[1]["pi_a"] and outs[0]["pi_c"] != outs[1]["pi_c"]
+
+
+@pytest.mark.interop
+def test_cuzk_setup_keys_work_with_snarkjs(tools, circuit_named, tmp_path):
+    """cuzk setup → snarkjs groth16 prove → snarkjs verify; and cuzk prove on that key."""
+    from interop import export_vk, groth16_prove, groth16_verify
+
+    c = circuit_named("toyhash")
+    zkey = tmp_path / "k.zkey"
+    r = CliRunner().invoke(main, ["setup", "-q", str(c.r1cs), str(zkey)])
+    assert r.exit_code == 0, r.output
+    assert "INSECURE" in r.output
+    vk = export_vk(zkey, tmp_path / "vk.json")
+    proof, public = groth16_prove(zkey, c.witness(1), tmp_path / "p.json", tmp_path / "pub.json")
+    assert groth16_verify(vk, public, proof)
+    r = CliRunner().invoke(main, ["prove", str(zkey), str(c.witness(0)), str(tmp_path / "q.json"),
+                                  str(tmp_path / "qpub.json")])
+    assert r.exit_code == 0, r.output
+    assert groth16_verify(vk, tmp_path / "qpub.json", tmp_path / "q.json")
+    # A witness of another circuit is refused with the counts named.
+    r = CliRunner().invoke(main, ["prove", str(zkey), str(circuit_named("tiny").witness(0)),
+                                  str(tmp_path / "x.json"), str(tmp_path / "xp.json")])
+    assert r.exit_code != 0 and "nVars" in r.output
+
+
+def _prove(args):
+    return CliRunner().invoke(main, ["prove", *map(str, args)])
+
+
+def test_prove_refuses_an_unsatisfying_witness_with_r1cs(circuit_named, tmp_path):
+    c = circuit_named("mulchain")
+    proof, public = tmp_path / "p.json", tmp_path / "pub.json"
+    r = _prove(["--r1cs", c.r1cs, c.zkey, c.bad_witness, proof, public])
+    assert r.exit_code == 1
+    assert "does not satisfy constraint" in r.output
+    assert not proof.exists() and not public.exists()
+
+
+def test_prove_refuses_an_unsatisfying_witness_with_verify(circuit_named, tmp_path):
+    c = circuit_named("mulchain")
+    proof, public = tmp_path / "p.json", tmp_path / "pub.json"
+    r = _prove(["--verify", c.zkey, c.bad_witness, proof, public])
+    assert r.exit_code == 1
+    assert "does not verify" in r.output
+    assert not proof.exists() and not public.exists()
+
+
+def test_prove_with_verify_and_r1cs_writes_a_good_proof(circuit_named, tmp_path):
+    c = circuit_named("bits")
+    proof, public = tmp_path / "p.json", tmp_path / "pub.json"
+    r = _prove(["--verify", "--r1cs", c.r1cs, c.zkey, c.witness(1), proof, public])
+    assert r.exit_code == 0, r.output
+    assert json.loads(public.read_text()) == json.loads(c.public(1).read_text())
+
+
+@pytest.mark.parametrize("damage", ["truncate_zkey", "truncate_wtns", "corrupt_magic",
+                                    "plonk", "wrong_count", "missing"])
+def test_prove_bad_inputs_named_error_no_output(circuit_named, tmp_path, damage):
+    c = circuit_named("tiny")
+    zkey, wtns = tmp_path / "k.zkey", tmp_path / "w.wtns"
+    shutil.copy(c.zkey, zkey)
+    shutil.copy(c.witness(0), wtns)
+    if damage == "truncate_zkey":
+        zkey.write_bytes(zkey.read_bytes()[:-100])
+    elif damage == "truncate_wtns":
+        wtns.write_bytes(wtns.read_bytes()[:-7])
+    elif damage == "corrupt_magic":
+        zkey.write_bytes(b"zkez" + zkey.read_bytes()[4:])
+    elif damage == "plonk":
+        shutil.copy(c.dir / "plonk.zkey", zkey)
+    elif damage == "wrong_count":
+        shutil.copy(circuit_named("mulchain").witness(0), wtns)
+    elif damage == "missing":
+        wtns.unlink()
+    proof, public = tmp_path / "p.json", tmp_path / "pub.json"
+    r = _prove([zkey, wtns, proof, public])
+    assert r.exit_code == 1, r.output
+    assert r.output.startswith("cuzk prove: ")
+    assert len(r.output.strip().splitlines()) == 1
+    assert not proof.exists() and not public.exists()
