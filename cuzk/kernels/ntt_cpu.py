@@ -1,0 +1,413 @@
+"""NTT over Fr on the CPU: parallel (numba prange) radix-2 transforms, coset step, H pipeline.
+
+Public API (in place on C-contiguous (n, 4) uint64 arrays of Montgomery-form elements,
+n = 2^log_n, 1 <= n <= 2^28):
+
+    ntt(x, inverse=False)               forward NTT, or inverse NTT including the 1/n
+    coset_shift(x, log2n, inverse=False) x_i *= w_{2n}^i  (w_{2n}^{-i} with inverse=True)
+    ntt_batch(xs, inverse=False)         ntt() of several same-size vectors in one pass
+    compute_h(a, b, c, out=None) -> h    the Groth16 quotient evaluations (see below)
+
+compute_h is the prover's H step (snarkjs groth16_prove.js: ifft, batchApplyKey with
+inc = w[log_n + 1], fft, then joinABC and batchFromMontgomery): for each of a, b, c an inverse
+NTT, the coset shift, a forward NTT; then h_i = a_i b_i - c_i, returned in plain
+(non-Montgomery) form, which is how the H MSM takes its scalars. a, b and c are overwritten
+(they end as n times their coset evaluations); h goes to ``out``, by default a's storage.
+
+Twiddle tables are computed once per domain size and kept for the life of the process
+(``tables(log_n)``; ``clear_tables()`` frees them).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+import numpy as np
+from numba import njit, prange, set_parallel_chunksize
+
+from cuzk.bn254.constants import FR_MODULUS, FR_TWO_ADICITY, MONT_R, fr_roots_of_unity
+from cuzk.kernels import ntt as K
+
+_W = fr_roots_of_unity()  # snarkjs's w[k], plain integers
+_M64 = (1 << 64) - 1
+
+
+# --- conversions used to build constants ----------------------------------------------------
+
+def mont_limbs(v: int) -> np.ndarray:
+    """The Montgomery form of v mod r as a (4,) uint64 array."""
+    m = (v % FR_MODULUS) * MONT_R % FR_MODULUS
+    return np.array([(m >> (64 * t)) & _M64 for t in range(4)], dtype=np.uint64)
+
+
+def plain_limbs(v: int) -> np.ndarray:
+    """v mod r as a (4,) uint64 array (plain form)."""
+    m = v % FR_MODULUS
+    return np.array([(m >> (64 * t)) & _M64 for t in range(4)], dtype=np.uint64)
+
+
+def _as_tuple(a):
+    return (a[0], a[1], a[2], a[3])
+
+
+def domain_log2(x: np.ndarray) -> int:
+    """log2 of the length of an (n, 4) uint64 vector; checks shape, dtype and layout."""
+    if x.ndim != 2 or x.shape[1] != 4 or x.dtype != np.uint64:
+        raise ValueError(f"expected an (n, 4) uint64 array, got {x.shape} {x.dtype}")
+    if not x.flags.c_contiguous:
+        raise ValueError("expected a C-contiguous array")
+    n = x.shape[0]
+    if n < 1 or n & (n - 1):
+        raise ValueError(f"domain size {n} is not a power of two")
+    log_n = n.bit_length() - 1
+    if log_n > FR_TWO_ADICITY - 1:
+        raise ValueError(f"domain 2^{log_n} too large: the coset needs w[{log_n + 1}], "
+                         f"and Fr has 2-adicity {FR_TWO_ADICITY}")
+    return log_n
+
+
+# --- kernels --------------------------------------------------------------------------------
+
+@njit(parallel=True, cache=True)
+def _powers(out, base, starts, firsts, rev_bits):
+    """out[i] = base^i (i < len(out)); chunk c starts at index starts[c] with value firsts[c];
+    with rev_bits > 0 the table is stored in bit-reversed order."""
+    base_t = (base[0], base[1], base[2], base[3])
+    nchunks = starts.shape[0] - 1
+    for c in prange(nchunks):
+        first = (firsts[c, 0], firsts[c, 1], firsts[c, 2], firsts[c, 3])
+        K.powers_chunk(out, base_t, starts[c], starts[c + 1] - starts[c], first, rev_bits)
+
+
+@njit(parallel=True, cache=True)
+def _bit_reverse(x, log_n):
+    for i in prange(x.shape[0]):
+        r = K.bit_reverse(i, log_n)
+        if i < r:
+            u = K.load(x, i)
+            K.store(x, i, K.load(x, r))
+            K.store(x, r, u)
+
+
+@njit(parallel=True, cache=True)
+def _bit_reverse_scale(x, log_n, s):
+    """The bit-reversal permutation with every element multiplied by s (the iNTT's 1/n)."""
+    st = (s[0], s[1], s[2], s[3])
+    for i in prange(x.shape[0]):
+        r = K.bit_reverse(i, log_n)
+        if i < r:
+            u = K.load(x, i)
+            K.store(x, i, K.fr_mul(K.load(x, r), st))
+            K.store(x, r, K.fr_mul(u, st))
+        elif i == r:
+            K.store(x, i, K.fr_mul(K.load(x, i), st))
+
+
+@njit(cache=True, nogil=True)
+def _pick(a, b, c, v):
+    if v == 0:
+        return a
+    if v == 1:
+        return b
+    return c
+
+
+# Both transforms run in two phases, each one parallel region over coarse tasks (few barriers:
+# an OpenMP barrier costs much more than a stage when the machine is shared), and each task
+# works on a cache-sized piece:
+#   block phase:  stages log_m < log_b pair indices inside aligned blocks of 2^log_b
+#                 elements; one task = one block through all those stages.
+#   column phase: stages log_m >= log_b pair indices with equal low log_b bits (the
+#                 "column" i mod 2^log_b); one task = 2^log_g adjacent columns (whole cache
+#                 lines) through all those stages.
+# Butterfly k of a stage is the same whichever task runs it, so both phases call the same
+# K.dit_butterfly_at / K.dif_butterfly_at; only the order of k changes.
+
+@njit(cache=True, nogil=True)
+def _dit_at(x, tw, k, log_m, log_n, inverse):
+    i, i2, e, flip = K.stage_indices(k, log_m, log_n, inverse)
+    s, d = K.dit_butterfly(K.load(x, i), K.load(x, i2), K.load(tw, e), e != 0, flip)
+    K.store(x, i, s)
+    K.store(x, i2, d)
+
+
+@njit(cache=True, nogil=True)
+def _dif_at(x, tw, k, log_m, log_n, inverse):
+    i, i2, e, flip = K.stage_indices(k, log_m, log_n, inverse)
+    s, d = K.dif_butterfly(K.load(x, i), K.load(x, i2), K.load(tw, e), e != 0, flip)
+    K.store(x, i, s)
+    K.store(x, i2, d)
+
+
+@njit(cache=True, nogil=True)
+def _dit_block(x, tw, blk, log_b, log_n, inverse):
+    hb = 1 << (log_b - 1)
+    for log_m in range(log_b):
+        for kk in range(hb):
+            _dit_at(x, tw, blk * hb + kk, log_m, log_n, inverse)
+
+
+@njit(cache=True, nogil=True)
+def _dit_columns(x, tw, r0, log_g, log_b, log_n, inverse):
+    nq = 1 << (log_n - 1 - log_b)
+    for log_m in range(log_b, log_n):
+        for q in range(nq):
+            for r in range(r0, r0 + (1 << log_g)):
+                _dit_at(x, tw, (q << log_b) | r, log_m, log_n, inverse)
+
+
+@njit(cache=True, nogil=True)
+def _dif_block(x, tw, blk, log_b, log_n, inverse):
+    hb = 1 << (log_b - 1)
+    for log_m in range(log_b - 1, -1, -1):
+        for kk in range(hb):
+            _dif_at(x, tw, blk * hb + kk, log_m, log_n, inverse)
+
+
+@njit(cache=True, nogil=True)
+def _dif_columns(x, tw, r0, log_g, log_b, log_n, inverse):
+    nq = 1 << (log_n - 1 - log_b)
+    for log_m in range(log_n - 1, log_b - 1, -1):
+        for q in range(nq):
+            for r in range(r0, r0 + (1 << log_g)):
+                _dif_at(x, tw, (q << log_b) | r, log_m, log_n, inverse)
+
+
+@njit(parallel=True, cache=True)
+def _dit(a, b, c, nvec, tw, log_n, inverse, log_b, log_g):
+    """All DIT stages (bit-reversed in, natural out) on nvec of the vectors a, b, c."""
+    nblocks = 1 << (log_n - log_b)
+    for t in prange(nvec * nblocks):
+        _dit_block(_pick(a, b, c, t // nblocks), tw, t % nblocks, log_b, log_n, inverse)
+    if log_b < log_n:
+        ngroups = 1 << (log_b - log_g)
+        for t in prange(nvec * ngroups):
+            _dit_columns(_pick(a, b, c, t // ngroups), tw, (t % ngroups) << log_g,
+                         log_g, log_b, log_n, inverse)
+
+
+@njit(parallel=True, cache=True)
+def _dif(a, b, c, nvec, tw, log_n, inverse, log_b, log_g):
+    """All DIF stages (natural in, bit-reversed out) on nvec of the vectors a, b, c."""
+    if log_b < log_n:
+        ngroups = 1 << (log_b - log_g)
+        for t in prange(nvec * ngroups):
+            _dif_columns(_pick(a, b, c, t // ngroups), tw, (t % ngroups) << log_g,
+                         log_g, log_b, log_n, inverse)
+    nblocks = 1 << (log_n - log_b)
+    for t in prange(nvec * nblocks):
+        _dif_block(_pick(a, b, c, t // nblocks), tw, t % nblocks, log_b, log_n, inverse)
+
+
+@contextlib.contextmanager
+def _dynamic_schedule():
+    """prange hands out tasks one at a time in the kernels called inside (the setting is
+    per calling thread): with coarse tasks and a shared machine, a static split waits for the
+    slowest core."""
+    old = set_parallel_chunksize(1)
+    try:
+        yield
+    finally:
+        set_parallel_chunksize(old)
+
+
+def _blocking(log_n: int):
+    """(log_b, log_g): block phase on 2^log_b elements, column tasks of 2^log_g columns."""
+    log_b = max(1, (log_n + 1) // 2)
+    return log_b, min(log_b, 3)
+
+
+@njit(cache=True, nogil=True)
+def _coset_block(x, tw, g_rev, blk, log_b, log_n):
+    """One block of the H pipeline's middle: the iNTT's last (block) stages, the coset step
+    on the now bit-reversed coefficients, the NTT's first (block) stages."""
+    _dif_block(x, tw, blk, log_b, log_n, True)
+    base = blk << log_b
+    for p in range(base, base + (1 << log_b)):
+        K.store(x, p, K.fr_mul(K.load(x, p), K.load(g_rev, p)))
+    _dit_block(x, tw, blk, log_b, log_n, False)
+
+
+@njit(parallel=True, cache=True)
+def _h_pipeline(a, b, c, h, tw, g_rev, log_n, log_b, log_g, n_mont, inv_n2_plain):
+    """compute_h in three parallel regions: iNTT column stages; per block iNTT block stages +
+    coset + NTT block stages; per column group NTT column stages + h_i of those columns."""
+    nm = (n_mont[0], n_mont[1], n_mont[2], n_mont[3])
+    k2 = (inv_n2_plain[0], inv_n2_plain[1], inv_n2_plain[2], inv_n2_plain[3])
+    ngroups = 1 << (log_b - log_g)
+    if log_b < log_n:
+        for t in prange(3 * ngroups):
+            _dif_columns(_pick(a, b, c, t // ngroups), tw, (t % ngroups) << log_g,
+                         log_g, log_b, log_n, True)
+    nblocks = 1 << (log_n - log_b)
+    for t in prange(3 * nblocks):
+        _coset_block(_pick(a, b, c, t // nblocks), tw, g_rev, t % nblocks, log_b, log_n)
+    if log_b < log_n:
+        for t in prange(ngroups):
+            r0 = t << log_g
+            _dit_columns(a, tw, r0, log_g, log_b, log_n, False)
+            _dit_columns(b, tw, r0, log_g, log_b, log_n, False)
+            _dit_columns(c, tw, r0, log_g, log_b, log_n, False)
+            for row in range(1 << (log_n - log_b)):
+                for r in range(r0, r0 + (1 << log_g)):
+                    i = (row << log_b) | r
+                    K.store(h, i, K.quotient(K.load(a, i), K.load(b, i), K.load(c, i), nm, k2))
+    else:
+        for i in prange(1 << log_n):
+            K.store(h, i, K.quotient(K.load(a, i), K.load(b, i), K.load(c, i), nm, k2))
+
+
+@njit(parallel=True, cache=True)
+def _coset_shift(x, g_rev, log_n, inverse):
+    for i in prange(x.shape[0]):
+        p, negate = K.coset_factor_index(i, log_n, inverse)
+        y = K.fr_mul(K.load(x, i), K.load(g_rev, p))
+        if negate:
+            y = K.fr_neg(y)
+        K.store(x, i, y)
+
+
+@njit(parallel=True, cache=True)
+def _quotient(h, a, b, c, n_mont, inv_n2_plain):
+    nm = (n_mont[0], n_mont[1], n_mont[2], n_mont[3])
+    k2 = (inv_n2_plain[0], inv_n2_plain[1], inv_n2_plain[2], inv_n2_plain[3])
+    for i in prange(a.shape[0]):
+        K.store(h, i, K.quotient(K.load(a, i), K.load(b, i), K.load(c, i), nm, k2))
+
+
+# --- tables ---------------------------------------------------------------------------------
+
+class Tables:
+    """Per-domain constants: twiddles tw[e] = w_n^e (e < n/2), the coset table
+    g_rev[p] = w_{2n}^{rev(p)} (p < n, bit-reversed order), and the scalars the transforms
+    use, all Montgomery form unless named plain."""
+
+    def __init__(self, log_n: int):
+        n = 1 << log_n
+        self.log_n = log_n
+        self.n = n
+        self.tw = powers_table(_W[log_n], n // 2)
+        self.g_rev = powers_table(_W[log_n + 1], n, rev_bits=log_n)
+        inv_n = pow(n, -1, FR_MODULUS)
+        self.inv_n = mont_limbs(inv_n)
+        self.n_mont = mont_limbs(n)
+        self.inv_n2_plain = plain_limbs(inv_n * inv_n)
+
+    @property
+    def nbytes(self) -> int:
+        return self.tw.nbytes + self.g_rev.nbytes
+
+
+def powers_table(base: int, count: int, rev_bits: int = 0) -> np.ndarray:
+    """(count, 4) Montgomery table of base^i, computed in parallel chunks (each chunk starts
+    from a power taken in Python ints); with rev_bits, stored in bit-reversed order."""
+    out = np.empty((count, 4), dtype=np.uint64)
+    if count == 0:
+        return out
+    nchunks = min(count, 256)
+    starts = np.linspace(0, count, nchunks + 1).astype(np.int64)
+    firsts = np.stack([mont_limbs(pow(base, int(s), FR_MODULUS)) for s in starts[:-1]])
+    _powers(out, mont_limbs(base), starts, firsts, rev_bits)
+    return out
+
+
+_tables: dict[int, Tables] = {}
+_tables_lock = threading.Lock()
+
+
+def tables(log_n: int) -> Tables:
+    """The cached Tables of the domain 2^log_n (built on first use)."""
+    t = _tables.get(log_n)
+    if t is None:
+        with _tables_lock:
+            t = _tables.get(log_n)
+            if t is None:
+                t = _tables[log_n] = Tables(log_n)
+    return t
+
+
+def clear_tables() -> None:
+    with _tables_lock:
+        _tables.clear()
+
+
+def tables_nbytes() -> int:
+    """Bytes held by the cached tables."""
+    return sum(t.nbytes for t in list(_tables.values()))
+
+
+# --- API ------------------------------------------------------------------------------------
+
+def ntt(x: np.ndarray, inverse: bool = False) -> np.ndarray:
+    """In-place NTT of x over the domain of size len(x) (natural order in and out), with
+    snarkjs's root w[log_n]; inverse=True computes the inverse, 1/n included. Returns x."""
+    log_n = domain_log2(x)
+    if log_n == 0:
+        return x
+    t = tables(log_n)
+    if inverse:
+        _bit_reverse_scale(x, log_n, t.inv_n)
+    else:
+        _bit_reverse(x, log_n)
+    with _dynamic_schedule():
+        _dit(x, x, x, 1, t.tw, log_n, inverse, *_blocking(log_n))
+    return x
+
+
+def ntt_batch(xs, inverse: bool = False):
+    """ntt() of up to three same-size vectors, each stage run over all of them at once."""
+    xs = list(xs)
+    if not 1 <= len(xs) <= 3:
+        raise ValueError("ntt_batch takes one to three vectors")
+    log_n = domain_log2(xs[0])
+    if any(domain_log2(x) != log_n for x in xs):
+        raise ValueError("ntt_batch vectors differ in size")
+    if log_n == 0:
+        return xs
+    t = tables(log_n)
+    for x in xs:
+        if inverse:
+            _bit_reverse_scale(x, log_n, t.inv_n)
+        else:
+            _bit_reverse(x, log_n)
+    padded = xs + [xs[0]] * (3 - len(xs))
+    with _dynamic_schedule():
+        _dit(padded[0], padded[1], padded[2], len(xs), t.tw, log_n, inverse,
+             *_blocking(log_n))
+    return xs
+
+
+def coset_shift(x: np.ndarray, log2n: int, inverse: bool = False) -> np.ndarray:
+    """In place x_i *= w_{2n}^i for i < n = 2^log2n, w_{2n} = w[log2n + 1] (snarkjs's
+    batchApplyKey(x, 1, w[log2n+1])); inverse=True multiplies by w_{2n}^{-i}. Returns x."""
+    log_n = domain_log2(x)
+    if log_n != log2n:
+        raise ValueError(f"vector of length 2^{log_n} given with log2n={log2n}")
+    _coset_shift(x, tables(log_n).g_rev, log_n, inverse)
+    return x
+
+
+def compute_h(a: np.ndarray, b: np.ndarray, c: np.ndarray, out: np.ndarray | None = None):
+    """Groth16 quotient evaluations h_i = A(g w^i) B(g w^i) - C(g w^i) on the coset g = w_{2n}
+    of the domain where a, b, c hold A, B, C's evaluations (Montgomery form). Returns h as
+    plain-form (n, 4) uint64 in ``out`` (default: a's storage); a, b, c are overwritten.
+
+    The iNTTs run as DIF (natural in, bit-reversed out) without their 1/n, the coset step
+    scales in bit-reversed order, the NTTs run as DIT (bit-reversed in, natural out); the
+    three 1/n and the final from-Montgomery fold into the pointwise step."""
+    log_n = domain_log2(a)
+    if domain_log2(b) != log_n or domain_log2(c) != log_n:
+        raise ValueError("a, b, c differ in size")
+    if out is None:
+        out = a
+    elif domain_log2(out) != log_n:
+        raise ValueError("out differs in size from a")
+    t = tables(log_n)
+    if log_n == 0:  # n = 1: the transforms and the coset factor g^0 are identities
+        _quotient(out, a, b, c, t.n_mont, t.inv_n2_plain)
+        return out
+    with _dynamic_schedule():
+        _h_pipeline(a, b, c, out, t.tw, t.g_rev, log_n, *_blocking(log_n),
+                    t.n_mont, t.inv_n2_plain)
+    return out
