@@ -416,10 +416,13 @@ def test_to_dict_has_the_team_json_shape(board):
 
 
 def test_counters_overflow_kinds_into_other_and_keys_keep_most_recent(board):
-    for kind in ("a", "b", "c", "d"):
+    for kind in ("a", "b", "a", "c", "d", "a", "c"):
         board.count_completed(kind)
+    board.count_failed("b")
     c = counters(board)
-    assert c["completed_by_kind"] == {"a": 1, "b": 1, "other": 2}
+    assert c["completed_by_kind"] == {"a": 3, "b": 1, "other": 3}
+    assert c["failed_by_kind"] == {"b": 1}
+    assert (c["total_completed"], c["total_failed"]) == (7, 1)
     now = time.time()
     board.set_keys([{"key_id": f"k{i}", "bytes": i, "last_used": now - i} for i in range(5)])
     assert [k["key_id"] for k in board.snapshot().keys] == ["k0", "k1", "k2"]

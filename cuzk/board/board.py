@@ -66,9 +66,9 @@ def _write(buf, off: int, payload: L.struct.Struct, fields) -> int:
     odd = _SEQ.unpack_from(buf, off)[0] | 1
     _SEQ.pack_into(buf, off, odd)
     b = payload.pack(*fields)
-    end = off + 8 + len(b)
-    buf[off + 8:end] = b
-    _CHECK.pack_into(buf, end, crc32(b))
+    # payload and check in one copy: a writer killed between two stores leaves either the old
+    # or the new pair, both self-consistent (see reclaim/_repair)
+    buf[off + 8:off + 12 + len(b)] = b + crc32(b).to_bytes(4, "little")
     _SEQ.pack_into(buf, off, odd + 1)
     return odd + 1
 
@@ -176,8 +176,7 @@ class SlotTable:
             _SEQ.pack_into(buf, off, odd)
             b = _SLOT_P.pack(gen, L.SLOT_BUSY, r[3], r[4], r[5], partition, job, r[8],
                              now, busy, now, fs, fg)
-            buf[off + 8:off + 8 + _SLOT_PSIZE] = b
-            _CHECK.pack_into(buf, off + 8 + _SLOT_PSIZE, crc32(b))
+            buf[off + 8:off + 12 + _SLOT_PSIZE] = b + crc32(b).to_bytes(4, "little")
             _SEQ.pack_into(buf, off, odd + 1)
         return Token(slot, gen, self.kind)
 
@@ -205,8 +204,7 @@ class SlotTable:
             _SEQ.pack_into(buf, off, odd)
             b = _SLOT_P.pack(r[1], L.SLOT_IDLE, r[3], r[4], r[5], L.NONE_I32, b"", r[8],
                              _NAN, r[10] + (now - r[9]), now, L.NONE_I32, 0)
-            buf[off + 8:off + 8 + _SLOT_PSIZE] = b
-            _CHECK.pack_into(buf, off + 8 + _SLOT_PSIZE, crc32(b))
+            buf[off + 8:off + 12 + _SLOT_PSIZE] = b + crc32(b).to_bytes(4, "little")
             _SEQ.pack_into(buf, off, odd + 1)
         return True
 
@@ -234,7 +232,9 @@ class SlotTable:
             # generation of seq + 1 exceeds every token handed out; it equals the seq this
             # write ends with, which keeps gen <= seq.
             gen = r[0] + 1 if torn else f[L.S_GEN] + 1
-            if f[L.S_STATE] == L.SLOT_EMPTY and not torn:
+            if torn or f[L.S_STATE] == L.SLOT_EMPTY:
+                # nothing in a torn payload can be trusted: start from an empty record (its pid,
+                # busy time and restart count are lost; restarts becomes 1)
                 f = list(_EMPTY_SLOT)
             busy = f[L.S_BUSY]
             if f[L.S_STATE] == L.SLOT_BUSY and not torn and f[L.S_STARTED] == f[L.S_STARTED]:
@@ -471,7 +471,8 @@ class Board:
         f[5] += jobs_dropped
         kind = completed if completed is not None else failed
         if kind is not None:
-            label = L.pack_str(kind, L.LABEL_BYTES, "proof kind")
+            # struct returns "24s" fields zero padded: compare padded labels
+            label = L.pack_str(kind, L.LABEL_BYTES, "proof kind").ljust(L.LABEL_BYTES, b"\0")
             nk = f[6]
             for i in range(nk):
                 if f[7 + 3 * i] == label:
