@@ -184,6 +184,7 @@ def _loop(stdscr, sampler: Sampler, interval: float, iterations, color: bool, me
             continue
         if k == curses.KEY_RESIZE:
             curses.update_lines_cols()
+            painter.invalidate()
             dirty = True
             continue
         if not view.key(k):
@@ -210,6 +211,11 @@ class Painter:
                 self.default = curses.COLOR_BLACK
         self.pairs: dict[tuple[int, int], int] = {}
         self.attrs = {name: self._attr(sgr) for name, sgr in ANSI_SGR.items()}
+        self._shown: Frame | None = None      # what the screen holds now
+
+    def invalidate(self) -> None:
+        """Forget what is on screen (after a resize): the next paint redraws every line."""
+        self._shown = None
 
     def _attr(self, sgr: str) -> int:
         attr, fg, bg = 0, None, None
@@ -238,37 +244,33 @@ class Painter:
         return attr | curses.color_pair(self.pairs[key])
 
     def paint(self, stdscr, frame: Frame) -> None:
-        stdscr.erase()
+        """Draw the lines that differ from the frame on screen. Every line is full width, so
+        rewriting a line replaces it; curses then sends the terminal only changed cells."""
+        old = self._shown
+        if old is None or (old.width, old.height) != (frame.width, frame.height):
+            stdscr.erase()
+            old = None
+        attrs = self.attrs
         for y, (line, spans) in enumerate(zip(frame.lines, frame.styles, strict=True)):
-            base = 0
+            if old is not None and old.lines[y] == line and old.styles[y] == spans:
+                continue
+            # Spans from Line.fit: an optional line-wide base first, then disjoint spans in
+            # order; the cells between them take the base attribute.
+            base, pos = 0, 0
             for start, end, style in spans:
-                attr = self.attrs.get(style, 0)
-                if start == 0 and end >= frame.width:      # a line-wide base style
+                attr = attrs.get(style, 0)
+                if start == 0 and end >= frame.width:
                     base = attr
+                    continue
+                if start > pos:
+                    _put(stdscr, y, pos, line[pos:start], base)
                 _put(stdscr, y, start, line[start:end], base | attr)
-            if not spans:
-                _put(stdscr, y, 0, line, 0)
-            else:
-                _fill_gaps(stdscr, y, line, spans, base)
+                pos = end
+            if pos < len(line):
+                _put(stdscr, y, pos, line[pos:], base)
         stdscr.noutrefresh()
         curses.doupdate()
-
-
-def _fill_gaps(stdscr, y, line, spans, base):
-    covered = [False] * len(line)
-    for start, end, _ in spans:
-        for i in range(max(0, start), min(len(line), end)):
-            covered[i] = True
-    i = 0
-    while i < len(line):
-        if covered[i]:
-            i += 1
-            continue
-        j = i
-        while j < len(line) and not covered[j]:
-            j += 1
-        _put(stdscr, y, i, line[i:j], base)
-        i = j
+        self._shown = frame
 
 
 def _put(stdscr, y, x, text, attr):

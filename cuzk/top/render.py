@@ -109,23 +109,42 @@ class Table:
 
     def row(self, cells: list) -> Line:
         """cells: one entry per column (text, or (text, style), or a callable(width) -> list
-        of (text, style) for columns drawn glyph by glyph)."""
-        line = Line()
+        of (text, style) for columns drawn glyph by glyph). Unstyled neighbours are merged
+        into one segment: fewer segments, fewer curses calls (this is the per-frame hot path)."""
+        parts: list = []
+        plain: list[str] = []
         for k, (i, w) in enumerate(self.fit):
             if k:
-                line.add(" ")
+                plain.append(" ")
             cell = cells[i]
             if callable(cell):
+                if plain:
+                    parts.append(("".join(plain), None))
+                    plain = []
                 drawn = 0
                 for text, style in cell(w):
                     text = text[: w - drawn]
-                    line.add(text, style)
-                    drawn += len(text)
-                line.add(" " * (w - drawn))
+                    if text:
+                        parts.append((text, style))
+                        drawn += len(text)
+                if drawn < w:
+                    plain.append(" " * (w - drawn))
                 continue
-            text, style = cell if isinstance(cell, tuple) else (cell, None)
-            line.add(_cell(text, w, self.cols[i].align), style)
-        return line
+            text, style = cell if cell.__class__ is tuple else (cell, None)
+            text = "" if text is None else str(text)
+            if len(text) > w:
+                text = text[: w - 1] + "~"
+            text = text.rjust(w) if self.cols[i].align == ">" else text.ljust(w)
+            if style:
+                if plain:
+                    parts.append(("".join(plain), None))
+                    plain = []
+                parts.append((text, style))
+            else:
+                plain.append(text)
+        if plain:
+            parts.append(("".join(plain), None))
+        return Line(parts=parts)
 
 
 @dataclass
@@ -134,7 +153,7 @@ class Section:
     else the header, as many rows as fit, and a '+k more' line when some do not."""
 
     header: Line
-    rows: list[Line]
+    rows: Rows
     summary: Line
     what: str = "rows"             # noun for the '+k more' line
 
@@ -145,12 +164,34 @@ class Section:
         if n <= 0:
             return []
         if n >= self.want():
-            return [self.header, *self.rows]
+            return [self.header, *self.rows[:]]
         if n == 1:
             return [self.summary]
         shown = n - 2
         more = Line().add(f"  ... +{len(self.rows) - shown} more {self.what}", "dim")
         return [self.header, *self.rows[:shown], more]
+
+
+class Rows:
+    """Table rows drawn on demand: only the rows that fit on screen are ever built (a board
+    may have hundreds of slots and jobs; a frame shows a screenful)."""
+
+    def __init__(self, items, draw, empty: str | None = None):
+        self.items, self.draw, self.empty = list(items), draw, empty
+
+    def __len__(self) -> int:
+        return len(self.items) or (1 if self.empty else 0)
+
+    def __getitem__(self, k):
+        if not self.items:
+            rows = [Line().add(f"  ({self.empty})", "dim")] if self.empty else []
+            return rows[k]
+        if isinstance(k, slice):
+            return [self.draw(it) for it in self.items[k]]
+        return self.draw(self.items[k])
+
+    def __iter__(self):
+        return iter(self[:])
 
 
 def _count_states(items, key="state") -> str:
@@ -203,22 +244,21 @@ def _workers(snap: dict, d: Derived, width: int) -> Section:
         Col("UTIL", 4, ">"), Col("UTIL%", 12, prio=6, flex=20), Col("GEN", 5, ">", prio=4),
         Col("RST", 3, ">", prio=2), Col("PID", 7, ">", prio=5), Col("HB", 5, ">", prio=1),
     ], width)
-    rows = []
-    for w in workers:
+    def draw(w):
         job, part, on = _job_cells(w, "current_job", "current_partition")
         u = d.util.get(w.get("worker_id"))
         dev = w.get("device") or f"gpu:{w.get('gpu_ordinal')}"
-        rows.append(t.row([
+        return t.row([
             str(w.get("worker_id")), dev, _state(w.get("state")), job, part, on,
             fmt.pct(u), _util_bar(u), str(w.get("generation", "-")),
             (str(w.get("restarts", 0)), "warn" if w.get("restarts") else None),
             str(w.get("pid") or "-"), _heartbeat(w.get("heartbeat_age_secs"), w.get("state")),
-        ]))
+        ])
+
+    rows = Rows(workers, draw, "no device workers")
     busy = sum(1 for w in workers if _busy(w.get("state")))
     summary = Line().add("WORKER ", "header").add(
         f" {busy}/{len(workers)} busy: {_count_states(workers) or 'none'}")
-    if not rows:
-        rows = [Line().add("  (no device workers)", "dim")]
     return Section(t.header(), rows, summary, "workers")
 
 
@@ -231,13 +271,14 @@ def _finalizers(snap: dict, width: int) -> Section | None:
         Col("JOB", 8, flex=28), Col("PART", 4, ">"), Col("TIME", 6, ">", prio=1),
         Col("GEN", 5, ">", prio=3), Col("PID", 7, ">", prio=4),
     ], width)
-    rows = []
-    for f in fins:
+    def draw(f):
         job, part, on = _job_cells(f, "current_job", "current_partition")
-        rows.append(t.row([
+        return t.row([
             str(f.get("finalizer_id")), str(f.get("gpu_ordinal", "-")), _state(f.get("state")),
             job, part, on, str(f.get("generation", "-")), str(f.get("pid") or "-"),
-        ]))
+        ])
+
+    rows = Rows(fins, draw)
     summary = Line().add("FINALIZER", "header").add(f" {len(fins)}: {_count_states(fins)}")
     return Section(t.header(), rows, summary, "finalizers")
 
@@ -253,19 +294,18 @@ def _synthesis(snap: dict, width: int) -> Section | None:
         Col("TIME", 6, ">", prio=1), Col("GEN", 5, ">", prio=4), Col("RST", 3, ">", prio=2),
         Col("PID", 7, ">", prio=5), Col("HB", 5, ">", prio=1),
     ], width)
-    rows = []
-    for w in workers:
+    def draw(w):
         job, part, on = _job_cells(w, "job_id", "partition")
-        rows.append(t.row([
+        return t.row([
             str(w.get("worker_id")), _state(w.get("state")), job, part, on,
             str(w.get("generation", "-")),
             (str(w.get("restarts", 0)), "warn" if w.get("restarts") else None),
             str(w.get("pid") or "-"), _heartbeat(w.get("heartbeat_age_secs"), w.get("state")),
-        ]))
+        ])
+
+    rows = Rows(workers, draw, "no synthesis workers")
     summary = Line().add("SYNTH ", "header").add(
         f" {active.lower()}: {_count_states(workers) or 'none'}")
-    if not rows:
-        rows = [Line().add("  (no synthesis workers)", "dim")]
     return Section(t.header(), rows, summary, "synthesis workers")
 
 
@@ -277,28 +317,38 @@ def _gpus(d: Derived, width: int) -> Section | None:
         Col("UTIL%", 12, prio=4, flex=20), Col("MEMORY", 13, ">"), Col("TEMP", 4, ">", prio=1),
         Col("POWER", 9, ">", prio=2),
     ], width)
-    rows = []
-    for g in d.gpus:
+    def draw(g):
         u = None if g.get("util") is None else g["util"] / 100.0
         temp = g.get("temp_c")
         power, limit = g.get("power_w"), g.get("power_limit_w")
-        rows.append(t.row([
+        return t.row([
             str(g.get("index")), g.get("name") or "-", fmt.pct(u), _util_bar(u),
             f"{fmt.bytes_(g.get('mem_used'))}/{fmt.bytes_(g.get('mem_total'))}",
             ("-" if temp is None else f"{temp:.0f}C", "warn" if (temp or 0) >= 85 else None),
             "-" if power is None else (f"{power:.0f}/{limit:.0f}W" if limit else f"{power:.0f}W"),
-        ]))
+        ])
+
+    rows = Rows(d.gpus, draw)
     avg = sum(g.get("util") or 0 for g in d.gpus) / len(d.gpus)
     summary = Line().add("GPU ", "header").add(f" {len(d.gpus)} devices, mean util {avg:.0f}%")
     return Section(t.header(), rows, summary)
 
 
 def _strip(parts: list):
+    """One glyph per partition, runs of one state drawn as one styled segment."""
     def draw(width):
-        glyphs = [(GLYPHS.get(p.get("state"), "?"), "p_" + str(p.get("state"))) for p in parts]
-        if len(glyphs) > width:
-            glyphs = glyphs[: max(0, width - 1)] + [("+", "dim")]
-        return glyphs
+        states = [p.get("state") for p in parts]
+        cut = len(states) > width
+        if cut:
+            states = states[: max(0, width - 1)]
+        runs: list[tuple[str, str]] = []
+        for st in states:
+            glyph = GLYPHS.get(st, "?")
+            if runs and runs[-1][1] == "p_" + str(st):
+                runs[-1] = (runs[-1][0] + glyph, runs[-1][1])
+            else:
+                runs.append((glyph, "p_" + str(st)))
+        return runs + [("+", "dim")] if cut else runs
     return draw
 
 
@@ -340,20 +390,21 @@ def _pipelines(snap: dict, width: int, sort: str):
         Col("STATE", 9, prio=3), Col("AGE", 6, ">", prio=1), Col("DONE", 7, ">"),
         Col("PARTITIONS", 10, flex=max(0, longest - 10), grow=-1),
     ], width)
-    rows = []
-    for p in pipes:
+    def draw(p):
         done, total, failed = (p.get("partitions_done") or 0, p.get("total_partitions") or 0,
                                p.get("partitions_failed") or 0)
         submitted = p.get("submitted_at")
         age = now - submitted if submitted else p.get("started_secs_ago")
         prio = p.get("priority")
-        rows.append(t.row([
+        return t.row([
             p.get("job_id"), p.get("proof_kind") or "-",
             (PRIORITY_SHORT.get(prio, prio or "-"), "warn" if prio == "critical" else None),
             _state(p.get("state")), fmt.secs(age),
             (f"{done}/{total}" + (f"!{failed}" if failed else ""), "bad" if failed else None),
             _strip(sorted(p.get("partitions") or (), key=lambda q: _num(q.get("index")))),
-        ]))
+        ])
+
+    rows = Rows(pipes, draw)
     legend = _legend()
     header = t.header()
     if len(header) + len(legend) <= width:     # the legend fits on the header line
@@ -509,7 +560,7 @@ def render(snapshot: dict, width: int, height: int, *, derived: Derived | None =
     p_lines: list[Line] = []
     n = alloc["pipelines"]
     visible = max(0, n - p_fixed)
-    top_row = max(0, min(scroll, len(p_rows) - visible))
+    top_row = max(0, min(scroll, len(p_rows) - max(1, visible)))
     shown = p_rows[top_row:top_row + visible]
     if n == 1:
         busy = sum(1 for r in snapshot.get("pipelines") or () if r.get("state") == "running")
@@ -546,10 +597,10 @@ def _keys(snap: dict, width: int) -> Section | None:
         Col("KEY", 8, flex=40), Col("SIZE", 6, ">"), Col("DEVICES", 8, prio=1, flex=30),
         Col("IDLE", 6, ">"), Col("EVICT", 5, prio=2),
     ], width)
-    rows = [t.row([
+    rows = Rows(keys, lambda k: t.row([
         k.get("key_id"), fmt.bytes_(k.get("bytes")), ",".join(k.get("devices") or ()) or "-",
         fmt.secs(k.get("last_used_secs_ago")), "yes" if k.get("evictable") else "no",
-    ]) for k in keys]
+    ]))
     total = sum(k.get("bytes") or 0 for k in keys)
     summary = Line().add("KEY ", "header").add(f" {len(keys)} resident, {fmt.bytes_(total)}")
     return Section(t.header(), rows, summary, "keys")

@@ -91,6 +91,7 @@ def _device_main(name, ordinal, dev_slots, fin_slots, gpu_q, done_q, stop, plan:
     rng = random.Random(seed)
     rng_lock = threading.Lock()
     free_fins: queue.Queue = queue.Queue()
+    finishing: list[threading.Thread] = []
     for f in fin_slots:
         board.finalizers.register(f, ordinal=ordinal)
         free_fins.put(f)
@@ -130,13 +131,18 @@ def _device_main(name, ordinal, dev_slots, fin_slots, gpu_q, done_q, stop, plan:
                     if stop.is_set():
                         return
             ftok = board.handoff(tok, fslot)
-            threading.Thread(target=finalize, args=(ftok, fslot, job, part, kind, 1000 * t),
-                             daemon=True).start()
+            th = threading.Thread(target=finalize, args=(ftok, fslot, job, part, kind, 1000 * t),
+                                  daemon=True)
+            th.start()
+            finishing.append(th)
+            finishing[:] = [x for x in finishing if x.is_alive()]
 
     threads = [threading.Thread(target=work, args=(s,), daemon=True) for s in dev_slots]
     for t in threads:
         t.start()
     for t in threads:
+        t.join()
+    for t in list(finishing):         # finalizers still writing (stop cuts their sleep short)
         t.join()
     board.close()
 
