@@ -167,6 +167,8 @@ class SchedulerMachine(RuleBasedStateMachine):
         assert set(seen) == expected
         assert self.s.queue_depth() == sum(p in (SYNTH_QUEUE, DEVICE_QUEUE)
                                            for p in items.values())
+        for place in (SYNTH_QUEUE, SYNTHESIZING, DEVICE_QUEUE, PROVING):
+            assert self.s.count(place) == sum(p == place for p in items.values())
 
     @invariant()
     def running_items_are_known(self):

@@ -132,6 +132,7 @@ class EngineConfig:
     restart_backoff_max: float = 10.0
     ping_interval: float = 2.0  # supervisor -> child liveness ping period
     hang_timeout: float = 300.0  # a child that answers no ping for this long is killed
+    start_timeout: float = 600.0  # a child not ready this long after its spawn is killed
     key_idle_evict_secs: float = 0.0  # evict keys idle this long (0 = only when room is needed)
     job_history: int = 256  # finished jobs kept for job()/result()
     board_jobs: int = 64  # job records on the board

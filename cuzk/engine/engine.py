@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 import multiprocess
 from multiprocess.connection import wait
 
-from cuzk.engine import buffers
+from cuzk.engine import buffers, child
 from cuzk.engine.budget import BudgetError, MemoryBudget
 from cuzk.engine.config import PRIORITIES, EngineConfig, format_size
 from cuzk.engine.scheduler import (
@@ -204,6 +204,7 @@ class Engine:
         self._last_ping = 0.0
         self._status: SupervisorStatus | None = None
         self._seg_seq = 0
+        self._last_depth = -1
         self.events: collections.deque = collections.deque(maxlen=100_000)  # (t, what, ...)
         self.counters = collections.Counter()
         self.pid = os.getpid()
@@ -513,7 +514,7 @@ class Engine:
 
     def _send(self, ch: _Child, msg) -> bool:
         try:
-            ch.conn.send(msg)
+            ch.conn.send_bytes(child.pack(msg))
             return True
         except (OSError, EOFError, BrokenPipeError):
             return False  # it is dying; its sentinel will fire
@@ -521,7 +522,7 @@ class Engine:
     def _read_child(self, ch: _Child) -> None:
         try:
             while ch.conn is not None and ch.conn.poll():
-                self._on_message(ch, ch.conn.recv())
+                self._on_message(ch, child.unpack(ch.conn.recv_bytes()))
         except (EOFError, OSError):
             # the child closed its end: it is exiting; the sentinel reports how
             ch.conn.close()
@@ -581,7 +582,11 @@ class Engine:
             self._last_ping = now
             for ch in self._synth + self._devices:
                 if ch.state in ("ready", "starting") and ch.proc is not None:
-                    if now - ch.last_pong > self.config.hang_timeout:
+                    # a starting child imports the prover and may compile or load kernels and
+                    # open a CUDA context: it gets start_timeout, not the ping timeout
+                    limit = (self.config.hang_timeout if ch.state == "ready"
+                             else max(self.config.start_timeout, self.config.hang_timeout))
+                    if now - ch.last_pong > limit:
                         log.error("%s (pid %d) answered no ping for %.0f s: killing it", ch.name,
                                   ch.pid, now - ch.last_pong)
                         self._event("hung", ch.role, ch.index, ch.pid)
@@ -980,7 +985,10 @@ class Engine:
 
     def _publish_queue(self) -> None:
         if self._status is not None:
-            self._status.set_queue_depth(self._sched.queue_depth())
+            depth = self._sched.queue_depth()
+            if depth != self._last_depth:
+                self._last_depth = depth
+                self._status.set_queue_depth(depth)
 
     def _publish_keys(self) -> None:
         if self._status is not None:

@@ -17,6 +17,7 @@ thread is the only caller, so there is no lock.
 
 from __future__ import annotations
 
+import collections
 import heapq
 import itertools
 from dataclasses import dataclass
@@ -52,6 +53,7 @@ class Scheduler:
         self._where: dict[WorkKey, str] = {}  # live item -> place
         self._by_partition: dict[tuple[str, int], WorkKey] = {}  # (job, partition) -> live item
         self._heaps: dict[str, list] = {SYNTH_QUEUE: [], DEVICE_QUEUE: []}  # lazy deletion
+        self._counts: collections.Counter = collections.Counter()  # place -> live items
 
     # -- jobs ---------------------------------------------------------------------------
     def add_job(self, job_id: str, priority: str, n_partitions: int) -> list[WorkKey]:
@@ -81,6 +83,7 @@ class Scheduler:
             if k is None:
                 continue
             place = self._where.pop(k)
+            self._counts[place] -= 1
             (queued if place in (SYNTH_QUEUE, DEVICE_QUEUE) else running).append(k)
         return queued, running
 
@@ -115,7 +118,7 @@ class Scheduler:
         for entry in skipped:
             heapq.heappush(heap, entry)
         if found is not None:
-            self._where[found] = SYNTHESIZING if queue == SYNTH_QUEUE else PROVING
+            self._set(found, SYNTHESIZING if queue == SYNTH_QUEUE else PROVING)
         return found
 
     def peek(self, queue: str) -> WorkKey | None:
@@ -142,7 +145,7 @@ class Scheduler:
         """PROVING -> done: the item leaves the scheduler."""
         if self._where.get(key) != PROVING:
             raise SchedulerError(f"{key} completed while {self._where.get(key)}")
-        del self._where[key]
+        self._remove(key)
         del self._by_partition[(key.job_id, key.partition)]
 
     def retry(self, key: WorkKey, to: str = SYNTH_QUEUE) -> WorkKey:
@@ -151,7 +154,7 @@ class Scheduler:
         place = self._where.get(key)
         if place not in (SYNTHESIZING, PROVING):
             raise SchedulerError(f"{key} retried while {place}")
-        del self._where[key]
+        self._remove(key)
         new = WorkKey(key.job_id, key.partition, key.attempt + 1)
         del self._by_partition[(key.job_id, key.partition)]
         self._place_new(new, to)
@@ -161,16 +164,16 @@ class Scheduler:
         """A running item failed for the last time: it leaves the scheduler (the job fails)."""
         if self._where.get(key) not in (SYNTHESIZING, PROVING):
             raise SchedulerError(f"{key} given up while {self._where.get(key)}")
-        del self._where[key]
+        self._remove(key)
         del self._by_partition[(key.job_id, key.partition)]
 
     # -- views ------------------------------------------------------------------------------
     def count(self, place: str) -> int:
-        return sum(1 for p in self._where.values() if p == place)
+        return self._counts[place]
 
     def queue_depth(self) -> int:
         """Partitions waiting in either queue."""
-        return sum(1 for p in self._where.values() if p in (SYNTH_QUEUE, DEVICE_QUEUE))
+        return self._counts[SYNTH_QUEUE] + self._counts[DEVICE_QUEUE]
 
     def items(self) -> dict[WorkKey, str]:
         return dict(self._where)
@@ -183,7 +186,7 @@ class Scheduler:
     def _place_new(self, key: WorkKey, place: str) -> None:
         if key in self._where or (key.job_id, key.partition) in self._by_partition:
             raise SchedulerError(f"{key} is already live")  # the Rust cuzk (0,0) collision
-        self._where[key] = place
+        self._set(key, place)
         self._by_partition[(key.job_id, key.partition)] = key
         if place in self._heaps:
             heapq.heappush(self._heaps[place], self._order(key))
@@ -191,6 +194,16 @@ class Scheduler:
     def _move(self, key: WorkKey, src: str, dst: str) -> None:
         if self._where.get(key) != src:
             raise SchedulerError(f"{key} is {self._where.get(key)}, expected {src}")
-        self._where[key] = dst
+        self._set(key, dst)
         if dst in self._heaps:
             heapq.heappush(self._heaps[dst], self._order(key))
+
+    def _set(self, key: WorkKey, place: str) -> None:
+        old = self._where.get(key)
+        if old is not None:
+            self._counts[old] -= 1
+        self._where[key] = place
+        self._counts[place] += 1
+
+    def _remove(self, key: WorkKey) -> None:
+        self._counts[self._where.pop(key)] -= 1

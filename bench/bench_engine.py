@@ -1,0 +1,272 @@
+"""Suite `engine`: partitioned jobs through the engine against a serial baseline.
+
+Two parts:
+- pipeline: the prover double with fixed stage times (sleeps, so the figures measure the
+  engine's orchestration, not CPU contention on a small machine). Synthesis capacity is set
+  above device capacity, so the device is the bottleneck and should never wait: device busy
+  fraction in steady state (target >= 97 %), idle gaps between partitions on a device
+  (target median < 2 ms), throughput against the slower stage's capacity (target >= 0.9x) and
+  against the serial baseline (synthesize, prove_start, prove_finish one partition at a time).
+- real prover: the same measurements with cuzk.prover on CPU devices, against the serial
+  baseline run in-process with the key loaded and kernels warm.
+
+Busy fractions come from two sources that must agree: the board's accumulated busy_secs of
+each device's worker slots over the steady window, and the union of the prove_start
+intervals the device processes report (which also gives the idle gaps).
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from bench.report import table
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# profile -> pipeline settings: jobs x partitions, stage seconds, processes
+PIPELINE = {
+    "smoke": dict(jobs=2, parts=8, synth=0.02, start=0.01, finish=0.01, devices="cpu:1",
+                  synth_workers=3),
+    "quick": dict(jobs=10, parts=16, synth=0.04, start=0.02, finish=0.02, devices="cpu:2",
+                  synth_workers=6),
+    "full": dict(jobs=12, parts=16, synth=0.04, start=0.02, finish=0.02, devices="cpu:2",
+                 synth_workers=6),
+    "gpu": dict(jobs=6, parts=16, synth=0.04, start=0.02, finish=0.02, devices="cpu:2",
+                synth_workers=6),
+}
+REAL = {
+    "smoke": dict(circuit="fixture:toyhash", jobs=1, parts=4, devices="cpu:1", synth_workers=1),
+    "quick": dict(circuit="fixture:toyhash", jobs=2, parts=16, devices="cpu:1", synth_workers=1),
+    "full": dict(circuit="toyhash:14", jobs=2, parts=10, devices="cpu:1", synth_workers=1),
+    "gpu": dict(circuit="toyhash:18", jobs=2, parts=16, devices="auto", synth_workers=8),
+}
+WARMUP_PARTITIONS = 2  # per device, excluded from the steady window
+
+
+def _intervals(engine, job_ids) -> dict[int, list[tuple[float, float]]]:
+    """prove_start intervals (unix start, end) per device, from the device processes."""
+    jobs = set(job_ids)
+    out: dict[int, list] = {}
+    for e in list(engine.events):
+        if e[1] == "gpu" and e[2] in jobs:
+            out.setdefault(e[5], []).append((e[6], e[7]))
+    return {d: sorted(v) for d, v in out.items()}
+
+
+def _device_figures(intervals: dict[int, list], warmup: int) -> dict:
+    """Busy fraction (union of intervals / window) and idle gaps, per device, steady state."""
+    busy, gaps, windows = [], [], []
+    for iv in intervals.values():
+        iv = iv[warmup:]
+        if len(iv) < 2:
+            continue
+        t0, t1 = iv[0][0], max(e for _, e in iv)
+        covered, cur_s, cur_e = 0.0, iv[0][0], iv[0][1]
+        for s, e in iv[1:]:
+            gaps.append(max(0.0, s - cur_e))
+            if s > cur_e:
+                covered += cur_e - cur_s
+                cur_s, cur_e = s, e
+            else:
+                cur_e = max(cur_e, e)
+        covered += cur_e - cur_s
+        busy.append(covered / (t1 - t0))
+        windows.append((t0, t1))
+    gaps_ms = sorted(g * 1e3 for g in gaps)
+    # partitions through the devices per second inside the common steady window
+    steady = None
+    if windows:
+        t0, t1 = max(w[0] for w in windows), min(w[1] for w in windows)
+        if t1 > t0:
+            n = sum(1 for iv in intervals.values() for s, e in iv if t0 <= s and e <= t1)
+            steady = n / (t1 - t0)
+    return {
+        "steady_pps": steady,
+        "busy_fraction": min(busy) if busy else None,
+        "gap_median_ms": statistics.median(gaps_ms) if gaps_ms else None,
+        "gap_p95_ms": gaps_ms[int(0.95 * (len(gaps_ms) - 1))] if gaps_ms else None,
+        "gap_max_ms": gaps_ms[-1] if gaps_ms else None,
+        "windows": windows,
+    }
+
+
+def _board_busy(engine, sample_every=0.05, stop=None) -> list:
+    """Samples (now, {device: busy_secs summed over its worker slots}) from the board."""
+    samples = []
+    while not stop.is_set():
+        snap = engine.snapshot()
+        per = {}
+        for w in snap["gpu_workers"]:
+            per[w["device"]] = per.get(w["device"], 0.0) + w["busy_secs"]
+        samples.append((snap["now"], per))
+        time.sleep(sample_every)
+    return samples
+
+
+def _board_fraction(samples, windows) -> float | None:
+    """Busy fraction from board samples inside the steady window (the smallest device's)."""
+    if not windows or len(samples) < 3:
+        return None
+    t0 = max(w[0] for w in windows)
+    t1 = min(w[1] for w in windows)
+    inside = [s for s in samples if t0 <= s[0] <= t1]
+    if len(inside) < 2:
+        return None
+    (a_t, a), (b_t, b) = inside[0], inside[-1]
+    return min((b[d] - a[d]) / (b_t - a_t) for d in a)
+
+
+def _run_engine(cfg, key_path, witnesses, jobs, priority="normal"):
+    import threading
+
+    from cuzk.engine import Engine
+
+    eng = Engine(cfg).start(timeout=900)
+    try:
+        kid = eng.register_key(key_path)
+        # one partition per device first: keys resident, kernels warm, before timing
+        eng.result(eng.submit(kid, witnesses[: len(cfg.device_names) * 2 or 1]), timeout=900)
+        stop = threading.Event()
+        samples: list = []
+        sampler = threading.Thread(target=lambda: samples.extend(_board_busy(eng, stop=stop)))
+        sampler.start()
+        t0 = time.perf_counter()
+        ids = [eng.submit(kid, witnesses, kind="bench", priority=priority) for _ in range(jobs)]
+        results = [eng.result(j, timeout=3600) for j in ids]
+        wall = time.perf_counter() - t0
+        stop.set()
+        sampler.join()
+        bad = [r["error"] for r in results if r["state"] != "done"]
+        if bad:
+            raise RuntimeError(f"bench job failed: {bad[0]}")
+        figs = _device_figures(_intervals(eng, ids), WARMUP_PARTITIONS)
+        figs["board_busy_fraction"] = _board_fraction(samples, figs.pop("windows"))
+        parts = [p for r in results for p in r["partitions"]]
+        figs.update(wall_s=wall, partitions=len(parts), throughput_pps=len(parts) / wall,
+                    synth_ms=statistics.median(p["synth_ms"] for p in parts),
+                    gpu_ms=statistics.median(p["gpu_ms"] for p in parts),
+                    finalize_ms=statistics.median(p["finalize_ms"] for p in parts),
+                    high_water_bytes=eng.budget.high_water)
+        return figs
+    finally:
+        eng.stop(drain_deadline=5)
+
+
+def pipeline(profile: str) -> dict:
+    from cuzk.engine import EngineConfig, double
+
+    s = PIPELINE[profile]
+    with tempfile.TemporaryDirectory() as tmp:
+        key = Path(tmp) / "key.json"
+        double.write_key(key, n_vars=1 << 10, domain_size=1 << 11)
+        ws = [double.make_witness(1 << 10, i) for i in range(s["parts"])]
+        cfg = EngineConfig(devices=s["devices"], synth_workers=s["synth_workers"],
+                           prover="cuzk.engine.double", memory_budget="2GiB",
+                           prover_options={"synth_secs": s["synth"], "start_secs": s["start"],
+                                           "finish_secs": s["finish"]})
+        figs = _run_engine(cfg, key, ws, s["jobs"])
+    n_dev = len(cfg.validated().device_names)
+    serial = 1.0 / (s["synth"] + s["start"] + s["finish"])
+    figs.update(part="pipeline (double)", devices=s["devices"], serial_pps=serial,
+                vs_serial=figs["throughput_pps"] / serial,
+                **_capacity(figs, n_dev, s["synth_workers"]))
+    return figs
+
+
+def _capacity(figs, n_dev, synth_workers) -> dict:
+    """The slower stage's capacity from the stage times measured inside the engine (so a
+    stage slowed by contention for the CPU counts as it really ran), and how close the
+    steady-state throughput comes to it."""
+    device_cap = n_dev / (figs["gpu_ms"] / 1e3)
+    synth_cap = synth_workers / (figs["synth_ms"] / 1e3)
+    cap = min(device_cap, synth_cap)
+    return {"stage_ms": f"{figs['synth_ms']:.1f}/{figs['gpu_ms']:.1f}/{figs['finalize_ms']:.1f}",
+            "slower_stage": "device" if device_cap <= synth_cap else "synthesis",
+            "slower_stage_pps": cap, "vs_slower_stage": (figs["steady_pps"] or 0) / cap,
+            "run_vs_slower_stage": figs["throughput_pps"] / cap}
+
+
+def _real_circuit(spec: str) -> dict:
+    if spec.startswith("fixture:"):
+        d = ROOT / "tests" / "fixtures" / spec.split(":")[1]
+        return {"zkey": d / "circuit.zkey", "wtns": d / "witness_0.wtns"}
+    from bench.circuits import toyhash
+
+    return toyhash(int(spec.split(":")[1]))
+
+
+def real(profile: str) -> dict:
+    import cuzk.prover as P
+    from cuzk.engine import EngineConfig
+
+    s = REAL[profile]
+    files = _real_circuit(s["circuit"])
+    key = P.ProvingKey.open(files["zkey"])
+    w = P.load_witness(files["wtns"], key)
+    dev = P.open_device("cuda" if profile == "gpu" else "cpu")
+    dev.load_key(key)
+    P.prove(key, w, dev)  # compile / load kernels
+    # serial baseline, and each stage's capacity on its own
+    t_syn, t_start, t_fin = [], [], []
+    n_serial = max(3, min(8, s["parts"]))
+    t0 = time.perf_counter()
+    for _ in range(n_serial):
+        a = time.perf_counter()
+        syn = P.synthesize(key, w)
+        b = time.perf_counter()
+        partial = P.prove_start(key, syn.a, syn.b, syn.c, w, dev)
+        c = time.perf_counter()
+        P.prove_finish(key, partial, w)
+        d = time.perf_counter()
+        t_syn.append(b - a)
+        t_start.append(c - b)
+        t_fin.append(d - c)
+    serial = n_serial / (time.perf_counter() - t0)
+    cfg = EngineConfig(devices=s["devices"], synth_workers=s["synth_workers"],
+                       memory_budget="8GiB")
+    ws = [files["wtns"]] * s["parts"]
+    figs = _run_engine(cfg, files["zkey"], ws, s["jobs"])
+    n_dev = len(cfg.validated().device_names)
+    figs.update(part=f"real prover ({s['circuit']}, domain 2^{key.domain_size.bit_length()-1})",
+                devices=s["devices"], serial_pps=serial, vs_serial=figs["throughput_pps"] / serial,
+                serial_stage_ms=f"{statistics.median(t_syn)*1e3:.1f}/"
+                                f"{statistics.median(t_start)*1e3:.1f}/"
+                                f"{statistics.median(t_fin)*1e3:.1f}",
+                **_capacity(figs, n_dev, s["synth_workers"]))
+    return figs
+
+
+COLUMNS = ["part", "devices", "stage_ms", "partitions", "throughput_pps", "serial_pps",
+           "vs_serial", "slower_stage", "slower_stage_pps", "steady_pps", "vs_slower_stage",
+           "busy_fraction", "board_busy_fraction", "gap_median_ms", "gap_p95_ms"]
+
+
+def run(profile: str = "quick") -> dict:
+    logging.getLogger("cuzk.engine").setLevel(logging.WARNING)
+    rows = []
+    print("  pipeline with the prover double ...", flush=True)
+    rows.append(pipeline(profile))
+    print("  real prover ...", flush=True)
+    try:
+        rows.append(real(profile))
+    except Exception as exc:  # report the part that ran; say why the other did not
+        print(f"  real prover part failed: {exc}", flush=True)
+        rows.append({"part": "real prover", "error": str(exc)})
+    print(table(rows, COLUMNS))
+    p = rows[0]
+    return {
+        "rows": rows,
+        "targets": {"busy_fraction>=0.97": p["busy_fraction"] >= 0.97,
+                    "gap_median_ms<2": p["gap_median_ms"] < 2.0,
+                    "throughput>=0.9x_slower_stage": p["vs_slower_stage"] >= 0.9},
+    }
+
+
+if __name__ == "__main__":
+    import sys
+
+    run(sys.argv[1] if len(sys.argv) > 1 else "quick")
