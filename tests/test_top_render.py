@@ -23,6 +23,8 @@ from cuzk.top.sample import busy_snapshot
 
 GOLDEN = Path(__file__).parent / "golden"
 BIG = dict(devices=4, workers_per_device=2, finalizers=4, synth_workers=8, pipelines=24, keys=4)
+# the benchmark's shape: 64 device slots, 32 pipelines
+HUGE = dict(devices=8, workers_per_device=8, finalizers=8, synth_workers=16, pipelines=32, keys=4)
 
 
 def _pair(**kw):
@@ -37,11 +39,13 @@ def _pair(**kw):
 def _frames():
     busy, d = _pair()
     big, dbig = _pair(**BIG)
+    huge, dhuge = _pair(**HUGE)
     idle = busy_snapshot(pipelines=0, finalizers=0, keys=0)
     return {
         "top_busy_80x24": render(busy, 80, 24, derived=d),
         "top_busy_160x50": render(big, 160, 50, derived=dbig),
         "top_idle_80x24": render(idle, 80, 24),
+        "top_64slots_160x50": render(huge, 160, 50, derived=dhuge),
         "top_help_80x24": render(busy, 80, 24, derived=d, show_help=True),
         "top_scrolled_80x24": render(big, 80, 24, derived=dbig, sort="progress", scroll=5,
                                      paused=True),

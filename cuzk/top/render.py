@@ -150,26 +150,67 @@ class Table:
 @dataclass
 class Section:
     """Rows of one panel. lines(n) gives at most n lines: a summary line when n == 1,
-    else the header, as many rows as fit, and a '+k more' line when some do not."""
+    else the header, as many rows as fit, and a '+k more' line when some do not. With
+    `columns` > 1 the rows are laid out side by side, column by column (like `ls`), each
+    table `col_width` wide: a machine with 64 workers fits a wide terminal."""
 
     header: Line
     rows: Rows
     summary: Line
     what: str = "rows"             # noun for the '+k more' line
+    columns: int = 1
+    col_width: int = 0
 
     def want(self) -> int:
-        return 1 + len(self.rows)
+        return 1 + -(-len(self.rows) // self.columns)
 
     def lines(self, n: int) -> list[Line]:
         if n <= 0:
             return []
-        if n >= self.want():
-            return [self.header, *self.rows[:]]
         if n == 1:
             return [self.summary]
-        shown = n - 2
-        more = Line().add(f"  ... +{len(self.rows) - shown} more {self.what}", "dim")
-        return [self.header, *self.rows[:shown], more]
+        total, k = len(self.rows), self.columns
+        if total <= (n - 1) * k:
+            per_col = -(-total // k)
+            shown, more = total, None
+        else:
+            per_col = n - 2
+            shown = per_col * k
+            more = Line().add(f"  ... +{total - shown} more {self.what}", "dim")
+        rows = self.rows[:shown]
+        if k == 1:
+            body = rows
+        else:
+            body = [_side_by_side([rows[c * per_col + r] for c in range(k)
+                                   if c * per_col + r < len(rows)], self.col_width)
+                    for r in range(per_col)]
+        header = self.header if k == 1 else _side_by_side([self.header] * k, self.col_width)
+        return [header, *body, *([more] if more else [])]
+
+
+def _side_by_side(lines: list[Line], width: int, gap: int = 2) -> Line:
+    """Lines as columns `width` wide, `gap` blanks apart (a line-wide base style becomes the
+    style of its own column only)."""
+    out = Line()
+    for c, line in enumerate(lines):
+        if c:
+            out.add(" " * gap)
+        used = 0
+        for text, style in line.parts:
+            text = text[: width - used]
+            out.add(text, style or line.base)
+            used += len(text)
+        out.add(" " * (width - used), line.base)
+    return out
+
+
+def _columns(n_items: int, width: int, min_width: int, room: int) -> tuple[int, int]:
+    """(columns, column width) for a panel of n_items rows whose table needs min_width: side
+    by side only when one column would take more than a quarter of the `room` rows."""
+    k = 1
+    if n_items > max(6, room // 4):
+        k = max(1, min((width + 2) // (min_width + 2), -(-n_items // 4)))
+    return k, (width - 2 * (k - 1)) // k
 
 
 class Rows:
@@ -236,8 +277,9 @@ def _util_bar(u):
     return draw
 
 
-def _workers(snap: dict, d: Derived, width: int) -> Section:
+def _workers(snap: dict, d: Derived, width: int, room: int) -> Section:
     workers = sorted(snap.get("gpu_workers") or (), key=lambda w: _num(w.get("worker_id")))
+    k, width = _columns(len(workers), width, 76, room)
     t = Table([
         Col("WORKER", 6, ">"), Col("DEVICE", 7, prio=3), Col("STATE", 8),
         Col("JOB", 8, flex=28), Col("PART", 4, ">"), Col("TIME", 6, ">", prio=1),
@@ -259,13 +301,14 @@ def _workers(snap: dict, d: Derived, width: int) -> Section:
     busy = sum(1 for w in workers if _busy(w.get("state")))
     summary = Line().add("WORKER ", "header").add(
         f" {busy}/{len(workers)} busy: {_count_states(workers) or 'none'}")
-    return Section(t.header(), rows, summary, "workers")
+    return Section(t.header(), rows, summary, "workers", k, width)
 
 
-def _finalizers(snap: dict, width: int) -> Section | None:
+def _finalizers(snap: dict, width: int, room: int) -> Section | None:
     fins = sorted(snap.get("finalizers") or (), key=lambda f: _num(f.get("finalizer_id")))
     if not fins:
         return None
+    k, width = _columns(len(fins), width, 70, room)
     t = Table([
         Col("FINALIZER", 9, ">"), Col("GPU", 3, ">", prio=2), Col("STATE", 10),
         Col("JOB", 8, flex=28), Col("PART", 4, ">"), Col("TIME", 6, ">", prio=1),
@@ -280,15 +323,16 @@ def _finalizers(snap: dict, width: int) -> Section | None:
 
     rows = Rows(fins, draw)
     summary = Line().add("FINALIZER", "header").add(f" {len(fins)}: {_count_states(fins)}")
-    return Section(t.header(), rows, summary, "finalizers")
+    return Section(t.header(), rows, summary, "finalizers", k, width)
 
 
-def _synthesis(snap: dict, width: int) -> Section | None:
+def _synthesis(snap: dict, width: int, room: int) -> Section | None:
     syn = snap.get("synthesis") or {}
     workers = sorted(syn.get("workers") or (), key=lambda w: _num(w.get("worker_id")))
     if not workers and not syn:
         return None
     active = f"ACTIVE {syn.get('active', 0)}/{syn.get('max_concurrent', len(workers))}"
+    k, width = _columns(len(workers), width, 74, room)
     t = Table([
         Col("SYNTH", 6, ">"), Col(active, 12), Col("JOB", 8, flex=28), Col("PART", 4, ">"),
         Col("TIME", 6, ">", prio=1), Col("GEN", 5, ">", prio=4), Col("RST", 3, ">", prio=2),
@@ -306,7 +350,7 @@ def _synthesis(snap: dict, width: int) -> Section | None:
     rows = Rows(workers, draw, "no synthesis workers")
     summary = Line().add("SYNTH ", "header").add(
         f" {active.lower()}: {_count_states(workers) or 'none'}")
-    return Section(t.header(), rows, summary, "synthesis workers")
+    return Section(t.header(), rows, summary, "synthesis workers", k, width)
 
 
 def _gpus(d: Derived, width: int) -> Section | None:
@@ -529,16 +573,16 @@ def render(snapshot: dict, width: int, height: int, *, derived: Derived | None =
 
     p_header, p_rows, p_legend = _pipelines(snapshot, width, sort)
     sections = {
-        "workers": _workers(snapshot, d, width),
+        "workers": _workers(snapshot, d, width, room),
         "gpus": _gpus(d, width),
-        "finalizers": _finalizers(snapshot, width),
-        "synthesis": _synthesis(snapshot, width),
+        "finalizers": _finalizers(snapshot, width, room),
+        "synthesis": _synthesis(snapshot, width, room),
         "keys": _keys(snapshot, width),
     }
     sections = {k: v for k, v in sections.items() if v is not None}
     p_fixed = 1 + (1 if p_legend else 0)            # header (+ legend line)
     p_want = p_fixed + max(1, len(p_rows))
-    p_min = p_fixed + min(3, max(1, len(p_rows)))
+    p_min = p_fixed + min(max(3, room // 4), max(1, len(p_rows)))
 
     # Allocate rows: one per section first, then grow in priority order; pipelines last.
     alloc = {k: 0 for k in (*sections, "pipelines")}
@@ -547,12 +591,19 @@ def render(snapshot: dict, width: int, height: int, *, derived: Derived | None =
     for k in order:
         if room - sum(alloc.values()) > 0:
             alloc[k] = 1
-    for k, target in [("workers", None), ("pipelines", p_min), ("gpus", None),
-                      ("finalizers", None), ("synthesis", None), ("keys", None),
-                      ("pipelines", p_want)]:
+    # Growth: no panel may crowd out the pipelines at first (caps), then each takes what it
+    # wants in priority order, and the pipelines take whatever is left (they scroll).
+    caps = {"workers": max(6, room // 2), "finalizers": max(4, room // 5),
+            "synthesis": max(4, room // 4)}
+    steps = [("workers", caps["workers"]), ("pipelines", p_min), ("gpus", None),
+             ("finalizers", caps["finalizers"]), ("synthesis", caps["synthesis"]),
+             ("keys", None), ("workers", None), ("finalizers", None), ("synthesis", None),
+             ("pipelines", p_want)]
+    for k, cap in steps:
         if k not in alloc:
             continue
-        want = target if target is not None else sections[k].want()
+        want = p_want if k == "pipelines" else sections[k].want()
+        want = want if cap is None else min(want, cap)
         free = room - sum(alloc.values())
         alloc[k] = max(alloc[k], min(want, alloc[k] + free))
 
