@@ -14,9 +14,15 @@ from cuzk import __version__
 
 # name -> "module:attribute" of a click.Command. Keep sorted by name.
 COMMANDS: dict[str, str] = {
+    "cancel": "cuzk.serve.cli:cancel",
+    "config": "cuzk.serve.cli:config",
     "export-vk": "cuzk.formats.cli:export_vk",
+    "jobs": "cuzk.serve.cli:jobs",
     "prove": "cuzk.prover.cli:prove",
+    "serve": "cuzk.serve.cli:serve",
     "setup": "cuzk.prover.cli:setup",
+    "status": "cuzk.serve.cli:status",
+    "submit": "cuzk.serve.cli:submit",
     "top": "cuzk.top.cli:top",
     "verify": "cuzk.verify_cli:verify",
 }

@@ -1,0 +1,335 @@
+"""The JSON API of `cuzk serve`: request validation and the calls into the Engine.
+
+Every handler validates its whole request before it touches the engine: unknown fields,
+wrong types, paths outside the key roots, witnesses that are not .wtns files of the key's
+nVars are all answered 4xx with {"error": reason} (docs/api.md lists the codes). Handlers
+only read the engine's public API (Engine.submit/job/jobs/result/cancel/keys/...).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+import os
+import re
+import threading
+import time
+
+from cuzk.engine import BudgetError, EngineError, EngineStopped, UnknownJob, UnknownKey
+from cuzk.engine.config import PRIORITIES
+from cuzk.formats.errors import FormatError
+from cuzk.serve.http import HttpError, Request, Response, Router, StaticFiles
+
+log = logging.getLogger("cuzk.serve")
+
+KEY_ID = re.compile(r"^[0-9a-f]{16}$")
+MAX_PARTITIONS = 4096  # witnesses per job
+MAX_KIND_BYTES = 24  # the board's label width
+JOB_FIELDS = {"key": True, "witnesses": True, "kind": False, "priority": False}
+PROVE_FIELDS = {**JOB_FIELDS, "timeout": False}
+JOB_STATES = ("queued", "running", "done", "failed", "cancelled")
+
+
+def _fields(body: dict, spec: dict[str, bool], what: str) -> None:
+    unknown = sorted(set(body) - set(spec))
+    if unknown:
+        raise HttpError(400, f"{what}: unknown field(s) {', '.join(map(repr, unknown))} "
+                             f"(allowed: {', '.join(spec)})")
+    missing = [k for k, required in spec.items() if required and k not in body]
+    if missing:
+        raise HttpError(400, f"{what}: missing field(s) {', '.join(map(repr, missing))}")
+
+
+def _str_field(body: dict, name: str, default: str | None = None) -> str:
+    v = body.get(name, default)
+    if not isinstance(v, str) or not v:
+        raise HttpError(400, f"{name!r} must be a non-empty string, got {v!r}"[:300])
+    return v
+
+
+def _seconds(value, name: str, limit: float) -> float:
+    """Seconds from a JSON number or query string, clamped to `limit`."""
+    if isinstance(value, bool):
+        raise HttpError(400, f"{name} must be a number of seconds, got {value!r}")
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise HttpError(400, f"{name} must be a number of seconds, got {value!r}"[:300]) \
+            from None
+    if not x >= 0 or x == float("inf"):
+        raise HttpError(400, f"{name} must be a finite number of seconds >= 0, got {value!r}")
+    return min(x, limit)
+
+
+def resolve_under_roots(path, roots: list[str], what: str) -> str:
+    """The real path (symlinks followed) of an absolute `path` that lies inside a key root
+    and is a regular file; HttpError 400/403/404 otherwise. Roots are checked before the
+    file's existence, so answers reveal nothing about files outside the roots."""
+    if not isinstance(path, str) or not path:
+        raise HttpError(400, f"{what}: a path must be a non-empty string")
+    if "\x00" in path:
+        raise HttpError(400, f"{what}: a path must not contain NUL")
+    if not os.path.isabs(path):
+        raise HttpError(400, f"{what}: {path!r} is not an absolute path (the server's working "
+                             "directory is not yours)")
+    if not roots:
+        raise HttpError(403, f"{what}: the server has no key roots, so it accepts no paths "
+                             "(start it with --key-root DIR)")
+    real = os.path.realpath(path)
+    if not any(os.path.commonpath([real, root]) == root for root in roots):
+        raise HttpError(403, f"{what}: {path!r} is outside the key roots")
+    if not os.path.isfile(real):
+        raise HttpError(404, f"{what}: {path!r}: no such file")
+    return real
+
+
+class Api:
+    """The routes of one serve process, over one Engine."""
+
+    def __init__(self, engine, config, metrics=None, static: StaticFiles | None = None):
+        self.engine = engine
+        self.config = config
+        self.metrics = metrics
+        self.static = static or StaticFiles()
+        self.draining = False
+        self.started_at = time.time()
+        self._key_paths: dict[tuple, str] = {}  # (realpath, mtime_ns, size) -> key_id
+        self._lock = threading.Lock()
+
+    def router(self) -> Router:
+        r = Router()
+        r.add("GET", "/healthz", self.healthz, auth=False)
+        r.add("GET", "/status", self.status)
+        r.add("GET", "/metrics", self.metrics_text)
+        r.add("GET", "/v1/keys", self.list_keys)
+        r.add("POST", "/v1/keys", self.register_key)
+        r.add("GET", "/v1/keys/{key_id}", self.get_key)
+        r.add("POST", "/v1/keys/{key_id}/evict", self.evict_key)
+        r.add("GET", "/v1/jobs", self.list_jobs)
+        r.add("POST", "/v1/jobs", self.submit)
+        r.add("GET", "/v1/jobs/{job_id}", self.get_job)
+        r.add("GET", "/v1/jobs/{job_id}/result", self.get_result)
+        r.add("POST", "/v1/jobs/{job_id}/cancel", self.cancel)
+        r.add("POST", "/v1/prove", self.prove)
+        # static files: the web panel (issue 10) and the API description, no token needed
+        r.add("GET", "/", self.static.index, auth=False)
+        r.add("GET", "/ui/{name}", self.static.asset, auth=False)
+        r.add("GET", "/ui/{dir}/{file}", self._ui_sub, auth=False)
+        r.add("GET", "/openapi.yaml", self._openapi, auth=False)
+        return r
+
+    def _ui_sub(self, req: Request) -> Response:
+        return self.static.get(f"{req.params['dir']}/{req.params['file']}")
+
+    def _openapi(self, req: Request) -> Response:
+        resp = StaticFiles("cuzk", "api").get("openapi.yaml")
+        resp.content_type = "application/yaml"
+        return resp
+
+    # ---------------------------------------------------------------- health, status, metrics
+    def healthz(self, req: Request):
+        ok = self.engine.running and not self.draining
+        body = {"status": "ok" if ok else "draining", "pid": os.getpid(),
+                "uptime_secs": round(time.time() - self.started_at, 3)}
+        return (200 if ok else 503), body
+
+    def status(self, req: Request):
+        try:
+            return self.engine.snapshot()
+        except RuntimeError as e:  # the board is gone: the engine has stopped
+            raise HttpError(503, f"status unavailable: {e}") from None
+
+    def metrics_text(self, req: Request) -> Response:
+        if self.metrics is None:
+            raise HttpError(404, "metrics are not enabled")
+        try:
+            body, ctype = self.metrics.render()
+        except RuntimeError as e:
+            raise HttpError(503, f"metrics unavailable: {e}") from None
+        return Response(200, body, ctype)
+
+    # ---------------------------------------------------------------- keys
+    def _key_by_id(self, key_id: str) -> dict:
+        for k in self.engine.keys():
+            if k["key_id"] == key_id:
+                return k
+        raise HttpError(404, f"unknown key id {key_id!r}"[:200])
+
+    def _register_path(self, path, what: str) -> str:
+        real = resolve_under_roots(path, self.config.key_roots, what)
+        st = os.stat(real)
+        cache_key = (real, st.st_mtime_ns, st.st_size)
+        with self._lock:
+            key_id = self._key_paths.get(cache_key)
+        if key_id is not None and any(k["key_id"] == key_id for k in self.engine.keys()):
+            return key_id
+        try:
+            key_id = self.engine.register_key(real)
+        except FormatError as e:
+            raise HttpError(422, f"{what}: not a usable Groth16 proving key: "
+                                 f"{e.problem}") from None
+        except OSError as e:
+            raise HttpError(422, f"{what}: cannot read {path!r}: {e.strerror or e}") from None
+        with self._lock:
+            self._key_paths[cache_key] = key_id
+        return key_id
+
+    def list_keys(self, req: Request):
+        return {"keys": self.engine.keys()}
+
+    def register_key(self, req: Request):
+        body = req.json()
+        _fields(body, {"path": True}, "register key")
+        key_id = self._register_path(body["path"], "path")
+        return 201, self._key_by_id(key_id)
+
+    def get_key(self, req: Request):
+        return self._key_by_id(req.params["key_id"])
+
+    def evict_key(self, req: Request):
+        key_id = req.params["key_id"]
+        try:
+            evicted = self.engine.evict_key(key_id)
+        except UnknownKey:
+            raise HttpError(404, f"unknown key id {key_id!r}"[:200]) from None
+        except EngineError as e:
+            raise HttpError(409, str(e)) from None
+        return {"key_id": key_id, "evicted": evicted}
+
+    # ---------------------------------------------------------------- jobs
+    def _job_request(self, body: dict, spec: dict) -> tuple[str, list, str, str]:
+        """(key_id, witnesses as bytes or real paths, kind, priority) of a valid request."""
+        _fields(body, spec, "job")
+        kind = _str_field(body, "kind", "default")
+        if len(kind.encode()) > MAX_KIND_BYTES or not kind.isprintable():
+            raise HttpError(400, f"kind must be a printable label of 1 to {MAX_KIND_BYTES} "
+                                 f"bytes, got {kind!r}"[:200])
+        priority = body.get("priority", "normal")
+        if priority not in PRIORITIES:
+            raise HttpError(400, f"priority must be one of {', '.join(PRIORITIES)}, got "
+                                 f"{priority!r}"[:200])
+        key = _str_field(body, "key")
+        if KEY_ID.match(key):
+            key_id = key
+            key_info = self._key_by_id(key_id)
+        else:
+            key_id = self._register_path(key, "key")
+            key_info = self._key_by_id(key_id)
+        ws = body["witnesses"]
+        if not isinstance(ws, list):
+            raise HttpError(400, f"witnesses must be a list, got {type(ws).__name__}")
+        if not ws:
+            raise HttpError(400, "witnesses: a job needs at least one witness (one per "
+                                 "partition)")
+        if len(ws) > MAX_PARTITIONS:
+            raise HttpError(400, f"witnesses: {len(ws)} partitions, at most {MAX_PARTITIONS} "
+                                 "per job")
+        return key_id, [self._witness(w, i, key_info) for i, w in enumerate(ws)], kind, \
+            priority
+
+    def _witness(self, w, i: int, key_info: dict):
+        """One witness entry: {"data": base64} | {"path": str} | "path" -> bytes | real path,
+        checked to be a .wtns of BN254's r with the key's nVars values."""
+        from cuzk.formats.wtns import read_wtns
+
+        what = f"witnesses[{i}]"
+        if isinstance(w, str):
+            w = {"path": w}
+        if not isinstance(w, dict) or len(w) != 1 or next(iter(w)) not in ("data", "path"):
+            raise HttpError(400, f"{what}: expected {{\"data\": BASE64}} or {{\"path\": "
+                                 "PATH}} (or a path string)")
+        if "data" in w:
+            if not isinstance(w["data"], str):
+                raise HttpError(400, f"{what}.data must be a base64 string")
+            try:
+                source = base64.b64decode(w["data"], validate=True)
+            except (binascii.Error, ValueError):
+                raise HttpError(400, f"{what}.data is not valid base64") from None
+            name = f"<{what}>"
+        else:
+            source = resolve_under_roots(w["path"], self.config.key_roots, what)
+            name = source
+        try:
+            if isinstance(source, bytes):
+                witness = read_wtns(name, data=source)
+            else:
+                witness = read_wtns(source)
+            n = len(witness.values)
+        except FormatError as e:
+            raise HttpError(422, f"{what}: not a usable witness: {e.problem}") from None
+        except OSError as e:
+            raise HttpError(422, f"{what}: cannot read it: {e.strerror or e}") from None
+        finally:
+            witness = None  # drop the mapping before the engine opens the file
+        if n != key_info["n_vars"]:
+            raise HttpError(422, f"{what}: the witness has {n} values but key "
+                                 f"{key_info['key_id']} expects nVars = {key_info['n_vars']}")
+        return source
+
+    def _submit(self, body: dict, spec: dict) -> str:
+        key_id, witnesses, kind, priority = self._job_request(body, spec)
+        try:
+            return self.engine.submit(key_id, witnesses, kind=kind, priority=priority)
+        except EngineStopped as e:
+            raise HttpError(503, f"not taking jobs: {e}", {"Retry-After": "5"}) from None
+        except UnknownKey:
+            raise HttpError(404, f"unknown key id {key_id!r}") from None
+        except BudgetError as e:
+            raise HttpError(422, f"too large for this prover: {e}") from None
+        except ValueError as e:
+            raise HttpError(400, str(e)) from None
+
+    def submit(self, req: Request):
+        job_id = self._submit(req.json(), JOB_FIELDS)
+        return 201, self._job(job_id)
+
+    def _job(self, job_id: str) -> dict:
+        try:
+            return self.engine.job(job_id)
+        except UnknownJob:
+            raise HttpError(404, f"unknown job id {job_id!r} (never submitted, or finished "
+                                 "and dropped from the history)"[:300]) from None
+
+    def list_jobs(self, req: Request):
+        state = req.arg("state")
+        if state is not None and state not in JOB_STATES:
+            raise HttpError(400, f"state must be one of {', '.join(JOB_STATES)}")
+        jobs = sorted(self.engine.jobs(), key=lambda j: j["submitted_at"])
+        if state is not None:
+            jobs = [j for j in jobs if j["state"] == state]
+        return {"jobs": jobs}
+
+    def get_job(self, req: Request):
+        return self._job(req.params["job_id"])
+
+    def _wait_result(self, job_id: str, wait: float):
+        try:
+            r = self.engine.result(job_id, timeout=wait)
+        except UnknownJob:
+            self._job(job_id)  # raises the 404
+            raise
+        if r is None:
+            return 202, {**self._job(job_id), "finished": False}
+        return 200, {**r, "finished": True}
+
+    def get_result(self, req: Request):
+        wait = _seconds(req.arg("wait", "0"), "wait", self.config.max_wait)
+        return self._wait_result(req.params["job_id"], wait)
+
+    def cancel(self, req: Request):
+        job_id = req.params["job_id"]
+        if req.body:
+            req.json()  # a body, if any, must at least be JSON
+        try:
+            cancelled = self.engine.cancel(job_id)
+        except UnknownJob:
+            raise HttpError(404, f"unknown job id {job_id!r}"[:200]) from None
+        return {"job_id": job_id, "cancelled": cancelled, "state": self._job(job_id)["state"]}
+
+    def prove(self, req: Request):
+        body = req.json()
+        wait = _seconds(body.get("timeout", self.config.max_wait), "timeout",
+                        self.config.max_wait)
+        job_id = self._submit(body, PROVE_FIELDS)
+        return self._wait_result(job_id, wait)

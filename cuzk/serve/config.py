@@ -1,0 +1,381 @@
+"""`cuzk serve` configuration: flags > CUZK_* environment > TOML file > defaults.
+
+As in uvicorn, `Config(...)` only stores what it was given and `Config.load()` resolves and
+validates it, raising ConfigError with one clear sentence naming the setting and where its
+value came from. Every setting is declared once in SETTINGS (name, default, parser, help);
+the click options, the environment variables (CUZK_<NAME>), the TOML keys (<name>) and
+`cuzk config show` are all derived from that table.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import json
+import logging
+import os
+import stat
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from cuzk.engine.config import EngineConfig, format_size, parse_devices, parse_size
+
+ENV_PREFIX = "CUZK_"
+DEFAULT_PORT = 9820
+EX_CONFIG = 78  # sysexits.h EX_CONFIG: systemd's RestartPreventExitStatus= can name it
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
+
+
+class ConfigError(ValueError):
+    """A configuration cuzk serve cannot start with; str() is the one-line reason."""
+
+
+# ---------------------------------------------------------------------------- value parsers
+def _str(v) -> str:
+    if not isinstance(v, str) or not v.strip():
+        raise ValueError(f"expected a non-empty string, got {v!r}")
+    return v.strip()
+
+
+def _opt_str(v) -> str | None:
+    if v is None or (isinstance(v, str) and not v.strip()):
+        return None
+    return _str(v)
+
+
+def _count(minimum: int) -> Callable[[Any], int]:
+    def parse(v) -> int:
+        if isinstance(v, bool):
+            raise ValueError(f"expected a whole number, got {v!r}")
+        try:
+            n = int(str(v).strip()) if not isinstance(v, int) else v
+        except ValueError:
+            raise ValueError(f"expected a whole number, got {v!r}") from None
+        if n < minimum:
+            raise ValueError(f"must be at least {minimum}, got {n}")
+        return n
+
+    return parse
+
+
+def _seconds(v) -> float:
+    if isinstance(v, bool):
+        raise ValueError(f"expected seconds, got {v!r}")
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        raise ValueError(f"expected seconds, got {v!r}") from None
+    if not x >= 0 or x == float("inf"):
+        raise ValueError(f"expected a finite number of seconds >= 0, got {v!r}")
+    return x
+
+
+def _bool(v) -> bool:
+    if isinstance(v, bool):
+        return v
+    s = str(v).strip().lower()
+    if s in ("1", "true", "yes", "on"):
+        return True
+    if s in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"expected true or false, got {v!r}")
+
+
+def parse_listen(v) -> tuple[str, int]:
+    """("127.0.0.1", 9820) from "HOST:PORT", "[::1]:PORT", ":PORT" or "HOST"."""
+    s = _str(v)
+    if s.startswith("["):  # [v6]:port
+        host, sep, port = s[1:].partition("]")
+        port = port.removeprefix(":")
+    elif s.count(":") == 1:
+        host, port = s.split(":")
+    elif ":" in s:  # a bare IPv6 address
+        host, port = s, ""
+    else:
+        host, port = s, ""
+    host = host or "127.0.0.1"
+    if not port:
+        port_n = DEFAULT_PORT
+    elif port.isdigit() and int(port) <= 65535:
+        port_n = int(port)
+    else:
+        raise ValueError(f"{s!r}: expected HOST:PORT with a port from 0 to 65535")
+    return host, port_n
+
+
+def is_loopback(host: str) -> bool:
+    """True for localhost and loopback addresses (127.0.0.0/8, ::1); False for anything that
+    other machines may reach, including 0.0.0.0 and ::."""
+    if host.lower() in ("localhost", "localhost."):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a host name: it may resolve to anything
+
+
+def _devices(v) -> str:
+    s = _str(v).lower()
+    parse_devices(s)  # raises ValueError with the reason
+    return s
+
+
+def _memory_budget(v) -> str | int:
+    if isinstance(v, str) and v.strip().lower() == "auto":
+        return "auto"
+    n = parse_size(v)
+    if n <= 0:
+        raise ValueError("must be positive")
+    return n
+
+
+def _size(v) -> int:
+    n = parse_size(v)
+    if n <= 0:
+        raise ValueError("must be positive")
+    return n
+
+
+def _key_roots(v) -> list[str]:
+    if isinstance(v, str):  # CUZK_KEY_ROOTS=/a:/b (os.pathsep), or one path
+        items = [p for p in v.split(os.pathsep) if p.strip()]
+    elif isinstance(v, (list, tuple)):
+        items = list(v)
+    else:
+        raise ValueError(f"expected a list of directories, got {v!r}")
+    roots = []
+    for p in items:
+        p = _str(p)
+        real = os.path.realpath(os.path.expanduser(p))
+        if not os.path.isdir(real):
+            raise ValueError(f"{p!r} is not a directory")
+        if real not in roots:
+            roots.append(real)
+    return roots
+
+
+def _log_level(v) -> str:
+    s = _str(v).lower()
+    if s not in LOG_LEVELS:
+        raise ValueError(f"expected one of {', '.join(LOG_LEVELS)}, got {v!r}")
+    return s
+
+
+# ---------------------------------------------------------------------------- the table
+@dataclass(frozen=True)
+class Setting:
+    name: str  # attribute, TOML key; the flag is --name-with-dashes
+    default: Any
+    parse: Callable[[Any], Any]
+    help: str
+    metavar: str = ""
+    flag_name: str = ""  # when not --name-with-dashes
+
+    @property
+    def env(self) -> str:
+        return ENV_PREFIX + self.name.upper()
+
+    @property
+    def flag(self) -> str:
+        return self.flag_name or "--" + self.name.replace("_", "-")
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("listen", "127.0.0.1:9820", _str, "Address to listen on, HOST:PORT (port 0: any "
+            "free port). A non-loopback address requires --token-file.", "HOST:PORT"),
+    Setting("devices", "auto", _devices, "Proving devices: auto (every GPU, else one CPU "
+            "device), cpu:N (N CPU device processes) or GPU ordinals such as 0,1.",
+            "auto|cpu:N|0,1"),
+    Setting("synth_workers", 0, _count(0), "Synthesis processes (0: CPU cores - 1, at "
+            "least 1).", "N"),
+    Setting("workers_per_device", 2, _count(1), "prove_start loops per device process.", "N"),
+    Setting("finalizers_per_device", 2, _count(1), "prove_finish threads per device "
+            "process.", "N"),
+    Setting("memory_budget", "auto", _memory_budget, "Host memory for keys and partitions in "
+            "flight: auto (RAM minus a margin) or a size such as 16GiB.", "auto|SIZE"),
+    Setting("key_roots", [], _key_roots, "Directory under which proving keys and witness files "
+            "given by path may lie (symlinks are resolved first). Repeatable; in TOML a list, "
+            "in CUZK_KEY_ROOTS separated by ':'.", "DIR", "--key-root"),
+    Setting("board", None, _opt_str, "Status board (shared-memory) name; default: derived "
+            "from the instance and pid.", "NAME"),
+    Setting("instance", "cuzk", _str, "Instance name shown on the board and in logs.", "NAME"),
+    Setting("token_file", None, _opt_str, "File holding the bearer token that API requests "
+            "must present (Authorization: Bearer ...).", "FILE"),
+    Setting("log_level", "info", _log_level, "Log level.", "|".join(LOG_LEVELS)),
+    Setting("self_verify", False, _bool, "Verify every proof with the project's verifier "
+            "before returning it.", "BOOL"),
+    Setting("max_body", 256 * 1024**2, _size, "Largest request body accepted (witnesses are "
+            "uploaded base64 inside JSON, 4/3 of their size).", "SIZE"),
+    Setting("max_wait", 600.0, _seconds, "Longest a request may wait for a result "
+            "(?wait=, one-shot prove).", "SECS"),
+    Setting("max_connections", 64, _count(1), "Concurrent HTTP connections served; more are "
+            "answered 503 at once.", "N"),
+    Setting("drain_timeout", 30.0, _seconds, "On SIGTERM: seconds running jobs get to finish "
+            "before they are cancelled.", "SECS"),
+)
+BY_NAME = {s.name: s for s in SETTINGS}
+TOML_ALIASES = {"key_root": "key_roots", "board_name": "board"}
+
+
+class Config:
+    """The serve configuration. Construct with flags (None = not given), then load().
+
+    After load(): each setting is an attribute (parsed), `sources[name]` says where it came
+    from ("flag --x", "env CUZK_X", "file PATH", "default"), and `host`, `port`, `token`,
+    `engine_config()` are available.
+    """
+
+    def __init__(self, config_file: str | None = None, env: Mapping[str, str] | None = None,
+                 **flags):
+        unknown = set(flags) - set(BY_NAME)
+        if unknown:
+            raise TypeError(f"unknown setting(s): {', '.join(sorted(unknown))}")
+        self.config_file = config_file
+        self.env = os.environ if env is None else env
+        self.flags = {k: v for k, v in flags.items() if v is not None and v != ()}
+        self.sources: dict[str, str] = {}
+        self.loaded = False
+        self.token: str | None = None
+
+    # -------------------------------------------------------------------- resolution
+    def _file_values(self) -> tuple[dict, str | None]:
+        path = self.config_file
+        where = "flag --config"
+        if path is None and self.env.get(ENV_PREFIX + "CONFIG"):
+            path, where = self.env[ENV_PREFIX + "CONFIG"], f"env {ENV_PREFIX}CONFIG"
+        if path is None:
+            return {}, None
+        try:
+            with open(path, "rb") as f:
+                data = tomllib.load(f)
+        except OSError as e:
+            raise ConfigError(f"config file {path} ({where}): {e.strerror or e}") from None
+        except tomllib.TOMLDecodeError as e:
+            raise ConfigError(f"config file {path}: not valid TOML: {e}") from None
+        if isinstance(data.get("serve"), dict):  # a [serve] table is accepted too
+            data = {**{k: v for k, v in data.items() if k != "serve"}, **data["serve"]}
+        values = {}
+        for key, v in data.items():
+            name = key.replace("-", "_")
+            name = TOML_ALIASES.get(name, name)
+            if name not in BY_NAME:
+                raise ConfigError(f"config file {path}: unknown setting {key!r} (known: "
+                                  f"{', '.join(s.name for s in SETTINGS)})")
+            values[name] = v
+        return values, path
+
+    def load(self) -> Config:
+        """Resolve every setting from flags, environment, file and defaults; validate."""
+        file_values, file_path = self._file_values()
+        for s in SETTINGS:
+            if s.name in self.flags:
+                raw, src = self.flags[s.name], f"flag {s.flag}"
+            elif self.env.get(s.env, "") != "":
+                raw, src = self.env[s.env], f"env {s.env}"
+            elif s.name in file_values:
+                raw, src = file_values[s.name], f"file {file_path}"
+            else:
+                raw, src = s.default, "default"
+            try:
+                value = s.parse(raw)
+            except ValueError as e:
+                raise ConfigError(f"{s.name} ({src}): {e}") from None
+            setattr(self, s.name, value)
+            self.sources[s.name] = src
+        try:
+            self.host, self.port = parse_listen(self.listen)
+        except ValueError as e:
+            raise ConfigError(f"listen ({self.sources['listen']}): {e}") from None
+        self.token = self._read_token() if self.token_file else None
+        if not is_loopback(self.host) and self.token is None:
+            raise ConfigError(
+                f"listen {self.host}:{self.port} ({self.sources['listen']}) is not a loopback "
+                "address: other machines could submit jobs, so a bearer token is required "
+                "(--token-file FILE, CUZK_TOKEN_FILE or token_file in the config file)")
+        try:
+            self._engine_config = EngineConfig(
+                devices=self.devices, synth_workers=self.synth_workers,
+                workers_per_device=self.workers_per_device,
+                finalizers_per_device=self.finalizers_per_device,
+                memory_budget=self.memory_budget, board_name=self.board,
+                instance=self.instance, self_verify=self.self_verify).validated()
+        except ValueError as e:
+            raise ConfigError(f"engine: {e}") from None
+        self.loaded = True
+        return self
+
+    def _read_token(self) -> str:
+        path = self.token_file
+        try:
+            st = os.stat(path)
+            with open(path, encoding="utf-8") as f:
+                token = f.read().strip()
+        except OSError as e:
+            raise ConfigError(f"token_file {path} ({self.sources['token_file']}): "
+                              f"{e.strerror or e}") from None
+        except UnicodeDecodeError:
+            raise ConfigError(f"token_file {path}: not UTF-8 text") from None
+        if len(token) < 16 or any(c.isspace() for c in token):
+            raise ConfigError(f"token_file {path}: the token must be one word of at least 16 "
+                              "characters (e.g. `openssl rand -hex 32 > FILE`)")
+        if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+            logging.getLogger("cuzk.serve").warning(
+                "token file %s is readable by group or others (chmod 600 it)", path)
+        return token
+
+    # -------------------------------------------------------------------- views
+    def engine_config(self) -> EngineConfig:
+        """The validated EngineConfig (devices resolved, sizes parsed)."""
+        self._require_loaded()
+        return dataclasses.replace(self._engine_config)
+
+    def _require_loaded(self):
+        if not self.loaded:
+            raise RuntimeError("Config.load() first")
+
+    def effective(self) -> dict:
+        """{name: {"value", "source", "resolved"?}} for every setting (never the token)."""
+        self._require_loaded()
+        ec = self._engine_config
+        resolved = {
+            "devices": ",".join(ec.device_names),
+            "synth_workers": ec.synth_workers,
+            "memory_budget": f"{ec.memory_budget} bytes ({format_size(ec.memory_budget)})",
+            "listen": f"{self.host}:{self.port}",
+        }
+        out = {}
+        for s in SETTINGS:
+            entry = {"value": getattr(self, s.name), "source": self.sources[s.name]}
+            if s.name in resolved and str(resolved[s.name]) != str(entry["value"]):
+                entry["resolved"] = resolved[s.name]
+            out[s.name] = entry
+        out["token"] = {"value": "set" if self.token else "none",
+                        "source": self.sources["token_file"]}
+        return out
+
+    def to_toml(self) -> str:
+        """The effective configuration as a TOML file, each value's source as a comment."""
+        lines = ["# cuzk serve: effective configuration (flags > CUZK_* env > file > defaults)"]
+        for name, e in self.effective().items():
+            if name == "token":
+                continue
+            v = e["value"]
+            note = e["source"] + (f"; resolved: {e['resolved']}" if "resolved" in e else "")
+            text = "# " + f"{name} = (unset)" if v is None else f"{name} = {_toml_value(v)}"
+            lines.append(f"{text:<44} # {note}")
+        return "\n".join(lines) + "\n"
+
+    def to_json(self) -> str:
+        return json.dumps(self.effective(), indent=2)
+
+
+def _toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    return json.dumps(str(v))  # a TOML basic string is a JSON string for these values

@@ -1,0 +1,162 @@
+"""Runs `cuzk serve`: bind, start the engine, serve HTTP, drain on SIGTERM, exit.
+
+Order of events:
+  1. bind the listening socket (a busy port fails before any process is spawned);
+  2. start the Engine (synthesis and device processes, the status board);
+  3. log one summary line per device and the board name, then "listening on URL";
+  4. serve HTTP from a thread; the main thread waits on a self-pipe that the SIGTERM/SIGINT
+     handlers write (handlers only enqueue, as in uvicorn's supervisors);
+  5. on the first signal: /healthz turns 503, new jobs are refused (503), running jobs get
+     `drain_timeout` seconds, results stay fetchable meanwhile; a second signal cuts the
+     drain short; then the HTTP server and the engine stop and every segment is released.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import select
+import signal
+import sys
+import threading
+
+from cuzk.serve.config import Config
+
+log = logging.getLogger("cuzk.serve")
+
+EX_OK = 0
+EX_STARTUP = 3  # the engine or the listener could not start (uvicorn's STARTUP_FAILURE)
+
+
+def setup_logging(level: str) -> None:
+    logging.basicConfig(level=getattr(logging, level.upper()), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s")
+    logging.getLogger().setLevel(getattr(logging, level.upper()))
+    logging.getLogger("numba").setLevel(logging.WARNING)
+
+
+def describe_device(name: str, cfg) -> str:
+    """One line about a device process: what it runs and with how many loops."""
+    what = "Numba CPU kernels"
+    if name.startswith("cuda:"):
+        what = "CUDA"
+        try:  # optional telemetry library: name and memory without a CUDA context here
+            import pynvml
+
+            pynvml.nvmlInit()
+            h = pynvml.nvmlDeviceGetHandleByIndex(int(name.split(":")[1]))
+            gpu = pynvml.nvmlDeviceGetName(h)
+            mem = pynvml.nvmlDeviceGetMemoryInfo(h).total
+            what = f"CUDA {gpu.decode() if isinstance(gpu, bytes) else gpu}, " \
+                   f"{mem / 1024**3:.0f} GiB"
+        except Exception:
+            pass
+    return (f"device {name}: {what}; {cfg.workers_per_device} prove_start loop(s), "
+            f"{cfg.finalizers_per_device} finalizer thread(s)")
+
+
+class Daemon:
+    """One serve process: engine + HTTP server + signal handling."""
+
+    def __init__(self, config: Config):
+        self.config = config
+        self.engine = None
+        self.server = None
+        self.api = None
+        self.metrics = None
+        self._sig_r, self._sig_w = os.pipe()
+        os.set_blocking(self._sig_w, False)
+        self.signals = 0
+
+    def _on_signal(self, signum, frame):
+        try:
+            os.write(self._sig_w, bytes([signum]))
+        except OSError:
+            pass
+
+    def run(self) -> int:
+        from cuzk.engine import Engine
+        from cuzk.serve.api import Api
+        from cuzk.serve.http import Router, Server
+        from cuzk.serve.metrics import Metrics
+
+        cfg = self.config
+        ecfg = cfg.engine_config()
+        # signals first: a SIGTERM during start-up still stops everything cleanly
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+        try:
+            self.server = Server((cfg.host, cfg.port), Router(), token=cfg.token,
+                                 max_body=cfg.max_body, max_connections=cfg.max_connections,
+                                 loopback_only=cfg.token is None)
+        except OSError as e:
+            log.error("cannot listen on %s:%d: %s", cfg.host, cfg.port, e.strerror or e)
+            return EX_STARTUP
+        try:
+            self.engine = Engine(ecfg)
+            self.engine.start(timeout=600)
+        except Exception as e:
+            log.error("engine failed to start: %s", e)
+            self.server.server_close()
+            if self.engine is not None:
+                self.engine.stop(0)
+            return EX_STARTUP
+        for name in ecfg.device_names:
+            log.info(describe_device(name, ecfg))
+        log.info("board %s (watch it with: cuzk top --board %s)", self.engine.board_name,
+                 self.engine.board_name)
+        if not cfg.key_roots:
+            log.warning("no --key-root: keys and witnesses given by path are refused")
+        else:
+            log.info("key roots: %s", ", ".join(cfg.key_roots))
+        self.metrics = Metrics(self.engine).start()
+        self.api = Api(self.engine, cfg, self.metrics)
+        self.server.router = self.api.router()
+        thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.2},
+                                  name="cuzk-http", daemon=True)
+        thread.start()
+        log.info("listening on %s (token %s)", self.server.url,
+                 "required" if cfg.token else "not required: loopback only")
+        try:
+            self._wait()
+        finally:
+            self.server.shutdown()
+            self.server.server_close()
+            self.metrics.stop()
+            self.engine.stop(0)
+        log.info("stopped")
+        return EX_OK
+
+    def _wait(self) -> None:
+        """Until a signal, then drain until the engine has stopped."""
+        draining = False
+        while True:
+            if draining and self.engine.wait_stopped(0):
+                return
+            if not draining and not self.engine.running:
+                log.error("the engine stopped on its own; exiting")
+                return
+            try:
+                ready, _, _ = select.select([self._sig_r], [], [], 0.2)
+            except InterruptedError:
+                continue
+            if not ready:
+                continue
+            for signum in os.read(self._sig_r, 64):
+                self.signals += 1
+                name = signal.Signals(signum).name
+                if not draining:
+                    draining = True
+                    self.api.draining = True
+                    log.info("%s: draining (running jobs get %.0f s; a second signal stops "
+                             "at once)", name, self.config.drain_timeout)
+                    self.engine.request_stop(self.config.drain_timeout)
+                else:
+                    log.info("%s again: stopping now", name)
+                    self.engine.request_stop(0)
+
+
+def run(config: Config) -> int:
+    """Exit status of a serve run with a loaded Config."""
+    setup_logging(config.log_level)
+    return Daemon(config).run()

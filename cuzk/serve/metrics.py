@@ -1,0 +1,151 @@
+"""GET /metrics: Prometheus text rendered from the board snapshot (prometheus_client).
+
+Gauges and counters are read from one status snapshot per scrape (a custom collector, so the
+figures are the board's, not a second set of books). Durations are not on the board: a small
+watcher thread notices jobs as they finish (Engine.jobs() keeps a bounded history, polled
+every `interval` seconds) and observes their submit-to-finish time in a histogram by kind.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+log = logging.getLogger("cuzk.serve")
+
+# job wall times from seconds (tiny circuits on CPU) to an hour (large partitioned jobs)
+DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
+
+
+class SnapshotCollector:
+    """Counters and gauges from the board snapshot, one snapshot per scrape."""
+
+    def __init__(self, snapshot):
+        self._snapshot = snapshot  # callable -> snapshot dict
+
+    def describe(self):
+        return []  # do not snapshot at registration time
+
+    def collect(self):
+        s = self._snapshot()
+        c = s.get("counters") or {}
+        done = CounterMetricFamily("cuzk_jobs_completed", "Jobs whose every partition was "
+                                   "proved, by kind.", labels=["kind"])
+        for kind, n in sorted((c.get("completed_by_kind") or {}).items()):
+            done.add_metric([kind], n)
+        yield done
+        failed = CounterMetricFamily("cuzk_jobs_failed", "Jobs that failed (a partition "
+                                     "failed after its retries), by kind.", labels=["kind"])
+        for kind, n in sorted((c.get("failed_by_kind") or {}).items()):
+            failed.add_metric([kind], n)
+        yield failed
+        yield CounterMetricFamily("cuzk_partition_retries", "Partition attempts retried.",
+                                  value=c.get("retries") or 0)
+        yield CounterMetricFamily("cuzk_process_restarts", "Synthesis and device processes "
+                                  "restarted after dying or hanging.",
+                                  value=c.get("restarts") or 0)
+        yield CounterMetricFamily("cuzk_stale_ends_ignored", "Board slot ends refused because "
+                                  "their generation token was stale.",
+                                  value=c.get("stale_ends_ignored") or 0)
+        yield GaugeMetricFamily("cuzk_queue_depth", "Partitions waiting for synthesis or a "
+                                "device.", value=c.get("queue_depth") or 0)
+        busy = GaugeMetricFamily("cuzk_workers_busy", "Workers busy now, by role.",
+                                 labels=["role"])
+        total = GaugeMetricFamily("cuzk_workers", "Workers, by role.", labels=["role"])
+        roles = {
+            "device": (s.get("gpu_workers") or [], ("proving",)),
+            "finalizer": (s.get("finalizers") or [], ("finalizing",)),
+            "synthesis": ((s.get("synthesis") or {}).get("workers") or [], ("synthesizing",)),
+        }
+        for role, (workers, busy_states) in roles.items():
+            busy.add_metric([role], sum(w.get("state") in busy_states for w in workers))
+            total.add_metric([role], len(workers))
+        yield busy
+        yield total
+        m = s.get("memory") or {}
+        yield GaugeMetricFamily("cuzk_memory_reserved_bytes", "Memory budget reserved now.",
+                                value=m.get("reserved_bytes") or 0)
+        yield GaugeMetricFamily("cuzk_memory_total_bytes", "Memory budget total.",
+                                value=m.get("total_bytes") or 0)
+        by_use = GaugeMetricFamily("cuzk_memory_reserved_by_use_bytes", "Memory budget "
+                                   "reserved now, by use.", labels=["use"])
+        for use, n in sorted((m.get("by_use") or {}).items()):
+            by_use.add_metric([use], n)
+        yield by_use
+        states = GaugeMetricFamily("cuzk_pipelines", "Jobs on the board, by state.",
+                                   labels=["state"])
+        counts: dict[str, int] = {}
+        for p in s.get("pipelines") or []:
+            counts[p.get("state")] = counts.get(p.get("state"), 0) + 1
+        for st in ("queued", "running", "done", "failed", "cancelled"):
+            states.add_metric([st], counts.get(st, 0))
+        yield states
+        yield GaugeMetricFamily("cuzk_keys_resident", "Proving keys resident on devices.",
+                                value=len(s.get("keys") or []))
+        yield GaugeMetricFamily("cuzk_uptime_seconds", "Seconds since the engine started.",
+                                value=s.get("uptime_secs") or 0)
+
+
+class Metrics:
+    """The /metrics registry of one serve process, and its job-duration watcher."""
+
+    def __init__(self, engine, interval: float = 0.25):
+        self.engine = engine
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(SnapshotCollector(engine.snapshot))
+        self.duration = Histogram("cuzk_job_duration_seconds", "Seconds from submission to "
+                                  "the last partition's proof, for completed jobs, by kind.",
+                                  ["kind"], buckets=DURATION_BUCKETS, registry=self.registry)
+        self.partition_device = Histogram(
+            "cuzk_partition_device_seconds", "Seconds a partition spent in prove_start on a "
+            "device, by kind.", ["kind"], buckets=DURATION_BUCKETS, registry=self.registry)
+        self._seen: set[str] = set()
+        self._interval = interval
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._watch, name="cuzk-metrics", daemon=True)
+
+    def start(self) -> Metrics:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self._interval):
+            try:
+                self.observe_finished()
+            except Exception:  # never let metrics take anything down
+                log.exception("metrics watcher")
+
+    def observe_finished(self) -> None:
+        """Observe the durations of jobs that finished since the last call (idempotent)."""
+        with self._lock:
+            jobs = self.engine.jobs()
+            live = set()
+            for j in jobs:
+                live.add(j["job_id"])
+                if j["job_id"] in self._seen or j["state"] not in ("done", "failed",
+                                                                    "cancelled"):
+                    continue
+                self._seen.add(j["job_id"])
+                if j["state"] == "done" and j.get("finished_at") and j.get("submitted_at"):
+                    self.duration.labels(j["kind"]).observe(
+                        max(0.0, j["finished_at"] - j["submitted_at"]))
+                    try:
+                        detail = self.engine.job(j["job_id"])
+                    except KeyError:
+                        continue
+                    for p in detail.get("partitions") or []:
+                        if p.get("gpu_ms") is not None:
+                            self.partition_device.labels(j["kind"]).observe(p["gpu_ms"] / 1e3)
+            self._seen &= live  # jobs gone from the engine's history cannot come back
+
+    def render(self) -> tuple[bytes, str]:
+        """(body, content type) of a scrape."""
+        self.observe_finished()
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST
