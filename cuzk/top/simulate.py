@@ -43,13 +43,25 @@ class Plan:
     synth_s: tuple = (0.3, 0.8)
     gpu_s: tuple = (0.4, 1.2)
     finalize_s: tuple = (0.1, 0.3)
-    fail_rate: float = 0.02
+    fail_rate: float = 0.005
     heartbeat_s: float = 0.25
     instance: str = "simulated"
 
 
 def _parent_gone(ppid: int) -> bool:
     return os.getppid() != ppid
+
+
+def _work(seconds: float, stop, table, slot: int, beat: float) -> None:
+    """Sleep `seconds` as if working, stamping the slot's heartbeat every `beat` seconds
+    (a real worker's heartbeat thread does the same); returns early on stop."""
+    end = time.monotonic() + seconds
+    while not stop.is_set():
+        left = end - time.monotonic()
+        if left <= 0:
+            return
+        stop.wait(min(beat, left))
+        table.heartbeat(slot)
 
 
 def _synth_main(name, slots, synth_q, gpu_q, stop, plan: Plan, ppid, seed):
@@ -71,7 +83,7 @@ def _synth_main(name, slots, synth_q, gpu_q, stop, plan: Plan, ppid, seed):
                 continue
             tok = board.synth.claim(slot, job, part)
             t = rng.uniform(*plan.synth_s)
-            stop.wait(t)
+            _work(t, stop, board.synth, slot, plan.heartbeat_s)
             board.end(tok, state="synth_done", synth_ms=1000 * t, attempts=1)
             gpu_q.put((job, part, kind))
 
@@ -121,7 +133,7 @@ def _device_main(name, ordinal, dev_slots, fin_slots, gpu_q, done_q, stop, plan:
                 continue
             tok = board.claim_device(slot, job, part)
             t, _ = draw(plan.gpu_s)
-            stop.wait(t)
+            _work(t, stop, board.devices, slot, plan.heartbeat_s)
             while True:                         # wait for a free finalizer, heartbeating
                 try:
                     fslot = free_fins.get(timeout=plan.heartbeat_s)
