@@ -91,9 +91,9 @@ def test_budget_never_exceeds_total(ops):
                 b.try_reserve(owner, {"abc": x, "witness": y})
         elif op == "reserve":
             if b.try_reserve(owner, {"abc": x, "witness": y}):
-                held.setdefault(owner, {"abc": 0, "witness": 0})
-                held[owner]["abc"] += x
-                held[owner]["witness"] += y
+                mine = held.setdefault(owner, {})
+                mine["abc"] = mine.get("abc", 0) + x
+                mine["witness"] = mine.get("witness", 0) + y
         elif op == "release":
             assert b.release(owner) == sum(held.pop(owner, {}).values())
         else:

@@ -136,7 +136,8 @@ class EngineConfig:
     key_idle_evict_secs: float = 0.0  # evict keys idle this long (0 = only when room is needed)
     job_history: int = 256  # finished jobs kept for job()/result()
     board_jobs: int = 64  # job records on the board
-    board_partitions: int = 32  # partition records per board job record
+    board_partitions: int = 64  # partition records per board job record (larger jobs are
+    # proved but not shown on the board)
     board_keys: int = 16  # key records on the board
     device_names: list[str] = field(default_factory=list)  # resolved from `devices` by validated()
 

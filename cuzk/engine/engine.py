@@ -257,6 +257,8 @@ class Engine:
         the request and writes the wake-up pipe; the supervisor thread does the work."""
 
         def handler(signum, frame):
+            if self._stopped.is_set():
+                return  # the wake-up pipe is closed (its fd number may be reused)
             self._signal_stop = drain_deadline
             try:
                 os.write(self._wake_w, b"s")
@@ -558,8 +560,8 @@ class Engine:
             for k in self._keys.values():
                 k.devices.discard(ch.index)
         self._event("exit", ch.role, ch.index, ch.pid, code)
-        if expected or self._draining:
-            ch.state = "down"
+        if expected or self._drain_cancelled_at is not None:
+            ch.state = "down"  # stopping: work that is left has been cancelled
             return
         ch.state = "dead"
         self.counters["restarts"] += 1
@@ -575,7 +577,8 @@ class Engine:
     def _timers(self) -> None:
         now = time.time()
         for ch in self._synth + self._devices:
-            if ch.state == "dead" and now >= ch.next_start_at and not self._draining:
+            if (ch.state == "dead" and now >= ch.next_start_at
+                    and self._drain_cancelled_at is None):  # a drain still needs its processes
                 self._spawn(ch)
                 self._status.set_restarts(ch)
         if now - self._last_ping >= self.config.ping_interval:
@@ -756,7 +759,7 @@ class Engine:
                     self._send(dev, ("cancel", job.job_id))
         for p in job.partitions:
             if p.state not in ("done", "failed"):
-                p.state = "failed" if state == "failed" else p.state
+                p.state = "cancelled"  # dropped, or stopped at its next stage boundary
         job.state, job.error, job.finished_at = state, error, time.time()
         job.inputs = []
         k = self._keys.get(job.key_id)

@@ -144,9 +144,8 @@ class SupervisorStatus:
 
     def job_end(self, job) -> None:
         for i, p in enumerate(job.partitions):
-            if p.state in ("failed", "pending") and job.state != "done":
-                self.board.partition_set(job.job_id, i, "failed" if p.state == "failed" else None,
-                                         attempts=p.attempts)
+            if p.state == "failed":
+                self.board.partition_set(job.job_id, i, "failed", attempts=p.attempts)
         self.board.job_set_state(job.job_id, job.state)
         if job.state == "done":
             self.board.count_completed(job.kind)
