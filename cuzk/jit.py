@@ -215,3 +215,24 @@ def default_device_target() -> str:
     if forced:
         return forced
     return CUDA if (not cuda_simulated() and cuda_available()) else CPU
+
+
+# -- launching -------------------------------------------------------------------------------
+THREADS_PER_BLOCK = 128
+SIMULATOR_THREADS_PER_BLOCK = 16  # the simulator runs each thread of a block as a Python thread
+
+
+def launch(kernel, n: int, *args, threads_per_block: int | None = None) -> None:
+    """Launch a 1-D ``kernel`` (a ``numba.cuda.jit`` dispatcher) over ``n`` items.
+
+    Kernels guard with ``i = cuda.grid(1); if i < n:`` and write into output arrays.
+    Works on a GPU and in the simulator (smaller blocks there); n = 0 launches nothing.
+    """
+    require_cuda()
+    if n <= 0:
+        return
+    if threads_per_block is None:
+        threads_per_block = SIMULATOR_THREADS_PER_BLOCK if cuda_simulated() else THREADS_PER_BLOCK
+    threads = min(threads_per_block, n)
+    blocks = (n + threads - 1) // threads
+    kernel[blocks, threads](*args)

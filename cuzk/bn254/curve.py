@@ -368,3 +368,59 @@ def g2_is_on_curve_affine(a):
         return True
     x, y = a
     return fq2_eq(fq2_sqr(y), fq2_add(fq2_mul(fq2_sqr(x), x), G2_B_MONT))
+
+
+# ================================ array access ============================================
+# Layouts (rows of uint64 arrays, limbs little-endian, coordinates in Montgomery form):
+#   G1 affine (n, 8) = x || y                  (the zkey's point layout)
+#   G1 Jacobian (n, 12) = X || Y || Z
+#   G2 affine (n, 16) = x.c0 || x.c1 || y.c0 || y.c1   (the zkey's point layout)
+#   G2 Jacobian (n, 24) = X.c0 || X.c1 || Y.c0 || Y.c1 || Z.c0 || Z.c1
+
+fq_load, fq_store, fq2_load, fq2_store = F.load, F.store, F.fq2_load, F.fq2_store
+
+
+@device_fn
+def g1_load_affine(arr, i):
+    return (fq_load(arr, i, 0), fq_load(arr, i, 4))
+
+
+@device_fn
+def g1_store_affine(arr, i, a):
+    fq_store(arr, i, 0, a[0])
+    fq_store(arr, i, 4, a[1])
+
+
+@device_fn
+def g1_load(arr, i):
+    return (fq_load(arr, i, 0), fq_load(arr, i, 4), fq_load(arr, i, 8))
+
+
+@device_fn
+def g1_store(arr, i, P):
+    fq_store(arr, i, 0, P[0])
+    fq_store(arr, i, 4, P[1])
+    fq_store(arr, i, 8, P[2])
+
+
+@device_fn
+def g2_load_affine(arr, i):
+    return (fq2_load(arr, i, 0), fq2_load(arr, i, 8))
+
+
+@device_fn
+def g2_store_affine(arr, i, a):
+    fq2_store(arr, i, 0, a[0])
+    fq2_store(arr, i, 8, a[1])
+
+
+@device_fn
+def g2_load(arr, i):
+    return (fq2_load(arr, i, 0), fq2_load(arr, i, 8), fq2_load(arr, i, 16))
+
+
+@device_fn
+def g2_store(arr, i, P):
+    fq2_store(arr, i, 0, P[0])
+    fq2_store(arr, i, 8, P[1])
+    fq2_store(arr, i, 16, P[2])

@@ -1,0 +1,469 @@
+"""Batch entry points on the CPU: elementwise field and curve operations over numpy arrays.
+
+The same Python functions exist in cuzk.bn254.batch_cuda (same names, same array layouts),
+so callers and tests switch targets by switching modules (``cuzk.bn254.batch(target)``).
+
+Array layouts (uint64, C order, one element per row; see cuzk.bn254.curve):
+Fq/Fr (n, 4), Fq2 (n, 8), G1 affine (n, 8), G1 Jacobian (n, 12), G2 affine (n, 16),
+G2 Jacobian (n, 24). Field elements are in Montgomery form except where a name says
+otherwise (``*_to_mont`` takes plain values, scalars ``k`` of ``*_mul`` are plain).
+Inverses of 0 are 0 here (no exceptions inside kernels); the Python-level ``fq_inv`` etc. in
+cuzk.bn254 raise ZeroDivisionError.
+
+Loops that cost more than a memory pass (multiplications, inversions, curve operations) run
+across all cores with ``prange``; add/sub/neg are memory-bound and stay serial (measured:
+threads did not pay at the sizes the prover uses them for).
+"""
+
+import numpy as np
+from numba import njit, prange
+
+from cuzk.bn254 import curve as C
+from cuzk.bn254 import field as F
+from cuzk.bn254.convert import rows
+
+_parallel = njit(cache=True, parallel=True)
+_serial = njit(cache=True)
+
+load, store, fq2_load, fq2_store = F.load, F.store, F.fq2_load, F.fq2_store
+
+
+# ==================================== kernels =============================================
+# Fq / Fr / Fq2 elementwise
+
+@_serial
+def _fq_add(a, b, out):
+    for i in range(out.shape[0]):
+        store(out, i, 0, F.fq_add(load(a, i, 0), load(b, i, 0)))
+
+
+@_serial
+def _fq_sub(a, b, out):
+    for i in range(out.shape[0]):
+        store(out, i, 0, F.fq_sub(load(a, i, 0), load(b, i, 0)))
+
+
+@_serial
+def _fq_neg(a, out):
+    for i in range(out.shape[0]):
+        store(out, i, 0, F.fq_neg(load(a, i, 0)))
+
+
+@_parallel
+def _fq_mul(a, b, out):
+    for i in prange(out.shape[0]):
+        store(out, i, 0, F.fq_mul(load(a, i, 0), load(b, i, 0)))
+
+
+@_parallel
+def _fq_inv(a, out):
+    for i in prange(out.shape[0]):
+        store(out, i, 0, F.fq_inv(load(a, i, 0)))
+
+
+@_parallel
+def _fq_to_mont(a, out):
+    for i in prange(out.shape[0]):
+        store(out, i, 0, F.fq_to_mont(load(a, i, 0)))
+
+
+@_parallel
+def _fq_from_mont(a, out):
+    for i in prange(out.shape[0]):
+        store(out, i, 0, F.fq_from_mont(load(a, i, 0)))
+
+
+@_serial
+def _fr_add(a, b, out):
+    for i in range(out.shape[0]):
+        store(out, i, 0, F.fr_add(load(a, i, 0), load(b, i, 0)))
+
+
+@_serial
+def _fr_sub(a, b, out):
+    for i in range(out.shape[0]):
+        store(out, i, 0, F.fr_sub(load(a, i, 0), load(b, i, 0)))
+
+
+@_serial
+def _fr_neg(a, out):
+    for i in range(out.shape[0]):
+        store(out, i, 0, F.fr_neg(load(a, i, 0)))
+
+
+@_parallel
+def _fr_mul(a, b, out):
+    for i in prange(out.shape[0]):
+        store(out, i, 0, F.fr_mul(load(a, i, 0), load(b, i, 0)))
+
+
+@_parallel
+def _fr_inv(a, out):
+    for i in prange(out.shape[0]):
+        store(out, i, 0, F.fr_inv(load(a, i, 0)))
+
+
+@_parallel
+def _fr_to_mont(a, out):
+    for i in prange(out.shape[0]):
+        store(out, i, 0, F.fr_to_mont(load(a, i, 0)))
+
+
+@_parallel
+def _fr_from_mont(a, out):
+    for i in prange(out.shape[0]):
+        store(out, i, 0, F.fr_from_mont(load(a, i, 0)))
+
+
+@_serial
+def _fq2_add(a, b, out):
+    for i in range(out.shape[0]):
+        fq2_store(out, i, 0, F.fq2_add(fq2_load(a, i, 0), fq2_load(b, i, 0)))
+
+
+@_serial
+def _fq2_sub(a, b, out):
+    for i in range(out.shape[0]):
+        fq2_store(out, i, 0, F.fq2_sub(fq2_load(a, i, 0), fq2_load(b, i, 0)))
+
+
+@_parallel
+def _fq2_mul(a, b, out):
+    for i in prange(out.shape[0]):
+        fq2_store(out, i, 0, F.fq2_mul(fq2_load(a, i, 0), fq2_load(b, i, 0)))
+
+
+@_parallel
+def _fq2_sqr(a, out):
+    for i in prange(out.shape[0]):
+        fq2_store(out, i, 0, F.fq2_sqr(fq2_load(a, i, 0)))
+
+
+@_parallel
+def _fq2_inv(a, out):
+    for i in prange(out.shape[0]):
+        fq2_store(out, i, 0, F.fq2_inv(fq2_load(a, i, 0)))
+
+
+# G1
+
+@_parallel
+def _g1_add(P, Q, out):
+    for i in prange(out.shape[0]):
+        C.g1_store(out, i, C.g1_add(C.g1_load(P, i), C.g1_load(Q, i)))
+
+
+@_parallel
+def _g1_add_mixed(P, a, out):
+    for i in prange(out.shape[0]):
+        C.g1_store(out, i, C.g1_add_mixed(C.g1_load(P, i), C.g1_load_affine(a, i)))
+
+
+@_parallel
+def _g1_add_affine(a, b, out):
+    for i in prange(out.shape[0]):
+        P = C.g1_from_affine(C.g1_load_affine(a, i))
+        C.g1_store(out, i, C.g1_add_mixed(P, C.g1_load_affine(b, i)))
+
+
+@_parallel
+def _g1_dbl(P, out):
+    for i in prange(out.shape[0]):
+        C.g1_store(out, i, C.g1_dbl(C.g1_load(P, i)))
+
+
+@_serial
+def _g1_neg(P, out):
+    for i in range(out.shape[0]):
+        C.g1_store(out, i, C.g1_neg(C.g1_load(P, i)))
+
+
+@_serial
+def _g1_from_affine(a, out):
+    for i in range(out.shape[0]):
+        C.g1_store(out, i, C.g1_from_affine(C.g1_load_affine(a, i)))
+
+
+@_parallel
+def _g1_to_affine(P, out):
+    for i in prange(out.shape[0]):
+        C.g1_store_affine(out, i, C.g1_to_affine(C.g1_load(P, i)))
+
+
+@_parallel
+def _g1_eq(P, Q, out):
+    for i in prange(out.shape[0]):
+        out[i] = C.g1_eq(C.g1_load(P, i), C.g1_load(Q, i))
+
+
+@_parallel
+def _g1_mul(P, k, out):
+    for i in prange(out.shape[0]):
+        C.g1_store(out, i, C.g1_mul(C.g1_load(P, i), load(k, i, 0)))
+
+
+@_parallel
+def _g1_is_on_curve_affine(a, out):
+    for i in prange(out.shape[0]):
+        out[i] = C.g1_is_on_curve_affine(C.g1_load_affine(a, i))
+
+
+# G2
+
+@_parallel
+def _g2_add(P, Q, out):
+    for i in prange(out.shape[0]):
+        C.g2_store(out, i, C.g2_add(C.g2_load(P, i), C.g2_load(Q, i)))
+
+
+@_parallel
+def _g2_add_mixed(P, a, out):
+    for i in prange(out.shape[0]):
+        C.g2_store(out, i, C.g2_add_mixed(C.g2_load(P, i), C.g2_load_affine(a, i)))
+
+
+@_parallel
+def _g2_add_affine(a, b, out):
+    for i in prange(out.shape[0]):
+        P = C.g2_from_affine(C.g2_load_affine(a, i))
+        C.g2_store(out, i, C.g2_add_mixed(P, C.g2_load_affine(b, i)))
+
+
+@_parallel
+def _g2_dbl(P, out):
+    for i in prange(out.shape[0]):
+        C.g2_store(out, i, C.g2_dbl(C.g2_load(P, i)))
+
+
+@_serial
+def _g2_neg(P, out):
+    for i in range(out.shape[0]):
+        C.g2_store(out, i, C.g2_neg(C.g2_load(P, i)))
+
+
+@_serial
+def _g2_from_affine(a, out):
+    for i in range(out.shape[0]):
+        C.g2_store(out, i, C.g2_from_affine(C.g2_load_affine(a, i)))
+
+
+@_parallel
+def _g2_to_affine(P, out):
+    for i in prange(out.shape[0]):
+        C.g2_store_affine(out, i, C.g2_to_affine(C.g2_load(P, i)))
+
+
+@_parallel
+def _g2_eq(P, Q, out):
+    for i in prange(out.shape[0]):
+        out[i] = C.g2_eq(C.g2_load(P, i), C.g2_load(Q, i))
+
+
+@_parallel
+def _g2_mul(P, k, out):
+    for i in prange(out.shape[0]):
+        C.g2_store(out, i, C.g2_mul(C.g2_load(P, i), load(k, i, 0)))
+
+
+@_parallel
+def _g2_is_on_curve_affine(a, out):
+    for i in prange(out.shape[0]):
+        out[i] = C.g2_is_on_curve_affine(C.g2_load_affine(a, i))
+
+
+# ================================= Python entry points ====================================
+
+def _same_rows(a, b):
+    if a.shape[0] != b.shape[0]:
+        raise ValueError(f"operands differ in length: {a.shape[0]} vs {b.shape[0]}")
+
+
+def _binary(kernel, a, b, wa, wb, wout):
+    a, b = rows(a, wa, "a"), rows(b, wb, "b")
+    _same_rows(a, b)
+    out = np.empty((a.shape[0], wout), dtype=np.uint64)
+    kernel(a, b, out)
+    return out
+
+
+def _unary(kernel, a, wa, wout):
+    a = rows(a, wa, "a")
+    out = np.empty((a.shape[0], wout), dtype=np.uint64)
+    kernel(a, out)
+    return out
+
+
+def _predicate(kernel, *operands):
+    out = np.empty(operands[0].shape[0], dtype=np.bool_)
+    kernel(*operands, out)
+    return out
+
+
+def fq_add(a, b):
+    return _binary(_fq_add, a, b, 4, 4, 4)
+
+
+def fq_sub(a, b):
+    return _binary(_fq_sub, a, b, 4, 4, 4)
+
+
+def fq_mul(a, b):
+    return _binary(_fq_mul, a, b, 4, 4, 4)
+
+
+def fq_neg(a):
+    return _unary(_fq_neg, a, 4, 4)
+
+
+def fq_inv(a):
+    """Elementwise inverse; 0 maps to 0."""
+    return _unary(_fq_inv, a, 4, 4)
+
+
+def fq_to_mont(a):
+    return _unary(_fq_to_mont, a, 4, 4)
+
+
+def fq_from_mont(a):
+    return _unary(_fq_from_mont, a, 4, 4)
+
+
+def fr_add(a, b):
+    return _binary(_fr_add, a, b, 4, 4, 4)
+
+
+def fr_sub(a, b):
+    return _binary(_fr_sub, a, b, 4, 4, 4)
+
+
+def fr_mul(a, b):
+    return _binary(_fr_mul, a, b, 4, 4, 4)
+
+
+def fr_neg(a):
+    return _unary(_fr_neg, a, 4, 4)
+
+
+def fr_inv(a):
+    """Elementwise inverse; 0 maps to 0."""
+    return _unary(_fr_inv, a, 4, 4)
+
+
+def fr_to_mont(a):
+    return _unary(_fr_to_mont, a, 4, 4)
+
+
+def fr_from_mont(a):
+    return _unary(_fr_from_mont, a, 4, 4)
+
+
+def fq2_add(a, b):
+    return _binary(_fq2_add, a, b, 8, 8, 8)
+
+
+def fq2_sub(a, b):
+    return _binary(_fq2_sub, a, b, 8, 8, 8)
+
+
+def fq2_mul(a, b):
+    return _binary(_fq2_mul, a, b, 8, 8, 8)
+
+
+def fq2_sqr(a):
+    return _unary(_fq2_sqr, a, 8, 8)
+
+
+def fq2_inv(a):
+    """Elementwise inverse; 0 maps to 0."""
+    return _unary(_fq2_inv, a, 8, 8)
+
+
+def g1_add(P, Q):
+    """Jacobian + Jacobian -> Jacobian."""
+    return _binary(_g1_add, P, Q, 12, 12, 12)
+
+
+def g1_add_mixed(P, a):
+    """Jacobian + affine -> Jacobian."""
+    return _binary(_g1_add_mixed, P, a, 12, 8, 12)
+
+
+def g1_add_affine(a, b, affine: bool = False):
+    """affine + affine -> Jacobian, or affine when ``affine`` (one inversion per row)."""
+    out = _binary(_g1_add_affine, a, b, 8, 8, 12)
+    return g1_to_affine(out) if affine else out
+
+
+def g1_dbl(P):
+    return _unary(_g1_dbl, P, 12, 12)
+
+
+def g1_neg(P):
+    return _unary(_g1_neg, P, 12, 12)
+
+
+def g1_from_affine(a):
+    return _unary(_g1_from_affine, a, 8, 12)
+
+
+def g1_to_affine(P):
+    return _unary(_g1_to_affine, P, 12, 8)
+
+
+def g1_eq(P, Q):
+    """Projective equality per row -> bool array."""
+    P, Q = rows(P, 12, "P"), rows(Q, 12, "Q")
+    _same_rows(P, Q)
+    return _predicate(_g1_eq, P, Q)
+
+
+def g1_mul(P, k):
+    """k_i P_i for Jacobian P and plain scalars k (n, 4) (double-and-add)."""
+    return _binary(_g1_mul, P, k, 12, 4, 12)
+
+
+def g1_is_on_curve_affine(a):
+    return _predicate(_g1_is_on_curve_affine, rows(a, 8, "a"))
+
+
+def g2_add(P, Q):
+    return _binary(_g2_add, P, Q, 24, 24, 24)
+
+
+def g2_add_mixed(P, a):
+    return _binary(_g2_add_mixed, P, a, 24, 16, 24)
+
+
+def g2_add_affine(a, b, affine: bool = False):
+    out = _binary(_g2_add_affine, a, b, 16, 16, 24)
+    return g2_to_affine(out) if affine else out
+
+
+def g2_dbl(P):
+    return _unary(_g2_dbl, P, 24, 24)
+
+
+def g2_neg(P):
+    return _unary(_g2_neg, P, 24, 24)
+
+
+def g2_from_affine(a):
+    return _unary(_g2_from_affine, a, 16, 24)
+
+
+def g2_to_affine(P):
+    return _unary(_g2_to_affine, P, 24, 16)
+
+
+def g2_eq(P, Q):
+    P, Q = rows(P, 24, "P"), rows(Q, 24, "Q")
+    _same_rows(P, Q)
+    return _predicate(_g2_eq, P, Q)
+
+
+def g2_mul(P, k):
+    return _binary(_g2_mul, P, k, 24, 4, 24)
+
+
+def g2_is_on_curve_affine(a):
+    return _predicate(_g2_is_on_curve_affine, rows(a, 16, "a"))

@@ -1,0 +1,95 @@
+"""Every CUDA kernel of the project compiles to PTX for compute capability 9.0, GPU or not.
+
+Convention (docs/arithmetic.md): a module with CUDA kernels defines
+``CUDA_KERNELS = {name: (python_function, argument_types)}`` and may define
+``PTX_EXPECT = {name: [substring, ...]}`` (text its PTX must contain, e.g. "mul.hi.u64" where
+the kernel multiplies field elements). Add the module's name to KERNEL_MODULES below.
+
+The compile runs in ONE subprocess with NUMBA_ENABLE_CUDASIM removed from its environment:
+the simulator (on in this test session when no GPU exists) has no compiler.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+KERNEL_MODULES = [
+    "cuzk.bn254.batch_cuda",
+]
+
+CC = (9, 0)
+
+_CHILD = textwrap.dedent(
+    """
+    import importlib, json, sys, time
+    from numba import cuda
+
+    cc = tuple(json.loads(sys.argv[1]))
+    report = {}
+    for name in json.loads(sys.argv[2]):
+        module = importlib.import_module(name)
+        expect = getattr(module, "PTX_EXPECT", {})
+        for kname, (fn, sig) in module.CUDA_KERNELS.items():
+            t0 = time.perf_counter()
+            try:
+                ptx, _ = cuda.compile_ptx(fn, sig, cc=cc)
+            except Exception as exc:
+                report[f"{name}:{kname}"] = {"error": f"{type(exc).__name__}: {exc}"}
+                continue
+            report[f"{name}:{kname}"] = {
+                "seconds": round(time.perf_counter() - t0, 2),
+                "entry": ".entry" in ptx,
+                "target": f".target sm_{cc[0]}{cc[1]}" in ptx,
+                "missing": [s for s in expect.get(kname, []) if s not in ptx],
+                "mul_hi": ptx.count("mul.hi.u64"),
+            }
+    print("PTX-REPORT " + json.dumps(report))
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def ptx_report():
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, json.dumps(CC), json.dumps(KERNEL_MODULES)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("PTX-REPORT ")]
+    assert proc.returncode == 0 and lines, f"PTX compile child failed:\n{proc.stderr[-4000:]}"
+    return json.loads(lines[-1][len("PTX-REPORT ") :])
+
+
+def test_every_kernel_compiles_to_ptx(ptx_report):
+    assert ptx_report, "no kernels listed"
+    failed = {k: v["error"] for k, v in ptx_report.items() if "error" in v}
+    assert not failed, failed
+    for name, r in ptx_report.items():
+        assert r["entry"] and r["target"], name
+
+
+def test_expected_instructions_present(ptx_report):
+    """Kernels that multiply field elements lower the i128 product to mul.hi.u64."""
+    missing = {k: v["missing"] for k, v in ptx_report.items() if v.get("missing")}
+    assert not missing, missing
+
+
+def test_every_module_lists_kernels():
+    # Importing needs no GPU (kernels compile lazily); the simulator is fine here.
+    import importlib
+
+    for name in KERNEL_MODULES:
+        module = importlib.import_module(name)
+        assert module.CUDA_KERNELS, name
+        for kname, entry in module.CUDA_KERNELS.items():
+            fn, sig = entry
+            assert callable(fn) and isinstance(sig, tuple), kname
+        for kname in getattr(module, "PTX_EXPECT", {}):
+            assert kname in module.CUDA_KERNELS, f"{name}.PTX_EXPECT names unknown {kname}"
