@@ -193,6 +193,37 @@ def _g2_at(a, i):
     return (_fq2_at(a, i, 0), _fq2_at(a, i, 1), _fq2_at(a, i, 2))
 
 
+@device_fn
+def fq12_load(a):
+    """An Fq12 element from a (2, 3, 2, 4) uint64 array (a[i, j, h] = limbs of the c_h
+    coefficient of the v^j w^i coefficient)."""
+    return (
+        ((a[0, 0, 0, 0], a[0, 0, 0, 1], a[0, 0, 0, 2], a[0, 0, 0, 3]),
+         (a[0, 0, 1, 0], a[0, 0, 1, 1], a[0, 0, 1, 2], a[0, 0, 1, 3])),
+        ((a[0, 1, 0, 0], a[0, 1, 0, 1], a[0, 1, 0, 2], a[0, 1, 0, 3]),
+         (a[0, 1, 1, 0], a[0, 1, 1, 1], a[0, 1, 1, 2], a[0, 1, 1, 3])),
+        ((a[0, 2, 0, 0], a[0, 2, 0, 1], a[0, 2, 0, 2], a[0, 2, 0, 3]),
+         (a[0, 2, 1, 0], a[0, 2, 1, 1], a[0, 2, 1, 2], a[0, 2, 1, 3])),
+    ), (
+        ((a[1, 0, 0, 0], a[1, 0, 0, 1], a[1, 0, 0, 2], a[1, 0, 0, 3]),
+         (a[1, 0, 1, 0], a[1, 0, 1, 1], a[1, 0, 1, 2], a[1, 0, 1, 3])),
+        ((a[1, 1, 0, 0], a[1, 1, 0, 1], a[1, 1, 0, 2], a[1, 1, 0, 3]),
+         (a[1, 1, 1, 0], a[1, 1, 1, 1], a[1, 1, 1, 2], a[1, 1, 1, 3])),
+        ((a[1, 2, 0, 0], a[1, 2, 0, 1], a[1, 2, 0, 2], a[1, 2, 0, 3]),
+         (a[1, 2, 1, 0], a[1, 2, 1, 1], a[1, 2, 1, 2], a[1, 2, 1, 3])),
+    )
+
+
+@device_fn
+def fq12_store(out, f):
+    """Write an Fq12 element into a (2, 3, 2, 4) uint64 array (layout as fq12_load)."""
+    for i in range(2):
+        for j in range(3):
+            for h in range(2):
+                for k in range(4):
+                    out[i, j, h, k] = f[i][j][h][k]
+
+
 @njit(cache=True, nogil=True)
 def miller_loop(ps, qs):
     """prod_i of the Miller loop values of (P_i, Q_i), before the final exponentiation.
@@ -294,20 +325,11 @@ def pairing_product_is_one(ps, qs):
     return fq12_is_one(final_exponentiation(miller_loop(ps, qs)))
 
 
-@device_fn
-def _fq12_put(out, f):
-    for i in range(2):
-        for j in range(3):
-            for h in range(2):
-                for k in range(4):
-                    out[i, j, h, k] = f[i][j][h][k]
-
-
 @njit(cache=True, nogil=True)
 def pairing_product(ps, qs, out):
     """out[:] = prod_i e(P_i, Q_i) as a (2, 3, 2, 4) uint64 array of Montgomery limbs
     (out[i, j, h] is the c_h coefficient (Fq) of the v^j w^i coefficient (Fq2))."""
-    _fq12_put(out, final_exponentiation(miller_loop(ps, qs)))
+    fq12_store(out, final_exponentiation(miller_loop(ps, qs)))
 
 
 # --- Python-level interface on plain integers ---------------------------------------------
