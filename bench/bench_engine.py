@@ -10,6 +10,8 @@ Two parts:
 - real prover: the same measurements with cuzk.prover on CPU devices, against the serial
   baseline run in-process with the key loaded and kernels warm.
 
+The machine's 1-minute load average at the end of each run is reported with the figures: on
+a shared 2-core machine, other people's work delays the wake-ups the pipeline depends on.
 Busy fractions come from two sources that must agree: the board's accumulated busy_secs of
 each device's worker slots over the steady window, and the union of the prove_start
 intervals the device processes report (which also gives the idle gaps).
@@ -18,6 +20,7 @@ intervals the device processes report (which also gives the idle gaps).
 from __future__ import annotations
 
 import logging
+import os
 import statistics
 import tempfile
 import time
@@ -147,6 +150,7 @@ def _run_engine(cfg, key_path, witnesses, jobs, priority="normal"):
         figs["board_busy_fraction"] = _board_fraction(samples, figs.pop("windows"))
         parts = [p for r in results for p in r["partitions"]]
         figs.update(wall_s=wall, partitions=len(parts), throughput_pps=len(parts) / wall,
+                    load_avg=round(os.getloadavg()[0], 1),
                     synth_ms=statistics.median(p["synth_ms"] for p in parts),
                     gpu_ms=statistics.median(p["gpu_ms"] for p in parts),
                     finalize_ms=statistics.median(p["finalize_ms"] for p in parts),
@@ -242,7 +246,7 @@ def real(profile: str) -> dict:
 
 COLUMNS = ["part", "devices", "stage_ms", "partitions", "throughput_pps", "serial_pps",
            "vs_serial", "slower_stage", "slower_stage_pps", "steady_pps", "vs_slower_stage",
-           "busy_fraction", "board_busy_fraction", "gap_median_ms", "gap_p95_ms"]
+           "busy_fraction", "board_busy_fraction", "gap_median_ms", "gap_p95_ms", "load_avg"]
 
 
 def run(profile: str = "quick") -> dict:
