@@ -1,0 +1,267 @@
+"""Groth16 verification and `cuzk verify`: snarkjs-made fixture proofs, tampered proofs, wrong
+public inputs, unusable input, and agreement with `snarkjs groth16 verify`."""
+
+import copy
+import json
+
+import pytest
+from click.testing import CliRunner
+from py_ecc import optimized_bn128 as bn
+
+from cuzk.bn254.constants import FQ_MODULUS, FR_MODULUS, G2_B
+from cuzk.verifier import (
+    CountMismatch,
+    MalformedInput,
+    NotInField,
+    NotInSubgroup,
+    NotOnCurve,
+    Proof,
+    UnsupportedProtocol,
+    UnusableInput,
+    VerifyingKey,
+    parse_public,
+    verify,
+    verify_files,
+    verify_with_zkey,
+)
+from cuzk.verify_cli import verify as verify_cmd
+
+q, r = FQ_MODULUS, FR_MODULUS
+
+
+def load(circuit, k=0):
+    vk = json.loads(circuit.vk.read_text())
+    return vk, json.loads(circuit.public(k).read_text()), json.loads(circuit.proof(k).read_text())
+
+
+def g1_ints(p):
+    x, y = bn.normalize(p)
+    return [str(int(x)), str(int(y)), "1"]
+
+
+def py_g1(j):
+    return (bn.FQ(int(j[0])), bn.FQ(int(j[1])), bn.FQ(1))
+
+
+# --- a point on the twist outside G2 -------------------------------------------------------
+
+def _f2_mul(a, b):
+    return ((a[0] * b[0] - a[1] * b[1]) % q, (a[0] * b[1] + a[1] * b[0]) % q)
+
+
+def _f2_pow(a, e):
+    acc = (1, 0)
+    while e:
+        if e & 1:
+            acc = _f2_mul(acc, a)
+        a = _f2_mul(a, a)
+        e >>= 1
+    return acc
+
+
+def _f2_sqrt(a):
+    """A square root in Fq2 for q = 3 mod 4 (Adj and Rodriguez-Henriquez 2012, Alg. 9), or
+    None."""
+    a1 = _f2_pow(a, (q - 3) // 4)
+    alpha = _f2_mul(_f2_mul(a1, a1), a)
+    x0 = _f2_mul(a1, a)
+    if alpha == (q - 1, 0):
+        x = _f2_mul((0, 1), x0)
+    else:
+        x = _f2_mul(_f2_pow(((1 + alpha[0]) % q, alpha[1]), (q - 1) // 2), x0)
+    return x if _f2_mul(x, x) == a else None
+
+
+def twist_point_outside_g2():
+    for x0 in range(1, 100):
+        x = (x0, 1)
+        rhs = _f2_mul(_f2_mul(x, x), x)
+        y = _f2_sqrt(((rhs[0] + G2_B[0]) % q, (rhs[1] + G2_B[1]) % q))
+        if y is not None:
+            pt = (bn.FQ2(list(x)), bn.FQ2(list(y)), bn.FQ2.one())
+            assert bn.is_on_curve(pt, bn.b2)
+            assert not bn.is_inf(bn.multiply(pt, r))  # not of order r
+            return [[str(x[0]), str(x[1])], [str(y[0]), str(y[1])], ["1", "0"]]
+    raise AssertionError("no twist point found")
+
+
+# --- valid proofs --------------------------------------------------------------------------
+
+def test_snarkjs_fixture_proofs_verify(any_circuit):
+    for k in range(any_circuit.n_sets):
+        assert verify_files(any_circuit.vk, any_circuit.public(k), any_circuit.proof(k))
+
+
+def test_projective_coordinates_are_accepted_like_snarkjs(circuit_named):
+    vk, pub, proof = load(circuit_named("tiny"))
+    z = 123456789
+    x, y = int(proof["pi_a"][0]), int(proof["pi_a"][1])
+    proof["pi_a"] = [str(x * z * z % q), str(y * z * z * z % q), str(z)]  # Jacobian
+    assert verify(vk, pub, proof)
+
+
+def test_verifying_key_from_zkey_and_self_check(circuit_named):
+    from cuzk.formats import ZKey
+
+    c = circuit_named("mulchain")
+    vk_json, pub, proof = load(c)
+    zkey = ZKey(c.zkey)
+    vk = VerifyingKey.from_zkey(zkey)
+    assert vk == VerifyingKey.from_json(vk_json)
+    assert vk.alphabeta_12_json() == vk_json["vk_alphabeta_12"]
+    p = Proof.from_json(proof)
+    assert verify_with_zkey(zkey, parse_public(pub), (p.pi_a, p.pi_b, p.pi_c))
+    assert not verify_with_zkey(zkey, [int(pub[0]) + 1] + parse_public(pub)[1:],
+                                (p.pi_a, p.pi_b, p.pi_c))
+
+
+# --- invalid proofs: well-formed, the pairing check fails -----------------------------------
+
+def _neg_g1(j):
+    return [j[0], str((q - int(j[1])) % q), "1"]
+
+
+def _tamperings(circuit):
+    """(name, vk, public, proof) cases that must verify False."""
+    vk, pub, proof = load(circuit, 0)
+    _, pub1, proof1 = load(circuit, 1)
+    cases = []
+
+    def case(name, pub_=pub, **changes):
+        p = copy.deepcopy(proof)
+        p.update(changes)
+        cases.append((name, vk, pub_, p))
+
+    case("pi_a negated", pi_a=_neg_g1(proof["pi_a"]))
+    case("pi_c plus G1", pi_c=g1_ints(bn.add(py_g1(proof["pi_c"]), bn.G1)))
+    pb = proof["pi_b"]
+    case("pi_b negated", pi_b=[pb[0], [str((q - int(pb[1][0])) % q), str((q - int(pb[1][1])) % q)],
+                               pb[2]])
+    case("pi_a and pi_c swapped", pi_a=proof["pi_c"], pi_c=proof["pi_a"])
+    case("pi_b from the other proof", pi_b=proof1["pi_b"])
+    wrong = list(pub)
+    wrong[-1] = str((int(wrong[-1]) + 1) % r)
+    case("last public signal + 1", pub_=wrong)
+    if pub != pub1:
+        case("public signals of the other proof", pub_=pub1)
+    return cases
+
+
+@pytest.mark.parametrize("name", ["tiny", "mulchain", "bits"])
+def test_tampered_proofs_and_wrong_public_inputs_are_invalid(circuit_named, name):
+    for what, vk, pub, proof in _tamperings(circuit_named(name)):
+        assert verify(vk, pub, proof) is False, what
+
+
+@pytest.mark.interop
+def test_verdicts_agree_with_snarkjs(tools, circuit_named, tmp_path):
+    from interop import groth16_verify
+
+    c = circuit_named("tiny")
+    vk, pub, proof = load(c)
+    cases = [("valid", vk, pub, proof)] + _tamperings(c)
+    for i, (what, vk_, pub_, proof_) in enumerate(cases):
+        paths = []
+        for stem, obj in (("vk", vk_), ("public", pub_), ("proof", proof_)):
+            path = tmp_path / f"{stem}_{i}.json"
+            path.write_text(json.dumps(obj))
+            paths.append(path)
+        ours = verify_files(*paths)
+        assert ours == groth16_verify(*paths), what
+        assert ours == (what == "valid")
+
+
+# --- unusable input: a specific exception ---------------------------------------------------
+
+def _mutations():
+    """(name, target, mutate(obj) -> new obj, expected exception)."""
+    def setp(key, value):
+        def f(o):
+            o = copy.deepcopy(o)
+            o[key] = value(o)
+            return o
+        return f
+
+    bad_g2 = twist_point_outside_g2()
+    return [
+        ("pi_a x not below q", "proof", setp("pi_a", lambda o: [str(q), o["pi_a"][1], "1"]),
+         NotInField),
+        ("pi_a off the curve", "proof",
+         setp("pi_a", lambda o: [o["pi_a"][0], str((int(o["pi_a"][1]) + 1) % q), "1"]),
+         NotOnCurve),
+        ("pi_b off the twist", "proof",
+         setp("pi_b", lambda o: [o["pi_b"][0], [o["pi_b"][1][1], o["pi_b"][1][0]], ["1", "0"]]),
+         NotOnCurve),
+        ("pi_b outside G2", "proof", setp("pi_b", lambda o: bad_g2), NotInSubgroup),
+        ("pi_b wrong shape", "proof", setp("pi_b", lambda o: o["pi_b"][0]), MalformedInput),
+        ("pi_c hex string", "proof", setp("pi_c", lambda o: ["0x1", "0x2", "1"]), MalformedInput),
+        ("proof without pi_c", "proof", lambda o: {k: v for k, v in o.items() if k != "pi_c"},
+         MalformedInput),
+        ("proof protocol plonk", "proof", setp("protocol", lambda o: "plonk"),
+         UnsupportedProtocol),
+        ("vk curve bls12381", "vk", setp("curve", lambda o: "bls12381"), UnsupportedProtocol),
+        ("vk gamma2 outside G2", "vk", setp("vk_gamma_2", lambda o: bad_g2), NotInSubgroup),
+        ("vk IC short", "vk", setp("IC", lambda o: o["IC"][:-1]), CountMismatch),
+        ("vk nPublic not a count", "vk", setp("nPublic", lambda o: "2"), MalformedInput),
+        ("public signal = r", "public", lambda o: [str(r)] + o[1:], NotInField),
+        ("public signal negative", "public", lambda o: ["-1"] + o[1:], MalformedInput),
+        ("one public signal too many", "public", lambda o: o + ["1"], CountMismatch),
+        ("one public signal too few", "public", lambda o: o[:-1], CountMismatch),
+        ("public not a list", "public", lambda o: {"0": o[0]}, MalformedInput),
+    ]
+
+
+MUTATIONS = _mutations()
+
+
+@pytest.mark.parametrize("name,target,mutate,exc", MUTATIONS, ids=[m[0] for m in MUTATIONS])
+def test_unusable_input_raises_a_specific_error(circuit_named, name, target, mutate, exc):
+    vk, pub, proof = load(circuit_named("tiny"))
+    if target == "vk":
+        vk = mutate(vk)
+    elif target == "public":
+        pub = mutate(pub)
+    else:
+        proof = mutate(proof)
+    with pytest.raises(exc) as info:
+        verify(vk, pub, proof)
+    assert isinstance(info.value, UnusableInput)
+    assert "\n" not in str(info.value)
+
+
+# --- the command ---------------------------------------------------------------------------
+
+def _run(*args):
+    result = CliRunner().invoke(verify_cmd, [str(a) for a in args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_cli_exit_codes(circuit_named, tmp_path):
+    c = circuit_named("bits")
+    code, out, _ = _run(c.vk, c.public(0), c.proof(0))
+    assert code == 0 and "OK" in out
+
+    code, _, err = _run(c.vk, c.public(1), c.proof(0))
+    assert code == 1 and "INVALID" in err
+
+    vk, pub, proof = load(c)
+    bad = tmp_path / "public.json"
+    bad.write_text(json.dumps([str(r)] + pub[1:]))
+    code, _, err = _run(c.vk, bad, c.proof(0))
+    assert code == 2
+    assert err.count("\n") == 1 and "public.json[0]" in err and "below" in err
+
+    garbage = tmp_path / "proof.json"
+    garbage.write_text("{not json")
+    code, _, err = _run(c.vk, c.public(0), garbage)
+    assert code == 2 and err.count("\n") == 1 and "not valid JSON" in err
+
+    code, _, err = _run(c.vk, c.public(0), tmp_path / "missing.json")
+    assert code == 2 and err.count("\n") == 1 and "cannot read" in err
+
+
+def test_cli_is_registered():
+    from cuzk.cli import main
+
+    result = CliRunner().invoke(main, ["verify", "--help"])
+    assert result.exit_code == 0 and "VK_JSON PUBLIC_JSON PROOF_JSON" in result.output
