@@ -1,0 +1,214 @@
+"""Fq, Fr and Fq2 arithmetic against Python integers (and py_ecc's FQ2), on both targets.
+
+One body per property, run through the CPU batch kernels and the CUDA ones (simulator here,
+GPU when present). Values are drawn by hypothesis with the edge cases (0, 1, p - 1, limb
+boundaries) mixed in.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from py_ecc import optimized_bn128 as ob
+
+import cuzk.bn254 as bn
+from cuzk.bn254 import constants as K
+from cuzk.bn254 import convert as cv
+
+TARGETS = ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)]
+MODULI = {"fq": K.FQ_MODULUS, "fr": K.FR_MODULUS}
+
+
+def examples(target):
+    """Hypothesis examples and largest batch per target (the simulator runs Python)."""
+    return (40, 16) if target == "cpu" else (4, 3)
+
+
+def run(prop, target, *strategies):
+    settings(
+        max_examples=examples(target)[0],
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+        database=None,
+    )(given(*strategies)(prop))()
+
+
+def elements(p):
+    edges = [0, 1, 2, p - 1, p - 2, (1 << 64) - 1, 1 << 64, (1 << 192) + 1, p >> 1, K.MONT_R % p]
+    return st.one_of(st.sampled_from(edges), st.integers(0, p - 1))
+
+
+def batches(target, p, n_args):
+    """n_args lists of the same length (1..batch) of elements of F_p."""
+    size = examples(target)[1]
+    return st.integers(1, size).flatmap(
+        lambda n: st.tuples(*[st.lists(elements(p), min_size=n, max_size=n)] * n_args)
+    )
+
+
+def mont(field, xs):
+    return cv.fq_array(xs) if field == "fq" else cv.fr_array(xs)
+
+
+def unmont(field, arr):
+    return cv.fq_array_to_ints(arr) if field == "fq" else cv.fr_array_to_ints(arr)
+
+
+REFERENCE = {
+    "add": lambda x, y, p: (x + y) % p,
+    "sub": lambda x, y, p: (x - y) % p,
+    "mul": lambda x, y, p: x * y % p,
+    "neg": lambda x, p: -x % p,
+    "inv": lambda x, p: pow(x, -1, p) if x else 0,  # kernels map 0 to 0 (no exceptions)
+}
+
+
+@pytest.mark.parametrize("name", ["add", "sub", "mul"])
+@pytest.mark.parametrize("field", ["fq", "fr"])
+@pytest.mark.parametrize("target", TARGETS)
+def test_binary_ops_match_integers(target, field, name):
+    p = MODULI[field]
+    fn = getattr(bn.batch(target), f"{field}_{name}")
+
+    def prop(xy):
+        xs, ys = xy
+        got = unmont(field, fn(mont(field, xs), mont(field, ys)))
+        assert got == [REFERENCE[name](x, y, p) for x, y in zip(xs, ys, strict=True)]
+
+    run(prop, target, batches(target, p, 2))
+
+
+@pytest.mark.parametrize("name", ["neg", "inv"])
+@pytest.mark.parametrize("field", ["fq", "fr"])
+@pytest.mark.parametrize("target", TARGETS)
+def test_unary_ops_match_integers(target, field, name):
+    p = MODULI[field]
+    fn = getattr(bn.batch(target), f"{field}_{name}")
+
+    def prop(xs):
+        (xs,) = xs
+        assert unmont(field, fn(mont(field, xs))) == [REFERENCE[name](x, p) for x in xs]
+
+    run(prop, target, batches(target, p, 1))
+
+
+@pytest.mark.parametrize("field", ["fq", "fr"])
+@pytest.mark.parametrize("target", TARGETS)
+def test_montgomery_conversion_matches_integers(target, field):
+    """to_mont(x) = x R mod p from plain limbs; from_mont undoes it."""
+    p = MODULI[field]
+    B = bn.batch(target)
+
+    def prop(xs):
+        (xs,) = xs
+        m = getattr(B, f"{field}_to_mont")(cv.ints_to_limbs(xs))
+        assert cv.limbs_to_ints(m) == [x * K.MONT_R % p for x in xs]
+        assert cv.limbs_to_ints(getattr(B, f"{field}_from_mont")(m)) == xs
+
+    run(prop, target, batches(target, p, 1))
+
+
+def _fq2(c):
+    return ob.FQ2([c[0], c[1]])
+
+
+def _ints2(e):
+    return tuple(int(v) for v in e.coeffs)
+
+
+FQ2_REFERENCE = {  # py_ecc's FQ2 (u^2 = -1) as the outside reference
+    "add": lambda a, b: _ints2(_fq2(a) + _fq2(b)),
+    "sub": lambda a, b: _ints2(_fq2(a) - _fq2(b)),
+    "mul": lambda a, b: _ints2(_fq2(a) * _fq2(b)),
+    "sqr": lambda a: _ints2(_fq2(a) * _fq2(a)),
+    "inv": lambda a: _ints2(_fq2(a).inv()) if a != (0, 0) else (0, 0),
+}
+
+
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "sqr", "inv"])
+@pytest.mark.parametrize("target", TARGETS)
+def test_fq2_ops_match_py_ecc(target, name):
+    fn = getattr(bn.batch(target), f"fq2_{name}")
+    ref = FQ2_REFERENCE[name]
+    n_args = 1 if name in ("sqr", "inv") else 2
+
+    def prop(parts):
+        # 2 * n_args lists of Fq values -> n_args lists of Fq2 values
+        vals = [list(zip(parts[2 * j], parts[2 * j + 1], strict=True)) for j in range(n_args)]
+        got = cv.fq2_array_to_ints(fn(*[cv.fq2_array(v) for v in vals]))
+        assert got == [ref(*args) for args in zip(*vals, strict=True)]
+
+    run(prop, target, batches(target, K.FQ_MODULUS, 2 * n_args))
+
+
+# --------------------------- Python level, constants, encodings ---------------------------
+
+
+@pytest.mark.parametrize("inv, zero", [
+    (bn.fq_inv, cv.fq(0)), (bn.fr_inv, cv.fr(0)), (bn.fq2_inv, cv.fq2((0, 0))),
+])  # fmt: skip
+def test_python_level_inverse_of_zero_raises(inv, zero):
+    with pytest.raises(ZeroDivisionError):
+        inv(zero)
+
+
+@given(st.integers(1, K.FQ_MODULUS - 1), st.integers(0, K.FR_MODULUS - 1).filter(bool))
+@settings(max_examples=20, deadline=None)
+def test_python_level_field_calls(x, y):
+    q, r = K.FQ_MODULUS, K.FR_MODULUS
+    assert cv.fq_int(bn.fq_inv(cv.fq(x))) == pow(x, -1, q)
+    assert cv.fr_int(bn.fr_inv(cv.fr(y))) == pow(y, -1, r)
+    assert cv.fq_int(bn.fq_mul(cv.fq(x), cv.fq(x))) == x * x % q
+    assert cv.fr_int(bn.fr_sub(cv.fr(y), cv.fr(1))) == (y - 1) % r
+    assert cv.fq2_int(bn.fq2_inv(cv.fq2((x, 0)))) == (pow(x, -1, q), 0)
+    assert cv.fq_int(bn.fq_from_mont(K.int_to_limbs(x))) == x * pow(K.MONT_R, -2, q) % q
+
+
+def test_montgomery_constants():
+    for p, limbs, inv, r2, one in (
+        (K.FQ_MODULUS, K.Q_LIMBS, K.Q_INV, K.Q_R2, K.Q_ONE),
+        (K.FR_MODULUS, K.R_LIMBS, K.R_INV, K.R_R2, K.R_ONE),
+    ):
+        assert K.limbs_to_int(limbs) == p and p < 1 << 254
+        assert (int(inv) * p) % (1 << 64) == (1 << 64) - 1  # INV = -p^{-1} mod 2^64
+        assert K.limbs_to_int(r2) == K.MONT_R**2 % p
+        assert K.limbs_to_int(one) == K.MONT_R % p
+    assert K.G2_B == _ints2(ob.b2)
+    w = K.fr_roots_of_unity()
+    assert pow(w[28], 1 << 28, K.FR_MODULUS) == 1 and pow(w[28], 1 << 27, K.FR_MODULUS) != 1
+
+
+@given(st.lists(st.integers(0, 2**256 - 1), max_size=8))
+@settings(max_examples=30, deadline=None)
+def test_encodings_round_trip(xs):
+    arr = cv.ints_to_limbs(xs)
+    assert arr.shape == (len(xs), 4) and arr.dtype == np.uint64
+    assert cv.limbs_to_ints(arr) == xs
+    buf = cv.limbs_to_bytes(arr)
+    assert buf == b"".join(x.to_bytes(32, "little") for x in xs)
+    assert np.array_equal(cv.bytes_to_limbs(buf), arr)
+    for x in xs:
+        assert cv.bytes32_to_int(cv.int_to_bytes32(x)) == x
+        assert K.limbs_to_int(K.int_to_limbs(x)) == x
+
+
+def test_encoding_errors():
+    with pytest.raises(ValueError):
+        cv.ints_to_limbs([1 << 256])
+    with pytest.raises(ValueError):
+        cv.ints_to_limbs([-1])
+    with pytest.raises(ValueError):
+        cv.bytes_to_limbs(b"\0" * 33)
+    with pytest.raises(ValueError):
+        cv.bytes32_to_int(b"\0" * 31)
+
+
+def test_large_array_conversion_uses_batch_path():
+    """Above BATCH_THRESHOLD the Montgomery conversions run in the CPU kernels; results
+    agree with the integer path."""
+    n = cv.BATCH_THRESHOLD + 3
+    xs = [(i * 0x9E3779B97F4A7C15) ** 3 % K.FR_MODULUS for i in range(n)]
+    arr = cv.fr_array(xs)
+    assert cv.limbs_to_ints(arr[:5]) == [x * K.MONT_R % K.FR_MODULUS for x in xs[:5]]
+    assert cv.fr_array_to_ints(arr) == xs
+    assert cv.fq_array_to_ints(cv.fq_array(xs)) == xs
