@@ -79,7 +79,8 @@ def ntt_dit_stage(a, b, c, nvec, tw, log_m, log_n, inverse):
         elif v == 2:
             x = c
         i, i2, e, flip = K.stage_indices(k & (half - 1), log_m, log_n, inverse)
-        s, d = K.dit_butterfly(load(x, i), load(x, i2), load(tw, e), e != 0, flip)
+        s, d = K.dit_butterfly(load(x, i), load(x, i2), load(tw, e), e != 0, flip,
+                               log_m == log_n - 1)
         store(x, i, s)
         store(x, i2, d)
 
@@ -126,26 +127,8 @@ def ntt_dit_block(a, b, c, nvec, tw, log_b, log_n, inverse):
     cuda.syncthreads()
     for log_m in range(log_b):
         i, i2, e, flip = K.stage_indices(t, log_m, log_n, inverse)
-        s, d = K.dit_butterfly(load(xs, i), load(xs, i2), load(tw, e), e != 0, flip)
-        store(xs, i, s)
-        store(xs, i2, d)
-        cuda.syncthreads()
-    store(x, base + t, load(xs, t))
-    store(x, base + t + hb, load(xs, t + hb))
-
-
-def ntt_dif_block(a, b, c, nvec, tw, log_b, log_n, inverse):
-    """DIF stages log_b-1 .. 0 on blocks of 2^log_b elements in shared memory."""
-    xs = cuda.shared.array(_SHARED, dtype=np.uint64)
-    x, base = _block_vector(a, b, c, log_n, log_b)
-    t = cuda.threadIdx.x
-    hb = 1 << (log_b - 1)
-    store(xs, t, load(x, base + t))
-    store(xs, t + hb, load(x, base + t + hb))
-    cuda.syncthreads()
-    for log_m in range(log_b - 1, -1, -1):
-        i, i2, e, flip = K.stage_indices(t, log_m, log_n, inverse)
-        s, d = K.dif_butterfly(load(xs, i), load(xs, i2), load(tw, e), e != 0, flip)
+        s, d = K.dit_butterfly(load(xs, i), load(xs, i2), load(tw, e), e != 0, flip,
+                               log_m == log_n - 1)
         store(xs, i, s)
         store(xs, i2, d)
         cuda.syncthreads()
@@ -170,12 +153,13 @@ def ntt_coset_block(a, b, c, nvec, tw, g_rev, log_b, log_n):
         store(xs, i, s)
         store(xs, i2, d)
         cuda.syncthreads()
-    store(xs, t, K.fr_mul(load(xs, t), load(g_rev, base + t)))
-    store(xs, t + hb, K.fr_mul(load(xs, t + hb), load(g_rev, base + t + hb)))
+    store(xs, t, K.mul_lazy(load(xs, t), load(g_rev, base + t)))
+    store(xs, t + hb, K.mul_lazy(load(xs, t + hb), load(g_rev, base + t + hb)))
     cuda.syncthreads()
     for log_m in range(log_b):
         i, i2, e, flip = K.stage_indices(t, log_m, log_n, False)
-        s, d = K.dit_butterfly(load(xs, i), load(xs, i2), load(tw, e), e != 0, flip)
+        s, d = K.dit_butterfly(load(xs, i), load(xs, i2), load(tw, e), e != 0, flip,
+                               log_m == log_n - 1)
         store(xs, i, s)
         store(xs, i2, d)
         cuda.syncthreads()
@@ -211,7 +195,6 @@ CUDA_KERNELS = {
     "ntt_dit_stage": (ntt_dit_stage, _STAGE),
     "ntt_dif_stage": (ntt_dif_stage, _STAGE),
     "ntt_dit_block": (ntt_dit_block, _STAGE),
-    "ntt_dif_block": (ntt_dif_block, _STAGE),
     "ntt_coset_block": (ntt_coset_block,
                         f"void({_V}, {_V}, {_V}, int64, {_V}, {_V}, int64, int64)"),
     "ntt_coset_shift": (ntt_coset_shift, f"void({_V}, {_V}, int64, boolean)"),

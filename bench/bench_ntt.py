@@ -1,0 +1,141 @@
+"""Suite `ntt`: NTT, inverse NTT and the whole H pipeline (compute_h) by domain size.
+
+CPU: the Numba prange kernels on every core. GPU (profile gpu): the CUDA kernels on device
+arrays, timed with the device synchronised, tables resident. Each figure is the median of
+several runs after a warm-up (compiles, builds the tables); the CPU-time column shows how many
+cores the process kept busy (a shared machine gives fewer than it has).
+Run alone: ``python -m bench.bench_ntt [quick|full|gpu|smoke]`` (writes bench/results/ntt.json).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+from bench.report import table
+
+SIZES = {"smoke": [10], "quick": [10, 12, 14, 16], "full": [10, 12, 14, 16, 18, 20],
+         "gpu": [16, 18, 20, 22]}
+REPEATS = {"smoke": 2, "quick": 7, "full": 5, "gpu": 10}
+TARGET_MS = {("cpu", 16): 15.0, ("cuda", 20): 2.0}  # issue 3's targets for one NTT
+
+
+def _random_vector(rng, log_n: int) -> np.ndarray:
+    """n random reduced Fr elements (any value below r is some element's Montgomery form)."""
+    from cuzk.bn254.constants import FR_MODULUS
+
+    x = rng.integers(0, 2**63, size=(1 << log_n, 4), dtype=np.uint64) * np.uint64(2)
+    x[:, 3] %= np.uint64(FR_MODULUS >> 192)  # top limb below r's: every value < r
+    return x
+
+
+def _measure(fn, repeats: int, sync=None):
+    """(median wall ms, median process-CPU ms) of fn() over repeats runs."""
+    walls, cpus = [], []
+    for _ in range(repeats):
+        c0, t0 = time.process_time(), time.perf_counter()
+        fn()
+        if sync:
+            sync()
+        walls.append((time.perf_counter() - t0) * 1e3)
+        cpus.append((time.process_time() - c0) * 1e3)
+    return statistics.median(walls), statistics.median(cpus), min(walls)
+
+
+def _cpu_rows(sizes, repeats):
+    from cuzk.kernels import ntt_cpu
+
+    rows = []
+    rng = np.random.default_rng(1)
+    for log_n in sizes:
+        t0 = time.perf_counter()
+        tables = ntt_cpu.tables(log_n)
+        tables_ms = (time.perf_counter() - t0) * 1e3
+        x = _random_vector(rng, log_n)
+        ntt_cpu.ntt(x)  # warm-up: compile (or load the cache)
+        ntt_cpu.ntt(x, inverse=True)
+        fwd, fwd_cpu, fwd_min = _measure(lambda x=x: ntt_cpu.ntt(x), repeats)
+        inv, _, _ = _measure(lambda x=x: ntt_cpu.ntt(x, inverse=True), repeats)
+        abc = [_random_vector(rng, log_n) for _ in range(3)]
+        work = [v.copy() for v in abc]
+
+        def h(abc=abc, work=work):
+            for w, v in zip(work, abc, strict=True):
+                np.copyto(w, v)
+            ntt_cpu.compute_h(*work)
+
+        h()
+        h_ms, _, _ = _measure(h, max(2, repeats // 2))
+        bfly = (1 << (log_n - 1)) * log_n
+        row = {"log2n": log_n, "ntt_ms": fwd, "ntt_min_ms": fwd_min, "intt_ms": inv,
+               "compute_h_ms": h_ms, "ns_per_butterfly": fwd * 1e6 / bfly,
+               "cores_used": fwd_cpu / fwd if fwd else None, "tables_ms": tables_ms,
+               "tables_mib": tables.nbytes / 2**20}
+        target = TARGET_MS.get(("cpu", log_n))
+        if target:
+            row["target_ms"] = target
+        rows.append(row)
+        print(f"  cpu 2^{log_n}: ntt {fwd:.2f} ms (min {fwd_min:.2f}), intt {inv:.2f} ms, "
+              f"H {h_ms:.1f} ms, {row['cores_used']:.2f} cores busy", flush=True)
+    return rows
+
+
+def _gpu_rows(sizes, repeats):
+    from numba import cuda
+
+    from cuzk.kernels import ntt_cuda
+
+    rows = []
+    rng = np.random.default_rng(1)
+    for log_n in sizes:
+        ntt_cuda.device_tables().get(log_n)
+        d = cuda.to_device(_random_vector(rng, log_n))
+        ntt_cuda.ntt(d)
+        ntt_cuda.ntt(d, inverse=True)
+        cuda.synchronize()
+        fwd, _, fwd_min = _measure(lambda d=d: ntt_cuda.ntt(d), repeats, cuda.synchronize)
+        inv, _, _ = _measure(lambda d=d: ntt_cuda.ntt(d, inverse=True), repeats,
+                             cuda.synchronize)
+        abc = [cuda.to_device(_random_vector(rng, log_n)) for _ in range(3)]
+        ntt_cuda.compute_h(*abc)
+        h_ms, _, _ = _measure(lambda abc=abc: ntt_cuda.compute_h(*abc), repeats,
+                              cuda.synchronize)
+        row = {"log2n": log_n, "ntt_ms": fwd, "ntt_min_ms": fwd_min, "intt_ms": inv,
+               "compute_h_ms": h_ms,
+               "tables_mib": ntt_cuda.device_tables().nbytes / 2**20}
+        target = TARGET_MS.get(("cuda", log_n))
+        if target:
+            row["target_ms"] = target
+        rows.append(row)
+        print(f"  cuda 2^{log_n}: ntt {fwd:.3f} ms, intt {inv:.3f} ms, H {h_ms:.3f} ms",
+              flush=True)
+    return rows
+
+
+def run(profile: str = "quick") -> dict:
+    import numba
+
+    sizes, repeats = SIZES[profile], REPEATS[profile]
+    result = {"threads": numba.config.NUMBA_NUM_THREADS, "cores": os.cpu_count()}
+    if profile == "gpu":
+        from numba import cuda
+
+        result["device"] = str(cuda.get_current_device().name)
+        result["gpu"] = _gpu_rows(sizes, repeats)
+        print(table(result["gpu"], ["log2n", "ntt_ms", "ntt_min_ms", "intt_ms", "compute_h_ms",
+                                    "target_ms"]))
+        sizes = SIZES["quick"]
+    result["cpu"] = _cpu_rows(sizes, repeats)
+    print(table(result["cpu"], ["log2n", "ntt_ms", "ntt_min_ms", "intt_ms", "compute_h_ms",
+                                "ns_per_butterfly", "cores_used", "target_ms"]))
+    return result
+
+
+if __name__ == "__main__":
+    from bench.__main__ import main
+
+    sys.exit(main(["--suite", "ntt", "--profile", sys.argv[1] if len(sys.argv) > 1 else "quick"]))
