@@ -98,6 +98,7 @@ class Table:
     def __init__(self, cols: list[Col], width: int):
         self.cols, self.width = cols, width
         self.fit = fit_columns(cols, width)
+        self.plan = [(i, w, cols[i].align == ">") for i, w in self.fit]
 
     def has(self, title: str) -> bool:
         return any(self.cols[i].title == title for i, _ in self.fit)
@@ -113,11 +114,18 @@ class Table:
         into one segment: fewer segments, fewer curses calls (this is the per-frame hot path)."""
         parts: list = []
         plain: list[str] = []
-        for k, (i, w) in enumerate(self.fit):
-            if k:
+        sep = False
+        for i, w, right in self.plan:
+            if sep:
                 plain.append(" ")
+            sep = True
             cell = cells[i]
-            if callable(cell):
+            kind = cell.__class__
+            if kind is str:
+                text, style = cell, None
+            elif kind is tuple:
+                text, style = cell
+            elif callable(cell):
                 if plain:
                     parts.append(("".join(plain), None))
                     plain = []
@@ -130,11 +138,11 @@ class Table:
                 if drawn < w:
                     plain.append(" " * (w - drawn))
                 continue
-            text, style = cell if cell.__class__ is tuple else (cell, None)
-            text = "" if text is None else str(text)
+            else:
+                text, style = ("" if cell is None else str(cell)), None
             if len(text) > w:
                 text = text[: w - 1] + "~"
-            text = text.rjust(w) if self.cols[i].align == ">" else text.ljust(w)
+            text = text.rjust(w) if right else text.ljust(w)
             if style:
                 if plain:
                     parts.append(("".join(plain), None))
