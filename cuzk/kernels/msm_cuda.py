@@ -1,0 +1,340 @@
+"""MSM on CUDA: Pippenger with signed digits, buckets sorted and reduced on the device.
+
+    msm_g1(points_or_resident, scalars) -> (8,) uint64 affine point (zeros = infinity)
+    msm_g2(points_or_resident, scalars) -> (16,) uint64 affine point
+
+``points_or_resident`` is a host array in the zkey layout ((n, 8) or (n, 16) uint64,
+Montgomery, affine; copied to the device for this call), a numba device array of that
+shape, or a cuzk.kernels.resident.ResidentPoints placed on the device once and reused.
+Scalars are plain (n, 4) uint64 host or device arrays.
+
+Kernels, in launch order (one source for G1 and G2; the group's operations are bound
+when the kernels are made, see _group_kernels):
+
+    msm_signed_digits        thread per point: K signed c-bit digits of its scalar
+                             (0 for zero scalars and points at infinity: skipped)
+    msm_bucket_count         thread per (window, point): atomic count of bucket sizes
+    msm_exclusive_scan       one block: bucket starts = exclusive prefix sum of the sizes
+    msm_bucket_scatter       thread per (window, point): its (index, sign) entry into its
+                             bucket's slice (a counting sort; order within a bucket is
+                             whatever the atomics give, and addition does not care)
+    msm_gX_bucket_accumulate thread per bucket: Jacobian sum of its points (mixed adds)
+    msm_gX_bucket_reduce     thread per (window, segment of buckets): sum of m * B_m
+                             over the segment, by running sums plus lo * (segment sum)
+    msm_gX_window_sums       thread per window: sum of its segments
+    msm_gX_windows_combine   one thread: Horner over the windows, one inversion to affine
+
+Everything stays on the device between launches; the host reads back one point.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from cuzk.jit import cuda_simulated, get_target, require_cuda
+from cuzk.kernels.msm import windows_for
+
+T = get_target("cuda")
+M = T.load("cuzk.kernels.msm")
+C = T.load("cuzk.bn254.curve")
+
+from numba import cuda, types  # noqa: E402  (after the CUDA builds: same numba.cuda they use)
+
+G1_WIDTH = 8
+G2_WIDTH = 16
+THREADS = 128  # threads per block of the per-element kernels
+SCAN_THREADS = 1024  # the single block of msm_exclusive_scan (its shared array size)
+SEGMENTS = 128  # bucket segments per window in msm_gX_bucket_reduce (at most H)
+
+
+# ================================ group-independent kernels ===============================
+
+def msm_signed_digits(points, scalars, c, K, digits):
+    """digits[0:K, i] = the signed c-bit digits of scalars[i]; zeros where the scalar is
+    zero or points[i] is infinity."""
+    i = cuda.grid(1)
+    if i < points.shape[0]:
+        if M.point_row_is_zero(points, i) or M.scalar_is_zero(scalars, i):
+            for w in range(K):
+                digits[w, i] = 0
+        else:
+            M.scalar_signed_digits(scalars, i, c, K, digits)
+
+
+def msm_bucket_count(digits, H, counts):
+    """counts[w H + |d| - 1] += 1 for every nonzero digit d of window w."""
+    t = cuda.grid(1)
+    n = digits.shape[1]
+    if t < digits.shape[0] * n:
+        w = t // n
+        d = digits[w, t - w * n]
+        if d != 0:
+            cuda.atomic.add(counts, w * H + abs(d) - 1, 1)
+
+
+def msm_exclusive_scan(counts, starts):
+    """starts[b] = counts[0] + ... + counts[b-1], by one block: each thread sums a chunk,
+    thread 0 scans the chunk totals, each thread writes its chunk's prefixes."""
+    totals = cuda.shared.array(SCAN_THREADS, np.int64)
+    t = cuda.threadIdx.x
+    nt = cuda.blockDim.x
+    L = counts.shape[0]
+    chunk = (L + nt - 1) // nt
+    lo = t * chunk
+    hi = min(lo + chunk, L)
+    s = 0
+    for b in range(lo, hi):
+        s += counts[b]
+    totals[t] = s
+    cuda.syncthreads()
+    if t == 0:
+        run = 0
+        for j in range(nt):
+            v = totals[j]
+            totals[j] = run
+            run += v
+    cuda.syncthreads()
+    run = totals[t]
+    for b in range(lo, hi):
+        starts[b] = run
+        run += counts[b]
+
+
+def msm_bucket_scatter(digits, H, starts, cursors, entries):
+    """entries[starts[b] + k] = 2 i + (d < 0) for the k-th point to land in bucket b."""
+    t = cuda.grid(1)
+    n = digits.shape[1]
+    if t < digits.shape[0] * n:
+        w = t // n
+        i = t - w * n
+        d = digits[w, i]
+        if d != 0:
+            b = w * H + abs(d) - 1
+            pos = starts[b] + cuda.atomic.add(cursors, b, 1)
+            neg = 1 if d < 0 else 0
+            entries[pos] = np.uint32(2 * i + neg)
+
+
+# ================================ group kernels (G1, G2) ==================================
+
+def _group_kernels(g):
+    """The bucket kernels of group g (1: G1 over Fq, 2: G2 over Fq2), bound to its ops."""
+    p = f"g{g}_"
+    aff_load = getattr(M, p + "affine_load")
+    aff_store = getattr(M, p + "affine_store")
+    jac_load = getattr(M, p + "jacobian_load")
+    jac_store = getattr(M, p + "jacobian_store")
+    neg_affine = getattr(C, p + "neg_affine")
+    inf = getattr(C, p + "inf")
+    add = getattr(C, p + "add")
+    add_mixed = getattr(C, p + "add_mixed")
+    dbl = getattr(C, p + "dbl")
+    to_affine = getattr(C, p + "to_affine")
+
+    def bucket_accumulate(points, entries, starts, counts, buckets):
+        """buckets[b] = sum of bucket b's points (Jacobian)."""
+        b = cuda.grid(1)
+        if b < buckets.shape[0]:
+            acc = inf()
+            s = starts[b]
+            for j in range(counts[b]):
+                e = entries[s + j]
+                a = aff_load(points, e >> 1)
+                if e & 1:
+                    a = neg_affine(a)
+                acc = add_mixed(acc, a)
+            jac_store(buckets, b, acc)
+
+    def bucket_reduce(buckets, H, seg_len, segs):
+        """segs[w S + s] = sum over buckets m in segment s of window w of (m + 1) B_m:
+        running sums from the top give sum (m - lo + 1) B_m and sum B_m; lo * sum B_m
+        (double-and-add on the small integer lo) completes the weights."""
+        t = cuda.grid(1)
+        S = H // seg_len
+        if t < segs.shape[0]:
+            w = t // S
+            lo = (t - w * S) * seg_len
+            base = w * H
+            R = inf()
+            acc = inf()
+            for m in range(lo + seg_len - 1, lo - 1, -1):
+                R = add(R, jac_load(buckets, base + m))
+                acc = add(acc, R)
+            L = inf()
+            started = False
+            for bit in range(30, -1, -1):
+                if started:
+                    L = dbl(L)
+                if (lo >> bit) & 1:
+                    L = add(L, R)
+                    started = True
+            jac_store(segs, t, add(acc, L))
+
+    def window_sums(segs, S, wins):
+        """wins[w] = sum of window w's S segment sums."""
+        w = cuda.grid(1)
+        if w < wins.shape[0]:
+            acc = inf()
+            for s in range(S):
+                acc = add(acc, jac_load(segs, w * S + s))
+            jac_store(wins, w, acc)
+
+    def windows_combine(wins, c, out):
+        """out[0] = affine(sum_w 2^{c w} wins[w]), Horner from the top window."""
+        if cuda.grid(1) == 0:
+            K = wins.shape[0]
+            acc = jac_load(wins, K - 1)
+            for w in range(K - 2, -1, -1):
+                for _ in range(c):
+                    acc = dbl(acc)
+                acc = add(acc, jac_load(wins, w))
+            aff_store(out, 0, to_affine(acc))
+
+    return {
+        f"msm_g{g}_bucket_accumulate": bucket_accumulate,
+        f"msm_g{g}_bucket_reduce": bucket_reduce,
+        f"msm_g{g}_window_sums": window_sums,
+        f"msm_g{g}_windows_combine": windows_combine,
+    }
+
+
+_G = {1: _group_kernels(1), 2: _group_kernels(2)}
+
+# name -> (python function, argument types): tests/test_ptx.py compiles each to PTX (cc 9.0).
+U2 = types.Array(types.uint64, 2, "C")
+I2 = types.Array(types.int32, 2, "C")
+I32 = types.Array(types.int32, 1, "C")
+I64 = types.Array(types.int64, 1, "C")
+E32 = types.Array(types.uint32, 1, "C")
+i64 = types.int64
+CUDA_KERNELS = {
+    "msm_signed_digits": (msm_signed_digits, (U2, U2, i64, i64, I2)),
+    "msm_bucket_count": (msm_bucket_count, (I2, i64, I32)),
+    "msm_exclusive_scan": (msm_exclusive_scan, (I32, I64)),
+    "msm_bucket_scatter": (msm_bucket_scatter, (I2, i64, I64, I32, E32)),
+}
+for _g in (1, 2):
+    _k = _G[_g]
+    _sigs = {
+        "bucket_accumulate": (U2, E32, I64, I32, U2),
+        "bucket_reduce": (U2, i64, i64, U2),
+        "window_sums": (U2, i64, U2),
+        "windows_combine": (U2, i64, U2),
+    }
+    for _name, _sig in _sigs.items():
+        CUDA_KERNELS[f"msm_g{_g}_{_name}"] = (_k[f"msm_g{_g}_{_name}"], _sig)
+# kernels that multiply field elements: their PTX must hold the 64x64->128 high product
+PTX_EXPECT = {name: ["mul.hi.u64"] for name in CUDA_KERNELS if name.startswith("msm_g")}
+
+_compiled: dict[str, object] = {}
+
+
+def _kernel(name):
+    """The launchable kernel ``name`` (compiled on first use, for the argument types)."""
+    k = _compiled.get(name)
+    if k is None:
+        fn = CUDA_KERNELS[name][0]
+        k = _compiled[name] = cuda.jit(fn) if cuda_simulated() else cuda.jit(fn, cache=True)
+    return k
+
+
+def window_bits(n: int) -> int:
+    """Window width on the GPU: about n / 2^3 buckets per window (one thread per bucket
+    wants many buckets), c in 4..16 (below 4, the 64+ windows cost more than they save)."""
+    return max(4, min(16, int(round(math.log2(max(n, 1)))) - 3))
+
+
+def _launch(name, count, *args):
+    """Launch kernel ``name`` over ``count`` threads (small blocks in the simulator, which
+    runs every thread of a block as a Python thread)."""
+    threads = 16 if cuda_simulated() else THREADS
+    threads = max(1, min(threads, count))
+    _kernel(name)[(count + threads - 1) // threads, threads](*args)
+
+
+def _on_device(a) -> bool:
+    """A numba device array (real or simulated; the simulator has no is_cuda_array)."""
+    return hasattr(a, "copy_to_host")
+
+
+def _device_points(points, width, name):
+    from cuzk.kernels.resident import ResidentPoints
+
+    if isinstance(points, ResidentPoints):
+        points.touch()
+        arr = points.array
+    elif _on_device(points):
+        arr = points
+    else:
+        host = np.asarray(points)
+        if host.dtype != np.uint64 or host.ndim != 2 or host.shape[1] != width:
+            raise ValueError(
+                f"{name}: points must be (n, {width}) uint64, got {host.dtype} {host.shape}"
+            )
+        arr = cuda.to_device(np.ascontiguousarray(host))
+    if arr.ndim != 2 or arr.shape[1] != width:
+        raise ValueError(f"{name}: points must be (n, {width}), got {tuple(arr.shape)}")
+    return arr
+
+
+def _device_scalars(scalars, n, name):
+    if _on_device(scalars):
+        arr = scalars
+    else:
+        host = np.asarray(scalars)
+        if host.dtype != np.uint64 or host.ndim != 2 or host.shape[1] != 4:
+            raise ValueError(
+                f"{name}: scalars must be (n, 4) uint64, got {host.dtype} {host.shape}"
+            )
+        arr = cuda.to_device(np.ascontiguousarray(host))
+    if arr.shape[0] != n:
+        raise ValueError(f"{name}: {n} points but {arr.shape[0]} scalars")
+    return arr
+
+
+def _msm(points, scalars, g, width, name, c):
+    require_cuda()
+    pts = _device_points(points, width, name)
+    n = pts.shape[0]
+    sc = _device_scalars(scalars, n, name)
+    if n == 0:
+        return np.zeros(width, np.uint64)
+    if n >= 1 << 31:
+        raise ValueError(f"{name}: at most 2^31 - 1 points per MSM (bucket entries are uint32)")
+    c = int(c or window_bits(n))
+    K = windows_for(c)
+    H = 1 << (c - 1)
+    L = K * H
+    jw = 3 * width // 2  # Jacobian row width
+    digits = cuda.device_array((K, n), np.int32)
+    _launch("msm_signed_digits", n, pts, sc, c, K, digits)
+    counts = cuda.to_device(np.zeros(L, np.int32))
+    _launch("msm_bucket_count", K * n, digits, H, counts)
+    starts = cuda.device_array(L, np.int64)
+    scan_threads = min(32 if cuda_simulated() else SCAN_THREADS, 1 << max(5, (L - 1).bit_length()))
+    _kernel("msm_exclusive_scan")[1, scan_threads](counts, starts)
+    cursors = cuda.to_device(np.zeros(L, np.int32))
+    entries = cuda.device_array(K * n, np.uint32)
+    _launch("msm_bucket_scatter", K * n, digits, H, starts, cursors, entries)
+    buckets = cuda.device_array((L, jw), np.uint64)
+    _launch(f"msm_g{g}_bucket_accumulate", L, pts, entries, starts, counts, buckets)
+    S = min(SEGMENTS, H)
+    segs = cuda.device_array((K * S, jw), np.uint64)
+    _launch(f"msm_g{g}_bucket_reduce", K * S, buckets, H, H // S, segs)
+    wins = cuda.device_array((K, jw), np.uint64)
+    _launch(f"msm_g{g}_window_sums", K, segs, S, wins)
+    out = cuda.device_array((1, width), np.uint64)
+    _launch(f"msm_g{g}_windows_combine", 1, wins, c, out)
+    return out.copy_to_host()[0]
+
+
+def msm_g1(points, scalars, c: int | None = None) -> np.ndarray:
+    """sum_i scalars[i] * points[i] over G1 on the CUDA device, as an (8,) affine row."""
+    return _msm(points, scalars, 1, G1_WIDTH, "msm_g1", c)
+
+
+def msm_g2(points, scalars, c: int | None = None) -> np.ndarray:
+    """sum_i scalars[i] * points[i] over G2 on the CUDA device, as a (16,) affine row."""
+    return _msm(points, scalars, 2, G2_WIDTH, "msm_g2", c)

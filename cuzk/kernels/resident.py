@@ -1,0 +1,264 @@
+"""Proving-key point sets placed on a device once and reused by many MSMs.
+
+A Groth16 proving key's bulk is its point sets (pointsA, B1, B2, C, H of a zkey). A GPU
+worker places them on its device once (``ResidentKey.place``), runs every proof's MSMs
+against them, and lets the engine evict them when idle; ``nbytes`` is what a memory budget
+accounts for. On the "cpu" device nothing is copied: the resident arrays are the zkey's
+mmap views themselves, and their size is their bytes (the pages are shared with the page
+cache, but they are what the prover touches).
+
+    key = ResidentKey.place("mul2", {"a": zk.points_a, "b2": zk.points_b2}, device="cuda:0")
+    key.msm("a", scalars)          # -> (8,) affine row, on the key's device
+    key.nbytes                     # bytes held on the device
+    key.release()
+
+``ResidentKeys`` is a small registry per process: get-or-place, pinning while MSMs run,
+eviction of keys idle longer than a threshold, and rows for the status board's "keys" list.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Mapping
+
+import numpy as np
+
+G1_WIDTH = 8
+G2_WIDTH = 16
+# short set names -> cuzk.formats.zkey.ZKey attributes
+ZKEY_SETS = {
+    "a": "points_a", "b1": "points_b1", "b2": "points_b2", "c": "points_c", "h": "points_h",
+}
+
+
+def parse_device(device: str) -> tuple[str, int]:
+    """"cpu" / "cpu:0" -> ("cpu", 0); "cuda" / "cuda:N" -> ("cuda", N)."""
+    kind, _, ordinal = str(device).partition(":")
+    if kind not in ("cpu", "cuda"):
+        raise ValueError(f"unknown device {device!r} (expected 'cpu' or 'cuda:N')")
+    return kind, int(ordinal or 0)
+
+
+class ResidentPoints:
+    """One affine point set ((n, 8) G1 or (n, 16) G2 uint64 rows) on one device."""
+
+    def __init__(self, array, device: str, name: str = ""):
+        width = array.shape[1]
+        if len(array.shape) != 2 or width not in (G1_WIDTH, G2_WIDTH):
+            raise ValueError(
+                f"point set {name!r}: expected (n, 8) or (n, 16) rows, got {tuple(array.shape)}"
+            )
+        self.array = array
+        self.device = device
+        self.name = name
+        self.group = 1 if width == G1_WIDTH else 2
+        self.n = int(array.shape[0])
+        self.nbytes = self.n * width * 8
+        self.last_used = time.monotonic()
+
+    def touch(self) -> None:
+        self.last_used = time.monotonic()
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __repr__(self) -> str:
+        return f"<ResidentPoints {self.name!r} G{self.group} n={self.n} on {self.device}>"
+
+
+def place_points(points: np.ndarray, device: str = "cpu", name: str = "") -> ResidentPoints:
+    """Put one host point set on ``device``: no copy for "cpu", one transfer for "cuda:N"."""
+    kind, ordinal = parse_device(device)
+    host = np.asarray(points)
+    if host.dtype != np.uint64 or host.ndim != 2 or host.shape[1] not in (G1_WIDTH, G2_WIDTH):
+        raise ValueError(
+            f"point set {name!r}: expected (n, 8|16) uint64, got {host.dtype} {host.shape}"
+        )
+    if kind == "cpu":
+        return ResidentPoints(host, "cpu", name)
+    from cuzk.jit import require_cuda
+
+    require_cuda()
+    from numba import cuda
+
+    with _gpu(cuda, ordinal):
+        arr = cuda.to_device(np.ascontiguousarray(host))
+    return ResidentPoints(arr, f"cuda:{ordinal}", name)
+
+
+def _gpu(cuda, ordinal):
+    from cuzk.jit import cuda_simulated
+
+    if cuda_simulated():
+        return contextlib.nullcontext()
+    return cuda.gpus[ordinal]
+
+
+class ResidentKey:
+    """A proving key's point sets, resident on one device."""
+
+    def __init__(self, key_id: str, device: str, sets: Mapping[str, ResidentPoints]):
+        self.key_id = key_id
+        self.device = device
+        self.sets = dict(sets)
+        self._pins = 0
+        self._lock = threading.Lock()
+        self.last_used = time.monotonic()
+
+    @classmethod
+    def place(cls, key_id: str, sets: Mapping[str, np.ndarray], device: str = "cpu") -> ResidentKey:
+        """Place the named host point sets on ``device`` ("cpu" or "cuda:N")."""
+        kind, ordinal = parse_device(device)
+        dev = "cpu" if kind == "cpu" else f"cuda:{ordinal}"
+        placed = {}
+        try:
+            for name, pts in sets.items():
+                placed[name] = place_points(pts, dev, name)
+        except BaseException:
+            placed.clear()  # drop the device arrays placed so far
+            raise
+        return cls(key_id, dev, placed)
+
+    @classmethod
+    def from_zkey(
+        cls, zkey, device: str = "cpu", key_id: str | None = None, sets=tuple(ZKEY_SETS)
+    ) -> ResidentKey:
+        """Place a cuzk.formats.zkey.ZKey's point sets ("a", "b1", "b2", "c", "h")."""
+        arrays = {name: getattr(zkey, ZKEY_SETS[name]) for name in sets}
+        return cls.place(key_id or str(zkey.path), arrays, device)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of all point sets held on the device."""
+        return sum(s.nbytes for s in self.sets.values())
+
+    def __getitem__(self, name: str) -> ResidentPoints:
+        try:
+            return self.sets[name]
+        except KeyError:
+            raise KeyError(f"key {self.key_id!r} has no resident point set {name!r} "
+                           f"(has {sorted(self.sets)})") from None
+
+    def touch(self) -> None:
+        self.last_used = time.monotonic()
+
+    @contextlib.contextmanager
+    def pinned(self):
+        """Mark the key in use (not evictable) for the duration of the block."""
+        with self._lock:
+            self._pins += 1
+        try:
+            yield self
+        finally:
+            with self._lock:
+                self._pins -= 1
+            self.touch()
+
+    @property
+    def in_use(self) -> bool:
+        return self._pins > 0
+
+    def msm(self, name: str, scalars):
+        """The MSM of point set ``name`` with ``scalars`` on the key's device: an (8,) or
+        (16,) affine row."""
+        pts = self[name]
+        with self.pinned():
+            pts.touch()
+            if self.device == "cpu":
+                from cuzk.kernels import msm_cpu
+
+                fn = msm_cpu.msm_g1 if pts.group == 1 else msm_cpu.msm_g2
+                return fn(pts.array, scalars)
+            from numba import cuda
+
+            from cuzk.kernels import msm_cuda
+
+            fn = msm_cuda.msm_g1 if pts.group == 1 else msm_cuda.msm_g2
+            with _gpu(cuda, parse_device(self.device)[1]):
+                return fn(pts, scalars)
+
+    def release(self) -> None:
+        """Drop the device arrays (their memory returns to the device when unreferenced)."""
+        self.sets.clear()
+
+    def __repr__(self) -> str:
+        return (
+            f"<ResidentKey {self.key_id!r} on {self.device}: {sorted(self.sets)} "
+            f"{self.nbytes} bytes>"
+        )
+
+
+class ResidentKeys:
+    """Per-process registry of resident keys, keyed by (key_id, device)."""
+
+    def __init__(self):
+        self._keys: dict[tuple[str, str], ResidentKey] = {}
+        self._lock = threading.Lock()
+
+    def get_or_place(self, key_id: str, sets, device: str = "cpu") -> ResidentKey:
+        """The resident key (key_id, device), placing ``sets`` (a mapping, or a callable
+        returning one, called only when placing) if it is not resident yet."""
+        kind, ordinal = parse_device(device)
+        dev = "cpu" if kind == "cpu" else f"cuda:{ordinal}"
+        with self._lock:
+            key = self._keys.get((key_id, dev))
+            if key is None:
+                key = ResidentKey.place(key_id, sets() if callable(sets) else sets, dev)
+                self._keys[(key_id, dev)] = key
+            key.touch()
+            return key
+
+    def get(self, key_id: str, device: str = "cpu") -> ResidentKey | None:
+        kind, ordinal = parse_device(device)
+        return self._keys.get((key_id, "cpu" if kind == "cpu" else f"cuda:{ordinal}"))
+
+    def evict(self, key_id: str, device: str | None = None) -> int:
+        """Release key_id (on one device, or all); returns the bytes freed. Pinned keys stay."""
+        freed = 0
+        with self._lock:
+            matching = [k for k in self._keys if k[0] == key_id and device in (None, k[1])]
+            for k in matching:
+                key = self._keys[k]
+                if key.in_use:
+                    continue
+                freed += key.nbytes
+                key.release()
+                del self._keys[k]
+        return freed
+
+    def evict_idle(self, min_idle_secs: float) -> list[tuple[str, str, int]]:
+        """Release every unpinned key idle for at least min_idle_secs; returns
+        (key_id, device, bytes) for each."""
+        now = time.monotonic()
+        out = []
+        with self._lock:
+            for k, key in list(self._keys.items()):
+                if not key.in_use and now - key.last_used >= min_idle_secs:
+                    out.append((k[0], k[1], key.nbytes))
+                    key.release()
+                    del self._keys[k]
+        return out
+
+    def nbytes(self, device: str | None = None) -> int:
+        return sum(k.nbytes for (_, dev), k in self._keys.items() if device in (None, dev))
+
+    def rows(self) -> list[dict]:
+        """One status-board "keys" row per key id: bytes over its devices, devices,
+        seconds since last use, evictable (no device copy in use)."""
+        now = time.monotonic()
+        by_id: dict[str, dict] = {}
+        for (key_id, dev), key in sorted(self._keys.items()):
+            row = by_id.setdefault(key_id, {"key_id": key_id, "bytes": 0, "devices": [],
+                                            "last_used_secs_ago": None, "evictable": True})
+            row["bytes"] += key.nbytes
+            row["devices"].append(dev)
+            ago = now - key.last_used
+            if row["last_used_secs_ago"] is None or ago < row["last_used_secs_ago"]:
+                row["last_used_secs_ago"] = ago
+            row["evictable"] = row["evictable"] and not key.in_use
+        return list(by_id.values())
+
+    def __len__(self) -> int:
+        return len(self._keys)

@@ -1,0 +1,330 @@
+"""MSM (G1, G2) on the CPU and CUDA against py_ecc, an independent pure-Python BN254.
+
+References: points are P_i = a_i G for known a_i, so sum k_i P_i = (sum k_i a_i mod r) G is
+one py_ecc multiplication (the "sum in the exponent"); small cases are also checked against
+the naive sum of py_ecc multiplications. One body per property runs for both targets: the
+CUDA one runs in the simulator here (Python, slow: tiny n) and on a GPU where one exists.
+"""
+
+import mmap
+import random
+
+import numpy as np
+import pytest
+from py_ecc import optimized_bn128 as ob
+
+from cuzk.bn254.constants import FQ_MODULUS, FR_MODULUS, MONT_R, int_to_limbs, limbs_to_int
+
+R = FR_MODULUS
+TARGETS = ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)]
+_R_INV = pow(MONT_R, -1, FQ_MODULUS)
+
+
+# --------------------------------- conversions (test-local) -------------------------------
+
+def _mont(x: int) -> list:
+    return [int(v) for v in int_to_limbs(int(x) * MONT_R % FQ_MODULUS)]
+
+
+def _unmont(limbs) -> int:
+    return limbs_to_int(limbs) * _R_INV % FQ_MODULUS
+
+
+def g1_rows(points) -> np.ndarray:
+    """py_ecc G1 points -> (n, 8) uint64 rows in the zkey layout (zeros = infinity)."""
+    out = []
+    for P in points:
+        if ob.is_inf(P):
+            out.append([0] * 8)
+        else:
+            x, y = ob.normalize(P)
+            out.append(_mont(x.n) + _mont(y.n))
+    return np.array(out, dtype=np.uint64).reshape(len(out), 8)
+
+
+def g2_rows(points) -> np.ndarray:
+    out = []
+    for P in points:
+        if ob.is_inf(P):
+            out.append([0] * 16)
+        else:
+            x, y = ob.normalize(P)
+            out.append(sum((_mont(c) for c in (*x.coeffs, *y.coeffs)), []))
+    return np.array(out, dtype=np.uint64).reshape(len(out), 16)
+
+
+def row_to_ints(row):
+    """An (8,) or (16,) affine row -> integer coordinates, None for infinity."""
+    row = [int(v) for v in row]
+    if not any(row):
+        return None
+    coords = [_unmont(row[i:i + 4]) for i in range(0, len(row), 4)]
+    return tuple(coords)
+
+
+def py_ecc_ints(P):
+    if ob.is_inf(P):
+        return None
+    x, y = ob.normalize(P)
+    if isinstance(x, ob.FQ):
+        return (x.n, y.n)
+    return (*(int(c) for c in x.coeffs), *(int(c) for c in y.coeffs))
+
+
+def scalar_rows(ks) -> np.ndarray:
+    rows = [[int(v) for v in int_to_limbs(k)] for k in ks]
+    return np.array(rows, dtype=np.uint64).reshape(len(ks), 4)
+
+
+GROUPS = {
+    "g1": (ob.G1, g1_rows, 8),
+    "g2": (ob.G2, g2_rows, 16),
+}
+
+
+def msm_fn(target, group):
+    if target == "cpu":
+        from cuzk.kernels import msm_cpu as m
+    else:
+        from cuzk.kernels import msm_cuda as m
+    return m.msm_g1 if group == "g1" else m.msm_g2
+
+
+def exponent_check(target, group, a, k, c=None, points=None):
+    """MSM of points a_i G with scalars k_i (ints; a_i None = infinity) against
+    (sum k_i a_i) G from py_ecc."""
+    gen, rows, _ = GROUPS[group]
+    if points is None:
+        inf = ob.Z1 if group == "g1" else ob.Z2
+        points = rows([inf if ai is None else ob.multiply(gen, ai) for ai in a])
+    total = sum(ki * ai for ki, ai in zip(k, a, strict=True) if ai is not None) % R
+    got = msm_fn(target, group)(points, scalar_rows(k), **({"c": c} if c else {}))
+    assert got.dtype == np.uint64 and got.shape == (GROUPS[group][2],)
+    assert row_to_ints(got) == py_ecc_ints(ob.multiply(gen, total))
+    return got
+
+
+def sizes(target):
+    return (1, 2, 7, 16, 100) if target == "cpu" else (1, 3, 8)
+
+
+# ------------------------------------------ G1 --------------------------------------------
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_g1_random_against_exponent_sum(target):
+    rng = random.Random(11)
+    for n in sizes(target):
+        a = [rng.randrange(1, R) for _ in range(n)]
+        k = [rng.randrange(R) for _ in range(n)]
+        exponent_check(target, "g1", a, k)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_g1_naive_py_ecc_sum(target):
+    """Against the naive sum of py_ecc multiplications (no exponent shortcut)."""
+    rng = random.Random(12)
+    n = 8 if target == "cpu" else 4
+    pts = [ob.multiply(ob.G1, rng.randrange(1, R)) for _ in range(n)]
+    k = [rng.randrange(R) for _ in range(n)]
+    expect = ob.Z1
+    for P, ki in zip(pts, k, strict=True):
+        expect = ob.add(expect, ob.multiply(P, ki))
+    got = msm_fn(target, "g1")(g1_rows(pts), scalar_rows(k))
+    assert row_to_ints(got) == py_ecc_ints(expect)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_g1_edge_cases(target):
+    """Zero scalars, r - 1, scalars >= r (reduced), repeated points (doubling in a bucket),
+    P and -P in one bucket (cancellation), points at infinity (skipped)."""
+    a = [5, 5, 7, 7, R - 7, None, 9, 11]
+    k = [3, 3, 0, 2**200 + 1, 2**200 + 1, 12345, R - 1, R + 4]
+    if target == "cuda":  # the simulator is slow: the same kinds of case, fewer points
+        a, k = a[:2] + a[3:6] + a[6:7], k[:2] + k[3:6] + k[6:7]
+    exponent_check(target, "g1", a, k)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_g1_degenerate_inputs(target):
+    """n = 1 (with r - 1 and zero), all scalars zero, all points at infinity, n = 0."""
+    fn = msm_fn(target, "g1")
+    exponent_check(target, "g1", [3], [R - 1])
+    zero = fn(g1_rows([ob.multiply(ob.G1, 3)]), scalar_rows([0]))
+    assert not zero.any()
+    assert not fn(g1_rows([ob.G1, ob.multiply(ob.G1, 2)]), scalar_rows([0, 0])).any()
+    assert not fn(np.zeros((3, 8), np.uint64), scalar_rows([1, 2, 3])).any()
+    assert not fn(np.zeros((0, 8), np.uint64), np.zeros((0, 4), np.uint64)).any()
+
+
+def test_g1_shape_errors():
+    from cuzk.kernels import msm_cpu
+
+    with pytest.raises(ValueError, match="points"):
+        msm_cpu.msm_g1(np.zeros((2, 16), np.uint64), np.zeros((2, 4), np.uint64))
+    with pytest.raises(ValueError, match="2 points but 3 scalars"):
+        msm_cpu.msm_g1(np.zeros((2, 8), np.uint64), np.zeros((3, 4), np.uint64))
+
+
+def _progression(n, a0, step):
+    """Rows of P_i = (a0 + i step) G built by py_ecc additions (cheap for thousands)."""
+    Q = ob.multiply(ob.G1, step)
+    P = ob.multiply(ob.G1, a0)
+    pts = []
+    for _ in range(n):
+        pts.append(P)
+        P = ob.add(P, Q)
+    return g1_rows(pts), [(a0 + i * step) % R for i in range(n)]
+
+
+@pytest.fixture(scope="module")
+def progression_4096():
+    return _progression(4096, 1234567, 7654321)
+
+
+def test_g1_cpu_larger_every_window_width(progression_4096):
+    """n = 4096 against the exponent sum, for window widths from tiny (many rounds, heavy
+    buckets) to larger than log2(n) (mostly single-point buckets), and the default."""
+    points, a = progression_4096
+    rng = random.Random(13)
+    k = [rng.randrange(R) for _ in a]
+    for c in (None, 2, 5, 9, 13, 17):
+        exponent_check("cpu", "g1", a, k, c=c, points=points)
+
+
+def test_g1_cpu_heavy_bucket_and_cancellation():
+    """One bucket gets everything: 300 copies of P and 301 of -P with one scalar each, so
+    the batch-affine rounds double, cancel, and meet infinity operands."""
+    P = ob.multiply(ob.G1, 42)
+    rows = g1_rows([P] * 300 + [ob.neg(P)] * 301 + [ob.G1])
+    a = [42] * 300 + [R - 42] * 301 + [1]
+    k = [987654321] * 601 + [5]
+    exponent_check("cpu", "g1", a, k, points=rows)
+    exponent_check("cpu", "g1", a, k, c=3, points=rows)
+
+
+def test_g1_cpu_mmap_view_is_not_copied(tmp_path, progression_4096):
+    """Points as a zkey gives them: a read-only, 4-byte-offset (unaligned) view over an mmap."""
+    points, a = progression_4096
+    points, a = points[:500], a[:500]
+    path = tmp_path / "points.bin"
+    path.write_bytes(b"\0" * 4 + points.tobytes())
+    with open(path, "rb") as f:
+        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        view = np.frombuffer(mm, dtype="<u8", count=points.size, offset=4).reshape(points.shape)
+        assert not view.flags.writeable and not view.flags.aligned
+        k = [random.Random(14).randrange(R) for _ in a]
+        exponent_check("cpu", "g1", a, k, points=view)
+        del view
+    finally:
+        mm.close()
+
+
+# ------------------------------------------ G2 --------------------------------------------
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_g2_random_and_edges(target):
+    rng = random.Random(21)
+    if target == "cpu":
+        for n in (1, 5, 16):
+            exponent_check(target, "g2", [rng.randrange(1, R) for _ in range(n)],
+                           [rng.randrange(R) for _ in range(n)])
+        a = [8, 8, None, 13, R - 13, 2]
+        k = [R - 1, R - 1, 3, 77, 77, 0]
+    else:
+        a = [8, 8, None]
+        k = [R - 1, R - 1, 3]
+    exponent_check(target, "g2", a, k)
+
+
+def test_g2_cpu_naive_py_ecc_sum():
+    rng = random.Random(22)
+    pts = [ob.multiply(ob.G2, rng.randrange(1, R)) for _ in range(4)]
+    k = [rng.randrange(R) for _ in range(4)]
+    expect = ob.Z2
+    for P, ki in zip(pts, k, strict=True):
+        expect = ob.add(expect, ob.multiply(P, ki))
+    from cuzk.kernels import msm_cpu
+
+    assert row_to_ints(msm_cpu.msm_g2(g2_rows(pts), scalar_rows(k))) == py_ecc_ints(expect)
+
+
+def test_g2_cpu_larger():
+    Q = ob.multiply(ob.G2, 3)
+    P = ob.multiply(ob.G2, 17)
+    pts = []
+    for _ in range(600):
+        pts.append(P)
+        P = ob.add(P, Q)
+    a = [(17 + 3 * i) % R for i in range(600)]
+    k = [random.Random(23).randrange(R) for _ in a]
+    exponent_check("cpu", "g2", a, k, points=g2_rows(pts))
+
+
+# ---------------------------------------- window choice -----------------------------------
+
+def test_window_bits_grows_with_n():
+    from cuzk.kernels import msm_cpu, msm_cuda
+
+    for mod in (msm_cpu, msm_cuda):
+        cs = [mod.window_bits(1 << e) for e in range(0, 25)]
+        assert all(2 <= c <= 20 for c in cs)
+        assert cs == sorted(cs)
+    assert msm_cpu.window_bits(1 << 16) >= 10
+
+
+# ---------------------------------------- resident keys -----------------------------------
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_resident_key_runs_msms(target):
+    from cuzk.kernels.resident import ResidentKey
+
+    rng = random.Random(31)
+    n = 6 if target == "cpu" else 2
+    a = [rng.randrange(1, R) for _ in range(n)]
+    b = [rng.randrange(1, R) for _ in range(n)]
+    g1 = g1_rows([ob.multiply(ob.G1, x) for x in a])
+    g2 = g2_rows([ob.multiply(ob.G2, x) for x in b])
+    device = "cpu" if target == "cpu" else "cuda:0"
+    key = ResidentKey.place("k", {"a": g1, "b2": g2}, device=device)
+    assert key.nbytes == g1.nbytes + g2.nbytes == n * 64 + n * 128
+    assert key["a"].group == 1 and key["b2"].group == 2
+    if target == "cpu":
+        assert key["a"].array is g1  # the host arrays themselves: no copy
+    for _ in range(2):  # placed once, used twice
+        k = [rng.randrange(R) for _ in range(n)]
+        got = key.msm("a", scalar_rows(k))
+        expect = ob.multiply(ob.G1, sum(x * y for x, y in zip(a, k, strict=True)) % R)
+        assert row_to_ints(got) == py_ecc_ints(expect)
+    if target == "cpu":
+        k = [rng.randrange(R) for _ in range(n)]
+        got = key.msm("b2", scalar_rows(k))
+        expect = ob.multiply(ob.G2, sum(x * y for x, y in zip(b, k, strict=True)) % R)
+        assert row_to_ints(got) == py_ecc_ints(expect)
+    with pytest.raises(KeyError, match="no resident point set 'h'"):
+        key["h"]
+    key.release()
+    assert key.nbytes == 0
+
+
+def test_resident_registry_pins_and_evicts():
+    from cuzk.kernels.resident import ResidentKeys
+
+    reg = ResidentKeys()
+    pts = np.zeros((10, 8), np.uint64)
+    placed = []
+    key = reg.get_or_place("k1", lambda: placed.append(1) or {"a": pts})
+    assert reg.get_or_place("k1", lambda: placed.append(1) or {"a": pts}) is key
+    assert placed == [1]  # placed once
+    reg.get_or_place("k2", {"h": np.zeros((4, 16), np.uint64)})
+    assert reg.nbytes() == 640 + 512 and reg.nbytes("cpu") == 1152 and reg.nbytes("cuda:0") == 0
+    rows = {r["key_id"]: r for r in reg.rows()}
+    assert rows["k1"]["bytes"] == 640 and rows["k1"]["devices"] == ["cpu"]
+    assert rows["k1"]["evictable"]
+    with key.pinned():
+        assert not {r["key_id"]: r for r in reg.rows()}["k1"]["evictable"]
+        evicted = reg.evict_idle(0.0)
+        assert [e[0] for e in evicted] == ["k2"]  # k1 is in use
+    assert reg.evict_idle(3600.0) == []  # just used
+    assert reg.evict("k1") == 640
+    assert len(reg) == 0 and reg.rows() == []
