@@ -35,8 +35,11 @@ def run(*, board: str | None = None, interval: float = 1.0, iterations: int | No
                 # colour only when stdout is a terminal.
                 tty = sys.stdout.isatty()
                 size = _terminal_size() if tty else os.terminal_size((80, 24))
+                # on a terminal, one line less than the screen: the prompt after the frame
+                # must not push its header off
+                lines = size.lines - 1 if tty and once else size.lines
                 return run_text(sampler, interval=interval, iterations=iterations, once=once,
-                                width=width or size.columns, height=height or size.lines,
+                                width=width or size.columns, height=height or lines,
                                 color=color and tty)
             return run_curses(sampler, interval=interval, iterations=iterations, color=color)
         finally:
