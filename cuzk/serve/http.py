@@ -252,7 +252,9 @@ class Handler(BaseHTTPRequestHandler):
         except ValueError:
             short = "error"
         self.close_connection = True
-        self._send(error_response(code, message or short, {"Connection": "close"}))
+        if getattr(self, "request_version", "HTTP/0.9") == "HTTP/0.9":
+            self.request_version = "HTTP/1.0"  # answer with a status line and headers
+        self._send(error_response(code, message or short))
 
     def _send(self, resp: Response) -> None:
         try:

@@ -1,0 +1,156 @@
+"""A real `cuzk serve` subprocess on loopback for the serve tests, and raw-HTTP helpers.
+
+ServeProcess starts `python -m cuzk.cli serve --listen 127.0.0.1:0 ...` in its own session,
+logs to a file (never a pipe that could fill), learns its URL from the "listening on" line,
+and on stop() checks that the process exited and left no shared-memory segment behind.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CLI = [sys.executable, "-m", "cuzk.cli"]
+
+
+def cli_env(**extra) -> dict:
+    env = dict(os.environ)
+    env.setdefault("NUMBA_CACHE_DIR", str(ROOT / ".cache" / "numba"))
+    env.pop("NUMBA_ENABLE_CUDASIM", None)  # the daemon proves on CPU devices; no simulator
+    for k in [k for k in env if k.startswith("CUZK_")]:
+        env.pop(k)  # the tests say what they mean; nothing leaks in from the shell
+    env.update(extra)
+    return env
+
+
+def run_cli(*args, timeout: float = 120, env: dict | None = None, cwd=None):
+    """Run `cuzk ARGS...` as a subprocess; returns the CompletedProcess (text)."""
+    return subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, env=env or cli_env(), cwd=cwd)
+
+
+class ServeProcess:
+    def __init__(self, log_path: Path, *args, env: dict | None = None):
+        self.log_path = Path(log_path)
+        self.args = [str(a) for a in args]
+        self.env = env or cli_env()
+        self.proc: subprocess.Popen | None = None
+        self.url = ""
+        self.board = ""
+
+    def start(self, timeout: float = 300) -> ServeProcess:
+        self._log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen([*CLI, "serve", *self.args], stdout=self._log,
+                                     stderr=subprocess.STDOUT, env=self.env,
+                                     start_new_session=True)
+        t_end = time.time() + timeout
+        while time.time() < t_end:
+            text = self.log()
+            m = re.search(r"listening on (http://\S+)", text)
+            if m:
+                self.url = m.group(1)
+                b = re.search(r"board (\S+) \(watch", text)
+                self.board = b.group(1) if b else ""
+                return self
+            if self.proc.poll() is not None:
+                raise AssertionError(f"cuzk serve exited with {self.proc.returncode}:\n{text}")
+            time.sleep(0.1)
+        self.kill()
+        raise AssertionError(f"cuzk serve did not start in {timeout} s:\n{self.log()}")
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def hostport(self) -> tuple[str, int]:
+        host, port = self.url.removeprefix("http://").rsplit(":", 1)
+        return host, int(port)
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def leftover_segments(self) -> list[str]:
+        """Shared-memory names this daemon created (its buffers, its board) still present."""
+        names = os.listdir("/dev/shm")
+        return sorted(n for n in names if n.startswith(f"cuzkbuf.{self.pid}.")
+                      or (self.board and n == self.board))
+
+    def stop(self, sig=signal.SIGTERM, timeout: float = 60) -> int:
+        """Signal the daemon and wait for it; returns its exit status."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout)
+        finally:
+            self._log.close()
+
+    def kill(self) -> None:
+        """Last resort (a failed test): kill the daemon's whole session (it and its children)."""
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait(10)
+        if hasattr(self, "_log"):
+            self._log.close()
+
+
+def request(url: str, method: str, path: str, body=None, *, headers: dict | None = None,
+            raw: bytes | None = None, timeout: float = 120):
+    """(status, headers dict, JSON-or-bytes body) of one request on a fresh connection."""
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
+    hdrs = dict(headers or {})
+    data = raw
+    if body is not None:
+        data = json.dumps(body).encode()
+        hdrs.setdefault("Content-Type", "application/json")
+    try:
+        conn.request(method, path, body=data, headers=hdrs)
+        resp = conn.getresponse()
+        payload = resp.read()
+        h = {k.lower(): v for k, v in resp.getheaders()}
+    finally:
+        conn.close()
+    if h.get("content-type", "").startswith("application/json"):
+        return resp.status, h, json.loads(payload)
+    return resp.status, h, payload
+
+
+def raw_exchange(url: str, data: bytes, timeout: float = 10) -> bytes:
+    """Send raw bytes on a socket; returns everything the server sends before closing."""
+    import socket
+
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=timeout) as s:
+        s.sendall(data)
+        chunks = []
+        try:
+            while True:
+                c = s.recv(65536)
+                if not c:
+                    break
+                chunks.append(c)
+        except TimeoutError:
+            pass
+    return b"".join(chunks)
+
+
+def split_response(raw: bytes) -> tuple[int, dict]:
+    """(status, JSON body) of one raw HTTP/1.x response."""
+    head, _, body = raw.partition(b"\r\n\r\n")
+    status = int(head.split(b" ")[1])
+    return status, json.loads(body) if body.strip() else {}
