@@ -92,6 +92,19 @@ def test_missing_named_board_exits_nonzero():
     assert r.exit_code == EXIT_NO_BOARD and "no cuzk status board named" in r.output
 
 
+def test_a_segment_that_is_not_a_board_is_refused():
+    from multiprocessing import shared_memory
+
+    shm = shared_memory.SharedMemory(create=True, size=4096)
+    try:
+        shm.buf[:8] = b"NOTABRD\0"
+        r = _top("--board", shm.name.lstrip("/"), "--once")
+        assert r.exit_code == EXIT_NO_BOARD and "not a cuzk board" in r.output
+    finally:
+        shm.close()
+        shm.unlink()
+
+
 def test_several_live_boards_are_listed(sim):
     other = Board.create(instance="second", device_slots=1, finalizer_slots=1, synth_slots=1)
     try:

@@ -71,6 +71,8 @@ class BoardSource:
         except FileNotFoundError:
             raise AttachError(f"no cuzk status board named {name!r} (see `ls /dev/shm`; "
                               "is `cuzk serve` running?)", EXIT_NO_BOARD) from None
+        except api.BoardError as err:      # not a board, or a layout this code cannot read
+            raise AttachError(f"cannot read {name!r}: {err}", EXIT_NO_BOARD) from None
         self._supervisor_pid = None
 
     def alive(self) -> bool:
