@@ -18,7 +18,7 @@ How the transforms run on the device:
   column phase  stages log_m >= log_b: one launch per stage, one thread per butterfly.
 All kernels take up to three vectors (a, b, c; nvec of them used) so the three vectors of a
 proof share each launch. Every kernel is in CUDA_KERNELS with its signature, compiled
-eagerly on first use and to PTX by tests/test_ptx.py.
+at first launch and to PTX by tests/test_ptx.py.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
-from numba import cuda
+from numba import cuda, types
 
 from cuzk.jit import cuda_simulated, get_target, require_cuda
 from cuzk.kernels import ntt_cpu
@@ -187,33 +187,39 @@ def ntt_quotient(h, a, b, c, consts):
                                load(consts, 1)))
 
 
-_V = "uint64[:, ::1]"
-_STAGE = f"void({_V}, {_V}, {_V}, int64, {_V}, int64, int64, boolean)"
+_V = types.Array(types.uint64, 2, "C")  # an (n, 4) vector of elements, or a table
+_I = types.int64
+_B = types.boolean
+_STAGE = (_V, _V, _V, _I, _V, _I, _I, _B)
+# name -> (python function, argument types); tests/test_ptx.py compiles each for sm_90.
 CUDA_KERNELS = {
-    "ntt_bit_reverse": (ntt_bit_reverse, f"void({_V}, int64)"),
-    "ntt_bit_reverse_scale": (ntt_bit_reverse_scale, f"void({_V}, int64, {_V})"),
+    "ntt_bit_reverse": (ntt_bit_reverse, (_V, _I)),
+    "ntt_bit_reverse_scale": (ntt_bit_reverse_scale, (_V, _I, _V)),
     "ntt_dit_stage": (ntt_dit_stage, _STAGE),
     "ntt_dif_stage": (ntt_dif_stage, _STAGE),
     "ntt_dit_block": (ntt_dit_block, _STAGE),
-    "ntt_coset_block": (ntt_coset_block,
-                        f"void({_V}, {_V}, {_V}, int64, {_V}, {_V}, int64, int64)"),
-    "ntt_coset_shift": (ntt_coset_shift, f"void({_V}, {_V}, int64, boolean)"),
-    "ntt_quotient": (ntt_quotient, f"void({_V}, {_V}, {_V}, {_V}, {_V})"),
+    "ntt_coset_block": (ntt_coset_block, (_V, _V, _V, _I, _V, _V, _I, _I)),
+    "ntt_coset_shift": (ntt_coset_shift, (_V, _V, _I, _B)),
+    "ntt_quotient": (ntt_quotient, (_V, _V, _V, _V, _V)),
 }
+# Kernels that multiply field elements: their PTX must hold the 64-bit high product.
+PTX_EXPECT = {name: ["mul.hi.u64"] for name in CUDA_KERNELS if name != "ntt_bit_reverse"}
 
 _compiled: dict[str, object] = {}
 _compile_lock = threading.Lock()
 
 
 def kernel(name: str):
-    """The compiled CUDA kernel ``name`` of CUDA_KERNELS (compiled once, on first use)."""
+    """The CUDA dispatcher of kernel ``name`` (compiled at its first launch, for the argument
+    types of CUDA_KERNELS, which is what the launch sites pass; cached on disk on a GPU)."""
     k = _compiled.get(name)
     if k is None:
         with _compile_lock:
             k = _compiled.get(name)
             if k is None:
-                fn, sig = CUDA_KERNELS[name]
-                k = _compiled[name] = cuda.jit(sig)(fn)
+                fn, _ = CUDA_KERNELS[name]
+                k = _compiled[name] = cuda.jit(fn) if cuda_simulated() else cuda.jit(fn,
+                                                                                   cache=True)
     return k
 
 
