@@ -19,7 +19,10 @@ import pytest
 
 KERNEL_MODULES = [
     "cuzk.bn254.batch_cuda",
+    "cuzk.kernels.ntt_cuda",
+    "bench.bench_arith",
 ]
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # modules import from here
 
 CC = (9, 0)
 
@@ -58,6 +61,7 @@ def ptx_report():
     proc = subprocess.run(
         [sys.executable, "-c", _CHILD, json.dumps(CC), json.dumps(KERNEL_MODULES)],
         env=env,
+        cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=1200,
