@@ -93,16 +93,17 @@ def test_missing_named_board_exits_nonzero():
 
 
 def test_a_segment_that_is_not_a_board_is_refused():
-    from multiprocessing import shared_memory
+    from cuzk.board.segment import open_segment, unlink_segment
 
-    shm = shared_memory.SharedMemory(create=True, size=4096)
+    name = f"top-test-notaboard-{os.getpid()}"      # no cuzk- prefix: list_boards ignores it
+    shm = open_segment(name, create=True, size=4096)  # untracked: unlinked below
     try:
         shm.buf[:8] = b"NOTABRD\0"
-        r = _top("--board", shm.name.lstrip("/"), "--once")
+        r = _top("--board", name, "--once")
         assert r.exit_code == EXIT_NO_BOARD and "not a cuzk board" in r.output
     finally:
         shm.close()
-        shm.unlink()
+        unlink_segment(name)
 
 
 def test_several_live_boards_are_listed(sim):
