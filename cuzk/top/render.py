@@ -5,8 +5,10 @@ figures, the view state): no clock, no terminal, no board. Times shown are taken
 snapshot ("now", "*_secs_ago"), so one snapshot always draws the same frame, which is what
 the golden tests rely on.
 
-Screen, top to bottom (sections get rows in the priority order of `_GROWTH`, each shrinking
-to a one-line summary when short of room; pipelines take what is left and scroll):
+Screen, top to bottom. Rows are shared out in render() by priority (workers up to half, the
+pipelines at least a quarter, then the other panels); a panel short of room shrinks to a
+"+k more" line or a one-line summary, a panel with many rows on a wide terminal is laid out
+side by side, and the pipelines take what is left and scroll:
 
     header      instance, supervisor pid, uptime; memory bar, queue depth, done/failed rates
     WORKER      device workers: state, job, partition, time on it, utilisation, gen, pid, heartbeat
@@ -99,9 +101,6 @@ class Table:
         self.cols, self.width = cols, width
         self.fit = fit_columns(cols, width)
         self.plan = [(i, w, cols[i].align == ">") for i, w in self.fit]
-
-    def has(self, title: str) -> bool:
-        return any(self.cols[i].title == title for i, _ in self.fit)
 
     def header(self) -> Line:
         line = Line(base="header")
@@ -413,7 +412,7 @@ def _legend() -> Line:
     return line
 
 
-def sort_pipelines(pipelines, sort: str, now: float) -> list:
+def sort_pipelines(pipelines, sort: str) -> list:
     """Pipelines in the order named by `sort` (one of SORTS)."""
     def submitted(p):
         return _num(p.get("submitted_at"))
@@ -435,7 +434,7 @@ def sort_pipelines(pipelines, sort: str, now: float) -> list:
 
 def _pipelines(snap: dict, width: int, sort: str):
     now = _num(snap.get("now"))
-    pipes = sort_pipelines(snap.get("pipelines"), sort, now)
+    pipes = sort_pipelines(snap.get("pipelines"), sort)
     longest = max((len(p.get("partitions") or ()) for p in pipes), default=0)
     t = Table([
         Col("JOB", 8, flex=24), Col("KIND", 12, prio=2), Col("PRIO", 4),
@@ -467,8 +466,7 @@ def _pipelines(snap: dict, width: int, sort: str):
     return header, rows, legend
 
 
-def _header(snap: dict, d: Derived, width: int, *, sort: str, paused: bool,
-            tall: bool) -> list[Line]:
+def _header(snap: dict, d: Derived, width: int, *, paused: bool, tall: bool) -> list[Line]:
     mem = snap.get("memory") or {}
     counters = snap.get("counters") or {}
     top = Line().add("cuzk top", "title").add(f"  {snap.get('instance') or '?'}", "bold")
@@ -570,7 +568,7 @@ def render(snapshot: dict, width: int, height: int, *, derived: Derived | None =
         msg = f"too small: {width}x{height} (need {MIN_WIDTH}x{MIN_HEIGHT})"
         return build([Line().add(fmt.cut(msg, width), "warn")], width, height)
 
-    head = _header(snapshot, d, width, sort=sort, paused=paused, tall=height >= 40)
+    head = _header(snapshot, d, width, paused=paused, tall=height >= 40)
     room = height - len(head) - 1
     if show_help:
         body = _help(width)[:room]
