@@ -327,6 +327,55 @@ def test_cpu_compute_h_mid_size_matches_the_steps():
     assert ints(h) == expected
 
 
+_LINK_CHILD = """
+import json
+from numba import cuda
+from cuda.bindings import nvjitlink as J
+from cuzk.kernels import ntt_cuda as G
+out = {}
+for name, (fn, sig) in G.CUDA_KERNELS.items():
+    ptx, _ = cuda.compile_ptx(fn, sig, cc=(9, 0))
+    h = J.create(2, ["-arch=sm_90", "-verbose"])
+    J.add_data(h, J.InputType.PTX, ptx.encode(), len(ptx.encode()), name)
+    J.complete(h)
+    buf = bytearray(J.get_info_log_size(h))
+    J.get_info_log(h, buf)
+    J.destroy(h)
+    out[name] = buf.decode(errors="replace")
+print("LINK-REPORT " + json.dumps(out))
+"""
+
+
+@pytest.mark.cuda
+def test_cuda_kernels_fit_their_launch_shapes():
+    """Linked for sm_90 by nvJitLink (no GPU needed): no register spills, registers x threads
+    per block within the 64K register file, shared memory within the 48 KiB static limit, so
+    the launches in ntt_cuda cannot fail for lack of resources on an H100/H200."""
+    import os
+    import re
+    import sys
+
+    pytest.importorskip("cuda.bindings.nvjitlink")
+    from cuzk.kernels import ntt_cuda
+
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    proc = subprocess.run([sys.executable, "-c", _LINK_CHILD], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("LINK-REPORT ")]
+    assert proc.returncode == 0 and lines, proc.stderr[-3000:]
+    logs = json.loads(lines[-1][len("LINK-REPORT "):])
+    assert set(logs) == set(ntt_cuda.CUDA_KERNELS)
+    block_threads = 1 << (ntt_cuda.BLOCK_LOG - 1)
+    for name, log in logs.items():
+        regs = int(re.search(r"Used (\d+) registers", log).group(1))
+        spills = [int(v) for v in re.findall(r"(\d+) bytes spill", log)]
+        smem = re.search(r"(\d+) bytes smem", log)
+        threads = block_threads if name.endswith("_block") else ntt_cuda.THREADS
+        assert not any(spills), (name, log)
+        assert regs * threads <= 65536, (name, regs, threads)
+        assert smem is None or int(smem.group(1)) <= 48 * 1024, (name, log)
+
+
 def test_input_checks():
     with pytest.raises(ValueError):
         ntt_cpu.ntt(np.zeros((6, 4), np.uint64))
