@@ -139,6 +139,8 @@ def _tamperings(circuit):
                                pb[2]])
     case("pi_a and pi_c swapped", pi_a=proof["pi_c"], pi_c=proof["pi_a"])
     case("pi_b from the other proof", pi_b=proof1["pi_b"])
+    case("pi_a at infinity", pi_a=["0", "1", "0"])
+    case("pi_b at infinity", pi_b=[["0", "0"], ["1", "0"], ["0", "0"]])
     wrong = list(pub)
     wrong[-1] = str((int(wrong[-1]) + 1) % r)
     case("last public signal + 1", pub_=wrong)
