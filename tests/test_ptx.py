@@ -20,6 +20,7 @@ import pytest
 KERNEL_MODULES = [
     "cuzk.bn254.batch_cuda",
     "cuzk.kernels.ntt_cuda",
+    "cuzk.kernels.msm_cuda",
     "bench.bench_arith",
 ]
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # modules import from here

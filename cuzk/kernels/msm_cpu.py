@@ -137,6 +137,22 @@ def msm_pippenger(points, scalars, g, c, out):
         g2_windows_combine(wins, K, c, out)
 
 
+@njit(cache=True)
+def _windows_combine(wins, c, g, out):
+    if g == 1:
+        g1_windows_combine(wins, wins.shape[0], c, out)
+    else:
+        g2_windows_combine(wins, wins.shape[0], c, out)
+
+
+def windows_combine(wins, c: int, g: int) -> np.ndarray:
+    """sum_w 2^{c w} wins[w] for Jacobian window sums ((K, 12) G1 or (K, 24) G2 rows), as
+    an (8,) or (16,) affine row: the host's share of the CUDA MSM."""
+    out = np.zeros((1, G1_WIDTH if g == 1 else G2_WIDTH), np.uint64)
+    _windows_combine(np.ascontiguousarray(wins, dtype=np.uint64), int(c), int(g), out)
+    return out[0]
+
+
 def _check(points, scalars, width, name):
     points = np.asarray(points)
     scalars = np.asarray(scalars)

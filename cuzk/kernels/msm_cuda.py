@@ -22,9 +22,10 @@ when the kernels are made, see _group_kernels):
     msm_gX_bucket_reduce     thread per (window, segment of buckets): sum of m * B_m
                              over the segment, by running sums plus lo * (segment sum)
     msm_gX_window_sums       thread per window: sum of its segments
-    msm_gX_windows_combine   one thread: Horner over the windows, one inversion to affine
 
-Everything stays on the device between launches; the host reads back one point.
+Everything stays on the device between launches; the host reads back the K window sums
+(K Jacobian points) and finishes on the CPU: Horner over the windows (c doublings each)
+and one inversion to affine, ~0.1 ms there against milliseconds for one GPU thread.
 """
 
 from __future__ import annotations
@@ -123,15 +124,12 @@ def _group_kernels(g):
     """The bucket kernels of group g (1: G1 over Fq, 2: G2 over Fq2), bound to its ops."""
     p = f"g{g}_"
     aff_load = getattr(M, p + "affine_load")
-    aff_store = getattr(M, p + "affine_store")
     jac_load = getattr(M, p + "jacobian_load")
     jac_store = getattr(M, p + "jacobian_store")
     neg_affine = getattr(C, p + "neg_affine")
     inf = getattr(C, p + "inf")
     add = getattr(C, p + "add")
     add_mixed = getattr(C, p + "add_mixed")
-    dbl = getattr(C, p + "dbl")
-    to_affine = getattr(C, p + "to_affine")
 
     def bucket_accumulate(points, entries, starts, counts, buckets):
         """buckets[b] = sum of bucket b's points (Jacobian)."""
@@ -148,29 +146,60 @@ def _group_kernels(g):
             jac_store(buckets, b, acc)
 
     def bucket_reduce(buckets, H, seg_len, segs):
-        """segs[w S + s] = sum over buckets m in segment s of window w of (m + 1) B_m:
-        running sums from the top give sum (m - lo + 1) B_m and sum B_m; lo * sum B_m
-        (double-and-add on the small integer lo) completes the weights."""
+        """segs[w S + s] = sum over buckets m in segment s = [lo, lo + seg_len) of window w
+        of (m + 1) B_m, as the sequence of additions
+          1. running sums from the segment's top bucket down: R += B_m, A += R, giving
+             R = sum B_m and A = sum (m - lo + 1) B_m;
+          2. L = lo R by double-and-add over the bits of lo (doubling as L + L);
+          3. A + L.
+        All additions go through ONE call site of the (inlined, large) group addition:
+        the step index picks the operands and the destination. This keeps the kernel's
+        PTX about a fifth of what separate call sites give."""
         t = cuda.grid(1)
         S = H // seg_len
         if t < segs.shape[0]:
             w = t // S
             lo = (t - w * S) * seg_len
-            base = w * H
+            top = 0  # bits in lo
+            while (lo >> top) > 0:
+                top += 1
+            run = 2 * seg_len  # steps of phase 1
+            steps = run + 2 * top + 1
             R = inf()
-            acc = inf()
-            for m in range(lo + seg_len - 1, lo - 1, -1):
-                R = add(R, jac_load(buckets, base + m))
-                acc = add(acc, R)
+            A = inf()
             L = inf()
-            started = False
-            for bit in range(30, -1, -1):
-                if started:
-                    L = dbl(L)
-                if (lo >> bit) & 1:
-                    L = add(L, R)
-                    started = True
-            jac_store(segs, t, add(acc, L))
+            for j in range(steps):
+                if j < run:
+                    if j & 1 == 0:
+                        x = R
+                        y = jac_load(buckets, w * H + lo + seg_len - 1 - (j >> 1))
+                    else:
+                        x = A
+                        y = R
+                elif j < steps - 1:
+                    q = j - run
+                    if q & 1 == 0:
+                        x = L
+                        y = L
+                    elif (lo >> (top - 1 - (q >> 1))) & 1:
+                        x = L
+                        y = R
+                    else:
+                        continue
+                else:
+                    x = A
+                    y = L
+                z = add(x, y)
+                if j < run:
+                    if j & 1 == 0:
+                        R = z
+                    else:
+                        A = z
+                elif j < steps - 1:
+                    L = z
+                else:
+                    A = z
+            jac_store(segs, t, A)
 
     def window_sums(segs, S, wins):
         """wins[w] = sum of window w's S segment sums."""
@@ -181,22 +210,10 @@ def _group_kernels(g):
                 acc = add(acc, jac_load(segs, w * S + s))
             jac_store(wins, w, acc)
 
-    def windows_combine(wins, c, out):
-        """out[0] = affine(sum_w 2^{c w} wins[w]), Horner from the top window."""
-        if cuda.grid(1) == 0:
-            K = wins.shape[0]
-            acc = jac_load(wins, K - 1)
-            for w in range(K - 2, -1, -1):
-                for _ in range(c):
-                    acc = dbl(acc)
-                acc = add(acc, jac_load(wins, w))
-            aff_store(out, 0, to_affine(acc))
-
     return {
         f"msm_g{g}_bucket_accumulate": bucket_accumulate,
         f"msm_g{g}_bucket_reduce": bucket_reduce,
         f"msm_g{g}_window_sums": window_sums,
-        f"msm_g{g}_windows_combine": windows_combine,
     }
 
 
@@ -221,7 +238,6 @@ for _g in (1, 2):
         "bucket_accumulate": (U2, E32, I64, I32, U2),
         "bucket_reduce": (U2, i64, i64, U2),
         "window_sums": (U2, i64, U2),
-        "windows_combine": (U2, i64, U2),
     }
     for _name, _sig in _sigs.items():
         CUDA_KERNELS[f"msm_g{_g}_{_name}"] = (_k[f"msm_g{_g}_{_name}"], _sig)
@@ -325,9 +341,9 @@ def _msm(points, scalars, g, width, name, c):
     _launch(f"msm_g{g}_bucket_reduce", K * S, buckets, H, H // S, segs)
     wins = cuda.device_array((K, jw), np.uint64)
     _launch(f"msm_g{g}_window_sums", K, segs, S, wins)
-    out = cuda.device_array((1, width), np.uint64)
-    _launch(f"msm_g{g}_windows_combine", 1, wins, c, out)
-    return out.copy_to_host()[0]
+    from cuzk.kernels.msm_cpu import windows_combine
+
+    return windows_combine(wins.copy_to_host(), c, g)
 
 
 def msm_g1(points, scalars, c: int | None = None) -> np.ndarray:
