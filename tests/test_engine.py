@@ -206,6 +206,10 @@ def test_cancel_releases_everything_and_engine_goes_on(tmp_path):
         wait_for(lambda: buffers.list_segments(os.getpid()) == [], timeout=5)
         snap = eng.snapshot()
         assert [p for p in snap["pipelines"] if p["job_id"] == job_id][0]["state"] == "cancelled"
+        # every slot claimed for the job was ended through its token: nothing stays busy
+        wait_for(lambda: all(w["state"] == "idle" for s in [eng.snapshot()]
+                             for w in s["gpu_workers"] + s["finalizers"]
+                             + s["synthesis"]["workers"]), timeout=5)
         done_after = len(events(eng, "done"))
         ws2 = witnesses(2, seed=7)
         assert_proofs(eng.result(eng.submit(kid, ws2), timeout=30), ws2, key)
@@ -408,6 +412,16 @@ def invariant_violations(snap):
         if jp in states and states[jp] != "gpu":
             out.append(f"worker names {jp} in state {states[jp]}")
     return out
+
+
+def test_invariant_check_catches_the_seed_story():
+    # Rust cuzk: A's finalizer marked the worker idle while it already proved B.
+    snap = {"gpu_workers": [{"state": "idle", "current_job": None, "current_partition": None}],
+            "pipelines": [{"job_id": "j", "partitions": [{"index": 0, "state": "finalizing"},
+                                                         {"index": 1, "state": "gpu"}]}]}
+    assert invariant_violations(snap) == ["('j', 1) in gpu named by 0 workers"]
+    snap["gpu_workers"][0].update(state="proving", current_job="j", current_partition=0)
+    assert len(invariant_violations(snap)) == 2
 
 
 def test_board_invariant_holds_throughout_a_split_proving_run(tmp_path):
