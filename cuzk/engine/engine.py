@@ -31,6 +31,7 @@ Data flow (cf. CPython's concurrent/futures/process.py):
 
 from __future__ import annotations
 
+import atexit
 import collections
 import logging
 import os
@@ -38,6 +39,7 @@ import signal
 import threading
 import time
 import uuid
+import weakref
 from dataclasses import dataclass, field
 
 import multiprocess
@@ -217,6 +219,10 @@ class Engine:
         buffers.sweep_stale()
         self._thread = threading.Thread(target=self._run, name="cuzk-supervisor", daemon=True)
         self._thread.start()
+        # An engine the program forgot to stop is stopped at interpreter exit (no drain), so
+        # its segments and board do not outlive it; a weak reference keeps it collectable.
+        ref = weakref.ref(self)
+        atexit.register(lambda: (e := ref()) is not None and e.running and e.stop(0))
         if not self._started.wait(timeout):
             self.stop(0)
             raise EngineError(f"processes not ready after {timeout:.0f} s")
