@@ -122,9 +122,8 @@ def device_main(conn, parent_pid: int, device_index: int, device_name: str, opts
         """prove_finish (+ verify); ends `token` (a finalizer's or, synchronous, the worker's)."""
         job_id, part, _ = item.work
         t0 = time.time()
-        sync_gpu = None if split else item.gpu_ms
         if job_id in cancelled:
-            status.finish_end(token, ok=False, gpu_ms=sync_gpu, finalize_ms=0.0)
+            status.finish_end(token, ok=False, gpu_ms=item.gpu_ms, finalize_ms=0.0)
             item.close()
             chan.send(("dropped", item.work, {"stage": "finish"}))
             return
@@ -138,11 +137,11 @@ def device_main(conn, parent_pid: int, device_index: int, device_name: str, opts
             public = [str(x) for x in proof.public]
         except Exception as exc:
             ms = (time.time() - t0) * 1e3
-            status.finish_end(token, ok=False, gpu_ms=sync_gpu, finalize_ms=ms)
+            status.finish_end(token, ok=False, gpu_ms=item.gpu_ms, finalize_ms=ms)
             fail(item, "finish", exc)
             return
         ms = (time.time() - t0) * 1e3
-        status.finish_end(token, ok=True, gpu_ms=sync_gpu, finalize_ms=ms)
+        status.finish_end(token, ok=True, gpu_ms=item.gpu_ms, finalize_ms=ms)
         item.close()
         chan.send(("done", item.work, {"proof": proof_json, "public": public,
                                        "gpu_ms": item.gpu_ms, "finalize_ms": ms,
@@ -190,7 +189,7 @@ def device_main(conn, parent_pid: int, device_index: int, device_name: str, opts
                 if split:
                     try:  # a free finalizer now: hand over before the next worker starts
                         fin_slot = free_fin.get_nowait()
-                        fin_token = status.gpu_handoff(token, job_id, part, fin_slot, item.gpu_ms)
+                        fin_token = status.gpu_handoff(token, fin_slot)
                     except queue.Empty:
                         fin_slot = None
             del a, b, c, w
@@ -203,7 +202,7 @@ def device_main(conn, parent_pid: int, device_index: int, device_name: str, opts
                 continue
             if fin_slot is None:  # every finalizer busy: wait for one (kernels are not held)
                 fin_slot = free_fin.get()
-                fin_token = status.gpu_handoff(token, job_id, part, fin_slot, item.gpu_ms)
+                fin_token = status.gpu_handoff(token, fin_slot)
             fin_inbox[fin_slot].put((item, fin_token))
 
     def finalizer(fin_slot: int) -> None:

@@ -77,14 +77,11 @@ class ChildStatus:
         """The worker starts kernels on the partition: from this write on it is "gpu"."""
         return self.board.claim_device(slot, job_id, partition) if self.board else None
 
-    def gpu_handoff(self, token, job_id: str, partition: int, fin_slot: int,
-                    gpu_ms: float) -> Token | None:
+    def gpu_handoff(self, token, fin_slot: int) -> Token | None:
         """Split proving: one write moves the partition gpu -> finalizing (the finalizer's
-        claim), then the worker's slot ends."""
-        if token is None:
-            return None
-        self.board.partition_set(job_id, partition, gpu_ms=gpu_ms)
-        return self.board.handoff(token, fin_slot)
+        claim), then the worker's slot ends. Slot records only: no control-record lock is
+        taken while the next worker waits for the kernels (timings go with the final end)."""
+        return self.board.handoff(token, fin_slot) if token is not None else None
 
     def gpu_end(self, token, *, ok: bool, gpu_ms: float) -> None:
         """prove_start failed: the worker's slot ends, the partition back to synth_done (the
@@ -92,7 +89,7 @@ class ChildStatus:
         if token is not None:
             self.board.end(token, state="synth_done", gpu_ms=gpu_ms)
 
-    def finish_end(self, token, *, ok: bool, gpu_ms: float | None, finalize_ms: float) -> None:
+    def finish_end(self, token, *, ok: bool, gpu_ms: float, finalize_ms: float) -> None:
         """End a finalizer claim (or, synchronous proving, the worker's own claim)."""
         if token is not None:
             self.board.end(token, state="done" if ok else "synth_done", gpu_ms=gpu_ms,
