@@ -108,7 +108,8 @@ def writer_main(name: str, proc: int, n_threads: int, stop, results, seed: int,
 
 
 def actor_main(conn) -> None:
-    """Serve board calls over `conn`: ("attach", name), (method path, *args) -> reply."""
+    """Serve board calls over `conn`: ("attach", name), ("devices.claim", *args),
+    ("kw:end", token, {"state": "done"}) ... -> ("ok", reply) or ("error", text)."""
     from cuzk.board import Board, Token
 
     board = None
@@ -133,11 +134,14 @@ def actor_main(conn) -> None:
                 conn.send(("ok", None))
                 break
             else:
+                kw = {}
+                if op.startswith("kw:"):  # "kw:method", *args, {keyword arguments}
+                    op, args, kw = op[3:], args[:-1], args[-1]
                 obj = board
                 for part in op.split("."):
                     obj = getattr(obj, part)
                 args = [Token(*a) if isinstance(a, tuple) and len(a) == 3 else a for a in args]
-                reply = obj(*args)
+                reply = obj(*args, **kw)
                 if isinstance(reply, Token):
                     reply = tuple(reply)
             conn.send(("ok", reply))

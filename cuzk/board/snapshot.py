@@ -20,8 +20,6 @@ from functools import cached_property
 from typing import NamedTuple
 from zlib import crc32
 
-import numpy as np
-
 from cuzk.board import layout as L
 
 
@@ -486,6 +484,8 @@ def _verify(board, plan, verify, A, used, PJ, M) -> tuple:
 
     With verify=True, records whose sequence equals the one this handle last verified are
     skipped (found with one vectorised comparison per section)."""
+    import numpy as np  # here, not at the top: writer processes never need it
+
     lay = board.layout
     cache = board._verified
     full = verify != True  # noqa: E712 - "all" (or the fallback path)
