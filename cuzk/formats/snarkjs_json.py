@@ -218,18 +218,12 @@ def alphabeta_12(alpha1, beta2) -> list:
     snarkjs (wasmcurves) uses the Fuentes-Castaneda et al. hard part of the final
     exponentiation, which yields the optimal ate pairing raised to
     SNARKJS_PAIRING_EXPONENT = 2x(6x^2 + 3x + 1) (x = BN254's parameter) relative to the
-    textbook (q^12 - 1)/r exponent py_ecc uses; both are non-degenerate bilinear pairings,
-    but vk_alphabeta_12 only matches snarkjs's file with snarkjs's variant.
-
-    Uses py_ecc's pairing (pure Python, ~0.5 s): cuzk has no pairing of its own yet; this is
-    the one function to switch to the project's pairing when it exists.
+    textbook (q^12 - 1)/r exponent; cuzk's pairing (cuzk.bn254.pairing) uses the same chain,
+    so this matches snarkjs's file exactly (the formats tests compare them byte for byte).
     """
-    from py_ecc import optimized_bn128 as bn  # test dependency, imported only here
+    from cuzk.bn254.pairing import pairing
 
-    P = (bn.FQ(alpha1[0]), bn.FQ(alpha1[1]), bn.FQ(1))
-    (x0, x1), (y0, y1) = beta2
-    Q = (bn.FQ2([x0, x1]), bn.FQ2([y0, y1]), bn.FQ2.one())
-    return fq12_from_py_ecc(bn.pairing(Q, P) ** SNARKJS_PAIRING_EXPONENT)
+    return pairing(tuple(alpha1), tuple(beta2))
 
 
 def verification_key(zkey, alphabeta=None) -> dict:
