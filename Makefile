@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 TOOLS  := .tools
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.cache/numba
 
-.PHONY: install tools test lint bench bench-full bench-gpu demo clean
+.PHONY: install tools system-deps test lint bench bench-full bench-gpu demo clean
 
 $(VENV)/.installed: setup.cfg setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -24,7 +24,20 @@ $(TOOLS)/.installed: tools/package.json
 
 tools: $(TOOLS)/.installed
 
-test: install tools
+# Debian packages the tests drive: tmux (a real `cuzk top` run) and headless Chromium with its
+# driver (the web panel). Installed when missing, if this is a root shell with apt-get;
+# otherwise the tests that need them skip with the reason.
+SYSTEM_BINARIES := tmux chromium chromedriver
+system-deps:
+	@missing=""; for b in $(SYSTEM_BINARIES); do command -v $$b >/dev/null 2>&1 || missing="$$missing $$b"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing Debian packages for:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux chromium chromium-driver >/dev/null; \
+	  else echo "note: missing$$missing (not root or no apt-get): tests needing them will skip"; fi; \
+	fi
+
+test: install tools system-deps
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
 lint: install
