@@ -226,9 +226,10 @@ def kernel(name: str):
 # --- resident tables ------------------------------------------------------------------------
 
 class DeviceTables:
-    """The NTT tables of each domain size, resident on one device (the one current when it is
-    built): twiddles tw (n/2 x 32 bytes), the coset table g_rev (n x 32 bytes) and the
-    scalars the kernels take. Built from the CPU's cached tables, copied once."""
+    """The NTT tables of each domain size, resident on one device: twiddles tw (n/2 x 32
+    bytes), the coset table g_rev (n x 32 bytes) and the scalars the kernels take. Built from
+    the CPU's cached tables, copied once; ``nbytes`` for a memory budget, ``clear()`` to
+    evict."""
 
     def __init__(self, device_id: int):
         self.device_id = device_id
@@ -241,16 +242,21 @@ class DeviceTables:
             with self._lock:
                 t = self._by_log_n.get(log_n)
                 if t is None:
-                    host = ntt_cpu.tables(log_n)
-                    tw = host.tw if len(host.tw) else np.zeros((1, 4), dtype=np.uint64)
-                    t = self._by_log_n[log_n] = {
-                        "tw": cuda.to_device(tw),
-                        "g_rev": cuda.to_device(host.g_rev),
-                        "inv_n": cuda.to_device(host.inv_n.reshape(1, 4)),
-                        "quotient": cuda.to_device(
-                            np.stack([host.n_mont, host.inv_n2_plain])),
-                    }
+                    t = self._by_log_n[log_n] = self._build(log_n)
         return t
+
+    def _build(self, log_n: int) -> dict:
+        host = ntt_cpu.tables(log_n)
+        arrays = {
+            "tw": host.tw if len(host.tw) else np.zeros((1, 4), dtype=np.uint64),
+            "g_rev": host.g_rev,
+            "inv_n": host.inv_n.reshape(1, 4),
+            "quotient": np.stack([host.n_mont, host.inv_n2_plain]),
+        }
+        if cuda_simulated():
+            return {k: cuda.to_device(v) for k, v in arrays.items()}
+        with cuda.gpus[self.device_id]:  # this device's memory, whichever is current
+            return {k: cuda.to_device(v) for k, v in arrays.items()}
 
     @property
     def nbytes(self) -> int:
