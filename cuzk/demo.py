@@ -1,0 +1,307 @@
+"""`make demo`: the whole main job on this machine, from a circuit to verified proofs.
+
+    python -m cuzk.demo [--devices cpu:2] [--keep]
+
+1. a proving key for the committed demo circuit (tests/circuits/toyhash.circom, compiled in
+   tests/fixtures/toyhash/) made by `cuzk setup` (development-only single-party setup);
+2. fresh witnesses for random inputs (snarkjs wtns calculate on the circuit's wasm; the
+   committed witnesses if snarkjs is not installed);
+3. `cuzk serve` on CPU devices, as a real daemon process;
+4. partitioned jobs of mixed kinds and priorities submitted over its HTTP API, witnesses
+   both uploaded and given by path; the critical job, submitted last, overtakes;
+5. every proof verified by the project's verifier against public signals computed here in
+   plain Python (an outside reference), one also by `snarkjs groth16 verify`;
+6. one `cuzk top --once` frame, a summary, and SIGTERM: the daemon drains and exits 0 with no
+   shared-memory segment left behind.
+
+Exit status 0 when every step succeeded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CIRCUIT = ROOT / "tests" / "fixtures" / "toyhash"
+SNARKJS_DIR = ROOT / ".tools" / "node_modules" / "snarkjs"
+SNARKJS_BIN = ROOT / ".tools" / "node_modules" / ".bin" / "snarkjs"
+R = 21888242871839275222246405745257275088548364400416034343698204186575808495617
+CLI = [sys.executable, "-m", "cuzk.cli"]
+
+# (kind, priority, partitions), in submission order: the critical job comes last
+JOBS = [
+    ("porep-c2", "normal", 8),
+    ("snap-update", "normal", 6),
+    ("window-post", "high", 4),
+    ("winning-post", "critical", 2),
+]
+
+
+def toyhash_public(x: int, k: int, rounds: int = 300) -> list[str]:
+    """The circuit's public signals [h, h2, k] computed directly (tests/circuits/toyhash.circom:
+    s <- (s + k + c_i)^5 for `rounds` rounds, c_0 = 7, c_{i+1} = c_i^2 + 13, all mod r)."""
+    s, c, states = x % R, 7, [x % R]
+    for _ in range(rounds):
+        s = pow((s + k + c) % R, 5, R)
+        states.append(s)
+        c = (c * c + 13) % R
+    return [str((states[rounds] + k) % R), str((states[rounds // 2] * 2 + 1) % R), str(k % R)]
+
+
+class Demo:
+    def __init__(self, work: Path, devices: str):
+        self.work = work
+        self.devices = devices
+        self.t0 = time.time()
+        self.proc = None
+        self.failures: list[str] = []
+
+    def say(self, msg: str = "") -> None:
+        print(f"[{time.time() - self.t0:6.1f}s] {msg}" if msg else "", flush=True)
+
+    def fail(self, msg: str) -> None:
+        self.failures.append(msg)
+        self.say(f"FAILED: {msg}")
+
+    # ------------------------------------------------------------------ 1-2: key, witnesses
+    def make_key(self) -> Path:
+        from cuzk.formats.cli import export_vk_file
+        from cuzk.prover.setup import setup
+
+        zkey = self.work / "toyhash.zkey"
+        self.say(f"cuzk setup {CIRCUIT.relative_to(ROOT)}/circuit.r1cs -> {zkey.name} "
+                 "(development-only single-party setup)")
+        setup(CIRCUIT / "circuit.r1cs", zkey)
+        export_vk_file(zkey, self.work / "verification_key.json")
+        return zkey
+
+    def make_witnesses(self, n: int) -> list[tuple[Path, list[str]]]:
+        rng = random.Random()
+        inputs = [{"x": rng.randrange(R), "k": rng.randrange(R)} for _ in range(n)]
+        if shutil.which("node") and SNARKJS_DIR.is_dir():
+            self.say(f"snarkjs wtns calculate: {n} witnesses for random inputs (x, k)")
+            script = """
+                const snarkjs = require(process.argv[1]);
+                const [wasm, items] = JSON.parse(require("fs").readFileSync(0, "utf8"));
+                (async () => {
+                    for (const [inp, out] of items) await snarkjs.wtns.calculate(inp, wasm, out);
+                    process.exit(0);
+                })().catch((e) => { console.error(e); process.exit(2); });
+            """
+            items = [[{k: str(v) for k, v in inp.items()}, str(self.work / f"w{i}.wtns")]
+                     for i, inp in enumerate(inputs)]
+            p = subprocess.run(["node", "-e", script, str(SNARKJS_DIR)], text=True,
+                               input=json.dumps([str(CIRCUIT / "circuit.wasm"), items]),
+                               capture_output=True, timeout=300)
+            if p.returncode == 0:
+                return [(self.work / f"w{i}.wtns", toyhash_public(inp["x"], inp["k"]))
+                        for i, inp in enumerate(inputs)]
+            self.say(f"snarkjs failed ({p.stderr.strip()[-200:]}); using committed witnesses")
+        else:
+            self.say("snarkjs not installed (`make tools`): using the committed witnesses")
+        out = []
+        for i in range(n):
+            k = i % 2
+            inp = json.loads((CIRCUIT / f"input_{k}.json").read_text())
+            dst = self.work / f"w{i}.wtns"
+            shutil.copy(CIRCUIT / f"witness_{k}.wtns", dst)
+            out.append((dst, toyhash_public(int(inp["x"]), int(inp["k"]))))
+        return out
+
+    def warm_up(self, zkey: Path, wtns: Path) -> None:
+        """One proof here first, so that Numba compiles the kernels once into its cache
+        (NUMBA_CACHE_DIR) instead of in every device process at the same time."""
+        import cuzk.prover as P
+
+        t = time.time()
+        self.say("warming the Numba kernel cache with one proof (the first run on a machine "
+                 "compiles the kernels: a minute or two)")
+        key = P.ProvingKey.open(zkey)
+        P.prove(key, P.load_witness(wtns, key), P.open_device("cpu"))
+        self.say(f"kernels ready in {time.time() - t:.1f} s")
+
+    # ------------------------------------------------------------------ 3: the daemon
+    def start_server(self) -> tuple[str, str]:
+        log_path = self.work / "serve.log"
+        args = [*CLI, "serve", "--listen", "127.0.0.1:0", "--devices", self.devices,
+                "--synth-workers", "1", "--memory-budget", "2GiB", "--key-root",
+                str(self.work), "--instance", "demo", "--drain-timeout", "10"]
+        self.say("cuzk serve " + " ".join(args[4:]))
+        self._log = open(log_path, "wb")
+        self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        t_end = time.time() + 600
+        while time.time() < t_end:
+            text = log_path.read_text(errors="replace")
+            m = re.search(r"listening on (http://\S+)", text)
+            if m:
+                for line in text.splitlines():
+                    if re.search(r"cuzk.serve: (device |board |listening)", line):
+                        print("    " + line.split(": ", 1)[1])
+                board = re.search(r"board (\S+) \(watch", text).group(1)
+                return m.group(1), board
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"cuzk serve exited with {self.proc.returncode}:\n{text}")
+            time.sleep(0.1)
+        raise RuntimeError("cuzk serve did not start in 600 s")
+
+    def stop_server(self, board: str) -> None:
+        self.say("SIGTERM to the daemon (drain, then exit)")
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            code = self.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            self.fail("the daemon did not exit within 60 s of SIGTERM")
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+            return
+        finally:
+            self._log.close()
+        left = [n for n in os.listdir("/dev/shm")
+                if n == board or n.startswith(f"cuzkbuf.{self.proc.pid}.")]
+        if code != 0:
+            self.fail(f"the daemon exited with status {code}")
+        elif left:
+            self.fail(f"shared-memory segments left behind: {left}")
+        else:
+            self.say("daemon exited 0; no shared-memory segment left behind")
+
+    # ------------------------------------------------------------------ 4-6
+    def run(self) -> int:
+        from cuzk.serve.client import Client
+        from cuzk.verifier import VerifyingKey, verify
+
+        zkey = self.make_key()
+        n = sum(p for _, _, p in JOBS)
+        witnesses = self.make_witnesses(n)
+        self.warm_up(zkey, witnesses[0][0])
+        url, board = self.start_server()
+        try:
+            client = Client(url)
+            key = client.register_key(zkey)
+            self.say(f"key {key['key_id']} registered: {key['n_vars']} variables, domain "
+                     f"{key['domain_size']}")
+            jobs, i = [], 0
+            t_submit = time.time()
+            for j, (kind, prio, parts) in enumerate(JOBS):
+                ws = witnesses[i:i + parts]
+                i += parts
+                # half the jobs upload their witnesses, half name files under the key root
+                job = client.submit(key["key_id"], [w for w, _ in ws], kind=kind,
+                                    priority=prio, upload=j % 2 == 0)
+                jobs.append((job, ws))
+                self.say(f"submitted job {job['job_id']}: {kind}, {prio}, {parts} partitions"
+                         f" ({'uploaded' if j % 2 == 0 else 'by path'})")
+            top = subprocess.Popen([*CLI, "top", "--once", "--board", board, "--interval",
+                                    "0.5", "--width", "110", "--height", "34", "--no-color"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            results = []
+            for job, ws in jobs:
+                results.append((client.wait(job["job_id"], timeout=900), ws))
+            wall = time.time() - t_submit
+            frame = top.communicate(timeout=120)[0]
+            self.say("one `cuzk top --once` frame, taken while the jobs ran:")
+            print(frame.rstrip())
+            self.verify_all(results, VerifyingKey, verify)
+            self.summary(results, wall)
+        finally:
+            self.stop_server(board)
+        if self.failures:
+            print(f"\ncuzk demo FAILED ({len(self.failures)}): " + "; ".join(self.failures))
+            return 1
+        print(f"\ncuzk demo OK in {time.time() - self.t0:.0f} s")
+        return 0
+
+    def verify_all(self, results, VerifyingKey, verify) -> None:
+        vk_json = json.loads((self.work / "verification_key.json").read_text())
+        vk = VerifyingKey.from_json(vk_json)
+        n_ok = n = 0
+        for r, ws in results:
+            if r.get("state") != "done":
+                self.fail(f"job {r['job_id']} ended {r.get('state')}: {r.get('error')}")
+                continue
+            for idx, (proof, public, (_, expected)) in enumerate(
+                    zip(r["proofs"], r["public"], ws, strict=True)):
+                n += 1
+                if public != expected:
+                    self.fail(f"job {r['job_id']} partition {idx}: public signals differ from "
+                              "the circuit computed in Python")
+                elif not verify(vk, public, proof):
+                    self.fail(f"job {r['job_id']} partition {idx}: the proof does not verify")
+                else:
+                    n_ok += 1
+        self.say(f"project verifier: {n_ok}/{n} proofs valid, public signals as computed in "
+                 "Python")
+        # and one by snarkjs itself
+        r = results[-1][0]
+        if r.get("state") == "done" and SNARKJS_BIN.exists():
+            (self.work / "proof.json").write_text(json.dumps(r["proofs"][0]))
+            (self.work / "public.json").write_text(json.dumps(r["public"][0]))
+            p = subprocess.run([str(SNARKJS_BIN), "groth16", "verify",
+                                str(self.work / "verification_key.json"),
+                                str(self.work / "public.json"), str(self.work / "proof.json")],
+                               capture_output=True, text=True, timeout=120)
+            if p.returncode == 0 and "OK" in p.stdout:
+                self.say(f"snarkjs groth16 verify (job {r['job_id']}, partition 0): OK")
+            else:
+                self.fail(f"snarkjs groth16 verify refused a proof: {p.stdout}{p.stderr}")
+        elif not SNARKJS_BIN.exists():
+            self.say("snarkjs not installed: its check skipped")
+
+    def summary(self, results, wall: float) -> None:
+        print()
+        print(f"{'JOB':16}  {'KIND':13} {'PRIORITY':8} {'PARTS':>5} {'STATE':6} "
+              f"{'QUEUED→DONE':>11} {'DEVICE MS (median)':>19}")
+        total = 0
+        for r, _ in sorted(results, key=lambda x: x[0].get("finished_at") or 0):
+            gpu = sorted(p["gpu_ms"] for p in r["partitions"] if p.get("gpu_ms") is not None)
+            med = f"{gpu[len(gpu) // 2]:.0f}" if gpu else "-"
+            secs = (r.get("finished_at") or 0) - r["submitted_at"]
+            total += r["partitions_done"]
+            print(f"{r['job_id']:16}  {r['kind']:13} {r['priority']:8} "
+                  f"{r['total_partitions']:>5} {r['state']:6} {secs:>10.1f}s {med:>19}")
+        print(f"{total} partitions proved in {wall:.1f} s on {self.devices} "
+              f"({total / wall:.1f} proofs/s); rows in finishing order")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m cuzk.demo", description=__doc__.split("\n")[0])
+    ap.add_argument("--devices", default="cpu:2", help="devices for cuzk serve (default cpu:2)")
+    ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    args = ap.parse_args(argv)
+    if not (CIRCUIT / "circuit.r1cs").exists():
+        print(f"cuzk demo: {CIRCUIT} is missing; run the demo from a clone of the repository",
+              file=sys.stderr)
+        return 2
+    os.environ.setdefault("NUMBA_CACHE_DIR", str(ROOT / ".cache" / "numba"))
+    work = Path(tempfile.mkdtemp(prefix="cuzk-demo-"))
+    demo = Demo(work, args.devices)
+    print("cuzk demo: circuit -> key -> witnesses -> cuzk serve -> partitioned jobs -> "
+          "verified proofs\n")
+    try:
+        code = demo.run()
+    except Exception as e:
+        print(f"\ncuzk demo FAILED: {type(e).__name__}: {e}", file=sys.stderr)
+        code = 1
+    finally:
+        if demo.proc is not None and demo.proc.poll() is None:
+            os.killpg(demo.proc.pid, signal.SIGKILL)
+            demo.proc.wait()
+        if not args.keep and code == 0:
+            shutil.rmtree(work, ignore_errors=True)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
