@@ -303,6 +303,19 @@ def test_idle_key_evicted_lru_when_budget_needs_room(tmp_path):
             eng.evict_key("nope")
 
 
+def test_key_idle_longer_than_the_setting_is_evicted(tmp_path):
+    with running(tmp_path, devices="cpu:1", synth_workers=1, key_idle_evict_secs=0.3) as eng:
+        kid = eng.register_key(key_file(tmp_path))
+        assert eng.result(eng.submit(kid, witnesses(1)), timeout=30)["state"] == "done"
+        t_done = time.time()
+        wait_for(lambda: "keys" not in eng.budget.by_use(), timeout=10)
+        assert time.time() - t_done >= 0.25
+        assert [k["devices"] for k in eng.keys()] == [[]]
+        # and it comes back on the next job
+        assert eng.result(eng.submit(kid, witnesses(1)), timeout=30)["state"] == "done"
+        assert [k["devices"] for k in eng.keys()] == [["cpu:0"]]
+
+
 def _kill_when(eng, find, sig=signal.SIGKILL):
     """Wait until `find(snapshot)` names a worker; kill its process; return (worker, snap)."""
     def probe():
