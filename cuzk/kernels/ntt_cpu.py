@@ -1,7 +1,7 @@
 """NTT over Fr on the CPU: parallel (numba prange) radix-2 transforms, coset step, H pipeline.
 
 Public API (in place on C-contiguous (n, 4) uint64 arrays of Montgomery-form elements,
-n = 2^log_n, 1 <= n <= 2^28):
+n = 2^log_n, 1 <= n <= 2^27, the coset of the largest needing w[28]):
 
     ntt(x, inverse=False)               forward NTT, or inverse NTT including the 1/n
     coset_shift(x, log2n, inverse=False) x_i *= w_{2n}^i  (w_{2n}^{-i} with inverse=True)
@@ -12,7 +12,7 @@ compute_h is the prover's H step (snarkjs groth16_prove.js: ifft, batchApplyKey 
 inc = w[log_n + 1], fft, then joinABC and batchFromMontgomery): for each of a, b, c an inverse
 NTT, the coset shift, a forward NTT; then h_i = a_i b_i - c_i, returned in plain
 (non-Montgomery) form, which is how the H MSM takes its scalars. a, b and c are overwritten
-(they end as n times their coset evaluations); h goes to ``out``, by default a's storage.
+(with n times their coset evaluations); h goes to ``out``, by default a's storage.
 
 Twiddle tables are computed once per domain size and kept for the life of the process
 (``tables(log_n)``; ``clear_tables()`` frees them).
