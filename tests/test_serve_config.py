@@ -163,3 +163,30 @@ def test_every_setting_has_a_flag_and_help():
     assert r.exit_code == 0
     for s in SETTINGS:
         assert s.flag in r.output and s.env in r.output
+
+
+def test_openapi_document_lists_exactly_the_routes():
+    """cuzk/api/openapi.yaml (read with a line parser: no YAML library is a dependency)
+    names every route the server has, with its methods, and nothing else."""
+    import re
+    from importlib import resources
+
+    from cuzk.serve.api import Api
+
+    text = resources.files("cuzk").joinpath("api", "openapi.yaml").read_text()
+    documented, path = set(), None
+    in_paths = False
+    for line in text.splitlines():
+        if line == "paths:":
+            in_paths = True
+        elif in_paths and re.match(r"^  /\S*:$", line):
+            path = line.strip()[:-1]
+        elif in_paths and path and re.match(r"^    (get|post|put|delete|patch):", line):
+            documented.add((line.strip()[:-1].upper(), path))
+
+    class _Cfg:
+        key_roots, max_wait = [], 1.0
+
+    routes = Api(engine=None, config=_Cfg()).router().routes
+    served = {(r.method, r.pattern) for r in routes} - {("GET", "/ui/{dir}/{file}")}
+    assert documented == served
