@@ -18,10 +18,17 @@ Memory per window in flight: two sorted copies of the window's points (2 x 64 n 
 G1, 2 x 128 n for G2) plus half as much for the prefix products: ~160 n bytes for G1.
 """
 
-import numpy as np
-from numba import njit, prange
+import os
 
-from cuzk.kernels.msm import (
+# Idle OpenMP workers sleep instead of spinning (the NTT module sets the same, see
+# cuzk.kernels.ntt_cpu): on a shared 2-core machine spinning waiters cost a 2^12 MSM 40 ms
+# of its 25. Read when the OpenMP runtime starts; an explicit setting wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+
+import numpy as np  # noqa: E402
+from numba import get_num_threads, njit, prange  # noqa: E402
+
+from cuzk.kernels.msm import (  # noqa: E402
     g1_batch_affine_round,
     g1_bucket_weighted_sum,
     g1_windows_combine,
@@ -38,12 +45,13 @@ from cuzk.kernels.msm import (
 G1_WIDTH = 8
 G2_WIDTH = 16
 
-# Cost model of one window, in Fq multiplications (measured ratios on this machine kind,
-# see bench/bench_msm.py): a batch-affine addition ~ 5M + 1S plus its bookkeeping, a bucket
-# in the running sums one mixed + one full Jacobian addition (7M+4S + 11M+5S), an inversion
-# ~ 400M per batch round.
+# Cost model of one window, in Fq multiplications: a batch-affine addition ~ 5M + 1S plus
+# its bookkeeping (~150 ns against 14 ns per multiplication, measured), an inversion ~ 400M
+# per batch round, and per bucket the running sums (one mixed and one full Jacobian
+# addition, ~560 ns measured) plus sorting and copying. The bucket weight is fitted so the
+# choice matches the best measured c at 2^16 (c = 11; 11..15 span 293..350 ms of CPU time).
 _COST_AFFINE_ADD = 9.0
-_COST_BUCKET = 30.0
+_COST_BUCKET = 60.0
 _COST_INVERSION = 400.0
 
 
@@ -56,62 +64,64 @@ def window_bits(n: int) -> int:
         H = 1 << (c - 1)
         per_bucket = max(n / H, 1.0)
         rounds = max(np.log2(per_bucket), 0.0) + 2.0
-        cost = windows_for(c) * (n * _COST_AFFINE_ADD + H * _COST_BUCKET + rounds * _COST_INVERSION)
+        adds = n - H * (1.0 - np.exp(-n / H))  # points minus non-empty buckets
+        cost = windows_for(c) * (
+            adds * _COST_AFFINE_ADD + H * _COST_BUCKET + rounds * _COST_INVERSION
+        )
         if cost < best:
             best_c, best = c, cost
     return best_c
 
 
 @njit(cache=True, nogil=True)
-def _window_sum(points, digits, w, g, H, wins):
-    """Window w: bucket sort, batch-affine rounds, weighted bucket sum into wins[w]."""
+def _window_sum(points, digits, w, g, H, wins, buf_a, buf_b, acc, kinds, sums, counts, starts,
+                active):
+    """Window w: bucket sort, batch-affine rounds, weighted bucket sum into wins[w].
+    buf_a, buf_b: (n, W) scratch; acc: (n // 2 + 1, W // 2); kinds: (n // 2 + 1,);
+    sums: (H, W); counts, starts, active: (H + 1,) — reused from window to window."""
     n = points.shape[0]
-    W = points.shape[1]
-    counts = np.zeros(H + 1, np.int64)
+    counts[:] = 0
     for i in range(n):
         counts[abs(digits[w, i])] += 1
-    starts = np.empty(H + 1, np.int64)
     total = 0
     for m in range(1, H + 1):
         starts[m] = total
         total += counts[m]
-    sums = np.zeros((H, W), np.uint64)  # bucket m at row m - 1; all zeros = empty
-    if total > 0:
-        pts = np.empty((total, W), np.uint64)
-        cursor = starts.copy()
-        for i in range(n):
-            d = digits[w, i]
-            if d != 0:
-                m = abs(d)
-                point_row_copy(points, i, pts, cursor[m], d < 0)
-                cursor[m] += 1
-        active = np.empty(H, np.int64)
-        na = 0
-        for m in range(1, H + 1):
+    sums[:] = 0  # bucket m at row m - 1; all zeros = empty
+    pts = buf_a
+    out = buf_b
+    cursor = active  # the cursors of the sort, then the list of buckets still to add up
+    for m in range(1, H + 1):
+        cursor[m] = starts[m]
+    for i in range(n):
+        d = digits[w, i]
+        if d != 0:
+            m = abs(d)
+            point_row_copy(points, i, pts, cursor[m], d < 0)
+            cursor[m] += 1
+    na = 0
+    for m in range(1, H + 1):
+        if counts[m] == 1:
+            point_row_copy(pts, starts[m], sums, m - 1, False)
+        elif counts[m] >= 2:
+            active[na] = m
+            na += 1
+    inv = np.empty((1, acc.shape[1]), np.uint64)
+    while na > 0:
+        if g == 1:
+            g1_batch_affine_round(pts, out, counts, starts, active, na, acc, inv, kinds)
+        else:
+            g2_batch_affine_round(pts, out, counts, starts, active, na, acc, inv, kinds)
+        pts, out = out, pts
+        na_next = 0
+        for a in range(na):
+            m = active[a]
             if counts[m] == 1:
                 point_row_copy(pts, starts[m], sums, m - 1, False)
-            elif counts[m] >= 2:
-                active[na] = m
-                na += 1
-        out = np.empty((total, W), np.uint64)
-        acc = np.empty((total // 2 + 1, W // 2), np.uint64)
-        inv = np.empty((1, W // 2), np.uint64)
-        kinds = np.empty(total // 2 + 1, np.int64)
-        while na > 0:
-            if g == 1:
-                g1_batch_affine_round(pts, out, counts, starts, active, na, acc, inv, kinds)
             else:
-                g2_batch_affine_round(pts, out, counts, starts, active, na, acc, inv, kinds)
-            pts, out = out, pts
-            na_next = 0
-            for a in range(na):
-                m = active[a]
-                if counts[m] == 1:
-                    point_row_copy(pts, starts[m], sums, m - 1, False)
-                else:
-                    active[na_next] = m
-                    na_next += 1
-            na = na_next
+                active[na_next] = m
+                na_next += 1
+        na = na_next
     if g == 1:
         g1_bucket_weighted_sum(sums, H, wins, w)
     else:
@@ -119,18 +129,33 @@ def _window_sum(points, digits, w, g, H, wins):
 
 
 @njit(cache=True, parallel=True)
-def msm_pippenger(points, scalars, g, c, out):
-    """out[0] = sum_i scalars[i] * points[i] in group g (1: G1, 2: G2), window width c."""
+def msm_pippenger(points, scalars, g, c, threads, out):
+    """out[0] = sum_i scalars[i] * points[i] in group g (1: G1, 2: G2), window width c,
+    windows spread over ``threads`` threads."""
     n = points.shape[0]
+    W = points.shape[1]
     K = (255 + c - 1) // c
     H = 1 << (c - 1)
     digits = np.zeros((K, n), np.int32)
     for i in prange(n):
         if not (point_row_is_zero(points, i) or scalar_is_zero(scalars, i)):
             scalar_signed_digits(scalars, i, c, K, digits)
-    wins = np.empty((K, 3 * (points.shape[1] // 2)), np.uint64)
-    for w in prange(K):
-        _window_sum(points, digits, w, g, H, wins)
+    wins = np.empty((K, 3 * (W // 2)), np.uint64)
+    # One group of windows per thread (w = t, t + T, ...), so each thread allocates its
+    # scratch once (fresh allocations per window cost page faults: ~10% at 2^16).
+    T = max(1, min(threads, K))
+    for t in prange(T):
+        buf_a = np.empty((n, W), np.uint64)
+        buf_b = np.empty((n, W), np.uint64)
+        acc = np.empty((n // 2 + 1, W // 2), np.uint64)
+        kinds = np.empty(n // 2 + 1, np.int64)
+        sums = np.empty((H, W), np.uint64)
+        counts = np.empty(H + 1, np.int64)
+        starts = np.empty(H + 1, np.int64)
+        active = np.empty(H + 1, np.int64)
+        for w in range(t, K, T):
+            _window_sum(points, digits, w, g, H, wins, buf_a, buf_b, acc, kinds, sums, counts,
+                        starts, active)
     if g == 1:
         g1_windows_combine(wins, K, c, out)
     else:
@@ -174,7 +199,8 @@ def _msm(points, scalars, g, width, name, c):
     out = np.zeros((1, width), np.uint64)
     if points.shape[0] == 0:
         return out[0]
-    msm_pippenger(points, scalars, g, int(c or window_bits(points.shape[0])), out)
+    c = int(c or window_bits(points.shape[0]))
+    msm_pippenger(points, scalars, g, c, get_num_threads(), out)
     return out[0]
 
 

@@ -1,0 +1,179 @@
+"""Suite `msm`: multi-scalar multiplication, G1 and G2, by size.
+
+CPU: cuzk.kernels.msm_cpu (batch-affine Pippenger, numba prange over windows, every core).
+GPU (profile gpu): cuzk.kernels.msm_cuda against a resident point set (placed once, as the
+engine does), scalars from the host each call, timed to the result on the host.
+Points are P_i = P_0 + i Q (distinct, affine, Montgomery, as a zkey stores them), scalars
+uniform below r. Each figure is the median of several runs after a warm-up (compile or cache
+load); the CPU-time column shows how many cores the process kept busy (a shared machine gives
+fewer than it has).
+Run alone: ``python -m bench.bench_msm [quick|full|gpu|smoke]`` (writes bench/results/msm.json).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+from numba import njit
+
+from bench.report import table
+from cuzk.bn254 import curve as C
+from cuzk.kernels import msm as M
+
+G1_SIZES = {"smoke": [8], "quick": [10, 12, 14, 16], "full": [10, 12, 14, 16, 17, 18],
+            "gpu": [16, 18, 20, 22]}
+G2_SIZES = {"smoke": [6], "quick": [10, 12], "full": [10, 12, 14, 16], "gpu": [16]}
+REPEATS = {"smoke": 1, "quick": 5, "full": 3, "gpu": 10}
+TARGET_MS = {("cpu", "g1", 16): 200.0, ("cuda", "g1", 20): 20.0}  # issue 3's targets
+
+
+def points(group: str, n: int) -> np.ndarray:
+    """n distinct affine points of G1 ((n, 8)) or G2 ((n, 16)) in the zkey layout."""
+    return _points_cached(group, n)
+
+
+def _limbs(x: int):
+    from cuzk.bn254.constants import int_to_limbs
+
+    return tuple(np.uint64(v) for v in int_to_limbs(x))
+
+
+_CACHE: dict = {}
+
+
+def _points_cached(group: str, n: int) -> np.ndarray:
+    have = _CACHE.get(group)
+    if have is None or have.shape[0] < n:
+        have = _CACHE[group] = _make_points(group, n)
+    return have[:n]
+
+
+def _make_points(group: str, n: int) -> np.ndarray:
+    from cuzk.bn254.constants import FQ_MODULUS, G1_GENERATOR, G2_GENERATOR, MONT_R, Q_ONE
+
+    def m(x):
+        return _limbs(x * MONT_R % FQ_MODULUS)
+
+    one = tuple(np.uint64(v) for v in Q_ONE)
+    if group == "g1":
+        G = (m(G1_GENERATOR[0]), m(G1_GENERATOR[1]), one)
+        start, step = C.g1_mul(G, _limbs(123456789)), C.g1_mul(G, _limbs(987654321))
+        return _g1_rows(_as_u64(start), _as_u64(step), n)
+    zero = _limbs(0)
+    G = ((m(G2_GENERATOR[0][0]), m(G2_GENERATOR[0][1])),
+         (m(G2_GENERATOR[1][0]), m(G2_GENERATOR[1][1])), (one, zero))
+    start, step = C.g2_mul(G, _limbs(123456789)), C.g2_mul(G, _limbs(987654321))
+    return _g2_rows(_as_u64(start), _as_u64(step), n)
+
+
+def _as_u64(t):
+    """Nested tuples of Python ints (what a Numba function returns) -> np.uint64 leaves."""
+    if isinstance(t, tuple):
+        return tuple(_as_u64(v) for v in t)
+    return np.uint64(t)
+
+
+@njit(cache=True)
+def _g1_rows(start, step, n):
+    out = np.empty((n, 8), np.uint64)
+    P = start
+    for i in range(n):
+        M.g1_affine_store(out, i, C.g1_to_affine(P))
+        P = C.g1_add(P, step)
+    return out
+
+
+@njit(cache=True)
+def _g2_rows(start, step, n):
+    out = np.empty((n, 16), np.uint64)
+    P = start
+    for i in range(n):
+        M.g2_affine_store(out, i, C.g2_to_affine(P))
+        P = C.g2_add(P, step)
+    return out
+
+
+def scalars(rng, n: int) -> np.ndarray:
+    """n uniform scalars below r, plain form."""
+    from cuzk.bn254.constants import FR_MODULUS
+
+    s = rng.integers(0, 2**63, size=(n, 4), dtype=np.uint64) * np.uint64(2)
+    s[:, 0] |= rng.integers(0, 2, size=n, dtype=np.uint64)
+    s[:, 3] %= np.uint64(FR_MODULUS >> 192)  # top limb below r's: every value < r
+    return s
+
+
+def _measure(fn, repeats: int):
+    """(median wall ms, median process-CPU ms, min wall ms) of fn() over repeats runs."""
+    walls, cpus = [], []
+    for _ in range(repeats):
+        c0, t0 = time.process_time(), time.perf_counter()
+        fn()
+        walls.append((time.perf_counter() - t0) * 1e3)
+        cpus.append((time.process_time() - c0) * 1e3)
+    return statistics.median(walls), statistics.median(cpus), min(walls)
+
+
+def _rows(target, group, sizes, repeats):
+    if target == "cpu":
+        from cuzk.kernels import msm_cpu as mod
+    else:
+        from cuzk.kernels import msm_cuda as mod
+        from cuzk.kernels.resident import place_points
+    fn = mod.msm_g1 if group == "g1" else mod.msm_g2
+    rng = np.random.default_rng(7)
+    rows = []
+    for log_n in sizes:
+        n = 1 << log_n
+        t0 = time.perf_counter()
+        pts = points(group, n)
+        gen_s = time.perf_counter() - t0
+        sc = scalars(rng, n)
+        if target == "cuda":
+            pts = place_points(pts, "cuda:0", f"bench-{group}")
+        fn(pts, sc)  # warm-up: compile or load the cache
+        wall, cpu, best = _measure(lambda pts=pts, sc=sc: fn(pts, sc), repeats)
+        row = {"group": group, "log2n": log_n, "ms": wall, "min_ms": best,
+               "ns_per_point": wall * 1e6 / n, "window": mod.window_bits(n),
+               "cores_used": cpu / wall if wall and target == "cpu" else None,
+               "points_s": gen_s}
+        target_ms = TARGET_MS.get((target, group, log_n))
+        if target_ms:
+            row["target_ms"] = target_ms
+        rows.append(row)
+        cores = f", {row['cores_used']:.2f} cores busy" if row["cores_used"] else ""
+        print(f"  {target} {group} 2^{log_n}: {wall:.1f} ms (min {best:.1f}), "
+              f"c = {row['window']}{cores}", flush=True)
+    return rows
+
+
+COLUMNS = ["group", "log2n", "ms", "min_ms", "ns_per_point", "window", "cores_used", "target_ms"]
+
+
+def run(profile: str = "quick") -> dict:
+    import numba
+
+    repeats = REPEATS[profile]
+    result = {"threads": numba.config.NUMBA_NUM_THREADS, "cores": os.cpu_count()}
+    if profile == "gpu":
+        from numba import cuda
+
+        result["device"] = str(cuda.get_current_device().name)
+        result["gpu"] = _rows("cuda", "g1", G1_SIZES["gpu"], repeats)
+        result["gpu"] += _rows("cuda", "g2", G2_SIZES["gpu"], repeats)
+        print(table(result["gpu"], COLUMNS))
+        profile = "quick"
+    result["cpu"] = _rows("cpu", "g1", G1_SIZES[profile], REPEATS[profile])
+    result["cpu"] += _rows("cpu", "g2", G2_SIZES[profile], REPEATS[profile])
+    print(table(result["cpu"], COLUMNS))
+    return result
+
+
+if __name__ == "__main__":
+    from bench.__main__ import main
+
+    sys.exit(main(["--suite", "msm", "--profile", sys.argv[1] if len(sys.argv) > 1 else "quick"]))
