@@ -42,6 +42,12 @@ _SLOT_P = L.SLOT_PAYLOAD
 _SLOT_R = L.SLOT_RECORD
 _SLOT_PSIZE = L.SLOT_PAYLOAD.size
 _NAN = math.nan
+_SLOT_SIZE = L.SLOT_SIZE
+_SLOT_END = 8 + _SLOT_PSIZE + 4  # end of payload + check inside a slot record
+_ID_BYTES = L.ID_BYTES
+_BUSY, _IDLE, _NONE = L.SLOT_BUSY, L.SLOT_IDLE, L.NONE_I32
+_time = time.time
+_new_token = tuple.__new__  # Token(...) without NamedTuple's Python-level __new__
 _EMPTY_SLOT = (0, L.SLOT_EMPTY, 0, 0, 0, L.NONE_I32, b"", b"", _NAN, 0.0, _NAN, L.NONE_I32, 0)
 
 
@@ -63,12 +69,13 @@ def _write(buf, off: int, payload: L.struct.Struct, fields) -> int:
     Starts from the current sequence whatever it is: an odd one left by a writer that died
     inside is simply completed (s | 1 is the odd value to announce, +1 the even one to finish).
     """
+    b = payload.pack(*fields)  # before the odd store: a bad field must not leave it odd
+    b += crc32(b).to_bytes(4, "little")
     odd = _SEQ.unpack_from(buf, off)[0] | 1
     _SEQ.pack_into(buf, off, odd)
-    b = payload.pack(*fields)
     # payload and check in one copy: a writer killed between two stores leaves either the old
     # or the new pair, both self-consistent (see reclaim/_repair)
-    buf[off + 8:off + 12 + len(b)] = b + crc32(b).to_bytes(4, "little")
+    buf[off + 8:off + 8 + len(b)] = b
     _SEQ.pack_into(buf, off, odd + 1)
     return odd + 1
 
@@ -155,30 +162,33 @@ class SlotTable:
 
         For a finalizer, `from_token` is the device claim it takes the partition over from: this
         one write is the handoff's commit point (see module docstring)."""
-        off = self._off(slot)
+        # The hot path: _write() inlined, module constants, no helper calls.
+        if not 0 <= slot < self.n:
+            raise IndexError(f"{self.kind} slot {slot} out of range 0..{self.n - 1}")
+        off = self._base + slot * _SLOT_SIZE
         job = job_id.encode()
-        if len(job) > L.ID_BYTES:
-            raise ValueError(f"job id {job_id!r} is longer than {L.ID_BYTES} bytes")
-        now = time.time()
+        if len(job) > _ID_BYTES:
+            raise ValueError(f"job id {job_id!r} is longer than {_ID_BYTES} bytes")
+        if from_token is None:
+            fs = fg = None
+        else:
+            fs, fg = from_token.slot, from_token.generation
         buf = self._buf
         with self._lock:
+            now = _time()
             r = _SLOT_R.unpack_from(buf, off)
             gen = r[1] + 1
             busy = r[10]
-            if r[2] == L.SLOT_BUSY:  # claimed again without an end: the old claim is over now
+            if r[2] == _BUSY:  # claimed again without an end: the old claim is over now
                 busy += now - r[9]
-            if from_token is None:
-                fs, fg = L.NONE_I32, 0
-            else:
-                fs, fg = from_token.slot, from_token.generation
-            # (the write of _write, inlined: this is the hot path)
+            b = _SLOT_P.pack(gen, _BUSY, r[3], r[4], r[5], partition, job, r[8], now, busy, now,
+                             _NONE if fs is None else fs, 0 if fg is None else fg)
+            b += crc32(b).to_bytes(4, "little")
             odd = r[0] | 1
             _SEQ.pack_into(buf, off, odd)
-            b = _SLOT_P.pack(gen, L.SLOT_BUSY, r[3], r[4], r[5], partition, job, r[8],
-                             now, busy, now, fs, fg)
-            buf[off + 8:off + 12 + _SLOT_PSIZE] = b + crc32(b).to_bytes(4, "little")
+            buf[off + 8:off + _SLOT_END] = b
             _SEQ.pack_into(buf, off, odd + 1)
-        return Token(slot, gen, self.kind)
+        return _new_token(Token, (slot, gen, self.kind))
 
     def end(self, token: Token, **partition_update) -> bool:
         """End the claim `token` names: the slot becomes idle. Returns False, changing nothing
@@ -188,23 +198,27 @@ class SlotTable:
         Keyword arguments (state=, synth_ms=, gpu_ms=, finalize_ms=, attempts=) update the
         partition the claim names first, while the slot still names it, so that no snapshot
         sees the partition fall back to an older state in between."""
-        if token.kind != self.kind:
-            raise ValueError(f"a {token.kind} token cannot end a {self.kind} slot")
-        off = self._off(token.slot)
+        slot, gen, kind = token
+        if kind != self.kind:
+            raise ValueError(f"a {kind} token cannot end a {self.kind} slot")
+        if not 0 <= slot < self.n:
+            raise IndexError(f"{self.kind} slot {slot} out of range 0..{self.n - 1}")
+        off = self._base + slot * _SLOT_SIZE
         buf = self._buf
         with self._lock:
             r = _SLOT_R.unpack_from(buf, off)
-            if r[1] != token.generation or r[2] != L.SLOT_BUSY:
+            if r[1] != gen or r[2] != _BUSY:
                 self.board._count(stale_ends=1)
                 return False
             if partition_update:
                 self.board.partition_set(L.unpack_str(r[7]), r[6], **partition_update)
-            now = time.time()
+            now = _time()
+            b = _SLOT_P.pack(gen, _IDLE, r[3], r[4], r[5], _NONE, b"", r[8], _NAN,
+                             r[10] + (now - r[9]), now, _NONE, 0)
+            b += crc32(b).to_bytes(4, "little")
             odd = r[0] | 1
             _SEQ.pack_into(buf, off, odd)
-            b = _SLOT_P.pack(r[1], L.SLOT_IDLE, r[3], r[4], r[5], L.NONE_I32, b"", r[8],
-                             _NAN, r[10] + (now - r[9]), now, L.NONE_I32, 0)
-            buf[off + 8:off + 12 + _SLOT_PSIZE] = b + crc32(b).to_bytes(4, "little")
+            buf[off + 8:off + _SLOT_END] = b
             _SEQ.pack_into(buf, off, odd + 1)
         return True
 
