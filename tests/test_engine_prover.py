@@ -50,12 +50,15 @@ def snarkjs_verify_all(vk_path, proofs, publics) -> list[bool]:
 @pytest.fixture(scope="module")
 def engine():
     require_tools()
-    # Compile (or load from the Numba cache) the prover's kernels once here, so the engine's
-    # processes start from a warm cache rather than each compiling them at the same time.
+    # Compile (or load from the Numba cache) the prover's and the verifier's kernels once
+    # here, so the engine's processes start from a warm cache rather than each compiling them
+    # at the same time.
     import cuzk.prover as P
+    from cuzk import verifier as V
 
     key = P.ProvingKey.open(CIRCUIT.zkey)
-    P.prove(key, P.load_witness(CIRCUIT.witness(0), key), P.open_device("cpu"))
+    proof = P.prove(key, P.load_witness(CIRCUIT.witness(0), key), P.open_device("cpu"))
+    assert V.verify(V.VerifyingKey.from_zkey(key.zkey), proof.public, proof.to_json())
     eng = Engine(EngineConfig(devices="cpu:2", synth_workers=1, memory_budget="2GiB",
                               self_verify=True, restart_backoff=0.1)).start(timeout=600)
     eng.test_key_id = eng.register_key(CIRCUIT.zkey)
