@@ -87,11 +87,12 @@ def device_main(conn, parent_pid: int, device_index: int, device_name: str, opts
     verifiers: dict[str, object] = {}
 
     def verifier(key):
-        """proof -> bool for one key: the prover's own verify() when it has one (the double),
-        else cuzk.verifier with the key's verifying key (built once per key)."""
+        """proof -> bool for one key: the prover's own verify() when its keys carry their
+        verification key (the double), else cuzk.verifier with the verifying key read from the
+        mapped zkey (built once per key)."""
         v = verifiers.get(key.key_id)
         if v is None:
-            if hasattr(prover, "verify"):
+            if hasattr(prover, "verify") and hasattr(key, "verification_key"):
                 vk = key.verification_key()
                 v = lambda proof: prover.verify(vk, proof.public, proof)  # noqa: E731
             else:
