@@ -244,6 +244,9 @@ for _g in (1, 2):
 # kernels that multiply field elements: their PTX must hold the 64x64->128 high product
 PTX_EXPECT = {name: ["mul.hi.u64"] for name in CUDA_KERNELS if name.startswith("msm_g")}
 
+_MODULE_LEVEL = (
+    "msm_signed_digits", "msm_bucket_count", "msm_exclusive_scan", "msm_bucket_scatter",
+)
 _compiled: dict[str, object] = {}
 
 
@@ -252,7 +255,10 @@ def _kernel(name):
     k = _compiled.get(name)
     if k is None:
         fn = CUDA_KERNELS[name][0]
-        k = _compiled[name] = cuda.jit(fn) if cuda_simulated() else cuda.jit(fn, cache=True)
+        # The group kernels are closures (bound to G1 or G2 operations): compiled per
+        # process, not cached on disk; the module-level ones use the on-disk cache.
+        cache = not cuda_simulated() and name in _MODULE_LEVEL
+        k = _compiled[name] = cuda.jit(fn, cache=True) if cache else cuda.jit(fn)
     return k
 
 
@@ -289,7 +295,7 @@ def _device_points(points, width, name):
             raise ValueError(
                 f"{name}: points must be (n, {width}) uint64, got {host.dtype} {host.shape}"
             )
-        arr = cuda.to_device(np.ascontiguousarray(host))
+        arr = cuda.to_device(np.require(host, requirements=["C", "A"]))
     if arr.ndim != 2 or arr.shape[1] != width:
         raise ValueError(f"{name}: points must be (n, {width}), got {tuple(arr.shape)}")
     return arr
@@ -304,7 +310,7 @@ def _device_scalars(scalars, n, name):
             raise ValueError(
                 f"{name}: scalars must be (n, 4) uint64, got {host.dtype} {host.shape}"
             )
-        arr = cuda.to_device(np.ascontiguousarray(host))
+        arr = cuda.to_device(np.require(host, requirements=["C", "A"]))
     if arr.shape[0] != n:
         raise ValueError(f"{name}: {n} points but {arr.shape[0]} scalars")
     return arr

@@ -84,7 +84,8 @@ def place_points(points: np.ndarray, device: str = "cpu", name: str = "") -> Res
     from numba import cuda
 
     with _gpu(cuda, ordinal):
-        arr = cuda.to_device(np.ascontiguousarray(host))
+        # C-contiguous and aligned for the transfer (a zkey view may sit at offset 4 mod 8)
+        arr = cuda.to_device(np.require(host, requirements=["C", "A"]))
     return ResidentPoints(arr, f"cuda:{ordinal}", name)
 
 
