@@ -24,6 +24,7 @@ the primitive layer is shared by all three.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
 import os
@@ -37,6 +38,46 @@ CUDA = "cuda"
 _lock = threading.RLock()
 _building: list[Target] = []
 _targets: dict[str, Target] = {}
+
+
+# The shared arithmetic sources every kernel inlines. Numba's on-disk cache checks only the
+# cached function's own file, so a kernel in msm_cpu.py that inlines curve.py would keep stale
+# code after curve.py changes. When NUMBA_CACHE_DIR is set, the cache lives in a
+# subdirectory named after a hash of these files: changing one recompiles every user.
+SHARED_SOURCES = (
+    "cuzk/jit.py",
+    "cuzk/bn254/limbs.py",
+    "cuzk/bn254/constants.py",
+    "cuzk/bn254/field.py",
+    "cuzk/bn254/curve.py",
+)
+_cache_keyed = False
+
+
+def key_numba_cache_on_sources() -> None:
+    """Point numba's cache (when NUMBA_CACHE_DIR is set) at ``$NUMBA_CACHE_DIR/arith-<hash>``
+    of SHARED_SOURCES. Runs before the first shared-module decorator (field.py imports this
+    module first), so every cached kernel of the process uses the keyed directory."""
+    global _cache_keyed
+    with _lock:
+        if _cache_keyed:
+            return
+        _cache_keyed = True
+        base = os.environ.get("NUMBA_CACHE_DIR")
+        if not base:
+            return
+        from numba.core import config
+
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        digest = hashlib.sha256()
+        for rel in SHARED_SOURCES:
+            digest.update(rel.encode())
+            try:
+                with open(os.path.join(root, rel), "rb") as f:
+                    digest.update(f.read())
+            except OSError:  # an installed copy without some file: still a stable key
+                digest.update(b"-")
+        config.CACHE_DIR = os.path.join(base, "arith-" + digest.hexdigest()[:12])
 
 
 class TargetUnavailable(RuntimeError):
@@ -83,6 +124,7 @@ class Target:
     # -- decorators --------------------------------------------------------------------
     def device_fn(self, fn):
         """Compile ``fn`` as a function callable from kernels of this target."""
+        key_numba_cache_on_sources()
         if self.name == CPU:
             from numba import njit
 
