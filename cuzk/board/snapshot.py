@@ -85,8 +85,8 @@ class Snapshot:
                "consistent", "attempts", "torn", "stable",
                "layout",   # the board's Layout
                "data",     # copy of the slot and job sections
-               "used",     # (row, partitions) of job rows in use
-               "parts",    # copy of those rows' partition records, concatenated
+               "rows",     # (lo, hi): job rows lo..hi-1 span every row in use
+               "parts",    # copy of the partition records of rows lo..hi-1
                "mem")      # copy of the memory, counters and keys records
 
     board: str
@@ -134,17 +134,29 @@ class Snapshot:
         return out
 
     @cached_property
+    def used(self) -> tuple[tuple[int, int], ...]:
+        """(row, partitions) of every job row in use."""
+        lay = self.layout
+        jrel = lay.offsets["jobs"] - lay.offsets["device"]
+        lo, hi = self.rows
+        return tuple(
+            (r, min(_U32.unpack_from(self.data, jrel + r * L.JOB_SIZE + L.JOB_NPART_AT)[0],
+                    lay.max_partitions))
+            for r in range(lo, hi) if self.data[jrel + r * L.JOB_SIZE + L.JOB_STATE_AT])
+
+    @cached_property
     def raw_jobs(self) -> tuple:
         """(job record, partition records) per row in use."""
         lay = self.layout
         bad = set(self.torn)
         a0, jo = lay.offsets["device"], lay.offsets["jobs"]
+        span = lay.max_partitions * L.PART_SIZE
+        lo = self.rows[0]
         out = []
-        pos = 0
         for row, n in self.used:
             j = L.JOB_RECORD.unpack_from(self.data, jo - a0 + row * L.JOB_SIZE)
-            pr = list(L.PART_RECORD.iter_unpack(self.parts[pos:pos + n * L.PART_SIZE]))
-            pos += n * L.PART_SIZE
+            base = (row - lo) * span
+            pr = list(L.PART_RECORD.iter_unpack(self.parts[base:base + n * L.PART_SIZE]))
             if j[0] & 1 or jo + row * L.JOB_SIZE in bad:
                 continue
             for i, r in enumerate(pr):
@@ -348,7 +360,8 @@ class Snapshot:
              "state": v.state if v.state != "empty" else "dead", "generation": v.generation,
              "job_id": v.job_id, "partition": v.partition,
              "started_secs_ago": _ago(now, v.started_at),
-             "heartbeat_age_secs": _ago(now, v.heartbeat), "restarts": v.restarts}
+             "heartbeat_age_secs": _ago(now, v.heartbeat), "restarts": v.restarts,
+             "busy_secs": v.busy_secs}
             for v in self.synth if v.state != "empty"]
         gpu_workers = [
             {"worker_id": v.slot, "gpu_ordinal": v.ordinal, "device": v.device, "pid": v.pid,
@@ -362,7 +375,7 @@ class Snapshot:
              "generation": v.generation, "current_job": v.job_id,
              "current_partition": v.partition, "started_secs_ago": _ago(now, v.started_at),
              "heartbeat_age_secs": _ago(now, v.heartbeat), "restarts": v.restarts,
-             "from_worker": v.from_slot}
+             "device": v.device, "busy_secs": v.busy_secs, "from_worker": v.from_slot}
             for v in self.finalizers if v.state != "empty"]
         pipelines = []
         for j in self.jobs:
@@ -415,7 +428,6 @@ class _Plan:
         self.slot_seq = slice(0, self.nslots * L.SLOT_SIZE // 8, L.SLOT_SIZE // 8)
         self.job_seq = slice(j // 8, None, L.JOB_SIZE // 8)
         self.job_state = slice(j + L.JOB_STATE_AT, None, L.JOB_SIZE)
-        self.npart_at = j + L.JOB_NPART_AT
         self.slot_low = slice(0, self.nslots * L.SLOT_SIZE, L.SLOT_SIZE)
         self.job_low = slice(j, None, L.JOB_SIZE)
         self.ctl = [(o[k] - self.m0, p) for k, p in (("memory", lay.memory_payload),
@@ -437,39 +449,38 @@ def collect(board, *, tries: int = 64, verify: bool | str = True) -> Snapshot:
     if plan is None:
         plan = board._plan = _Plan(board.layout)
     a0, a1, m0, m1, po, span = plan.a0, plan.a1, plan.m0, plan.m1, plan.po, plan.row_span
-    psz, maxp, npart_at = L.PART_SIZE, plan.maxp, plan.npart_at
-    unpack_u32 = _U32.unpack_from
+    psz = L.PART_SIZE
+    ctl_low = [r for r, _ in plan.ctl]
     attempt = 0
     for attempt in range(1, tries + 1):
         if attempt > 8:
             time.sleep(0.00002 * min(attempt, 50))  # let a descheduled writer finish
         A = bytes(buf[a0:a1])
+        # job rows in use span lo..hi-1: one copy for all their partition records
         st = A[plan.job_state]
-        used = tuple((r, min(unpack_u32(A, npart_at + r * L.JOB_SIZE)[0], maxp))
-                     for r in range(plan.job_rows) if st[r])
-        P = [bytes(buf[po + r * span:po + r * span + n * psz]) for r, n in used]
+        lo = len(st) - len(st.lstrip(b"\0"))
+        hi = len(st.rstrip(b"\0"))
+        p0, p1 = po + lo * span, po + max(hi, lo) * span
+        P = bytes(buf[p0:p1])
         M = bytes(buf[m0:m1])
-        now = time.time()
-        if (bytes(buf[a0:a1]) != A or bytes(buf[m0:m1]) != M or
-                any(bytes(buf[po + r * span:po + r * span + n * psz]) != p
-                    for (r, n), p in zip(used, P, strict=True))):
+        now = _time()
+        if bytes(buf[a0:a1]) != A or bytes(buf[p0:p1]) != P or bytes(buf[m0:m1]) != M:
             continue
-        PJ = b"".join(P)
         # low byte of every sequence number; any odd one: a writer is inside (or died there)
-        low = A[plan.slot_low] + A[plan.job_low] + PJ[::psz] + bytes(M[r] for r, _ in plan.ctl)
+        low = A[plan.slot_low] + A[plan.job_low] + P[::psz] + bytes(M[r] for r in ctl_low)
         if 1 in low.translate(_ODD):
             continue
-        torn = _verify(board, plan, verify, A, used, PJ, M) if verify else ()
+        torn = _verify(board, plan, verify, A, lo, P, M) if verify else ()
         return Snapshot(board.name, board.instance, L.LAYOUT_VERSION, board.pid,
                         board.started_at, now, not torn, attempt, torn, True, board.layout, A,
-                        used, PJ, M)
+                        (lo, max(hi, lo)), P, M)
     # No consistent cut: return the last copy; records being written are shown empty.
-    PJ = b"".join(P)
-    torn = _verify(board, plan, "all", A, used, PJ, M)
+    torn = _verify(board, plan, "all", A, lo, P, M)
     return Snapshot(board.name, board.instance, L.LAYOUT_VERSION, board.pid, board.started_at,
-                    now, False, attempt, torn, False, board.layout, A, used, PJ, M)
+                    now, False, attempt, torn, False, board.layout, A, (lo, max(hi, lo)), P, M)
 
 
+_time = time.time
 _U32 = L.struct.Struct("<I")
 _SEQ_AT = lambda data, off: L.SEQ.unpack_from(data, off)[0]  # noqa: E731
 
@@ -479,7 +490,7 @@ def _check(data, rel: int, payload_size: int) -> bool:
         data, rel + 8 + payload_size)[0]
 
 
-def _verify(board, plan, verify, A, used, PJ, M) -> tuple:
+def _verify(board, plan, verify, A, lo, P, M) -> tuple:
     """Offsets of records with an even sequence whose check does not match their payload.
 
     With verify=True, records whose sequence equals the one this handle last verified are
@@ -489,7 +500,7 @@ def _verify(board, plan, verify, A, used, PJ, M) -> tuple:
     lay = board.layout
     cache = board._verified
     full = verify != True  # noqa: E712 - "all" (or the fallback path)
-    if not full and cache.get("last") == (A, PJ, M):
+    if not full and cache.get("last") == (A, lo, P, M):
         return ()
     if "slots" not in cache:
         # a cached seq of 0 never matches: every record was written once at creation
@@ -500,7 +511,7 @@ def _verify(board, plan, verify, A, used, PJ, M) -> tuple:
     u64 = np.frombuffer(A, np.uint64)
     sseq = u64[plan.slot_seq]
     jseq = u64[plan.job_seq][:plan.job_rows]
-    pseq = np.frombuffer(PJ, np.uint64)[::L.PART_SIZE // 8]
+    pseq = np.frombuffer(P, np.uint64)[::L.PART_SIZE // 8]
     torn = []
     mv = memoryview(A)
     a0 = plan.a0
@@ -523,19 +534,19 @@ def _verify(board, plan, verify, A, used, PJ, M) -> tuple:
             cache["jobs"][i] = seq
         else:
             torn.append(plan.jo + i * L.JOB_SIZE)
-    if used:
-        flat = np.concatenate([np.arange(r * plan.maxp, r * plan.maxp + n) for r, n in used])
-        ch = (range(len(flat)) if full
-              else (pseq != cache["parts"][flat]).nonzero()[0].tolist())
-        pm = memoryview(PJ)
+    if len(pseq):
+        first = lo * plan.maxp  # index of the span's first partition record in the cache
+        cached = cache["parts"][first:first + len(pseq)]
+        ch = range(len(pseq)) if full else (pseq != cached).nonzero()[0].tolist()
+        pm = memoryview(P)
         for k in ch:
             seq = int(pseq[k])
             if seq & 1:
                 continue
             if _check(pm, k * L.PART_SIZE, L.PART_PAYLOAD.size):
-                cache["parts"][flat[k]] = seq
+                cached[k] = seq
             else:
-                row, i = divmod(int(flat[k]), plan.maxp)
+                row, i = divmod(first + k, plan.maxp)
                 torn.append(lay.part_offset(row, i))
     for rel, payload in plan.ctl:
         seq = _SEQ_AT(M, rel)
@@ -546,5 +557,5 @@ def _verify(board, plan, verify, A, used, PJ, M) -> tuple:
         else:
             torn.append(plan.m0 + rel)
     if not torn:
-        cache["last"] = (A, PJ, M)
+        cache["last"] = (A, lo, P, M)
     return tuple(torn)
