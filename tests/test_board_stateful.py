@@ -33,6 +33,16 @@ from cuzk.board import Board, Token, drill
 from cuzk.board import segment as S
 
 PREFIX = f"cuzk-t{os.getpid()}-"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_board_left_in_dev_shm():
+    """After the session, no segment a board test created remains in /dev/shm."""
+    yield
+    left = [n for n in os.listdir("/dev/shm") if n.startswith(PREFIX)]
+    for n in left:
+        S.unlink_segment(n)
+    assert not left, f"board segments left in /dev/shm: {left}"
 CTX = mp.get_context("spawn")
 N_PARTS = 5
 JOB = "job-0"
