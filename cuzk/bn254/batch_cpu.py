@@ -27,6 +27,9 @@ _serial = njit(cache=True)
 
 load, store, fq2_load, fq2_store = F.load, F.store, F.fq2_load, F.fq2_store
 
+# Rows per inversion in the batch Jacobian -> affine conversions (and per prange task).
+AFFINE_CHUNK = 1024
+
 
 # ==================================== kernels =============================================
 # Fq / Fr / Fq2 elementwise
@@ -186,8 +189,34 @@ def _g1_from_affine(a, out):
 
 @_parallel
 def _g1_to_affine(P, out):
-    for i in prange(out.shape[0]):
-        C.g1_store_affine(out, i, C.g1_to_affine(C.g1_load(P, i)))
+    """Jacobian -> affine with one inversion per chunk of rows (Montgomery's simultaneous
+    inversion trick: prefix products of the Z's, one inverse, then back-substitution),
+    about 7 multiplications per row instead of a ~380-multiplication inversion. Rows at
+    infinity (Z = 0) are skipped in the products and come out as (0, 0)."""
+    n = out.shape[0]
+    n_chunks = (n + AFFINE_CHUNK - 1) // AFFINE_CHUNK
+    for c in prange(n_chunks):
+        lo = c * AFFINE_CHUNK
+        hi = min(n, lo + AFFINE_CHUNK)
+        prefix = np.empty((hi - lo, 4), dtype=np.uint64)
+        acc = F.fq_one()
+        for i in range(lo, hi):
+            store(prefix, i - lo, 0, acc)
+            Z = load(P, i, 8)
+            if not F.is_zero(Z):
+                acc = F.fq_mul(acc, Z)
+        inv = F.fq_inv(acc)  # 1 / (Z_lo ... Z_hi-1)
+        for i in range(hi - 1, lo - 1, -1):
+            Z = load(P, i, 8)
+            if F.is_zero(Z):
+                store(out, i, 0, F.fq_zero())
+                store(out, i, 4, F.fq_zero())
+                continue
+            zinv = F.fq_mul(inv, load(prefix, i - lo, 0))  # 1/Z_i
+            inv = F.fq_mul(inv, Z)  # 1 / (Z_lo ... Z_i-1)
+            zinv2 = F.fq_sqr(zinv)
+            store(out, i, 0, F.fq_mul(load(P, i, 0), zinv2))
+            store(out, i, 4, F.fq_mul(load(P, i, 4), F.fq_mul(zinv2, zinv)))
 
 
 @_parallel
@@ -249,8 +278,31 @@ def _g2_from_affine(a, out):
 
 @_parallel
 def _g2_to_affine(P, out):
-    for i in prange(out.shape[0]):
-        C.g2_store_affine(out, i, C.g2_to_affine(C.g2_load(P, i)))
+    """Jacobian -> affine over Fq2, one inversion per chunk (see _g1_to_affine)."""
+    n = out.shape[0]
+    n_chunks = (n + AFFINE_CHUNK - 1) // AFFINE_CHUNK
+    for c in prange(n_chunks):
+        lo = c * AFFINE_CHUNK
+        hi = min(n, lo + AFFINE_CHUNK)
+        prefix = np.empty((hi - lo, 8), dtype=np.uint64)
+        acc = F.fq2_one()
+        for i in range(lo, hi):
+            fq2_store(prefix, i - lo, 0, acc)
+            Z = fq2_load(P, i, 16)
+            if not F.fq2_is_zero(Z):
+                acc = F.fq2_mul(acc, Z)
+        inv = F.fq2_inv(acc)
+        for i in range(hi - 1, lo - 1, -1):
+            Z = fq2_load(P, i, 16)
+            if F.fq2_is_zero(Z):
+                fq2_store(out, i, 0, F.fq2_zero())
+                fq2_store(out, i, 8, F.fq2_zero())
+                continue
+            zinv = F.fq2_mul(inv, fq2_load(prefix, i - lo, 0))
+            inv = F.fq2_mul(inv, Z)
+            zinv2 = F.fq2_sqr(zinv)
+            fq2_store(out, i, 0, F.fq2_mul(fq2_load(P, i, 0), zinv2))
+            fq2_store(out, i, 8, F.fq2_mul(fq2_load(P, i, 8), F.fq2_mul(zinv2, zinv)))
 
 
 @_parallel
