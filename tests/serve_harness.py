@@ -24,7 +24,6 @@ CLI = [sys.executable, "-m", "cuzk.cli"]
 def cli_env(**extra) -> dict:
     env = dict(os.environ)
     env.setdefault("NUMBA_CACHE_DIR", str(ROOT / ".cache" / "numba"))
-    env.pop("NUMBA_ENABLE_CUDASIM", None)  # the daemon proves on CPU devices; no simulator
     for k in [k for k in env if k.startswith("CUZK_")]:
         env.pop(k)  # the tests say what they mean; nothing leaks in from the shell
     env.update(extra)
@@ -35,6 +34,16 @@ def run_cli(*args, timeout: float = 120, env: dict | None = None, cwd=None):
     """Run `cuzk ARGS...` as a subprocess; returns the CompletedProcess (text)."""
     return subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True,
                           timeout=timeout, env=env or cli_env(), cwd=cwd)
+
+
+def warm_kernels(*circuits) -> None:
+    """Prove once here per circuit, so Numba compiles the prover's kernels into its cache once
+    (NUMBA_CACHE_DIR) rather than in every device process of every daemon at the same time."""
+    import cuzk.prover as P
+
+    for c in circuits:
+        key = P.ProvingKey.open(c.zkey)
+        P.prove(key, P.load_witness(c.witness(0), key), P.open_device("cpu"))
 
 
 class ServeProcess:
@@ -109,7 +118,7 @@ class ServeProcess:
 
 
 def request(url: str, method: str, path: str, body=None, *, headers: dict | None = None,
-            raw: bytes | None = None, timeout: float = 120):
+            raw: bytes | None = None, timeout: float = 650):
     """(status, headers dict, JSON-or-bytes body) of one request on a fresh connection."""
     host, port = url.removeprefix("http://").rsplit(":", 1)
     conn = http.client.HTTPConnection(host, int(port), timeout=timeout)

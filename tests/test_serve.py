@@ -29,6 +29,7 @@ from serve_harness import (
     request,
     run_cli,
     split_response,
+    warm_kernels,
 )
 
 from cuzk.verifier import verify
@@ -62,6 +63,7 @@ def roots(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(roots):
+    warm_kernels(TINY, TOYHASH)
     s = ServeProcess(roots["base"] / "serve.log", "--listen", "127.0.0.1:0", "--devices",
                      "cpu:2", "--synth-workers", "1", "--memory-budget", "1GiB", "--key-root",
                      roots["root"], "--max-body", "1MiB", "--self-verify", "--log-level",
@@ -116,7 +118,7 @@ def test_job_life_cycle(server, roots):
     assert job["state"] in ("queued", "running") and job["total_partitions"] == 3
     assert job["kind"] == "window-post" and job["priority"] == "high"
     job_id = job["job_id"]
-    code, _, r = get(server, f"/v1/jobs/{job_id}/result?wait=120")
+    code, _, r = get(server, f"/v1/jobs/{job_id}/result?wait=300")
     assert code == 200 and r["finished"], r
     check_proofs(MULCHAIN, r, (0, 1, 0))
     assert [p["index"] for p in r["partitions"]] == [0, 1, 2]
@@ -170,7 +172,7 @@ def test_one_shot_prove_with_paths_and_key_id(server, roots):
         str(roots["root"] / "tiny" / "witness_1.wtns"),  # a path string
         {"path": str(roots["root"] / "tiny" / "link_in.wtns")},  # a symlink inside the root
         {"data": b64(TINY.witness(0))}], "kind": "winning-post", "priority": "critical",
-        "timeout": 120}
+        "timeout": 300}
     code, _, r = post(server, "/v1/prove", body)
     assert code == 200 and r["finished"], r
     check_proofs(TINY, r, (1, 0, 0))
@@ -388,7 +390,7 @@ def test_cli_submit_wait_writes_proofs(server, roots, tmp_path):
                 d / "witness_1.wtns")
     assert p.returncode == 0, p.stderr
     job_id = p.stdout.strip()
-    assert get(server, f"/v1/jobs/{job_id}/result?wait=60")[2]["state"] == "done"
+    assert get(server, f"/v1/jobs/{job_id}/result?wait=300")[2]["state"] == "done"
     p = run_cli("jobs", "--server", server.url)
     assert p.returncode == 0 and job_id in p.stdout
     p = run_cli("jobs", "--server", server.url, "--json")

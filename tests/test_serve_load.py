@@ -21,7 +21,7 @@ import pytest
 from conftest import fixture_circuit
 from interop import ROOT
 from prometheus_client.parser import text_string_to_metric_families
-from serve_harness import ServeProcess
+from serve_harness import ServeProcess, warm_kernels
 
 from cuzk.serve.client import Client
 from cuzk.verifier import verify
@@ -33,6 +33,7 @@ KIND = "load-test"
 
 @pytest.fixture(scope="module")
 def load_run(tmp_path_factory):
+    warm_kernels(*CIRCUITS)
     base = tmp_path_factory.mktemp("load")
     root = base / "keys"
     for c in CIRCUITS:

@@ -26,6 +26,7 @@ log = logging.getLogger("cuzk.serve")
 
 EX_OK = 0
 EX_STARTUP = 3  # the engine or the listener could not start (uvicorn's STARTUP_FAILURE)
+EX_ENGINE = 1  # the engine stopped without being asked to
 
 
 def setup_logging(level: str) -> None:
@@ -118,24 +119,25 @@ class Daemon:
         log.info("listening on %s (token %s)", self.server.url,
                  "required" if cfg.token else "not required: loopback only")
         try:
-            self._wait()
+            clean = self._wait()
         finally:
             self.server.shutdown()
             self.server.server_close()
             self.metrics.stop()
             self.engine.stop(0)
         log.info("stopped")
-        return EX_OK
+        return EX_OK if clean else EX_ENGINE
 
-    def _wait(self) -> None:
-        """Until a signal, then drain until the engine has stopped."""
+    def _wait(self) -> bool:
+        """Until a signal, then drain until the engine has stopped. False if the engine
+        stopped without being asked to."""
         draining = False
         while True:
             if draining and self.engine.wait_stopped(0):
-                return
+                return True
             if not draining and not self.engine.running:
                 log.error("the engine stopped on its own; exiting")
-                return
+                return False
             try:
                 ready, _, _ = select.select([self._sig_r], [], [], 0.2)
             except InterruptedError:
