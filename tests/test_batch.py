@@ -6,6 +6,7 @@ import pytest
 from py_ecc import optimized_bn128 as ob
 
 import cuzk.bn254 as bn
+import cuzk.bn254.batch_cpu  # noqa: F401 (bn.batch_cpu below)
 from cuzk.bn254 import constants as K
 from cuzk.bn254 import convert as cv
 
@@ -80,9 +81,16 @@ def test_cpu_parallel_loops_over_many_rows():
     ys = xs[::-1]
     got = cv.fr_array_to_ints(B.fr_mul(cv.fr_array(xs), cv.fr_array(ys)))
     assert got == [x * y % K.FR_MODULUS for x, y in zip(xs, ys, strict=True)]
+    # Jacobian -> affine inverts once per chunk of rows: cross chunk boundaries, with rows at
+    # infinity on and next to them.
     ks = [3 + i for i in range(64)]
     pts = [ob.normalize(ob.multiply(ob.G1, k)) for k in ks]
-    aff = cv.g1_array([(int(x), int(y)) for x, y in pts])
-    doubled = B.g1_add_affine(aff, aff, affine=True)
+    reps = 2 * bn.batch_cpu.AFFINE_CHUNK // len(ks) + 1
+    aff = np.vstack([cv.g1_array([(int(x), int(y)) for x, y in pts])] * reps)
+    chunk = bn.batch_cpu.AFFINE_CHUNK
+    at_infinity = {0, chunk - 1, chunk, 2 * chunk, len(aff) - 1}
+    aff[sorted(at_infinity)] = 0
+    doubled = cv.g1_array_to_ints(B.g1_add_affine(aff, aff, affine=True))
     expect = [ob.normalize(ob.multiply(ob.G1, 2 * k)) for k in ks]
-    assert cv.g1_array_to_ints(doubled) == [(int(x), int(y)) for x, y in expect]
+    expect = [(int(x), int(y)) for x, y in expect]
+    assert doubled == [None if i in at_infinity else expect[i % len(ks)] for i in range(len(aff))]
