@@ -61,6 +61,8 @@ def test_key_roots_from_each_source(tmp_path):
     (tmp_path / "link").symlink_to(a)
     c = load(env={"CUZK_KEY_ROOTS": f"{a}{os.pathsep}{tmp_path / 'link'}{os.pathsep}{b}"})
     assert c.key_roots == [str(a), str(b)]  # real paths, each once
+    c = load(env={"CUZK_KEY_ROOT": str(a)})
+    assert c.key_roots == [str(a)] and c.sources["key_roots"] == "env CUZK_KEY_ROOT"
     c = load(tmp_path, f'key_roots = ["{b}"]\n')
     assert c.key_roots == [str(b)]
     c = load(tmp_path, f'key-root = ["{a}"]\n', key_roots=(str(b),))

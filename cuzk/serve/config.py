@@ -217,6 +217,7 @@ SETTINGS: tuple[Setting, ...] = (
 )
 BY_NAME = {s.name: s for s in SETTINGS}
 TOML_ALIASES = {"key_root": "key_roots", "board_name": "board"}
+ENV_ALIASES = {"key_roots": ENV_PREFIX + "KEY_ROOT"}  # the flag's singular name works too
 
 
 class Config:
@@ -274,6 +275,9 @@ class Config:
                 raw, src = self.flags[s.name], f"flag {s.flag}"
             elif self.env.get(s.env, "") != "":
                 raw, src = self.env[s.env], f"env {s.env}"
+            elif self.env.get(ENV_ALIASES.get(s.name, "-"), "") != "":
+                alias = ENV_ALIASES[s.name]
+                raw, src = self.env[alias], f"env {alias}"
             elif s.name in file_values:
                 raw, src = file_values[s.name], f"file {file_path}"
             else:
