@@ -551,3 +551,17 @@ def test_default_name_is_discoverable():
     finally:
         b.close()
         S.unlink_segment(b.name)
+
+
+def test_register_over_a_torn_record_starts_it_afresh(board):
+    board.devices.register(0)
+    tok = board.claim_device(0, "j", 0)
+    off = board.layout.slot_offset("device", 0)
+    seq = L.SEQ.unpack_from(board._buf, off)[0]
+    L.SEQ.pack_into(board._buf, off, seq + 1)
+    board._buf[off + 8:off + 40] = b"\xff" * 32  # generation, state, pid: garbage
+    new = board.devices.register(0)
+    assert new.generation == seq + 2 > tok.generation
+    s = board.snapshot(verify="all")
+    assert s.consistent and s.devices[0].state == "idle" and s.devices[0].pid == os.getpid()
+    assert board.end(tok) is False

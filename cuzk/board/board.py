@@ -125,6 +125,13 @@ class SlotTable:
         r = _SLOT_R.unpack_from(self._buf, off)
         return list(r[1:-1])
 
+    def _owned(self, off: int) -> tuple[list, bool, int]:
+        """(payload fields, torn, seq) of a slot nobody else is writing now. Torn: a writer
+        died inside it (odd seq) in the middle of the payload copy (check mismatch)."""
+        r = _SLOT_R.unpack_from(self._buf, off)
+        torn = bool(r[0] & 1) and crc32(self._buf[off + 8:off + 8 + _SLOT_PSIZE]) != r[-1]
+        return list(r[1:-1]), torn, r[0]
+
     def register(self, slot: int, pid: int | None = None, *, ordinal: int = 0,
                  device: str | None = None) -> Token:
         """A process starts owning `slot`: state idle, generation bumped (older tokens die).
@@ -138,10 +145,11 @@ class SlotTable:
         dev = L.pack_str(device, L.DEVICE_BYTES, "device")
         now = time.time()
         with self._lock:
-            f = self._fields(off)
-            if f[L.S_STATE] == L.SLOT_EMPTY:
+            f, torn, seq = self._owned(off)
+            if torn or f[L.S_STATE] == L.SLOT_EMPTY:
                 f = list(_EMPTY_SLOT)
-            gen = f[L.S_GEN] + 1
+            # (see reclaim for why seq + 1 outruns every generation of a torn record)
+            gen = seq + 1 if torn else f[L.S_GEN] + 1
             f[L.S_GEN] = gen
             f[L.S_STATE] = L.SLOT_IDLE
             f[L.S_PID] = os.getpid() if pid is None else pid
@@ -236,16 +244,12 @@ class SlotTable:
         dead process left half-written. The next owner calls register()."""
         off = self._off(slot)
         with self._lock:
-            r = _SLOT_R.unpack_from(self._buf, off)
-            f = list(r[1:-1])
-            # Half-written by the dead process? Then its generation field may be torn; the
-            # sequence number bounds every generation ever handed out (one per write at most).
-            payload = bytes(self._buf[off + 8:off + 8 + _SLOT_PSIZE])
-            torn = bool(r[0] & 1) and crc32(payload) != r[-1]
+            f, torn, seq = self._owned(off)
+            # Half-written by the dead process? Then its generation field may be torn. But
             # gen <= seq always holds (each write adds 2 to seq and at most 1 to gen), so a new
             # generation of seq + 1 exceeds every token handed out; it equals the seq this
             # write ends with, which keeps gen <= seq.
-            gen = r[0] + 1 if torn else f[L.S_GEN] + 1
+            gen = seq + 1 if torn else f[L.S_GEN] + 1
             if torn or f[L.S_STATE] == L.SLOT_EMPTY:
                 # nothing in a torn payload can be trusted: start from an empty record (its pid,
                 # busy time and restart count are lost; restarts becomes 1)
