@@ -303,8 +303,27 @@ def test_resident_key_runs_msms(target):
         assert row_to_ints(got) == py_ecc_ints(expect)
     with pytest.raises(KeyError, match="no resident point set 'h'"):
         key["h"]
-    key.release()
+    again = ResidentKey({"a": key["a"]}, device=device)  # already placed: kept, not copied
+    assert again["a"] is key["a"] and again.nbytes == g1.nbytes
+    key.free()
     assert key.nbytes == 0
+
+
+def test_resident_key_default_device_and_direct_msm():
+    """ResidentKey(sets) places on cuzk.jit.default_device_target() (the CPU here unless a
+    real GPU is present) and its point sets go straight into msm_g1 of that device."""
+    from cuzk.jit import default_device_target
+    from cuzk.kernels import msm_cpu, msm_cuda
+    from cuzk.kernels.resident import ResidentKey, device_name
+
+    pts = g1_rows([ob.multiply(ob.G1, 5), ob.multiply(ob.G1, 6)])
+    key = ResidentKey({"a": pts})
+    assert key.device == device_name(default_device_target())
+    mod = msm_cpu if key.device == "cpu" else msm_cuda
+    got = mod.msm_g1(key["a"], scalar_rows([2, 3]))
+    assert row_to_ints(got) == py_ecc_ints(ob.multiply(ob.G1, 28))
+    with pytest.raises(ValueError, match="unknown device"):
+        ResidentKey({"a": pts}, device="tpu:0")
 
 
 def test_resident_registry_pins_and_evicts():

@@ -2,6 +2,7 @@
 
     msm_g1(points (n, 8) uint64, scalars (n, 4) uint64) -> (8,) uint64 affine point
     msm_g2(points (n, 16) uint64, scalars (n, 4) uint64) -> (16,) uint64 affine point
+    (points may also be a cuzk.kernels.resident.ResidentPoints placed on "cpu")
 
 Points are affine, Montgomery form, all zeros = infinity (the zkey layout; read-only and
 unaligned views over an mmap are fine and are never copied); scalars are plain (not
@@ -179,6 +180,13 @@ def windows_combine(wins, c: int, g: int) -> np.ndarray:
 
 
 def _check(points, scalars, width, name):
+    from cuzk.kernels.resident import ResidentPoints
+
+    if isinstance(points, ResidentPoints):
+        if points.device != "cpu":
+            raise ValueError(f"{name}: point set {points.name!r} is on {points.device}, not cpu")
+        points.touch()
+        points = points.array
     points = np.asarray(points)
     scalars = np.asarray(scalars)
     if points.dtype != np.uint64 or points.ndim != 2 or points.shape[1] != width:

@@ -7,10 +7,10 @@ accounts for. On the "cpu" device nothing is copied: the resident arrays are the
 mmap views themselves, and their size is their bytes (the pages are shared with the page
 cache, but they are what the prover touches).
 
-    key = ResidentKey.place("mul2", {"a": zk.points_a, "b2": zk.points_b2}, device="cuda:0")
-    key.msm("a", scalars)          # -> (8,) affine row, on the key's device
-    key.nbytes                     # bytes held on the device
-    key.release()
+    key = ResidentKey({"a": zk.points_a, "b2": zk.points_b2}, device="cuda:0", key_id="mul2")
+    msm_cuda.msm_g1(key["a"], scalars)   # or key.msm("a", scalars) on the key's device
+    key.nbytes                           # bytes held on the device
+    key.free()                           # (= release())
 
 ``ResidentKeys`` is a small registry per process: get-or-place, pinning while MSMs run,
 eviction of keys idle longer than a threshold, and rows for the status board's "keys" list.
@@ -33,12 +33,33 @@ ZKEY_SETS = {
 }
 
 
-def parse_device(device: str) -> tuple[str, int]:
-    """"cpu" / "cpu:0" -> ("cpu", 0); "cuda" / "cuda:N" -> ("cuda", N)."""
+def parse_device(device: str | None) -> tuple[str, int]:
+    """"cpu" / "cpu:N" -> ("cpu", 0); "cuda:N" -> ("cuda", N); "cuda" -> the current CUDA
+    device; None -> cuzk.jit.default_device_target() ("cuda" where a real GPU is present)."""
+    if device is None:
+        from cuzk.jit import default_device_target
+
+        device = default_device_target()
     kind, _, ordinal = str(device).partition(":")
     if kind not in ("cpu", "cuda"):
-        raise ValueError(f"unknown device {device!r} (expected 'cpu' or 'cuda:N')")
-    return kind, int(ordinal or 0)
+        raise ValueError(f"unknown device {device!r} (expected 'cpu', 'cuda' or 'cuda:N')")
+    if kind == "cpu":
+        return "cpu", 0
+    if ordinal:
+        return "cuda", int(ordinal)
+    from cuzk.jit import cuda_simulated
+
+    if cuda_simulated():
+        return "cuda", 0
+    from numba import cuda
+
+    return "cuda", int(cuda.get_current_device().id)
+
+
+def device_name(device: str | None) -> str:
+    """The canonical name of a device: "cpu" or "cuda:N"."""
+    kind, ordinal = parse_device(device)
+    return "cpu" if kind == "cpu" else f"cuda:{ordinal}"
 
 
 class ResidentPoints:
@@ -69,7 +90,8 @@ class ResidentPoints:
 
 
 def place_points(points: np.ndarray, device: str = "cpu", name: str = "") -> ResidentPoints:
-    """Put one host point set on ``device``: no copy for "cpu", one transfer for "cuda:N"."""
+    """Put one host point set on ``device``: no copy for "cpu", one transfer for "cuda:N"
+    ("cuda": the current device)."""
     kind, ordinal = parse_device(device)
     host = np.asarray(points)
     if host.dtype != np.uint64 or host.ndim != 2 or host.shape[1] not in (G1_WIDTH, G2_WIDTH):
@@ -98,29 +120,38 @@ def _gpu(cuda, ordinal):
 
 
 class ResidentKey:
-    """A proving key's point sets, resident on one device."""
+    """A proving key's point sets, resident on one device.
 
-    def __init__(self, key_id: str, device: str, sets: Mapping[str, ResidentPoints]):
+    ``ResidentKey({"a": points_a, ...}, device="cuda:0")`` places host arrays (numpy, e.g.
+    the zkey's mmap views) on the device; values that are already ResidentPoints are kept.
+    ``device=None`` means cuzk.jit.default_device_target(): the current GPU where one is
+    present, else the CPU (no copy)."""
+
+    def __init__(self, sets: Mapping[str, object], device: str | None = None, key_id: str = ""):
+        dev = device_name(device)
+        placed: dict[str, ResidentPoints] = {}
+        try:
+            for name, pts in sets.items():
+                if isinstance(pts, ResidentPoints):
+                    if pts.device != dev:
+                        raise ValueError(f"point set {name!r} is on {pts.device}, not {dev}")
+                    placed[name] = pts
+                else:
+                    placed[name] = place_points(pts, dev, name)
+        except BaseException:
+            placed.clear()  # drop the device arrays placed so far
+            raise
         self.key_id = key_id
-        self.device = device
-        self.sets = dict(sets)
+        self.device = dev
+        self.sets = placed
         self._pins = 0
         self._lock = threading.Lock()
         self.last_used = time.monotonic()
 
     @classmethod
     def place(cls, key_id: str, sets: Mapping[str, np.ndarray], device: str = "cpu") -> ResidentKey:
-        """Place the named host point sets on ``device`` ("cpu" or "cuda:N")."""
-        kind, ordinal = parse_device(device)
-        dev = "cpu" if kind == "cpu" else f"cuda:{ordinal}"
-        placed = {}
-        try:
-            for name, pts in sets.items():
-                placed[name] = place_points(pts, dev, name)
-        except BaseException:
-            placed.clear()  # drop the device arrays placed so far
-            raise
-        return cls(key_id, dev, placed)
+        """Place the named host point sets on ``device`` ("cpu", "cuda" or "cuda:N")."""
+        return cls(sets, device, key_id)
 
     @classmethod
     def from_zkey(
@@ -177,12 +208,14 @@ class ResidentKey:
             from cuzk.kernels import msm_cuda
 
             fn = msm_cuda.msm_g1 if pts.group == 1 else msm_cuda.msm_g2
-            with _gpu(cuda, parse_device(self.device)[1]):
+            with _gpu(cuda, int(self.device.partition(":")[2])):
                 return fn(pts, scalars)
 
     def release(self) -> None:
         """Drop the device arrays (their memory returns to the device when unreferenced)."""
         self.sets.clear()
+
+    free = release
 
     def __repr__(self) -> str:
         return (
@@ -201,8 +234,7 @@ class ResidentKeys:
     def get_or_place(self, key_id: str, sets, device: str = "cpu") -> ResidentKey:
         """The resident key (key_id, device), placing ``sets`` (a mapping, or a callable
         returning one, called only when placing) if it is not resident yet."""
-        kind, ordinal = parse_device(device)
-        dev = "cpu" if kind == "cpu" else f"cuda:{ordinal}"
+        dev = device_name(device)
         with self._lock:
             key = self._keys.get((key_id, dev))
             if key is None:
@@ -212,14 +244,14 @@ class ResidentKeys:
             return key
 
     def get(self, key_id: str, device: str = "cpu") -> ResidentKey | None:
-        kind, ordinal = parse_device(device)
-        return self._keys.get((key_id, "cpu" if kind == "cpu" else f"cuda:{ordinal}"))
+        return self._keys.get((key_id, device_name(device)))
 
     def evict(self, key_id: str, device: str | None = None) -> int:
         """Release key_id (on one device, or all); returns the bytes freed. Pinned keys stay."""
         freed = 0
         with self._lock:
-            matching = [k for k in self._keys if k[0] == key_id and device in (None, k[1])]
+            dev = None if device is None else device_name(device)
+            matching = [k for k in self._keys if k[0] == key_id and dev in (None, k[1])]
             for k in matching:
                 key = self._keys[k]
                 if key.in_use:
@@ -243,7 +275,8 @@ class ResidentKeys:
         return out
 
     def nbytes(self, device: str | None = None) -> int:
-        return sum(k.nbytes for (_, dev), k in self._keys.items() if device in (None, dev))
+        want = None if device is None else device_name(device)
+        return sum(k.nbytes for (_, dev), k in self._keys.items() if want in (None, dev))
 
     def rows(self) -> list[dict]:
         """One status-board "keys" row per key id: bytes over its devices, devices,
