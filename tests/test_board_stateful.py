@@ -145,6 +145,7 @@ class BoardMachine(RuleBasedStateMachine):
         self.stale_count = 0
         self.retries = 0
         self.crashes = 0
+        self.reads = 0
 
     @initialize()
     def setup(self):
@@ -303,6 +304,25 @@ class BoardMachine(RuleBasedStateMachine):
         self.stale_count += 3 * k
         FIRED.append("concurrent_stale_ends")
 
+    @precondition(lambda self: self.reads < 2)
+    @rule(k=st.integers(1, 30))
+    def heartbeats_while_reading(self, k):
+        """The thread and the process stamp heartbeats on all their slots while this thread
+        takes snapshots: every consistent one satisfies the invariant."""
+        for _ in range(k):
+            for table in ("synth", "devices", "finalizers"):
+                self.proc.submit(f"{table}.heartbeat", 2)
+        burst = self.pool.submit(lambda: [self.board.table(kd).heartbeat(1)
+                                          for _ in range(k) for kd in KINDS])
+        for _ in range(k):
+            s = self.board.snapshot(tries=8)
+            assert not s.consistent or s.invariant_violations() == []
+        burst.result(timeout=60)
+        for _ in range(3 * k):
+            assert self.proc.result() is None
+        self.reads += 1
+        FIRED.append("heartbeats_while_reading")
+
     @precondition(lambda self: self.crashes < 1)
     @rule(i=st.integers(1, 2))
     def crash_and_reclaim(self, i):
@@ -382,7 +402,7 @@ def test_board_state_machine(actors):
     # the interleavings did exercise every transition
     rules = {"synth_claim", "synth_end", "device_claim", "handoff", "finalizer_end",
              "device_end_without_split", "retry", "stale_end", "stale_handoff",
-             "concurrent_stale_ends", "crash_and_reclaim"}
+             "concurrent_stale_ends", "heartbeats_while_reading", "crash_and_reclaim"}
     counts = {r: FIRED.count(r) for r in rules}
     print(counts)
     assert all(counts.values()), counts
