@@ -410,24 +410,27 @@
 
   const busy = (state) => state !== null && state !== undefined && state !== "idle" && state !== "dead";
 
-  // A card: title line (name, state badge), then label/value rows. fields: [[name, label]]
-  function makeCard(kind, fields) {
+  // A card: a title line (name, state badge), then rows of label/value pairs.
+  // rows: [[[field, label], ...], ...]; "job" is an id box, "util" a small gauge.
+  function makeCard(kind, rows) {
     const name = h("span", { cls: "name" });
     const badge = h("span", { cls: "badge" });
     const card = h("div", { cls: "card " + kind, data: { kind } }, h("div", { cls: "card-head" }, name, badge));
     card._name = name;
     card._badge = badge;
     card._f = {};
-    const dl = h("dl");
-    for (const [field, label] of fields) {
-      let value;
-      if (field === "job") value = makeId();
-      else if (field === "util") value = h("span", { cls: "util" }, h("span", { cls: "utilbar" }, h("span", { cls: "fill" })), h("span", { cls: "pct" }));
-      else value = h("span");
-      dl.append(h("dt", { text: label }), h("dd", { cls: "f-" + field }, value));
-      card._f[field] = value;
+    for (const row of rows) {
+      const line = h("div", { cls: "row" });
+      for (const [field, label] of row) {
+        let value;
+        if (field === "job") value = makeId();
+        else if (field === "util") value = h("span", { cls: "util" }, h("span", { cls: "utilbar" }, h("span", { cls: "fill" })), h("span", { cls: "pct" }));
+        else value = h("span", { cls: "v" });
+        line.append(h("span", { cls: "kv f-" + field }, h("span", { cls: "k", text: label }), value));
+        card._f[field] = value;
+      }
+      card.append(line);
     }
-    card.append(dl);
     return card;
   }
 
@@ -456,12 +459,12 @@
     el.classList.toggle("warn", !!n);
   }
 
-  const WORKER_FIELDS = [["job", "job"], ["partition", "partition"], ["on", "on it"], ["util", "util"],
-    ["generation", "gen"], ["restarts", "restarts"], ["pid", "pid"], ["hb", "hb"]];
-  const FINALIZER_FIELDS = [["job", "job"], ["partition", "partition"], ["on", "on it"],
-    ["from", "from worker"], ["generation", "gen"], ["pid", "pid"], ["hb", "hb"]];
-  const SYNTH_FIELDS = [["job", "job"], ["partition", "partition"], ["on", "on it"],
-    ["generation", "gen"], ["restarts", "restarts"], ["pid", "pid"], ["hb", "hb"]];
+  const WORKER_FIELDS = [[["job", "job"]], [["partition", "partition"], ["on", "on it"]], [["util", "util"]],
+    [["generation", "gen"], ["restarts", "rst"], ["pid", "pid"], ["hb", "hb"]]];
+  const FINALIZER_FIELDS = [[["job", "job"]], [["partition", "partition"], ["on", "on it"]],
+    [["from", "from worker"]], [["generation", "gen"], ["pid", "pid"], ["hb", "hb"]]];
+  const SYNTH_FIELDS = [[["job", "job"]], [["partition", "partition"], ["on", "on it"]],
+    [["generation", "gen"], ["restarts", "rst"], ["pid", "pid"], ["hb", "hb"]]];
 
   function updateWorker(card, w, util) {
     setText(card._name, "worker " + w.worker_id);
