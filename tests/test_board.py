@@ -272,8 +272,16 @@ def test_busy_seconds_and_heartbeat(board):
     assert 0.04 < s.devices[0].busy_secs < 5
     before = s.devices[0].heartbeat
     time.sleep(0.01)
-    board.devices.heartbeat(0)
-    assert board.snapshot().devices[0].heartbeat > before
+    assert board.devices.heartbeat(0) is True
+    s = board.snapshot()
+    assert s.devices[0].heartbeat > before
+    # a heartbeat carrying a token writes only while that claim is current
+    tok2 = board.claim_device(0, "j", 1)
+    assert board.devices.heartbeat(0, tok2) is True
+    raw = raw_slot(board, "device", 0)
+    assert board.devices.heartbeat(0, tok) is False
+    assert raw_slot(board, "device", 0) == raw
+    assert counters(board)["stale_ends_ignored"] == 1
 
 
 def test_slot_and_id_bounds(board):

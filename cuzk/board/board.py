@@ -230,13 +230,20 @@ class SlotTable:
             _SEQ.pack_into(buf, off, odd + 1)
         return True
 
-    def heartbeat(self, slot: int) -> None:
-        """The owning process is alive: stamp the slot's heartbeat time."""
+    def heartbeat(self, slot: int, token: Token | None = None) -> bool:
+        """The owning process is alive: stamp the slot's heartbeat time. With `token`, only
+        while that claim is current (else nothing is written, the stale write is counted and
+        False returned), so a thread still working for an old claim cannot refresh it."""
         off = self._off(slot)
         with self._lock:
             f = self._fields(off)
+            if token is not None and (f[L.S_GEN] != token.generation
+                                      or f[L.S_STATE] != _BUSY or token.kind != self.kind):
+                self.board._count(stale_ends=1)
+                return False
             f[L.S_HEARTBEAT] = time.time()
             _write(self._buf, off, _SLOT_P, f)
+        return True
 
     def reclaim(self, slot: int) -> Token:
         """Supervisor only, after the owning process died: new generation (every token of the
