@@ -512,8 +512,13 @@ class Engine:
                                          self._child_opts)
         proc = self._ctx.Process(target=target, args=args, daemon=True,
                                  name=f"cuzk-{ch.role}-{ch.index}")
-        proc.start()
-        child_conn.close()
+        try:
+            proc.start()
+        except BaseException:
+            parent_conn.close()
+            raise
+        finally:
+            child_conn.close()  # the child has its own copy; ours would hide its EOF
         ch.proc, ch.conn, ch.pid = proc, parent_conn, proc.pid
         ch.state, ch.started_at, ch.last_pong = "starting", time.time(), time.time()
         ch.items, ch.inflight = set(), 0
@@ -585,8 +590,13 @@ class Engine:
         for ch in self._synth + self._devices:
             if (ch.state == "dead" and now >= ch.next_start_at
                     and self._drain_cancelled_at is None):  # a drain still needs its processes
-                self._spawn(ch)
-                self._status.set_restarts(ch)
+                try:
+                    self._spawn(ch)
+                except OSError as exc:  # no memory / process limit: try again later
+                    ch.backoff = min(self.config.restart_backoff_max, max(1.0, ch.backoff * 2))
+                    ch.next_start_at = now + ch.backoff
+                    log.error("%s could not be restarted: %s (next try in %.1f s)", ch.name,
+                              exc, ch.backoff)
         if now - self._last_ping >= self.config.ping_interval:
             self._last_ping = now
             for ch in self._synth + self._devices:

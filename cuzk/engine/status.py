@@ -177,9 +177,6 @@ class SupervisorStatus:
     def count_restart(self) -> None:
         self.board.count_restart()
 
-    def set_restarts(self, ch) -> None:
-        pass  # reclaim() already counted the slot's restart
-
     def reclaim_process(self, ch) -> None:
         """A child died: every slot it owned gets a new generation and state dead."""
         if ch.role == "synth":
