@@ -1,5 +1,7 @@
 """Engine configuration parsing and the memory budget's accounting (pure, no processes)."""
 
+import os
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -101,3 +103,13 @@ def test_budget_never_exceeds_total(ops):
             assert got == held.get(owner, {}).pop("abc", 0)
         assert b.reserved == sum(sum(v.values()) for v in held.values()) <= 100
         assert b.high_water <= 100
+
+
+def test_device_process_sees_only_its_gpu(monkeypatch):
+    from cuzk.engine.device import visible_only
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert visible_only("cpu:1") == "cpu:1" and "CUDA_VISIBLE_DEVICES" not in os.environ
+    assert visible_only("cuda:1") == "cuda:0" and os.environ["CUDA_VISIBLE_DEVICES"] == "1"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2, 3")
+    assert visible_only("cuda:1") == "cuda:0" and os.environ["CUDA_VISIBLE_DEVICES"] == "3"

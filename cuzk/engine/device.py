@@ -57,8 +57,25 @@ class _Item:
         self.wseg = self.abcseg = None
 
 
+def visible_only(device_name: str) -> str:
+    """Make this process see one GPU (before CUDA is initialised) and return the name to open.
+
+    A CUDA context is current per thread, and a thread without one gets GPU 0: our worker and
+    finalizer threads would run "cuda:1"'s kernels on GPU 0. With CUDA_VISIBLE_DEVICES naming
+    only our GPU, every thread's default device is the right one. An existing
+    CUDA_VISIBLE_DEVICES list is honoured (ordinal i is its i-th entry)."""
+    kind, _, ordinal = device_name.partition(":")
+    if kind != "cuda":
+        return device_name
+    visible = [v for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    n = int(ordinal or 0)
+    os.environ["CUDA_VISIBLE_DEVICES"] = visible[n].strip() if n < len(visible) else str(n)
+    return "cuda:0"
+
+
 def device_main(conn, parent_pid: int, device_index: int, device_name: str, opts: dict) -> None:
     child.tie_to_parent(parent_pid)
+    open_name = visible_only(device_name)
     child.setup_logging(opts.get("log_level", 30))
     chan = child.Channel(conn)
     prover = child.load_prover(opts["prover"], opts.get("prover_options"))
@@ -74,7 +91,7 @@ def device_main(conn, parent_pid: int, device_index: int, device_name: str, opts
     for s in fin_slots:
         status.register_finalizer(s, device_index, device_name)
 
-    dev = prover.open_device(device_name)
+    dev = prover.open_device(open_name)
     keys: dict[str, object] = {}  # key_id -> ProvingKey resident on this device
     key_lock = threading.Lock()
     kernel_lock = threading.Lock()
