@@ -29,6 +29,7 @@ from cuzk.engine import (
     EngineConfig,
     EngineError,
     EngineStopped,
+    UnknownJob,
     UnknownKey,
     buffers,
     double,
@@ -188,6 +189,22 @@ def test_submit_validation(shared):
         shared.submit(shared.test_key_id, [shared.tmp / "missing.wtns"])
     with pytest.raises(ValueError):
         shared.submit(shared.test_key_id, [123])
+
+
+def test_keys_and_jobs_listing(shared):
+    assert shared.register_key(shared.test_key) == shared.test_key_id  # same file, same id
+    k = [k for k in shared.keys() if k["key_id"] == shared.test_key_id][0]
+    assert (k["n_vars"], k["domain_size"], k["live_jobs"]) == (N_VARS, DOMAIN, 0)
+    job_id = shared.submit(shared.test_key_id, witnesses(2, seed=8), kind="window-post",
+                           priority="high")
+    listed = {j["job_id"]: j for j in shared.jobs()}
+    assert listed[job_id]["kind"] == "window-post" and "partitions" not in listed[job_id]
+    assert shared.result(job_id, timeout=30)["state"] == "done"
+    assert shared.job(job_id)["partitions_done"] == 2
+    with pytest.raises(UnknownJob):
+        shared.job("no-such-job")
+    with pytest.raises(UnknownJob):
+        shared.cancel("no-such-job")
 
 
 def test_cancel_releases_everything_and_engine_goes_on(tmp_path):
@@ -477,6 +494,7 @@ def test_stop_with_deadline_cancels_what_is_left(tmp_path):
     assert_released(eng)
     with pytest.raises(EngineStopped):
         eng.submit(kid, witnesses(1))
+    eng.stop()  # a second stop is harmless
     for pids in eng.process_pids().values():
         for pid in pids:
             assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie"
