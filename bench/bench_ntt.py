@@ -120,7 +120,8 @@ def run(profile: str = "quick") -> dict:
     import numba
 
     sizes, repeats = SIZES[profile], REPEATS[profile]
-    result = {"threads": numba.config.NUMBA_NUM_THREADS, "cores": os.cpu_count()}
+    result = {"threads": numba.config.NUMBA_NUM_THREADS, "cores": os.cpu_count(),
+              "load_average_before": os.getloadavg()[0]}
     if profile == "gpu":
         from numba import cuda
 
@@ -132,6 +133,9 @@ def run(profile: str = "quick") -> dict:
     result["cpu"] = _cpu_rows(sizes, repeats)
     print(table(result["cpu"], ["log2n", "ntt_ms", "ntt_min_ms", "intt_ms", "compute_h_ms",
                                 "ns_per_butterfly", "cores_used", "target_ms"]))
+    result["load_average_after"] = os.getloadavg()[0]
+    print(f"  load average (1 min) {result['load_average_before']:.1f} before, "
+          f"{result['load_average_after']:.1f} after, on {result['cores']} cores")
     return result
 
 
