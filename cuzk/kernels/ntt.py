@@ -41,7 +41,6 @@ T = building()
 device_fn = T.device_fn
 F = T.load("cuzk.bn254.field")
 fr_mul = F.fr_mul
-fr_add = F.fr_add
 fr_sub = F.fr_sub
 fr_neg = F.fr_neg
 mont_mul = F.mont_mul
