@@ -161,20 +161,20 @@ def test_page_is_served_without_token_and_polls_at_the_set_interval(server, brow
     open_panel(browser, server.url)
     assert browser.find_element("id", "instance").text == "cuzk"
     assert browser.find_element("id", "interval").get_attribute("value") == "1"
-    # default: one poll a second
+    # default: one poll a second (a poll starts an interval after the previous one ended)
     n0 = status_fetches(browser)
     time.sleep(3.0)
     slow = status_fetches(browser) - n0
-    assert 2 <= slow <= 4, slow
-    # set 0.2 s on the page, as a person would (type, then leave the field)
+    assert 1 <= slow <= 4, slow
+    # set 0.2 s on the page, as a person would (select, type, leave the field)
     field = browser.find_element("id", "interval")
     field.send_keys(Keys.CONTROL, "a")
     field.send_keys("0.2", Keys.TAB)
     assert browser.execute_script("return document.getElementById('interval').value") == "0.2"
     n1 = status_fetches(browser)
-    time.sleep(2.0)
+    time.sleep(3.0)
     fast = status_fetches(browser) - n1
-    assert fast >= 6, fast
+    assert fast >= max(6, 2 * slow), (slow, fast)
     assert severe_console_errors(browser) == []
 
 
@@ -190,7 +190,8 @@ def test_panel_follows_partitioned_jobs_and_gpu_cells_have_their_worker(server, 
             submit(server, roots, 1, kind="window-post", priority="high"): 1}
     shot = Path(os.environ.get("CUZK_WEB_SCREENSHOT") or tmp_path / "panel-busy.png")
     best, shots = (0, 0), 0
-    samples, t_end = [], time.time() + 240
+    # 420 s: a cold Numba cache (kernels edited since the last run) costs minutes on 2 cores
+    samples, t_end = [], time.time() + 420
     cell_states: set[str] = set()
     worker_states: set[str] = set()
     checked = {"gpu": 0, "finalizing": 0, "synthesizing": 0}

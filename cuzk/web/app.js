@@ -208,7 +208,8 @@
     if (st.inFlight) return;
     st.inFlight = true;
     const ctrl = new AbortController();
-    const timeout = setTimeout(() => ctrl.abort(), Math.max(5000, 3000 * st.interval));
+    const timeoutMs = Math.max(5000, 3000 * st.interval);
+    const timeout = setTimeout(() => ctrl.abort(), timeoutMs);
     let next = st.interval;
     try {
       const headers = { Accept: "application/json" };
@@ -230,7 +231,9 @@
     } catch (e) {
       st.failures++;
       if (st.failingSince === null) st.failingSince = Date.now();
-      showBanner(e.name === "AbortError" ? "no answer within the time limit" : String(e.message || e));
+      // fetch rejects with a TypeError when no HTTP answer came at all (refused, reset, DNS)
+      showBanner(e.name === "AbortError" ? "no answer within " + Math.round(timeoutMs / 1000) + " s"
+        : e.name === "TypeError" ? "connection failed (" + e.message + ")" : String(e.message || e));
       next = Math.max(1, st.interval);
     } finally {
       clearTimeout(timeout);
