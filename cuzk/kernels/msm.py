@@ -306,20 +306,14 @@ def g1_chain_forward(pts, i, acc, k):
 
 
 @inline_fn
-def g1_chain_invert(acc, k_last, inv):
-    """inv[0] = 1 / acc[k_last]: the one inversion of the batch."""
-    fq_store(inv, 0, 0, fq_inv(fq_load(acc, k_last, 0)))
-
-
-@inline_fn
-def g1_chain_backward(pts, i, acc, k, kind, inv, out, o):
-    """Backward step of the batch for pair k = (pts[i], pts[i+1]): with inv[0] holding
-    1 / (d_0 ... d_k), d_k^{-1} = inv * acc[k-1]; then inv[0] *= d_k; out[o] = the sum."""
+def g1_chain_backward(pts, i, acc, k, kind, running, out, o):
+    """Backward step of the batch for pair k = (pts[i], pts[i+1]): with running =
+    1 / (d_0 ... d_k), d_k^{-1} = running * acc[k-1]; out[o] = the sum; returns
+    running * d_k = 1 / (d_0 ... d_{k-1})."""
     P = g1_affine_load(pts, i)
     Q = g1_affine_load(pts, i + 1)
     d_inv = Q_ONE
     if kind <= PAIR_DBL:
-        running = fq_load(inv, 0, 0)
         if k == 0:
             d_inv = running
         else:
@@ -328,8 +322,9 @@ def g1_chain_backward(pts, i, acc, k, kind, inv, out, o):
             den = fq_sub(Q[0], P[0])
         else:
             den = fq_dbl(P[1])
-        fq_store(inv, 0, 0, fq_mul(running, den))
+        running = fq_mul(running, den)
     g1_affine_store(out, o, g1_affine_add_given_inverse(P, Q, kind, d_inv))
+    return running
 
 
 @inline_fn
@@ -378,17 +373,12 @@ def g2_chain_forward(pts, i, acc, k):
 
 
 @inline_fn
-def g2_chain_invert(acc, k_last, inv):
-    fq2_store(inv, 0, 0, fq2_inv(fq2_load(acc, k_last, 0)))
-
-
-@inline_fn
-def g2_chain_backward(pts, i, acc, k, kind, inv, out, o):
+def g2_chain_backward(pts, i, acc, k, kind, running, out, o):
+    """G2 twin of g1_chain_backward (over Fq2)."""
     P = g2_affine_load(pts, i)
     Q = g2_affine_load(pts, i + 1)
     d_inv = FQ2_ONE
     if kind <= PAIR_DBL:
-        running = fq2_load(inv, 0, 0)
         if k == 0:
             d_inv = running
         else:
@@ -397,12 +387,13 @@ def g2_chain_backward(pts, i, acc, k, kind, inv, out, o):
             den = fq2_sub(Q[0], P[0])
         else:
             den = fq2_dbl(P[1])
-        fq2_store(inv, 0, 0, fq2_mul(running, den))
+        running = fq2_mul(running, den)
     g2_affine_store(out, o, g2_affine_add_given_inverse(P, Q, kind, d_inv))
+    return running
 
 
 @device_fn
-def g1_batch_affine_round(pts, out, counts, starts, active, na, acc, inv, kinds):
+def g1_batch_affine_round(pts, out, counts, starts, active, na, acc, kinds):
     """One batch-affine round over the na active buckets (bucket m holds counts[m] >= 2
     points at pts[starts[m]:]): pair p of bucket m is summed into out[starts[m] + p], an odd
     last point is carried over, and counts[m] becomes ceil(counts[m] / 2). All pairs of all
@@ -414,7 +405,7 @@ def g1_batch_affine_round(pts, out, counts, starts, active, na, acc, inv, kinds)
         for p in range(counts[m] >> 1):
             kinds[k] = g1_chain_forward(pts, s + 2 * p, acc, k)
             k += 1
-    g1_chain_invert(acc, k - 1, inv)
+    running = fq_inv(fq_load(acc, k - 1, 0))  # the one inversion of the batch
     for a in range(na - 1, -1, -1):
         m = active[a]
         s = starts[m]
@@ -422,14 +413,14 @@ def g1_batch_affine_round(pts, out, counts, starts, active, na, acc, inv, kinds)
         half = cnt >> 1
         for p in range(half - 1, -1, -1):
             k -= 1
-            g1_chain_backward(pts, s + 2 * p, acc, k, kinds[k], inv, out, s + p)
+            running = g1_chain_backward(pts, s + 2 * p, acc, k, kinds[k], running, out, s + p)
         if cnt & 1:
             point_row_copy(pts, s + cnt - 1, out, s + half, False)
         counts[m] = (cnt + 1) >> 1
 
 
 @device_fn
-def g2_batch_affine_round(pts, out, counts, starts, active, na, acc, inv, kinds):
+def g2_batch_affine_round(pts, out, counts, starts, active, na, acc, kinds):
     """G2 twin of g1_batch_affine_round."""
     k = 0
     for a in range(na):
@@ -438,7 +429,7 @@ def g2_batch_affine_round(pts, out, counts, starts, active, na, acc, inv, kinds)
         for p in range(counts[m] >> 1):
             kinds[k] = g2_chain_forward(pts, s + 2 * p, acc, k)
             k += 1
-    g2_chain_invert(acc, k - 1, inv)
+    running = fq2_inv(fq2_load(acc, k - 1, 0))
     for a in range(na - 1, -1, -1):
         m = active[a]
         s = starts[m]
@@ -446,7 +437,7 @@ def g2_batch_affine_round(pts, out, counts, starts, active, na, acc, inv, kinds)
         half = cnt >> 1
         for p in range(half - 1, -1, -1):
             k -= 1
-            g2_chain_backward(pts, s + 2 * p, acc, k, kinds[k], inv, out, s + p)
+            running = g2_chain_backward(pts, s + 2 * p, acc, k, kinds[k], running, out, s + p)
         if cnt & 1:
             point_row_copy(pts, s + cnt - 1, out, s + half, False)
         counts[m] = (cnt + 1) >> 1

@@ -107,12 +107,11 @@ def _window_sum(points, digits, w, g, H, wins, buf_a, buf_b, acc, kinds, sums, c
         elif counts[m] >= 2:
             active[na] = m
             na += 1
-    inv = np.empty((1, acc.shape[1]), np.uint64)
     while na > 0:
         if g == 1:
-            g1_batch_affine_round(pts, out, counts, starts, active, na, acc, inv, kinds)
+            g1_batch_affine_round(pts, out, counts, starts, active, na, acc, kinds)
         else:
-            g2_batch_affine_round(pts, out, counts, starts, active, na, acc, inv, kinds)
+            g2_batch_affine_round(pts, out, counts, starts, active, na, acc, kinds)
         pts, out = out, pts
         na_next = 0
         for a in range(na):
