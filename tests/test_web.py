@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import time
 from pathlib import Path
 
@@ -321,12 +322,23 @@ def test_token_is_asked_once_kept_in_the_tab_and_banner_shows_when_daemon_stops(
         assert not browser.find_element("id", "token-form").is_displayed()
         banner = browser.find_element("id", "banner")
         assert not banner.is_displayed()
+        # a hung daemon (stopped by SIGSTOP: connections are accepted, nothing answers): the
+        # poll times out and the banner says so; it clears when the daemon answers again
+        os.kill(s.pid, signal.SIGSTOP)
+        try:
+            wait_for(banner.is_displayed, 15, "the banner for a hung daemon")
+            assert "no answer within 5 s" in banner.text, banner.text
+        finally:
+            os.kill(s.pid, signal.SIGCONT)
+        wait_for(lambda: not banner.is_displayed(), 15, "the banner to clear")
+        assert not browser.execute_script("return document.body.classList.contains('down')")
         # the daemon stops: the banner says so, and the last status stays on the page
         assert s.stop() == 0, s.log()
         assert s.leftover_segments() == []
         wait_for(banner.is_displayed, 10, "the banner")
         text = banner.text
-        assert "not answering" in text and "last status received" in text, text
+        assert "not answering" in text and "connection failed" in text, text
+        assert "last status received" in text, text
         assert browser.find_element("id", "instance").text == "cuzk"
         assert browser.execute_script("return document.body.classList.contains('down')")
     finally:
