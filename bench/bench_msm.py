@@ -5,8 +5,8 @@ GPU (profile gpu): cuzk.kernels.msm_cuda against a resident point set (placed on
 engine does), scalars from the host each call, timed to the result on the host.
 Points are P_i = P_0 + i Q (distinct, affine, Montgomery, as a zkey stores them), scalars
 uniform below r. Each figure is the median of several runs after a warm-up (compile or cache
-load); the CPU-time column shows how many cores the process kept busy (a shared machine gives
-fewer than it has).
+load); cpu_ms is the process's CPU time (all threads) and cores_used = cpu_ms / ms shows how
+many cores the process actually got (a shared machine gives fewer than it has).
 Run alone: ``python -m bench.bench_msm [quick|full|gpu|smoke]`` (writes bench/results/msm.json).
 """
 
@@ -137,7 +137,7 @@ def _rows(target, group, sizes, repeats):
             pts = place_points(pts, "cuda:0", f"bench-{group}")
         fn(pts, sc)  # warm-up: compile or load the cache
         wall, cpu, best = _measure(lambda pts=pts, sc=sc: fn(pts, sc), repeats)
-        row = {"group": group, "log2n": log_n, "ms": wall, "min_ms": best,
+        row = {"group": group, "log2n": log_n, "ms": wall, "min_ms": best, "cpu_ms": cpu,
                "ns_per_point": wall * 1e6 / n, "window": mod.window_bits(n),
                "cores_used": cpu / wall if wall and target == "cpu" else None,
                "points_s": gen_s}
@@ -146,12 +146,13 @@ def _rows(target, group, sizes, repeats):
             row["target_ms"] = target_ms
         rows.append(row)
         cores = f", {row['cores_used']:.2f} cores busy" if row["cores_used"] else ""
-        print(f"  {target} {group} 2^{log_n}: {wall:.1f} ms (min {best:.1f}), "
+        print(f"  {target} {group} 2^{log_n}: {wall:.1f} ms (min {best:.1f}, CPU {cpu:.1f}), "
               f"c = {row['window']}{cores}", flush=True)
     return rows
 
 
-COLUMNS = ["group", "log2n", "ms", "min_ms", "ns_per_point", "window", "cores_used", "target_ms"]
+COLUMNS = ["group", "log2n", "ms", "min_ms", "cpu_ms", "ns_per_point", "window", "cores_used",
+           "target_ms"]
 
 
 def run(profile: str = "quick") -> dict:
