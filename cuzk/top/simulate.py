@@ -16,9 +16,9 @@ Ctrl-C and prints the board name to pass to `cuzk top --board`.
 from __future__ import annotations
 
 import multiprocessing as mp
-import os
 import queue
 import random
+import signal
 import threading
 import time
 from dataclasses import dataclass
@@ -48,8 +48,24 @@ class Plan:
     instance: str = "simulated"
 
 
-def _parent_gone(ppid: int) -> bool:
-    return os.getppid() != ppid
+def _child_stop(stop_r) -> threading.Event:
+    """In a writer process: an event set when the supervisor closes its end of the stop pipe
+    or dies (EOF either way), the "parent alive" pipe of Dask's nanny. An mp.Event would do
+    the job until a child dies inside wait(); then the parent's set() blocks for ever. The
+    child also ignores SIGINT: Ctrl-C in a terminal reaches the whole process group, and the
+    supervisor is the one that decides to stop."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    stop = threading.Event()
+
+    def watch():
+        try:
+            stop_r.recv()
+        except (EOFError, OSError):
+            pass
+        stop.set()
+
+    threading.Thread(target=watch, daemon=True).start()
+    return stop
 
 
 def _work(seconds: float, stop, table, slot: int, beat: float) -> None:
@@ -64,16 +80,17 @@ def _work(seconds: float, stop, table, slot: int, beat: float) -> None:
         table.heartbeat(slot)
 
 
-def _synth_main(name, slots, synth_q, gpu_q, stop, plan: Plan, ppid, seed):
+def _synth_main(name, slots, synth_q, gpu_q, stop_r, plan: Plan, seed):
     from cuzk.board import Board
 
+    stop = _child_stop(stop_r)
     board = Board.attach(name)
     rng = random.Random(seed)
 
     def work(slot):
         board.synth.register(slot, ordinal=slot)
         last_hb = 0.0
-        while not stop.is_set() and not _parent_gone(ppid):
+        while not stop.is_set():
             if time.monotonic() - last_hb > plan.heartbeat_s:
                 board.synth.heartbeat(slot)
                 last_hb = time.monotonic()
@@ -95,10 +112,10 @@ def _synth_main(name, slots, synth_q, gpu_q, stop, plan: Plan, ppid, seed):
     board.close()
 
 
-def _device_main(name, ordinal, dev_slots, fin_slots, gpu_q, done_q, stop, plan: Plan, ppid,
-                 seed):
+def _device_main(name, ordinal, dev_slots, fin_slots, gpu_q, done_q, stop_r, plan: Plan, seed):
     from cuzk.board import Board
 
+    stop = _child_stop(stop_r)
     board = Board.attach(name)
     rng = random.Random(seed)
     rng_lock = threading.Lock()
@@ -123,7 +140,7 @@ def _device_main(name, ordinal, dev_slots, fin_slots, gpu_q, done_q, stop, plan:
     def work(slot):
         board.devices.register(slot, ordinal=ordinal, device=f"cpu:{ordinal}")
         last_hb = 0.0
-        while not stop.is_set() and not _parent_gone(ppid):
+        while not stop.is_set():
             if time.monotonic() - last_hb > plan.heartbeat_s:
                 board.devices.heartbeat(slot)
                 last_hb = time.monotonic()
@@ -169,6 +186,8 @@ class Simulation:
         self.board = None
         self._procs: list = []
         self._thread = None
+        self._stop = self._stop_w = None
+        self._queues: tuple = ()
 
     @property
     def name(self) -> str:
@@ -186,14 +205,15 @@ class Simulation:
                                   job_rows=p.job_rows, max_partitions=p.max_partitions)
         self._name = self.board.name
         ctx = mp.get_context("spawn")
-        self._stop = ctx.Event()
+        self._stop = threading.Event()                      # this process's threads
+        stop_r, self._stop_w = ctx.Pipe(duplex=False)        # the writer processes
         self._synth_q, self._gpu_q, self._done_q = ctx.Queue(), ctx.Queue(), ctx.Queue()
-        ppid = os.getpid()
+        self._queues = (self._synth_q, self._gpu_q, self._done_q)
         for i in range(max(1, min(p.synth_procs, p.synth_slots))):
             slots = list(range(i, p.synth_slots, max(1, min(p.synth_procs, p.synth_slots))))
             self._procs.append(ctx.Process(
                 target=_synth_main, daemon=True, name=f"sim-synth-{i}",
-                args=(self.name, slots, self._synth_q, self._gpu_q, self._stop, p, ppid,
+                args=(self.name, slots, self._synth_q, self._gpu_q, stop_r, p,
                       self.seed * 1000 + i)))
         for d in range(p.devices):
             dev_slots = list(range(d * p.workers_per_device, (d + 1) * p.workers_per_device))
@@ -202,9 +222,10 @@ class Simulation:
             self._procs.append(ctx.Process(
                 target=_device_main, daemon=True, name=f"sim-device-{d}",
                 args=(self.name, d, dev_slots, fin_slots, self._gpu_q, self._done_q,
-                      self._stop, p, ppid, self.seed * 2000 + d)))
+                      stop_r, p, self.seed * 2000 + d)))
         for proc in self._procs:
             proc.start()
+        stop_r.close()
         self._thread = threading.Thread(target=self._supervise, daemon=True)
         self._thread.start()
         return self
@@ -259,18 +280,26 @@ class Simulation:
                 del jobs[job_id]          # the board keeps finished rows until reused
 
     def stop(self) -> None:
-        """Stop the writers, then unlink the board (what `cuzk serve` does at shutdown)."""
+        """Stop the writers, then unlink the board (what `cuzk serve` does at shutdown).
+        Safe after a start() that was interrupted half way (Ctrl-C while spawning)."""
         if self.board is None:
             return
-        self._stop.set()
+        if self._stop is not None:
+            self._stop.set()
+        if self._stop_w is not None:
+            self._stop_w.close()          # EOF on every writer's stop pipe
         if self._thread is not None:
             self._thread.join(timeout=5)
         for proc in self._procs:
+            if proc.pid is None:          # never started
+                continue
             proc.join(timeout=5)
             if proc.is_alive():
                 proc.kill()
                 proc.join(timeout=5)
-        for q in (self._synth_q, self._gpu_q, self._done_q):
+        # Items nobody will read must not hold up exit (a Queue's feeder thread otherwise
+        # waits forever to flush them into a pipe without readers).
+        for q in self._queues:
             q.cancel_join_thread()
             q.close()
         board, self.board = self.board, None
@@ -280,7 +309,11 @@ class Simulation:
         segment.unlink_segment(board.name)
 
     def __enter__(self) -> Simulation:
-        return self.start()
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
 
     def __exit__(self, *exc) -> None:
         self.stop()
