@@ -432,6 +432,7 @@ def test_cli_status(server):
 
 # ------------------------------------------------------------------------------ tokens, caps
 def test_token_required_and_checked(roots, tmp_path):
+    warm_kernels(TINY)
     token = "0123456789abcdef0123456789abcdef"
     tf = tmp_path / "token"
     tf.write_text(token + "\n")
@@ -499,6 +500,7 @@ def test_non_loopback_without_token_refuses_to_start(tmp_path):
 
 # ------------------------------------------------------------------------------ SIGTERM
 def test_sigterm_while_busy_exits_cleanly(roots, tmp_path):
+    warm_kernels(TOYHASH)  # (cheap when the cache is warm; a daemon compiling is not "busy")
     s = ServeProcess(tmp_path / "serve.log", "--listen", "127.0.0.1:0", "--devices", "cpu:1",
                      "--synth-workers", "1", "--memory-budget", "1GiB", "--key-root",
                      roots["root"], "--drain-timeout", "3").start()
