@@ -124,7 +124,8 @@ def _call(command: str, fn, *args, **kw):
 @click.option("--kind", default="default", show_default=True,
               help="Job kind label (e.g. winning-post, window-post, snap-update, porep-c2).")
 @click.option("--priority", type=click.Choice(["critical", "high", "normal"]),
-              default="normal", show_default=True)
+              default="normal", show_default=True,
+              help="Scheduling priority: critical before high before normal; FIFO within.")
 @click.option("--wait", is_flag=True, help="Wait for the proofs and write them to --out.")
 @click.option("--timeout", type=click.FloatRange(min=0), default=None,
               help="With --wait: give up after this many seconds (exit 1). [default: none]")
