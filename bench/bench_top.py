@@ -5,7 +5,7 @@ a board that simulated writer processes keep changing (cuzk.top.simulate); its C
 (user + system, from /proc via psutil) over a steady-state window, divided by the wall time of
 that window, is the share of one core it uses. Target: <= 1% of a core. The pieces of one
 frame (board snapshot, to_dict, render; curses paint excluded) are timed in-process as well,
-in thread CPU time. CPU time is counted in 10 ms ticks, so windows are >= 10 s outside the
+in thread CPU time. CPU time is counted in 10 ms ticks, so windows are >= 20 s outside the
 smoke profile; `load1` records how busy the machine was (a shared 2-core machine under load
 inflates every figure here).
 """
@@ -28,12 +28,12 @@ from bench.report import table
 from cuzk.top.simulate import Plan, Simulation
 
 # 64 device slots (8 devices x 8 workers), 8 finalizers, 16 synthesis slots; the job table
-# holds 32 rows, kept full by 24 active jobs plus the finished ones that stay until reused.
+# holds 32 rows, kept full by 32 jobs on the go (a finished one is replaced at once).
 PLAN = Plan(devices=8, workers_per_device=8, finalizers_per_device=1, synth_slots=16,
-            synth_procs=2, active_jobs=24, job_rows=32, max_partitions=16,
+            synth_procs=2, active_jobs=32, job_rows=32, max_partitions=16,
             synth_s=(0.2, 0.6), gpu_s=(1.0, 3.0), finalize_s=(0.1, 0.3), instance="bench-top")
 INTERVAL = 0.25                       # 4 Hz
-WINDOW = {"smoke": 2.0, "quick": 10.0, "full": 30.0, "gpu": 10.0}
+WINDOW = {"smoke": 2.0, "quick": 20.0, "full": 60.0, "gpu": 20.0}
 SIZES = {"smoke": [(160, 50)], "quick": [(160, 50), (80, 24)], "full": [(160, 50), (80, 24)],
          "gpu": [(160, 50), (80, 24)]}
 WARMUP = 2.0
@@ -86,6 +86,22 @@ def _measure_top(board: str, width: int, height: int, seconds: float) -> dict:
             "terminal_kib_per_s": (b1 - b0) / wall / 1024, "exit": proc.returncode}
 
 
+def _wait_full(name: str, timeout: float = 60.0) -> None:
+    from cuzk.board import Board
+
+    b = Board.attach(name)
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            d = b.snapshot().to_dict()
+            if (len(d["pipelines"]) >= PLAN.job_rows
+                    and len(d["gpu_workers"]) == PLAN.devices * PLAN.workers_per_device):
+                return
+            time.sleep(0.2)
+    finally:
+        b.close()
+
+
 def _frame_parts(board_name: str, repeats: int) -> dict:
     """In-process cost of the pieces of one frame on the same board (median, microseconds)."""
     from statistics import median
@@ -124,7 +140,7 @@ def _frame_parts(board_name: str, repeats: int) -> dict:
 def run(profile: str = "quick") -> dict:
     seconds = WINDOW.get(profile, 10.0)
     with Simulation(PLAN) as sim:
-        time.sleep(3.0)               # let the writers fill the device slots and the job table
+        _wait_full(sim.name)          # writers registered, job table full
         parts = _frame_parts(sim.name, 20 if profile == "smoke" else 100)
         runs = [_measure_top(sim.name, w, h, seconds) for w, h in SIZES.get(profile, [(160, 50)])]
     print(table([parts]))
