@@ -420,6 +420,12 @@ def test_cli_submit_exits_nonzero_when_a_partition_fails(server, roots, tmp_path
     assert p.returncode == 3 and "cannot reach" in p.stderr
 
 
+def test_openapi_is_served(server):
+    code, h, body = get(server, "/openapi.yaml")
+    assert code == 200 and h["content-type"] == "application/yaml"
+    assert body.startswith(b"openapi: 3") and b"/v1/jobs/{job_id}/result:" in body
+
+
 def test_cli_status(server):
     p = run_cli("status", "--server", server.url, "--json")
     assert p.returncode == 0, p.stderr

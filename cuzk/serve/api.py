@@ -123,9 +123,7 @@ class Api:
         return self.static.get(f"{req.params['dir']}/{req.params['file']}")
 
     def _openapi(self, req: Request) -> Response:
-        resp = StaticFiles("cuzk", "api").get("openapi.yaml")
-        resp.content_type = "application/yaml"
-        return resp
+        return StaticFiles("cuzk", "api").get("openapi.yaml")
 
     # ---------------------------------------------------------------- health, status, metrics
     def healthz(self, req: Request):

@@ -146,7 +146,8 @@ class StaticFiles:
     TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
              ".css": "text/css; charset=utf-8", ".json": "application/json",
              ".svg": "image/svg+xml", ".png": "image/png", ".ico": "image/x-icon",
-             ".txt": "text/plain; charset=utf-8", ".map": "application/json"}
+             ".txt": "text/plain; charset=utf-8", ".map": "application/json",
+             ".yaml": "application/yaml"}
     NAME = re.compile(r"^(?:[A-Za-z0-9_-][A-Za-z0-9._-]*/)?[A-Za-z0-9_-][A-Za-z0-9._-]*$")
 
     def __init__(self, package: str = "cuzk", folder: str = "web"):
