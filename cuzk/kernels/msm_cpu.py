@@ -15,8 +15,9 @@ Work plan (see cuzk.kernels.msm for the algorithms):
    (negating the points of negative digits), adds pairs within buckets in batch-affine
    rounds until one point per bucket is left, and sums m * B_m with running sums;
 3. Horner over the window sums, one inversion to affine.
-Memory per window in flight: two sorted copies of the window's points (2 x 64 n bytes for
-G1, 2 x 128 n for G2) plus half as much for the prefix products: ~160 n bytes for G1.
+Memory per thread: two sorted copies of a window's points (2 x 64 n bytes for G1,
+2 x 128 n for G2) plus n/2 prefix products (32 or 64 bytes each), reused window after
+window; plus the (K, n) int32 digits shared by all: ~160 n + 4 K n bytes for G1.
 """
 
 import os
