@@ -1,0 +1,1 @@
+"""The web status panel that `cuzk serve` serves at GET / (static files, no build step)."""
