@@ -50,6 +50,7 @@ SHARED_SOURCES = (
     "cuzk/bn254/constants.py",
     "cuzk/bn254/field.py",
     "cuzk/bn254/curve.py",
+    "cuzk/kernels/msm.py",
 )
 _cache_keyed = False
 
