@@ -1,1 +1,1 @@
-"""cuzk benchmarks: one harness (`python -m bench`, `make bench`) over suites that run peers side by side."""
+"""cuzk benchmarks: one harness (`python -m bench`, `make bench`) running peers side by side."""

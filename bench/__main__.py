@@ -1,34 +1,69 @@
-"""`python -m bench [--profile quick|full|gpu] [--suite NAME ...]`: run benchmark suites.
+"""`python -m bench [--profile smoke|quick|full|gpu] [--suite NAME ...]`: run benchmark suites.
 
-Each suite is a module with ``run(profile) -> dict`` that prints its own progress and table
-and returns its figures; this runner adds the machine, versions, commit and date, writes
-``bench/results/<suite>.json`` and a combined ``bench/results/latest.json``, and regenerates
-``docs/benchmarks.md`` (with PNG plots when matplotlib is installed).
+Each suite is a module with ``run(profile) -> dict`` that prints its own progress and tables
+and returns its figures. This runner adds the machine, versions, commit, date and load
+average, writes ``bench/results/<suite>.json`` (``<suite>.<profile>.json`` for profiles other
+than quick) and ``latest.json`` (the run: suites, times, targets), prints a summary table of
+the issues' targets against the figures, and regenerates ``docs/benchmarks.md`` with its
+plots.
+
+Profiles: smoke (tiny sizes, seconds a suite: the test suite runs it), quick (`make bench`,
+<= 10 minutes on 2 cores), full (every size), gpu (`make bench-gpu`: the device sizes; exits
+with status 2 and a message when no CUDA GPU is present).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import sys
 import time
 import traceback
 
 from bench import report
 
-# name -> (module, what it measures)
+# name -> (module, what it measures, its device part or None when it has none)
 SUITES = {
-    "arith": ("bench.bench_arith", "field multiplication, G1 mixed addition"),
-    "ntt": ("bench.bench_ntt", "NTT / iNTT by size"),
-    "msm": ("bench.bench_msm", "MSM G1 and G2 by size"),
-    "pairing": ("bench.bench_pairing", "pairing and proof verification"),
-    "prove": ("bench.bench_prove", "cuzk prove vs snarkjs groth16 prove, same files"),
-    "engine": ("bench.bench_engine", "jobs through the engine: throughput, busy, gaps"),
-    "board": ("bench.bench_board", "status board write and snapshot costs"),
-    "top": ("bench.bench_top", "cuzk top CPU use"),
+    "arith": ("bench.bench_arith", "field multiplication, G1 mixed addition",
+              "multiplication chains per CUDA thread, batch Fr multiplication"),
+    "ntt": ("bench.bench_ntt", "NTT / iNTT by size", "CUDA NTT 2^16..2^22"),
+    "msm": ("bench.bench_msm", "MSM G1 and G2 by size", "CUDA MSM on resident points"),
+    "pairing": ("bench.bench_pairing", "pairing and proof verification", None),
+    "prove": ("bench.bench_prove", "cuzk prove vs snarkjs groth16 prove, same files",
+              "cuzk prove --device cuda"),
+    "engine": ("bench.bench_engine", "jobs through the engine: throughput, busy, gaps",
+               "real prover on the CUDA devices"),
+    "board": ("bench.bench_board", "status board write and snapshot costs", None),
+    "top": ("bench.bench_top", "cuzk top CPU use", None),
 }
 PROFILES = ("quick", "full", "gpu", "smoke")
+NO_GPU_MESSAGE = ("make bench-gpu: no CUDA GPU is present on this machine (numba.cuda finds "
+                  "none), so there is nothing to measure; run `make bench` for the CPU suites")
+
+
+def gpu_present() -> bool:
+    """A real CUDA GPU (the simulator does not count: its timings mean nothing)."""
+    from cuzk.jit import cuda_available, cuda_simulated
+
+    return not cuda_simulated() and cuda_available()
+
+
+def _clock(seconds: float) -> str:
+    return f"{int(seconds // 60)}:{int(seconds % 60):02d}"
+
+
+def run_suite(name: str, profile: str, meta: dict) -> dict:
+    """Run one suite; its entry for the results file (raises what the suite raises)."""
+    module_name, _, device_part = SUITES[name]
+    load_before = report.load_average()
+    t0 = time.perf_counter()
+    result = importlib.import_module(module_name).run(profile)
+    seconds = time.perf_counter() - t0
+    if profile == "gpu" and device_part is None and isinstance(result, dict):
+        result.setdefault("device_part", "none: this suite measures CPU-side code only; "
+                                         "the figures are its CPU ones at the quick sizes")
+    return {"meta": meta, "profile": profile, "seconds": seconds, "load_before": load_before,
+            "load_after": report.load_average(), "result": result}
 
 
 def main(argv=None) -> int:
@@ -46,43 +81,53 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     if args.list:
-        for name, (_, what) in SUITES.items():
-            print(f"{name:8s} {what}")
+        for name, (_, what, device_part) in SUITES.items():
+            print(f"{name:8s} {what}  [gpu: {device_part or 'no device part'}]")
         return 0
-    if args.profile == "gpu":
-        from cuzk.jit import cuda_available, cuda_simulated
-
-        if cuda_simulated() or not cuda_available():
-            print("make bench-gpu: no CUDA GPU is present on this machine; "
-                  "nothing to measure (run `make bench` for the CPU suites)", file=sys.stderr)
-            return 2
-    names = args.suite or list(SUITES)
+    if args.profile == "gpu" and not gpu_present():
+        print(NO_GPU_MESSAGE, file=sys.stderr)
+        return 2
+    names = list(dict.fromkeys(args.suite or SUITES))
     results_dir = report.results_dir(args.results)
     meta = report.machine_info()
-    combined = {"meta": meta, "profile": args.profile, "suites": {}}
-    failed = []
+    print(f"bench: profile {args.profile}, suites {', '.join(names)}; {meta['cpu']}, "
+          f"{meta['cores']} cores, load average {meta['load_average']}, commit "
+          f"{meta['commit']}", flush=True)
+    entries, summary, failed = {}, [], []
     t_all = time.perf_counter()
     for i, name in enumerate(names, 1):
-        module_name, what = SUITES[name]
-        print(f"\n[{i}/{len(names)}] {name}: {what} (profile {args.profile})", flush=True)
+        what = SUITES[name][1]
+        print(f"\n[{i}/{len(names)}] {name}: {what} (profile {args.profile}; "
+              f"{_clock(time.perf_counter() - t_all)} elapsed)", flush=True)
         t0 = time.perf_counter()
         try:
-            module = importlib.import_module(module_name)
-            result = module.run(args.profile)
-        except Exception:  # one broken suite must not hide the others' figures
+            entry = run_suite(name, args.profile, meta)
+        except Exception as exc:  # one broken suite must not hide the others' figures
             traceback.print_exc()
             failed.append(name)
+            summary.append({"suite": name, "seconds": time.perf_counter() - t0,
+                            "status": f"failed: {type(exc).__name__}: {exc}"[:120]})
+            print(f"[{i}/{len(names)}] {name}: FAILED", flush=True)
             continue
-        seconds = time.perf_counter() - t0
-        entry = {"meta": meta, "profile": args.profile, "seconds": seconds, "result": result}
-        report.write_json(results_dir / f"{name}.json", entry)
-        combined["suites"][name] = entry
-        print(f"[{i}/{len(names)}] {name}: done in {seconds:.1f} s", flush=True)
-    combined["seconds"] = time.perf_counter() - t_all
-    report.write_json(results_dir / "latest.json", combined)
+        report.write_json(report.result_path(results_dir, name, args.profile), entry)
+        entries[(name, args.profile)] = entry
+        summary.append({"suite": name, "seconds": entry["seconds"], "status": "ok",
+                        "load_before": entry["load_before"], "load_after": entry["load_after"]})
+        print(f"[{i}/{len(names)}] {name}: done in {entry['seconds']:.1f} s", flush=True)
+    total = time.perf_counter() - t_all
+    targets = [t for t in report.targets(entries) if t["suite"] in {n for n, _ in entries}]
+    report.write_json(results_dir / ("latest.json" if args.profile == "quick"
+                                     else f"latest.{args.profile}.json"),
+                      {"meta": meta, "profile": args.profile, "seconds": total,
+                       "suites": summary, "failed": failed, "targets": targets})
+    print(f"\n== bench, profile {args.profile}: {len(names)} suites in {_clock(total)} "
+          f"({total:.0f} s) ==")
+    print(report.table(summary, ["suite", "seconds", "status", "load_before", "load_after"]))
+    if targets:
+        print(report.targets_table(targets))
     if not args.no_report:
         path = report.write_markdown(results_dir)
-        print(f"\nreport: {path}")
+        print(f"report: {path}")
     if failed:
         print(f"suites that failed: {', '.join(failed)}", file=sys.stderr)
         return 1
