@@ -156,6 +156,24 @@ def test_g1_degenerate_inputs(target):
     assert not fn(np.zeros((0, 8), np.uint64), np.zeros((0, 4), np.uint64)).any()
 
 
+@pytest.mark.cuda
+def test_g1_cuda_segments_of_several_buckets():
+    """The reduction kernel with segments of 4 and 16 buckets (lo > 0 and lo = 0 with
+    several running-sum steps), which the default sizes reach only for c >= 9."""
+    from cuzk.kernels import msm_cuda
+
+    rng = random.Random(15)
+    a = [rng.randrange(1, R) for _ in range(5)]
+    k = [rng.randrange(R) for _ in range(5)]
+    points = g1_rows([ob.multiply(ob.G1, x) for x in a])
+    expect = py_ecc_ints(ob.multiply(ob.G1, sum(x * y for x, y in zip(a, k, strict=True)) % R))
+    for segments in (4, 1):
+        got = msm_cuda.msm_g1(points, scalar_rows(k), c=5, segments=segments)
+        assert row_to_ints(got) == expect
+    with pytest.raises(ValueError, match="must divide"):
+        msm_cuda.msm_g1(points, scalar_rows(k), c=5, segments=3)
+
+
 def test_g1_shape_errors():
     from cuzk.kernels import msm_cpu
 

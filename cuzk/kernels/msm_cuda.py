@@ -316,7 +316,7 @@ def _device_scalars(scalars, n, name):
     return arr
 
 
-def _msm(points, scalars, g, width, name, c):
+def _msm(points, scalars, g, width, name, c, segments):
     require_cuda()
     pts = _device_points(points, width, name)
     n = pts.shape[0]
@@ -330,6 +330,9 @@ def _msm(points, scalars, g, width, name, c):
     H = 1 << (c - 1)
     L = K * H
     jw = 3 * width // 2  # Jacobian row width
+    S = min(int(segments or SEGMENTS), H)
+    if H % S:
+        raise ValueError(f"{name}: segments ({S}) must divide the 2^{c - 1} buckets of a window")
     digits = cuda.device_array((K, n), np.int32)
     _launch("msm_signed_digits", n, pts, sc, c, K, digits)
     counts = cuda.to_device(np.zeros(L, np.int32))
@@ -342,7 +345,6 @@ def _msm(points, scalars, g, width, name, c):
     _launch("msm_bucket_scatter", K * n, digits, H, starts, cursors, entries)
     buckets = cuda.device_array((L, jw), np.uint64)
     _launch(f"msm_g{g}_bucket_accumulate", L, pts, entries, starts, counts, buckets)
-    S = min(SEGMENTS, H)
     segs = cuda.device_array((K * S, jw), np.uint64)
     _launch(f"msm_g{g}_bucket_reduce", K * S, buckets, H, H // S, segs)
     wins = cuda.device_array((K, jw), np.uint64)
@@ -352,11 +354,14 @@ def _msm(points, scalars, g, width, name, c):
     return windows_combine(wins.copy_to_host(), c, g)
 
 
-def msm_g1(points, scalars, c: int | None = None) -> np.ndarray:
-    """sum_i scalars[i] * points[i] over G1 on the CUDA device, as an (8,) affine row."""
-    return _msm(points, scalars, 1, G1_WIDTH, "msm_g1", c)
+def msm_g1(points, scalars, c: int | None = None, segments: int | None = None) -> np.ndarray:
+    """sum_i scalars[i] * points[i] over G1 on the CUDA device, as an (8,) affine row.
+    c: window width (default window_bits(n)); segments: bucket segments per window in the
+    reduction (default SEGMENTS, at most 2^(c-1); a power of two)."""
+    return _msm(points, scalars, 1, G1_WIDTH, "msm_g1", c, segments)
 
 
-def msm_g2(points, scalars, c: int | None = None) -> np.ndarray:
-    """sum_i scalars[i] * points[i] over G2 on the CUDA device, as a (16,) affine row."""
-    return _msm(points, scalars, 2, G2_WIDTH, "msm_g2", c)
+def msm_g2(points, scalars, c: int | None = None, segments: int | None = None) -> np.ndarray:
+    """sum_i scalars[i] * points[i] over G2 on the CUDA device, as a (16,) affine row
+    (c, segments: see msm_g1)."""
+    return _msm(points, scalars, 2, G2_WIDTH, "msm_g2", c, segments)
