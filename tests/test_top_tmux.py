@@ -135,11 +135,16 @@ def test_live_screen_in_tmux(tmux, tmp_path):
         small = tmux.wait_for("top", lambda ls: len(ls) == 24 and ls[0].startswith("cuzk top")
                               and "board " not in ls[0] and "jobs" in ls[-1])
         assert all(len(line) <= 80 for line in small)
-        # Down scrolls the pipeline window one row (footer: "jobs first-last/n")
-        first_row = int(re.search(r"jobs (\d+)-", small[-1]).group(1))
+        # Down scrolls the pipeline window one row (footer: "jobs first-last/n"), once there
+        # are more jobs than fit
+        def window(lines):
+            m = re.search(r"jobs (\d+)-(\d+)/(\d+)", lines[-1])
+            return tuple(map(int, m.groups())) if m else None
+
+        first, _, _ = window(tmux.wait_for("top", lambda ls: window(ls) is not None
+                                           and window(ls)[1] < window(ls)[2]))
         tmux("send-keys", "-t", "top", "Down")
-        tmux.wait_for("top", lambda ls: re.search(r"jobs (\d+)-", ls[-1])
-                      and int(re.search(r"jobs (\d+)-", ls[-1]).group(1)) == first_row + 1)
+        tmux.wait_for("top", lambda ls: window(ls) is not None and window(ls)[0] == first + 1)
         tmux("send-keys", "-t", "top", "q")
         deadline = time.monotonic() + 10
         while not marker.exists() and time.monotonic() < deadline:
@@ -152,6 +157,8 @@ def test_board_going_away_in_tmux(tmux, tmp_path):
     with Simulation(PLAN) as sim:
         _start_top(tmux, "gone", sim.name, marker, 90, 26)
         tmux.wait_for("gone", lambda ls: any(line.startswith("WORKER") for line in ls))
+        tmux("send-keys", "-t", "gone", "p")              # even a paused viewer notices
+        tmux.wait_for("gone", lambda ls: "[PAUSED]" in ls[0])
     # the simulation stopped and unlinked its board, as `cuzk serve` does at shutdown
     deadline = time.monotonic() + 10
     while not marker.exists() and time.monotonic() < deadline:
@@ -159,3 +166,21 @@ def test_board_going_away_in_tmux(tmux, tmp_path):
     assert marker.read_text().strip() == "TOP_EXIT=0"
     screen = "\n".join(tmux.capture("gone"))
     assert f"cuzk top: cuzk status board '{sim.name}' went away" in screen
+
+
+def test_sigterm_restores_the_terminal(tmux, tmp_path):
+    import psutil
+
+    marker = tmp_path / "exit3"
+    with Simulation(PLAN) as sim:
+        _start_top(tmux, "term", sim.name, marker, 90, 26)
+        tmux.wait_for("term", lambda ls: any(line.startswith("WORKER") for line in ls))
+        shell = psutil.Process(int(tmux("display", "-p", "-t", "term", "#{pane_pid}")))
+        top = next(p for p in shell.children(recursive=True) if "top" in p.cmdline())
+        top.terminate()
+        deadline = time.monotonic() + 10
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert marker.read_text().strip() == "TOP_EXIT=0"     # not 143: it unwound
+        # curses left the alternate screen: the frame is gone from the pane
+        assert not any(line.startswith("WORKER") for line in tmux.capture("term"))

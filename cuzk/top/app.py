@@ -17,6 +17,7 @@ from __future__ import annotations
 import curses
 import json
 import os
+import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -142,13 +143,21 @@ def run_curses(sampler: Sampler, *, interval: float, iterations: int | None,
     # (curses.use_env(False) does not help: Python's initscr() has already run setupterm).
     for var in ("LINES", "COLUMNS"):
         os.environ.pop(var, None)
+    # SIGTERM unwinds like Ctrl-C, so curses.wrapper restores the terminal on the way out.
+    previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         curses.wrapper(_loop, sampler, interval, iterations, color, message)
     except KeyboardInterrupt:
         pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     if message:
         print(f"cuzk top: {message[0]}", file=sys.stderr)
     return 0
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
 
 
 def _loop(stdscr, sampler: Sampler, interval: float, iterations, color: bool, message: list):
@@ -171,6 +180,14 @@ def _loop(stdscr, sampler: Sampler, interval: float, iterations, color: bool, me
             samples += 1
             next_at = max(next_at + interval, now + interval / 2)   # keep the cadence
             dirty = True
+        elif view.paused and now >= next_at:
+            # paused: no sampling, but a board that went away still ends the viewer
+            alive = getattr(sampler.source, "alive", None)
+            if alive is not None and not alive():
+                message.append(f"cuzk status board {getattr(sampler.source, 'name', '')!r} "
+                               "went away (cuzk serve stopped)")
+                return
+            next_at = now + interval
         if dirty:
             height, width = stdscr.getmaxyx()
             painter.paint(stdscr, view.frame(snap, derived, width, height))

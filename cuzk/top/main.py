@@ -6,7 +6,7 @@ import os
 import shutil
 import sys
 
-from cuzk.top.app import Sampler, run_curses, run_json, run_text
+from cuzk.top.app import INTERVAL_FLOOR, Sampler, run_curses, run_json, run_text
 from cuzk.top.source import AttachError, BoardSource, choose
 from cuzk.top.telemetry import Telemetry
 
@@ -16,7 +16,7 @@ def run(*, board: str | None = None, interval: float = 1.0, iterations: int | No
         width: int | None = None, height: int | None = None, source=None) -> int:
     """Exit status of one `cuzk top` run. `source` (anything with read() -> snapshot dict)
     replaces the board, for tests and demos."""
-    interval = max(0.1, float(interval))
+    interval = max(INTERVAL_FLOOR, float(interval))
     if source is None:
         try:
             source = BoardSource(choose(board))
