@@ -82,6 +82,9 @@ def test_json_is_the_snapshot(boards):
     r = _top("--json")
     assert r.exit_code == 0, r.output
     assert json.loads(r.output) == busy_snapshot(tick=0)
+    # byte for byte what GET /status sends (cuzk/serve/http.py serialises the same way)
+    assert r.output == json.dumps(busy_snapshot(tick=0), separators=(",", ":"),
+                                  allow_nan=False) + "\n"
     r = _top("--json", "-n", "3", "--interval", "0.01")     # floor: 0.1 s
     docs = [json.loads(line) for line in r.output.splitlines()]
     assert [d["now"] for d in docs] == [busy_snapshot(tick=t)["now"] for t in range(3)]

@@ -121,13 +121,14 @@ def run_text(sampler: Sampler, *, interval: float, iterations: int | None, once:
 
 
 def run_json(source, *, interval: float, iterations: int | None, out=None) -> int:
-    """The snapshot JSON (the `GET /status` body), one line per sample; one sample by default."""
+    """The snapshot JSON, one line per sample (one sample by default), serialised as the
+    `GET /status` body is (compact separators; NaN refused, since it is not JSON)."""
     out = out or sys.stdout
     try:
         for n in range(iterations or 1):
             if n:
                 time.sleep(interval)
-            out.write(json.dumps(source.read()) + "\n")
+            out.write(json.dumps(source.read(), separators=(",", ":"), allow_nan=False) + "\n")
             out.flush()
     except BoardGone as gone:
         print(f"cuzk top: {gone}", file=sys.stderr)
