@@ -31,11 +31,14 @@ def _tmux() -> str:
     if found:
         return found
     if os.geteuid() == 0 and shutil.which("apt-get"):
-        subprocess.run(["apt-get", "install", "-y", "-q", "tmux"], capture_output=True,
-                       timeout=300, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
-        found = shutil.which("tmux")
-        if found:
-            return found
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        for step in (["apt-get", "install", "-y", "-q", "tmux"],   # lists may be there
+                     ["apt-get", "update", "-q"],                    # a fresh image: fetch them
+                     ["apt-get", "install", "-y", "-q", "tmux"]):
+            subprocess.run(step, capture_output=True, timeout=300, env=env)
+            found = shutil.which("tmux")
+            if found:
+                return found
     pytest.skip("tmux is not installed and could not be installed (needs root and apt-get: "
                 "apt-get install -y tmux)")
 
