@@ -208,6 +208,8 @@ def _msm(points, scalars, g, width, name, c):
     if points.shape[0] == 0:
         return out[0]
     c = int(c or window_bits(points.shape[0]))
+    if not 2 <= c <= 24:
+        raise ValueError(f"{name}: window width c = {c} outside 2..24")
     msm_pippenger(points, scalars, g, c, get_num_threads(), out)
     return out[0]
 

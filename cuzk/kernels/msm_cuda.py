@@ -326,6 +326,8 @@ def _msm(points, scalars, g, width, name, c, segments):
     if n >= 1 << 31:
         raise ValueError(f"{name}: at most 2^31 - 1 points per MSM (bucket entries are uint32)")
     c = int(c or window_bits(n))
+    if not 2 <= c <= 24:
+        raise ValueError(f"{name}: window width c = {c} outside 2..24")
     K = windows_for(c)
     H = 1 << (c - 1)
     L = K * H
