@@ -1,0 +1,178 @@
+"""The benchmark harness keeps working: every suite runs at the smoke profile, results parse,
+the report renders from them, `--list` and the no-GPU exit of `--profile gpu` behave.
+
+The benchmarks' figures are not checked (they are measurements, not results); what is checked
+is that each suite runs end to end through `python -m bench` and writes what the report reads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+from bench import report
+from bench.__main__ import NO_GPU_MESSAGE, SUITES
+
+ROOT = Path(__file__).resolve().parent.parent
+# shared-memory names that embed their creator's pid: status boards and engine buffers
+SHM_PID = re.compile(r"^(?:cuzk-(\d+)-|cuzkbuf\.(\d+)\.)")
+
+
+def _bench(*args, timeout=300, env=None):
+    return subprocess.run([sys.executable, "-m", "bench", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def _shm_names() -> set[str]:
+    try:
+        return set(os.listdir("/dev/shm"))
+    except OSError:
+        return set()
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    """One smoke run of every suite (about 40 s with a warm Numba cache)."""
+    results = tmp_path_factory.mktemp("bench-results")
+    before = _shm_names()
+    p = _bench("--profile", "smoke", "--no-report", "--results", str(results), timeout=900)
+    leaked = []
+    for name in _shm_names() - before:
+        m = SHM_PID.match(name)
+        if m and not psutil.pid_exists(int(m.group(1) or m.group(2))):
+            leaked.append(name)
+    return p, results, leaked
+
+
+def test_list_names_every_suite():
+    p = _bench("--list", timeout=60)
+    assert p.returncode == 0, p.stderr
+    listed = [line.split()[0] for line in p.stdout.splitlines() if line.strip()]
+    assert listed == list(SUITES)
+    assert "[gpu: no device part]" in p.stdout  # board, top, pairing say they have none
+
+
+def test_gpu_profile_exits_with_message_under_the_simulator():
+    """The CUDA simulator is not a GPU: its timings would be meaningless."""
+    p = _bench("--profile", "gpu", "--no-report", "--results", "/nonexistent-never-written",
+               timeout=120, env={"NUMBA_ENABLE_CUDASIM": "1"})
+    assert p.returncode == 2
+    assert NO_GPU_MESSAGE in p.stderr
+    assert not Path("/nonexistent-never-written").exists()
+
+
+def test_gpu_profile_exits_with_message_without_gpu(tmp_path):
+    from bench.__main__ import gpu_present
+
+    if gpu_present():
+        pytest.skip("a CUDA GPU is present: `make bench-gpu` would measure it")
+    p = _bench("--profile", "gpu", "--results", str(tmp_path), timeout=120)
+    assert p.returncode == 2
+    assert "no CUDA GPU" in p.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_smoke_run_of_every_suite(smoke_run):
+    p, results, leaked = smoke_run
+    assert p.returncode == 0, f"stdout:\n{p.stdout[-3000:]}\nstderr:\n{p.stderr[-3000:]}"
+    for i, name in enumerate(SUITES, 1):  # progress, in order
+        assert f"[{i}/{len(SUITES)}] {name}: done in" in p.stdout
+    assert "== bench, profile smoke" in p.stdout
+    for name in SUITES:
+        entry = json.loads((results / f"{name}.smoke.json").read_text())
+        assert entry["profile"] == "smoke"
+        assert isinstance(entry["result"], dict) and entry["result"], name
+        assert entry["seconds"] > 0
+        for k in ("date", "cpu", "cores", "commit", "python", "numba", "snarkjs"):
+            assert k in entry["meta"], (name, k)
+    latest = json.loads((results / "latest.smoke.json").read_text())
+    assert [s["suite"] for s in latest["suites"]] == list(SUITES)
+    assert all(s["status"] == "ok" for s in latest["suites"])
+    assert latest["failed"] == []
+    assert not leaked, f"shared-memory segments left by dead bench processes: {leaked}"
+
+
+def test_prove_smoke_compares_on_the_same_files(smoke_run):
+    _, results, _ = smoke_run
+    res = json.loads((results / "prove.smoke.json").read_text())["result"]
+    (row,) = res["rows"]
+    assert row["cuzk_proof_valid"] is True
+    assert row["snarkjs_min_s"] <= row["snarkjs_s"] <= row["snarkjs_max_s"]
+    assert row["speedup_vs_snarkjs"] == pytest.approx(row["snarkjs_s"] / row["cuzk_cmd_s"])
+    (phases,) = res["phases_ms"]
+    assert {"synthesize", "MSM A", "MSM B2 (G2)"} <= set(phases)
+    assert res["rapidsnark"]["issue_s"] == 0.70
+
+
+def test_report_renders_from_smoke_results(smoke_run, tmp_path):
+    """docs/benchmarks.md from the smoke results, relabelled quick (the report skips smoke)."""
+    _, results, _ = smoke_run
+    quick = tmp_path / "results"
+    quick.mkdir()
+    for name in SUITES:
+        entry = json.loads((results / f"{name}.smoke.json").read_text())
+        entry["profile"] = "quick"
+        report.write_json(quick / f"{name}.json", entry)
+    md = report.write_markdown(quick, docs=tmp_path / "docs").read_text()
+    assert md.startswith("# Benchmarks")
+    assert "## Targets from the issues against what was measured" in md
+    for name in SUITES:
+        assert f"\n## {name}\n" in md
+    meta = json.loads((quick / "prove.json").read_text())["meta"]
+    assert f"on {meta['cpu']}" in md and meta["date"] in md
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return
+    imgs = sorted(p.name for p in (tmp_path / "docs" / "img").glob("bench-*.png"))
+    assert "bench-prove.png" in imgs and "bench-msm-cpu.png" in imgs
+    for img in imgs:  # every plot is referenced and captioned with its machine
+        assert f"(img/{img})" in md
+    assert "plot failed" not in md
+
+
+def _entry(result, profile="quick"):
+    return {"meta": {"date": "2026-01-01T00:00:00+00:00", "cpu": "test cpu", "cores": 2},
+            "profile": profile, "seconds": 1.0, "result": result}
+
+
+def test_targets_judge_ceilings_floors_and_missing():
+    results = {
+        ("msm", "quick"): _entry({"cpu": [{"group": "g1", "log2n": 16, "ms": 250.0,
+                                           "min_ms": 190.0, "cpu_ms": 300.0,
+                                           "cores_used": 1.2}]}),
+        ("ntt", "quick"): _entry({"cpu": [{"log2n": 16, "ntt_ms": 12.0, "ntt_min_ms": 11.0}]}),
+        ("top", "quick"): _entry({"worst_core_pct": 1.5}),
+        ("engine", "quick"): _entry({"rows": [{"part": "pipeline (double)", "devices": "cpu:2",
+                                               "busy_fraction": 0.99, "gap_median_ms": 0.5,
+                                               "vs_slower_stage": 0.85, "vs_serial": 3.0}]}),
+    }
+    by = {t["target"]: t for t in report.targets(results)}
+    assert by["MSM G1 2^16, CPU"]["status"] == "met by the best run only"
+    assert by["MSM G1 2^16, CPU"]["vs_goal"] == pytest.approx(1.25)
+    assert by["NTT 2^16, CPU"]["status"] == "met"
+    assert by["`cuzk top` at 4 Hz, 64 slots, 32 pipelines"]["status"] == "not met"
+    assert by["engine: device busy in steady state"]["status"] == "met"  # a floor
+    assert by["engine: throughput vs the slower stage"]["status"] == "not met"
+    assert by["MSM G1 2^20, GPU"]["status"] == "not measured"
+    assert by["verify one proof, one core"]["status"] == "not measured"
+    md = report.targets_table(list(by.values()))
+    assert "| MSM G1 2^16, CPU | #3 | ≤ 200 ms | 250 ms (best 190) | 1.25 |" in md
+
+
+def test_result_paths_keep_profiles_apart(tmp_path):
+    assert report.result_path(tmp_path, "ntt", "quick").name == "ntt.json"
+    assert report.result_path(tmp_path, "ntt", "full").name == "ntt.full.json"
+    report.write_json(tmp_path / "ntt.json", _entry({"x": 1}))
+    report.write_json(tmp_path / "ntt.full.json", _entry({"x": 2}, "full"))
+    report.write_json(tmp_path / "ntt.smoke.json", _entry({"x": 3}, "smoke"))
+    report.write_json(tmp_path / "latest.json", {"suites": []})
+    found = report.load_results(tmp_path)
+    assert set(found) == {("ntt", "quick"), ("ntt", "full")}
