@@ -1,4 +1,4 @@
-"""cuzk: a Groth16 (BN254) proving daemon for circom/snarkjs circuits on Numba CPU and CUDA kernels."""
+"""cuzk: a Groth16 (BN254) proving daemon for circom/snarkjs circuits on Numba CPU and CUDA."""
 
 import os as _os
 
