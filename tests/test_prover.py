@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from cuzk.bn254.constants import FR_MODULUS, MONT_R
 from cuzk.cli import main
 from cuzk.formats.limbs import limbs_to_ints
 from cuzk.prover import ProvingKey, first_unsatisfied, load_witness, synthesize
-from cuzk.bn254.constants import FR_MODULUS, MONT_R
 
 R_INV = pow(MONT_R, -1, FR_MODULUS)
 
@@ -35,7 +35,7 @@ def test_synthesis_matches_python_ints(small_circuit):
         vec[e["constraint"]] = (vec[e["constraint"]] + coef * wi[e["signal"]]) % FR_MODULUS
     assert _ints_from_mont(syn.a) == a
     assert _ints_from_mont(syn.b) == b
-    assert _ints_from_mont(syn.c) == [x * y % FR_MODULUS for x, y in zip(a, b)]
+    assert _ints_from_mont(syn.c) == [x * y % FR_MODULUS for x, y in zip(a, b, strict=True)]
     assert syn.public == wi[1:key.n_public + 1]
 
 
@@ -158,3 +158,47 @@ def test_prove_bad_inputs_named_error_no_output(circuit_named, tmp_path, damage)
     assert r.output.startswith("cuzk prove: ")
     assert len(r.output.strip().splitlines()) == 1
     assert not proof.exists() and not public.exists()
+
+
+def test_synthesis_into_reused_buffers_overwrites_them(small_circuit):
+    """The engine hands synthesize shared-memory buffers that still hold the last partition:
+    a, b, c must come out the same as into fresh arrays."""
+    key = ProvingKey.open(small_circuit.zkey)
+    w = load_witness(small_circuit.witness(0), key)
+    fresh = synthesize(key, w)
+    n = key.domain_size
+    out = tuple(np.full((n, 4), 0xDEADBEEF, dtype=np.uint64) for _ in range(3))
+    syn = synthesize(key, np.array(w), out=out)  # a writable witness, as in shared memory
+    for got, want, buf in zip((syn.a, syn.b, syn.c), (fresh.a, fresh.b, fresh.c), out,
+                              strict=True):
+        assert got is buf
+        np.testing.assert_array_equal(got, want)
+
+
+def test_cpu_msms_of_one_proof_share_one_kernel_build(small_circuit, monkeypatch):
+    """Numba caches a build per argument type and a process pays to load each one: the five
+    MSMs of a proof (witness scalars, h scalars, G1 and G2) must pass one scalar type."""
+    import numba
+
+    from cuzk.kernels import msm_cpu
+    from cuzk.prover import open_device, prove
+
+    seen = []
+
+    def spy(real):
+        def msm(points, scalars, c=None):
+            seen.append((numba.typeof(points), numba.typeof(scalars)))
+            return real(points, scalars, c)
+        return msm
+
+    monkeypatch.setattr(msm_cpu, "msm_g1", spy(msm_cpu.msm_g1))
+    monkeypatch.setattr(msm_cpu, "msm_g2", spy(msm_cpu.msm_g2))
+    key = ProvingKey.open(small_circuit.zkey)
+    w = np.array(load_witness(small_circuit.witness(0), key))  # writable, as in shared memory
+    proof = prove(key, w, open_device("cpu"))
+    assert len(seen) == 5
+    assert len(set(seen)) == 1, seen
+    assert w.flags.writeable  # the caller's array is left as it was
+    from cuzk.verifier import verify_with_zkey
+
+    assert verify_with_zkey(key.zkey, proof.public, proof.points())

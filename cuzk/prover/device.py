@@ -15,6 +15,19 @@ import numpy as np
 G1_SETS = ("a", "b1", "c", "h")
 
 
+def readonly(x: np.ndarray) -> np.ndarray:
+    """A read-only view of x (no copy). The CPU MSM kernel is compiled and cached per argument
+    type, and a read-only array is another type than a writable one: passing the witness (a
+    read-only map of the .wtns) and h (a fresh array) as they come would make a process load
+    two cached builds of the same kernel (~25 ms of CPU each at start-up) instead of one."""
+    x = np.asarray(x)
+    if not x.flags.writeable:
+        return x
+    v = x.view()
+    v.flags.writeable = False
+    return v
+
+
 def _points(zkey, which: str) -> np.ndarray:
     return {"a": zkey.points_a, "b1": zkey.points_b1, "c": zkey.points_c,
             "h": zkey.points_h}[which]
@@ -58,7 +71,7 @@ class CpuDevice:
     def msm_g1(self, key, which: str, scalars) -> np.ndarray:
         from cuzk.kernels import msm_cpu
 
-        return msm_cpu.msm_g1(_points(key.zkey, which), scalars)
+        return msm_cpu.msm_g1(_points(key.zkey, which), readonly(scalars))
 
 
 class CudaDevice:

@@ -128,10 +128,11 @@ def prove_finish(key, partial: Partial, w, r: int | None = None, s: int | None =
     """The finalizer stage: B in G2 on the CPU, then blinding with fresh r, s."""
     from cuzk.kernels import msm_cpu
     from cuzk.prover.assemble import assemble
+    from cuzk.prover.device import readonly
 
     timings = dict(partial.timings)
     with phase("MSM B2 (G2)", timings):
-        b2 = msm_cpu.msm_g2(key.zkey.points_b2, w)
+        b2 = msm_cpu.msm_g2(key.zkey.points_b2, readonly(w))
     r = random_scalar() if r is None else r
     s = random_scalar() if s is None else s
     with phase("assemble", timings):
