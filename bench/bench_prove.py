@@ -1,12 +1,13 @@
 """Suite `prove`: `cuzk prove` against `snarkjs groth16 prove` on the same zkey and witness.
 
-For each domain size (toyhash circuits from bench.circuits, key by `cuzk setup`):
-- whole commands, timed alternately (cuzk, snarkjs, cuzk, snarkjs, ...) after one untimed run
-  of each (Numba cache and page cache warm for both), so that both see the same machine load:
-  min / median / max and the ratio of the medians;
-- cuzk in process with the key mapped and the kernels loaded (what `cuzk serve` pays per
-  proof), with the per-phase breakdown from Proof.timings (medians over the runs); the
-  command minus this is cuzk's start-up (interpreter, imports, cached kernels, key mapping);
+For each domain size (toyhash circuits from bench.circuits; keys by `snarkjs groth16 setup` up
+to 2^10, by `cuzk setup` above):
+- rounds of: the `cuzk prove` command, the `snarkjs groth16 prove` command, and one proof by
+  cuzk in process with the key mapped and the kernels loaded (what `cuzk serve` pays per
+  proof), after one untimed run of each (Numba cache, page cache and node warm), so that all
+  three see the same machine load: min / median / max and the ratios of the medians; the
+  per-phase breakdown from Proof.timings (medians over the rounds); the command minus the
+  in-process proof is cuzk's start-up (interpreter, imports, cached kernels, key mapping);
 - the proof the cuzk command wrote is checked with cuzk's verifier against the key's
   verification key (a fast wrong prover would be no result).
 rapidsnark is timed too when a `rapidsnark` binary is on PATH; it does not install from the
@@ -31,8 +32,7 @@ from bench.report import RAPIDSNARK_ISSUE_S, table
 
 SIZES = {"smoke": [10], "quick": [12, 14, 15, 16], "full": [12, 13, 14, 15, 16, 17, 18],
          "gpu": [16, 18, 20]}
-REPEATS = {"smoke": 1, "quick": 3, "full": 5, "gpu": 3}
-WARM_REPEATS = {"smoke": 2, "quick": 3, "full": 5, "gpu": 5}
+REPEATS = {"smoke": 1, "quick": 4, "full": 7, "gpu": 3}  # rounds of (cuzk, snarkjs, in process)
 ISSUE = {"log2n": 15, "rapidsnark_s": RAPIDSNARK_ISSUE_S, "snarkjs_s": 3.98,
          "circuit": "30000 constraints (domain 2^15)"}
 
@@ -76,26 +76,25 @@ def _size(log2n: int, profile: str, device: str, rapidsnark: str | None):
     if rapidsnark:
         cmds["rapidsnark"] = [rapidsnark, files["zkey"], files["wtns"], work / "p_rs.json",
                               work / "pub_rs.json"]
-    for cmd in cmds.values():  # untimed: Numba cache, page cache, node's module cache
-        _time(cmd)
-    times = {k: [] for k in cmds}
-    for i in range(REPEATS[profile]):
-        for k, cmd in cmds.items():
-            times[k].append(_time(cmd))
-        print(f"  2^{log2n} run {i + 1}/{REPEATS[profile]}: "
-              + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in times.items()), flush=True)
-    valid = verify_files(files["vk"], work / "pub_cuzk.json", work / "p_cuzk.json")
-
     key = ProvingKey.open(files["zkey"])
     w = load_witness(files["wtns"], key)
     dev = open_device(device)
-    prove(key, w, dev)
+    for cmd in cmds.values():  # untimed: Numba cache, page cache, node's module cache
+        _time(cmd)
+    prove(key, w, dev)  # untimed: kernels loaded, key pages touched
+    times = {k: [] for k in cmds}
     warm, phase_runs = [], []
-    for _ in range(WARM_REPEATS[profile]):
+    for i in range(REPEATS[profile]):  # one of each per round: all see the same load
+        for k, cmd in cmds.items():
+            times[k].append(_time(cmd))
         t0 = time.perf_counter()
         proof = prove(key, w, dev)
         warm.append(time.perf_counter() - t0)
         phase_runs.append(proof.timings)
+        print(f"  2^{log2n} round {i + 1}/{REPEATS[profile]}: "
+              + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in times.items())
+              + f", cuzk in process {warm[-1]:.2f} s", flush=True)
+    valid = verify_files(files["vk"], work / "pub_cuzk.json", work / "p_cuzk.json")
     phases = {"log2n": log2n}
     for name in phase_runs[0]:
         phases[name] = round(statistics.median(t.get(name, 0.0) for t in phase_runs), 2)
@@ -105,6 +104,7 @@ def _size(log2n: int, profile: str, device: str, rapidsnark: str | None):
     wmin, wmed, wmax = _stats(warm)
     info = json.loads(files["info"].read_text())
     row = {"log2n": log2n, "constraints": info.get("constraints"),
+           "key_by": " ".join(str(info.get("setup", "?")).split()[:2]),
            "cuzk_cmd_s": cmed, "cuzk_min_s": cmin, "cuzk_max_s": cmax,
            "snarkjs_s": smed, "snarkjs_min_s": smin, "snarkjs_max_s": smax,
            "cuzk_warm_s": wmed, "cuzk_warm_min_s": wmin, "cuzk_warm_max_s": wmax,
