@@ -14,6 +14,7 @@ import datetime
 import json
 import os
 import platform
+import statistics
 import subprocess
 from pathlib import Path
 
@@ -667,10 +668,47 @@ def summary_section(results: dict) -> list[str]:
     prove = _get(results, "prove")
     if prove and prove.get("rows"):
         out += ["**`cuzk prove` against `snarkjs groth16 prove`, whole commands alternating on "
-                "the same files** (quick profile):", "",
-                table(prove["rows"], ["log2n", "cuzk_cmd_s", "snarkjs_s", "speedup_vs_snarkjs",
-                                      "cuzk_warm_s", "speedup_warm_vs_snarkjs", "startup_s"])]
+                "the same files** (seconds, medians):", "",
+                table(prove["rows"], ["log2n", "constraints", "cuzk_cmd_s", "snarkjs_s",
+                                      "speedup_vs_snarkjs", "cuzk_warm_s",
+                                      "speedup_warm_vs_snarkjs", "startup_s"]),
+                prove_prose(prove), ""]
     return out
+
+
+def prove_prose(prove: dict) -> str:
+    """The side-by-side result in words, from the figures (issue #4's comparison)."""
+    rows = sorted(prove["rows"], key=lambda r: r["log2n"])
+    cmd = [r["speedup_vs_snarkjs"] for r in rows]
+    warm = [r["speedup_warm_vs_snarkjs"] for r in rows]
+    lo, hi = rows[0], rows[-1]
+    faster = all(x > 1 for x in cmd)
+    text = (f"As a whole command `cuzk prove` is {fmt(min(cmd))}x to {fmt(max(cmd))}x "
+            f"{'faster than' if faster else 'against'} `snarkjs groth16 prove` from "
+            f"2^{lo['log2n']} to 2^{hi['log2n']}"
+            + ("" if faster else " (below 1: slower)")
+            + f"; with the key already loaded (the daemon's case) {fmt(min(warm))}x to "
+            f"{fmt(max(warm))}x. The command's start-up (interpreter, imports, cached kernels, "
+            f"mapping the key) is about {fmt(statistics.median(r['startup_s'] for r in rows))} s"
+            ", which is most of the command's time on small circuits.")
+    rs = prove.get("rapidsnark") or {}
+    at = next((r for r in rows if r["log2n"] == rs.get("issue_log2n", 15)), None)
+    if at and not rs.get("installed"):
+        ref = rs.get("issue_s", RAPIDSNARK_ISSUE_S)
+        text += (f" Against issue #4's rapidsnark figure ({ref} s at 2^15, not rerun: rapidsnark "
+                 f"does not install from the registries) the cuzk command takes "
+                 f"{fmt(at['cuzk_cmd_s'])} s ({fmt(at['cuzk_cmd_s'] / ref)}x rapidsnark's time: "
+                 f"{'met' if at['cuzk_cmd_s'] <= ref else 'target not met'}) and the in-process "
+                 f"proof {fmt(at['cuzk_warm_s'])} s ({fmt(at['cuzk_warm_s'] / ref)}x: "
+                 f"{'met' if at['cuzk_warm_s'] <= ref else 'not met'}); snarkjs took "
+                 f"{fmt(at['snarkjs_s'])} s in the same run against the issue's "
+                 f"{rs.get('issue_snarkjs_s', 3.98)} s, so this run's machine was "
+                 f"{fmt(at['snarkjs_s'] / rs.get('issue_snarkjs_s', 3.98))}x as slow as the "
+                 "issue's.")
+    elif at and rs.get("installed"):
+        text += (f" rapidsnark, run side by side: {fmt(at.get('rapidsnark_s'))} s at 2^15, "
+                 f"cuzk {fmt(at.get('speedup_vs_rapidsnark'))}x its speed.")
+    return text
 
 
 def write_markdown(results: Path, docs: Path | None = None) -> Path:
