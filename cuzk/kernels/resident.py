@@ -111,6 +111,14 @@ def place_points(points: np.ndarray, device: str = "cpu", name: str = "") -> Res
     return ResidentPoints(arr, f"cuda:{ordinal}", name)
 
 
+def gpu_context(ordinal: int):
+    """A context manager making GPU ``ordinal`` current in the calling thread (a CUDA context
+    is current per thread; a thread without one gets GPU 0). Nothing in the simulator."""
+    from numba import cuda
+
+    return _gpu(cuda, ordinal)
+
+
 def _gpu(cuda, ordinal):
     from cuzk.jit import cuda_simulated
 

@@ -100,13 +100,19 @@ class CudaDevice:
         return (f"{self.name}: {name}, compute capability {dev.compute_capability}, "
                 f"{total / 2**30:.1f} GiB ({free / 2**30:.1f} GiB free)")
 
-    def load_key(self, key) -> None:
+    def load_key(self, key):
+        """Place key's G1 point sets on this GPU (once); returns its ResidentKey."""
         from cuzk.kernels import resident
 
         with self._lock:
-            if key.key_id not in self._keys:
-                self._keys[key.key_id] = resident.ResidentKey(
-                    {w: _points(key.zkey, w) for w in G1_SETS})
+            rk = self._keys.get(key.key_id)
+            if rk is None:
+                # device=self.name: without it ResidentKey picks the default target, which is
+                # "cpu" under the simulator (the MSMs then got read-only host arrays)
+                rk = self._keys[key.key_id] = resident.ResidentKey(
+                    {w: _points(key.zkey, w) for w in G1_SETS}, device=self.name,
+                    key_id=key.key_id)
+            return rk
 
     def evict_key(self, key_id: str) -> None:
         with self._lock:
@@ -124,14 +130,14 @@ class CudaDevice:
 
     def compute_h(self, a, b, c) -> np.ndarray:
         from cuzk.kernels import ntt_cuda
+        from cuzk.kernels.resident import gpu_context
 
-        return ntt_cuda.compute_h(a, b, c)
+        with gpu_context(self.ordinal):  # this GPU whatever the calling thread's default
+            return ntt_cuda.compute_h(a, b, c)
 
     def msm_g1(self, key, which: str, scalars) -> np.ndarray:
-        from cuzk.kernels import msm_cuda
-
-        self.load_key(key)
-        return msm_cuda.msm_g1(self._keys[key.key_id][which], scalars)
+        # ResidentKey.msm pins the key (and its GPU) while the MSM runs
+        return self.load_key(key).msm(which, scalars)
 
 
 def open_device(spec: str = "cpu"):
