@@ -406,6 +406,7 @@ def _plot_ntt(name, entry, res, img):
         for r in rows:
             if r.get("target_ms"):
                 _mark_target(ax, r["log2n"], r["target_ms"], f"target 2^{r['log2n']}")
+        ax.set_xticks(sorted({r["log2n"] for r in rows}))
         ax.set_xlabel("log2 n")
         ax.set_ylabel("ms (median)")
         ax.legend(fontsize=7)
@@ -425,6 +426,7 @@ def _plot_msm(name, entry, res, img):
             if r.get("target_ms"):
                 _mark_target(ax, r["log2n"], r["target_ms"],
                              f"target {r['group']} 2^{r['log2n']}")
+        ax.set_xticks(sorted({r["log2n"] for r in rows}))
         ax.set_xlabel("log2 n (points)")
         ax.set_ylabel("ms (median)")
         ax.legend(fontsize=7)
@@ -452,6 +454,7 @@ def _plot_prove(name, entry, res, img):
     ax.plot([15], [rs.get("issue_s", RAPIDSNARK_ISSUE_S)], marker="*", markersize=12,
             color="crimson", linestyle="none", label="rapidsnark 2^15 (issue #4, not rerun)")
     ax.set_yscale("log")
+    ax.set_xticks(xs)
     ax.set_xlabel("log2 domain")
     ax.set_ylabel("seconds (median, min-max bars)")
     ax.grid(True, alpha=0.3)
@@ -544,17 +547,25 @@ def _plot_top(name, entry, res, img):
 
 
 def _plot_engine(name, entry, res, img):
-    rows = [r for r in res.get("rows") or [] if "throughput_pps" in r]
+    rows = [r for r in res.get("rows") or [] if r.get("slower_stage_pps")]
     if not rows:
         return []
-    fig, (ax,) = _figure("Engine: proofs (partitions) per second", entry)
+    fig, (ax,) = _figure("Engine throughput against the slower stage's capacity", entry)
+    series = {"pipelined (engine), whole run": "throughput_pps",
+              "pipelined, steady state": "steady_pps", "serial baseline": "serial_pps"}
     _bars(ax, [str(r.get("part")) for r in rows],
-          {"pipelined (engine)": [r.get("throughput_pps") for r in rows],
-           "steady state": [r.get("steady_pps") for r in rows],
-           "slower stage's capacity": [r.get("slower_stage_pps") for r in rows],
-           "serial baseline": [r.get("serial_pps") for r in rows]}, log=True)
-    ax.set_ylabel("partitions / s")
-    ax.legend(fontsize=7)
+          {lab: [(r.get(c) or 0) / r["slower_stage_pps"] for r in rows]
+           for lab, c in series.items()})
+    w = 0.8 / len(series)
+    for i, r in enumerate(rows):
+        for j, c in enumerate(series.values()):
+            v = r.get(c) or 0
+            ax.text(i + j * w - 0.4 + w / 2, v / r["slower_stage_pps"] + 0.01,
+                    f"{v:.1f}/s", ha="center", va="bottom", fontsize=6.5)
+    ax.axhline(0.9, color="crimson", linestyle="--", label="target 0.9x")
+    ax.set_ylabel("x the slower stage's capacity")
+    ax.set_ylim(0, 1.45)
+    ax.legend(fontsize=7, loc="upper left", ncol=2)
     return [("engine", _save(fig, f"bench-{name}.png", img))]
 
 
