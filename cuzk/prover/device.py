@@ -74,17 +74,28 @@ class CpuDevice:
         return msm_cpu.msm_g1(_points(key.zkey, which), readonly(scalars))
 
 
+class DeviceUnavailable(ValueError):
+    """The device asked for is not on this machine (so the device setting is bad here)."""
+
+
 class CudaDevice:
     """Numba CUDA kernels on GPU ``ordinal``; keys resident in device memory until evicted."""
 
     kind = "cuda"
 
     def __init__(self, ordinal: int = 0):
-        from cuzk.jit import require_cuda
+        from cuzk.jit import TargetUnavailable, require_cuda
 
-        require_cuda()
+        try:
+            require_cuda()
+        except TargetUnavailable:
+            raise DeviceUnavailable(f"device cuda:{ordinal}: no CUDA GPU found on this machine "
+                                    "(numba.cuda sees none)") from None
         from numba import cuda
 
+        if not 0 <= ordinal < len(cuda.gpus):
+            raise DeviceUnavailable(f"device cuda:{ordinal}: no such GPU "
+                                    f"({len(cuda.gpus)} CUDA GPU(s) visible)")
         self.ordinal = ordinal
         self.name = f"cuda:{ordinal}"
         cuda.select_device(ordinal)
