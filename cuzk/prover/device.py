@@ -105,6 +105,10 @@ class CudaDevice:
     def describe(self) -> str:
         from numba import cuda
 
+        from cuzk.jit import cuda_simulated
+
+        if cuda_simulated():  # the simulator's device has no name or memory figures
+            return f"{self.name}: numba CUDA simulator"
         dev = cuda.get_current_device()
         name = dev.name.decode() if isinstance(dev.name, bytes) else dev.name
         free, total = cuda.current_context().get_memory_info()
