@@ -286,8 +286,8 @@ def _device_points(points, width, name):
 
     if isinstance(points, ResidentPoints):
         points.touch()
-        arr = points.array
-    elif _on_device(points):
+        points = points.array  # a "cpu" one holds a host array: copied below like any other
+    if _on_device(points):
         arr = points
     else:
         host = np.asarray(points)

@@ -1,0 +1,240 @@
+"""The CUDA proving path end to end, not kernel by kernel.
+
+prove_start on open_device("cuda") gives the CPU device's H vector and G1 MSMs (A, B1, C, H)
+bit for bit from the same witness and a, b, c; prove_finish turns it into a proof that
+cuzk.verifier and snarkjs accept; the key's point sets stay resident on the GPU (placed once,
+reused by the next proof, accounted in resident_bytes, gone on eviction); `cuzk prove
+--device cuda` proves, and says in one line why not where no GPU exists.
+
+Without a GPU the kernels run in numba's CUDA simulator (tests/conftest.py), about 5 s per
+prove_start here; with CUZK_TEST_CUDA=gpu on a GPU machine (bench/gpu_check.sh) they run there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from conftest import _has_gpu, fixture_circuit
+
+from cuzk import verifier as V
+from cuzk.bn254.constants import FR_MODULUS
+from cuzk.cli import main
+from cuzk.jit import cuda_available
+from cuzk.prover import (
+    ProvingKey,
+    load_witness,
+    open_device,
+    prove_finish,
+    prove_start,
+    synthesize,
+)
+from cuzk.prover.stages import random_scalar
+
+pytestmark = pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU and no simulator")
+
+CIRCUITS = ("tiny", "mulchain")  # domains 4 and 32
+SETS = ("a", "b1", "c", "h")  # the G1 point sets prove_start runs MSMs over
+
+
+class Run:
+    """One circuit's witness, a, b, c, and what each device made of them."""
+
+    def __init__(self, name: str, cuda):
+        self.circuit = fixture_circuit(name)
+        self.key = ProvingKey.open(self.circuit.zkey)
+        self.w = load_witness(self.circuit.witness(0), self.key)
+        self.syn = synthesize(self.key, self.w)
+        cpu = open_device("cpu")
+        self.h_cpu = cpu.compute_h(*self.abc())
+        self.h_cuda = np.array(cuda.compute_h(*self.abc()))
+        self.cpu = prove_start(self.key, *self.abc(), self.w, cpu)
+        self.cuda = prove_start(self.key, *self.abc(), self.w, cuda)
+
+    def abc(self):
+        """Fresh copies of a, b, c (compute_h overwrites its inputs)."""
+        return self.syn.a.copy(), self.syn.b.copy(), self.syn.c.copy()
+
+
+@pytest.fixture(scope="module")
+def cuda():
+    dev = open_device("cuda")
+    yield dev
+    for key_id in dev.resident_keys():
+        dev.evict_key(key_id)
+
+
+@pytest.fixture(scope="module")
+def runs(cuda):
+    made: dict[str, Run] = {}
+
+    def get(name: str) -> Run:
+        if name not in made:
+            made[name] = Run(name, cuda)
+        return made[name]
+
+    return get
+
+
+def _vk(run: Run):
+    return V.VerifyingKey.from_json(json.loads(run.circuit.vk.read_text()))
+
+
+@pytest.mark.parametrize("name", CIRCUITS)
+def test_compute_h_matches_cpu(runs, name):
+    run = runs(name)
+    assert run.h_cuda.shape == (run.key.domain_size, 4)
+    assert run.h_cuda.any()
+    assert np.array_equal(run.h_cuda, run.h_cpu)
+
+
+@pytest.mark.parametrize("name", CIRCUITS)
+def test_prove_start_matches_cpu(runs, name):
+    run = runs(name)
+    for which in SETS:
+        got, want = getattr(run.cuda, which), getattr(run.cpu, which)
+        assert got.shape == want.shape == (8,), which
+        assert got.dtype == want.dtype == np.uint64, which
+        assert np.array_equal(got, want), which
+    assert any(getattr(run.cpu, which).any() for which in SETS)  # not all at infinity
+
+
+@pytest.mark.parametrize("name", CIRCUITS)
+def test_cuda_proof_verifies(runs, name):
+    """Same r, s: the CUDA partial gives the CPU partial's proof, and cuzk.verifier accepts
+    it for the right public signals only."""
+    run = runs(name)
+    r, s = random_scalar(), random_scalar()
+    proof = prove_finish(run.key, run.cuda, run.w, r, s)
+    ref = prove_finish(run.key, run.cpu, run.w, r, s)
+    for part in ("pi_a", "pi_b", "pi_c"):
+        assert np.array_equal(getattr(proof, part), getattr(ref, part)), part
+    public = json.loads(run.circuit.public(0).read_text())
+    assert proof.public_json() == public
+    vk = _vk(run)
+    assert V.verify(vk, proof.public, proof.to_json())
+    wrong = list(proof.public)
+    wrong[0] = (wrong[0] + 1) % FR_MODULUS
+    assert not V.verify(vk, wrong, proof.to_json())
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("name", CIRCUITS)
+def test_cuda_proof_verifies_in_snarkjs(tools, runs, name, tmp_path):
+    from interop import groth16_verify
+
+    from cuzk.formats.snarkjs_json import write_proof, write_public
+
+    run = runs(name)
+    proof = prove_finish(run.key, run.cuda, run.w)
+    write_proof(tmp_path / "proof.json", *proof.points())
+    write_public(tmp_path / "public.json", proof.public)
+    assert groth16_verify(run.circuit.vk, tmp_path / "public.json", tmp_path / "proof.json")
+
+
+def test_key_residency(runs):
+    """Placed once on the GPU with its G1 sets' bytes accounted, reused by a second proof
+    (from a worker thread, as the engine's device process runs it), gone on eviction, placed
+    again by the next proof."""
+    dev = open_device("cuda")  # a device of its own: nothing resident yet
+    run = runs("tiny")
+    key = run.key
+    assert dev.resident_keys() == [] and dev.resident_bytes() == 0
+    rk = dev.load_key(key)
+    assert dev.resident_keys() == [key.key_id]
+    assert rk.device == dev.name
+    want = sum(getattr(key.zkey, f"points_{w}").nbytes for w in SETS)
+    assert dev.resident_bytes(key.key_id) == dev.resident_bytes() == rk.nbytes == want
+    for which in SETS:
+        pts = rk[which]
+        assert hasattr(pts.array, "copy_to_host"), f"{which} not in device memory"
+        assert np.array_equal(pts.array.copy_to_host(), getattr(key.zkey, f"points_{which}"))
+    arrays = {w: rk[w].array for w in SETS}
+    assert dev.load_key(key) is rk  # no second placement
+
+    other = runs("mulchain").key
+    dev.load_key(other)
+    assert sorted(dev.resident_keys()) == sorted([key.key_id, other.key_id])
+    assert dev.resident_bytes() == want + dev.resident_bytes(other.key_id) > want
+    dev.evict_key(other.key_id)
+    assert dev.resident_keys() == [key.key_id] and dev.resident_bytes() == want
+
+    out = {}
+
+    def worker():
+        try:
+            out["partial"] = prove_start(key, *run.abc(), run.w, dev)
+        except BaseException as e:  # noqa: BLE001  (re-raised in the test thread below)
+            out["error"] = e
+
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join()
+    if "error" in out:
+        raise out["error"]
+    assert dev.load_key(key) is rk and all(rk[w].array is arrays[w] for w in SETS)
+    assert dev.resident_bytes() == want
+    for which in SETS:
+        assert np.array_equal(getattr(out["partial"], which), getattr(run.cpu, which)), which
+
+    dev.evict_key(key.key_id)
+    dev.evict_key(key.key_id)  # evicting what is not resident is a no-op
+    assert dev.resident_keys() == [] and dev.resident_bytes() == 0
+    assert rk.nbytes == 0  # its device arrays are dropped
+    partial = prove_start(key, *run.abc(), run.w, dev)  # places the key again
+    assert dev.resident_keys() == [key.key_id] and dev.resident_bytes() == want
+    assert dev.load_key(key) is not rk
+    assert np.array_equal(partial.a, run.cpu.a) and np.array_equal(partial.h, run.cpu.h)
+    dev.evict_key(key.key_id)
+
+
+def test_cuzk_prove_device_cuda(tmp_path):
+    """The command itself on the CUDA device (the simulator here): exit 0, a valid proof."""
+    c = fixture_circuit("tiny")
+    proof, public = tmp_path / "proof.json", tmp_path / "public.json"
+    r = CliRunner().invoke(main, ["prove", "--device", "cuda", str(c.zkey), str(c.witness(1)),
+                                  str(proof), str(public)])
+    assert r.exit_code == 0, r.output
+    assert json.loads(public.read_text()) == json.loads(c.public(1).read_text())
+    vk = V.VerifyingKey.from_json(json.loads(c.vk.read_text()))
+    assert V.verify(vk, json.loads(public.read_text()), json.loads(proof.read_text()))
+
+
+@pytest.mark.skipif(_has_gpu(), reason="this machine has a GPU")
+@pytest.mark.parametrize("device", ["cuda", "cuda:1"])
+def test_cuzk_prove_device_cuda_without_gpu(device, tmp_path):
+    """No GPU and no simulator: one line naming the device, exit 1, no output files."""
+    c = fixture_circuit("tiny")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    proof, public = tmp_path / "proof.json", tmp_path / "public.json"
+    p = subprocess.run(
+        [sys.executable, "-m", "cuzk.cli", "prove", "--device", device, str(c.zkey),
+         str(c.witness(0)), str(proof), str(public)],
+        capture_output=True, text=True, timeout=120, env=env,
+    )
+    assert p.returncode == 1, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr
+    assert lines[0].startswith(f"cuzk prove: device {device if ':' in device else 'cuda:0'}: ")
+    assert "no CUDA GPU" in lines[0]
+    assert not proof.exists() and not public.exists()
+
+
+def test_msm_cuda_takes_host_resident_points():
+    """A point set "resident" on the CPU (a read-only mapped host array) given to the CUDA
+    MSM is copied in like any host array, not handed to the kernel as it is."""
+    from cuzk.kernels import msm_cpu, msm_cuda
+    from cuzk.kernels.resident import place_points
+
+    c = fixture_circuit("tiny")
+    key = ProvingKey.open(c.zkey)
+    w = load_witness(c.witness(0), key)
+    pts = place_points(key.zkey.points_a, "cpu", "a")
+    assert not pts.array.flags.writeable
+    assert np.array_equal(msm_cuda.msm_g1(pts, w), msm_cpu.msm_g1(key.zkey.points_a, w))
