@@ -202,3 +202,77 @@ def test_cpu_msms_of_one_proof_share_one_kernel_build(small_circuit, monkeypatch
     from cuzk.verifier import verify_with_zkey
 
     assert verify_with_zkey(key.zkey, proof.public, proof.points())
+
+
+def _cuzk_process(*args, env=None):
+    """`cuzk prove ...` as a process of its own (the fast exit and lean kernel loads apply)."""
+    import os
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "cuzk.cli", *map(str, args)],
+                          capture_output=True, text=True, timeout=600,
+                          env={**os.environ, **(env or {})})
+
+
+def test_prove_as_a_process_writes_proofs_that_verify(any_circuit, tmp_path):
+    """The real command (not CliRunner): lean cache loads, then an exit that skips the
+    interpreter's teardown, must leave complete outputs and exit 0; bad input still exits 1."""
+    from cuzk.verifier import VerifyingKey, verify
+
+    proof, public = tmp_path / "p.json", tmp_path / "pub.json"
+    p = _cuzk_process("prove", any_circuit.zkey, any_circuit.witness(0), proof, public)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(public.read_text()) == json.loads(any_circuit.public(0).read_text())
+    vk = VerifyingKey.from_zkey(ProvingKey.open(any_circuit.zkey).zkey)
+    assert verify(vk, json.loads(public.read_text()), json.loads(proof.read_text()))
+    p = _cuzk_process("prove", any_circuit.zkey, tmp_path / "missing.wtns", tmp_path / "q.json",
+                      tmp_path / "qp.json")
+    assert p.returncode == 1 and p.stderr.startswith("cuzk prove: ")
+
+
+_KERNEL_SOURCE = '''
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, parallel=True)
+def poly(x, k):
+    out = np.empty_like(x)
+    for i in range(x.shape[0]):
+        out[i] = x[i] * x[i] + k
+    return out
+'''
+
+
+def test_lean_cache_loads_compiles_on_a_miss_loads_on_a_hit_and_restores(tmp_path):
+    """Inside the block a kernel not in the cache still compiles (Numba's compiler refreshes
+    its target itself), a cached one loads without the refresh in a fresh process and runs
+    right, and Numba's own loader is back after the block (also after nested blocks)."""
+    from numba.core import caching
+
+    from cuzk.prover.startup import lean_cache_loads
+
+    (tmp_path / "leankernel.py").write_text(_KERNEL_SOURCE)
+    script = ("import sys, numpy as np; sys.path.insert(0, sys.argv[1]);"
+              "from cuzk.prover.startup import lean_cache_loads\n"
+              "with lean_cache_loads():\n"
+              "    import leankernel\n"
+              "    print(leankernel.poly(np.arange(5, dtype=np.int64), 3).tolist(),"
+              " len(leankernel.poly.stats.cache_hits))\n")
+    env = {"NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    import os
+    import subprocess
+    import sys
+
+    runs = [subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True,
+                           text=True, timeout=600, env={**os.environ, **env}) for _ in range(2)]
+    assert [r.returncode for r in runs] == [0, 0], runs[0].stderr + runs[1].stderr
+    assert runs[0].stdout.split() == ["[3,", "4,", "7,", "12,", "19]", "0"]  # compiled
+    assert runs[1].stdout.split() == ["[3,", "4,", "7,", "12,", "19]", "1"]  # loaded
+    original = caching.Cache.load_overload
+    with lean_cache_loads():
+        with lean_cache_loads():
+            assert caching.Cache.load_overload is not original
+        assert caching.Cache.load_overload is not original
+    assert caching.Cache.load_overload is original
