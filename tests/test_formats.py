@@ -294,6 +294,13 @@ def test_atomic_writer_leaves_old_file_on_error(tmp_path):
     assert target.read_text() == "old" and os.listdir(tmp_path) == ["out.json"]
 
 
+def test_atomic_writer_into_a_missing_directory_names_the_target(tmp_path):
+    target = tmp_path / "no-such-dir" / "out.json"
+    with pytest.raises(FileNotFoundError) as e, atomic_writer(target, "w") as f:
+        f.write("never")
+    assert e.value.filename == str(target) and ".tmp" not in str(e.value)
+
+
 # --- conversions ---------------------------------------------------------------------------
 
 

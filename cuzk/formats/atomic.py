@@ -17,7 +17,10 @@ def atomic_writer(path: os.PathLike | str, mode: str = "wb"):
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     prefix = "." + os.path.basename(path) + "."
-    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=directory)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=directory)
+    except OSError as e:  # name the file asked for, not the temporary one
+        raise OSError(e.errno, e.strerror, path) from None
     try:
         with os.fdopen(fd, mode) as f:
             yield f
