@@ -43,14 +43,17 @@ test: install tools system-deps
 lint: install
 	$(VENV)/bin/ruff check cuzk tests bench
 
+# Suites by name: `make bench SUITES="msm ntt"` (`.venv/bin/python -m bench --list` names them).
+BENCH_SUITES = $(foreach s,$(SUITES),--suite $(s))
+
 bench: install tools
-	$(PY) -m bench --profile quick
+	$(PY) -m bench --profile quick $(BENCH_SUITES)
 
 bench-full: install tools
-	$(PY) -m bench --profile full
+	$(PY) -m bench --profile full $(BENCH_SUITES)
 
 bench-gpu: install tools
-	$(PY) -m bench --profile gpu
+	$(PY) -m bench --profile gpu $(BENCH_SUITES)
 
 demo: install tools
 	$(PY) -m cuzk.demo
