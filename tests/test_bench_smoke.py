@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import interop
 import psutil
 import pytest
 
@@ -21,6 +22,7 @@ from bench import report
 from bench.__main__ import NO_GPU_MESSAGE, SUITES
 
 ROOT = Path(__file__).resolve().parent.parent
+NEEDS_NODE_TOOLS = {"prove", "pairing"}  # they run snarkjs side by side
 # shared-memory names that embed their creator's pid: status boards and engine buffers
 SHM_PID = re.compile(r"^(?:cuzk-(\d+)-|cuzkbuf\.(\d+)\.)")
 
@@ -39,16 +41,19 @@ def _shm_names() -> set[str]:
 
 @pytest.fixture(scope="module")
 def smoke_run(tmp_path_factory):
-    """One smoke run of every suite (about 40 s with a warm Numba cache)."""
+    """One smoke run of every suite (about 40 s with a warm Numba cache); without snarkjs
+    and circom2 (no npm), of every suite that does not run them."""
     results = tmp_path_factory.mktemp("bench-results")
+    suites = [s for s in SUITES if interop.install_tools() or s not in NEEDS_NODE_TOOLS]
     before = _shm_names()
-    p = _bench("--profile", "smoke", "--no-report", "--results", str(results), timeout=900)
+    p = _bench("--profile", "smoke", "--no-report", "--results", str(results),
+               *[a for s in suites for a in ("--suite", s)], timeout=900)
     leaked = []
     for name in _shm_names() - before:
         m = SHM_PID.match(name)
         if m and not psutil.pid_exists(int(m.group(1) or m.group(2))):
             leaked.append(name)
-    return p, results, leaked
+    return p, results, suites, leaked
 
 
 def test_list_names_every_suite():
@@ -80,12 +85,12 @@ def test_gpu_profile_exits_with_message_without_gpu(tmp_path):
 
 
 def test_smoke_run_of_every_suite(smoke_run):
-    p, results, leaked = smoke_run
+    p, results, suites, leaked = smoke_run
     assert p.returncode == 0, f"stdout:\n{p.stdout[-3000:]}\nstderr:\n{p.stderr[-3000:]}"
-    for i, name in enumerate(SUITES, 1):  # progress, in order
-        assert f"[{i}/{len(SUITES)}] {name}: done in" in p.stdout
+    for i, name in enumerate(suites, 1):  # progress, in order
+        assert f"[{i}/{len(suites)}] {name}: done in" in p.stdout
     assert "== bench, profile smoke" in p.stdout
-    for name in SUITES:
+    for name in suites:
         entry = json.loads((results / f"{name}.smoke.json").read_text())
         assert entry["profile"] == "smoke"
         assert isinstance(entry["result"], dict) and entry["result"], name
@@ -93,14 +98,16 @@ def test_smoke_run_of_every_suite(smoke_run):
         for k in ("date", "cpu", "cores", "commit", "python", "numba", "snarkjs"):
             assert k in entry["meta"], (name, k)
     latest = json.loads((results / "latest.smoke.json").read_text())
-    assert [s["suite"] for s in latest["suites"]] == list(SUITES)
+    assert [s["suite"] for s in latest["suites"]] == suites
     assert all(s["status"] == "ok" for s in latest["suites"])
     assert latest["failed"] == []
     assert not leaked, f"shared-memory segments left by dead bench processes: {leaked}"
 
 
 def test_prove_smoke_compares_on_the_same_files(smoke_run):
-    _, results, _ = smoke_run
+    _, results, suites, _ = smoke_run
+    if "prove" not in suites:
+        pytest.skip("snarkjs/circom2 not installed and `make tools` could not install them")
     res = json.loads((results / "prove.smoke.json").read_text())["result"]
     (row,) = res["rows"]
     assert row["cuzk_proof_valid"] is True
@@ -113,26 +120,27 @@ def test_prove_smoke_compares_on_the_same_files(smoke_run):
 
 def test_report_renders_from_smoke_results(smoke_run, tmp_path):
     """docs/benchmarks.md from the smoke results, relabelled quick (the report skips smoke)."""
-    _, results, _ = smoke_run
+    _, results, suites, _ = smoke_run
     quick = tmp_path / "results"
     quick.mkdir()
-    for name in SUITES:
+    for name in suites:
         entry = json.loads((results / f"{name}.smoke.json").read_text())
         entry["profile"] = "quick"
         report.write_json(quick / f"{name}.json", entry)
     md = report.write_markdown(quick, docs=tmp_path / "docs").read_text()
     assert md.startswith("# Benchmarks")
     assert "## Targets from the issues against what was measured" in md
-    for name in SUITES:
+    for name in suites:
         assert f"\n## {name}\n" in md
-    meta = json.loads((quick / "prove.json").read_text())["meta"]
+    meta = json.loads((quick / "board.json").read_text())["meta"]
     assert f"on {meta['cpu']}" in md and meta["date"] in md
     try:
         import matplotlib  # noqa: F401
     except ImportError:
         return
     imgs = sorted(p.name for p in (tmp_path / "docs" / "img").glob("bench-*.png"))
-    assert "bench-prove.png" in imgs and "bench-msm-cpu.png" in imgs
+    assert "bench-msm-cpu.png" in imgs and "bench-board.png" in imgs
+    assert "bench-prove.png" in imgs or "prove" not in suites
     for img in imgs:  # every plot is referenced and captioned with its machine
         assert f"(img/{img})" in md
     assert "plot failed" not in md
