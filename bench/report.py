@@ -236,7 +236,7 @@ def targets(results: dict) -> list[dict]:
         fq and fq.get("one_core_cpu_ns"),
         note=fq and ("CPU time per product, four interleaved chains on one core; wall clock "
                      f"{fmt(fq.get('one_core_ns'))} ns (best {fmt(fq.get('one_core_min_ns'))})"
-                     f", on a core {fmt(100 * (fq.get('cores_used') or 0))}% of the time"),
+                     f", on a core {100 * (fq.get('cores_used') or 0):.0f}% of the time"),
         suite="arith"))
 
     msm = _get(results, "msm")
@@ -722,6 +722,18 @@ def prove_prose(prove: dict) -> str:
     return text
 
 
+def suite_description(suite: str) -> str:
+    """The suite module's docstring (what it measures and how), read without importing it."""
+    import ast
+
+    try:
+        doc = ast.get_docstring(ast.parse((ROOT / "bench" / f"bench_{suite}.py").read_text()))
+    except (OSError, SyntaxError):
+        return ""
+    lines = [ln for ln in (doc or "").splitlines() if not ln.startswith("Run alone")]
+    return "\n".join(lines).strip()
+
+
 def write_markdown(results: Path, docs: Path | None = None) -> Path:
     """Regenerate docs/benchmarks.md (and docs/img/bench-*.png) from every result present."""
     docs = Path(docs) if docs is not None else DOCS
@@ -738,6 +750,11 @@ def write_markdown(results: Path, docs: Path | None = None) -> Path:
             meta = entry.get("meta", {})
             title = suite if profile == "quick" else f"{suite} ({profile} profile)"
             out += [f"## {title}", ""]
+            about = suite_description(suite) if profile == min(
+                (p for s_, p in found if s_ == suite),
+                key=lambda p: PROFILE_ORDER.index(p) if p in PROFILE_ORDER else 9) else ""
+            if about:
+                out += [about, ""]
             if meta:
                 out += [f"Measured {meta.get('date', '?')} on {meta.get('cpu', '?')} "
                         f"({meta.get('cores', '?')} cores, {meta.get('memory_gib', '?')} GiB"
