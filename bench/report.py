@@ -349,7 +349,8 @@ def _caption(entry) -> str:
     gpu = f"GPU {m['gpu']}" if m.get("gpu") else "no GPU"
     load = load_of(entry)
     return (f"{m.get('cpu', '?')}, {m.get('cores', '?')} cores, {gpu}; "
-            f"{str(m.get('date', '?'))[:16].replace('T', ' ')} UTC; load {fmt(load)}; "
+            f"{str(m.get('date', '?'))[:16].replace('T', ' ')} UTC; "
+            f"load {fmt(load) if load is not None else 'not recorded'}; "
             f"profile {entry.get('profile')}; commit {m.get('commit')}")
 
 

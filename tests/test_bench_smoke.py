@@ -146,6 +146,22 @@ def test_report_renders_from_smoke_results(smoke_run, tmp_path):
     assert "plot failed" not in md
 
 
+def test_every_suite_sizes_every_profile():
+    """Each suite's per-profile tables (module-level dicts keyed by profile) name all four."""
+    import importlib
+
+    from bench.__main__ import PROFILES
+
+    for name, (module_name, _, _) in SUITES.items():
+        module = importlib.import_module(module_name)
+        assert callable(module.run), name
+        tables = {k: v for k, v in vars(module).items()
+                  if isinstance(v, dict) and v and "quick" in v and set(v) <= set(PROFILES)}
+        assert tables, f"{module_name}: no per-profile tables"
+        for k, v in tables.items():
+            assert set(v) == set(PROFILES), f"{module_name}.{k} lacks {set(PROFILES) - set(v)}"
+
+
 def _entry(result, profile="quick"):
     return {"meta": {"date": "2026-01-01T00:00:00+00:00", "cpu": "test cpu", "cores": 2},
             "profile": profile, "seconds": 1.0, "result": result}
