@@ -177,7 +177,8 @@ def test_synthesis_into_reused_buffers_overwrites_them(small_circuit):
 
 def test_cpu_msms_of_one_proof_share_one_kernel_build(small_circuit, monkeypatch):
     """Numba caches a build per argument type and a process pays to load each one: the five
-    MSMs of a proof (witness scalars, h scalars, G1 and G2) must pass one scalar type."""
+    MSMs of a proof (witness scalars, h scalars, G1 and G2) and the four small ones of its
+    assembly must pass one point type and one scalar type."""
     import numba
 
     from cuzk.kernels import msm_cpu
@@ -196,7 +197,7 @@ def test_cpu_msms_of_one_proof_share_one_kernel_build(small_circuit, monkeypatch
     key = ProvingKey.open(small_circuit.zkey)
     w = np.array(load_witness(small_circuit.witness(0), key))  # writable, as in shared memory
     proof = prove(key, w, open_device("cpu"))
-    assert len(seen) == 5
+    assert len(seen) == 5 + 4
     assert len(set(seen)) == 1, seen
     assert w.flags.writeable  # the caller's array is left as it was
     from cuzk.verifier import verify_with_zkey
@@ -276,3 +277,24 @@ def test_lean_cache_loads_compiles_on_a_miss_loads_on_a_hit_and_restores(tmp_pat
             assert caching.Cache.load_overload is not original
         assert caching.Cache.load_overload is not original
     assert caching.Cache.load_overload is original
+
+
+def test_stages_with_fixed_blinding_equal_the_pure_python_reference(circuit_named):
+    """synthesize → prove_start → prove_finish with given r, s gives exactly the points of
+    tests/reference.py (Python ints and py_ecc, snarkjs's steps), blinding included."""
+    import reference
+
+    from cuzk.formats.limbs import g1_from_limbs, g2_from_limbs
+    from cuzk.prover import open_device, prove_finish, prove_start
+
+    c = circuit_named("tiny")
+    key = ProvingKey.open(c.zkey)
+    w = load_witness(c.witness(0), key)
+    r, s = 0x1234567890ABCDEF << 130 | 99, FR_MODULUS - 12345
+    syn = synthesize(key, w)
+    partial = prove_start(key, syn.a, syn.b, syn.c, w, open_device("cpu"))
+    proof = prove_finish(key, partial, w, r=r, s=s)
+    want = reference.prove_files(key.zkey, w, r, s)
+    got = (g1_from_limbs(proof.pi_a), g2_from_limbs(proof.pi_b), g1_from_limbs(proof.pi_c),
+           proof.public)
+    assert got == want

@@ -1,4 +1,4 @@
-"""Proof assembly: the Groth16 blinding step on a handful of curve points (CPU, Numba).
+"""Proof assembly: the Groth16 blinding step, as four tiny MSMs on the CPU.
 
     πA  = α1 + A + r·δ1
     πB  = β2 + B2 + s·δ2            (and B1' = β1 + B1 + s·δ1 in G1)
@@ -6,77 +6,47 @@
 
 A, B1, C, H come from the device MSMs, B2 from the G2 MSM; r, s are fresh random scalars.
 Points in and out are affine (8,) / (16,) uint64 Montgomery limb arrays as in the zkey.
+
+Each line is a multi-scalar multiplication of three to five points, so it runs on the CPU
+MSM kernel the proof has loaded already (~0.2 ms each), in the very build the big MSMs use
+(read-only C-contiguous arrays): a separate compiled assembly kernel cost a `cuzk prove`
+process ~10 ms of CPU to load from Numba's cache for ~1 ms of work.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
-from cuzk.bn254 import curve as C
-
-
-@njit(cache=True, nogil=True)
-def _g1(a):
-    return C.g1_from_affine(((a[0], a[1], a[2], a[3]), (a[4], a[5], a[6], a[7])))
+from cuzk.bn254.constants import FR_MODULUS, int_to_limbs
 
 
-@njit(cache=True, nogil=True)
-def _g2(a):
-    return C.g2_from_affine((((a[0], a[1], a[2], a[3]), (a[4], a[5], a[6], a[7])),
-                             ((a[8], a[9], a[10], a[11]), (a[12], a[13], a[14], a[15]))))
+def _frozen(rows, dtype=np.uint64) -> np.ndarray:
+    a = np.ascontiguousarray(np.stack(rows), dtype=dtype)
+    a.flags.writeable = False
+    return a
 
 
-@njit(cache=True, nogil=True)
-def _limbs(k):
-    return (k[0], k[1], k[2], k[3])
+def _scalars(ks) -> np.ndarray:
+    """Plain-form (not Montgomery) (n, 4) limbs, as the MSM kernels take them."""
+    return _frozen([np.array(int_to_limbs(k % FR_MODULUS), dtype=np.uint64) for k in ks])
 
 
-@njit(cache=True, nogil=True)
-def _store_g1(out, p):
-    x, y = C.g1_to_affine(p)
-    for i in range(4):
-        out[i] = x[i]
-        out[4 + i] = y[i]
+def _g1_sum(points, ks) -> np.ndarray:
+    from cuzk.kernels import msm_cpu
+
+    return msm_cpu.msm_g1(_frozen(points), _scalars(ks))
 
 
-@njit(cache=True, nogil=True)
-def _store_g2(out, p):
-    x, y = C.g2_to_affine(p)
-    for i in range(4):
-        out[i] = x[0][i]
-        out[4 + i] = x[1][i]
-        out[8 + i] = y[0][i]
-        out[12 + i] = y[1][i]
+def _g2_sum(points, ks) -> np.ndarray:
+    from cuzk.kernels import msm_cpu
 
-
-@njit(cache=True, nogil=True)
-def _assemble(alpha1, beta1, delta1, beta2, delta2, a, b1, c, h, b2, r, s, rs,
-              out_a, out_b, out_c):
-    pi_a = C.g1_add(C.g1_add(_g1(alpha1), _g1(a)), C.g1_mul(_g1(delta1), _limbs(r)))
-    pi_b = C.g2_add(C.g2_add(_g2(beta2), _g2(b2)), C.g2_mul(_g2(delta2), _limbs(s)))
-    b1s = C.g1_add(C.g1_add(_g1(beta1), _g1(b1)), C.g1_mul(_g1(delta1), _limbs(s)))
-    pi_c = C.g1_add(_g1(c), _g1(h))
-    pi_c = C.g1_add(pi_c, C.g1_mul(pi_a, _limbs(s)))
-    pi_c = C.g1_add(pi_c, C.g1_mul(b1s, _limbs(r)))
-    pi_c = C.g1_add(pi_c, C.g1_neg(C.g1_mul(_g1(delta1), _limbs(rs))))
-    _store_g1(out_a, pi_a)
-    _store_g2(out_b, pi_b)
-    _store_g1(out_c, pi_c)
+    return msm_cpu.msm_g2(_frozen(points), _scalars(ks))
 
 
 def assemble(zkey, a, b1, c, h, b2, r: int, s: int):
     """(πA, πB, πC) as affine limb arrays, from the MSM results and blinding scalars r, s."""
-    from cuzk.bn254.constants import FR_MODULUS, int_to_limbs
-
-    def k(x):
-        return np.array(int_to_limbs(x % FR_MODULUS), dtype=np.uint64)
-
-    out_a = np.zeros(8, np.uint64)
-    out_b = np.zeros(16, np.uint64)
-    out_c = np.zeros(8, np.uint64)
-    _assemble(np.ascontiguousarray(zkey.alpha1), np.ascontiguousarray(zkey.beta1),
-              np.ascontiguousarray(zkey.delta1), np.ascontiguousarray(zkey.beta2),
-              np.ascontiguousarray(zkey.delta2), a, b1, c, h, b2, k(r), k(s), k(r * s),
-              out_a, out_b, out_c)
-    return out_a, out_b, out_c
+    pi_a = _g1_sum([zkey.alpha1, a, zkey.delta1], [1, 1, r])
+    pi_b = _g2_sum([zkey.beta2, b2, zkey.delta2], [1, 1, s])
+    b1s = _g1_sum([zkey.beta1, b1, zkey.delta1], [1, 1, s])
+    pi_c = _g1_sum([c, h, pi_a, b1s, zkey.delta1], [1, 1, s, r, -(r * s)])
+    return pi_a, pi_b, pi_c
