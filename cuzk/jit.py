@@ -51,6 +51,9 @@ SHARED_SOURCES = (
     "cuzk/bn254/field.py",
     "cuzk/bn254/curve.py",
     "cuzk/kernels/msm.py",
+    "cuzk/kernels/ntt.py",
+    "cuzk/bn254/fq12.py",
+    "cuzk/bn254/pairing.py",
 )
 _cache_keyed = False
 

@@ -204,8 +204,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("token_file", None, _opt_str, "File holding the bearer token that API requests "
             "must present (Authorization: Bearer ...).", "FILE"),
     Setting("log_level", "info", _log_level, "Log level.", "|".join(LOG_LEVELS)),
-    Setting("self_verify", False, _bool, "Verify every proof with the project's verifier "
-            "before returning it.", "BOOL"),
+    Setting("self_verify", True, _bool, "Verify every proof with the project's verifier "
+            "before returning it (a few ms per proof; a witness that does not satisfy the "
+            "circuit then fails its partition instead of returning an invalid proof).", "BOOL"),
     Setting("max_body", 256 * 1024**2, _size, "Largest request body accepted (witnesses are "
             "uploaded base64 inside JSON, 4/3 of their size).", "SIZE"),
     Setting("max_wait", 600.0, _seconds, "Longest a request may wait for a result "
