@@ -125,6 +125,12 @@ def main(argv=None) -> int:
     print(report.table(summary, ["suite", "seconds", "status", "load_before", "load_after"]))
     if targets:
         print(report.targets_table(targets))
+    prove = entries.get(("prove", args.profile))
+    if prove and prove["result"].get("rows"):  # the side-by-side ratios, once more at the end
+        print(report.table(prove["result"]["rows"],
+                           ["log2n", "cuzk_cmd_s", "snarkjs_s", "speedup_vs_snarkjs",
+                            "cuzk_warm_s", "speedup_warm_vs_snarkjs"]))
+        print(report.prove_prose(prove["result"]) + "\n")
     if not args.no_report:
         path = report.write_markdown(results_dir)
         print(f"report: {path}")
