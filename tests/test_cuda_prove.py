@@ -238,3 +238,30 @@ def test_msm_cuda_takes_host_resident_points():
     pts = place_points(key.zkey.points_a, "cpu", "a")
     assert not pts.array.flags.writeable
     assert np.array_equal(msm_cuda.msm_g1(pts, w), msm_cpu.msm_g1(key.zkey.points_a, w))
+
+
+def test_gpu_check_script_names_what_exists():
+    """bench/gpu_check.sh (run where a GPU is lent) parses, and every test file, bench option
+    and suite it names exists, so it does not fail on its first real run for a typo."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    script = root / "bench" / "gpu_check.sh"
+    text = script.read_text()
+    assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+    tests = re.findall(r"tests/\w+\.py", text)
+    assert "tests/test_cuda_prove.py" in tests
+    for t in tests:
+        assert (root / t).is_file(), t
+    out = subprocess.run([sys.executable, "-m", "bench", "--help"], cwd=root,
+                         capture_output=True, text=True, timeout=60).stdout
+    bench_line = text[text.index("-m bench"):].split("\n\n")[0]
+    for opt in set(re.findall(r"(--[a-z-]+)", bench_line)):
+        assert opt in out, opt
+    suites = subprocess.run([sys.executable, "-m", "bench", "--list"], cwd=root,
+                            capture_output=True, text=True, timeout=60).stdout
+    listed = {line.split()[0] for line in suites.splitlines() if line.strip()}
+    named = re.findall(r"--suite (\w+)", bench_line)
+    assert named and set(named) <= listed, (named, listed)
+    assert "--profile gpu" in bench_line
