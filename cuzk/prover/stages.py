@@ -94,8 +94,11 @@ def public_signals(key, w) -> list:
 def synthesize(key, w, out=None) -> Synthesis:
     """a = A·w, b = B·w, c = a∘b on the domain (Montgomery form), and w[1..nPublic]."""
     timings: dict = {}
+    from cuzk.prover.device import readonly
+
     with phase("synthesize", timings):
-        a, b, c = evaluate_abc(key.zkey.coefficients, w, key.domain_size, out=out)
+        # read-only: one compiled build for mapped and shared-memory witnesses alike
+        a, b, c = evaluate_abc(key.zkey.coefficients, readonly(w), key.domain_size, out=out)
     return Synthesis(a, b, c, public_signals(key, w), timings)
 
 
