@@ -187,10 +187,13 @@ def test_one_shot_prove_with_paths_and_key_id(server, roots):
 
 def test_metrics(server, roots):
     before = _metric(server, "cuzk_jobs_completed_total", kind="snap-update")
+    proofs_before = _metric(server, "cuzk_proofs_completed_total", kind="snap-update")
     for _ in range(2):
-        code, _, r = post(server, "/v1/prove", job_body(roots, TINY, (0,), kind="snap-update"))
+        code, _, r = post(server, "/v1/prove", job_body(roots, TINY, (0, 1), kind="snap-update"))
         assert code == 200 and r["state"] == "done"
     assert _metric(server, "cuzk_jobs_completed_total", kind="snap-update") == before + 2
+    # two jobs of two partitions each: four proofs
+    assert _metric(server, "cuzk_proofs_completed_total", kind="snap-update") == proofs_before + 4
     assert _metric(server, "cuzk_job_duration_seconds_count", kind="snap-update") == before + 2
     assert _metric(server, "cuzk_memory_total_bytes") == 1024**3
     assert _metric(server, "cuzk_workers", role="device") == 4

@@ -11,7 +11,13 @@ from __future__ import annotations
 import logging
 import threading
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+)
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 log = logging.getLogger("cuzk.serve")
@@ -102,6 +108,11 @@ class Metrics:
         self.partition_device = Histogram(
             "cuzk_partition_device_seconds", "Seconds a partition spent in prove_start on a "
             "device, by kind.", ["kind"], buckets=DURATION_BUCKETS, registry=self.registry)
+        # One proof per partition: a job of N partitions yields N proofs (or failures).
+        self.proofs_done = Counter("cuzk_proofs_completed", "Proofs (partitions) completed, "
+                                   "by kind.", ["kind"], registry=self.registry)
+        self.proofs_failed = Counter("cuzk_proofs_failed", "Proofs (partitions) that failed, "
+                                     "by kind.", ["kind"], registry=self.registry)
         self._seen: set[str] = set()
         self._interval = interval
         self._stop = threading.Event()
@@ -133,6 +144,7 @@ class Metrics:
                                                                     "cancelled"):
                     continue
                 self._seen.add(j["job_id"])
+                self._count_proofs(j)
                 if j["state"] == "done" and j.get("finished_at") and j.get("submitted_at"):
                     self.duration.labels(j["kind"]).observe(
                         max(0.0, j["finished_at"] - j["submitted_at"]))
@@ -144,6 +156,18 @@ class Metrics:
                         if p.get("gpu_ms") is not None:
                             self.partition_device.labels(j["kind"]).observe(p["gpu_ms"] / 1e3)
             self._seen &= live  # jobs gone from the engine's history cannot come back
+
+    def _count_proofs(self, j: dict) -> None:
+        try:
+            parts = self.engine.job(j["job_id"]).get("partitions") or []
+        except KeyError:
+            return
+        done = sum(1 for p in parts if p.get("state") == "done")
+        failed = sum(1 for p in parts if p.get("state") == "failed")
+        if done:
+            self.proofs_done.labels(j["kind"]).inc(done)
+        if failed:
+            self.proofs_failed.labels(j["kind"]).inc(failed)
 
     def render(self) -> tuple[bytes, str]:
         """(body, content type) of a scrape."""
