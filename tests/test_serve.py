@@ -309,11 +309,11 @@ def test_malformed_http_is_answered_and_harmless(server, roots):
     assert status == 400 and "error" in out
     status, out = split_response(raw_exchange(server.url, b"BREW /pot HTTP/1.1\r\n\r\n"))
     assert status == 501 and "BREW" in out["error"]
-    # POST without Content-Length
+    # POST without Content-Length: an empty body (RFC 9112), which a job submission lacks
     status, out = split_response(raw_exchange(
         server.url, b"POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
                     b"application/json\r\nConnection: close\r\n\r\n"))
-    assert status == 411, out
+    assert status == 400 and "error" in out, out
     # chunked upload
     status, out = split_response(raw_exchange(
         server.url, b"POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked"

@@ -10,7 +10,7 @@ blocking engine API directly; what a framework would add is enforced here in a f
   a flood costs threads up to the cap, never the process;
 - an idle/read timeout per connection (`IDLE_TIMEOUT`), so a stalled client frees its slot;
 - a body limit from Content-Length before any byte of the body is read (413; no chunked
-  uploads: 411);
+  uploads: 411; no Content-Length at all means an empty body);
 - every error, including the server's own parse errors and any exception in a handler, is a
   JSON body {"error": "..."}; an exception is logged with its traceback and answered 500;
   the serving thread and the engine carry on.
@@ -278,8 +278,8 @@ class Handler(BaseHTTPRequestHandler):
             raise HttpError(411, "chunked bodies are not accepted: send Content-Length")
         length = self.headers.get("Content-Length")
         if length is None:
-            if self.command in ("POST", "PUT", "PATCH"):
-                raise HttpError(411, "Content-Length required")
+            # RFC 9112 6.3: no Content-Length and no Transfer-Encoding means an empty body
+            # (what `curl -X POST URL` sends); a handler that needs a body says so (400).
             return b""
         if not length.strip().isdigit():
             self.close_connection = True
