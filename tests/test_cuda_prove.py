@@ -194,6 +194,50 @@ def test_key_residency(runs):
     dev.evict_key(key.key_id)
 
 
+def test_engine_device_process_on_cuda(monkeypatch, caplog):
+    """The engine with one "cuda:0" device process (spawned, CUDA_VISIBLE_DEVICES set; the
+    simulator here): jobs give proofs that cuzk.verifier accepts, the key is resident on
+    cuda:0 after the first job, gone after an eviction, and placed again by the next job."""
+    import logging
+
+    from cuzk.engine import Engine, EngineConfig, buffers, config
+
+    if not _has_gpu():  # the engine counts no GPU under the simulator: let it count one
+        monkeypatch.setattr(config, "cuda_device_count", lambda: 1)
+    caplog.set_level(logging.INFO, logger="cuzk.engine")
+    c = fixture_circuit("tiny")
+    vk = V.VerifyingKey.from_json(json.loads(c.vk.read_text()))
+    eng = Engine(EngineConfig(devices="cuda:0", synth_workers=1, memory_budget="1GiB",
+                              self_verify=True, restart_backoff=0.1)).start(timeout=300)
+    try:
+        key_id = eng.register_key(c.zkey)
+
+        def devices():
+            return [k["devices"] for k in eng.keys() if k["key_id"] == key_id][0]
+
+        for round_ in range(2):
+            job = eng.submit(key_id, [c.witness(0), c.witness(1).read_bytes()])
+            r = eng.result(job, timeout=300)
+            assert r is not None and r["state"] == "done", r and r.get("error")
+            for k in range(2):
+                assert r["public"][k] == json.loads(c.public(k).read_text())
+                assert V.verify(vk, r["public"][k], r["proofs"][k])
+            assert devices() == ["cuda:0"]
+            if round_ == 0:
+                assert eng.evict_key(key_id)
+                assert devices() == []
+        snap = eng.snapshot()
+        assert {w["device"] for w in snap["gpu_workers"]} == {"cuda:0"}
+        assert snap["counters"]["restarts"] == 0 and snap["counters"]["total_failed"] == 0
+        loads = [rec for rec in caplog.records
+                 if rec.getMessage().startswith(f"key {key_id} resident on cuda:0")]
+        assert len(loads) == 2  # placed, evicted, placed again
+    finally:
+        eng.stop(drain_deadline=10)
+    assert buffers.list_segments(os.getpid()) == []
+    assert not os.path.exists(f"/dev/shm/{eng.board_name}")
+
+
 def test_cuzk_prove_device_cuda(tmp_path):
     """The command itself on the CUDA device (the simulator here): exit 0, a valid proof."""
     c = fixture_circuit("tiny")
