@@ -10,14 +10,16 @@
 # Set-up: a working .venv is used as it is; else `make install` where the package index is
 # reachable; else (the device machine reaches nothing) an offline .venv whose bin/python runs
 # the image's own python3 (numba, numba-cuda, numpy, click, pytest, hypothesis are there) with
-# the carried wheels (py_ecc and its needs, multiprocess) and the checkout on PYTHONPATH. Output: $OUT/gpu_check.log (everything),
-# $OUT/bench/{arith,ntt,msm}.gpu.json and latest.json. Exit status: the first failing step's.
+# the carried wheels (py_ecc and its needs, multiprocess) and the checkout on PYTHONPATH.
+# Output: $OUT/gpu_check.log (everything), $OUT/bench/{arith,ntt,msm}.gpu.json and
+# latest.gpu.json. Exit status: the first failing step's (3: set-up, 4: no GPU, 124: a step
+# timed out).
 #
 # Knobs (environment): PYTEST_TIMEOUT (s, default 330), BENCH_TIMEOUT (s, default 200),
 # PYVER (--wheels: the GPU machine's Python, default 3.12), BASE_PY (offline .venv's base,
 # default python3), VENV (default .venv), GPU_CHECK_OFFLINE=1 (the offline set-up even where
-# the index is reachable), GPU_CHECK_MODE=sim (a dry run of the set-up and
-# tests in the CUDA simulator, bench skipped: for trying this script where no GPU is).
+# the index is reachable), GPU_CHECK_MODE=sim (a dry run of the set-up and tests in the CUDA
+# simulator, bench skipped: for trying this script where no GPU is; ~85 s here).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
