@@ -15,7 +15,7 @@
 # latest.gpu.json. Exit status: the first failing step's (3: set-up, 4: no GPU, 124: a step
 # timed out).
 #
-# Knobs (environment): PYTEST_TIMEOUT (s, default 330), BENCH_TIMEOUT (s, default 200),
+# Knobs (environment): TESTS_TIMEOUT (s, default 330), BENCH_TIMEOUT (s, default 200),
 # PYVER (--wheels: the GPU machine's Python, default 3.12), BASE_PY (offline .venv's base,
 # default python3), VENV (default .venv), GPU_CHECK_OFFLINE=1 (the offline set-up even where
 # the index is reachable), GPU_CHECK_MODE=sim (a dry run of the set-up and tests in the CUDA
@@ -106,7 +106,7 @@ fi
 step "tests: kernels and the CUDA proving path on the device (CUZK_TEST_CUDA=$MODE)"
 # -m "not interop": snarkjs is not installed there, and `make tools` (npm) cannot reach the
 # registry; the snarkjs check of CUDA proofs runs in the normal suite here.
-CUZK_TEST_CUDA=$MODE timeout "${PYTEST_TIMEOUT:-330}" "$PY" -m pytest -q -p no:cacheprovider \
+CUZK_TEST_CUDA=$MODE timeout "${TESTS_TIMEOUT:-330}" "$PY" -m pytest -q -p no:cacheprovider \
     tests/test_field.py tests/test_curve.py tests/test_batch.py tests/test_ntt.py \
     tests/test_msm.py tests/test_cuda_prove.py -k cuda -m "not interop" --durations=15
 rc_tests=$?
