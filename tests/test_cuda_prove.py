@@ -21,7 +21,7 @@ import threading
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from conftest import _has_gpu, fixture_circuit
+from conftest import CUDA_MODE, _has_gpu, fixture_circuit
 
 from cuzk import verifier as V
 from cuzk.bn254.constants import FR_MODULUS
@@ -202,7 +202,7 @@ def test_engine_device_process_on_cuda(monkeypatch, caplog):
 
     from cuzk.engine import Engine, EngineConfig, buffers, config
 
-    if not _has_gpu():  # the engine counts no GPU under the simulator: let it count one
+    if CUDA_MODE == "sim":  # the engine counts no GPU under the simulator: let it count one
         monkeypatch.setattr(config, "cuda_device_count", lambda: 1)
     caplog.set_level(logging.INFO, logger="cuzk.engine")
     c = fixture_circuit("tiny")
