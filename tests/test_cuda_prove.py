@@ -250,6 +250,21 @@ def test_cuzk_prove_device_cuda(tmp_path):
     assert V.verify(vk, json.loads(public.read_text()), json.loads(proof.read_text()))
 
 
+def test_cuzk_prove_device_cuda_as_a_process(tmp_path):
+    """`cuzk prove --device cuda` as a process of its own (its start-up and exit paths), on
+    the GPU or, here, in the simulator this process's environment selects."""
+    c = fixture_circuit("tiny")
+    proof, public = tmp_path / "proof.json", tmp_path / "public.json"
+    p = subprocess.run(
+        [sys.executable, "-m", "cuzk.cli", "prove", "--device", "cuda", str(c.zkey),
+         str(c.witness(0)), str(proof), str(public)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert p.returncode == 0, p.stderr
+    vk = V.VerifyingKey.from_json(json.loads(c.vk.read_text()))
+    assert V.verify(vk, json.loads(public.read_text()), json.loads(proof.read_text()))
+
+
 @pytest.mark.skipif(_has_gpu(), reason="this machine has a GPU")
 @pytest.mark.parametrize("device", ["cuda", "cuda:1"])
 def test_cuzk_prove_device_cuda_without_gpu(device, tmp_path):
