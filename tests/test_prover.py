@@ -298,3 +298,26 @@ def test_stages_with_fixed_blinding_equal_the_pure_python_reference(circuit_name
     got = (g1_from_limbs(proof.pi_a), g2_from_limbs(proof.pi_b), g1_from_limbs(proof.pi_c),
            proof.public)
     assert got == want
+
+
+def test_the_prove_command_module_loads_before_numpy():
+    """`cuzk prove` sets up numpy's BLAS threads (one: the prover does no BLAS work and idle
+    BLAS threads spin) before numpy is imported, so importing the command (and with it the
+    cuzk.prover package) must not import numpy, numba or the kernels; the package's names
+    still resolve."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys, os, cuzk.cli, cuzk.prover.cli; "
+            "print(sorted(m for m in ('numpy', 'numba', 'cuzk.kernels') if m in sys.modules), "
+            "os.environ.get('OPENBLAS_NUM_THREADS')); "
+            "from cuzk.prover import prove, ProvingKey, synthesis; import cuzk.prover as P; "
+            "print(prove.__module__, ProvingKey.__module__, synthesis.__name__, "
+            "sorted(P.__all__) == sorted(n for n in dir(P) if n in P.__all__))")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["[]", "1", "cuzk.prover.stages", "cuzk.prover.key",
+                                "cuzk.prover.synthesis", "True"]

@@ -1,20 +1,36 @@
 """The snarkjs-compatible Groth16 prover, cut into synthesize → prove_start → prove_finish."""
 
-from cuzk.prover.device import CpuDevice, CudaDevice, open_device
-from cuzk.prover.key import ProvingKey, load_witness
-from cuzk.prover.stages import (
-    Partial,
-    Proof,
-    Synthesis,
-    prove,
-    prove_finish,
-    prove_start,
-    synthesize,
-)
-from cuzk.prover.synthesis import first_unsatisfied
+import os as _os
 
-__all__ = [
-    "CpuDevice", "CudaDevice", "Partial", "Proof", "ProvingKey", "Synthesis",
-    "first_unsatisfied", "load_witness", "open_device", "prove", "prove_finish",
-    "prove_start", "synthesize",
-]
+# numpy's OpenBLAS starts a worker thread per core when numpy is imported, and they spin:
+# measured in `cuzk prove` at 2^15, the imports of numpy and numba cost 235 ms of CPU with
+# them and 125 ms with one BLAS thread. The prover does no BLAS work. It only takes effect
+# before numpy's first import, so the names below load lazily: `cuzk prove` imports this
+# package before numpy. An explicit setting wins.
+_os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+# public name -> the module of this package that defines it (imported on first use)
+_EXPORTS = {
+    "CpuDevice": "device", "CudaDevice": "device", "open_device": "device",
+    "ProvingKey": "key", "load_witness": "key",
+    "Partial": "stages", "Proof": "stages", "Synthesis": "stages", "prove": "stages",
+    "prove_finish": "stages", "prove_start": "stages", "synthesize": "stages",
+    "first_unsatisfied": "synthesis",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'cuzk.prover' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"cuzk.prover.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
