@@ -84,15 +84,20 @@ def load_average() -> float:
     return round(os.getloadavg()[0], 2)
 
 
-def machine_info() -> dict:
-    import psutil
+def _memory_gib() -> float | None:
+    try:
+        return round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
+    except (ValueError, OSError, AttributeError):
+        return None
 
+
+def machine_info() -> dict:
     return {
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "host": platform.node(),
         "cpu": _cpu_model(),
         "cores": os.cpu_count(),
-        "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
+        "memory_gib": _memory_gib(),
         "gpu": _gpu(),
         "load_average": load_average(),
         "python": platform.python_version(),
