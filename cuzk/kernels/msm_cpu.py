@@ -129,7 +129,7 @@ def _window_sum(points, digits, w, g, H, wins, buf_a, buf_b, acc, kinds, sums, c
         g2_bucket_weighted_sum(sums, H, wins, w)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True, parallel=True)
 def msm_pippenger(points, scalars, g, c, threads, out):
     """out[0] = sum_i scalars[i] * points[i] in group g (1: G1, 2: G2), window width c,
     windows spread over ``threads`` threads."""
@@ -163,7 +163,7 @@ def msm_pippenger(points, scalars, g, c, threads, out):
         g2_windows_combine(wins, K, c, out)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _windows_combine(wins, c, g, out):
     if g == 1:
         g1_windows_combine(wins, wins.shape[0], c, out)

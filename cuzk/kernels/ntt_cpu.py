@@ -86,7 +86,7 @@ def domain_log2(x: np.ndarray) -> int:
 
 # --- kernels --------------------------------------------------------------------------------
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _powers(out, base, starts, firsts, rev_bits):
     """out[i] = base^i (i < len(out)); chunk c starts at index starts[c] with value firsts[c];
     with rev_bits > 0 the table is stored in bit-reversed order."""
@@ -97,7 +97,7 @@ def _powers(out, base, starts, firsts, rev_bits):
         K.powers_chunk(out, base_t, starts[c], starts[c + 1] - starts[c], first, rev_bits)
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _bit_reverse(x, log_n):
     for i in prange(x.shape[0]):
         r = K.bit_reverse(i, log_n)
@@ -107,7 +107,7 @@ def _bit_reverse(x, log_n):
             K.store(x, r, u)
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _bit_reverse_scale(x, log_n, s):
     """The bit-reversal permutation with every element multiplied by s (the iNTT's 1/n)."""
     st = (s[0], s[1], s[2], s[3])
@@ -206,7 +206,7 @@ def _pick(a, b, c, v):
     return c
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _dit(a, b, c, nvec, tw, log_n, inverse, log_b, log_g):
     """All DIT stages (bit-reversed in, natural out) on nvec of the vectors a, b, c."""
     nblocks = 1 << (log_n - log_b)
@@ -255,7 +255,7 @@ def _coset_block(x, tw, g_rev, blk, log_b, log_n):
     _dit_block(x, tw, base, log_b, log_n, False)
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _h_pipeline(a, b, c, h, tw, g_rev, log_n, log_b, log_g, n_mont, inv_n2_plain):
     """compute_h in three parallel regions: iNTT column stages; per block iNTT block stages +
     coset + NTT block stages; per column group NTT column stages + h_i of those columns."""
@@ -284,7 +284,7 @@ def _h_pipeline(a, b, c, h, tw, g_rev, log_n, log_b, log_g, n_mont, inv_n2_plain
             K.store(h, i, K.quotient(K.load(a, i), K.load(b, i), K.load(c, i), nm, k2))
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _coset_shift(x, g_rev, log_n, inverse):
     for i in prange(x.shape[0]):
         p, negate = K.coset_factor_index(i, log_n, inverse)
@@ -294,7 +294,7 @@ def _coset_shift(x, g_rev, log_n, inverse):
         K.store(x, i, y)
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _quotient(h, a, b, c, n_mont, inv_n2_plain):
     nm = (n_mont[0], n_mont[1], n_mont[2], n_mont[3])
     k2 = (inv_n2_plain[0], inv_n2_plain[1], inv_n2_plain[2], inv_n2_plain[3])
