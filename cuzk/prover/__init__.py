@@ -1,13 +1,6 @@
 """The snarkjs-compatible Groth16 prover, cut into synthesize → prove_start → prove_finish."""
 
-import os as _os
-
-# numpy's OpenBLAS starts a worker thread per core when numpy is imported, and they spin:
-# measured in `cuzk prove` at 2^15, the imports of numpy and numba cost 235 ms of CPU with
-# them and 125 ms with one BLAS thread. The prover does no BLAS work. It only takes effect
-# before numpy's first import, so the names below load lazily: `cuzk prove` imports this
-# package before numpy. An explicit setting wins.
-_os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# OPENBLAS_NUM_THREADS=1 is set in cuzk/__init__.py, before any numpy import.
 
 # public name -> the module of this package that defines it (imported on first use)
 _EXPORTS = {
