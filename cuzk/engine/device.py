@@ -132,9 +132,13 @@ def device_main(conn, parent_pid: int, device_index: int, device_name: str, opts
                                                       "load_ms": (time.time() - t0) * 1e3}))
             return key
 
-    def fail(item, stage, exc):
+    def fail(item, stage, exc, abc_intact=False):
+        """Report a failed stage. `abc_intact`: prove_start never ran on this item, so its
+        abc segment still holds a, b, c and the supervisor may send the retry straight back to
+        a device (prove_start overwrites a, b, c in place)."""
         item.close()
-        chan.send(("failed", item.work, {"stage": stage, **child.describe_exception(exc)}))
+        chan.send(("failed", item.work, {"stage": stage, "abc_intact": abc_intact,
+                                         **child.describe_exception(exc)}))
 
     def finish(item, token):
         """prove_finish (+ verify); ends `token` (a finalizer's or, synchronous, the worker's)."""
@@ -183,7 +187,7 @@ def device_main(conn, parent_pid: int, device_index: int, device_name: str, opts
                 a, b, c = (item.abcseg.array((d, 4), offset=i * d * 32) for i in range(3))
                 w = item.wseg.array((item.key.n_vars, 4))
             except Exception as exc:
-                fail(item, "start", exc)
+                fail(item, "start", exc, abc_intact=True)  # before prove_start
                 continue
             fin_token = None
             with kernel_lock:
@@ -200,7 +204,7 @@ def device_main(conn, parent_pid: int, device_index: int, device_name: str, opts
                     item.t_end = time.time()
                     status.gpu_end(token, ok=False, gpu_ms=(item.t_end - item.t_start) * 1e3)
                     del a, b, c, w
-                    fail(item, "start", exc)
+                    fail(item, "start", exc)  # a, b, c may be overwritten already
                     continue
                 item.t_end = time.time()
                 item.gpu_ms = (item.t_end - item.t_start) * 1e3

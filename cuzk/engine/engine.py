@@ -707,9 +707,16 @@ class Engine:
         if self._sched.place(wk) != PROVING:
             self._free_work(wk)
             return
+        # Back to the device only when the device says prove_start never ran on this attempt
+        # ("abc_intact": a failure while attaching buffers or loading the key). prove_start
+        # overwrites a, b, c in place (the prover's compute_h runs its NTTs in that storage),
+        # so after a prove_start that raised, the abc segment no longer holds a, b, c: the
+        # retry must synthesize again or it proves from garbage.
         w = self._works.get(wk)
         self._failed_stage(wk, f"{info['stage']}: {info['type']}: {info['message']}",
-                           retry=True, to_device=w is not None and "abc" in w.segs, tb=info)
+                           retry=True, to_device=(bool(info.get("abc_intact"))
+                                                  and w is not None and "abc" in w.segs),
+                           tb=info)
 
     def _on_dropped(self, ch, wk, info) -> None:
         ch.items.discard(wk)
@@ -723,9 +730,14 @@ class Engine:
         if place not in (SYNTHESIZING, PROVING):
             self._free_work(wk)
             return
-        w = self._works.get(wk)
-        to_device = place == PROVING and w is not None and "abc" in w.segs
-        self._failed_stage(wk, reason, retry=True, to_device=to_device, tb=None)
+        # A partition lost with its device process is synthesized again, even when its abc
+        # segment still exists: the process may have died inside prove_start, which
+        # overwrites a, b, c in place (compute_h's NTTs), and "started" — after which the
+        # supervisor unlinks abc — is only sent once prove_start is over. Sending such a
+        # partition straight back to a device proved it from half-transformed a, b, c: a
+        # wrong proof (rejected by self-verification when on, returned otherwise). The
+        # supervisor cannot tell whether prove_start had begun, so it never reuses a, b, c.
+        self._failed_stage(wk, reason, retry=True, to_device=False, tb=None)
 
     def _failed_stage(self, wk: WorkKey, reason: str, *, retry: bool, to_device: bool,
                       tb) -> None:
