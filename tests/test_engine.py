@@ -178,6 +178,46 @@ def test_exit_inside_prove_start_is_retried_and_proof_is_valid(shared):
     assert exits and exits[-1][5] == 7  # the exit code the fault used
 
 
+def test_prove_start_that_raised_is_retried_from_a_new_synthesis(shared):
+    # prove_start overwrites a, b, c in place (the real prover's compute_h; the double too), so
+    # a partition whose prove_start raised must be synthesized again, not sent back to a device
+    # with the consumed abc buffer (that proved it from wrong data: a wrong digest here, a proof
+    # that fails verification with the real prover).
+    ws = witnesses(3, seed=6, faults={1: {"stage": "start", "action": "raise", "once": True}})
+    job_id = shared.submit(shared.test_key_id, ws)
+    r = shared.result(job_id, timeout=30)
+    assert_proofs(r, ws, shared.test_key)
+    assert r["partitions"][1]["attempts"] == 2
+    synths = [e for e in events(shared, "synth") if e[2] == job_id and e[3] == 1]
+    assert [e[4] for e in synths] == [0, 1]  # the retry was synthesized afresh
+
+
+def test_kill9_at_random_moments_never_proves_from_wrong_buffers(tmp_path):
+    """kill -9 of device and synthesis processes at random moments of a long job: every
+    partition's proof is still the digest of its own witness and a, b, c. Rounds of a few
+    kills each, at random delays, so kills land in every stage (attach, prove_start, the
+    hand-off, prove_finish, synthesis) across runs."""
+    import random
+
+    rng = random.Random(1234)
+    with running(tmp_path, max_attempts=20, opts={"synth_secs": 0.02, "start_secs": 0.03,
+                                                  "finish_secs": 0.02}) as eng:
+        key = key_file(tmp_path)
+        kid = eng.register_key(key)
+        for rnd in range(3):
+            ws = witnesses(12, seed=90 + rnd)
+            job_id = eng.submit(kid, ws)
+            for _ in range(3):
+                time.sleep(rng.uniform(0.02, 0.25))
+                pid = rng.choice(eng.process_pids()[rng.choice(["device", "device", "synth"])])
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    if psutil.Process(pid).ppid() == os.getpid():  # ours, not a reused pid
+                        os.kill(pid, signal.SIGKILL)
+            r = eng.result(job_id, timeout=60)
+            assert_proofs(r, ws, key)
+        assert eng.counters["restarts"] >= 3
+
+
 def test_submit_validation(shared):
     with pytest.raises(UnknownKey):
         shared.submit("nope", witnesses(1))

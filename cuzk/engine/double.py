@@ -210,11 +210,18 @@ def abc_digest(a, b, c) -> str:
 
 
 def prove_start(key: ProvingKey, a, b, c, w, dev: Device) -> Partial:
-    _maybe_fault("start", w)
+    """Digest a, b, c, then overwrite them, as the real prover does (its compute_h runs the
+    NTTs in a, b, c's storage) — before any fault, so a process that dies or raises anywhere
+    in prove_start leaves its a, b, c consumed, and a retry that proved from them again would
+    get another digest."""
     if key.key_id not in dev.keys:
         raise RuntimeError("prove_start before the key was loaded on the device")
+    partial = Partial(abc_digest(a, b, c))
+    for v in (a, b, c):
+        v += np.uint64(1)  # wraps; never an identity, however often it is applied
+    _maybe_fault("start", w)
     time.sleep(_options.get("start_secs", 0.0))
-    return Partial(abc_digest(a, b, c))
+    return partial
 
 
 def prove_finish(key: ProvingKey, partial: Partial, w) -> Proof:
