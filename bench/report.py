@@ -620,7 +620,7 @@ def load_results(results: Path) -> dict:
     found = {}
     for path in sorted(results.glob("*.json")):
         suite, _, profile = path.stem.partition(".")
-        if suite.startswith("latest") or profile == "smoke":
+        if suite in ("latest", "partial") or profile == "smoke":
             continue
         try:
             entry = json.loads(path.read_text())
