@@ -12,8 +12,8 @@
 # the image's own python3 (numba, numba-cuda, numpy, click, pytest, hypothesis are there) with
 # the carried wheels (py_ecc and its needs, multiprocess) and the checkout on PYTHONPATH.
 # Output: $OUT/gpu_check.log (everything), $OUT/bench/{arith,ntt,msm}.gpu.json and
-# partial.gpu.json (the run record). Exit status: the first failing step's (3: set-up, 4: no GPU, 124: a step
-# timed out).
+# partial.gpu.json (the run record). Exit status: the first failing step's (3: set-up,
+# 4: no GPU, 124: a step timed out).
 #
 # Knobs (environment): TESTS_TIMEOUT (s, default 330), BENCH_TIMEOUT (s, default 200),
 # PYVER (--wheels: the GPU machine's Python, default 3.12), BASE_PY (offline .venv's base,
