@@ -118,12 +118,28 @@ def _kill_first(engine, pick, deadline=120):
 def test_kill9_device_and_synthesis_processes_mid_run(engine):
     before = engine.snapshot()["counters"]
     job_id = engine.submit(engine.test_key_id, sixteen_witnesses(), kind="porep-c2")
-    dev = _kill_first(engine, lambda s: next(
-        (w for w in s["gpu_workers"] if w["state"] == "proving"), None))
+    # synthesis first, while it surely runs (warm devices keep up with it, so later in the job
+    # it can be idle or all done)
     syn = _kill_first(engine, lambda s: next(
         (w for w in s["synthesis"]["workers"] if w["state"] == "synthesizing"), None))
+    # The device process is killed inside prove_start after compute_h has overwritten a, b, c:
+    # one that has finished a prove_start before (its kernels are loaded; a cold process first
+    # loads them from the cache) and is 10 ms into this one (compute_h is its first ~5 %).
+    def warm_and_inside_prove_start(s):
+        warm = {w["pid"] for w in s["gpu_workers"]
+                if w["busy_secs"] - (w["started_secs_ago"] or 0) > 0.001}
+        return next((w for w in s["gpu_workers"] if w["state"] == "proving"
+                     and w["pid"] in warm and w["started_secs_ago"] >= 0.01), None)
+
+    dev = _kill_first(engine, warm_and_inside_prove_start)
     r = engine.result(job_id, timeout=600)
     check_result(r)
+    # no stage failed, only processes died: a retry proved from the consumed a, b, c of an
+    # attempt killed inside prove_start was rejected by self-verification here, and each such
+    # rejection spent one of the partition's max_attempts (with self_verify off, an invalid
+    # proof was returned)
+    failed = [e for e in list(engine.events) if e[1] == "failed" and e[2] == job_id]
+    assert failed == []
     after = engine.snapshot()
     assert after["counters"]["restarts"] >= before["restarts"] + 2
     assert after["counters"]["retries"] >= before["retries"] + 1
