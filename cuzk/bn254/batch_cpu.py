@@ -20,6 +20,7 @@ from numba import njit, prange
 
 from cuzk.bn254 import curve as C
 from cuzk.bn254 import field as F
+from cuzk.bn254.batch_api import entry_points
 from cuzk.bn254.convert import rows
 
 _parallel = njit(cache=True, parallel=True)
@@ -325,197 +326,19 @@ def _g2_is_on_curve_affine(a, out):
 
 # ================================= Python entry points ====================================
 
-def _same_rows(a, b):
-    if a.shape[0] != b.shape[0]:
-        raise ValueError(f"operands differ in length: {a.shape[0]} vs {b.shape[0]}")
-
-
-def _binary(kernel, a, b, wa, wb, wout):
-    a, b = rows(a, wa, "a"), rows(b, wb, "b")
-    _same_rows(a, b)
-    out = np.empty((a.shape[0], wout), dtype=np.uint64)
-    kernel(a, b, out)
+def _run(kernel, operands, out_width):
+    """Check the operands ((array, width, name) triples), run ``kernel`` over their rows into
+    a fresh output of ``out_width`` columns (None: a bool per row)."""
+    arrays = [rows(a, width, name) for a, width, name in operands]
+    n = arrays[0].shape[0]
+    if any(a.shape[0] != n for a in arrays):
+        raise ValueError(f"operands differ in length: {[a.shape[0] for a in arrays]}")
+    if out_width is None:
+        out = np.empty(n, dtype=np.bool_)
+    else:
+        out = np.empty((n, out_width), dtype=np.uint64)
+    kernel(*arrays, out)
     return out
 
 
-def _unary(kernel, a, wa, wout):
-    a = rows(a, wa, "a")
-    out = np.empty((a.shape[0], wout), dtype=np.uint64)
-    kernel(a, out)
-    return out
-
-
-def _predicate(kernel, *operands):
-    out = np.empty(operands[0].shape[0], dtype=np.bool_)
-    kernel(*operands, out)
-    return out
-
-
-def fq_add(a, b):
-    return _binary(_fq_add, a, b, 4, 4, 4)
-
-
-def fq_sub(a, b):
-    return _binary(_fq_sub, a, b, 4, 4, 4)
-
-
-def fq_mul(a, b):
-    return _binary(_fq_mul, a, b, 4, 4, 4)
-
-
-def fq_neg(a):
-    return _unary(_fq_neg, a, 4, 4)
-
-
-def fq_inv(a):
-    """Elementwise inverse; 0 maps to 0."""
-    return _unary(_fq_inv, a, 4, 4)
-
-
-def fq_to_mont(a):
-    return _unary(_fq_to_mont, a, 4, 4)
-
-
-def fq_from_mont(a):
-    return _unary(_fq_from_mont, a, 4, 4)
-
-
-def fr_add(a, b):
-    return _binary(_fr_add, a, b, 4, 4, 4)
-
-
-def fr_sub(a, b):
-    return _binary(_fr_sub, a, b, 4, 4, 4)
-
-
-def fr_mul(a, b):
-    return _binary(_fr_mul, a, b, 4, 4, 4)
-
-
-def fr_neg(a):
-    return _unary(_fr_neg, a, 4, 4)
-
-
-def fr_inv(a):
-    """Elementwise inverse; 0 maps to 0."""
-    return _unary(_fr_inv, a, 4, 4)
-
-
-def fr_to_mont(a):
-    return _unary(_fr_to_mont, a, 4, 4)
-
-
-def fr_from_mont(a):
-    return _unary(_fr_from_mont, a, 4, 4)
-
-
-def fq2_add(a, b):
-    return _binary(_fq2_add, a, b, 8, 8, 8)
-
-
-def fq2_sub(a, b):
-    return _binary(_fq2_sub, a, b, 8, 8, 8)
-
-
-def fq2_mul(a, b):
-    return _binary(_fq2_mul, a, b, 8, 8, 8)
-
-
-def fq2_sqr(a):
-    return _unary(_fq2_sqr, a, 8, 8)
-
-
-def fq2_inv(a):
-    """Elementwise inverse; 0 maps to 0."""
-    return _unary(_fq2_inv, a, 8, 8)
-
-
-def g1_add(P, Q):
-    """Jacobian + Jacobian -> Jacobian."""
-    return _binary(_g1_add, P, Q, 12, 12, 12)
-
-
-def g1_add_mixed(P, a):
-    """Jacobian + affine -> Jacobian."""
-    return _binary(_g1_add_mixed, P, a, 12, 8, 12)
-
-
-def g1_add_affine(a, b, affine: bool = False):
-    """affine + affine -> Jacobian, or affine when ``affine`` (one inversion per row)."""
-    out = _binary(_g1_add_affine, a, b, 8, 8, 12)
-    return g1_to_affine(out) if affine else out
-
-
-def g1_dbl(P):
-    return _unary(_g1_dbl, P, 12, 12)
-
-
-def g1_neg(P):
-    return _unary(_g1_neg, P, 12, 12)
-
-
-def g1_from_affine(a):
-    return _unary(_g1_from_affine, a, 8, 12)
-
-
-def g1_to_affine(P):
-    return _unary(_g1_to_affine, P, 12, 8)
-
-
-def g1_eq(P, Q):
-    """Projective equality per row -> bool array."""
-    P, Q = rows(P, 12, "P"), rows(Q, 12, "Q")
-    _same_rows(P, Q)
-    return _predicate(_g1_eq, P, Q)
-
-
-def g1_mul(P, k):
-    """k_i P_i for Jacobian P and plain scalars k (n, 4) (double-and-add)."""
-    return _binary(_g1_mul, P, k, 12, 4, 12)
-
-
-def g1_is_on_curve_affine(a):
-    return _predicate(_g1_is_on_curve_affine, rows(a, 8, "a"))
-
-
-def g2_add(P, Q):
-    return _binary(_g2_add, P, Q, 24, 24, 24)
-
-
-def g2_add_mixed(P, a):
-    return _binary(_g2_add_mixed, P, a, 24, 16, 24)
-
-
-def g2_add_affine(a, b, affine: bool = False):
-    out = _binary(_g2_add_affine, a, b, 16, 16, 24)
-    return g2_to_affine(out) if affine else out
-
-
-def g2_dbl(P):
-    return _unary(_g2_dbl, P, 24, 24)
-
-
-def g2_neg(P):
-    return _unary(_g2_neg, P, 24, 24)
-
-
-def g2_from_affine(a):
-    return _unary(_g2_from_affine, a, 16, 24)
-
-
-def g2_to_affine(P):
-    return _unary(_g2_to_affine, P, 24, 16)
-
-
-def g2_eq(P, Q):
-    P, Q = rows(P, 24, "P"), rows(Q, 24, "Q")
-    _same_rows(P, Q)
-    return _predicate(_g2_eq, P, Q)
-
-
-def g2_mul(P, k):
-    return _binary(_g2_mul, P, k, 24, 4, 24)
-
-
-def g2_is_on_curve_affine(a):
-    return _predicate(_g2_is_on_curve_affine, rows(a, 16, "a"))
+globals().update(entry_points(_run, globals()))
