@@ -241,7 +241,7 @@ def targets(results: dict) -> list[dict]:
         fq and fq.get("one_core_cpu_ns"),
         note=fq and ("CPU time per product, four interleaved chains on one core; wall clock "
                      f"{fmt(fq.get('one_core_ns'))} ns (best {fmt(fq.get('one_core_min_ns'))})"
-                     f", on a core {100 * (fq.get('cores_used') or 0):.0f}% of the time"),
+                     f", CPU time / wall time {fmt(fq.get('cores_used'))}"),
         suite="arith"))
 
     msm = _get(results, "msm")
@@ -670,8 +670,8 @@ def run_target(latest: dict | None) -> dict:
     loads = [s.get("load_before") for s in (latest or {}).get("suites", [])
              if s.get("load_before") is not None]
     note = (f"{len(latest['suites'])} suites, load {fmt(min(loads))}-{fmt(max(loads))}; "
-            "from a fresh clone add compiling (5.5 min in all with an empty Numba cache at "
-            "load 3-4.5, 2026-11-29) and making the circuits (about 40 s)"
+            "a fresh clone also compiles the kernels (5.5 min in all with an empty Numba "
+            "cache at load 3-4.5, 2026-11-29) and makes the circuits (about 40 s)"
             if minutes and loads else "")
     return _target("`make bench`: every suite, quick profile", "#9", 10.0, "min", minutes,
                    note=note, suite="all")
