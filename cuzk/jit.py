@@ -145,6 +145,19 @@ class Target:
         _allow_ptx_without_driver()
         return cuda.jit(device=True, forceinline=True)(fn)
 
+    def row_fn(self, fn):
+        """Like device_fn, for the small helpers that read and write array rows: on the CPU
+        they are inlined at the Numba IR level, since as separate LLVM functions each call
+        passes every array as seven scalars plus reference counting (measured in the MSM
+        bucket loop: 178 -> 145 ns per batch-affine addition at 2^16). CUDA inlines them
+        anyway (forceinline)."""
+        if self.name == CPU:
+            key_numba_cache_on_sources()
+            from numba import njit
+
+            return njit(cache=True, nogil=True, inline="always")(fn)
+        return self.device_fn(fn)
+
     @property
     def prims(self):
         """The 64-bit limb primitives (mac, adc, sbb, mul_lo) for this target."""

@@ -26,6 +26,7 @@ from cuzk.jit import building
 
 T = building()
 device_fn = T.device_fn
+row_fn = T.row_fn
 F = T.load("cuzk.bn254.field")
 
 fq_add, fq_sub, fq_dbl, fq_neg = F.fq_add, F.fq_sub, F.fq_dbl, F.fq_neg
@@ -380,46 +381,46 @@ def g2_is_on_curve_affine(a):
 fq_load, fq_store, fq2_load, fq2_store = F.load, F.store, F.fq2_load, F.fq2_store
 
 
-@device_fn
+@row_fn
 def g1_load_affine(arr, i):
     return (fq_load(arr, i, 0), fq_load(arr, i, 4))
 
 
-@device_fn
+@row_fn
 def g1_store_affine(arr, i, a):
     fq_store(arr, i, 0, a[0])
     fq_store(arr, i, 4, a[1])
 
 
-@device_fn
+@row_fn
 def g1_load(arr, i):
     return (fq_load(arr, i, 0), fq_load(arr, i, 4), fq_load(arr, i, 8))
 
 
-@device_fn
+@row_fn
 def g1_store(arr, i, P):
     fq_store(arr, i, 0, P[0])
     fq_store(arr, i, 4, P[1])
     fq_store(arr, i, 8, P[2])
 
 
-@device_fn
+@row_fn
 def g2_load_affine(arr, i):
     return (fq2_load(arr, i, 0), fq2_load(arr, i, 8))
 
 
-@device_fn
+@row_fn
 def g2_store_affine(arr, i, a):
     fq2_store(arr, i, 0, a[0])
     fq2_store(arr, i, 8, a[1])
 
 
-@device_fn
+@row_fn
 def g2_load(arr, i):
     return (fq2_load(arr, i, 0), fq2_load(arr, i, 8), fq2_load(arr, i, 16))
 
 
-@device_fn
+@row_fn
 def g2_store(arr, i, P):
     fq2_store(arr, i, 0, P[0])
     fq2_store(arr, i, 8, P[1])

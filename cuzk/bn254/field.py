@@ -30,6 +30,7 @@ from cuzk.jit import building
 
 T = building()
 device_fn = T.device_fn
+row_fn = T.row_fn
 mac, adc, sbb, mul_lo = T.prims
 
 Z = np.uint64(0)
@@ -324,13 +325,13 @@ def fq2_one():
 # An Fq/Fr element occupies 4 consecutive columns (limbs, little-endian), an Fq2 element 8
 # (c0 limbs, then c1 limbs). Kernels of both targets read and write through these.
 
-@device_fn
+@row_fn
 def load(arr, i, col):
     """The element in row i, columns col..col+3."""
     return (arr[i, col], arr[i, col + 1], arr[i, col + 2], arr[i, col + 3])
 
 
-@device_fn
+@row_fn
 def store(arr, i, col, a):
     arr[i, col] = a[0]
     arr[i, col + 1] = a[1]
@@ -338,13 +339,13 @@ def store(arr, i, col, a):
     arr[i, col + 3] = a[3]
 
 
-@device_fn
+@row_fn
 def fq2_load(arr, i, col):
     """The Fq2 element in row i, columns col..col+7 (c0 then c1)."""
     return (load(arr, i, col), load(arr, i, col + 4))
 
 
-@device_fn
+@row_fn
 def fq2_store(arr, i, col, a):
     store(arr, i, col, a[0])
     store(arr, i, col + 4, a[1])
