@@ -51,6 +51,16 @@ def _stats(xs):
     return min(xs), statistics.median(xs), max(xs)
 
 
+def _shown(path) -> str:
+    """A command part as recorded in the results: relative to the checkout when inside it."""
+    from bench.circuits import ROOT
+
+    try:
+        return str(Path(path).resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
 def _cuzk_command() -> list:
     """The installed `cuzk` entry point next to this interpreter, else `python -m cuzk.cli`."""
     script = Path(sys.executable).with_name("cuzk")
@@ -151,7 +161,7 @@ def run(profile: str = "quick") -> dict:
               f"{rs['cuzk_cmd_vs_issue']:.2f}x its speed, warm {at['cuzk_warm_s']:.2f} s = "
               f"{rs['cuzk_warm_vs_issue']:.2f}x; snarkjs here took "
               f"{rs['snarkjs_here_vs_issue']:.2f}x the issue's {ISSUE['snarkjs_s']} s", flush=True)
-    return {"device": device, "cuzk_command": " ".join(map(str, _cuzk_command())),
+    return {"device": device, "cuzk_command": " ".join(_shown(c) for c in _cuzk_command()),
             "rows": rows, "phases_ms": phases, "rapidsnark": rs}
 
 
