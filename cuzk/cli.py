@@ -17,6 +17,7 @@ COMMANDS: dict[str, str] = {
     "cancel": "cuzk.serve.cli:cancel",
     "config": "cuzk.serve.cli:config",
     "export-vk": "cuzk.formats.cli:export_vk",
+    "fullprove": "cuzk.witness.cli:fullprove",
     "jobs": "cuzk.serve.cli:jobs",
     "prove": "cuzk.prover.cli:prove",
     "serve": "cuzk.serve.cli:serve",
@@ -25,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "submit": "cuzk.serve.cli:submit",
     "top": "cuzk.top.cli:top",
     "verify": "cuzk.verify_cli:verify",
+    "wtns": "cuzk.witness.cli:wtns",
 }
 
 

@@ -1,0 +1,46 @@
+"""The errors of witness calculation: one class per reason, each a one-line message.
+
+They subclass FormatError, so the message starts with the file at fault (the input JSON or
+the circuit's .wasm) and every caller that already reports bad files reports these too.
+"""
+
+from __future__ import annotations
+
+from cuzk.formats.errors import FormatError
+
+
+class WitnessError(FormatError):
+    """Inputs or a circuit from which no witness can be calculated."""
+
+
+class MissingInput(WitnessError):
+    """An input signal of the circuit that the input JSON does not set."""
+
+
+class UnknownInput(WitnessError):
+    """A name in the input JSON that is not an input signal of the circuit."""
+
+
+class WrongLength(WitnessError):
+    """An input array with more or fewer values than the signal has elements."""
+
+
+class NotANumber(WitnessError):
+    """An input value that is not an integer (snarkjs's BigInt rules), or not an object."""
+
+
+class AssertFailed(WitnessError):
+    """The circuit's own code failed while computing the witness (an `assert`, a division by
+    zero, ...); the message carries circom's text (template and line)."""
+
+
+class NotACircuit(WitnessError):
+    """A .wasm that is not a circom 2 witness calculator (other imports or exports, circom 1)."""
+
+
+class WrongCircuitPrime(WitnessError):
+    """A circom witness calculator compiled for a prime other than BN254's scalar field r."""
+
+
+class CircuitMismatch(WitnessError):
+    """A circuit's .wasm and a proving key that do not belong to the same circuit."""
