@@ -25,15 +25,16 @@ $(TOOLS)/.installed: tools/package.json
 tools: $(TOOLS)/.installed
 
 # Debian packages the tests drive: tmux (a real `cuzk top` run) and headless Chromium with its
-# driver (the web panel). Installed when missing, if this is a root shell with apt-get;
-# otherwise the tests that need them skip with the reason.
-SYSTEM_BINARIES := tmux chromium chromedriver
+# driver (the web panel); GNU time for the prove benchmark's peak-RSS figures. Installed when
+# missing, if this is a root shell with apt-get; otherwise the tests that need them skip with
+# the reason.
+SYSTEM_BINARIES := tmux chromium chromedriver /usr/bin/time
 system-deps:
 	@missing=""; for b in $(SYSTEM_BINARIES); do command -v $$b >/dev/null 2>&1 || missing="$$missing $$b"; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing Debian packages for:$$missing"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux chromium chromium-driver >/dev/null; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux chromium chromium-driver time >/dev/null; \
 	  else echo "note: missing$$missing (not root or no apt-get): tests needing them will skip"; fi; \
 	fi
 
@@ -46,10 +47,10 @@ lint: install
 # Suites by name: `make bench SUITES="msm ntt"` (`.venv/bin/python -m bench --list` names them).
 BENCH_SUITES = $(foreach s,$(SUITES),--suite $(s))
 
-bench: install tools
+bench: install tools system-deps
 	$(PY) -m bench --profile quick $(BENCH_SUITES)
 
-bench-full: install tools
+bench-full: install tools system-deps
 	$(PY) -m bench --profile full $(BENCH_SUITES)
 
 bench-gpu: install tools

@@ -30,7 +30,7 @@ SUITES = {
     "ntt": ("bench.bench_ntt", "NTT / iNTT by size", "CUDA NTT 2^16..2^22"),
     "msm": ("bench.bench_msm", "MSM G1 and G2 by size", "CUDA MSM on resident points"),
     "pairing": ("bench.bench_pairing", "pairing and proof verification", None),
-    "prove": ("bench.bench_prove", "cuzk prove vs snarkjs groth16 prove, same files",
+    "prove": ("bench.bench_prove", "cuzk prove vs rapidsnark and snarkjs, same files",
               "cuzk prove --device cuda"),
     "engine": ("bench.bench_engine", "jobs through the engine: throughput, busy, gaps",
                "real prover on the CUDA devices"),
@@ -131,9 +131,8 @@ def main(argv=None) -> int:
         print(report.targets_table(targets))
     prove = entries.get(("prove", args.profile))
     if prove and prove["result"].get("rows"):  # the side-by-side ratios, once more at the end
-        print(report.table(prove["result"]["rows"],
-                           ["log2n", "cuzk_cmd_s", "snarkjs_s", "speedup_vs_snarkjs",
-                            "cuzk_warm_s", "speedup_warm_vs_snarkjs"]))
+        rows = prove["result"]["rows"]
+        print(report.table(rows, [c for c in report.PROVE_COLUMNS if any(c in r for r in rows)]))
         print(report.prove_prose(prove["result"]) + "\n")
     if not args.no_report:
         path = report.write_markdown(results_dir)

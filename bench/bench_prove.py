@@ -1,18 +1,22 @@
-"""Suite `prove`: `cuzk prove` against `snarkjs groth16 prove` on the same zkey and witness.
+"""Suite `prove`: `cuzk prove` against rapidsnark and `snarkjs groth16 prove` on the same files.
 
-For each domain size (toyhash circuits from bench.circuits; keys by `snarkjs groth16 setup` up
-to 2^10, by `cuzk setup` above):
-- rounds of: the `cuzk prove` command, the `snarkjs groth16 prove` command, and one proof by
-  cuzk in process with the key mapped and the kernels loaded (what `cuzk serve` pays per
-  proof), after one untimed run of each (Numba cache, page cache and node warm), so that all
-  three see the same machine load: min / median / max and the ratios of the medians; the
-  per-phase breakdown from Proof.timings (medians over the rounds); the command minus the
-  in-process proof is cuzk's start-up (interpreter, imports, cached kernels, key mapping);
+For each circuit (bench.circuits: the squaring chain at every size, the toyhash circuit the
+kernels were first tuned on at 2^15; keys by `snarkjs groth16 setup` up to 2^10, by
+`cuzk setup` above):
+- rounds of: the `cuzk prove` command, rapidsnark's `prover` command (when built), the
+  `snarkjs groth16 prove` command, and one proof by cuzk in process with the key mapped and
+  the kernels loaded (what `cuzk serve` pays per proof), after one untimed run of each (Numba
+  cache, page cache and node warm), so that all see the same machine load: min / median /
+  max, the ratios of the medians, and each command's peak RSS (from wait4);
+- the per-phase breakdown from Proof.timings (medians over the rounds); the command minus
+  the in-process proof is cuzk's start-up (interpreter, imports, cached kernels, key mapping);
 - the proof the cuzk command wrote is checked with cuzk's verifier against the key's
   verification key (a fast wrong prover would be no result).
-rapidsnark is timed too when a `rapidsnark` binary is on PATH; it does not install from the
-package registries (npm has none), so otherwise the result says so and carries issue #4's
-figure for this machine kind (0.70 s for a 2^15 circuit, snarkjs 3.98 s on the same).
+rapidsnark is not in the package registries: `RAPIDSNARK=path/to/prover`, else
+bench/peers/rapidsnark/prover (built from its public source by the build script named in
+README.md), else `rapidsnark` on PATH; without one the rows have no rapidsnark columns and
+the result says why. Issue #16's targets: cuzk command <= 1.0x rapidsnark's at 2^15 and up,
+in process <= 0.5x, peak RSS <= 2x at 2^17 and up.
 Profile gpu runs `cuzk prove --device cuda` at the device sizes.
 Run alone: ``python -m bench.bench_prove [smoke|quick|full|gpu]``.
 """
@@ -20,6 +24,7 @@ Run alone: ``python -m bench.bench_prove [smoke|quick|full|gpu]``.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -27,24 +32,55 @@ import sys
 import time
 from pathlib import Path
 
-from bench.circuits import BIN, toyhash
-from bench.report import RAPIDSNARK_ISSUE_S, table
+from bench.circuits import BIN, ROOT, circuit
+from bench.report import table
 
-SIZES = {"smoke": [10], "quick": [12, 14, 15, 16], "full": [12, 13, 14, 15, 16, 17, 18],
-         "gpu": [16, 18, 20]}
-REPEATS = {"smoke": 1, "quick": 4, "full": 7, "gpu": 3}  # rounds of (cuzk, snarkjs, in process)
-ISSUE = {"log2n": 15, "rapidsnark_s": RAPIDSNARK_ISSUE_S, "snarkjs_s": 3.98,
-         "circuit": "30000 constraints (domain 2^15)"}
+# (family, log2n) per profile: the squaring chain at every size, toyhash for continuity.
+CIRCUITS = {
+    "smoke": [("toyhash", 10)],
+    "quick": [("squarechain", 12), ("squarechain", 15), ("toyhash", 15), ("squarechain", 17)],
+    "full": [("squarechain", 12), ("squarechain", 15), ("toyhash", 15), ("squarechain", 17),
+             ("squarechain", 19)],
+    "gpu": [("squarechain", 16), ("squarechain", 18), ("squarechain", 20)],
+}
+REPEATS = {"smoke": 1, "quick": 3, "full": 5, "gpu": 3}  # rounds of every command
+SLOW_PEER_LOG2N = 17  # from this size snarkjs (~20 s a proof) runs once, not every round
+PEER_DIR = ROOT / "bench" / "peers" / "rapidsnark"
 
 
-def _time(cmd) -> float:
+GNU_TIME = "/usr/bin/time"  # Debian's `time`: reports its child's own peak RSS
+
+
+def _run_measured(cmd) -> tuple[float, float]:
+    """(wall seconds, peak RSS in MiB) of one command.
+
+    The peak comes from GNU time, which forks the command from its own small process: a child
+    forked straight from this interpreter would count the interpreter's pages (Linux keeps the
+    high-water mark across exec), hundreds of MiB for a command that uses a few. Without GNU
+    time, wait4's figure is recorded and marked as an upper bound (RSS_METHOD)."""
+    argv = [str(c) for c in cmd]
+    if RSS_METHOD == "gnu-time":
+        argv = [GNU_TIME, "-f", "cuzk-bench-rss-kib %M"] + argv
     t0 = time.perf_counter()
-    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
+    with open(os.devnull, "wb") as null:
+        p = subprocess.Popen(argv, stdout=null, stderr=subprocess.PIPE)
+        err = p.stderr.read()
+        p.stderr.close()
+        _, status, usage = os.wait4(p.pid, 0)
     dt = time.perf_counter() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
+    text = err.decode(errors="replace")
     if p.returncode != 0:
-        raise RuntimeError(f"{Path(str(cmd[0])).name} failed ({p.returncode}): "
-                           f"{(p.stderr or p.stdout).strip()[-500:]}")
-    return dt
+        raise RuntimeError(f"{Path(argv[0]).name} failed ({p.returncode}): "
+                           f"{text.strip()[-500:]}")
+    kib = usage.ru_maxrss
+    for line in text.splitlines():
+        if line.startswith("cuzk-bench-rss-kib "):
+            kib = int(line.split()[1])
+    return dt, kib / 1024.0
+
+
+RSS_METHOD = "gnu-time" if os.access(GNU_TIME, os.X_OK) else "wait4 (upper bound)"
 
 
 def _stats(xs):
@@ -53,8 +89,6 @@ def _stats(xs):
 
 def _shown(path) -> str:
     """A command part as recorded in the results: relative to the checkout when inside it."""
-    from bench.circuits import ROOT
-
     try:
         return str(Path(path).resolve().relative_to(ROOT))
     except ValueError:
@@ -67,15 +101,28 @@ def _cuzk_command() -> list:
     return [script] if script.exists() else [sys.executable, "-m", "cuzk.cli"]
 
 
-def _rapidsnark() -> str | None:
-    return shutil.which("rapidsnark")
+def find_rapidsnark() -> tuple[str | None, str]:
+    """(path of rapidsnark's prover or None, where it came from or why there is none)."""
+    env = os.environ.get("RAPIDSNARK")
+    if env:
+        if not os.access(env, os.X_OK):
+            raise RuntimeError(f"RAPIDSNARK={env} is not an executable file")
+        return env, "RAPIDSNARK"
+    built = PEER_DIR / "prover"
+    if os.access(built, os.X_OK):
+        return str(built), "bench/peers/rapidsnark (built from source)"
+    on_path = shutil.which("rapidsnark")
+    if on_path:
+        return on_path, "PATH"
+    return None, ("no rapidsnark: it is not in the package registries; build it from its "
+                  "public source (README.md, 'rapidsnark as a peer') or set RAPIDSNARK")
 
 
-def _size(log2n: int, profile: str, device: str, rapidsnark: str | None):
+def _circuit(family: str, log2n: int, profile: str, device: str, rapidsnark: str | None):
     from cuzk.prover import ProvingKey, load_witness, open_device, prove
     from cuzk.verifier import verify_files
 
-    files = toyhash(log2n)
+    files = circuit(family, log2n)
     work = files["zkey"].parent
     cmds = {
         "cuzk": _cuzk_command() + ["prove", "--device", device, files["zkey"], files["wtns"],
@@ -90,22 +137,28 @@ def _size(log2n: int, profile: str, device: str, rapidsnark: str | None):
     w = load_witness(files["wtns"], key)
     dev = open_device(device)
     for cmd in cmds.values():  # untimed: Numba cache, page cache, node's module cache
-        _time(cmd)
+        _run_measured(cmd)
     prove(key, w, dev)  # untimed: kernels loaded, key pages touched
     times = {k: [] for k in cmds}
+    rss = {k: [] for k in cmds}
     warm, phase_runs = [], []
-    for i in range(REPEATS[profile]):  # one of each per round: all see the same load
+    rounds = REPEATS[profile]
+    for i in range(rounds):  # one of each per round: all see the same load
         for k, cmd in cmds.items():
-            times[k].append(_time(cmd))
+            if k == "snarkjs" and log2n >= SLOW_PEER_LOG2N and i > 0:
+                continue
+            dt, mib = _run_measured(cmd)
+            times[k].append(dt)
+            rss[k].append(mib)
         t0 = time.perf_counter()
         proof = prove(key, w, dev)
         warm.append(time.perf_counter() - t0)
         phase_runs.append(proof.timings)
-        print(f"  2^{log2n} round {i + 1}/{REPEATS[profile]}: "
+        print(f"  {family} 2^{log2n} round {i + 1}/{rounds}: "
               + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in times.items())
               + f", cuzk in process {warm[-1]:.2f} s", flush=True)
     valid = verify_files(files["vk"], work / "pub_cuzk.json", work / "p_cuzk.json")
-    phases = {"log2n": log2n}
+    phases = {"circuit": f"{family} 2^{log2n}", "log2n": log2n}
     for name in phase_runs[0]:
         phases[name] = round(statistics.median(t.get(name, 0.0) for t in phase_runs), 2)
 
@@ -113,56 +166,54 @@ def _size(log2n: int, profile: str, device: str, rapidsnark: str | None):
     smin, smed, smax = _stats(times["snarkjs"])
     wmin, wmed, wmax = _stats(warm)
     info = json.loads(files["info"].read_text())
-    row = {"log2n": log2n, "constraints": info.get("constraints"),
+    row = {"family": family, "log2n": log2n, "constraints": info.get("constraints"),
            "key_by": " ".join(str(info.get("setup", "?")).split()[:2]),
            "cuzk_cmd_s": cmed, "cuzk_min_s": cmin, "cuzk_max_s": cmax,
            "snarkjs_s": smed, "snarkjs_min_s": smin, "snarkjs_max_s": smax,
            "cuzk_warm_s": wmed, "cuzk_warm_min_s": wmin, "cuzk_warm_max_s": wmax,
            "speedup_vs_snarkjs": smed / cmed, "speedup_warm_vs_snarkjs": smed / wmed,
-           "startup_s": cmed - wmed, "cuzk_proof_valid": bool(valid)}
+           "startup_s": cmed - wmed, "cuzk_rss_mib": max(rss["cuzk"]),
+           "snarkjs_rss_mib": max(rss["snarkjs"]), "cuzk_proof_valid": bool(valid)}
     if rapidsnark:
         rmin, rmed, rmax = _stats(times["rapidsnark"])
         row.update(rapidsnark_s=rmed, rapidsnark_min_s=rmin, rapidsnark_max_s=rmax,
-                   speedup_vs_rapidsnark=rmed / cmed)
-    print(f"  2^{log2n}: cuzk {cmed:.3f} s (warm {wmed:.3f} s), snarkjs {smed:.3f} s, "
-          f"ratio {row['speedup_vs_snarkjs']:.2f}x (warm {row['speedup_warm_vs_snarkjs']:.1f}x)"
+                   rapidsnark_rss_mib=max(rss["rapidsnark"]),
+                   speedup_vs_rapidsnark=rmed / cmed,
+                   cmd_vs_rapidsnark=cmed / rmed, warm_vs_rapidsnark=wmed / rmed,
+                   rss_vs_rapidsnark=max(rss["cuzk"]) / max(rss["rapidsnark"]))
+    print(f"  {family} 2^{log2n}: cuzk {cmed:.3f} s (warm {wmed:.3f} s), snarkjs {smed:.3f} s"
+          + (f", rapidsnark {row['rapidsnark_s']:.3f} s: command "
+             f"{row['cmd_vs_rapidsnark']:.2f}x, warm {row['warm_vs_rapidsnark']:.2f}x "
+             "rapidsnark's time" if rapidsnark else "")
           + ("" if valid else "  PROOF DOES NOT VERIFY"), flush=True)
     if not valid:
-        raise RuntimeError(f"cuzk prove's proof for toyhash 2^{log2n} does not verify")
+        raise RuntimeError(f"cuzk prove's proof for {family} 2^{log2n} does not verify")
     return row, phases
+
+
+ROW_COLUMNS = ["family", "log2n", "constraints", "cuzk_cmd_s", "cuzk_warm_s", "rapidsnark_s",
+               "snarkjs_s", "cmd_vs_rapidsnark", "warm_vs_rapidsnark", "speedup_vs_snarkjs",
+               "startup_s", "cuzk_rss_mib", "rapidsnark_rss_mib", "snarkjs_rss_mib"]
 
 
 def run(profile: str = "quick") -> dict:
     device = "cuda" if profile == "gpu" else "cpu"
-    rapidsnark = _rapidsnark()
+    rapidsnark, origin = find_rapidsnark()
     rows, phases = [], []
-    for log2n in SIZES[profile]:
-        row, ph = _size(log2n, profile, device, rapidsnark)
+    for family, log2n in CIRCUITS[profile]:
+        row, ph = _circuit(family, log2n, profile, device, rapidsnark)
         rows.append(row)
         phases.append(ph)
-    print(table(rows, ["log2n", "constraints", "cuzk_cmd_s", "cuzk_min_s", "cuzk_max_s",
-                       "snarkjs_s", "snarkjs_min_s", "snarkjs_max_s", "speedup_vs_snarkjs",
-                       "cuzk_warm_s", "speedup_warm_vs_snarkjs", "startup_s"]))
+    print(table(rows, [c for c in ROW_COLUMNS if any(c in r for r in rows)]))
     print("  per phase, ms (key loaded, median):")
     print(table(phases))
-    rs = {"installed": bool(rapidsnark), "binary": rapidsnark, "issue_s": ISSUE["rapidsnark_s"],
-          "issue_log2n": ISSUE["log2n"], "issue_snarkjs_s": ISSUE["snarkjs_s"],
-          "issue_circuit": ISSUE["circuit"]}
-    if not rapidsnark:
-        rs["why_not_measured"] = ("rapidsnark does not install from the package registries "
-                                  "(npm has no rapidsnark package; no binary on PATH)")
-    at = next((r for r in rows if r["log2n"] == ISSUE["log2n"]), None)
-    if at:
-        rs["cuzk_cmd_vs_issue"] = ISSUE["rapidsnark_s"] / at["cuzk_cmd_s"]
-        rs["cuzk_warm_vs_issue"] = ISSUE["rapidsnark_s"] / at["cuzk_warm_s"]
-        rs["snarkjs_here_vs_issue"] = at["snarkjs_s"] / ISSUE["snarkjs_s"]
-        print(f"  2^15 against issue #4's rapidsnark figure ({ISSUE['rapidsnark_s']} s, not "
-              f"rerun): cuzk command {at['cuzk_cmd_s']:.2f} s = "
-              f"{rs['cuzk_cmd_vs_issue']:.2f}x its speed, warm {at['cuzk_warm_s']:.2f} s = "
-              f"{rs['cuzk_warm_vs_issue']:.2f}x; snarkjs here took "
-              f"{rs['snarkjs_here_vs_issue']:.2f}x the issue's {ISSUE['snarkjs_s']} s", flush=True)
+    rs = {"installed": bool(rapidsnark), "binary": _shown(rapidsnark) if rapidsnark else None,
+          "origin": origin}
+    info = PEER_DIR / "BUILD-INFO"
+    if rapidsnark and info.exists() and Path(rapidsnark).resolve().parent == PEER_DIR.resolve():
+        rs["build"] = info.read_text().strip().splitlines()[:3]
     return {"device": device, "cuzk_command": " ".join(_shown(c) for c in _cuzk_command()),
-            "rows": rows, "phases_ms": phases, "rapidsnark": rs}
+            "rss_method": RSS_METHOD, "rows": rows, "phases_ms": phases, "rapidsnark": rs}
 
 
 if __name__ == "__main__":

@@ -268,22 +268,7 @@ def targets(results: dict) -> list[dict]:
                        note=(f"on {gntt.get('device')}" if gntt else
                              "needs a CUDA GPU: `make bench-gpu`"), suite="ntt", profile="gpu"))
 
-    prove = _get(results, "prove")
-    p15 = _row(prove and prove.get("rows"), log2n=15)
-    rs = (prove or {}).get("rapidsnark") or {}
-    ref = rs.get("issue_s", RAPIDSNARK_ISSUE_S)
-    note = ""
-    if p15:
-        note = (f"snarkjs {fmt(p15['snarkjs_s'])} s side by side: cuzk "
-                f"{fmt(p15['speedup_vs_snarkjs'])}x faster; rapidsnark not installable, "
-                f"its {ref} s is the issue's figure")
-    out.append(_target("`cuzk prove` 2^15, whole command, vs rapidsnark", "#4", ref, "s",
-                       p15 and p15.get("cuzk_cmd_s"), best=p15 and p15.get("cuzk_min_s"),
-                       note=note, suite="prove"))
-    out.append(_target("`cuzk prove` 2^15, key loaded (warm, in process)", "#4", ref, "s",
-                       p15 and p15.get("cuzk_warm_s"), best=p15 and p15.get("cuzk_warm_min_s"),
-                       note="the issue asks for faster still than the whole command",
-                       suite="prove"))
+    out += prove_targets(_get(results, "prove"))
     pairing = _get(results, "pairing")
     out.append(_target("verify one proof, one core", "#4", 50.0, "ms",
                        pairing and pairing.get("verify_ms"), suite="pairing",
@@ -324,7 +309,35 @@ def targets(results: dict) -> list[dict]:
     return out
 
 
-RAPIDSNARK_ISSUE_S = 0.70  # issue #4: rapidsnark, 2^15 toyhash-like circuit, this machine kind
+def prove_targets(prove: dict | None) -> list[dict]:
+    """Issue #16's targets against rapidsnark, run side by side on the same files: the command
+    <= 1.0x rapidsnark's and the in-process proof (the daemon's case) <= 0.5x at 2^15 and up,
+    peak RSS <= 2x at 2^17 and up (squaring-chain circuits)."""
+    rows = (prove or {}).get("rows") or []
+    have = bool((prove or {}).get("rapidsnark", {}).get("installed"))
+    why = "" if have or not prove else "rapidsnark not built here (README: rapidsnark as a peer)"
+    out = []
+    for log2n in (15, 17, 19):
+        r = _row(rows, family="squarechain", log2n=log2n)
+        if r is None and log2n == 19:
+            continue  # full profile only
+        ok = bool(r and have)
+        note = (f"cuzk {fmt(r['cuzk_cmd_s'])} s, rapidsnark {fmt(r['rapidsnark_s'])} s, "
+                f"snarkjs {fmt(r['snarkjs_s'])} s" if ok else why)
+        out.append(_target(f"`cuzk prove` 2^{log2n}, whole command ÷ rapidsnark's", "#16", 1.0,
+                           "x", r.get("cmd_vs_rapidsnark") if ok else None, note=note,
+                           suite="prove"))
+        out.append(_target(f"cuzk 2^{log2n}, key loaded (daemon's case) ÷ rapidsnark's command",
+                           "#16", 0.5, "x", r.get("warm_vs_rapidsnark") if ok else None,
+                           note=(f"in process {fmt(r['cuzk_warm_s'])} s" if ok else why),
+                           suite="prove"))
+        if log2n >= 17:
+            out.append(_target(f"`cuzk prove` 2^{log2n}, peak RSS ÷ rapidsnark's", "#16", 2.0,
+                               "x", r.get("rss_vs_rapidsnark") if ok else None,
+                               note=(f"{fmt(r['cuzk_rss_mib'])} / "
+                                     f"{fmt(r['rapidsnark_rss_mib'])} MiB" if ok else why),
+                               suite="prove"))
+    return out
 
 
 def targets_table(rows: list[dict]) -> str:
@@ -444,21 +457,23 @@ def _plot_prove(name, entry, res, img):
     rows = res.get("rows") or []
     if not rows:
         return []
-    fig, (ax, bx) = _figure("cuzk prove vs snarkjs groth16 prove, same zkey and witness",
-                            entry, ncols=2, width=5.6)
+    fig, (ax, bx) = _figure("cuzk prove vs rapidsnark and snarkjs, same zkey and witness "
+                            "(squaring chain)", entry, ncols=2, width=5.6)
+    rows = [r for r in rows if r.get("family", "squarechain") == "squarechain"] or rows
     xs = [r["log2n"] for r in rows]
     for col, lo, hi, label in (("cuzk_cmd_s", "cuzk_min_s", "cuzk_max_s", "cuzk prove (command)"),
                                ("snarkjs_s", "snarkjs_min_s", "snarkjs_max_s",
                                 "snarkjs groth16 prove"),
                                ("cuzk_warm_s", "cuzk_warm_min_s", "cuzk_warm_max_s",
-                                "cuzk, key loaded (in process)")):
+                                "cuzk, key loaded (in process)"),
+                               ("rapidsnark_s", "rapidsnark_min_s", "rapidsnark_max_s",
+                                "rapidsnark prover (command)")):
+        if not all(col in r for r in rows):
+            continue
         ys = [r[col] for r in rows]
         err = [[max(0.0, r[col] - r.get(lo, r[col])) for r in rows],
                [max(0.0, r.get(hi, r[col]) - r[col]) for r in rows]]
         ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=label)
-    rs = res.get("rapidsnark") or {}
-    ax.plot([15], [rs.get("issue_s", RAPIDSNARK_ISSUE_S)], marker="*", markersize=12,
-            color="crimson", linestyle="none", label="rapidsnark 2^15 (issue #4, not rerun)")
     ax.set_yscale("log")
     ax.set_xticks(xs)
     ax.set_xlabel("log2 domain")
@@ -467,10 +482,11 @@ def _plot_prove(name, entry, res, img):
     ax.legend(fontsize=6.5)
     phases = res.get("phases_ms") or []
     if phases:
-        keys = [k for k in phases[0] if k != "log2n"]
+        keys = [k for k in phases[0] if k not in ("log2n", "circuit")]
         totals = [sum(float(p.get(k) or 0.0) for k in keys) or 1.0 for p in phases]
         bottom = [0.0] * len(phases)
-        px = [f"2^{p['log2n']}" for p in phases]
+        px = [p.get("circuit", f"2^{p['log2n']}").replace("squarechain ", "sq ")
+              .replace("toyhash ", "toy ") for p in phases]
         for k in keys:
             vals = [100.0 * float(p.get(k) or 0.0) / t for p, t in zip(phases, totals,
                                                                          strict=True)]
@@ -651,11 +667,10 @@ from every result file present.
 - **Ratios, not absolutes.** Peers are run side by side in the same run on the same files
   (`cuzk prove` and `snarkjs groth16 prove` alternate), so their ratio carries over to other
   machines and loads; absolute times do not.
-- **rapidsnark** does not install from the package registries (npm has no rapidsnark
-  package), so it is not rerun here: the 0.70 s it takes for a 2^15 circuit on this machine
-  kind is the figure quoted in issue #4 (a 30000-constraint circuit; ours at 2^15 has 24578).
-  The snarkjs column, rerun every time, gauges a run's machine against the issue's: issue #4
-  measured snarkjs at 3.98 s on its circuit.
+- **rapidsnark** (iden3's C++/assembly prover) is not in the package registries: it is built
+  from its public source into bench/peers/rapidsnark (README.md, "rapidsnark as a peer") or
+  named by `RAPIDSNARK=path`, and then run side by side with `cuzk prove` and snarkjs on the
+  same files. Without it the prove suite has no rapidsnark columns.
 - **GPU targets** are measured only by `make bench-gpu` on a machine with a CUDA GPU; they
   read "not measured" until such a run's results are committed.
 - "met by the best run only": the median misses the target, the fastest run meets it (on a
@@ -698,22 +713,28 @@ def summary_section(results: dict, latest: dict | None = None) -> list[str]:
                 "a suite had less than the whole machine).", ""]
     prove = _get(results, "prove")
     if prove and prove.get("rows"):
-        out += ["**`cuzk prove` against `snarkjs groth16 prove`, whole commands alternating on "
-                "the same files** (seconds, medians):", "",
-                table(prove["rows"], ["log2n", "constraints", "cuzk_cmd_s", "snarkjs_s",
-                                      "speedup_vs_snarkjs", "cuzk_warm_s",
-                                      "speedup_warm_vs_snarkjs", "startup_s"]),
+        out += ["**`cuzk prove` against rapidsnark and `snarkjs groth16 prove`, whole commands "
+                "alternating on the same files** (seconds, medians; `*_vs_rapidsnark` is cuzk's "
+                "time ÷ rapidsnark's, below 1 is faster; RSS in MiB):", "",
+                table(prove["rows"], [c for c in PROVE_COLUMNS
+                                      if any(c in r for r in prove["rows"])]),
                 prove_prose(prove), ""]
     return out
 
 
+PROVE_COLUMNS = ["family", "log2n", "constraints", "cuzk_cmd_s", "cuzk_warm_s", "rapidsnark_s",
+                 "snarkjs_s", "cmd_vs_rapidsnark", "warm_vs_rapidsnark", "speedup_vs_snarkjs",
+                 "startup_s", "cuzk_rss_mib", "rapidsnark_rss_mib"]
+
+
 def prove_prose(prove: dict) -> str:
-    """The side-by-side result in words, from the figures (issue #4's comparison)."""
-    rows = sorted(prove["rows"], key=lambda r: r["log2n"])
+    """The side-by-side result in words, from the figures (issue #16's comparison)."""
+    rows = sorted(prove["rows"], key=lambda r: (r["log2n"], r.get("family", "")))
     cmd = [r["speedup_vs_snarkjs"] for r in rows]
     warm = [r["speedup_warm_vs_snarkjs"] for r in rows]
     lo, hi = rows[0], rows[-1]
     faster = all(x > 1 for x in cmd)
+
     def span(xs):
         return f"{fmt(xs[0])}x" if len(xs) == 1 else f"{fmt(min(xs))}x to {fmt(max(xs))}x"
 
@@ -725,25 +746,15 @@ def prove_prose(prove: dict) -> str:
             + f"; with the key already loaded (the daemon's case) {span(warm)}. The command's "
             "start-up (interpreter, imports, cached kernels, mapping the key), the command's "
             f"time less the in-process proof's, is about "
-            f"{fmt(statistics.median(r['startup_s'] for r in rows))} s (median over sizes): "
-            "most of the command's time on small circuits.")
+            f"{fmt(statistics.median(r['startup_s'] for r in rows))} s (median over sizes).")
     rs = prove.get("rapidsnark") or {}
-    at = next((r for r in rows if r["log2n"] == rs.get("issue_log2n", 15)), None)
-    if at and not rs.get("installed"):
-        ref = rs.get("issue_s", RAPIDSNARK_ISSUE_S)
-        text += (f" Against issue #4's rapidsnark figure ({ref} s at 2^15, not rerun: rapidsnark "
-                 f"does not install from the registries) the cuzk command takes "
-                 f"{fmt(at['cuzk_cmd_s'])} s ({fmt(at['cuzk_cmd_s'] / ref)}x rapidsnark's time: "
-                 f"{'met' if at['cuzk_cmd_s'] <= ref else 'target not met'}) and the in-process "
-                 f"proof {fmt(at['cuzk_warm_s'])} s ({fmt(at['cuzk_warm_s'] / ref)}x: "
-                 f"{'met' if at['cuzk_warm_s'] <= ref else 'not met'}). snarkjs took "
-                 f"{fmt(at['snarkjs_s'])} s in the same run, against the issue's "
-                 f"{rs.get('issue_snarkjs_s', 3.98)} s on its 30000-constraint circuit (ours "
-                 f"has {at.get('constraints')}).")
-    elif at and rs.get("installed"):
-        text += (f" rapidsnark, run side by side: {fmt(at.get('rapidsnark_s'))} s at 2^15, "
-                 f"cuzk {fmt(at.get('speedup_vs_rapidsnark'))}x its speed.")
-    return text
+    if not rs.get("installed"):
+        return text + " rapidsnark was not built on this machine, so it was not compared."
+    parts = [f"2^{r['log2n']} {r.get('family', '')}: command {fmt(r['cmd_vs_rapidsnark'])}x, "
+             f"in process {fmt(r['warm_vs_rapidsnark'])}x, RSS {fmt(r['rss_vs_rapidsnark'])}x"
+             for r in rows if "cmd_vs_rapidsnark" in r]
+    return text + (" Against rapidsnark, run side by side (cuzk's time ÷ rapidsnark's; below 1 "
+                   "is faster): " + "; ".join(parts) + ".")
 
 
 def suite_description(suite: str) -> str:
