@@ -1,109 +1,45 @@
 """circom/snarkjs file formats (.zkey, .wtns, .r1cs, proof/public/vk JSON): readers, writers."""
 
-from cuzk.formats.atomic import atomic_write_bytes, atomic_write_text, atomic_writer
-from cuzk.formats.errors import (
-    BadHeader,
-    BadJson,
-    BadMagic,
-    BadSectionSize,
-    BadValue,
-    BadVersion,
-    CountMismatch,
-    DuplicateSection,
-    FormatError,
-    MissingSection,
-    Truncated,
-    UnsupportedProtocol,
-    WrongPrime,
-)
-from cuzk.formats.limbs import (
-    BN254_Q,
-    BN254_R,
-    from_mont_q,
-    from_mont_r,
-    g1_array_to_points,
-    g1_from_limbs,
-    g1_to_limbs,
-    g2_array_to_points,
-    g2_from_limbs,
-    g2_to_limbs,
-    int_to_limbs,
-    int_to_zkey_coef,
-    ints_to_limbs,
-    limbs_to_int,
-    limbs_to_ints,
-    to_mont_q,
-    to_mont_r,
-    zkey_coef_to_int,
-)
-from cuzk.formats.r1cs import R1CS, SparseMatrix
-from cuzk.formats.snarkjs_json import (
-    VerificationKey,
-    fq12_to_json,
-    proof_to_json,
-    read_proof,
-    read_public,
-    read_verification_key,
-    verification_key,
-    write_proof,
-    write_public,
-    write_verification_key,
-)
-from cuzk.formats.wtns import Witness, read_wtns, write_wtns
-from cuzk.formats.zkey import COEF_DTYPE, ZKey, ZKeyData, write_zkey
+# Names load on first use (PEP 562), so that a module that needs only the numpy-free parts
+# (atomic writes, errors) does not import numpy: the `cuzk prove --server` client path imports
+# cuzk.formats.atomic and must stay free of numpy (tests/test_prove_remote.py checks it).
 
-__all__ = [
-    "BN254_Q",
-    "BN254_R",
-    "BadHeader",
-    "BadJson",
-    "BadMagic",
-    "BadSectionSize",
-    "BadValue",
-    "BadVersion",
-    "COEF_DTYPE",
-    "CountMismatch",
-    "DuplicateSection",
-    "FormatError",
-    "MissingSection",
-    "R1CS",
-    "SparseMatrix",
-    "Truncated",
-    "UnsupportedProtocol",
-    "VerificationKey",
-    "Witness",
-    "WrongPrime",
-    "ZKey",
-    "ZKeyData",
-    "atomic_write_bytes",
-    "atomic_write_text",
-    "atomic_writer",
-    "fq12_to_json",
-    "from_mont_q",
-    "from_mont_r",
-    "g1_array_to_points",
-    "g1_from_limbs",
-    "g1_to_limbs",
-    "g2_array_to_points",
-    "g2_from_limbs",
-    "g2_to_limbs",
-    "int_to_limbs",
-    "int_to_zkey_coef",
-    "ints_to_limbs",
-    "limbs_to_int",
-    "limbs_to_ints",
-    "proof_to_json",
-    "read_proof",
-    "read_public",
-    "read_verification_key",
-    "read_wtns",
-    "to_mont_q",
-    "to_mont_r",
-    "verification_key",
-    "write_proof",
-    "write_public",
-    "write_verification_key",
-    "write_wtns",
-    "write_zkey",
-    "zkey_coef_to_int",
-]
+# public name -> the module of this package that defines it
+_EXPORTS = {
+    "atomic_write_bytes": "atomic", "atomic_write_text": "atomic", "atomic_writer": "atomic",
+    "BadHeader": "errors", "BadJson": "errors", "BadMagic": "errors", "BadSectionSize": "errors",
+    "BadValue": "errors", "BadVersion": "errors", "CountMismatch": "errors",
+    "DuplicateSection": "errors", "FormatError": "errors", "MissingSection": "errors",
+    "Truncated": "errors", "UnsupportedProtocol": "errors", "WrongPrime": "errors",
+    "BN254_Q": "limbs", "BN254_R": "limbs", "from_mont_q": "limbs", "from_mont_r": "limbs",
+    "g1_array_to_points": "limbs", "g1_from_limbs": "limbs", "g1_to_limbs": "limbs",
+    "g2_array_to_points": "limbs", "g2_from_limbs": "limbs", "g2_to_limbs": "limbs",
+    "int_to_limbs": "limbs", "int_to_zkey_coef": "limbs", "ints_to_limbs": "limbs",
+    "limbs_to_int": "limbs", "limbs_to_ints": "limbs", "to_mont_q": "limbs", "to_mont_r": "limbs",
+    "zkey_coef_to_int": "limbs",
+    "R1CS": "r1cs", "SparseMatrix": "r1cs",
+    "VerificationKey": "snarkjs_json", "fq12_to_json": "snarkjs_json",
+    "proof_to_json": "snarkjs_json", "read_proof": "snarkjs_json", "read_public": "snarkjs_json",
+    "read_verification_key": "snarkjs_json", "verification_key": "snarkjs_json",
+    "write_proof": "snarkjs_json", "write_public": "snarkjs_json",
+    "write_verification_key": "snarkjs_json",
+    "Witness": "wtns", "read_wtns": "wtns", "write_wtns": "wtns",
+    "COEF_DTYPE": "zkey", "ZKey": "zkey", "ZKeyData": "zkey", "write_zkey": "zkey",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'cuzk.formats' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"cuzk.formats.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

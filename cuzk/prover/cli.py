@@ -61,16 +61,35 @@ def _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device):
 @click.option("--device", default="cpu", show_default=True, metavar="cpu|cuda[:N]",
               help="Where the NTT and G1 MSM kernels run.")
 @click.option("--timings", is_flag=True, help="Print per-phase timings to stderr.")
+@click.option("--server", metavar="URL", envvar="CUZK_SERVER", default=None,
+              help="Prove on the `cuzk serve` at URL (warm: no kernel loading here); ZKEY "
+                   "must lie under its key roots. [env CUZK_SERVER]")
+@click.option("--local", is_flag=True,
+              help="Prove in this process even when CUZK_SERVER is set.")
+@click.option("--token-file", metavar="FILE", envvar="CUZK_TOKEN_FILE",
+              help="With a server: file holding its API's bearer token. [env CUZK_TOKEN_FILE]")
 @click.argument("zkey", type=click.Path(dir_okay=False))
 @click.argument("wtns", type=click.Path(dir_okay=False))
 @click.argument("proof_json", type=click.Path(dir_okay=False, writable=True))
 @click.argument("public_json", type=click.Path(dir_okay=False, writable=True))
-def prove(zkey, wtns, proof_json, public_json, r1cs, verify, device, timings):
+def prove(zkey, wtns, proof_json, public_json, r1cs, verify, device, timings, server, local,
+          token_file):
     """Prove ZKEY with witness WTNS; write PROOF_JSON and PUBLIC_JSON (snarkjs shapes).
 
     Outputs are written atomically and only for a good proof: a bad key or witness, an
     unsatisfied constraint (--r1cs) or a proof that fails --verify exits 1 with the reason.
+
+    Where it proves: --local, else --server URL, else $CUZK_SERVER, else here. On a server
+    (`cuzk serve`, docs/prover.md) the same files, messages and exit statuses; the daemon
+    verifies (its --self-verify) and --r1cs / --device are refused (exit 2).
     """
+    if server:  # the thin client: before anything imports numpy (cuzk/prover/remote.py)
+        from cuzk.prover import remote
+
+        if remote.use_server(local):
+            remote.main(zkey, wtns, proof_json, public_json, server=server,
+                        token_file=token_file, r1cs=r1cs, device=device, timings=timings)
+            return
     if timings:
         logging.basicConfig(level=logging.DEBUG, stream=sys.stderr,
                             format="%(name)s %(message)s")

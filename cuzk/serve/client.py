@@ -3,6 +3,13 @@
 Client(url, token).submit(...), .result(job_id, wait=...), .jobs(), .cancel(id), .status().
 A refusal by the server raises ApiError (status and the server's reason); a server that
 cannot be reached raises Unreachable.
+
+Transport: http:// URLs go over a plain socket, one HTTP/1.1 request per connection
+(`Connection: close`, the answer read to its Content-Length), without proxies (a prover
+daemon is reached directly). urllib would do the same, but importing it (http.client, email,
+ssl) costs ~40 ms of the ~50 ms a bare interpreter takes to start, and `cuzk prove --server`
+runs this once per proof (measured in docs/prover.md). https:// URLs (a TLS proxy in front
+of the daemon) go through urllib, imported only then.
 """
 
 from __future__ import annotations
@@ -10,10 +17,9 @@ from __future__ import annotations
 import base64
 import json
 import os
+import socket
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
+from urllib.parse import quote, urlsplit
 
 DEFAULT_SERVER = "http://127.0.0.1:9820"
 
@@ -37,6 +43,74 @@ def read_token(path) -> str:
         return f.read().strip()
 
 
+class _BadAnswer(ValueError):
+    """An answer that is not HTTP/1.x (reported as Unreachable: whatever listens there is not
+    a cuzk serve)."""
+
+
+def _socket_exchange(url: str, method: str, data: bytes | None, headers: dict,
+                     timeout: float) -> tuple[int, bytes]:
+    """(status, body) of one HTTP/1.1 request on a fresh connection, any status."""
+    u = urlsplit(url)
+    host, port = u.hostname, u.port or 80
+    target = (u.path or "/") + (f"?{u.query}" if u.query else "")
+    netloc = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    lines = [f"{method} {target} HTTP/1.1", f"Host: {netloc}", "Connection: close",
+             f"Content-Length: {len(data or b'')}"]
+    lines += [f"{k}: {v}" for k, v in headers.items()]
+    request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (data or b"")
+    with socket.create_connection((host, port), timeout=timeout) as s:
+        try:
+            s.sendall(request)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # it answered early (413, 401) and closed: read that answer
+        buf = bytearray()
+        while True:
+            head_end = buf.find(b"\r\n\r\n")
+            if head_end >= 0:
+                head = bytes(buf[:head_end]).decode("latin-1").split("\r\n")
+                parts = head[0].split(" ", 2)
+                if len(parts) < 2 or not parts[0].startswith("HTTP/1.") \
+                        or not parts[1].isdigit():
+                    raise _BadAnswer(f"not an HTTP answer: {head[0][:80]!r}")
+                status = int(parts[1])
+                if 100 <= status < 200:  # an interim answer (100 Continue): the next one
+                    del buf[:head_end + 4]
+                    continue
+                fields = dict(h.split(":", 1) for h in head[1:] if ":" in h)
+                length = {k.strip().lower(): v.strip() for k, v in fields.items()}.get(
+                    "content-length")
+                body = buf[head_end + 4:]
+                while length is None or len(body) < int(length):
+                    chunk = s.recv(1 << 16)
+                    if not chunk:
+                        if length is not None:
+                            raise _BadAnswer(f"the answer ended after {len(body)} of "
+                                             f"{length} bytes")
+                        break
+                    body += chunk
+                return status, bytes(body if length is None else body[:int(length)])
+            chunk = s.recv(1 << 16)
+            if not chunk:
+                raise _BadAnswer("the connection closed before an answer"
+                                 + (f" ({len(buf)} bytes of a head)" if buf else ""))
+            buf += chunk
+
+
+def _urllib_exchange(url: str, method: str, data: bytes | None, headers: dict,
+                     timeout: float) -> tuple[int, bytes]:
+    """(status, body) of one request through urllib (https), any status."""
+    import urllib.error
+    import urllib.request
+
+    req = urllib.request.Request(url, data=data, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
 class Client:
     def __init__(self, server: str | None = None, token: str | None = None,
                  timeout: float = 60.0):
@@ -57,23 +131,20 @@ class Client:
             headers["Content-Type"] = "application/json"
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
-        req = urllib.request.Request(self.server + path, data=data, method=method,
-                                     headers=headers)
+        exchange = _socket_exchange if self.server.startswith("http://") else _urllib_exchange
         try:
-            with urllib.request.urlopen(req, timeout=timeout or self.timeout) as resp:
-                payload = resp.read()
-                status = resp.status
-        except urllib.error.HTTPError as e:
-            payload = e.read()
+            status, payload = exchange(self.server + path, method, data, headers,
+                                       timeout or self.timeout)
+        except (OSError, ValueError) as e:
+            reason = getattr(e, "reason", e)
+            raise Unreachable(f"cannot reach cuzk serve at {self.server}: {reason}") from None
+        if status >= 400:
             try:
                 obj = json.loads(payload)
                 message = obj.get("error", payload.decode(errors="replace"))
             except (ValueError, AttributeError):
-                obj, message = None, payload.decode(errors="replace")[:300] or e.reason
-            raise ApiError(e.code, message, obj) from None
-        except (urllib.error.URLError, OSError) as e:
-            reason = getattr(e, "reason", e)
-            raise Unreachable(f"cannot reach cuzk serve at {self.server}: {reason}") from None
+                obj, message = None, payload.decode(errors="replace")[:300] or f"HTTP {status}"
+            raise ApiError(status, message, obj)
         if raw:
             return status, payload
         try:
@@ -98,7 +169,7 @@ class Client:
         return self.request("POST", "/v1/keys", {"path": os.path.abspath(path)})[1]
 
     def evict_key(self, key_id: str) -> dict:
-        return self.request("POST", f"/v1/keys/{urllib.parse.quote(key_id)}/evict")[1]
+        return self.request("POST", f"/v1/keys/{quote(key_id)}/evict")[1]
 
     @staticmethod
     def witness_entry(w, upload: bool = True):
@@ -130,19 +201,19 @@ class Client:
         return self.request("POST", "/v1/prove", body, timeout=timeout + 30)[1]
 
     def job(self, job_id: str) -> dict:
-        return self.request("GET", f"/v1/jobs/{urllib.parse.quote(job_id)}")[1]
+        return self.request("GET", f"/v1/jobs/{quote(job_id)}")[1]
 
     def jobs(self, state: str | None = None) -> list[dict]:
-        q = f"?state={urllib.parse.quote(state)}" if state else ""
+        q = f"?state={quote(state)}" if state else ""
         return self.request("GET", f"/v1/jobs{q}")[1]["jobs"]
 
     def cancel(self, job_id: str) -> dict:
-        return self.request("POST", f"/v1/jobs/{urllib.parse.quote(job_id)}/cancel")[1]
+        return self.request("POST", f"/v1/jobs/{quote(job_id)}/cancel")[1]
 
     def result(self, job_id: str, wait: float = 0.0) -> dict:
         """The job's result if it finished within `wait` seconds (key "finished" true), else
         its current state (finished false)."""
-        path = f"/v1/jobs/{urllib.parse.quote(job_id)}/result?wait={wait:g}"
+        path = f"/v1/jobs/{quote(job_id)}/result?wait={wait:g}"
         return self.request("GET", path, timeout=wait + 30)[1]
 
     def wait(self, job_id: str, timeout: float | None = None, poll: float = 60.0) -> dict:

@@ -1,0 +1,200 @@
+"""`cuzk prove --server URL`: one proof made by a running `cuzk serve`, written like the local one.
+
+The thin client path of `cuzk prove`. It loads neither numpy nor numba (standard library,
+click, the HTTP client of `cuzk submit` and the atomic writer; tests/test_prove_remote.py
+checks `sys.modules`), so the command costs an interpreter start, one request and the
+daemon's proving time. It keeps the local command's contract:
+
+- the same checks in the same order: the key file, then the witness file (an OSError worded
+  as the local path words it), then what the daemon finds wrong with them (a key that is not a
+  Groth16 key, a witness that is not a .wtns of BN254's r or has the wrong count), reworded
+  into the local path's one-line messages;
+- exit 1 with one line for every reason not to write a proof, including a daemon that cannot
+  be reached and a proof the daemon rejects (its self-verification, `--self-verify`, on by
+  default);
+- proof.json and public.json as snarkjs writes them (the daemon answers with the same
+  objects the local writers write; they are dumped as cuzk.formats.snarkjs_json.dumps does),
+  atomically, and only for a good proof.
+
+How the witness travels (measured, docs/prover.md): uploaded as base64 inside the JSON body
+costs ~10 ms of encoding and decoding per MiB on each side; a path costs nothing but lets
+the daemon read the file only when it lies under its key roots on the same machine. So a
+witness of PATH_MIN_BYTES or more goes to a loopback daemon as its absolute path; if the
+daemon refuses that path (outside its key roots, unreadable to it), the same request is sent
+again with the bytes. Smaller witnesses, and every witness to another host, are uploaded.
+The key always goes by path (the daemon registers it on first use, as for `cuzk submit`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+
+import click
+
+# Witnesses from this size go to a loopback daemon by path first. Below it an upload costs
+# under ~2 ms, less than the extra request a refused path would cost.
+PATH_MIN_BYTES = 256 * 1024
+# Seconds one /v1/prove request may wait (the daemon caps it at its max_wait); a proof that
+# takes longer is then waited for on its job's result, without limit, like a local proof.
+REQUEST_WAIT = 600.0
+
+_KEY_UNUSABLE = "key: not a usable Groth16 proving key: "
+_WITNESS_UNUSABLE = "witnesses[0]: not a usable witness: "
+_WITNESS_COUNT = re.compile(r"witnesses\[0\]: the witness has (\d+) values but key \S+ "
+                            r"expects nVars = (\d+)")
+_NOT_VERIFIED = ("the proof does not verify: the witness does not satisfy the circuit of this "
+                 "key, or the key is damaged (prove with --local --r1cs R1CS to find a "
+                 "failing constraint)")
+
+
+class RemoteError(Exception):
+    """A reason not to write a proof, in one line."""
+
+
+def is_loopback(server: str) -> bool:
+    """True when the URL names this machine's loopback interface."""
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(server).hostname or "").lower()
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def local_words(e, zkey, wtns, server: str) -> str:
+    """The daemon's refusal (an ApiError) as the local path words the same problem."""
+    m = e.message if isinstance(e.message, str) else str(e)
+    if e.status == 422:
+        if m.startswith(_KEY_UNUSABLE):
+            return f"{zkey}: {m[len(_KEY_UNUSABLE):]}"
+        if m.startswith(_WITNESS_UNUSABLE):
+            return f"{wtns}: {m[len(_WITNESS_UNUSABLE):]}"
+        c = _WITNESS_COUNT.fullmatch(m)
+        if c:
+            return (f"{wtns}: witness has {c.group(1)} values but the key {zkey} expects "
+                    f"nVars = {c.group(2)}")
+    return f"cuzk serve at {server} refused the proof: {e}"
+
+
+def failure_words(r: dict) -> str:
+    """Why a finished job holds no proof, in one line."""
+    reasons = [p.get("error") or "" for p in r.get("partitions", [])] + [r.get("error") or ""]
+    if any("self-verification rejected" in x for x in reasons):
+        return _NOT_VERIFIED
+    why = r.get("error") or next((x for x in reasons if x), "no reason given")
+    return f"the daemon's job {r.get('job_id')} {r.get('state')}: {why}"
+
+
+def _proof_of(r: dict) -> tuple[dict, list]:
+    """(proof.json object, public.json list) of a finished one-partition job; RemoteError else."""
+    if r.get("state") != "done":
+        raise RemoteError(failure_words(r))
+    try:
+        proof, public = r["proofs"][0], r["public"][0]
+    except (KeyError, IndexError, TypeError):
+        proof = public = None
+    if not (isinstance(proof, dict) and {"pi_a", "pi_b", "pi_c"} <= set(proof)
+            and isinstance(public, list) and all(isinstance(s, str) and s.isdigit()
+                                                 for s in public)):
+        raise RemoteError(f"the daemon's job {r.get('job_id')} is done but its answer holds "
+                          "no proof.json / public.json")
+    return proof, public
+
+
+def dumps(obj) -> str:
+    """JSON as snarkjs writes it: cuzk.formats.snarkjs_json.dumps, which cannot be imported
+    here without numpy (tests/test_prove_remote.py checks that the two agree)."""
+    return json.dumps(obj, indent=1)
+
+
+def prove_remote(client, zkey, wtns, proof_json, public_json) -> dict:
+    """Prove on the daemon behind `client` (a cuzk.serve.client.Client); write the files.
+
+    Returns the daemon's result (job, partitions with their phase times). Raises OSError for
+    a file the local path could not read either, RemoteError for everything else."""
+    from cuzk.formats.atomic import atomic_write_text
+    from cuzk.serve.client import ApiError, ClientError
+
+    with open(zkey, "rb"):  # the local path's order: the key, then the witness
+        pass
+    with open(wtns, "rb") as f:
+        by_path = is_loopback(client.server) and os.fstat(f.fileno()).st_size >= PATH_MIN_BYTES
+        witness = None if by_path else f.read()
+
+    def ask(w, upload: bool) -> dict:
+        r = client.prove(zkey, [w], upload=upload, timeout=REQUEST_WAIT)
+        if not r.get("finished"):
+            r = client.wait(r["job_id"])
+        return r
+
+    try:
+        try:
+            r = ask(wtns if by_path else witness, upload=not by_path)
+        except ApiError as e:
+            if not (by_path and e.status < 500 and e.message.startswith("witnesses[0]:")):
+                raise
+            with open(wtns, "rb") as f:  # the daemon cannot read it there: send the bytes
+                r = ask(f.read(), upload=True)
+    except ApiError as e:
+        raise RemoteError(local_words(e, zkey, wtns, client.server)) from None
+    except ClientError as e:
+        raise RemoteError(str(e)) from None
+    proof, public = _proof_of(r)
+    atomic_write_text(proof_json, dumps(proof))
+    atomic_write_text(public_json, dumps(public))
+    return r
+
+
+def use_server(local: bool) -> bool:
+    """Whether a `cuzk prove` that has a server (--server or CUZK_SERVER) proves there:
+    --local proves here instead; --local with --server on the command line is a usage
+    error (click's, exit 2)."""
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context()
+    if not local:
+        return True
+    if ctx.get_parameter_source("server") == ParameterSource.COMMANDLINE:
+        raise click.UsageError("--server and --local exclude each other", ctx)
+    return False
+
+
+def check_usage(r1cs, device) -> None:
+    """Refuse options the daemon cannot honour (click's usage error, exit 2)."""
+    for name, given in (("--r1cs", r1cs is not None), ("--device", device != "cpu")):
+        if given:
+            raise click.UsageError(f"{name} is an option of the local prover: with --server "
+                                   "(or CUZK_SERVER) the daemon's devices prove; add --local "
+                                   "to prove here", click.get_current_context())
+
+
+def main(zkey, wtns, proof_json, public_json, *, server, token_file, r1cs, device,
+         timings) -> None:
+    """`cuzk prove --server`: prove, write, exit (0 written; 1 one line on stderr)."""
+    t0 = time.perf_counter()
+    check_usage(r1cs, device)
+    from cuzk.serve.client import Client, read_token
+
+    try:
+        token = read_token(token_file) if token_file else None
+    except OSError as e:
+        click.echo(f"cuzk prove: token file {token_file}: {e.strerror or e}", err=True)
+        sys.exit(1)
+    client = Client(server, token)
+    try:
+        r = prove_remote(client, zkey, wtns, proof_json, public_json)
+    except (RemoteError, OSError) as e:
+        click.echo(f"cuzk prove: {e}", err=True)
+        sys.exit(1)
+    if timings:
+        p = r["partitions"][0]
+        phases = ", ".join(f"{k} {p[f'{k}_ms']:.1f} ms" for k in ("synth", "gpu", "finalize")
+                           if p.get(f"{k}_ms") is not None)
+        click.echo(f"cuzk prove: job {r['job_id']} on {client.server}: {phases}; whole "
+                   f"command {1000 * (time.perf_counter() - t0):.1f} ms after imports",
+                   err=True)
+    from cuzk.prover.cli import exit_now_if_a_process_of_its_own
+
+    exit_now_if_a_process_of_its_own()

@@ -1,0 +1,299 @@
+"""`cuzk prove --server URL` (and CUZK_SERVER): the thin client of a running `cuzk serve`.
+
+One real daemon on loopback (CPU device, a bearer token, self-verification on) serves every
+test. Proofs made through it verify (the project's verifier; snarkjs in the interop test) and
+their files have the local command's shapes; the client path imports neither numpy nor numba;
+bad input gets the local command's message and exit status, checked by running both; an
+unreachable server, a key outside the daemon's roots, a missing token and a proof the daemon
+rejects exit 1 with one line and write nothing; the witness goes by path to a loopback daemon
+that can read it and as bytes when it cannot.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+from conftest import fixture_circuit
+from serve_harness import ServeProcess, cli_env, request, run_cli, warm_kernels
+
+from cuzk.verifier import verify
+
+TINY, MULCHAIN = fixture_circuit("tiny"), fixture_circuit("mulchain")
+TOKEN = "5f0c1d2e3a4b5c6d7e8f90a1b2c3d4e5"
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory):
+    """A daemon whose key root holds copies of the tiny and mulchain fixtures."""
+    base = tmp_path_factory.mktemp("remote")
+    root = base / "keys"
+    for c in (TINY, MULCHAIN):
+        (root / c.name).mkdir(parents=True)
+        for f in ("circuit.zkey", "witness_0.wtns", "bad_witness.wtns"):
+            shutil.copy(c.dir / f, root / c.name / f)
+    token = base / "token"
+    token.write_text(TOKEN + "\n")
+    token.chmod(0o600)
+    warm_kernels(TINY)
+    s = ServeProcess(base / "serve.log", "--listen", "127.0.0.1:0", "--devices", "cpu:1",
+                     "--synth-workers", "1", "--memory-budget", "1GiB", "--key-root", root,
+                     "--token-file", token, "--self-verify", "--log-level", "info").start()
+    s.root, s.token = root, token
+    yield s
+    try:
+        assert s.stop() == 0, s.log()
+        assert s.leftover_segments() == []
+    finally:
+        s.kill()
+
+
+def env_for(daemon, **extra):
+    """The environment of a client command: the daemon's token; CUZK_* from the test only."""
+    return cli_env(CUZK_TOKEN_FILE=str(daemon.token), **extra)
+
+
+def remote(daemon, *args, cwd=None, **env):
+    return run_cli("prove", *args, "--server", daemon.url, env=env_for(daemon, **env), cwd=cwd)
+
+
+def local(*args, cwd=None):
+    return run_cli("prove", *args, "--local", env=cli_env(), cwd=cwd)
+
+
+def n_jobs(daemon) -> int:
+    code, _, body = request(daemon.url, "GET", "/v1/jobs",
+                            headers={"Authorization": f"Bearer {TOKEN}"})
+    assert code == 200, body
+    return len(body["jobs"])
+
+
+def shape(text: str) -> str:
+    """A proof.json's text with its numbers blanked (proofs are randomized)."""
+    return re.sub(r'"[0-9]{2,}"', '"N"', text)
+
+
+# ------------------------------------------------------------------------------ proofs
+def test_server_proof_verifies_and_has_the_local_files_shapes(daemon, tmp_path):
+    key, wtns = daemon.root / "tiny" / "circuit.zkey", daemon.root / "tiny" / "witness_0.wtns"
+    p = remote(daemon, key, wtns, tmp_path / "proof.json", tmp_path / "public.json")
+    assert p.returncode == 0, p.stderr
+    assert p.stderr == "" and p.stdout == ""
+    proof_text = (tmp_path / "proof.json").read_text()
+    public_text = (tmp_path / "public.json").read_text()
+    vk = json.loads(TINY.vk.read_text())
+    assert json.loads(public_text) == json.loads(TINY.public(0).read_text())
+    assert verify(vk, json.loads(public_text), json.loads(proof_text))
+
+    q = local(key, wtns, tmp_path / "lproof.json", tmp_path / "lpublic.json")
+    assert q.returncode == 0, q.stderr
+    assert (tmp_path / "lpublic.json").read_text() == public_text  # byte for byte
+    assert shape((tmp_path / "lproof.json").read_text()) == shape(proof_text)
+    assert not [f for f in os.listdir(tmp_path) if f.startswith(".")]  # no temporary left
+
+
+@pytest.mark.interop
+def test_server_proof_accepted_by_snarkjs(daemon, tmp_path, tools):
+    from interop import groth16_verify
+
+    d = daemon.root / "mulchain"
+    p = remote(daemon, d / "circuit.zkey", d / "witness_0.wtns", tmp_path / "proof.json",
+               tmp_path / "public.json")
+    assert p.returncode == 0, p.stderr
+    assert groth16_verify(MULCHAIN.vk, tmp_path / "public.json", tmp_path / "proof.json")
+
+
+def test_dumps_is_the_snarkjs_writer():
+    from cuzk.formats.snarkjs_json import dumps
+    from cuzk.prover.remote import dumps as remote_dumps
+
+    for obj in (json.loads(TINY.proof(0).read_text()), json.loads(TINY.public(0).read_text()),
+                []):
+        assert remote_dumps(obj) == dumps(obj)
+
+
+CLIENT_MODULES = """
+import io, json, sys
+sys.stdout = io.StringIO()  # not the process's own: cuzk prove then returns instead of _exit
+from cuzk.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit as e:
+    code = e.code
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("numpy", "numba", "llvmlite"))
+print(json.dumps({"code": code, "heavy": heavy}), file=sys.stderr)
+"""
+
+
+def test_client_path_imports_neither_numpy_nor_numba(daemon, tmp_path):
+    d = daemon.root / "tiny"
+    args = ["prove", d / "circuit.zkey", d / "witness_0.wtns", tmp_path / "proof.json",
+            tmp_path / "public.json"]
+    for how, extra, env in (("--server", ["--server", daemon.url], {}),
+                            ("CUZK_SERVER", [], {"CUZK_SERVER": daemon.url})):
+        p = subprocess.run([sys.executable, "-c", CLIENT_MODULES, *map(str, args + extra)],
+                           capture_output=True, text=True, timeout=120,
+                           env=env_for(daemon, **env))
+        out = json.loads(p.stderr.strip().splitlines()[-1])
+        assert out == {"code": 0, "heavy": []}, (how, p.stderr)
+    # the check can fail: the local path imports both
+    p = subprocess.run([sys.executable, "-c", CLIENT_MODULES, *map(str, args), "--local"],
+                       capture_output=True, text=True, timeout=300, env=cli_env())
+    heavy = json.loads(p.stderr.strip().splitlines()[-1])["heavy"]
+    assert "numpy" in heavy and "numba" in heavy
+
+
+def test_cuzk_server_variable_and_local_flag(daemon, tmp_path):
+    d = daemon.root / "tiny"
+    args = (d / "circuit.zkey", d / "witness_0.wtns", tmp_path / "p.json", tmp_path / "q.json")
+    before = n_jobs(daemon)
+    p = run_cli("prove", *args, env=env_for(daemon, CUZK_SERVER=daemon.url))
+    assert p.returncode == 0, p.stderr
+    assert n_jobs(daemon) == before + 1
+    p = run_cli("prove", *args, "--local", env=env_for(daemon, CUZK_SERVER=daemon.url))
+    assert p.returncode == 0, p.stderr
+    assert n_jobs(daemon) == before + 1  # proved here
+    assert verify(json.loads(TINY.vk.read_text()), json.loads((tmp_path / "q.json").read_text()),
+                  json.loads((tmp_path / "p.json").read_text()))
+    # --local with an explicit --server, and the local prover's options, are usage errors
+    for extra in (["--local"], ["--r1cs", TINY.r1cs], ["--device", "cuda"]):
+        p = remote(daemon, *args, *extra)
+        assert p.returncode == 2, (extra, p.stderr)
+        assert "--local" in p.stderr
+    assert n_jobs(daemon) == before + 1
+    help_text = run_cli("prove", "--help").stdout
+    assert "CUZK_SERVER" in help_text and "--local" in help_text
+
+
+# ------------------------------------------------------------------------------ bad input
+def bad_inputs(root, tmp_path):
+    """(name, ZKEY, WTNS) of inputs the local path refuses with exit 1 and one line."""
+    (tmp_path / "empty.wtns").write_bytes(b"")
+    d = root / "tiny"
+    return [
+        ("missing key", "nope.zkey", d / "witness_0.wtns"),
+        ("missing witness", d / "circuit.zkey", "nope.wtns"),
+        ("key as witness", d / "circuit.zkey", d / "circuit.zkey"),
+        ("witness as key", d / "witness_0.wtns", d / "witness_0.wtns"),
+        ("empty witness", d / "circuit.zkey", "empty.wtns"),
+        ("another circuit's witness", d / "circuit.zkey", root / "mulchain" / "witness_0.wtns"),
+    ]
+
+
+def test_bad_input_same_message_and_status_as_local(daemon, tmp_path):
+    for name, key, wtns in bad_inputs(daemon.root, tmp_path):
+        outs = (tmp_path / "proof.json", tmp_path / "public.json")
+        p_remote = remote(daemon, key, wtns, *outs, cwd=tmp_path)
+        p_local = local(key, wtns, *outs, cwd=tmp_path)
+        assert p_local.returncode == 1, (name, p_local.stderr)
+        assert (p_remote.returncode, p_remote.stderr) == (1, p_local.stderr), name
+        assert len(p_remote.stderr.strip().splitlines()) == 1
+        assert not any(o.exists() for o in outs), name
+
+
+def test_unreachable_server_exits_1_with_the_reason(tmp_path):
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    p = run_cli("prove", TINY.zkey, TINY.witness(0), tmp_path / "p.json", tmp_path / "q.json",
+                "--server", url)
+    assert p.returncode == 1
+    assert p.stderr.strip() == f"cuzk prove: cannot reach cuzk serve at {url}: " \
+                               "[Errno 111] Connection refused"
+    assert os.listdir(tmp_path) == []
+
+
+def test_refusals_exit_1_and_write_nothing(daemon, tmp_path):
+    outs = (tmp_path / "p.json", tmp_path / "q.json")
+    d = daemon.root / "tiny"
+    # a witness that breaks a constraint: the daemon's self-verification rejects the proof
+    p = remote(daemon, d / "circuit.zkey", d / "bad_witness.wtns", *outs)
+    assert p.returncode == 1
+    assert p.stderr.startswith("cuzk prove: the proof does not verify: the witness does not "
+                               "satisfy the circuit"), p.stderr
+    # a key the daemon may not read: outside its key roots
+    p = remote(daemon, TINY.zkey, TINY.witness(0), *outs)
+    assert p.returncode == 1
+    assert "refused the proof: HTTP 403" in p.stderr and "outside the key roots" in p.stderr
+    # no token
+    env = cli_env()
+    p = run_cli("prove", d / "circuit.zkey", d / "witness_0.wtns", *outs, "--server",
+                daemon.url, env=env)
+    assert p.returncode == 1 and "HTTP 401" in p.stderr, p.stderr
+    p = remote(daemon, d / "circuit.zkey", d / "witness_0.wtns", *outs, "--token-file",
+               tmp_path / "none")
+    assert p.returncode == 1
+    assert p.stderr.strip() == f"cuzk prove: token file {tmp_path / 'none'}: No such file or " \
+                               "directory"
+    assert not any(o.exists() for o in outs)
+
+
+# ------------------------------------------------------------------------------ witness route
+def test_witness_by_path_on_loopback_else_bytes(daemon, tmp_path, monkeypatch):
+    """A witness the daemon can read goes by path; one outside its roots is refused there
+    and then uploaded; both proofs verify. (In process: PATH_MIN_BYTES lowered to 0.)"""
+    from cuzk.cli import main
+    from cuzk.prover import remote as R
+    from cuzk.serve.client import Client
+
+    sent = []
+    real = Client.prove
+
+    def spy(self, key, witnesses, *a, upload=True, **kw):
+        sent.append("bytes" if isinstance(witnesses[0], bytes) else
+                    "upload" if upload else "path")
+        return real(self, key, witnesses, *a, upload=upload, **kw)
+
+    monkeypatch.setattr(Client, "prove", spy)
+    monkeypatch.setattr(R, "PATH_MIN_BYTES", 0)
+    outside = tmp_path / "w.wtns"
+    shutil.copy(TINY.witness(0), outside)
+    vk = json.loads(TINY.vk.read_text())
+    for wtns, route in ((daemon.root / "tiny" / "witness_0.wtns", ["path"]),
+                        (outside, ["path", "bytes"])):
+        sent.clear()
+        r = CliRunner().invoke(main, ["prove", str(daemon.root / "tiny" / "circuit.zkey"),
+                                      str(wtns), str(tmp_path / "p.json"),
+                                      str(tmp_path / "q.json"), "--server", daemon.url,
+                                      "--token-file", str(daemon.token)])
+        assert r.exit_code == 0, r.output
+        assert sent == route
+        assert verify(vk, json.loads((tmp_path / "q.json").read_text()),
+                      json.loads((tmp_path / "p.json").read_text()))
+    # to a host that is not loopback, and below PATH_MIN_BYTES, always bytes
+    assert not R.is_loopback("http://prover7:9820") and R.is_loopback("http://[::1]:1")
+    assert R.is_loopback("http://localhost:9820") and R.is_loopback("http://127.0.0.2:1")
+
+
+def test_client_transport_reports_what_is_not_http(tmp_path):
+    """Something that is not a cuzk serve on the port: Unreachable with the reason."""
+    import socket
+    import threading
+
+    from cuzk.serve.client import Client, Unreachable
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+
+    def answer():
+        c, _ = srv.accept()
+        c.recv(65536)
+        c.sendall(b"SSH-2.0-OpenSSH_9.6\r\n\r\n")
+        c.close()
+
+    t = threading.Thread(target=answer, daemon=True)
+    t.start()
+    with pytest.raises(Unreachable, match="not an HTTP answer: 'SSH-2.0"):
+        Client(f"http://127.0.0.1:{srv.getsockname()[1]}").health()
+    t.join(10)
+    srv.close()
