@@ -69,19 +69,23 @@ def circom2(*args, **kw) -> subprocess.CompletedProcess:
 
 @dataclass
 class Compiled:
-    """A compiled circuit: its .r1cs and witness-generator .wasm."""
+    """A compiled circuit: its .r1cs, witness-generator .wasm and symbol table (.sym)."""
 
     r1cs: Path
     wasm: Path
+    sym: Path
 
 
-def compile_circuit(circom_file: os.PathLike | str, out_dir: os.PathLike | str) -> Compiled:
-    """circom2 --r1cs --wasm; returns the paths of the .r1cs and .wasm it wrote."""
+def compile_circuit(circom_file: os.PathLike | str, out_dir: os.PathLike | str,
+                    include=None) -> Compiled:
+    """circom2 --r1cs --wasm --sym [-l include]; returns the paths of the files it wrote."""
     circom_file, out_dir = Path(circom_file), Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    circom2(circom_file, "--r1cs", "--wasm", "-o", out_dir)
+    extra = ["-l", include] if include is not None else []
+    circom2(circom_file, "--r1cs", "--wasm", "--sym", *extra, "-o", out_dir)
     name = circom_file.stem
-    return Compiled(out_dir / f"{name}.r1cs", out_dir / f"{name}_js" / f"{name}.wasm")
+    return Compiled(out_dir / f"{name}.r1cs", out_dir / f"{name}_js" / f"{name}.wasm",
+                    out_dir / f"{name}.sym")
 
 
 def calculate_witness(wasm, inputs: dict, wtns_out) -> Path:

@@ -354,13 +354,14 @@ class WitnessCalculator:
     # ---- facts ----
     def input_signal_size(self, name: str) -> int | None:
         """Values of input signal `name` (None: not an input). Needs circom >= 2.1's export;
-        raises LookupError on circuits without it."""
+        raises LookupError on circuits without it. circom answers 0 for a name that is not
+        an input (snarkjs's `< 0` test never fires; it then reports "Too many values")."""
         f = self.ex.get("getInputSignalSize")
         if f is None:
             raise LookupError("getInputSignalSize")
         h = fnv1a64(name)
         n = f(self.store, h >> 32, h & 0xFFFFFFFF)
-        return None if n < 0 else n
+        return None if n <= 0 else n
 
     @property
     def memory_bytes(self) -> int:

@@ -1,0 +1,350 @@
+"""Witness calculation from circom 2 .wasm (cuzk.witness, `cuzk wtns calculate`, `cuzk fullprove`).
+
+References from outside: the committed witnesses were written by `snarkjs wtns calculate`
+(tests/fixtures/make_fixtures.py), and the interop tests run snarkjs live on the same files
+(input forms, circomlib's Poseidon), compare bytes, and verify fullprove's proofs with
+`snarkjs groth16 verify`. Every bad-input error has a CLI test that also checks that nothing
+was written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import interop
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from cuzk.cli import main as cli
+from cuzk.formats import BN254_R as R
+from cuzk.formats import read_wtns
+from cuzk.witness import (
+    Circuit,
+    NotANumber,
+    WitnessError,
+    fnv1a64,
+    parse_inputs,
+)
+from cuzk.witness import cache as wcache
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+CIRCUITS = Path(__file__).resolve().parent / "circuits"
+WITNESS_CIRCUITS = ("tiny", "mulchain", "bits", "toyhash", "nested")
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory, monkeypatch):
+    """Each test session compiles into its own module cache, never the user's."""
+    monkeypatch.setenv("CUZK_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "wasm-cache"))
+
+
+def fx(name: str) -> Path:
+    return FIXTURES / name
+
+
+def run_cli(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+# ---- inputs as snarkjs reads them ----
+
+def test_fnv1a64_known_values():
+    # FNV-1a 64 reference values: offset basis for "", and the published vector for "a".
+    assert fnv1a64("") == 0xCBF29CE484222325
+    assert fnv1a64("a") == 0xAF63DC4C8601EC8C
+    assert fnv1a64("foobar") == 0x85944171F73967E8
+
+
+def test_inputs_flatten_and_reduce_like_snarkjs():
+    got = parse_inputs({
+        "m": [[1, "2"], ["0x1f", -1]],
+        "n": "-5",
+        "big": str(R + 7),
+        "f": 1e3,
+        "t": True,
+        "sp": " 42 ",
+        "o": "0o17",
+        "b": "0b101",
+    })
+    assert got == [("m", [1, 2, 31, R - 1]), ("n", [R - 5]), ("big", [7]), ("f", [1000]),
+                   ("t", [1]), ("sp", [42]), ("o", [15]), ("b", [5])]
+
+
+@pytest.mark.parametrize("value, said", [
+    ("abc", "is not a number"), ("1.5", "is not a number"), ("", "is not a number"),
+    ("-0x5", "is not a number"), (1.5, "is not an integer"), (None, "is null"),
+    ({"x": 1}, "is an object"), ([1, [2, "z"]], "x[1][1] = 'z'"),
+])
+def test_inputs_not_a_number(value, said):
+    with pytest.raises(NotANumber, match=r"in\.json: .*") as e:
+        parse_inputs({"x": value}, "in.json")
+    assert said in str(e.value)
+
+
+# ---- witnesses byte-identical to snarkjs's ----
+
+@pytest.mark.parametrize("name", WITNESS_CIRCUITS)
+def test_witness_equals_snarkjs(name, tmp_path):
+    d = fx(name)
+    for k in (0, 1):
+        out = tmp_path / f"w{k}.wtns"
+        r = run_cli("wtns", "calculate", d / "circuit.wasm", d / f"input_{k}.json", out)
+        assert r.exit_code == 0, r.output
+        assert out.read_bytes() == d.joinpath(f"witness_{k}.wtns").read_bytes()
+
+
+def test_calculator_reused_and_after_failure(tmp_path):
+    """One instance computes witness after witness; a failed one is replaced, not reused."""
+    from cuzk.witness import read_inputs
+
+    d = fx("nested")
+    circuit = Circuit(d / "circuit.wasm")
+    assert circuit.witness_size == 22 and circuit.input_size == 11
+    calc = circuit.calculator()
+    for k in (0, 1, 0):
+        w = calc.calculate(read_inputs(d / f"input_{k}.json"))
+        assert np.array_equal(w, read_wtns(d / f"witness_{k}.wtns").values)
+    with pytest.raises(WitnessError, match="assert failed"):
+        calc.calculate(parse_inputs({"m": [[1, 2, 3], [4, 5, 6]], "v": [7, 8, 9], "s": 11,
+                                     "limit": 10}))
+    with pytest.raises(RuntimeError, match="failed before"):
+        calc.calculate(read_inputs(d / "input_0.json"))
+    fresh = circuit.calculator()
+    out = np.zeros((circuit.witness_size, 4), dtype=np.uint64)
+    fresh.calculate(read_inputs(d / "input_1.json"), out=out)
+    assert np.array_equal(out, read_wtns(d / "witness_1.wtns").values)
+    assert fresh.memory_bytes >= circuit.witness_size * 32
+
+
+def test_module_cache_on_disk(tmp_path, monkeypatch):
+    """A new process (here: the in-process cache dropped) loads the serialized module; a
+    damaged cache file is compiled again and replaced."""
+    monkeypatch.setenv("CUZK_CACHE_DIR", str(tmp_path / "cache"))
+    d = fx("mulchain")
+    wcache.forget_process_cache()
+    first = Circuit(d / "circuit.wasm")
+    assert first.load_stats["source"] == "compiled"
+    files = list((tmp_path / "cache" / "wasm").glob("*.cwasm"))
+    assert [f.name.split("-")[0] for f in files] == [first.load_stats["sha256"]]
+    assert Circuit(d / "circuit.wasm").load_stats["source"] == "process"
+    wcache.forget_process_cache()
+    assert Circuit(d / "circuit.wasm").load_stats["source"] == "disk"
+    files[0].write_bytes(b"not a module")
+    wcache.forget_process_cache()
+    again = Circuit(d / "circuit.wasm")
+    assert again.load_stats["source"] == "compiled"
+    assert files[0].read_bytes() != b"not a module"
+    from cuzk.witness import read_inputs
+
+    w = again.calculator().calculate(read_inputs(d / "input_1.json"))
+    assert np.array_equal(w, read_wtns(d / "witness_1.wtns").values)
+
+
+# ---- bad inputs: one named line, exit 1, nothing written ----
+
+NESTED_OK = {"m": [[1, 2, 3], [4, 5, 6]], "v": [7, 8, 9], "s": 5, "limit": 10}
+
+
+def _calc_fails(tmp_path, wasm, inputs, *expected):
+    inp = tmp_path / "input.json"
+    inp.write_text(inputs if isinstance(inputs, str) else json.dumps(inputs))
+    out = tmp_path / "out.wtns"
+    r = run_cli("wtns", "calculate", wasm, inp, out)
+    assert r.exit_code == 1, r.output
+    line = r.output.strip()
+    assert "\n" not in line and line.startswith("cuzk wtns calculate: "), r.output
+    for text in expected:
+        assert text in line, line
+    assert not out.exists()
+    return line
+
+
+def test_missing_input_named(tmp_path):
+    bad = {k: v for k, v in NESTED_OK.items() if k != "s"}
+    _calc_fails(tmp_path, fx("nested") / "circuit.wasm", bad, "input.json: missing input "
+                "signal s ", "has inputs m, v, limit, s")
+
+
+def test_missing_input_without_sym(tmp_path):
+    wasm = tmp_path / "lone" / "circuit.wasm"
+    wasm.parent.mkdir()
+    shutil.copy(fx("nested") / "circuit.wasm", wasm)
+    bad = {k: v for k, v in NESTED_OK.items() if k != "limit"}
+    _calc_fails(tmp_path, wasm, bad, "missing input signals", "10 of the 11 input values",
+                "--sym")
+
+
+def test_unknown_signal(tmp_path):
+    for name in ("q", "mv", "prod"):  # not a signal; an output; an intermediate signal
+        _calc_fails(tmp_path, fx("nested") / "circuit.wasm", {**NESTED_OK, name: 1},
+                    f"'{name}' is not an input signal of the circuit")
+
+
+def test_wrong_array_length(tmp_path):
+    _calc_fails(tmp_path, fx("nested") / "circuit.wasm", {**NESTED_OK, "v": [7, 8]},
+                "v has 2 values, but the circuit's v has 3")
+    _calc_fails(tmp_path, fx("nested") / "circuit.wasm",
+                {**NESTED_OK, "m": [[1, 2, 3], [4, 5, 6], [7]]},
+                "m has 7 values, but the circuit's m has 6")
+
+
+def test_value_not_a_number(tmp_path):
+    _calc_fails(tmp_path, fx("nested") / "circuit.wasm",
+                {**NESTED_OK, "m": [[1, 2, 3], [4, "x5", 6]]}, "m[1][1] = 'x5' is not a number")
+    _calc_fails(tmp_path, fx("nested") / "circuit.wasm", "{not json", "not valid JSON")
+    _calc_fails(tmp_path, fx("nested") / "circuit.wasm", "[1, 2]", "must be a JSON object")
+
+
+def test_failing_assert_shows_circom_message(tmp_path):
+    _calc_fails(tmp_path, fx("nested") / "circuit.wasm", {**NESTED_OK, "s": 10},
+                "the circuit's assert failed: Error in template Nested_0 line: 18")
+
+
+def test_not_a_circom_wasm(tmp_path):
+    import wasmtime
+
+    junk = tmp_path / "junk.wasm"
+    junk.write_bytes(b"\x7fELF not wasm at all")
+    _calc_fails(tmp_path, junk, NESTED_OK, "junk.wasm: not a WebAssembly module")
+    broken = tmp_path / "broken.wasm"
+    broken.write_bytes(b"\0asm\x01\0\0\0\x05garbage")
+    _calc_fails(tmp_path, broken, NESTED_OK, "broken.wasm: not a valid WebAssembly module")
+    other = tmp_path / "other.wasm"
+    other.write_bytes(wasmtime.wat2wasm('(module (func (export "main")))'))
+    _calc_fails(tmp_path, other, NESTED_OK, "exports no getVersion", "not a circom 2")
+    imports = tmp_path / "imports.wasm"
+    imports.write_bytes(wasmtime.wat2wasm('(module (import "wasi" "fd_write" (func)))'))
+    _calc_fails(tmp_path, imports, NESTED_OK, "imports wasi.fd_write")
+
+
+def test_missing_files_exit_1(tmp_path):
+    r = run_cli("wtns", "calculate", tmp_path / "none.wasm", fx("tiny") / "input_0.json",
+                tmp_path / "o.wtns")
+    assert r.exit_code == 1 and "none.wasm" in r.output
+    r = run_cli("wtns", "calculate", fx("tiny") / "circuit.wasm", tmp_path / "none.json",
+                tmp_path / "o.wtns")
+    assert r.exit_code == 1 and "none.json" in r.output
+    assert not (tmp_path / "o.wtns").exists()
+
+
+# ---- fullprove ----
+
+def test_fullprove_rejects_wasm_of_another_circuit(tmp_path):
+    proof, public = tmp_path / "proof.json", tmp_path / "public.json"
+    r = run_cli("fullprove", fx("tiny") / "input_0.json", fx("tiny") / "circuit.wasm",
+                fx("nested") / "circuit.zkey", proof, public)
+    assert r.exit_code == 1
+    assert "circuit.wasm: has 4 wires but" in r.output and "nVars = 22" in r.output
+    assert "not the same circuit" in r.output
+    assert not proof.exists() and not public.exists()
+
+
+def test_fullprove_bad_input_writes_nothing(tmp_path):
+    inp = tmp_path / "in.json"
+    inp.write_text(json.dumps({**NESTED_OK, "s": 99}))
+    proof, public = tmp_path / "proof.json", tmp_path / "public.json"
+    r = run_cli("fullprove", inp, fx("nested") / "circuit.wasm", fx("nested") / "circuit.zkey",
+                proof, public)
+    assert r.exit_code == 1 and "assert failed" in r.output
+    assert not proof.exists() and not public.exists()
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("name", ["nested", "toyhash"])
+def test_fullprove_verifies_with_snarkjs(name, tmp_path, tools):
+    d = fx(name)
+    proof, public = tmp_path / "proof.json", tmp_path / "public.json"
+    r = run_cli("fullprove", d / "input_1.json", d / "circuit.wasm", d / "circuit.zkey",
+                proof, public, "--verify")
+    assert r.exit_code == 0, r.output
+    assert public.read_bytes() == d.joinpath("public_1.json").read_bytes()
+    assert interop.groth16_verify(d / "verification_key.json", public, proof)
+
+
+@pytest.mark.interop
+def test_fullprove_process_of_its_own(tmp_path, tools):
+    """The real command line (its own process, exit without teardown) and its exit codes."""
+    d = fx("nested")
+    proof, public = tmp_path / "proof.json", tmp_path / "public.json"
+    cmd = [sys.executable, "-m", "cuzk.cli", "fullprove", d / "input_0.json",
+           d / "circuit.wasm", d / "circuit.zkey", proof, public]
+    env = dict(os.environ)
+    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=300,
+                       env=env)
+    assert p.returncode == 0, p.stderr
+    assert interop.groth16_verify(d / "verification_key.json", public, proof)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({**NESTED_OK, "zz": 1}))
+    cmd[4] = bad
+    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=300,
+                       env=env)
+    assert p.returncode == 1
+    assert p.stderr.strip() == (f"cuzk fullprove: {bad}: 'zz' is not an input signal of the "
+                                "circuit circuit.wasm")
+
+
+# ---- live snarkjs on the same files ----
+
+@pytest.mark.interop
+def test_input_forms_match_snarkjs(tmp_path, tools):
+    """Hex strings, JSON numbers, negative values, values above r, nested arrays: the same
+    bytes as `snarkjs wtns calculate` on the same input file."""
+    inp = tmp_path / "forms.json"
+    inp.write_text(json.dumps({
+        "m": [["0x1F", -3, str(R + 5)], [12, "-77", "0xabcdef0123456789abcdef"]],
+        "v": [1e3, " 5 ", str(2**254)],
+        "s": "-2",
+        "limit": 9007199254740991,
+    }))
+    ours, theirs = tmp_path / "ours.wtns", tmp_path / "theirs.wtns"
+    wasm = fx("nested") / "circuit.wasm"
+    assert run_cli("wtns", "calculate", wasm, inp, ours).exit_code == 0
+    interop.snarkjs("wtns", "calculate", wasm, inp, theirs)
+    assert ours.read_bytes() == theirs.read_bytes()
+    assert interop.wtns_check(fx("nested") / "circuit.r1cs", ours)
+
+
+@pytest.fixture(scope="session")
+def poseidon(tmp_path_factory, tools):
+    """circomlib's Poseidon(3), compiled from npm's circomlib by circom2 (with its .sym)."""
+    out = tmp_path_factory.mktemp("poseidon")
+    return interop.compile_circuit(CIRCUITS / "poseidon.circom", out,
+                                   include=interop.ROOT / ".tools" / "node_modules")
+
+
+@pytest.mark.interop
+def test_circomlib_poseidon_equals_snarkjs(poseidon, tmp_path):
+    for k, inputs in enumerate([{"inputs": [1, 2, 3]},
+                                {"inputs": [str(R - 1), "0x" + "ab" * 31, "-12345"]}]):
+        inp = tmp_path / f"in{k}.json"
+        inp.write_text(json.dumps(inputs))
+        ours, theirs = tmp_path / f"ours{k}.wtns", tmp_path / f"theirs{k}.wtns"
+        r = run_cli("wtns", "calculate", poseidon.wasm, inp, ours)
+        assert r.exit_code == 0, r.output
+        interop.snarkjs("wtns", "calculate", poseidon.wasm, inp, theirs)
+        assert ours.read_bytes() == theirs.read_bytes()
+        assert interop.wtns_check(poseidon.r1cs, ours)
+    # Poseidon([1, 2, 3]), the reference value circomlibjs's tests give.
+    w = read_wtns(tmp_path / "ours0.wtns").values
+    out = int.from_bytes(np.ascontiguousarray(w[1]).tobytes(), "little")
+    assert out == 0x0E7732D89E6939C0FF03D5E58DAB6302F3230E269DC5B968F725DF34AB36D732
+    _calc_fails(tmp_path, poseidon.wasm, {"inputs": [1, 2]},
+                "inputs has 2 values, but the circuit's inputs has 3")
+    _calc_fails(tmp_path, poseidon.wasm, {}, "missing input signal inputs ")
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("prime", ["bls12381", "goldilocks"])
+def test_prime_not_bn254(prime, tmp_path, tools):
+    src = tmp_path / "tinyp.circom"
+    src.write_text((CIRCUITS / "tiny.circom").read_text())
+    interop.circom2(src, "--wasm", "--prime", prime, "-o", tmp_path)
+    wasm = tmp_path / "tinyp_js" / "tinyp.wasm"
+    _calc_fails(tmp_path, wasm, {"a": 3, "b": 11}, "tinyp.wasm: compiled for the prime",
+                "BN254's scalar field r")
