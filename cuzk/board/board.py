@@ -479,10 +479,12 @@ class Board:
             self._ctl_end()
 
     # counters payload field indexes
-    _C_RETRIES, _C_RESTARTS, _C_STALE, _C_QDEPTH, _C_TORN, _C_DROPPED, _C_NKINDS = range(7)
+    _C_RETRIES, _C_RESTARTS, _C_STALE, _C_QDEPTH, _C_TORN, _C_DROPPED, _C_NKINDS, \
+        _C_RECOVERED = range(8)
 
     def _count_locked(self, *, retries=0, restarts=0, stale_ends=0, torn_repaired=0,
-                      jobs_dropped=0, queue_depth=None, completed=None, failed=None, n=1):
+                      jobs_dropped=0, recovered=0, queue_depth=None, completed=None,
+                      failed=None, n=1):
         lay = self.layout
         off = lay.offsets["counters"]
         payload = lay.counters_payload
@@ -494,23 +496,24 @@ class Board:
             f[3] = queue_depth
         f[4] += torn_repaired
         f[5] += jobs_dropped
+        f[7] += recovered
         kind = completed if completed is not None else failed
         if kind is not None:
             # struct returns "24s" fields zero padded: compare padded labels
             label = L.pack_str(kind, L.LABEL_BYTES, "proof kind").ljust(L.LABEL_BYTES, b"\0")
             nk = f[6]
             for i in range(nk):
-                if f[7 + 3 * i] == label:
+                if f[8 + 3 * i] == label:
                     break
             else:
                 if nk < lay.kind_rows:
                     i = nk
                     f[6] = nk + 1
-                    f[7 + 3 * i] = label
+                    f[8 + 3 * i] = label
                 else:
                     i = lay.kind_rows - 1
-                    f[7 + 3 * i] = b"other"
-            f[8 + 3 * i + (0 if completed is not None else 1)] += n
+                    f[8 + 3 * i] = b"other"
+            f[9 + 3 * i + (0 if completed is not None else 1)] += n
         self._ctl_write(off, payload, f)
 
     def count_completed(self, kind: str, n: int = 1) -> None:
@@ -518,6 +521,10 @@ class Board:
 
     def count_failed(self, kind: str, n: int = 1) -> None:
         self._count(failed=kind, n=n)
+
+    def count_recovered(self, n: int = 1) -> None:
+        """Count jobs re-queued from the job journal after a restart."""
+        self._count(recovered=n)
 
     def count_retry(self, n: int = 1) -> None:
         self._count(retries=n)
@@ -751,7 +758,7 @@ def _empty_memory(lay: L.Layout):
 
 
 def _empty_counters(lay: L.Layout):
-    return [0, 0, 0, 0, 0, 0, 0] + [b"", 0, 0] * lay.kind_rows
+    return [0, 0, 0, 0, 0, 0, 0, 0] + [b"", 0, 0] * lay.kind_rows
 
 
 def _empty_keys(lay: L.Layout):

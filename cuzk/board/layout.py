@@ -20,7 +20,7 @@ import struct
 from dataclasses import dataclass
 
 MAGIC = b"CUZKBRD\x00"
-LAYOUT_VERSION = 1
+LAYOUT_VERSION = 2  # 2: jobs_recovered in the counters record (was padding)
 NAME_PREFIX = "cuzk-"
 
 ID_BYTES = 48      # job ids, key ids (UTF-8, zero padded)
@@ -117,8 +117,9 @@ def memory_payload(by_use_rows: int) -> struct.Struct:
 @functools.cache
 def counters_payload(kind_rows: int) -> struct.Struct:
     """retries, restarts, stale ends ignored, queue depth, torn records repaired, jobs not
-    recorded (table full), number of kinds, then `kind_rows` (kind, completed, failed)."""
-    return struct.Struct("<Q Q Q q Q Q I 4x" + f" {LABEL_BYTES}s Q Q" * kind_rows)
+    recorded (table full), number of kinds, jobs recovered from the journal after a restart,
+    then `kind_rows` (kind, completed, failed)."""
+    return struct.Struct("<Q Q Q q Q Q I I" + f" {LABEL_BYTES}s Q Q" * kind_rows)
 
 
 @functools.cache

@@ -328,16 +328,16 @@ class Snapshot:
     @cached_property
     def counters(self) -> dict:
         c = self.raw_counters
-        retries, restarts, stale, qdepth, torn_repaired, dropped, nk = c[1:8]
-        completed = {L.unpack_str(c[8 + 3 * i]): c[9 + 3 * i] for i in range(nk)}
-        failed = {L.unpack_str(c[8 + 3 * i]): c[10 + 3 * i] for i in range(nk)}
+        retries, restarts, stale, qdepth, torn_repaired, dropped, nk, recovered = c[1:9]
+        completed = {L.unpack_str(c[9 + 3 * i]): c[10 + 3 * i] for i in range(nk)}
+        failed = {L.unpack_str(c[9 + 3 * i]): c[11 + 3 * i] for i in range(nk)}
         return {"total_completed": sum(completed.values()),
                 "total_failed": sum(failed.values()),
                 "completed_by_kind": {k: v for k, v in completed.items() if v},
                 "failed_by_kind": {k: v for k, v in failed.items() if v},
                 "retries": retries, "restarts": restarts, "stale_ends_ignored": stale,
                 "queue_depth": qdepth, "torn_records_repaired": torn_repaired,
-                "jobs_not_shown": dropped}
+                "jobs_not_shown": dropped, "jobs_recovered": recovered}
 
     @cached_property
     def keys(self) -> list[dict]:

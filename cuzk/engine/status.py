@@ -174,6 +174,9 @@ class SupervisorStatus:
     def count_retry(self) -> None:
         self.board.count_retry()
 
+    def count_recovered(self) -> None:
+        self.board.count_recovered()
+
     def count_restart(self) -> None:
         self.board.count_restart()
 
