@@ -136,7 +136,8 @@ class Demo:
         log_path = self.work / "serve.log"
         args = [*CLI, "serve", "--listen", "127.0.0.1:0", "--devices", self.devices,
                 "--synth-workers", "1", "--memory-budget", "2GiB", "--key-root",
-                str(self.work), "--instance", "demo", "--drain-timeout", "10"]
+                str(self.work), "--instance", "demo", "--drain-timeout", "10",
+                "--state-dir", str(self.work / "state")]
         self.say("cuzk serve " + " ".join(args[4:]))
         self._log = open(log_path, "wb")
         self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT,

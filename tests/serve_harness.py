@@ -2,7 +2,9 @@
 
 ServeProcess starts `python -m cuzk.cli serve --listen 127.0.0.1:0 ...` in its own session,
 logs to a file (never a pipe that could fill), learns its URL from the "listening on" line,
-and on stop() checks that the process exited and left no shared-memory segment behind.
+and on stop() checks that the process exited and left no shared-memory segment behind. Unless
+the arguments name one, it passes a `--state-dir` beside its log file (under the test's
+tmp_path), so daemons of parallel tests never share the user's default state directory.
 """
 
 from __future__ import annotations
@@ -50,6 +52,9 @@ class ServeProcess:
     def __init__(self, log_path: Path, *args, env: dict | None = None):
         self.log_path = Path(log_path)
         self.args = [str(a) for a in args]
+        if "--state-dir" not in self.args:
+            self.args += ["--state-dir", str(self.log_path.with_name(self.log_path.stem
+                                                                     + ".state"))]
         self.env = env or cli_env()
         self.proc: subprocess.Popen | None = None
         self.url = ""

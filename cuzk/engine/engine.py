@@ -127,6 +127,7 @@ class _Job:
     finished_at: float | None = None
     error: str | None = None
     n_done: int = 0
+    recovered: bool = False  # re-queued from the journal after a restart
 
     @property
     def finished(self) -> bool:
@@ -175,13 +176,16 @@ class Engine:
     for the actors and docs/architecture.md for failure handling.
     """
 
-    def __init__(self, config: EngineConfig | None = None, **overrides):
+    def __init__(self, config: EngineConfig | None = None, *, journal=None, **overrides):
         base = config or EngineConfig()
         if overrides:
             import dataclasses
 
             base = dataclasses.replace(base, **overrides)
         self.config = base.validated()
+        # The job journal (cuzk.serve.journal.Journal) or None: submit() records each job in it
+        # before returning its id, _end_job() records each outcome (not a shutdown's cancel).
+        self.journal = journal
         self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)
         self._sched = Scheduler()
@@ -318,8 +322,13 @@ class Engine:
 
     # ================================================================ jobs
     def submit(self, key_id: str, witnesses, kind: str = "default",
-               priority: str = "normal") -> str:
-        """Queue a job: one witness (bytes, or a path) per partition. Returns the job id."""
+               priority: str = "normal", *, job_id: str | None = None,
+               submitted_at: float | None = None, recovered: bool = False) -> str:
+        """Queue a job: one witness (bytes, or a path) per partition. Returns the job id.
+
+        With a journal, the job is recorded durably (uploads spooled to files) before it is
+        queued, so the id returned survives a crash. `job_id`, `submitted_at` and
+        `recovered=True` re-queue a job the journal already holds, under its original id."""
         if priority not in PRIORITIES:
             raise ValueError(f"priority must be one of {', '.join(PRIORITIES)}, got {priority!r}")
         kind = str(kind)
@@ -339,28 +348,51 @@ class Engine:
         if not inputs:
             raise ValueError("a job needs at least one witness")
         with self._lock:
-            if self._draining or not self.running:
-                raise EngineStopped("engine is not taking new jobs")
-            k = self._keys.get(key_id)
-            if k is None:
-                raise UnknownKey(key_id)
-            biggest = max(len(x) if isinstance(x, bytes) else 0 for x in inputs)
-            need = k.partition_bytes + biggest + (0 if k.charged else k.nbytes)
-            if need > self._budget.total:
-                raise BudgetError(f"one partition needs {format_size(need)}, the memory budget is "
-                                  f"{format_size(self._budget.total)}")
-            job_id = uuid.uuid4().hex[:16]
-            job = _Job(job_id, key_id, kind, priority, inputs, time.time(),
-                       [_Partition() for _ in inputs])
+            self._check_intake(key_id, inputs)
+            k = self._keys[key_id]
+            if job_id is None:
+                job_id = uuid.uuid4().hex[:16]
+            elif job_id in self._jobs:
+                raise ValueError(f"job {job_id} already exists")
+        submitted_at = time.time() if submitted_at is None else float(submitted_at)
+        journal = self.journal if not recovered else None
+        if journal is not None:  # durable before the id is handed out (fsync: outside the lock)
+            inputs = journal.accept(job_id, key_id, k.path, kind, priority, submitted_at, inputs)
+        with self._lock:
+            try:
+                self._check_intake(key_id, inputs)
+            except BaseException:
+                if journal is not None:
+                    journal.discard(job_id)
+                raise
+            job = _Job(job_id, key_id, kind, priority, inputs, submitted_at,
+                       [_Partition() for _ in inputs], recovered=recovered)
             self._jobs[job_id] = job
             k.live_jobs += 1
             self._sched.add_job(job_id, priority, len(inputs))
             self._status.job_add(job)
+            if recovered:
+                self.counters["recovered"] += 1
+                self._status.count_recovered()
             self._event("submit", job_id, -1, -1)
             self._publish_queue()
         self._wake()
-        log.info("job %s submitted: %s, %s, %d partition(s)", job_id, kind, priority, len(inputs))
+        log.info("job %s %s: %s, %s, %d partition(s)", job_id,
+                 "recovered" if recovered else "submitted", kind, priority, len(inputs))
         return job_id
+
+    def _check_intake(self, key_id: str, inputs: list) -> None:
+        """Raise unless a job of these inputs for this key may be queued now (under _lock)."""
+        if self._draining or not self.running:
+            raise EngineStopped("engine is not taking new jobs")
+        k = self._keys.get(key_id)
+        if k is None:
+            raise UnknownKey(key_id)
+        biggest = max(len(x) if isinstance(x, bytes) else 0 for x in inputs)
+        need = k.partition_bytes + biggest + (0 if k.charged else k.nbytes)
+        if need > self._budget.total:
+            raise BudgetError(f"one partition needs {format_size(need)}, the memory budget is "
+                              f"{format_size(self._budget.total)}")
 
     def job(self, job_id: str) -> dict:
         with self._lock:
@@ -775,9 +807,12 @@ class Engine:
         self._event("retry", wk.job_id, wk.partition, new.attempt)
 
     # ---------------------------------------------------------------- jobs
-    def _end_job(self, job: _Job, state: str, error: str | None) -> None:
+    def _end_job(self, job: _Job, state: str, error: str | None, *,
+                 shutdown: bool = False) -> None:
         """Finish a job (done, failed, cancelled): drop what is still queued, stop what runs at
-        its next stage boundary, record the outcome, wake result() waiters."""
+        its next stage boundary, record the outcome, wake result() waiters. A job cancelled
+        because the engine stops (`shutdown`) is not finished in the journal: it is re-queued
+        at the next start."""
         queued, running = self._sched.drop_job(job.job_id)
         for wk in queued:
             self._free_work(wk)  # device-queued items hold segments and a reservation
@@ -790,6 +825,12 @@ class Engine:
                 p.state = "cancelled"  # dropped, or stopped at its next stage boundary
         job.state, job.error, job.finished_at = state, error, time.time()
         job.inputs = []
+        if self.journal is not None and not shutdown:
+            try:
+                self.journal.finish(job.job_id, state, job.finished_at, self._result_dict(job))
+            except Exception as exc:  # a full disk costs the record, never the supervisor
+                log.error("job %s: cannot record its outcome in the journal: %s (it will be "
+                          "proved again after a restart)", job.job_id, exc)
         k = self._keys.get(job.key_id)
         if k is not None:
             k.live_jobs -= 1
@@ -808,6 +849,10 @@ class Engine:
             self._jobs.pop(self._finished.popleft(), None)
         self._publish_queue()
         self._changed.notify_all()
+
+    def _resume_note(self) -> str:
+        return ("; it stays in the journal and resumes when the daemon starts again"
+                if self.journal is not None else "")
 
     def _get_job(self, job_id: str) -> _Job:
         job = self._jobs.get(job_id)
@@ -964,7 +1009,8 @@ class Engine:
         if live:
             log.warning("drain deadline passed: cancelling %d job(s)", len(live))
             for j in live:
-                self._end_job(j, "cancelled", "engine stopped before the job finished")
+                self._end_job(j, "cancelled", "engine stopped before the job finished"
+                              + self._resume_note(), shutdown=True)
         if self._drain_cancelled_at is None:
             self._drain_cancelled_at = now
         busy = any(c.items for c in self._synth + self._devices if c.proc is not None)
@@ -993,7 +1039,8 @@ class Engine:
                 ch.items.clear()
             for j in list(self._jobs.values()):
                 if not j.finished:
-                    self._end_job(j, "cancelled", "engine stopped")
+                    self._end_job(j, "cancelled", "engine stopped" + self._resume_note(),
+                                  shutdown=True)
             for wk in list(self._works):
                 self._free_work(wk)
             for name in buffers.list_segments(self.pid):  # belt and braces
@@ -1038,7 +1085,8 @@ class Engine:
              "priority": job.priority, "state": job.state, "submitted_at": job.submitted_at,
              "started_at": job.started_at, "finished_at": job.finished_at, "error": job.error,
              "total_partitions": len(job.partitions), "partitions_done": job.n_done,
-             "partitions_failed": sum(p.state == "failed" for p in job.partitions)}
+             "partitions_failed": sum(p.state == "failed" for p in job.partitions),
+             "recovered": job.recovered}
         if detail:
             d["partitions"] = [
                 {"index": i, "state": p.state, "attempts": p.attempts, "synth_ms": p.synth_ms,

@@ -20,6 +20,7 @@ from cuzk.engine import BudgetError, EngineError, EngineStopped, UnknownJob, Unk
 from cuzk.engine.config import PRIORITIES
 from cuzk.formats.errors import FormatError
 from cuzk.serve.http import HttpError, Request, Response, Router, StaticFiles
+from cuzk.serve.journal import JournalError
 
 log = logging.getLogger("cuzk.serve")
 
@@ -87,10 +88,12 @@ def resolve_under_roots(path, roots: list[str], what: str) -> str:
 class Api:
     """The routes of one serve process, over one Engine."""
 
-    def __init__(self, engine, config, metrics=None, static: StaticFiles | None = None):
+    def __init__(self, engine, config, metrics=None, static: StaticFiles | None = None,
+                 journal=None):
         self.engine = engine
         self.config = config
         self.metrics = metrics
+        self.journal = journal  # finished jobs the engine no longer holds are served from it
         self.static = static or StaticFiles()
         self.draining = False
         self.started_at = time.time()
@@ -277,15 +280,25 @@ class Api:
             raise HttpError(422, f"too large for this prover: {e}") from None
         except ValueError as e:
             raise HttpError(400, str(e)) from None
+        except JournalError as e:
+            raise HttpError(503, f"not taking jobs: {e}", {"Retry-After": "5"}) from None
 
     def submit(self, req: Request):
         job_id = self._submit(req.json(), JOB_FIELDS)
         return 201, self._job(job_id)
 
+    def _journalled(self, job_id: str) -> dict | None:
+        """A finished job's recorded result from the journal (after a restart, or beyond the
+        engine's in-memory history), or None."""
+        return self.journal.result(job_id) if self.journal is not None else None
+
     def _job(self, job_id: str) -> dict:
         try:
             return self.engine.job(job_id)
         except UnknownJob:
+            r = self._journalled(job_id)
+            if r is not None:
+                return {k: v for k, v in r.items() if k not in ("proofs", "public")}
             raise HttpError(404, f"unknown job id {job_id!r} (never submitted, or finished "
                                  "and dropped from the history)"[:300]) from None
 
@@ -305,8 +318,10 @@ class Api:
         try:
             r = self.engine.result(job_id, timeout=wait)
         except UnknownJob:
-            self._job(job_id)  # raises the 404
-            raise
+            r = self._journalled(job_id)
+            if r is None:
+                self._job(job_id)  # raises the 404
+                raise
         if r is None:
             return 202, {**self._job(job_id), "finished": False}
         return 200, {**r, "finished": True}
@@ -322,6 +337,9 @@ class Api:
         try:
             cancelled = self.engine.cancel(job_id)
         except UnknownJob:
+            r = self._journalled(job_id)
+            if r is not None:
+                return {"job_id": job_id, "cancelled": False, "state": r["state"]}
             raise HttpError(404, f"unknown job id {job_id!r}"[:200]) from None
         return {"job_id": job_id, "cancelled": cancelled, "state": self._job(job_id)["state"]}
 

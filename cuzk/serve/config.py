@@ -72,6 +72,26 @@ def _seconds(v) -> float:
     return x
 
 
+_DURATION_UNITS = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
+
+
+def _duration(v) -> float:
+    """Seconds from a number or a string such as 90, "30m", "12h", "7d"."""
+    if isinstance(v, str):
+        s = v.strip().lower()
+        for unit in sorted(_DURATION_UNITS, key=len, reverse=True):
+            if s.endswith(unit) and s[:-len(unit)].strip():
+                try:
+                    return _seconds(float(s[:-len(unit)]) * _DURATION_UNITS[unit])
+                except ValueError:
+                    break
+    try:
+        return _seconds(v)
+    except ValueError:
+        raise ValueError(f"expected seconds or a duration such as 30m, 12h, 7d, got "
+                         f"{v!r}") from None
+
+
 def _bool(v) -> bool:
     if isinstance(v, bool):
         return v
@@ -215,6 +235,11 @@ SETTINGS: tuple[Setting, ...] = (
             "answered 503 at once.", "N"),
     Setting("drain_timeout", 30.0, _seconds, "On SIGTERM: seconds running jobs get to finish "
             "before they are cancelled.", "SECS"),
+    Setting("state_dir", None, _opt_str, "Directory of the job journal (accepted jobs and "
+            "finished results, SQLite), the spool of uploaded witnesses and a lock (one daemon "
+            "per directory); default $XDG_STATE_HOME/cuzk, else ~/.local/state/cuzk.", "DIR"),
+    Setting("keep_results", 86400.0, _duration, "How long finished jobs and their proofs "
+            "stay in the journal, fetchable by id (seconds, or 30m, 12h, 7d).", "DURATION"),
 )
 BY_NAME = {s.name: s for s in SETTINGS}
 TOML_ALIASES = {"key_root": "key_roots", "board_name": "board"}
@@ -293,6 +318,11 @@ class Config:
             self.host, self.port = parse_listen(self.listen)
         except ValueError as e:
             raise ConfigError(f"listen ({self.sources['listen']}): {e}") from None
+        if self.state_dir is None:
+            from cuzk.serve.journal import default_state_dir
+
+            self.state_dir = default_state_dir(self.env)
+        self.state_dir = os.path.abspath(os.path.expanduser(self.state_dir))
         self.token = self._read_token() if self.token_file else None
         if not is_loopback(self.host) and self.token is None:
             raise ConfigError(

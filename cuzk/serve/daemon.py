@@ -1,8 +1,11 @@
 """Runs `cuzk serve`: bind, start the engine, serve HTTP, drain on SIGTERM, exit.
 
 Order of events:
+  0. lock the state directory and open its job journal (cuzk.serve.journal): a journal that is
+     locked by another daemon, corrupt or newer is refused with one line, exit 78;
   1. bind the listening socket (a busy port fails before any process is spawned);
-  2. start the Engine (synthesis and device processes, the status board);
+  2. start the Engine (synthesis and device processes, the status board), re-queue every job
+     the journal holds unfinished under its original id and priority (recovery);
   3. log one summary line per device and the board name, then "listening on URL";
   4. serve HTTP from a thread; the main thread waits on a self-pipe that the SIGTERM/SIGINT
      handlers write (handlers only enqueue, as in uvicorn's supervisors);
@@ -19,6 +22,7 @@ import select
 import signal
 import sys
 import threading
+import time
 
 from cuzk.serve.config import Config
 
@@ -27,6 +31,8 @@ log = logging.getLogger("cuzk.serve")
 EX_OK = 0
 EX_STARTUP = 3  # the engine or the listener could not start (uvicorn's STARTUP_FAILURE)
 EX_ENGINE = 1  # the engine stopped without being asked to
+EX_JOURNAL = 78  # the state directory cannot be used: restarting will not help (EX_CONFIG)
+PRUNE_EVERY_MAX = 600.0  # seconds between two prunings of the journal at most
 
 
 def setup_logging(level: str) -> None:
@@ -65,6 +71,8 @@ class Daemon:
         self.server = None
         self.api = None
         self.metrics = None
+        self.journal = None
+        self._next_prune = 0.0
         self._sig_r, self._sig_w = os.pipe()
         os.set_blocking(self._sig_w, False)
         self.signals = 0
@@ -76,6 +84,19 @@ class Daemon:
             pass
 
     def run(self) -> int:
+        from cuzk.serve.journal import Journal, JournalError
+
+        try:
+            self.journal = Journal.open(self.config.state_dir, self.config.keep_results)
+        except JournalError as e:
+            log.error("cannot start: %s", e)
+            return EX_JOURNAL
+        try:
+            return self._run()
+        finally:
+            self.journal.close()
+
+    def _run(self) -> int:
         from cuzk.engine import Engine
         from cuzk.serve.api import Api
         from cuzk.serve.http import Router, Server
@@ -94,7 +115,7 @@ class Daemon:
             log.error("cannot listen on %s:%d: %s", cfg.host, cfg.port, e.strerror or e)
             return EX_STARTUP
         try:
-            self.engine = Engine(ecfg)
+            self.engine = Engine(ecfg, journal=self.journal)
             self.engine.start(timeout=600)
         except Exception as e:
             log.error("engine failed to start: %s", e)
@@ -111,7 +132,9 @@ class Daemon:
         else:
             log.info("key roots: %s", ", ".join(cfg.key_roots))
         self.metrics = Metrics(self.engine).start()
-        self.api = Api(self.engine, cfg, self.metrics)
+        self.api = Api(self.engine, cfg, self.metrics, journal=self.journal)
+        self._prune()
+        self._recover()
         self.server.router = self.api.router()
         thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.2},
                                   name="cuzk-http", daemon=True)
@@ -142,6 +165,8 @@ class Daemon:
                 ready, _, _ = select.select([self._sig_r], [], [], 0.2)
             except InterruptedError:
                 continue
+            if time.time() >= self._next_prune:
+                self._prune()
             if not ready:
                 continue
             for signum in os.read(self._sig_r, 64):
@@ -156,6 +181,96 @@ class Daemon:
                 else:
                     log.info("%s again: stopping now", name)
                     self.engine.request_stop(0)
+
+
+    # ------------------------------------------------------------------ the journal
+    def _prune(self) -> None:
+        keep = self.config.keep_results
+        self._next_prune = time.time() + min(PRUNE_EVERY_MAX, max(1.0, keep / 10))
+        try:
+            self.journal.prune()
+        except Exception as e:  # sqlite3.Error, OSError: try again later
+            log.error("journal: pruning failed: %s", e)
+
+    def _recover(self) -> None:
+        """Re-queue every job the journal holds unfinished, oldest first, under its original
+        id, priority and submission time. A job whose key or witness is gone (or no longer
+        under the key roots, or changed) is recorded as failed with the reason."""
+        from cuzk.engine import EngineStopped
+
+        entries = self.journal.unfinished()
+        if not entries:
+            log.info("journal %s: no unfinished job", self.journal.path)
+            return
+        t0 = time.monotonic()
+        ok, failed = 0, []
+        for e in entries:
+            try:
+                key_id, inputs = self._recovered_request(e)
+                self.engine.submit(key_id, inputs, kind=e.kind, priority=e.priority,
+                                   job_id=e.job_id, submitted_at=e.submitted_at,
+                                   recovered=True)
+            except EngineStopped:  # the engine died: the rest stays in the journal
+                log.error("engine stopped during recovery; %d job(s) left in the journal",
+                          len(entries) - ok - len(failed))
+                return
+            except _Unrecoverable as exc:
+                reason = str(exc)
+            except Exception as exc:  # BudgetError, ValueError, OSError: the job's own problem
+                reason = f"{type(exc).__name__}: {exc}"
+            else:
+                self.journal.mark_recovered(e.job_id)
+                ok += 1
+                continue
+            reason = f"not resumed after a restart: {reason}"
+            log.warning("job %s: %s", e.job_id, reason)
+            self.journal.finish(e.job_id, "failed", time.time(), _failed_result(e, reason))
+            failed.append(e.job_id)
+        log.info("journal %s: %d unfinished job(s) re-queued under their ids%s in %.0f ms",
+                 self.journal.path, ok, f", {len(failed)} failed" if failed else "",
+                 (time.monotonic() - t0) * 1e3)
+
+    def _recovered_request(self, e) -> tuple[str, list]:
+        from cuzk.serve.api import resolve_under_roots
+        from cuzk.serve.http import HttpError
+
+        try:  # the key and path witnesses must still lie under the (current) key roots
+            key_id = self.api._register_path(e.key_path, "key")
+            inputs = []
+            for i, x in enumerate(e.inputs):
+                if "spool" in x:
+                    p = self.journal.spool_path(x["spool"])
+                    if not os.path.isfile(p):
+                        raise _Unrecoverable(f"witnesses[{i}]: the uploaded witness is missing "
+                                             f"from the spool ({p})")
+                    inputs.append(p)
+                else:
+                    inputs.append(resolve_under_roots(x["path"], self.config.key_roots,
+                                                      f"witnesses[{i}]"))
+        except HttpError as exc:
+            raise _Unrecoverable(exc.message) from None
+        if key_id != e.key_id:
+            raise _Unrecoverable(f"key {e.key_path} changed since the job was accepted (key id "
+                                 f"{key_id}, was {e.key_id})")
+        return key_id, inputs
+
+
+class _Unrecoverable(Exception):
+    """A journalled job that cannot be re-queued; str() says why."""
+
+
+def _failed_result(e, reason: str) -> dict:
+    """The result record of a journalled job that could not be re-queued (shape of
+    Engine.result())."""
+    n = len(e.inputs)
+    return {"job_id": e.job_id, "key_id": e.key_id, "kind": e.kind, "priority": e.priority,
+            "state": "failed", "submitted_at": e.submitted_at, "started_at": None,
+            "finished_at": time.time(), "error": reason, "total_partitions": n,
+            "partitions_done": 0, "partitions_failed": 0, "recovered": True,
+            "partitions": [{"index": i, "state": "cancelled", "attempts": 0, "synth_ms": None,
+                            "gpu_ms": None, "finalize_ms": None, "device": None, "error": None}
+                           for i in range(n)],
+            "proofs": [None] * n, "public": [None] * n}
 
 
 def run(config: Config) -> int:

@@ -48,6 +48,9 @@ class SnapshotCollector:
         for kind, n in sorted((c.get("failed_by_kind") or {}).items()):
             failed.add_metric([kind], n)
         yield failed
+        yield CounterMetricFamily("cuzk_jobs_recovered", "Unfinished jobs re-queued from the "
+                                  "job journal when the daemon started again.",
+                                  value=c.get("jobs_recovered") or 0)
         yield CounterMetricFamily("cuzk_partition_retries", "Partition attempts retried.",
                                   value=c.get("retries") or 0)
         yield CounterMetricFamily("cuzk_process_restarts", "Synthesis and device processes "

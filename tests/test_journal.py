@@ -1,0 +1,387 @@
+"""The job journal (cuzk.serve.journal) and crash recovery of `cuzk serve`.
+
+Unit tests of the journal itself (accept/finish round trip, spool files, the state-directory
+lock, refusal of corrupt, foreign and newer journals, retention pruning), then real daemons:
+SIGKILL of `cuzk serve` with finished, running and queued jobs and a restart on the same state
+directory (every job completes exactly once under its original id and priority, with proofs
+checked by the project's verifier against snarkjs's public signals; finished results still
+served; recovered jobs counted on the board and in /metrics), and start-up refusals that
+name the problem in one line with exit status 78.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import shutil
+import signal
+import sqlite3
+import time
+
+import pytest
+from conftest import fixture_circuit
+from serve_harness import ServeProcess, request, run_cli, warm_kernels
+
+from cuzk.serve.config import Config, ConfigError
+from cuzk.serve.journal import (
+    APPLICATION_ID,
+    DB_NAME,
+    SCHEMA_VERSION,
+    Journal,
+    JournalError,
+    default_state_dir,
+)
+from cuzk.verifier import verify
+
+TINY, TOYHASH = fixture_circuit("tiny"), fixture_circuit("toyhash")
+
+
+def result_of(job_id: str, state: str = "done", n: int = 1) -> dict:
+    return {"job_id": job_id, "state": state, "proofs": [{"pi_a": ["1", "2", "1"]}] * n,
+            "public": [["7"]] * n}
+
+
+# ------------------------------------------------------------------------------ the journal
+def test_accept_spools_uploads_and_finish_keeps_the_result(tmp_path):
+    wpath = tmp_path / "w.wtns"
+    wpath.write_bytes(b"path witness")
+    j = Journal.open(tmp_path / "state", keep_results=3600)
+    try:
+        inputs = j.accept("00aa", "k1", "/keys/a.zkey", "porep-c2", "high", 100.5,
+                          [b"uploaded bytes", str(wpath)])
+        spool = tmp_path / "state" / "spool" / "00aa.0.wtns"
+        assert inputs == [str(spool), str(wpath)]
+        assert spool.read_bytes() == b"uploaded bytes"
+        (e,) = j.unfinished()
+        assert (e.job_id, e.key_id, e.key_path, e.kind, e.priority, e.submitted_at) == \
+            ("00aa", "k1", "/keys/a.zkey", "porep-c2", "high", 100.5)
+        assert e.inputs == [{"spool": "00aa.0.wtns"}, {"path": str(wpath)}]
+        assert j.result("00aa") is None  # not finished yet
+        j.finish("00aa", "done", time.time(), result_of("00aa", n=2))
+        assert not spool.exists() and wpath.exists()  # the client's own file is left alone
+        assert j.unfinished() == [] and j.result("00aa") == result_of("00aa", n=2)
+    finally:
+        j.close()
+    # durable: a new handle (a new process after a crash would do the same) sees it all
+    j = Journal.open(tmp_path / "state")
+    try:
+        assert j.result("00aa")["proofs"] == result_of("00aa", n=2)["proofs"]
+        db = sqlite3.connect(j.path)
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+        assert db.execute("PRAGMA application_id").fetchone() == (APPLICATION_ID,)
+        db.close()
+    finally:
+        j.close()
+
+
+def test_a_failed_accept_leaves_nothing_behind(tmp_path):
+    j = Journal.open(tmp_path, keep_results=60)
+    try:
+        j.accept("0001", "k", "/k.zkey", "default", "normal", 1.0, ["/w.wtns"])
+        # the same id again (the engine never does this): the row cannot be written, and the
+        # spool file written for it is removed
+        with pytest.raises(JournalError, match="cannot record the job in the journal"):
+            j.accept("0001", "k", "/k.zkey", "default", "normal", 2.0, [b"abc"])
+        assert os.listdir(tmp_path / "spool") == []
+        assert [e.submitted_at for e in j.unfinished()] == [1.0]
+        # discard: accepted, then refused by the engine (stopping) before the id went out
+        j.accept("0002", "k", "/k.zkey", "default", "normal", 3.0, [b"xyz"])
+        j.discard("0002")
+        assert os.listdir(tmp_path / "spool") == []
+        assert [e.job_id for e in j.unfinished()] == ["0001"]
+    finally:
+        j.close()
+
+
+def test_orphan_spool_files_are_swept_at_open(tmp_path):
+    j = Journal.open(tmp_path)
+    j.accept("0003", "k", "/k.zkey", "default", "normal", 1.0, [b"keep me"])
+    j.close()
+    (tmp_path / "spool" / "dead.0.wtns").write_bytes(b"never recorded")  # crash before commit
+    j = Journal.open(tmp_path)
+    try:
+        assert os.listdir(tmp_path / "spool") == ["0003.0.wtns"]
+    finally:
+        j.close()
+
+
+def test_one_daemon_per_state_directory(tmp_path):
+    j = Journal.open(tmp_path)
+    try:
+        with pytest.raises(JournalError, match=rf"in use by another cuzk serve \(pid "
+                                               rf"{os.getpid()}\)"):
+            Journal.open(tmp_path)
+    finally:
+        j.close()
+    Journal.open(tmp_path).close()  # released with its holder
+
+
+def test_retention_prunes_only_old_finished_jobs(tmp_path):
+    j = Journal.open(tmp_path, keep_results=100)
+    try:
+        now = 10_000.0
+        for job_id, finished_at in (("old", now - 101), ("new", now - 99), ("live", None)):
+            j.accept(job_id, "k", "/k.zkey", "default", "normal", 1.0, [b"w"])
+            if finished_at is not None:
+                j.finish(job_id, "done", finished_at, result_of(job_id))
+        assert j.prune(now) == 1
+        assert j.result("old") is None and j.result("new") == result_of("new")
+        assert [e.job_id for e in j.unfinished()] == ["live"]  # never pruned
+        assert j.prune(now + 1000) == 1 and j.result("new") is None
+        assert [e.job_id for e in j.unfinished()] == ["live"]
+        assert j.counts() == {"accepted": 1}
+    finally:
+        j.close()
+
+
+def _write_db(path, version=SCHEMA_VERSION, app=APPLICATION_ID):
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE jobs (job_id TEXT)")
+    db.execute(f"PRAGMA user_version={version}")
+    db.execute(f"PRAGMA application_id={app}")
+    db.commit()
+    db.close()
+
+
+@pytest.mark.parametrize("damage, reason", [
+    ("garbage", "is corrupt or not a database"),
+    ("newer", f"has schema version {SCHEMA_VERSION + 1}, newer than this cuzk's"),
+    ("foreign", "is not a cuzk journal"),
+    ("truncated", "is corrupt"),
+])
+def test_a_bad_journal_is_refused_and_left_alone(tmp_path, damage, reason):
+    path = tmp_path / DB_NAME
+    if damage == "garbage":
+        path.write_bytes(os.urandom(8192))
+    elif damage == "newer":
+        _write_db(path, version=SCHEMA_VERSION + 1)
+    elif damage == "foreign":
+        _write_db(path, app=0)
+    else:  # a real journal with jobs, cut in the middle of its pages
+        j = Journal.open(tmp_path)
+        for i in range(200):
+            j.accept(f"{i:04x}", "k", "/k.zkey", "default", "normal", i, ["/w" * 50])
+        j.close()
+        data = path.read_bytes()
+        assert len(data) > 16384
+        path.write_bytes(data[: len(data) // 2] + os.urandom(4096))
+    before = path.read_bytes()
+    with pytest.raises(JournalError) as e:
+        Journal.open(tmp_path)
+    msg = str(e.value)
+    assert reason in msg and "\n" not in msg and str(path) in msg, msg
+    assert path.read_bytes() == before  # never dropped or rewritten
+    Journal.open(tmp_path / "fresh").close()  # the lock was released with the failure
+    with pytest.raises(JournalError):  # still refused the second time
+        Journal.open(tmp_path)
+
+
+# ------------------------------------------------------------------------------ configuration
+def test_state_dir_and_keep_results_settings(tmp_path):
+    assert default_state_dir({"XDG_STATE_HOME": "/x/state", "HOME": "/h"}) == "/x/state/cuzk"
+    assert default_state_dir({"HOME": "/h"}) == "/h/.local/state/cuzk"
+    assert default_state_dir({"XDG_STATE_HOME": "rel", "HOME": "/h"}) == "/h/.local/state/cuzk"
+    c = Config(env={"HOME": "/h"}).load()
+    assert c.state_dir == "/h/.local/state/cuzk" and c.keep_results == 86400.0
+    assert c.sources["state_dir"] == "default"
+    c = Config(env={"CUZK_STATE_DIR": str(tmp_path), "CUZK_KEEP_RESULTS": "12h"}).load()
+    assert c.state_dir == str(tmp_path) and c.keep_results == 12 * 3600
+    assert c.sources["state_dir"] == "env CUZK_STATE_DIR"
+    (tmp_path / "c.toml").write_text('state_dir = "/srv/cuzk/state"\nkeep_results = "30m"\n')
+    c = Config(config_file=str(tmp_path / "c.toml"), env={}).load()
+    assert c.state_dir == "/srv/cuzk/state" and c.keep_results == 1800
+    for text, secs in (("90", 90), ("2d", 172800), ("1.5h", 5400), ("45s", 45), (0, 0)):
+        assert Config(env={}, keep_results=text).load().keep_results == secs
+    for bad in ("soon", "-1h", "h", "1w"):
+        with pytest.raises(ConfigError, match="keep_results .*duration"):
+            Config(env={}, keep_results=bad).load()
+    p = run_cli("config", "show", "--state-dir", tmp_path / "s", "--keep-results", "2h")
+    assert p.returncode == 0, p.stderr
+    assert re.search(rf'^state_dir = "{tmp_path}/s" +# flag --state-dir$', p.stdout, re.M)
+    assert re.search(r"^keep_results = 7200.0 +# flag --keep-results$", p.stdout, re.M)
+
+
+# ------------------------------------------------------------------------------ real daemons
+def b64(path) -> str:
+    return base64.b64encode(open(path, "rb").read()).decode()
+
+
+def serve_args(root, state, *extra):
+    return ("--listen", "127.0.0.1:0", "--devices", "cpu:1", "--synth-workers", "1",
+            "--memory-budget", "1GiB", "--key-root", root, "--state-dir", state,
+            "--self-verify", *extra)
+
+
+def check_done(circuit, r, sets):
+    vk = json.loads(circuit.vk.read_text())
+    assert r["state"] == "done" and r["finished"], r
+    for proof, public, k in zip(r["proofs"], r["public"], sets, strict=True):
+        assert public == json.loads(circuit.public(k).read_text())
+        assert verify(vk, public, proof)
+
+
+def test_sigkill_then_restart_completes_every_job_once(tmp_path):
+    """Finished, running and queued jobs at a SIGKILL of the daemon; the restart on the same
+    state directory re-queues the unfinished ones under their ids and priorities (uploads from
+    the spool, path witnesses from the key root) and serves the finished one's result; then a
+    third start, with a short retention, re-proves nothing and prunes the old results."""
+    warm_kernels(TINY, TOYHASH)
+    root, state = tmp_path / "keys", tmp_path / "state"
+    for c in (TINY, TOYHASH):
+        (root / c.name).mkdir(parents=True)
+        for f in ("circuit.zkey", "witness_0.wtns", "witness_1.wtns"):
+            shutil.copy(c.dir / f, root / c.name / f)
+    tiny_key, toy_key = str(root / "tiny" / "circuit.zkey"), str(root / "toyhash" / "circuit.zkey")
+    s1 = ServeProcess(tmp_path / "serve1.log", *serve_args(root, state)).start()
+    s2 = s3 = None
+    try:
+        url = s1.url
+        # finished before the crash
+        code, _, r = request(url, "POST", "/v1/prove", {
+            "key": tiny_key, "witnesses": [{"data": b64(TINY.witness(0))},
+                                           {"data": b64(TINY.witness(1))}],
+            "kind": "winning-post", "timeout": 300})
+        assert code == 200 and r["state"] == "done", r
+        finished = r["job_id"]
+        # a second daemon on the same state directory is refused, and changes nothing
+        p = run_cli(*["serve", *serve_args(root, state)], timeout=120)
+        assert p.returncode == 78, p.stderr
+        assert re.search(rf"in use by another cuzk serve \(pid {s1.pid}\)", p.stderr)
+        assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
+        # a long job that will be running, then queued ones of each priority and input kind
+        jobs = {}  # job_id -> (circuit, witness sets, priority)
+
+        def submit(circuit, key, sets, priority, upload=True):
+            ws = [{"data": b64(circuit.witness(k))} if upload else
+                  {"path": str(root / circuit.name / f"witness_{k}.wtns")} for k in sets]
+            code, _, job = request(url, "POST", "/v1/jobs", {"key": key, "witnesses": ws,
+                                                             "priority": priority})
+            assert code == 201, job
+            jobs[job["job_id"]] = (circuit, sets, priority)
+            return job["job_id"]
+
+        running = submit(TOYHASH, toy_key, (0, 1) * 4, "normal")
+        submit(TOYHASH, toy_key, (1, 0), "normal", upload=False)
+        for i in range(24):
+            submit(TINY, tiny_key, (i % 2,), ("critical", "high", "normal")[i % 3],
+                   upload=i % 4 != 3)
+        t_end = time.time() + 600
+        while time.time() < t_end:  # until the long job is on the device, part proved
+            job = request(url, "GET", f"/v1/jobs/{running}")[2]
+            assert job["state"] != "done", "the long job finished before the kill"
+            if any(p["state"] in ("gpu", "finalizing", "done") for p in job["partitions"]):
+                break
+            time.sleep(0.02)
+        else:
+            raise AssertionError(f"job {running} never reached a device:\n{s1.log()}")
+        listing = {j["job_id"]: j for j in request(url, "GET", "/v1/jobs")[2]["jobs"]}
+        # (critical and high jobs may have gone first) the toyhash job proves, others wait
+        assert sum(listing[j]["state"] != "done" for j in jobs) >= 8, listing
+        os.kill(s1.pid, signal.SIGKILL)
+        assert s1.proc.wait(30) == -signal.SIGKILL
+        done_before = set(re.findall(r"job (\w+) done", s1.log()))
+
+        t_start = time.time()
+        s2 = ServeProcess(tmp_path / "serve2.log", *serve_args(root, state)).start()
+        t_listening = time.time()
+        url = s2.url
+        t_resumed = None
+        # the finished job's result is served from the journal, proofs and all
+        code, _, r = request(url, "GET", f"/v1/jobs/{finished}/result")
+        assert code == 200, r
+        check_done(TINY, r, (0, 1))
+        assert request(url, "GET", f"/v1/jobs/{finished}")[2]["state"] == "done"
+        code, _, c = request(url, "POST", f"/v1/jobs/{finished}/cancel")
+        assert code == 200 and c == {"job_id": finished, "cancelled": False, "state": "done"}
+        t_end = time.time() + 600
+        results = {}
+        while time.time() < t_end and len(results) < len(jobs):
+            snap = request(url, "GET", "/status")[2]
+            if t_resumed is None and any(w["state"] == "proving" for w in snap["gpu_workers"]):
+                t_resumed = time.time()
+            for job_id in set(jobs) - set(results):
+                code, _, r = request(url, "GET", f"/v1/jobs/{job_id}/result")
+                assert code in (200, 202), r
+                if code == 200:
+                    results[job_id] = r
+            time.sleep(0.05)
+        assert len(results) == len(jobs), s2.log()
+        for job_id, (circuit, sets, priority) in jobs.items():
+            r = results[job_id]
+            check_done(circuit, r, sets)
+            assert r["priority"] == priority and r["job_id"] == job_id
+            assert r["submitted_at"] < t_start
+        # jobs may still have finished between the listing and the kill: the journal decides
+        log2 = s2.log()
+        live = re.findall(r"job (\w+) recovered", log2)
+        assert running in live and len(live) == len(set(live)), log2
+        recovered_line = re.search(r"(\d+) unfinished job\(s\) re-queued under their ids in "
+                                   r"(\d+) ms", log2)
+        assert recovered_line and int(recovered_line.group(1)) == len(live), log2
+        for job_id in jobs:
+            assert results[job_id]["recovered"] is (job_id in live)
+        # exactly once: each job finished in one of the two runs, never in both, never twice
+        done_after = re.findall(r"job (\w+) done", log2)
+        assert len(done_after) == len(set(done_after))
+        assert set(done_after) == set(live) and not set(done_after) & done_before
+        assert set(jobs) - set(live) <= done_before
+        assert finished in done_before and f"job {finished}" not in log2
+        # recovered jobs on the board and in /metrics
+        snap = request(url, "GET", "/status")[2]
+        assert snap["counters"]["jobs_recovered"] == len(live)
+        assert {p["job_id"] for p in snap["pipelines"]} >= set(live)
+        text = request(url, "GET", "/metrics")[2].decode()
+        assert f"cuzk_jobs_recovered_total {float(len(live))}" in text
+        # the killed daemon's board and buffers were swept; spool files went with their jobs
+        assert not [n for n in os.listdir("/dev/shm") if n.startswith(f"cuzkbuf.{s1.pid}.")
+                    or n == s1.board]
+        assert os.listdir(state / "spool") == []
+        assert s2.stop() == 0, s2.log()
+        assert s2.leftover_segments() == []
+        figures = {"jobs_recovered": len(live), "journal_recovery_ms":
+                   int(recovered_line.group(2)), "start_to_listening_s":
+                   round(t_listening - t_start, 2), "start_to_resumed_proving_s":
+                   round((t_resumed or time.time()) - t_start, 2),
+                   "start_to_all_done_s": round(time.time() - t_start, 2)}
+        print("recovery figures:", json.dumps(figures))
+        (tmp_path / "figures.json").write_text(json.dumps(figures))
+
+        # nothing left to resume; results older than the retention are pruned at start
+        time.sleep(1.2)
+        s3 = ServeProcess(tmp_path / "serve3.log",
+                          *serve_args(root, state, "--keep-results", "1")).start()
+        assert "no unfinished job" in s3.log()
+        assert re.search(rf"{len(jobs) + 1} finished job\(s\) older than 1 s pruned", s3.log())
+        code, _, out = request(s3.url, "GET", f"/v1/jobs/{finished}/result")
+        assert code == 404 and "unknown job" in out["error"]
+        assert s3.stop() == 0, s3.log()
+        for s in (s1, s2, s3):
+            assert "Traceback" not in s.log()
+    finally:
+        for s in (s1, s2, s3):
+            if s is not None:
+                s.kill()
+
+
+@pytest.mark.parametrize("damage", ["garbage", "newer"])
+def test_serve_refuses_a_bad_journal_in_one_line(tmp_path, damage):
+    state = tmp_path / "state"
+    state.mkdir()
+    path = state / DB_NAME
+    if damage == "garbage":
+        path.write_bytes(b"\x00garbage, not a journal\xff" * 500)
+        reason = "is corrupt or not a database"
+    else:
+        _write_db(path, version=SCHEMA_VERSION + 7)
+        reason = f"has schema version {SCHEMA_VERSION + 7}, newer than this cuzk's"
+    before = path.read_bytes()
+    p = run_cli("serve", "--listen", "127.0.0.1:0", "--devices", "cpu:1", "--state-dir", state,
+                timeout=120)
+    assert p.returncode == 78, (p.stdout, p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and reason in lines[0] and str(path) in lines[0], p.stderr
+    assert "move it aside" in lines[0]
+    assert path.read_bytes() == before
