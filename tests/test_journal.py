@@ -179,6 +179,16 @@ def test_a_bad_journal_is_refused_and_left_alone(tmp_path, damage, reason):
         Journal.open(tmp_path)
 
 
+def test_top_shows_recovered_jobs_when_there_are_any():
+    from cuzk.top import render
+    from cuzk.top.sample import busy_snapshot
+
+    snap = busy_snapshot()
+    assert "recovered" not in render(snap, 120, 40).text()
+    snap["counters"]["jobs_recovered"] = 19
+    assert "recovered 19" in render(snap, 120, 40).text()
+
+
 # ------------------------------------------------------------------------------ configuration
 def test_state_dir_and_keep_results_settings(tmp_path):
     assert default_state_dir({"XDG_STATE_HOME": "/x/state", "HOME": "/h"}) == "/x/state/cuzk"
@@ -335,6 +345,8 @@ def test_sigkill_then_restart_completes_every_job_once(tmp_path):
         assert {p["job_id"] for p in snap["pipelines"]} >= set(live)
         text = request(url, "GET", "/metrics")[2].decode()
         assert f"cuzk_jobs_recovered_total {float(len(live))}" in text
+        p = run_cli("status", "--server", url, "--width", "120", "--height", "40")
+        assert p.returncode == 0 and f"recovered {len(live)}" in p.stdout, p.stdout
         # the killed daemon's board and buffers were swept; spool files went with their jobs
         assert not [n for n in os.listdir("/dev/shm") if n.startswith(f"cuzkbuf.{s1.pid}.")
                     or n == s1.board]

@@ -510,6 +510,8 @@ def _header(snap: dict, d: Derived, width: int, *, paused: bool, tall: bool) -> 
         third.add(f"   avail {fmt.bytes_(mem.get('available_bytes'))}", "dim")
         for name in ("retries", "restarts", "stale_ends_ignored"):
             third.add(f"  {name.replace('_', ' ')} {counters.get(name, 0)}")
+        if counters.get("jobs_recovered"):  # re-queued from the job journal at start
+            third.add(f"  recovered {counters['jobs_recovered']}")
         lines.append(third)
     return lines
 
