@@ -99,6 +99,37 @@ def test_witness_equals_snarkjs(name, tmp_path):
         assert out.read_bytes() == d.joinpath(f"witness_{k}.wtns").read_bytes()
 
 
+def test_wtns_writer_equals_formats_writer(tmp_path):
+    """The numpy-free writer of `cuzk wtns calculate` and cuzk.formats.write_wtns agree."""
+    from cuzk.formats import BN254_R, write_wtns
+    from cuzk.witness.inputs import BN254_R as WITNESS_R
+    from cuzk.witness.wtnsfile import write_wtns_bytes
+
+    assert WITNESS_R == BN254_R
+    values = [1, 2, R - 1, 2**200 + 3]
+    write_wtns(tmp_path / "a.wtns", values)
+    write_wtns_bytes(tmp_path / "b.wtns", b"".join(v.to_bytes(32, "little") for v in values))
+    assert (tmp_path / "a.wtns").read_bytes() == (tmp_path / "b.wtns").read_bytes()
+    with pytest.raises(ValueError, match="whole number"):
+        write_wtns_bytes(tmp_path / "c.wtns", b"x" * 33)
+    assert not (tmp_path / "c.wtns").exists()
+
+
+def test_wtns_calculate_process_imports_no_numpy(tmp_path):
+    """`cuzk wtns calculate` as a process of its own: right bytes, and numpy never imported
+    (its import is a third of the command's start-up)."""
+    d = fx("bits")
+    out = tmp_path / "w.wtns"
+    code = ("import sys; from cuzk.cli import main\n"
+            "try:\n    main()\nexcept SystemExit as e:\n    code = e.code\n"
+            "print('numpy' in sys.modules, code)")
+    p = subprocess.run([sys.executable, "-c", code, "wtns", "calculate", str(d / "circuit.wasm"),
+                        str(d / "input_1.json"), str(out)], capture_output=True, text=True,
+                       timeout=120)
+    assert p.stdout.split() == ["False", "0"], p.stdout + p.stderr
+    assert out.read_bytes() == (d / "witness_1.wtns").read_bytes()
+
+
 def test_calculator_reused_and_after_failure(tmp_path):
     """One instance computes witness after witness; a failed one is replaced, not reused."""
     from cuzk.witness import read_inputs
@@ -131,7 +162,7 @@ def test_module_cache_on_disk(tmp_path, monkeypatch):
     first = Circuit(d / "circuit.wasm")
     assert first.load_stats["source"] == "compiled"
     files = list((tmp_path / "cache" / "wasm").glob("*.cwasm"))
-    assert [f.name.split("-")[0] for f in files] == [first.load_stats["sha256"]]
+    assert [f.name.split(".")[0] for f in files] == [first.load_stats["sha256"]]
     assert Circuit(d / "circuit.wasm").load_stats["source"] == "process"
     wcache.forget_process_cache()
     assert Circuit(d / "circuit.wasm").load_stats["source"] == "disk"

@@ -7,8 +7,8 @@ compiled module is kept twice:
 - in this process, by the SHA-256 of the .wasm bytes: later calculators of the same circuit
   share the Module (a daemon pays compilation once per circuit);
 - on disk, as `wasmtime`'s serialized module, in `$CUZK_CACHE_DIR/wasm/` (default
-  `$XDG_CACHE_HOME/cuzk/wasm`, `~/.cache/cuzk/wasm`), named by the same hash and the
-  wasmtime version: a new process maps the file instead of compiling. Files are written
+  `$XDG_CACHE_HOME/cuzk/wasm`, `~/.cache/cuzk/wasm`), named by the same hash: a new
+  process maps the file instead of compiling. Files are written
   atomically (temporary name, rename); a file wasmtime will not load (another version or
   CPU, damage) is compiled again and replaced. The folder is made private to the user
   (0700): loading a serialized module runs its machine code, so it must be the user's own.
@@ -47,17 +47,11 @@ def cache_dir() -> Path:
     return Path(xdg) / "cuzk" / "wasm"
 
 
-def _version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("wasmtime")
-    except Exception:  # pragma: no cover - a wasmtime without metadata
-        return "unknown"
-
-
 def cache_file(digest: str) -> Path:
-    return cache_dir() / f"{digest}-wasmtime{_version()}.cwasm"
+    """The serialized module of the wasm whose SHA-256 is `digest`. wasmtime records its
+    version and settings in the file and refuses a file of another; load_module then
+    compiles again and replaces it."""
+    return cache_dir() / f"{digest}.cwasm"
 
 
 def load_module(code: bytes, stats: dict | None = None):

@@ -18,18 +18,18 @@ Per-value calls would cost a Python round trip each (about a microsecond): a mil
 witness would spend seconds in calls. A helper module (`_HELPER_WAT`) linked to the
 circuit's exports does the loops inside wasm instead: `set_inputs` feeds a table of input
 records (hash, index, value words), `gather` calls getWitness / readSharedRWMemory for every
-wire and stores the words into its own linear memory, which numpy then views.
+wire and stores the words into its own linear memory, which is then copied out in one
+piece (bytes for a .wtns file, or a numpy array). This module does not import numpy unless
+an array is asked for: `cuzk wtns calculate` starts faster without it.
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
+import struct
 from pathlib import Path
 
-import numpy as np
-
-from cuzk.formats.limbs import BN254_R, N8
 from cuzk.witness.errors import (
     AssertFailed,
     MissingInput,
@@ -39,8 +39,9 @@ from cuzk.witness.errors import (
     WrongCircuitPrime,
     WrongLength,
 )
-from cuzk.witness.inputs import fnv1a64
+from cuzk.witness.inputs import BN254_R, fnv1a64
 
+N8 = 32  # bytes per BN254 field element
 N32 = N8 // 4  # 32-bit words per BN254 field element
 RECORD_WORDS = 3 + N32  # an input record: hMSB, hLSB, index, value words (least significant first)
 PAGE = 65536
@@ -372,22 +373,18 @@ class WitnessCalculator:
         return n
 
     # ---- calculation ----
-    def _memory(self, nbytes: int) -> np.ndarray:
-        """The helper's linear memory as a uint8 array of at least nbytes (grown as needed)."""
+    def _memory(self, nbytes: int) -> int:
+        """The address of the helper's linear memory, grown to at least nbytes. Valid until
+        the next growth (wasmtime may move a memory that grows)."""
         mem, s = self._hmem, self.store
         have = mem.data_len(s)
         if have < nbytes:
             mem.grow(s, (nbytes - have + PAGE - 1) // PAGE)
-            have = mem.data_len(s)
-        ptr = ctypes.cast(mem.data_ptr(s), ctypes.POINTER(ctypes.c_uint8))
-        return np.ctypeslib.as_array(ptr, shape=(have,))
+        return ctypes.cast(mem.data_ptr(s), ctypes.c_void_p).value
 
-    def calculate(self, inputs: list[tuple[str, list[int]]], input_path=None,
-                  out: np.ndarray | None = None) -> np.ndarray:
-        """The witness of `inputs` ([(name, flat values mod r)], inputs.parse_inputs) as an
-        (witness_size, 4) uint64 array, plain form (a new array, or `out`).
-
-        Raises a WitnessError naming `input_path` for inputs the circuit does not accept."""
+    def _run(self, inputs, input_path) -> int:
+        """Run the circuit on `inputs` and gather the witness into the helper's memory;
+        returns its address (witness_size x 32 bytes, valid until the next call)."""
         if self.broken:
             raise RuntimeError("this calculator failed before; take a new one")
         s = self.store
@@ -396,10 +393,11 @@ class WitnessCalculator:
             self.ex["init"](s, 0)
             self._error_text.clear()
             self._log_items.clear()
-            mem = self._memory(max(len(records) * RECORD_WORDS * 4, self.witness_size * N8))
-            if len(records):
-                mem[: records.nbytes] = records.view(np.uint8).reshape(-1)
-                self._set_inputs(s, len(records))
+            count = len(names)
+            address = self._memory(max(len(records), self.witness_size * N8))
+            if count:
+                ctypes.memmove(address, records, len(records))
+                self._set_inputs(s, count)
         except _CircuitAbort as e:
             self.broken = True
             raise self._input_error(e, names, input_path) from None
@@ -408,26 +406,41 @@ class WitnessCalculator:
             if isinstance(e, WitnessError):
                 raise
             raise AssertFailed(input_path, f"the circuit trapped: {_first_line(e)}") from None
-        done = len(records)
-        if done < self.input_size:  # only reachable without getInputSignalSize
+        if count < self.input_size:  # only reachable without getInputSignalSize
             self.broken = True
-            raise MissingInput(input_path, self._missing_text(inputs, done))
+            raise MissingInput(input_path, self._missing_text(inputs, count))
         try:
             self._gather(s, 0, self.witness_size)
         except Exception as e:
             self.broken = True
             raise AssertFailed(input_path, f"reading the witness failed: {_first_line(e)}"
                                ) from None
-        mem = self._memory(self.witness_size * N8)
-        w = mem[: self.witness_size * N8].view("<u8").reshape(self.witness_size, 4)
+        return self._memory(self.witness_size * N8)
+
+    def calculate_bytes(self, inputs: list[tuple[str, list[int]]], input_path=None) -> bytes:
+        """The witness of `inputs` as bytes: witness_size values of 32 bytes, little-endian,
+        plain form (the values section of a .wtns)."""
+        return ctypes.string_at(self._run(inputs, input_path), self.witness_size * N8)
+
+    def calculate(self, inputs: list[tuple[str, list[int]]], input_path=None, out=None):
+        """The witness of `inputs` ([(name, flat values mod r)], inputs.parse_inputs) as an
+        (witness_size, 4) uint64 numpy array, plain form (a new array, or written into `out`,
+        a C-contiguous array of that shape, e.g. a shared-memory segment).
+
+        Raises a WitnessError naming `input_path` for inputs the circuit does not accept."""
+        import numpy as np
+
         if out is None:
-            return w.copy()
-        np.copyto(out, w)
+            out = np.empty((self.witness_size, 4), dtype="<u8")
+        elif out.shape != (self.witness_size, 4) or not out.flags.c_contiguous:
+            raise ValueError(f"out must be a C-contiguous ({self.witness_size}, 4) array")
+        address = self._run(inputs, input_path)
+        ctypes.memmove(out.ctypes.data, address, self.witness_size * N8)
         return out
 
-    def _records(self, inputs, input_path):
+    def _records(self, inputs, input_path) -> tuple[bytes, list[str]]:
         """Check the names and lengths (when the circuit can tell) and build the input table:
-        (n, 11) uint32 rows of hMSB, hLSB, index, value words; and each row's signal name."""
+        rows of 11 little-endian u32 (hMSB, hLSB, index, value words); and each row's name."""
         can_check = "getInputSignalSize" in self.ex
         total = 0
         for name, values in inputs:
@@ -443,22 +456,17 @@ class WitnessCalculator:
             total += len(values)
         if can_check and total < self.input_size:
             raise MissingInput(input_path, self._missing_text(inputs, total))
-        rows = np.zeros((total, RECORD_WORDS), dtype="<u4")
+        rows: list[bytes] = []
         names: list[str] = []
-        k = 0
+        head = struct.Struct("<III")
         for name, values in inputs:
             h = fnv1a64(name)
-            n = len(values)
-            if n == 0:
-                continue
-            rows[k:k + n, 0] = h >> 32
-            rows[k:k + n, 1] = h & 0xFFFFFFFF
-            rows[k:k + n, 2] = np.arange(n, dtype="<u4")
-            raw = b"".join(v.to_bytes(N8, "little") for v in values)
-            rows[k:k + n, 3:] = np.frombuffer(raw, dtype="<u4").reshape(n, N32)
-            names.extend([name] * n)
-            k += n
-        return rows, names
+            hi, lo = h >> 32, h & 0xFFFFFFFF
+            for i, v in enumerate(values):
+                rows.append(head.pack(hi, lo, i))
+                rows.append(v.to_bytes(N8, "little"))
+            names.extend([name] * len(values))
+        return b"".join(rows), names
 
     def _missing_text(self, inputs, given: int) -> str:
         names = self.circuit.input_names() if "getInputSignalSize" in self.ex else None
@@ -495,6 +503,6 @@ def _first_line(e: BaseException) -> str:
     return text.splitlines()[0] if text else type(e).__name__
 
 
-def calculate_witness(wasm_path, inputs, input_path=None, sym=None) -> np.ndarray:
+def calculate_witness(wasm_path, inputs, input_path=None, sym=None):
     """One-shot: the witness of `inputs` for the circuit at wasm_path (see Circuit)."""
     return Circuit(wasm_path, sym).calculator().calculate(inputs, input_path)

@@ -10,17 +10,19 @@ _SYM_HELP = ("The circuit's .sym (circom --sym), used only to name missing input
              "next to the .wasm (or one folder up, circom's layout) when not given.")
 
 
-def run_calculate(wasm, input_json, out_wtns, sym=None):
+def run_calculate(wasm, input_json, out_wtns, sym=None) -> bytes:
     """Calculate the witness of input_json for the circuit wasm and write out_wtns (the
-    bytes snarkjs writes); nothing is written on failure. Returns the (n, 4) values."""
-    from cuzk.formats.wtns import write_wtns
-    from cuzk.witness import Circuit, read_inputs
+    bytes snarkjs writes); nothing is written on failure. Returns the values' bytes.
+    Imports neither numpy nor the prover."""
+    from cuzk.witness.calculator import Circuit
+    from cuzk.witness.inputs import read_inputs
+    from cuzk.witness.wtnsfile import write_wtns_bytes
 
     inputs = read_inputs(input_json)
     circuit = Circuit(wasm, sym)
-    w = circuit.calculator().calculate(inputs, input_json)
-    write_wtns(out_wtns, w)
-    return w
+    values = circuit.calculator().calculate_bytes(inputs, input_json)
+    write_wtns_bytes(out_wtns, values)
+    return values
 
 
 def check_same_circuit(circuit, zkey) -> None:
@@ -45,18 +47,19 @@ def run_fullprove(input_json, wasm, zkey, proof_json, public_json, verify=False,
     import tempfile
     from pathlib import Path
 
-    from cuzk.formats.wtns import write_wtns
     from cuzk.formats.zkey import ZKey
     from cuzk.prover.cli import run_prove
-    from cuzk.witness import Circuit, read_inputs
+    from cuzk.witness.calculator import Circuit
+    from cuzk.witness.inputs import read_inputs
+    from cuzk.witness.wtnsfile import write_wtns_bytes
 
     inputs = read_inputs(input_json)
     circuit = Circuit(wasm, sym)
     check_same_circuit(circuit, ZKey(zkey, check_coefficients=False))
-    w = circuit.calculator().calculate(inputs, input_json)
+    values = circuit.calculator().calculate_bytes(inputs, input_json)
     with tempfile.TemporaryDirectory(prefix="cuzk-fullprove-") as tmp:
         wtns = Path(tmp) / "witness.wtns"
-        write_wtns(wtns, w)
+        write_wtns_bytes(wtns, values)
         return run_prove(zkey, wtns, proof_json, public_json, verify=verify, device=device)
 
 

@@ -14,8 +14,11 @@ from __future__ import annotations
 import math
 import re
 
-from cuzk.formats.limbs import BN254_R
 from cuzk.witness.errors import NotANumber, WitnessError
+
+# BN254's scalar field r (cuzk.formats.limbs.BN254_R, which imports numpy; a test checks
+# they are equal).
+BN254_R = 0x30644E72E131A029B85045B68181585D2833E84879B9709143E1F593F0000001
 
 FNV64_OFFSET = 0xCBF29CE484222325
 FNV64_PRIME = 0x100000001B3
