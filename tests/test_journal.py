@@ -189,6 +189,62 @@ def test_top_shows_recovered_jobs_when_there_are_any():
     assert "recovered 19" in render(snap, 120, 40).text()
 
 
+# ------------------------------------------------------------------------------ the engine's hooks
+def test_engine_records_each_job_before_its_id_and_each_outcome(tmp_path):
+    """With the prover double: submit() returns an id only once the job (and its uploaded
+    witnesses) is in the journal; outcomes are recorded with the proofs; a client's cancel is
+    final, while jobs cut by a stop stay unfinished and are proved after a re-queue under
+    their ids (from the spooled witnesses), counted as recovered."""
+    from test_engine import assert_proofs, config, key_file, witnesses
+
+    from cuzk.engine import Engine
+
+    j = Journal.open(tmp_path / "state")
+    kpath = key_file(tmp_path)
+    cfg = config(tmp_path, devices="cpu:1", synth_workers=1, opts={"synth_secs": 0.05})
+    eng = Engine(cfg, journal=j).start()
+    try:
+        kid = eng.register_key(kpath)
+        ws_a, ws_b, ws_c = witnesses(2, seed=1), witnesses(3, seed=2), witnesses(4, seed=3)
+        a = eng.submit(kid, ws_a, kind="porep-c2", priority="high")
+        (e,) = j.unfinished()  # recorded before the id came back
+        assert (e.job_id, e.kind, e.priority) == (a, "porep-c2", "high")
+        assert [open(j.spool_path(x["spool"]), "rb").read() for x in e.inputs] == ws_a
+        b = eng.submit(kid, ws_b)
+        assert eng.cancel(b)
+        r = eng.result(a, timeout=60)
+        assert_proofs(r, ws_a, kpath)
+        assert j.result(a)["proofs"] == r["proofs"] and j.result(a)["recovered"] is False
+        assert j.result(b)["state"] == "cancelled"
+        c = eng.submit(kid, ws_c, priority="critical")
+    finally:
+        eng.stop(drain_deadline=0)
+    r = eng.result(c, timeout=0)
+    assert r["state"] == "cancelled" and "resumes when the daemon starts again" in r["error"]
+    (e,) = j.unfinished()
+    assert e.job_id == c and len(os.listdir(j.spool)) == 4
+    eng = Engine(cfg, journal=j).start()
+    try:
+        kid2 = eng.register_key(e.key_path)
+        assert kid2 == e.key_id
+        eng.submit(kid2, [j.spool_path(x["spool"]) for x in e.inputs], kind=e.kind,
+                   priority=e.priority, job_id=e.job_id, submitted_at=e.submitted_at,
+                   recovered=True)
+        assert j.counts() == {"cancelled": 1, "done": 1, "accepted": 1}  # not recorded twice
+        r = eng.result(c, timeout=60)
+        assert_proofs(r, ws_c, kpath)
+        assert r["recovered"] is True and r["priority"] == "critical"
+        assert r["submitted_at"] == e.submitted_at
+        assert eng.snapshot()["counters"]["jobs_recovered"] == 1
+        assert j.unfinished() == [] and j.result(c)["proofs"] == r["proofs"]
+        assert os.listdir(j.spool) == []
+        with pytest.raises(ValueError, match="already exists"):
+            eng.submit(kid2, ws_c, job_id=c)
+    finally:
+        eng.stop(drain_deadline=0)
+        j.close()
+
+
 # ------------------------------------------------------------------------------ configuration
 def test_state_dir_and_keep_results_settings(tmp_path):
     assert default_state_dir({"XDG_STATE_HOME": "/x/state", "HOME": "/h"}) == "/x/state/cuzk"
