@@ -96,6 +96,39 @@ def test_a_failed_accept_leaves_nothing_behind(tmp_path):
         j.close()
 
 
+def test_a_job_that_cannot_be_recorded_is_answered_503(tmp_path):
+    """The API's side: engine.submit raising JournalError (disk full, I/O error, a closed
+    journal) is a 503 with the reason, and the journal keeps nothing of the job."""
+    from cuzk.serve.api import Api
+    from cuzk.serve.http import HttpError, Request
+
+    j = Journal.open(tmp_path)
+    j.close()
+    with pytest.raises(JournalError, match="the journal is closed"):
+        j.accept("0004", "k", "/k.zkey", "default", "normal", 1.0, [b"abc"])
+    assert os.listdir(tmp_path / "spool") == []
+
+    class Engine:  # just enough of one: a key of TINY's nVars, a submit that cannot record
+        def keys(self):
+            return [{"key_id": "00112233aabbccdd", "n_vars": 4}]
+
+        def submit(self, key_id, witnesses, kind, priority):
+            return j.accept("0005", key_id, "/k.zkey", kind, priority, 1.0, witnesses)
+
+    class Cfg:
+        key_roots, max_wait = [], 1.0
+
+    api = Api(Engine(), Cfg(), journal=j)
+    body = json.dumps({"key": "00112233aabbccdd", "witnesses": [{"data": b64(TINY.witness(0))}]})
+    req = Request("POST", "/v1/jobs", {}, {"Content-Type": "application/json"}, body.encode())
+    with pytest.raises(HttpError) as e:
+        api.submit(req)
+    assert e.value.status == 503
+    assert e.value.message == "not taking jobs: the journal is closed"
+    assert e.value.headers == {"Retry-After": "5"}
+    assert os.listdir(tmp_path / "spool") == []
+
+
 def test_orphan_spool_files_are_swept_at_open(tmp_path):
     j = Journal.open(tmp_path)
     j.accept("0003", "k", "/k.zkey", "default", "normal", 1.0, [b"keep me"])

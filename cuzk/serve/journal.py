@@ -183,9 +183,13 @@ class Journal:
                                "submitted_at, inputs, state) VALUES (?,?,?,?,?,?,?,'accepted')",
                                (job_id, key_id, key_path, kind, priority, submitted_at,
                                 json.dumps(recorded)))
-        except (OSError, sqlite3.Error) as e:
+        except BaseException as e:
             for path in written:
                 _unlink(path)
+            if isinstance(e, JournalError):
+                raise
+            if not isinstance(e, (OSError, sqlite3.Error)):
+                raise
             reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
             raise JournalError(f"cannot record the job in the journal: {reason}") from None
         return out
