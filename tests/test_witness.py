@@ -153,6 +153,24 @@ def test_calculator_reused_and_after_failure(tmp_path):
     assert fresh.memory_bytes >= circuit.witness_size * 32
 
 
+@pytest.mark.parametrize("name", WITNESS_CIRCUITS)
+def test_gather_paths_agree(name):
+    """The direct gather (the circuit's memory read by the helper) and the call-per-word
+    gather (circuits that do not export their memory) give snarkjs's witness."""
+    from cuzk.witness import read_inputs
+    from cuzk.witness.calculator import WitnessCalculator
+
+    d = fx(name)
+    circuit = Circuit(d / "circuit.wasm")
+    direct, calls = WitnessCalculator(circuit), WitnessCalculator(circuit, direct=False)
+    assert direct.direct and not calls.direct
+    for k in (0, 1):
+        want = read_wtns(d / f"witness_{k}.wtns").values.tobytes()
+        inputs = read_inputs(d / f"input_{k}.json")
+        assert direct.calculate_bytes(inputs) == want
+        assert calls.calculate_bytes(inputs) == want
+
+
 def test_module_cache_on_disk(tmp_path, monkeypatch):
     """A new process (here: the in-process cache dropped) loads the serialized module; a
     damaged cache file is compiled again and replaced."""

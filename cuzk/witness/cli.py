@@ -10,9 +10,10 @@ _SYM_HELP = ("The circuit's .sym (circom --sym), used only to name missing input
              "next to the .wasm (or one folder up, circom's layout) when not given.")
 
 
-def run_calculate(wasm, input_json, out_wtns, sym=None) -> bytes:
+def run_calculate(wasm, input_json, out_wtns, sym=None) -> memoryview:
     """Calculate the witness of input_json for the circuit wasm and write out_wtns (the
-    bytes snarkjs writes); nothing is written on failure. Returns the values' bytes.
+    bytes snarkjs writes); nothing is written on failure. Returns the values (a view of
+    the calculator's memory).
     Imports neither numpy nor the prover."""
     from cuzk.witness.calculator import Circuit
     from cuzk.witness.inputs import read_inputs
@@ -20,7 +21,7 @@ def run_calculate(wasm, input_json, out_wtns, sym=None) -> bytes:
 
     inputs = read_inputs(input_json)
     circuit = Circuit(wasm, sym)
-    values = circuit.calculator().calculate_bytes(inputs, input_json)
+    values = circuit.calculator().witness_view(inputs, input_json)
     write_wtns_bytes(out_wtns, values)
     return values
 
@@ -56,7 +57,7 @@ def run_fullprove(input_json, wasm, zkey, proof_json, public_json, verify=False,
     inputs = read_inputs(input_json)
     circuit = Circuit(wasm, sym)
     check_same_circuit(circuit, ZKey(zkey, check_coefficients=False))
-    values = circuit.calculator().calculate_bytes(inputs, input_json)
+    values = circuit.calculator().witness_view(inputs, input_json)
     with tempfile.TemporaryDirectory(prefix="cuzk-fullprove-") as tmp:
         wtns = Path(tmp) / "witness.wtns"
         write_wtns_bytes(wtns, values)

@@ -23,8 +23,8 @@ def wtns_header(count: int) -> bytes:
             + struct.pack("<IQ", 2, N8 * count))
 
 
-def write_wtns_bytes(path, values: bytes) -> None:
-    """Write a .wtns atomically from `values` (count x 32 bytes, plain form)."""
+def write_wtns_bytes(path, values) -> None:
+    """Write a .wtns atomically from `values` (bytes-like: count x 32 bytes, plain form)."""
     if len(values) % N8:
         raise ValueError(f"{len(values)} bytes is not a whole number of 32-byte values")
     with atomic_writer(path) as f:
