@@ -397,3 +397,48 @@ def test_prime_not_bn254(prime, tmp_path, tools):
     wasm = tmp_path / "tinyp_js" / "tinyp.wasm"
     _calc_fails(tmp_path, wasm, {"a": 3, "b": 11}, "tinyp.wasm: compiled for the prime",
                 "BN254's scalar field r")
+
+
+# ---- older circom 2 layouts (tests/fixtures/layouts/README.md) ----
+
+LAYOUTS = ("circom2-0.2.0", "circom2-0.2.5", "circom2-0.2.12")
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_layout_witness_equals_snarkjs(layout, tmp_path):
+    d = FIXTURES / "layouts" / layout
+    for k in (0, 1):
+        out = tmp_path / f"w{k}.wtns"
+        r = run_cli("wtns", "calculate", d / "circuit.wasm", fx("nested") / f"input_{k}.json",
+                    out)
+        assert r.exit_code == 0, r.output
+        assert out.read_bytes() == (d / f"witness_{k}.wtns").read_bytes()
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_layout_errors(layout, tmp_path):
+    """Each error of the current layout, as far as the older .wasm (and its .sym) can tell."""
+    wasm = FIXTURES / "layouts" / layout / "circuit.wasm"
+    old = layout == "circom2-0.2.0"  # no getInputSignalSize
+    _calc_fails(tmp_path, wasm, {**NESTED_OK, "v": [7, 8]},
+                "v has 2 values, but the circuit's v has 3")
+    _calc_fails(tmp_path, wasm, {**NESTED_OK, "q": 1}, "'q' is not an input signal")
+    missing = {k: v for k, v in NESTED_OK.items() if k != "s"}
+    _calc_fails(tmp_path, wasm, missing, *(
+        ["10 of the 11 input values", "cannot tell which signals are inputs"] if old else
+        ["missing input signal s "]))
+    message = ("Error in template Nested_0 line: 18" if layout == "circom2-0.2.12" else
+               "(no template or line: circom gives them since 2.0.7)")
+    _calc_fails(tmp_path, wasm, {**NESTED_OK, "s": 10}, "assert failed: " + message)
+
+
+def test_oldest_layout_without_sym(tmp_path):
+    """No getInputSignalSize and no .sym: circom's own counts decide, as in snarkjs."""
+    wasm = tmp_path / "lone" / "circuit.wasm"
+    wasm.parent.mkdir()
+    shutil.copy(FIXTURES / "layouts" / "circom2-0.2.0" / "circuit.wasm", wasm)
+    _calc_fails(tmp_path, wasm, {**NESTED_OK, "q": 1}, "too many input values: q is not an "
+                "input or has more values", "(Too many signals set.)")
+    _calc_fails(tmp_path, wasm, {**NESTED_OK, "v": [7, 8]}, "missing input signals",
+                "10 of the 11")
+    _calc_fails(tmp_path, wasm, {**NESTED_OK, "v": [7, 8, 9, 10]}, "too many input values")

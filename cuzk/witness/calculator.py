@@ -175,20 +175,19 @@ def find_sym(wasm_path: Path) -> Path | None:
     return None
 
 
-def main_signal_names(sym_path) -> list[str]:
-    """Names of the main component's own signals (arrays once), in .sym order."""
-    names, seen = [], set()
+def main_signals(sym_path) -> dict[str, int]:
+    """The main component's own signals in .sym order: name -> number of elements (an
+    array's entries main.m[0][0], main.m[0][1], ... count once each)."""
+    sizes: dict[str, int] = {}
     with open(sym_path, encoding="utf-8", errors="replace") as f:
         for line in f:
             parts = line.rstrip("\n").split(",", 3)
             if len(parts) != 4 or not parts[3].startswith("main."):
                 continue
             name = parts[3][5:].split("[", 1)[0]
-            if "." in name or name in seen:
-                continue
-            seen.add(name)
-            names.append(name)
-    return names
+            if "." not in name:
+                sizes[name] = sizes.get(name, 0) + 1
+    return sizes
 
 
 class Circuit:
@@ -209,6 +208,7 @@ class Circuit:
             raise NotACircuit(self.path, "not a WebAssembly module (a circom 2 witness "
                                          "calculator .wasm from `circom --wasm` is expected)")
         self.load_stats: dict = {}
+        self._sym_signals = None
         try:
             self.module = load_module(code, self.load_stats)
         except Exception as e:
@@ -250,13 +250,22 @@ class Circuit:
         calc, self._spare = self._spare, None
         return calc if calc is not None else WitnessCalculator(self)
 
+    def sym_signals(self) -> dict[str, int] | None:
+        """main_signals of the .sym file (read once); None without one."""
+        if self.sym is None:
+            return None
+        if self._sym_signals is None:
+            self._sym_signals = main_signals(self.sym)
+        return self._sym_signals
+
     def input_names(self) -> list[str] | None:
         """The main component's input signal names, from the .sym file; None without one."""
-        if self.sym is None:
+        signals = self.sym_signals()
+        if signals is None:
             return None
         calc = self._spare or WitnessCalculator(self)
         self._spare = calc
-        return [n for n in main_signal_names(self.sym) if calc.input_signal_size(n) is not None]
+        return [n for n in signals if calc.input_signal_size(n) is not None]
 
 
 class WitnessCalculator:
@@ -321,6 +330,7 @@ class WitnessCalculator:
             direct_gather, src = hx["gather_direct"], self.shared_rw_start
             self._gather = lambda store, first, count: direct_gather(store, first, count, src)
         self._done, self._hmem = hx["done"], hx["memory"]
+        self._prints_errors = any(i.name == "printErrorMessage" for i in circuit.module.imports)
         self.broken = False
 
     # ---- host imports ----
@@ -493,10 +503,13 @@ class WitnessCalculator:
         """Check the names and lengths (when the circuit can tell) and build the input table:
         rows of 11 little-endian u32 (hMSB, hLSB, index, value words); and each row's name."""
         can_check = "getInputSignalSize" in self.ex
+        # Circuits of circom before getInputSignalSize: the .sym, when there is one, knows
+        # the main component's signals and their sizes (not which are inputs).
+        sym = None if can_check else self.circuit.sym_signals()
         total = 0
         for name, values in inputs:
-            if can_check:
-                size = self.input_signal_size(name)
+            if can_check or sym is not None:
+                size = self.input_signal_size(name) if can_check else sym.get(name)
                 if size is None:
                     raise UnknownInput(input_path, f"{name!r} is not an input signal of the "
                                                    f"circuit {self.path.name}")
@@ -528,9 +541,11 @@ class WitnessCalculator:
                 plural = "s" if len(missing) > 1 else ""
                 return (f"missing input signal{plural} {', '.join(missing)} (the circuit "
                         f"{self.path.name} has inputs {', '.join(names)})")
+        why = ("the circuit's .sym file, from circom --sym, next to the .wasm would name "
+               "them" if "getInputSignalSize" in self.ex else "this circuit's circom, before "
+               "getInputSignalSize, cannot tell which signals are inputs")
         return (f"missing input signals: the inputs set {given} of the {self.input_size} "
-                f"input values of {self.path.name} (the circuit's .sym file, from circom "
-                "--sym, next to the .wasm would name them)")
+                f"input values of {self.path.name} ({why})")
 
     def _input_error(self, e: _CircuitAbort, names: list[str], input_path) -> WitnessError:
         k = int(self._done.value(self.store))
@@ -539,13 +554,19 @@ class WitnessCalculator:
         if e.code == 1:
             return UnknownInput(input_path, f"{name!r} is not an input signal of the circuit "
                                             f"{self.path.name}")
-        if e.code in (2, 6):
+        if e.code == 2:  # all inputs were set before this value
+            return WrongLength(input_path, f"too many input values: {name} is not an input or "
+                                           f"has more values than the circuit's {name} "
+                                           f"({text})")
+        if e.code == 6:
             return WrongLength(input_path, f"{name} has more values than the circuit's "
                                            f"{name} ({text})")
         if e.code == 4:
-            detail = text[len(EXCEPTION_CODES[4]):].strip()
-            return AssertFailed(input_path, "the circuit's assert failed: "
-                                            + (detail or "(circom gave no message)"))
+            detail = text[len(EXCEPTION_CODES[4]):].strip() or (
+                "(no template or line: circom gives them since 2.0.7)"
+                if "getMessageChar" not in self.ex or not self._prints_errors else
+                "(circom gave no message)")
+            return AssertFailed(input_path, "the circuit's assert failed: " + detail)
         return AssertFailed(input_path, f"the circuit failed: {text}")
 
 
