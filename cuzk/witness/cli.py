@@ -40,7 +40,7 @@ def check_same_circuit(circuit, zkey) -> None:
                                             "same circuit")
 
 
-def run_fullprove(input_json, wasm, zkey, proof_json, public_json, verify=False,
+def run_fullprove(input_json, wasm, zkey, proof_json, public_json, verify=True,
                   device="cpu", sym=None):
     """Witness from input_json, then the proof (cuzk.prover.cli.run_prove), as snarkjs's
     `groth16 fullprove`. Checks first that wasm and zkey belong to the same circuit.
@@ -92,7 +92,8 @@ def calculate(circuit_wasm, input_json, out_wtns, sym):
 
 
 @click.command("fullprove")
-@click.option("--verify", is_flag=True, help="Verify the proof before writing it.")
+@click.option("--verify/--no-verify", default=True, show_default=True,
+              help="Verify the proof before writing it, as `cuzk prove` does.")
 @click.option("--device", default="cpu", show_default=True, metavar="cpu|cuda[:N]",
               help="Where the NTT and G1 MSM kernels run.")
 @click.option("--sym", type=click.Path(dir_okay=False), help=_SYM_HELP)
@@ -105,8 +106,8 @@ def fullprove(input_json, circuit_wasm, zkey, proof_json, public_json, verify, d
     """Witness of INPUT_JSON for CIRCUIT_WASM, then a proof with ZKEY (snarkjs's fullprove).
 
     Writes PROOF_JSON and PUBLIC_JSON as `snarkjs groth16 fullprove` does. A wasm and key of
-    different circuits (wire count, prime), bad inputs, or a proof failing --verify exit 1
-    with the reason, and nothing is written.
+    different circuits (wire count, prime), bad inputs, or a proof that fails verification
+    (on unless --no-verify) exit 1 with the reason, and nothing is written.
     """
     from cuzk.formats.errors import FormatError
     from cuzk.prover.cli import ProveError, exit_now_if_a_process_of_its_own
