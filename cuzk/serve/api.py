@@ -19,6 +19,7 @@ import time
 from cuzk.engine import BudgetError, EngineError, EngineStopped, UnknownJob, UnknownKey
 from cuzk.engine.config import PRIORITIES
 from cuzk.formats.errors import FormatError
+from cuzk.serve.body import Upload
 from cuzk.serve.http import HttpError, Request, Response, Router, StaticFiles
 from cuzk.serve.journal import JournalError
 
@@ -102,9 +103,9 @@ class Api:
 
     def router(self) -> Router:
         r = Router()
-        r.add("GET", "/healthz", self.healthz, auth=False)
-        r.add("GET", "/status", self.status)
-        r.add("GET", "/metrics", self.metrics_text)
+        r.add("GET", "/healthz", self.healthz, auth=False, quick=True)
+        r.add("GET", "/status", self.status, quick=True)
+        r.add("GET", "/metrics", self.metrics_text, quick=True)
         r.add("GET", "/v1/keys", self.list_keys)
         r.add("POST", "/v1/keys", self.register_key)
         r.add("GET", "/v1/keys/{key_id}", self.get_key)
@@ -116,10 +117,10 @@ class Api:
         r.add("POST", "/v1/jobs/{job_id}/cancel", self.cancel)
         r.add("POST", "/v1/prove", self.prove)
         # static files: the web panel (issue 10) and the API description, no token needed
-        r.add("GET", "/", self.static.index, auth=False)
-        r.add("GET", "/ui/{name}", self.static.asset, auth=False)
-        r.add("GET", "/ui/{dir}/{file}", self._ui_sub, auth=False)
-        r.add("GET", "/openapi.yaml", self._openapi, auth=False)
+        r.add("GET", "/", self.static.index, auth=False, quick=True)
+        r.add("GET", "/ui/{name}", self.static.asset, auth=False, quick=True)
+        r.add("GET", "/ui/{dir}/{file}", self._ui_sub, auth=False, quick=True)
+        r.add("GET", "/openapi.yaml", self._openapi, auth=False, quick=True)
         return r
 
     def _ui_sub(self, req: Request) -> Response:
@@ -241,12 +242,17 @@ class Api:
             raise HttpError(400, f"{what}: expected {{\"data\": BASE64}} or {{\"path\": "
                                  "PATH}} (or a path string)")
         if "data" in w:
-            if not isinstance(w["data"], str):
+            if isinstance(w["data"], Upload):  # decoded as the body arrived (serve.body)
+                if not w["data"].valid:
+                    raise HttpError(400, f"{what}.data is not valid base64")
+                source = w["data"].read()
+            elif not isinstance(w["data"], str):
                 raise HttpError(400, f"{what}.data must be a base64 string")
-            try:
-                source = base64.b64decode(w["data"], validate=True)
-            except (binascii.Error, ValueError):
-                raise HttpError(400, f"{what}.data is not valid base64") from None
+            else:
+                try:
+                    source = base64.b64decode(w["data"], validate=True)
+                except (binascii.Error, ValueError):
+                    raise HttpError(400, f"{what}.data is not valid base64") from None
             name = f"<{what}>"
         else:
             source = resolve_under_roots(w["path"], self.config.key_roots, what)

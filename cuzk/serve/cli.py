@@ -30,8 +30,8 @@ def config_options(f):
         if s.name == "self_verify":
             f = click.option("--self-verify/--no-self-verify", "self_verify", default=None,
                              help=help_text)(f)
-        elif s.name == "key_roots":
-            f = click.option(flag, "key_roots", multiple=True, metavar=s.metavar,
+        elif s.name in ("key_roots", "allow_hosts"):
+            f = click.option(flag, s.name, multiple=True, metavar=s.metavar,
                              help=help_text)(f)
         else:
             f = click.option(flag, s.name, default=None, metavar=s.metavar, help=help_text)(f)

@@ -14,6 +14,7 @@ import ipaddress
 import json
 import logging
 import os
+import re
 import stat
 import tomllib
 from collections.abc import Callable, Mapping
@@ -176,6 +177,29 @@ def _key_roots(v) -> list[str]:
     return roots
 
 
+_LABEL = r"[a-z0-9_][a-z0-9_-]{0,62}"
+_HOST_NAME = re.compile(rf"^(?=.{{1,253}}$){_LABEL}(\.{_LABEL})*$")
+
+
+def _host_names(v) -> list[str]:
+    """Host names for --allow-host: a list, or one string of names separated by commas."""
+    if isinstance(v, str):
+        items = [p for p in v.split(",") if p.strip()]
+    elif isinstance(v, (list, tuple)):
+        items = list(v)
+    else:
+        raise ValueError(f"expected a list of host names, got {v!r}")
+    names = []
+    for item in items:
+        name = _str(item).lower().removesuffix(".")
+        if not _HOST_NAME.match(name):
+            raise ValueError(f"{item!r} is not a host name (letters, digits, '-', '_' and "
+                             "dots; no port, no brackets)")
+        if name not in names:
+            names.append(name)
+    return names
+
+
 def _log_level(v) -> str:
     s = _str(v).lower()
     if s not in LOG_LEVELS:
@@ -231,8 +255,18 @@ SETTINGS: tuple[Setting, ...] = (
             "uploaded base64 inside JSON, 4/3 of their size).", "SIZE"),
     Setting("max_wait", 600.0, _seconds, "Longest a request may wait for a result "
             "(?wait=, one-shot prove).", "SECS"),
-    Setting("max_connections", 64, _count(1), "Concurrent HTTP connections served; more are "
-            "answered 503 at once.", "N"),
+    Setting("max_connections", 1024, _count(1), "Open HTTP connections; beyond it the "
+            "longest-idle keep-alive connection is closed, or, when none is idle, the new one "
+            "is answered 503.", "N"),
+    Setting("header_timeout", 10.0, _seconds, "Seconds a request's line and headers may take "
+            "to arrive (from the connection's opening, or a later request's first byte); "
+            "then the connection is closed.", "SECS"),
+    Setting("body_memory", 512 * 1024**2, _size, "Bytes of request bodies in flight (by "
+            "Content-Length), also charged to the memory budget; a body that does not fit "
+            "waits up to 5 s, then gets 503. At least max_body.", "SIZE"),
+    Setting("allow_hosts", [], _host_names, "Without a token, a Host name served besides "
+            "loopback addresses and localhost (DNS-rebinding defence). Repeatable; in TOML a "
+            "list, in CUZK_ALLOW_HOSTS separated by ','.", "NAME", "--allow-host"),
     Setting("drain_timeout", 30.0, _seconds, "On SIGTERM: seconds running jobs get to finish "
             "before they are cancelled.", "SECS"),
     Setting("state_dir", None, _opt_str, "Directory of the job journal (accepted jobs and "
@@ -242,8 +276,9 @@ SETTINGS: tuple[Setting, ...] = (
             "stay in the journal, fetchable by id (seconds, or 30m, 12h, 7d).", "DURATION"),
 )
 BY_NAME = {s.name: s for s in SETTINGS}
-TOML_ALIASES = {"key_root": "key_roots", "board_name": "board"}
-ENV_ALIASES = {"key_roots": ENV_PREFIX + "KEY_ROOT"}  # the flag's singular name works too
+TOML_ALIASES = {"key_root": "key_roots", "board_name": "board", "allow_host": "allow_hosts"}
+ENV_ALIASES = {"key_roots": ENV_PREFIX + "KEY_ROOT",  # the flag's singular name works too
+               "allow_hosts": ENV_PREFIX + "ALLOW_HOST"}
 
 
 class Config:
@@ -323,6 +358,11 @@ class Config:
 
             self.state_dir = default_state_dir(self.env)
         self.state_dir = os.path.abspath(os.path.expanduser(self.state_dir))
+        if self.body_memory < self.max_body:
+            raise ConfigError(f"body_memory ({self.sources['body_memory']}) is "
+                              f"{format_size(self.body_memory)}, less than max_body "
+                              f"({format_size(self.max_body)}): a body of max_body could "
+                              "never be read")
         self.token = self._read_token() if self.token_file else None
         if not is_loopback(self.host) and self.token is None:
             raise ConfigError(

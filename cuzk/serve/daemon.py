@@ -99,7 +99,8 @@ class Daemon:
     def _run(self) -> int:
         from cuzk.engine import Engine
         from cuzk.serve.api import Api
-        from cuzk.serve.http import Router, Server
+        from cuzk.serve.front import Server
+        from cuzk.serve.http import Router
         from cuzk.serve.metrics import Metrics
 
         cfg = self.config
@@ -110,7 +111,9 @@ class Daemon:
         try:
             self.server = Server((cfg.host, cfg.port), Router(), token=cfg.token,
                                  max_body=cfg.max_body, max_connections=cfg.max_connections,
-                                 loopback_only=cfg.token is None)
+                                 loopback_only=cfg.token is None, allow_hosts=cfg.allow_hosts,
+                                 header_timeout=cfg.header_timeout,
+                                 body_memory=cfg.body_memory)
         except OSError as e:
             log.error("cannot listen on %s:%d: %s", cfg.host, cfg.port, e.strerror or e)
             return EX_STARTUP
@@ -136,6 +139,7 @@ class Daemon:
         self._prune()
         self._recover()
         self.server.router = self.api.router()
+        self.server.memory.budget = self.engine.budget  # request bodies count in the budget
         thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.2},
                                   name="cuzk-http", daemon=True)
         thread.start()

@@ -1,0 +1,617 @@
+"""The connection front of `cuzk serve`: one asyncio loop accepts, reads heads and bodies,
+and hands complete requests to bounded worker pools.
+
+    clients ──► event loop (one thread) ─────────────────────────► worker pools (threads)
+                accept; head within header_timeout;                 route handlers, which may
+                host / route / auth / size checks;                  block on the engine
+                body streamed (JSON uploads decoded to a spool);    ("quick" routes such as
+                body bytes charged to BodyMemory                    /healthz have their own)
+                ◄──────────────────── Response ───────────────────┘
+                write it; keep the connection idle or close it
+
+Why this and not the stdlib's thread per connection: a connection that is idle or sends its
+head one byte at a time held a thread and one of 64 slots, so 64 such clients locked
+everyone out (issue 17). Here a waiting connection is a suspended coroutine (a few KB); the
+head must be complete `header_timeout` seconds after the connection opened (or after the
+first byte of a later keep-alive request), else it is closed; an idle keep-alive connection
+is closed first when the connection cap is reached. Threads are spent only on complete
+requests. Why not uvicorn or aiohttp: handlers block on the engine, so a thread pool is
+needed anyway, and both answer malformed requests themselves with plain-text bodies, where
+this API promises JSON for every error (docs/api.md); the parsing and answers below follow
+http.server's, so behaviour seen by clients is unchanged. Standard library only.
+
+Memory: the Content-Length of every body being read or handled is taken from BodyMemory (a cap,
+`body_memory`) and, for bodies over CHARGE_MIN, from the engine's memory budget (use
+"uploads") before a byte of it is read; a body that does not fit waits up to BODY_WAIT
+seconds, then gets 503 with the reason. What a request holds is bounded by its Content-Length:
+the JSON skeleton, and the uploads read back one at a time from their spool file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import io
+import itertools
+import logging
+import queue
+import re
+import resource
+import socket
+import threading
+import time
+import urllib.parse
+from email.utils import formatdate
+from http import HTTPStatus
+
+from cuzk.serve import body as B
+from cuzk.serve.http import (
+    JSON_TYPE,
+    HttpError,
+    Request,
+    Response,
+    Router,
+    check_auth,
+    check_host,
+    error_response,
+)
+
+log = logging.getLogger("cuzk.serve")
+access_log = logging.getLogger("cuzk.serve.access")
+
+IDLE_TIMEOUT = 60.0  # an idle keep-alive connection, a stalled body or response write
+HEADER_TIMEOUT = 10.0  # default: the whole head of a request, from its first byte
+MAX_HEAD = 64 * 1024  # request line and headers
+STREAM_LIMIT = 256 * 1024  # socket bytes buffered per connection before reading pauses
+LINGER = 1.0  # seconds a closing connection's unread input is drained (see _close)
+BODY_WAIT = 5.0  # how long a body waits for BodyMemory before 503
+CHARGE_MIN = 1024**2  # bodies above this are charged to the engine's memory budget too
+RAW_BODY_MAX = 1024**2  # larger bodies must be JSON (every route that reads one wants JSON)
+WORKERS = 64  # threads for handlers that may block (result waits, submissions)
+QUICK_WORKERS = 4  # threads for quick routes (/healthz, /status, /metrics, static files)
+METHODS = {"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"}
+_HEAD_END = re.compile(rb"\r?\n\r?\n")
+
+
+# ---------------------------------------------------------------------------- worker pool
+class _Pool:
+    """Daemon threads running callables for the loop (a thread parked in a long result wait
+    must not keep the process alive at exit, as ThreadPoolExecutor's would)."""
+
+    def __init__(self, n: int, name: str):
+        self._q: queue.SimpleQueue = queue.SimpleQueue()
+        self._threads = [threading.Thread(target=self._work, name=f"{name}-{i}", daemon=True)
+                         for i in range(n)]
+        for t in self._threads:
+            t.start()
+
+    def run(self, loop: asyncio.AbstractEventLoop, fn, *args) -> asyncio.Future:
+        fut = loop.create_future()
+        self._q.put((loop, fut, fn, args))
+        return fut
+
+    def _work(self) -> None:
+        while True:
+            item = self._q.get()
+            if item is None:
+                return
+            loop, fut, fn, args = item
+            try:
+                res, exc = fn(*args), None
+            except BaseException as e:  # handed to the awaiting coroutine
+                res, exc = None, e
+            try:
+                loop.call_soon_threadsafe(_settle, fut, res, exc)
+            except RuntimeError:
+                pass  # the loop has closed: the server stopped meanwhile
+            # drop the request, its answer and any traceback (whose frames hold decoded
+            # uploads) now, not when the next request arrives
+            item = loop = fut = fn = args = res = exc = None
+
+    def stop(self) -> None:
+        for _ in self._threads:
+            self._q.put(None)
+
+
+def _settle(fut: asyncio.Future, res, exc) -> None:
+    if fut.cancelled():
+        return
+    if exc is not None:
+        fut.set_exception(exc)
+    else:
+        fut.set_result(res)
+
+
+# ---------------------------------------------------------------------------- body memory
+class BodyMemory:
+    """Bytes of request bodies in flight: at most `cap`, and (bodies over CHARGE_MIN) charged
+    to the engine's MemoryBudget (`budget`, set once the engine runs) under "uploads".
+    Used from the loop thread only; the budget itself is thread-safe."""
+
+    def __init__(self, cap: int):
+        self.cap = int(cap)
+        self.used = 0
+        self.high_water = 0
+        self.budget = None
+        self._ids = itertools.count()
+
+    def try_take(self, n: int) -> tuple[object | None, str]:
+        """(a ticket, "") when `n` bytes fit, else (None, the reason)."""
+        if self.used + n > self.cap:
+            return None, (f"request bodies in flight hold {self.used} of {self.cap} bytes "
+                          f"(body_memory); this one needs {n}")
+        owner = ("http-body", next(self._ids))
+        if self.budget is not None and n > CHARGE_MIN:
+            from cuzk.engine.budget import BudgetError
+
+            try:
+                ok = self.budget.try_reserve(owner, {"uploads": n})
+            except BudgetError:
+                return None, f"a body of {n} bytes exceeds the whole memory budget"
+            if not ok:
+                return None, (f"the memory budget is full ({self.budget.reserved} of "
+                              f"{self.budget.total} bytes reserved); this body needs {n}")
+        self.used += n
+        self.high_water = max(self.high_water, self.used)
+        return (owner, n), ""
+
+    def give_back(self, ticket) -> None:
+        owner, n = ticket
+        self.used -= n
+        if self.budget is not None and n > CHARGE_MIN:
+            self.budget.release(owner)
+
+
+# ---------------------------------------------------------------------------- connections
+class _Conn:
+    __slots__ = ("reader", "writer", "peer", "buf", "idle_since", "requests")
+
+    def __init__(self, reader, writer):
+        self.reader, self.writer = reader, writer
+        peer = writer.get_extra_info("peername")
+        self.peer = peer[0] if peer else "?"
+        self.buf = bytearray()
+        self.idle_since: float | None = None  # set while waiting for a keep-alive request
+        self.requests = 0
+
+
+class _Close(Exception):
+    """End the connection without an answer (EOF, reset, a head that timed out)."""
+
+
+class _Head:
+    __slots__ = ("command", "target", "version", "headers", "keep_alive")
+
+
+class Server:
+    """The HTTP server: bind at construction (a busy port fails at once), serve_forever() in
+    a thread, shutdown() from another, server_close() at the end (as socketserver's)."""
+
+    def __init__(self, address: tuple[str, int], router: Router, *, token: str | None = None,
+                 max_body: int = 256 * 1024**2, max_connections: int = 1024,
+                 loopback_only: bool = True, allow_hosts=(), header_timeout: float =
+                 HEADER_TIMEOUT, idle_timeout: float = IDLE_TIMEOUT,
+                 body_memory: int = 512 * 1024**2, workers: int = WORKERS):
+        self.router = router
+        self.token = token
+        self.max_body = max_body
+        self.max_connections = max_connections
+        self.loopback_only = loopback_only
+        self.allow_hosts = frozenset(h.lower() for h in allow_hosts)
+        self.header_timeout = header_timeout
+        self.idle_timeout = idle_timeout
+        self.memory = BodyMemory(body_memory)
+        self._workers = workers
+        self.stats = {"refused": 0, "evicted": 0, "head_timeouts": 0, "body_waits": 0}
+        _raise_fd_limit(max_connections + 512)
+        family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
+        self.socket = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            self.socket.bind(address)
+            self.socket.listen(1024)
+        except OSError:
+            self.socket.close()
+            raise
+        self.server_address = self.socket.getsockname()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._done = threading.Event()
+        self._done.set()
+        self._conns: dict[_Conn, None] = {}
+        self._pool = self._quick = None
+
+    @property
+    def url(self) -> str:
+        host, port = self.server_address[:2]
+        return f"http://{'[' + host + ']' if ':' in host else host}:{port}"
+
+    # ------------------------------------------------------------------ life cycle
+    def serve_forever(self, poll_interval: float = 0.5) -> None:
+        """Serve until shutdown() (poll_interval is accepted for socketserver's signature)."""
+        self._done.clear()
+        try:
+            asyncio.run(self._serve())
+        finally:
+            self._done.set()
+
+    def shutdown(self) -> None:
+        loop, stop = self._loop, self._stop
+        if loop is not None and stop is not None:
+            try:
+                loop.call_soon_threadsafe(stop.set)
+            except RuntimeError:
+                pass  # already closed
+        self._done.wait(30)
+
+    def server_close(self) -> None:
+        self.socket.close()
+        for pool in (self._pool, self._quick):
+            if pool is not None:
+                pool.stop()
+
+    async def _serve(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        self._pool = self._pool or _Pool(self._workers, "cuzk-http")
+        self._quick = self._quick or _Pool(QUICK_WORKERS, "cuzk-http-quick")
+        server = await asyncio.start_server(self._connection, sock=self.socket,
+                                            limit=STREAM_LIMIT, backlog=1024)
+        try:
+            await self._stop.wait()
+        finally:
+            server.close()
+            for c in list(self._conns):
+                c.writer.close()
+            self._loop = None
+
+    # ------------------------------------------------------------------ one connection
+    async def _connection(self, reader, writer) -> None:
+        conn = _Conn(reader, writer)
+        if len(self._conns) >= self.max_connections and not self._evict_idle():
+            self.stats["refused"] += 1
+            writer.write(_raw_response(503, {"error": "too many connections; retry later"},
+                                       {"Retry-After": "1"}))
+            await self._close(conn)
+            return
+        self._conns[conn] = None
+        try:
+            while True:
+                head = await self._read_head(conn)
+                if head is None:
+                    break
+                if not await self._request(conn, head):
+                    break
+        except (_Close, ConnectionError, TimeoutError, asyncio.IncompleteReadError):
+            pass
+        except Exception:  # a bug must cost one connection, never the server
+            log.exception("connection from %s: unexpected error", conn.peer)
+        finally:
+            self._conns.pop(conn, None)
+            await self._close(conn)
+
+    def _evict_idle(self) -> bool:
+        """Close the longest-idle keep-alive connection to make room; False if none."""
+        idle = [c for c in self._conns if c.idle_since is not None]
+        if not idle:
+            return False
+        c = min(idle, key=lambda c: c.idle_since)
+        self._conns.pop(c, None)
+        self.stats["evicted"] += 1
+        c.writer.close()
+        return True
+
+    @staticmethod
+    async def _close(conn: _Conn) -> None:
+        """Half-close, then discard what the client still sends for up to LINGER seconds, so
+        that unread request bytes do not turn the close into a reset that destroys our last
+        answer in the client's buffers (a "lingering close", as httpd does)."""
+        w = conn.writer
+        try:
+            if not w.is_closing() and w.can_write_eof():
+                w.write_eof()
+                async with asyncio.timeout(LINGER):
+                    got = 0
+                    while got < (1 << 20):
+                        data = await conn.reader.read(65536)
+                        if not data:
+                            break
+                        got += len(data)
+        except (ConnectionError, TimeoutError, OSError):
+            pass
+        try:
+            w.close()
+            async with asyncio.timeout(1):
+                await w.wait_closed()
+        except (ConnectionError, TimeoutError, OSError):
+            pass
+
+    async def _fill(self, conn: _Conn, n: int = 65536) -> None:
+        data = await conn.reader.read(n)
+        if not data:
+            raise _Close
+        conn.buf += data
+
+    async def _read_head(self, conn: _Conn) -> _Head | None:
+        """The next request's head, parsed; None when the client closed an idle connection.
+        Errors in the head are answered here (as http.server does) and end the connection."""
+        if conn.requests and not conn.buf:
+            conn.idle_since = time.monotonic()  # idle keep-alive: cheap, evictable
+            try:
+                async with asyncio.timeout(self.idle_timeout):
+                    await self._fill(conn)
+            except (_Close, ConnectionError, TimeoutError):
+                return None
+            finally:
+                conn.idle_since = None
+        searched = 0
+        try:
+            async with asyncio.timeout(self.header_timeout):
+                while True:
+                    m = _HEAD_END.search(conn.buf, max(0, searched - 3))
+                    if m:
+                        break
+                    searched = len(conn.buf)
+                    if searched > MAX_HEAD:
+                        await self._answer(conn, None, error_response(
+                            431, f"request head larger than {MAX_HEAD} bytes"), close=True)
+                        raise _Close
+                    await self._fill(conn)
+        except TimeoutError:
+            self.stats["head_timeouts"] += 1
+            if conn.buf:  # a request had begun: say why it ends (best effort, no waiting)
+                conn.writer.write(_raw_response(408, {"error": "request head not received "
+                                                      f"within {self.header_timeout:g} s"}))
+            raise _Close from None
+        raw = bytes(conn.buf[:m.start()])
+        del conn.buf[:m.end()]
+        conn.requests += 1
+        return await self._parse_head(conn, raw)
+
+    async def _parse_head(self, conn: _Conn, raw: bytes) -> _Head | None:
+        line, _, rest = raw.partition(b"\n")
+        requestline = line.rstrip(b"\r").decode("iso-8859-1")
+        words = requestline.split()
+        if not words:
+            raise _Close  # http.server closes on an empty request line too
+        h = _Head()
+        h.version, h.keep_alive = "HTTP/0.9", False
+        if len(words) >= 3:
+            version = words[-1]
+            try:
+                if not version.startswith("HTTP/"):
+                    raise ValueError
+                nums = version.split("/", 1)[1].split(".")
+                if len(nums) != 2 or not all(x.isdigit() and len(x) <= 10 for x in nums):
+                    raise ValueError
+                number = int(nums[0]), int(nums[1])
+            except (ValueError, IndexError):
+                await self._fail(conn, 400, f"Bad request version ({version!r})")
+            if number >= (2, 0):
+                await self._fail(conn, 505, f"Invalid HTTP version ({version[5:]})")
+            h.version, h.keep_alive = version, number >= (1, 1)
+        if not 2 <= len(words) <= 3:
+            await self._fail(conn, 400, f"Bad request syntax ({requestline!r})")
+        h.command, h.target = words[0], words[1]
+        if len(words) == 2 and h.command != "GET":
+            await self._fail(conn, 400, f"Bad HTTP/0.9 request type ({h.command!r})")
+        try:
+            h.headers = http.client.parse_headers(io.BytesIO(rest + b"\r\n\r\n"))
+        except http.client.LineTooLong as e:
+            await self._fail(conn, 431, f"Line too long: {e}")
+        except http.client.HTTPException as e:
+            await self._fail(conn, 431, f"Too many headers: {e}")
+        conntype = (h.headers.get("Connection") or "").lower()
+        if conntype == "close":
+            h.keep_alive = False
+        elif conntype == "keep-alive":
+            h.keep_alive = True
+        if h.command not in METHODS:
+            await self._fail(conn, 501, f"Unsupported method ({h.command!r})", h)
+        return h
+
+    async def _fail(self, conn: _Conn, status: int, message: str, head=None):
+        await self._answer(conn, head, error_response(status, message), close=True)
+        raise _Close
+
+    # ------------------------------------------------------------------ one request
+    async def _request(self, conn: _Conn, head: _Head) -> bool:
+        """Check, read the body, run the handler, answer; True to keep the connection."""
+        hdrs = head.headers
+        length_text = hdrs.get("Content-Length")
+        body_read = (length_text is None or length_text.strip() == "0") and \
+            not hdrs.get("Transfer-Encoding")
+        close = not head.keep_alive
+        ticket, parser, resp = None, None, None
+        try:
+            url = urllib.parse.urlsplit(head.target)
+            path = url.path if url.path.startswith("/") else "/" + url.path
+            check_host(self, hdrs)
+            route, params = self.router.match(head.command, path)
+            if route.auth:
+                check_auth(self, hdrs)
+            n = self._body_length(hdrs)
+            ctype = (hdrs.get("Content-Type") or "").split(";")[0].strip().lower()
+            if n > RAW_BODY_MAX and ctype != JSON_TYPE:
+                raise HttpError(415, f"Content-Type must be {JSON_TYPE} for a body of {n} "
+                                     f"bytes, got {ctype or 'none'}")
+            if n:
+                expect = (hdrs.get("Expect") or "").lower() == "100-continue" and \
+                    head.version >= "HTTP/1.1"
+                ticket, reason = await self._take_memory(n)
+                if ticket is None:
+                    if not expect:  # the client is sending it anyway: read it into nothing,
+                        await self._discard(conn, n)  # so that it sees the answer
+                        body_read = True
+                    raise HttpError(503, f"too many uploads in flight: {reason}; retry later",
+                                    {"Retry-After": "2"})
+                if expect:
+                    conn.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+                if ctype == JSON_TYPE:
+                    parser = B.JsonBody()
+                body, uploads = await self._read_body(conn, n, parser)
+            else:
+                body, uploads = b"", {}
+            body_read = True
+            try:
+                query = urllib.parse.parse_qs(url.query, keep_blank_values=True,
+                                              max_num_fields=64)
+            except ValueError as e:
+                raise HttpError(400, f"bad query string: {e}") from None
+            req = Request(head.command, path, query, hdrs, body, params, uploads)
+            pool = self._quick if route.quick else self._pool
+            resp = await pool.run(asyncio.get_running_loop(), _call, route.handler, req)
+        except HttpError as e:
+            if e.status >= 500:
+                log.warning("%s %s: %d %s", head.command, head.target, e.status, e.message)
+            resp = error_response(e.status, e.message, e.headers, **e.extra)
+        except (_Close, ConnectionError):
+            raise
+        except Exception as e:
+            log.exception("%s %s: unhandled error", head.command, head.target)
+            resp = error_response(500, f"internal error ({type(e).__name__}); see the "
+                                       "server log")
+        finally:
+            if parser is not None:
+                parser.close()
+            if ticket is not None:
+                self.memory.give_back(ticket)
+        if not body_read:
+            close = True  # an unread body would be parsed as the next request
+        await self._answer(conn, head, resp, close=close)
+        return not close
+
+    def _body_length(self, hdrs) -> int:
+        if hdrs.get("Transfer-Encoding"):
+            raise HttpError(411, "chunked bodies are not accepted: send Content-Length")
+        length = hdrs.get("Content-Length")
+        if length is None:
+            # RFC 9112 6.3: no Content-Length and no Transfer-Encoding means an empty body
+            # (what `curl -X POST URL` sends); a handler that needs a body says so (400).
+            return 0
+        if not length.strip().isdigit():
+            raise HttpError(400, f"bad Content-Length: {length!r}")
+        n = int(length)
+        if n > self.max_body:
+            raise HttpError(413, f"request body of {n} bytes exceeds the limit of "
+                                 f"{self.max_body} bytes", limit=self.max_body)
+        return n
+
+    async def _take_memory(self, n: int) -> tuple[object | None, str]:
+        """(ticket, "") once `n` body bytes fit, waiting up to BODY_WAIT; (None, reason)."""
+        deadline = time.monotonic() + BODY_WAIT
+        waited = False
+        while True:
+            ticket, reason = self.memory.try_take(n)
+            if ticket is not None or time.monotonic() >= deadline:
+                return ticket, reason
+            if not waited:
+                self.stats["body_waits"] += 1
+                waited = True
+            await asyncio.sleep(0.05)
+
+    async def _discard(self, conn: _Conn, n: int) -> None:
+        """Read `n` body bytes and drop them (memory: one socket read at a time)."""
+        take = min(n, len(conn.buf))
+        del conn.buf[:take]
+        left = n - take
+        while left:
+            async with asyncio.timeout(self.idle_timeout):
+                data = await conn.reader.read(min(left, 1 << 20))
+            if not data:
+                raise _Close
+            left -= len(data)
+
+    async def _read_body(self, conn: _Conn, n: int, parser: B.JsonBody | None):
+        """(body, uploads): the raw bytes, or for JSON the skeleton and its uploads."""
+        raw = bytearray() if parser is None else None
+        left = n
+        while left:
+            if not conn.buf:
+                try:
+                    async with asyncio.timeout(self.idle_timeout):
+                        data = await conn.reader.read(min(left, 1 << 20))
+                except TimeoutError:
+                    raise HttpError(408, f"body stalled after {n - left} of {n} bytes") \
+                        from None
+                if not data:
+                    raise HttpError(400, f"body ended after {n - left} of {n} bytes")
+            elif len(conn.buf) <= left:
+                data, conn.buf = bytes(conn.buf), bytearray()
+            else:
+                data = bytes(conn.buf[:left])
+                del conn.buf[:left]
+            left -= len(data)
+            if parser is None:
+                raw += data
+                continue
+            try:
+                parser.feed(data)
+            except B.BodyTooLarge as e:
+                raise HttpError(413, f"request body: {e}") from None
+        if parser is None:
+            return bytes(raw), {}
+        return parser.finish()
+
+    async def _answer(self, conn: _Conn, head: _Head | None, resp: Response,
+                      close: bool) -> None:
+        command = head.command if head is not None else ""
+        status = resp.status
+        try:
+            phrase = HTTPStatus(status).phrase
+        except ValueError:
+            phrase = ""
+        version = "HTTP/1.1" if head is None or head.version != "HTTP/1.0" else "HTTP/1.0"
+        lines = [f"{version} {status} {phrase}", "Server: cuzk",
+                 f"Date: {formatdate(usegmt=True)}", f"Content-Type: {resp.content_type}",
+                 f"Content-Length: {len(resp.body)}"]
+        lines += [f"{k}: {v}" for k, v in resp.headers.items()]
+        if close:
+            lines.append("Connection: close")
+        elif head is not None and head.version == "HTTP/1.0":
+            lines.append("Connection: keep-alive")
+        data = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace")
+        if command != "HEAD" and status >= 200 and status not in (204, 304):
+            data += resp.body
+        if head is not None:
+            access_log.debug('%s "%s %s %s" %d %d', conn.peer, command, head.target,
+                             head.version, status, len(resp.body))
+        conn.writer.write(data)
+        try:
+            async with asyncio.timeout(self.idle_timeout):
+                await conn.writer.drain()
+        except TimeoutError:
+            raise _Close from None
+
+
+def _call(handler, req: Request) -> Response:
+    out = handler(req)
+    if isinstance(out, Response):
+        return out
+    if isinstance(out, tuple):
+        return Response.json(out[1], out[0])
+    return Response.json(out)
+
+
+def _raw_response(status: int, obj: dict, headers: dict | None = None) -> bytes:
+    r = Response.json(obj, status, headers)
+    lines = [f"HTTP/1.1 {status} {HTTPStatus(status).phrase}", f"Content-Type: {JSON_TYPE}",
+             f"Content-Length: {len(r.body)}", "Connection: close"]
+    lines += [f"{k}: {v}" for k, v in r.headers.items()]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + r.body
+
+
+def _raise_fd_limit(want: int) -> None:
+    """Raise the soft open-files limit towards `want` (each connection is a descriptor)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= want:
+        return
+    target = want if hard == resource.RLIM_INFINITY else min(want, hard)
+    if target > soft:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        except (ValueError, OSError):
+            target = soft
+    if target < want:
+        log.warning("open-files limit %d is below max_connections + 512 = %d; raise it "
+                    "(ulimit -n, LimitNOFILE=)", target, want)
