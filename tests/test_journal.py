@@ -426,8 +426,11 @@ def test_sigkill_then_restart_completes_every_job_once(tmp_path):
         done_after = re.findall(r"job (\w+) done", log2)
         assert len(done_after) == len(set(done_after))
         assert set(done_after) == set(live) and not set(done_after) & done_before
-        assert set(jobs) - set(live) <= done_before
-        assert finished in done_before and f"job {finished}" not in log2
+        # the others finished in the first run (by the journal: a SIGKILL may fall between
+        # the outcome's commit and its log line) and are not touched by the second
+        for job_id in [*(set(jobs) - set(live)), finished]:
+            assert f"job {job_id}" not in log2
+        assert finished in done_before
         # recovered jobs on the board and in /metrics
         snap = request(url, "GET", "/status")[2]
         assert snap["counters"]["jobs_recovered"] == len(live)
