@@ -314,7 +314,11 @@ class Board:
         layout = L.Layout(device_slots, finalizer_slots, synth_slots, job_rows, max_partitions,
                           key_rows, by_use_rows, kind_rows)
         inst = L.pack_str(instance, L.INSTANCE_BYTES, "instance name")
-        shm = S.open_segment(name or S.new_name(), create=True, size=layout.total_size)
+        try:
+            shm = S.open_segment(name or S.new_name(), create=True, size=layout.total_size)
+        except FileExistsError:
+            raise BoardError(f"board {name!r} already exists (in use, or left by a process "
+                             "that is gone: segment.free_name removes such a one)") from None
         buf = shm.buf
         pid = os.getpid()
         offs = layout.offsets

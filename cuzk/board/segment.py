@@ -188,6 +188,32 @@ def list_boards(prefix: str = L.NAME_PREFIX, *, include_dead: bool = False) -> l
     return sorted(out, key=lambda i: -i.started_at)
 
 
+class NameInUse(RuntimeError):
+    """A board name held by a live process, or by a segment that is not a cuzk board."""
+
+
+def _is_stale(name: str, now: float, min_age: float) -> bool | None:
+    """True: a board whose creator is gone (or an incomplete header older than `min_age`,
+    from a creator that died while writing it); False: a live board, or one too young to
+    judge; None: absent, or a foreign segment."""
+    info = read_info(name)
+    if info is not None:
+        return not info.alive
+    try:
+        age = now - os.stat(os.path.join(SHM_DIR, name)).st_mtime
+    except FileNotFoundError:
+        return None
+    try:
+        shm = open_segment(name)
+        ok = shm.size < L.HEADER_SIZE or bytes(shm.buf[:8]) in (L.MAGIC, bytes(8))
+        shm.close()
+    except (OSError, ValueError):
+        return None
+    if not ok:
+        return None
+    return age >= min_age
+
+
 def cleanup_stale(prefix: str = L.NAME_PREFIX, *, min_age: float = 5.0) -> list[str]:
     """Unlink boards whose creator process is gone; returns their names.
 
@@ -197,23 +223,29 @@ def cleanup_stale(prefix: str = L.NAME_PREFIX, *, min_age: float = 5.0) -> list[
     removed = []
     now = time.time()
     for n in _candidates(prefix):
-        info = read_info(n)
-        if info is None:
-            try:
-                age = now - os.stat(os.path.join(SHM_DIR, n)).st_mtime
-            except FileNotFoundError:
-                continue
-            if age < min_age:
-                continue
-            # An incomplete header from a creator that died while writing it, or a foreign file.
-            try:
-                shm = open_segment(n)
-                ok = shm.size < L.HEADER_SIZE or bytes(shm.buf[:8]) in (L.MAGIC, bytes(8))
-                shm.close()
-            except OSError:
-                continue
-            if ok and unlink_segment(n):
-                removed.append(n)
-        elif not info.alive and unlink_segment(n):
+        if _is_stale(n, now, min_age) and unlink_segment(n):
             removed.append(n)
     return removed
+
+
+def free_name(name: str, *, min_age: float = 5.0) -> bool:
+    """Make a board name of any spelling (`--board relboard`) free for a new board.
+
+    A board left by a daemon that is gone (its pid dead, or reused by another process) is
+    unlinked: True. An absent name: False. A name held by a live board, or by a segment that
+    is not a cuzk board, raises NameInUse with a one-line reason (nothing is removed)."""
+    name = name.lstrip("/")
+    if not os.path.exists(os.path.join(SHM_DIR, name)):
+        return False
+    stale = _is_stale(name, time.time(), min_age)
+    if stale:
+        return unlink_segment(name)
+    info = read_info(name)
+    if info is not None:
+        raise NameInUse(f"board {name!r} is in use by a live process (pid {info.pid}, instance "
+                        f"{info.instance!r}); stop it or choose another --board name")
+    if stale is None:
+        raise NameInUse(f"shared-memory name {name!r} exists and is not a cuzk board; "
+                        "choose another --board name")
+    raise NameInUse(f"board {name!r} is being created by another process; choose another "
+                    "--board name")

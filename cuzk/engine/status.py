@@ -109,6 +109,8 @@ class SupervisorStatus:
     @classmethod
     def create(cls, cfg) -> SupervisorStatus:
         board_segment.cleanup_stale()
+        if cfg.board_name:  # a name of any spelling, left by a daemon that is gone
+            board_segment.free_name(cfg.board_name)
         n_dev = len(cfg.device_names)
         board = Board.create(cfg.board_name, instance=cfg.instance,
                              device_slots=n_dev * cfg.workers_per_device,

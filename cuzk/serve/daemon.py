@@ -117,6 +117,17 @@ class Daemon:
         except OSError as e:
             log.error("cannot listen on %s:%d: %s", cfg.host, cfg.port, e.strerror or e)
             return EX_STARTUP
+        if ecfg.board_name:  # a live board's name is refused here, in one line
+            from cuzk.board.segment import NameInUse, free_name
+
+            try:
+                if free_name(ecfg.board_name):
+                    log.info("board %s: removed the stale board of a daemon that is gone",
+                             ecfg.board_name)
+            except NameInUse as e:
+                log.error("cannot start: %s", e)
+                self.server.server_close()
+                return EX_STARTUP
         try:
             self.engine = Engine(ecfg, journal=self.journal)
             self.engine.start(timeout=600)
