@@ -6,7 +6,9 @@ their files have the local command's shapes; the client path imports neither num
 bad input gets the local command's message and exit status, checked by running both; an
 unreachable server, a key outside the daemon's roots, a missing token and a proof the daemon
 rejects exit 1 with one line and write nothing; the witness goes by path to a loopback daemon
-that can read it and as bytes when it cannot.
+that can read it and as bytes when it cannot. Both ways in are tested: click's `cuzk prove`
+(`python -m cuzk.cli`) and the console script's click-free path (cuzk/console.py), whose
+argument parsing is checked against click's.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -46,6 +49,13 @@ def daemon(tmp_path_factory):
                      "--synth-workers", "1", "--memory-budget", "1GiB", "--key-root", root,
                      "--token-file", token, "--self-verify", "--log-level", "info").start()
     s.root, s.token = root, token
+    # one proof first, without the commands' timeouts: the daemon's processes may compile
+    # kernels the in-process warm-up above does not use
+    from cuzk.serve.client import Client
+
+    r = Client(s.url, TOKEN).prove(str(root / "tiny" / "circuit.zkey"), [TINY.witness(0)],
+                                   timeout=900)
+    assert r["state"] == "done", r
     yield s
     try:
         assert s.stop() == 0, s.log()
@@ -59,8 +69,18 @@ def env_for(daemon, **extra):
     return cli_env(CUZK_TOKEN_FILE=str(daemon.token), **extra)
 
 
-def remote(daemon, *args, cwd=None, **env):
-    return run_cli("prove", *args, "--server", daemon.url, env=env_for(daemon, **env), cwd=cwd)
+# the `cuzk` console script (setup.cfg), whatever is installed in this environment
+CONSOLE = [sys.executable, "-c", "import sys; from cuzk.console import main; sys.exit(main())"]
+
+
+def console(*args, env=None, cwd=None):
+    return subprocess.run([*CONSOLE, *map(str, args)], capture_output=True, text=True,
+                          timeout=120, env=env or cli_env(), cwd=cwd)
+
+
+def remote(daemon, *args, cwd=None, via="click", **env):
+    run = run_cli if via == "click" else console
+    return run("prove", *args, "--server", daemon.url, env=env_for(daemon, **env), cwd=cwd)
 
 
 def local(*args, cwd=None):
@@ -82,7 +102,8 @@ def shape(text: str) -> str:
 # ------------------------------------------------------------------------------ proofs
 def test_server_proof_verifies_and_has_the_local_files_shapes(daemon, tmp_path):
     key, wtns = daemon.root / "tiny" / "circuit.zkey", daemon.root / "tiny" / "witness_0.wtns"
-    p = remote(daemon, key, wtns, tmp_path / "proof.json", tmp_path / "public.json")
+    p = remote(daemon, key, wtns, tmp_path / "proof.json", tmp_path / "public.json",
+               via="console")
     assert p.returncode == 0, p.stderr
     assert p.stderr == "" and p.stdout == ""
     proof_text = (tmp_path / "proof.json").read_text()
@@ -121,32 +142,107 @@ def test_dumps_is_the_snarkjs_writer():
 CLIENT_MODULES = """
 import io, json, sys
 sys.stdout = io.StringIO()  # not the process's own: cuzk prove then returns instead of _exit
-from cuzk.cli import main
+from cuzk.{module} import main
 try:
-    main(sys.argv[1:])
+    code = main({args})
 except SystemExit as e:
     code = e.code
-heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("numpy", "numba", "llvmlite"))
-print(json.dumps({"code": code, "heavy": heavy}), file=sys.stderr)
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("numpy", "numba", "llvmlite",
+                                                            "click"))
+print(json.dumps({{"code": code, "heavy": heavy}}), file=sys.stderr)
 """
+
+
+def imported(module: str, args, env) -> dict:
+    """{"code", "heavy": numpy, numba, llvmlite and click modules loaded} of one `cuzk ARGS`
+    through cuzk.MODULE's main (cli: click's group; console: the console script)."""
+    code = CLIENT_MODULES.format(module=module,
+                                 args="sys.argv[1:]" if module == "cli" else "")
+    p = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True,
+                       text=True, timeout=300, env=env)
+    return json.loads(p.stderr.strip().splitlines()[-1])
 
 
 def test_client_path_imports_neither_numpy_nor_numba(daemon, tmp_path):
     d = daemon.root / "tiny"
     args = ["prove", d / "circuit.zkey", d / "witness_0.wtns", tmp_path / "proof.json",
             tmp_path / "public.json"]
-    for how, extra, env in (("--server", ["--server", daemon.url], {}),
-                            ("CUZK_SERVER", [], {"CUZK_SERVER": daemon.url})):
-        p = subprocess.run([sys.executable, "-c", CLIENT_MODULES, *map(str, args + extra)],
-                           capture_output=True, text=True, timeout=120,
-                           env=env_for(daemon, **env))
-        out = json.loads(p.stderr.strip().splitlines()[-1])
-        assert out == {"code": 0, "heavy": []}, (how, p.stderr)
+    for extra, env in ((["--server", daemon.url], {}), ([], {"CUZK_SERVER": daemon.url})):
+        # click's command: no numpy, no numba (click itself, of course)
+        out = imported("cli", args + extra, env_for(daemon, **env))
+        assert out == {"code": 0, "heavy": [m for m in out["heavy"] if m.startswith("click")]}
+        assert "click" in out["heavy"]
+        # the console script: not even click
+        assert imported("console", args + extra, env_for(daemon, **env)) == \
+            {"code": 0, "heavy": []}
     # the check can fail: the local path imports both
-    p = subprocess.run([sys.executable, "-c", CLIENT_MODULES, *map(str, args), "--local"],
-                       capture_output=True, text=True, timeout=300, env=cli_env())
-    heavy = json.loads(p.stderr.strip().splitlines()[-1])["heavy"]
-    assert "numpy" in heavy and "numba" in heavy
+    heavy = imported("console", args + ["--local"], cli_env())["heavy"]
+    assert "numpy" in heavy and "numba" in heavy and "click" in heavy
+
+
+def test_console_script_is_cuzk_console_main():
+    cfg = (Path(__file__).resolve().parent.parent / "setup.cfg").read_text()
+    assert re.search(r"^\s*cuzk = cuzk\.console:main$", cfg, re.M)
+
+
+FAST_CASES = [
+    "Z W P Q --server http://h:1",
+    "Z W P Q --server=http://h:1 --timings",
+    "--timings Z --server http://h:1 W P --token-file T Q",
+    "Z W P Q",  # the server from CUZK_SERVER
+    "Z W P Q --token-file=T",
+    "Z W P Q --server -x",  # click too takes "-x" as --server's value
+    # click's business (None here):
+    "Z W P Q --server http://h:1 --local",
+    "Z W P Q --local",
+    "Z W P Q --server http://h:1 --r1cs R",
+    "Z W P Q --server http://h:1 --device cuda",
+    "Z W P Q --server a --server b",
+    "Z W P --server http://h:1",
+    "Z W P Q R --server http://h:1",
+    "Z W P Q --server",
+    "Z W P Q --help",
+    "-- Z W P Q",
+    "Z W P Q --timings=1",
+    "Z W P Q --server http://h:1 --no-verify",  # verification is the daemon's; click's option
+    "Z W P Q --server=",
+    "DIR W P Q --server http://h:1",
+    "Z W DIR Q --server http://h:1",
+    "Z W RO Q --server http://h:1",
+]
+
+
+@pytest.mark.parametrize("line", FAST_CASES)
+def test_fast_args_parse_as_click_does(line, tmp_path, monkeypatch):
+    """What the console script's parser accepts, click's `cuzk prove` parses to the same
+    call (and a server proof); what it leaves to click, click parses its own way."""
+    import click
+
+    from cuzk.prover.cli import prove
+    from cuzk.prover.remote import fast_args
+
+    (tmp_path / "DIR").mkdir()
+    (tmp_path / "RO").write_text("")
+    (tmp_path / "RO").chmod(0o444)
+    monkeypatch.chdir(tmp_path)
+    env = {"CUZK_SERVER": "http://env:2"}
+    argv = line.split()
+    got = fast_args(argv, env)
+    expect_fast = FAST_CASES.index(line) < 6
+    if os.geteuid() == 0 and "RO" in argv:  # root may write anything: click agrees
+        expect_fast = True
+    assert (got is not None) == expect_fast, got
+    if got is None:
+        return
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("CUZK_TOKEN_FILE", raising=False)
+    ctx = prove.make_context("prove", list(argv))
+    p = ctx.params
+    assert p["server"] and not p["local"] and p["r1cs"] is None and p["device"] == "cpu"
+    assert got == {k: p[k] for k in ("zkey", "wtns", "proof_json", "public_json", "server",
+                                     "token_file", "timings")}
+    assert isinstance(ctx.command, click.Command)
 
 
 def test_cuzk_server_variable_and_local_flag(daemon, tmp_path):
@@ -189,11 +285,12 @@ def bad_inputs(root, tmp_path):
 def test_bad_input_same_message_and_status_as_local(daemon, tmp_path):
     for name, key, wtns in bad_inputs(daemon.root, tmp_path):
         outs = (tmp_path / "proof.json", tmp_path / "public.json")
-        p_remote = remote(daemon, key, wtns, *outs, cwd=tmp_path)
         p_local = local(key, wtns, *outs, cwd=tmp_path)
         assert p_local.returncode == 1, (name, p_local.stderr)
-        assert (p_remote.returncode, p_remote.stderr) == (1, p_local.stderr), name
-        assert len(p_remote.stderr.strip().splitlines()) == 1
+        assert len(p_local.stderr.strip().splitlines()) == 1
+        for via in ("click", "console"):
+            p_remote = remote(daemon, key, wtns, *outs, cwd=tmp_path, via=via)
+            assert (p_remote.returncode, p_remote.stderr) == (1, p_local.stderr), (name, via)
         assert not any(o.exists() for o in outs), name
 
 
@@ -204,19 +301,20 @@ def test_unreachable_server_exits_1_with_the_reason(tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     url = f"http://127.0.0.1:{port}"
-    p = run_cli("prove", TINY.zkey, TINY.witness(0), tmp_path / "p.json", tmp_path / "q.json",
+    for run in (run_cli, console):
+        p = run("prove", TINY.zkey, TINY.witness(0), tmp_path / "p.json", tmp_path / "q.json",
                 "--server", url)
-    assert p.returncode == 1
-    assert p.stderr.strip() == f"cuzk prove: cannot reach cuzk serve at {url}: " \
-                               "[Errno 111] Connection refused"
-    assert os.listdir(tmp_path) == []
+        assert p.returncode == 1
+        assert p.stderr == f"cuzk prove: cannot reach cuzk serve at {url}: " \
+                           "[Errno 111] Connection refused\n"
+        assert os.listdir(tmp_path) == []
 
 
 def test_refusals_exit_1_and_write_nothing(daemon, tmp_path):
     outs = (tmp_path / "p.json", tmp_path / "q.json")
     d = daemon.root / "tiny"
     # a witness that breaks a constraint: the daemon's self-verification rejects the proof
-    p = remote(daemon, d / "circuit.zkey", d / "bad_witness.wtns", *outs)
+    p = remote(daemon, d / "circuit.zkey", d / "bad_witness.wtns", *outs, via="console")
     assert p.returncode == 1
     assert p.stderr.startswith("cuzk prove: the proof does not verify: the witness does not "
                                "satisfy the circuit"), p.stderr

@@ -1,9 +1,12 @@
 """`cuzk prove --server URL`: one proof made by a running `cuzk serve`, written like the local one.
 
 The thin client path of `cuzk prove`. It loads neither numpy nor numba (standard library,
-click, the HTTP client of `cuzk submit` and the atomic writer; tests/test_prove_remote.py
-checks `sys.modules`), so the command costs an interpreter start, one request and the
-daemon's proving time. It keeps the local command's contract:
+the HTTP client of `cuzk submit` and the atomic writer; tests/test_prove_remote.py checks
+`sys.modules`), so the command costs an interpreter start, one request and the daemon's
+proving time. The `cuzk` console script (cuzk/console.py) runs it without importing click
+either when the command line is plainly one for it (`fast_args`; ~30 ms of CPU, a fifth of
+rapidsnark's whole command at 2^12); any other command line goes through click's `cuzk
+prove`, which calls `main` here. It keeps the local command's contract:
 
 - the same checks in the same order: the key file, then the witness file (an OSError worded
   as the local path words it), then what the daemon finds wrong with them (a key that is not a
@@ -29,11 +32,8 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import time
-
-import click
 
 # Witnesses from this size go to a loopback daemon by path first. Below it an upload costs
 # under ~2 ms, less than the extra request a refused path would cost.
@@ -44,8 +44,8 @@ REQUEST_WAIT = 600.0
 
 _KEY_UNUSABLE = "key: not a usable Groth16 proving key: "
 _WITNESS_UNUSABLE = "witnesses[0]: not a usable witness: "
-_WITNESS_COUNT = re.compile(r"witnesses\[0\]: the witness has (\d+) values but key \S+ "
-                            r"expects nVars = (\d+)")
+_WITNESS_COUNT = (r"witnesses\[0\]: the witness has (\d+) values but key \S+ "
+                  r"expects nVars = (\d+)")
 _NOT_VERIFIED = ("the proof does not verify: the witness does not satisfy the circuit of this "
                  "key, or the key is damaged (prove with --local --r1cs R1CS to find a "
                  "failing constraint)")
@@ -71,7 +71,9 @@ def local_words(e, zkey, wtns, server: str) -> str:
             return f"{zkey}: {m[len(_KEY_UNUSABLE):]}"
         if m.startswith(_WITNESS_UNUSABLE):
             return f"{wtns}: {m[len(_WITNESS_UNUSABLE):]}"
-        c = _WITNESS_COUNT.fullmatch(m)
+        import re
+
+        c = re.fullmatch(_WITNESS_COUNT, m)
         if c:
             return (f"{wtns}: witness has {c.group(1)} values but the key {zkey} expects "
                     f"nVars = {c.group(2)}")
@@ -147,10 +149,96 @@ def prove_remote(client, zkey, wtns, proof_json, public_json) -> dict:
     return r
 
 
+def run(zkey, wtns, proof_json, public_json, *, server, token_file=None,
+        timings=False) -> int:
+    """Prove on `server` and write the files; the exit status (0; 1 with one line on
+    stderr). Click-free: the console script's fast path and click's command both end here."""
+    t0 = time.perf_counter()
+    from cuzk.serve.client import Client, read_token
+
+    try:
+        token = read_token(token_file) if token_file else None
+    except OSError as e:
+        print(f"cuzk prove: token file {token_file}: {e.strerror or e}", file=sys.stderr)
+        return 1
+    client = Client(server, token)
+    try:
+        r = prove_remote(client, zkey, wtns, proof_json, public_json)
+    except (RemoteError, OSError) as e:
+        print(f"cuzk prove: {e}", file=sys.stderr)
+        return 1
+    if timings:
+        p = r["partitions"][0]
+        phases = ", ".join(f"{k} {p[f'{k}_ms']:.1f} ms" for k in ("synth", "gpu", "finalize")
+                           if p.get(f"{k}_ms") is not None)
+        print(f"cuzk prove: job {r['job_id']} on {client.server}: {phases}; request and "
+              f"files {1000 * (time.perf_counter() - t0):.1f} ms", file=sys.stderr)
+    return 0
+
+
+# ---------------------------------------------------------------------------- command lines
+# The options `fast_args` takes (with a value, or a flag); any other goes to click.
+_VALUED = {"--server": "server", "--token-file": "token_file"}
+_FLAGS = {"--timings": "timings"}
+
+
+def fast_args(argv: list[str], environ) -> dict | None:
+    """The arguments of `run` for `cuzk prove ARGV` when the command line is plainly one for
+    a server, else None (then click parses it, with its usage errors and --help).
+
+    Plainly: four arguments, the options --server, --token-file (each at most once, as
+    `--opt VALUE` or `--opt=VALUE`), --timings, a server from
+    --server or CUZK_SERVER, and arguments that click's checks would pass (ZKEY and WTNS
+    not directories; outputs not directories, writable if present). --local, --r1cs,
+    --device, --help, `--` or anything else: None. tests/test_prove_remote.py checks that
+    whatever this accepts, click parses to the same call."""
+    got: dict = {"timings": False}
+    seen: set[str] = set()
+    positional: list[str] = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        i += 1
+        if not a.startswith("-") or a == "-":
+            positional.append(a)
+            continue
+        name, eq, value = a.partition("=")
+        if name in seen:
+            return None
+        seen.add(name)
+        if name in _VALUED:
+            if not eq:
+                if i >= len(argv):
+                    return None
+                value = argv[i]
+                i += 1
+            got[_VALUED[name]] = value
+        elif name in _FLAGS and not eq:
+            got[_FLAGS[name]] = True
+        else:
+            return None
+    if len(positional) != 4:
+        return None
+    got.setdefault("server", environ.get("CUZK_SERVER") or None)
+    got.setdefault("token_file", environ.get("CUZK_TOKEN_FILE") or None)
+    if not got["server"] or got["token_file"] == "":
+        return None
+    for p in positional:
+        if os.path.isdir(p):
+            return None
+    for p in positional[2:]:
+        if os.path.exists(p) and not os.access(p, os.W_OK):
+            return None
+    zkey, wtns, proof_json, public_json = positional
+    return {"zkey": zkey, "wtns": wtns, "proof_json": proof_json, "public_json": public_json,
+            **got}
+
+
 def use_server(local: bool) -> bool:
-    """Whether a `cuzk prove` that has a server (--server or CUZK_SERVER) proves there:
+    """Whether click's `cuzk prove`, given a server (--server or CUZK_SERVER), proves there:
     --local proves here instead; --local with --server on the command line is a usage
     error (click's, exit 2)."""
+    import click
     from click.core import ParameterSource
 
     ctx = click.get_current_context()
@@ -161,40 +249,21 @@ def use_server(local: bool) -> bool:
     return False
 
 
-def check_usage(r1cs, device) -> None:
-    """Refuse options the daemon cannot honour (click's usage error, exit 2)."""
+def main(zkey, wtns, proof_json, public_json, *, server, token_file, r1cs, device,
+         timings) -> None:
+    """click's `cuzk prove` with a server: refuse the local prover's options (usage error,
+    exit 2), prove, write, exit (0 written; 1 with one line on stderr)."""
+    import click
+
     for name, given in (("--r1cs", r1cs is not None), ("--device", device != "cpu")):
         if given:
             raise click.UsageError(f"{name} is an option of the local prover: with --server "
                                    "(or CUZK_SERVER) the daemon's devices prove; add --local "
                                    "to prove here", click.get_current_context())
-
-
-def main(zkey, wtns, proof_json, public_json, *, server, token_file, r1cs, device,
-         timings) -> None:
-    """`cuzk prove --server`: prove, write, exit (0 written; 1 one line on stderr)."""
-    t0 = time.perf_counter()
-    check_usage(r1cs, device)
-    from cuzk.serve.client import Client, read_token
-
-    try:
-        token = read_token(token_file) if token_file else None
-    except OSError as e:
-        click.echo(f"cuzk prove: token file {token_file}: {e.strerror or e}", err=True)
-        sys.exit(1)
-    client = Client(server, token)
-    try:
-        r = prove_remote(client, zkey, wtns, proof_json, public_json)
-    except (RemoteError, OSError) as e:
-        click.echo(f"cuzk prove: {e}", err=True)
-        sys.exit(1)
-    if timings:
-        p = r["partitions"][0]
-        phases = ", ".join(f"{k} {p[f'{k}_ms']:.1f} ms" for k in ("synth", "gpu", "finalize")
-                           if p.get(f"{k}_ms") is not None)
-        click.echo(f"cuzk prove: job {r['job_id']} on {client.server}: {phases}; whole "
-                   f"command {1000 * (time.perf_counter() - t0):.1f} ms after imports",
-                   err=True)
+    code = run(zkey, wtns, proof_json, public_json, server=server, token_file=token_file,
+               timings=timings)
+    if code:
+        sys.exit(code)
     from cuzk.prover.cli import exit_now_if_a_process_of_its_own
 
     exit_now_if_a_process_of_its_own()
