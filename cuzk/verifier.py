@@ -20,7 +20,6 @@ verify() always means a well-formed proof that fails the pairing equation.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ from cuzk.bn254.pairing import (
     g2_array,
     pairing_product_is_one,
 )
+from cuzk.formats.snarkjs_json import JsonNumber, load_json
 
 __all__ = [
     "CountMismatch",
@@ -94,16 +94,42 @@ class CountMismatch(UnusableInput):
 
 # --- parsing snarkjs JSON --------------------------------------------------------------------
 
-_DECIMAL = re.compile(r"[0-9]+\Z")
+_DECIMAL = re.compile(r"[0-9]+\Z")  # ASCII digits only (str.isdigit also takes "²", "٣")
+FIELD_DIGITS = 77  # q and r both have 77 decimal digits: a longer number is not below either
+
+
+def _show(v, limit: int = 40) -> str:
+    """A value for a one-line message: its repr, cut to `limit` characters."""
+    text = f"the JSON number {v.text}" if isinstance(v, JsonNumber) else repr(v)
+    if len(text) > limit:
+        text = f"{text[:limit - 14]}... ({len(text)} chars)"
+    return text
+
+
+def _count(v, where: str) -> int:
+    """A count (nPublic): a JSON number of at most 9 digits, or a Python int."""
+    if isinstance(v, JsonNumber) and _DECIMAL.match(v.text) and len(v.text) <= 9:
+        return int(v.text)
+    if type(v) is int and v >= 0:
+        return v
+    raise MalformedInput(where, f"expected a count, got {_show(v)}")
 
 
 def _int(v, where: str) -> int:
-    """A snarkjs number: a decimal string (a non-negative JSON integer is accepted too)."""
-    if isinstance(v, str) and _DECIMAL.match(v):
+    """A snarkjs number: a decimal string of ASCII digits (or, from Python callers, a
+    non-negative int). JSON numbers are refused (see JsonNumber); a string of more than 77
+    significant digits is not below q or r and is refused without being converted."""
+    if type(v) is str and _DECIMAL.match(v):
+        digits = len(v.lstrip("0"))
+        if digits > FIELD_DIGITS:
+            raise NotInField(where, f"a {digits}-digit number is not below the field's prime")
         return int(v)
-    if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
+    if type(v) is int and v >= 0:
         return v
-    raise MalformedInput(where, f"expected a decimal string, got {v!r}")
+    if isinstance(v, JsonNumber):
+        raise MalformedInput(where, f"expected a decimal string, got {_show(v)} (snarkjs "
+                                    "reads JSON numbers as doubles, which lose precision)")
+    raise MalformedInput(where, f"expected a decimal string, got {_show(v)}")
 
 
 def _fq(v, where: str) -> int:
@@ -189,10 +215,10 @@ _CURVE_NAMES = {"BN128", "BN254", "ALTBN128"}  # snarkjs's getCurveFromName acce
 def _check_protocol(obj: dict, where: str) -> None:
     protocol = obj.get("protocol", "groth16")
     if protocol != "groth16":
-        raise UnsupportedProtocol(where, f"protocol {protocol!r} is not groth16")
+        raise UnsupportedProtocol(where, f"protocol {_show(protocol)} is not groth16")
     curve = obj.get("curve", "bn128")
     if not isinstance(curve, str) or re.sub(r"[^A-Z0-9]", "", curve.upper()) not in _CURVE_NAMES:
-        raise UnsupportedProtocol(where, f"curve {curve!r} is not bn128 (BN254)")
+        raise UnsupportedProtocol(where, f"curve {_show(curve)} is not bn128 (BN254)")
 
 
 def _object(obj, where: str, keys) -> dict:
@@ -312,9 +338,7 @@ class VerifyingKey:
         _object(obj, where, ("nPublic", "vk_alpha_1", "vk_beta_2", "vk_gamma_2", "vk_delta_2",
                              "IC"))
         _check_protocol(obj, where)
-        n_public = obj["nPublic"]
-        if not isinstance(n_public, int) or isinstance(n_public, bool) or n_public < 0:
-            raise MalformedInput(f"{where}: nPublic", f"expected a count, got {n_public!r}")
+        n_public = _count(obj["nPublic"], f"{where}: nPublic")
         if not isinstance(obj["IC"], list) or not obj["IC"]:
             raise MalformedInput(f"{where}: IC", "expected a non-empty list of G1 points")
         return cls.from_points(
@@ -392,11 +416,13 @@ def _load_json(path, what: str):
     path = os.fspath(path)
     try:
         with open(path, encoding="utf-8") as f:
-            return json.load(f)
+            return load_json(f)
     except OSError as e:
         raise MalformedInput(path, f"cannot read {what}: {e.strerror or e}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise MalformedInput(path, f"{what} is not valid JSON ({e})") from None
+    except RecursionError:
+        raise MalformedInput(path, f"{what} is nested too deeply to be one") from None
+    except (ValueError, UnicodeDecodeError) as e:  # JSONDecodeError is a ValueError
+        raise MalformedInput(path, f"{what} is not valid JSON ({_show(str(e), 120)})") from None
 
 
 def verify_files(vk_json, public_json, proof_json) -> bool:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 from cuzk.formats.atomic import atomic_write_text
 from cuzk.formats.errors import BadJson
@@ -54,13 +55,53 @@ def g2_to_json(p) -> list[list[str]]:
     return [[str(x0), str(x1)], [str(y0), str(y1)], ["1", "0"]]
 
 
-def _fq(path, where, s) -> int:
-    if not isinstance(s, str) or not s.isdigit():
-        raise BadJson(path, f"{where}: expected a decimal string, got {s!r}")
+_DECIMAL = re.compile(r"[0-9]+\Z")  # ASCII digits only (str.isdigit also takes "²", "٣")
+FIELD_DIGITS = 77  # q and r both have 77 decimal digits: a longer number is not below either
+
+
+class JsonNumber:
+    """A number written as a JSON number (not a string), kept as its text by `load_json`.
+    snarkjs reads JSON numbers as doubles, which round above 2^53, so a field element written
+    that way would be read one way by snarkjs and another by cuzk: refused as bad input."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __repr__(self):
+        return f"the JSON number {self.text}"
+
+
+def load_json(f):
+    """json.load with every JSON number kept as its text (JsonNumber), never converted: a
+    field element written as a number can be refused, and a 100,000-digit number does not
+    reach Python's int conversion limit. Raises ValueError (not JSON) or RecursionError
+    (nested too deeply)."""
+    return json.load(f, parse_int=JsonNumber, parse_float=JsonNumber, parse_constant=JsonNumber)
+
+
+def _short(v, limit: int = 40) -> str:
+    text = repr(v)
+    return text if len(text) <= limit else f"{text[:limit - 14]}... ({len(text)} chars)"
+
+
+def _decimal(path, where, s, prime: int, name: str) -> int:
+    """A decimal string of ASCII digits below `prime`; a JSON number is refused."""
+    if type(s) is not str or not _DECIMAL.match(s):
+        extra = " (snarkjs reads JSON numbers as doubles)" if isinstance(s, JsonNumber) else ""
+        raise BadJson(path, f"{where}: expected a decimal string, got {_short(s)}{extra}")
+    if len(s.lstrip("0")) > FIELD_DIGITS:
+        raise BadJson(path, f"{where}: a {len(s.lstrip('0'))}-digit number is not below the "
+                            f"{name}")
     v = int(s)
-    if v >= BN254_Q:
-        raise BadJson(path, f"{where}: {s} is not below the base field prime q")
+    if v >= prime:
+        raise BadJson(path, f"{where}: {s} is not below the {name}")
     return v
+
+
+def _fq(path, where, s) -> int:
+    return _decimal(path, where, s, BN254_Q, "base field prime q")
 
 
 def _fq2(path, where, pair) -> tuple[int, int]:
@@ -127,12 +168,14 @@ def write_proof(path: os.PathLike | str, pi_a, pi_b, pi_c) -> None:
 
 def _load(path):
     try:
-        with open(path) as f:
-            return json.load(f)
-    except json.JSONDecodeError as e:
-        raise BadJson(path, f"not valid JSON ({e})") from None
+        with open(path, encoding="utf-8") as f:
+            return load_json(f)
     except UnicodeDecodeError:
         raise BadJson(path, "not a text file") from None
+    except RecursionError:
+        raise BadJson(path, "JSON nested too deeply") from None
+    except ValueError as e:  # json.JSONDecodeError
+        raise BadJson(path, f"not valid JSON ({_short(str(e), 120)})") from None
 
 
 def read_proof(path: os.PathLike | str):
@@ -145,9 +188,9 @@ def read_proof(path: os.PathLike | str):
         if key not in obj:
             raise BadJson(path, f"missing {key!r}")
     if obj.get("protocol", PROTOCOL) != PROTOCOL:
-        raise BadJson(path, f"protocol {obj.get('protocol')!r} is not groth16")
+        raise BadJson(path, f"protocol {_short(obj.get('protocol'))} is not groth16")
     if obj.get("curve", CURVE_NAME) != CURVE_NAME:
-        raise BadJson(path, f"curve {obj.get('curve')!r} is not bn128")
+        raise BadJson(path, f"curve {_short(obj.get('curve'))} is not bn128")
     return (
         g1_from_json(obj["pi_a"], path, "pi_a"),
         g2_from_json(obj["pi_b"], path, "pi_b"),
@@ -170,15 +213,8 @@ def read_public(path: os.PathLike | str) -> list[int]:
     obj = _load(path)
     if not isinstance(obj, list):
         raise BadJson(path, "expected a JSON array of decimal strings")
-    out = []
-    for i, s in enumerate(obj):
-        if not isinstance(s, str) or not s.isdigit():
-            raise BadJson(path, f"signal {i}: expected a decimal string, got {s!r}")
-        v = int(s)
-        if v >= BN254_R:
-            raise BadJson(path, f"signal {i}: {s} is not below the scalar field prime r")
-        out.append(v)
-    return out
+    return [_decimal(path, f"signal {i}", s, BN254_R, "scalar field prime r")
+            for i, s in enumerate(obj)]
 
 
 # --- verification_key.json -------------------------------------------------------------
@@ -266,9 +302,9 @@ class VerificationKey:
             if key not in obj:
                 raise BadJson(path, f"missing {key!r}")
         if obj.get("protocol", PROTOCOL) != PROTOCOL:
-            raise BadJson(path, f"protocol {obj.get('protocol')!r} is not groth16")
+            raise BadJson(path, f"protocol {_short(obj.get('protocol'))} is not groth16")
         if obj.get("curve", CURVE_NAME) != CURVE_NAME:
-            raise BadJson(path, f"curve {obj.get('curve')!r} is not bn128")
+            raise BadJson(path, f"curve {_short(obj.get('curve'))} is not bn128")
         self.alpha1 = g1_from_json(obj["vk_alpha_1"], path, "vk_alpha_1")
         self.beta2 = g2_from_json(obj["vk_beta_2"], path, "vk_beta_2")
         self.gamma2 = g2_from_json(obj["vk_gamma_2"], path, "vk_gamma_2")
@@ -276,14 +312,20 @@ class VerificationKey:
         if not isinstance(obj["IC"], list) or not obj["IC"]:
             raise BadJson(path, "IC: expected a non-empty list of G1 points")
         self.ic = [g1_from_json(p, path, f"IC[{i}]") for i, p in enumerate(obj["IC"])]
-        self.n_public = obj.get("nPublic", len(self.ic) - 1)
+        n_public = obj.get("nPublic", JsonNumber(str(len(self.ic) - 1)))
+        if not (isinstance(n_public, JsonNumber) and _DECIMAL.match(n_public.text)
+                and len(n_public.text) <= 9):
+            raise BadJson(path, f"nPublic: expected a count, got {_short(n_public)}")
+        self.n_public = int(n_public.text)
         if self.n_public != len(self.ic) - 1:
             raise BadJson(path, f"nPublic = {self.n_public} but IC has {len(self.ic)} points")
         ab = obj.get("vk_alphabeta_12")
         self.alphabeta = None
         if ab is not None:
             try:
-                self.alphabeta = [[[int(c0), int(c1)] for c0, c1 in fq6] for fq6 in ab]
+                self.alphabeta = [[[_fq(path, "vk_alphabeta_12", c0),
+                                    _fq(path, "vk_alphabeta_12", c1)] for c0, c1 in fq6]
+                                  for fq6 in ab]
             except (TypeError, ValueError):
                 raise BadJson(
                     path, "vk_alphabeta_12: expected [[[c0, c1] x3] x2] decimal strings"

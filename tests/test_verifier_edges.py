@@ -1,0 +1,142 @@
+"""The verifier's edges (issue 17): huge numbers, deeply nested JSON and field elements written
+as JSON numbers give `cuzk verify` one line and exit 2, never a traceback; the readers of
+cuzk.formats.snarkjs_json refuse the same files with BadJson.
+
+snarkjs reads JSON numbers as doubles (exact only below 2^53), so a field element written as
+a number would be read one way by snarkjs and another by cuzk: both readers refuse it.
+"""
+
+import itertools
+import json
+
+import pytest
+from click.testing import CliRunner
+from conftest import fixture_circuit
+from serve_harness import run_cli
+
+from cuzk.formats.errors import BadJson
+from cuzk.formats.snarkjs_json import read_proof, read_public, read_verification_key
+from cuzk.verifier import MalformedInput, NotInField, verify_files
+from cuzk.verify_cli import verify as verify_cmd
+
+TINY = fixture_circuit("tiny")
+BIG = "1" * 100_000
+DEEP = "[" * 100_000 + "]" * 100_000
+_seq = itertools.count()
+
+
+def files(tmp_path, vk=None, public=None, proof=None, raw=None):
+    """The tiny fixture's vk, public and proof files, with some replaced (objects dumped as
+    JSON, or `raw` text for one of them: {"proof": "..."})."""
+    d = tmp_path / f"case{next(_seq)}"  # a folder per case: cases() builds them all
+    d.mkdir()
+    out = {}
+    for name, src, obj in (("vk", TINY.vk, vk), ("public", TINY.public(0), public),
+                           ("proof", TINY.proof(0), proof)):
+        p = d / f"{name}.json"
+        if raw and name in raw:
+            p.write_text(raw[name])
+        elif obj is not None:
+            p.write_text(json.dumps(obj))
+        else:
+            p.write_text(src.read_text())
+        out[name] = p
+    return out["vk"], out["public"], out["proof"]
+
+
+def as_numbers(obj):
+    """Every decimal string of a snarkjs JSON object written as a JSON number instead."""
+    if isinstance(obj, list):
+        return [as_numbers(v) for v in obj]
+    if isinstance(obj, dict):
+        return {k: as_numbers(v) for k, v in obj.items()}
+    if isinstance(obj, str) and obj.isdigit():
+        return int(obj)
+    return obj
+
+
+def load(path):
+    return json.loads(path.read_text())
+
+
+def cases(tmp_path):
+    proof, public, vk = load(TINY.proof(0)), load(TINY.public(0)), load(TINY.vk)
+    big_a = dict(proof, pi_a=[BIG, proof["pi_a"][1], "1"])
+    return {
+        "100,000-digit string in pi_a": (files(tmp_path, proof=big_a), NotInField,
+                                         "100000-digit number"),
+        "100,000-digit JSON number in pi_a": (
+            files(tmp_path, raw={"proof": json.dumps(proof).replace(
+                f'"{proof["pi_a"][0]}"', BIG)}), MalformedInput, "JSON number"),
+        "100,000-digit public signal": (files(tmp_path, public=[BIG] + public[1:]),
+                                        NotInField, "100000-digit number"),
+        "100,000-digit JSON number as a public signal": (
+            files(tmp_path, raw={"public": "[" + BIG + "]"}), MalformedInput, "JSON number"),
+        "deeply nested proof": (files(tmp_path, raw={"proof": DEEP}), MalformedInput,
+                                "nested too deeply"),
+        "deeply nested public": (files(tmp_path, raw={"public": DEEP}), MalformedInput,
+                                 "nested too deeply"),
+        "deeply nested vk": (files(tmp_path, raw={"vk": '{"IC": ' + DEEP + "}"}),
+                             MalformedInput, "nested too deeply"),
+        "proof coordinates as JSON numbers": (files(tmp_path, proof=as_numbers(proof)),
+                                              MalformedInput, "JSON number"),
+        "public signals as JSON numbers": (files(tmp_path, public=as_numbers(public)),
+                                           MalformedInput, "JSON number"),
+        "vk points as JSON numbers": (files(tmp_path, vk=as_numbers(vk)), MalformedInput,
+                                      "JSON number"),
+        "a float": (files(tmp_path, public=[1.5] + public[1:]), MalformedInput, "JSON number"),
+        "NaN": (files(tmp_path, raw={"public": "[NaN]"}), MalformedInput, "JSON number"),
+        "non-ASCII digits": (files(tmp_path, public=["\u0663"] + public[1:]), MalformedInput,
+                             "decimal string"),
+        "superscript digit": (files(tmp_path, public=["\u00b2"] + public[1:]), MalformedInput,
+                              "decimal string"),
+        "a 100,000-character protocol": (files(tmp_path, proof=dict(proof, protocol=BIG)),
+                                         Exception, "chars)"),
+    }
+
+
+NAMES = ["100,000-digit string in pi_a", "100,000-digit JSON number in pi_a",
+         "100,000-digit public signal", "100,000-digit JSON number as a public signal",
+         "deeply nested proof", "deeply nested public", "deeply nested vk",
+         "proof coordinates as JSON numbers", "public signals as JSON numbers",
+         "vk points as JSON numbers", "a float", "NaN", "non-ASCII digits",
+         "superscript digit", "a 100,000-character protocol"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_cuzk_verify_gives_one_line_and_exit_2(tmp_path, name):
+    (vk, public, proof), exc, reason = cases(tmp_path)[name]
+    with pytest.raises(exc) as info:
+        verify_files(vk, public, proof)
+    assert reason in str(info.value) and len(str(info.value)) < 300, str(info.value)[:400]
+    r = CliRunner().invoke(verify_cmd, [str(vk), str(public), str(proof)])
+    assert isinstance(r.exception, SystemExit) and r.exit_code == 2, r.exc_info
+    assert r.stderr.startswith("cuzk verify: unusable input: ") and r.stderr.count("\n") == 1
+    assert reason in r.stderr and len(r.stderr) < 300
+
+
+def test_as_a_process_of_its_own(tmp_path):
+    """The nested and the huge cases through a real `cuzk verify` process."""
+    all_cases = cases(tmp_path)
+    for name in ("deeply nested proof", "100,000-digit JSON number in pi_a"):
+        (vk, public, proof), _, reason = all_cases[name]
+        p = run_cli("verify", vk, public, proof)
+        assert p.returncode == 2, (name, p.stderr[-2000:])
+        assert p.stderr.count("\n") == 1 and "Traceback" not in p.stderr and reason in p.stderr
+
+
+def test_the_untouched_files_still_verify(tmp_path):
+    vk, public, proof = files(tmp_path)
+    assert verify_files(vk, public, proof) is True
+    r = CliRunner().invoke(verify_cmd, [str(vk), str(public), str(proof)])
+    assert r.exit_code == 0
+
+
+@pytest.mark.parametrize("name", NAMES[:-1])
+def test_the_format_readers_refuse_the_same_files(tmp_path, name):
+    (vk, public, proof), _, _ = cases(tmp_path)[name]
+    reader = {"vk": read_verification_key, "public": read_public, "proof": read_proof}
+    with pytest.raises(BadJson) as info:
+        for what, path in (("vk", vk), ("public", public), ("proof", proof)):
+            reader[what](path)
+    assert len(str(info.value)) < 300 and "\n" not in str(info.value)
