@@ -34,6 +34,8 @@ SUITES = {
               "cuzk prove --device cuda"),
     "engine": ("bench.bench_engine", "jobs through the engine: throughput, busy, gaps",
                "real prover on the CUDA devices"),
+    "witness": ("bench.bench_witness", "cuzk wtns calculate vs snarkjs wtns calculate, "
+                "in-process witness time, host overhead per value", None),
     "board": ("bench.bench_board", "status board write and snapshot costs", None),
     "top": ("bench.bench_top", "cuzk top CPU use", None),
 }

@@ -22,7 +22,7 @@ from bench import report
 from bench.__main__ import NO_GPU_MESSAGE, SUITES
 
 ROOT = Path(__file__).resolve().parent.parent
-NEEDS_NODE_TOOLS = {"prove", "pairing"}  # they run snarkjs side by side
+NEEDS_NODE_TOOLS = {"prove", "pairing", "witness"}  # they run snarkjs side by side
 # shared-memory names that embed their creator's pid: status boards and engine buffers
 SHM_PID = re.compile(r"^(?:cuzk-(\d+)-|cuzkbuf\.(\d+)\.)")
 

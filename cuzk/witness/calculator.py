@@ -30,6 +30,7 @@ from __future__ import annotations
 import ctypes
 import os
 import struct
+import time
 from pathlib import Path
 
 from cuzk.witness.errors import (
@@ -332,6 +333,8 @@ class WitnessCalculator:
         self._done, self._hmem = hx["done"], hx["memory"]
         self._prints_errors = any(i.name == "printErrorMessage" for i in circuit.module.imports)
         self.broken = False
+        # the last calculation: inputs set and circuit run / witness gathered, seconds
+        self.timings: dict[str, float] = {}
 
     # ---- host imports ----
     def _host(self, name: str, ftype):
@@ -439,6 +442,7 @@ class WitnessCalculator:
         if self.broken:
             raise RuntimeError("this calculator failed before; take a new one")
         s = self.store
+        t0 = time.perf_counter()
         records, names = self._records(inputs, input_path)
         try:
             self.ex["init"](s, 0)
@@ -460,12 +464,14 @@ class WitnessCalculator:
         if count < self.input_size:  # only reachable without getInputSignalSize
             self.broken = True
             raise MissingInput(input_path, self._missing_text(inputs, count))
+        t1 = time.perf_counter()
         try:
             self._gather(s, 0, self.witness_size)
         except Exception as e:
             self.broken = True
             raise AssertFailed(input_path, f"reading the witness failed: {_first_line(e)}"
                                ) from None
+        self.timings = {"run_s": t1 - t0, "gather_s": time.perf_counter() - t1}
         return self._memory(self.witness_size * N8)
 
     def witness_view(self, inputs: list[tuple[str, list[int]]], input_path=None) -> memoryview:
