@@ -229,6 +229,40 @@ def test_missing_input_without_sym(tmp_path):
                 "--sym")
 
 
+def test_missing_input_named_with_sym_option(tmp_path):
+    wasm = tmp_path / "lone" / "circuit.wasm"
+    wasm.parent.mkdir()
+    shutil.copy(fx("nested") / "circuit.wasm", wasm)
+    inp = tmp_path / "input.json"
+    inp.write_text(json.dumps({k: v for k, v in NESTED_OK.items() if k != "limit"}))
+    r = run_cli("wtns", "calculate", "--sym", fx("nested") / "circuit.sym", wasm, inp,
+                tmp_path / "o.wtns")
+    assert r.exit_code == 1 and "missing input signal limit " in r.output, r.output
+
+
+@pytest.mark.interop
+def test_circuit_log_goes_to_stderr(tmp_path, tools):
+    """log() in a circuit: items joined by spaces, one line per log, on stderr (as snarkjs
+    prints them on stdout); the witness is still snarkjs's."""
+    src = tmp_path / "logs.circom"
+    src.write_text('pragma circom 2.1.0;\n'
+                   'template L() { signal input a; signal output b; b <== a * a;\n'
+                   '  log("square of", a, "is", b); log(a + 1); }\n'
+                   'component main = L();\n')
+    interop.circom2(src, "--wasm", "-o", tmp_path)
+    wasm = tmp_path / "logs_js" / "logs.wasm"
+    inp = tmp_path / "in.json"
+    inp.write_text('{"a": "7"}')
+    out, ref = tmp_path / "o.wtns", tmp_path / "ref.wtns"
+    p = subprocess.run([sys.executable, "-m", "cuzk.cli", "wtns", "calculate", str(wasm),
+                        str(inp), str(out)], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stderr.splitlines() == ["square of 7 is 49", "8"]
+    assert p.stdout == ""
+    interop.snarkjs("wtns", "calculate", wasm, inp, ref)
+    assert out.read_bytes() == ref.read_bytes()
+
+
 def test_unknown_signal(tmp_path):
     for name in ("q", "mv", "prod"):  # not a signal; an output; an intermediate signal
         _calc_fails(tmp_path, fx("nested") / "circuit.wasm", {**NESTED_OK, name: 1},
