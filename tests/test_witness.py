@@ -476,3 +476,48 @@ def test_oldest_layout_without_sym(tmp_path):
     _calc_fails(tmp_path, wasm, {**NESTED_OK, "v": [7, 8]}, "missing input signals",
                 "10 of the 11")
     _calc_fails(tmp_path, wasm, {**NESTED_OK, "v": [7, 8, 9, 10]}, "too many input values")
+
+
+# ---- warm calculators for long-lived processes (cuzk.witness.pool) ----
+
+def test_pool_writes_into_shared_array_and_survives_bad_inputs(tmp_path):
+    from cuzk.witness.pool import WitnessPool
+
+    pool = WitnessPool()
+    wasm = fx("nested") / "circuit.wasm"
+    n = pool.circuit(wasm).witness_size
+    out = np.zeros((n, 4), dtype=np.uint64)
+    timings = pool.calculate_into(wasm, fx("nested").joinpath("input_1.json").read_bytes(), out)
+    assert np.array_equal(out, read_wtns(fx("nested") / "witness_1.wtns").values)
+    assert set(timings) == {"run_s", "gather_s"}
+    calc = pool._entries[str(wasm)][2]
+    with pytest.raises(WitnessError, match="^job 7 partition 1: the circuit's assert failed"):
+        pool.calculate_into(wasm, {**NESTED_OK, "s": 10}, out, name="job 7 partition 1")
+    with pytest.raises(WitnessError, match="^p2: 'zz' is not an input"):
+        pool.calculate_into(wasm, {**NESTED_OK, "zz": 1}, out, name="p2")
+    with pytest.raises(WitnessError, match="^p3: not valid JSON"):
+        pool.calculate_into(wasm, b"{oops", out, name="p3")
+    with pytest.raises(ValueError, match="C-contiguous"):
+        pool.calculate_into(wasm, NESTED_OK, np.zeros((n - 1, 4), dtype=np.uint64))
+    pool.calculate_into(wasm, json.loads(fx("nested").joinpath("input_0.json").read_text()), out)
+    assert np.array_equal(out, read_wtns(fx("nested") / "witness_0.wtns").values)
+    assert pool._entries[str(wasm)][2] is not calc  # the failed instance was replaced
+    again = pool._entries[str(wasm)][2]
+    pool.calculate_into(wasm, NESTED_OK, out)
+    assert pool._entries[str(wasm)][2] is again  # a good one is kept
+    assert pool.memory_bytes(wasm) >= again.memory_bytes
+
+
+def test_pool_reloads_a_changed_wasm(tmp_path):
+    from cuzk.witness.pool import WitnessPool
+
+    wasm = tmp_path / "c.wasm"
+    shutil.copy(fx("tiny") / "circuit.wasm", wasm)
+    pool = WitnessPool()
+    assert pool.circuit(wasm).witness_size == 4
+    shutil.copy(fx("toyhash") / "circuit.wasm", wasm)
+    os.utime(wasm, ns=(1, 10**18))
+    assert pool.circuit(wasm).witness_size == 905
+    out = np.zeros((905, 4), dtype=np.uint64)
+    pool.calculate_into(wasm, fx("toyhash").joinpath("input_0.json").read_text(), out)
+    assert np.array_equal(out, read_wtns(fx("toyhash") / "witness_0.wtns").values)

@@ -246,6 +246,24 @@ class Circuit:
             raise NotACircuit(self.path, f"exports no {', '.join(missing)}: not a circom 2 "
                                          "witness calculator")
 
+    @property
+    def instance_bytes(self) -> int:
+        """Memory one calculator holds once it has computed a witness: the circuit's linear
+        memory (its declared size; circom sizes it at compile time) plus the helper's, which
+        holds the witness (32 bytes a wire) or the input table, whichever is larger. For a
+        memory budget; the input table of an input-heavy circuit can add 44 bytes a value."""
+        import wasmtime
+
+        circuit = 0
+        for e in self.module.exports:
+            if isinstance(e.type, wasmtime.MemoryType):
+                circuit = max(circuit, e.type.limits.min * PAGE)
+        for i in self.module.imports:
+            if isinstance(i.type, wasmtime.MemoryType):
+                circuit = max(circuit, i.type.limits.min * PAGE)
+        helper = -(-max(self.witness_size * N8, PAGE) // PAGE) * PAGE
+        return circuit + helper
+
     def calculator(self) -> WitnessCalculator:
         """A ready calculator (an instance of its own; not for use by two threads at once)."""
         calc, self._spare = self._spare, None
