@@ -23,8 +23,6 @@ import secrets
 import tempfile
 
 SKELETON_LIMIT = 8 * 1024**2  # JSON outside the "data" strings (keys, paths, options)
-_B64 = re.compile(rb"[A-Za-z0-9+/]*")
-_B64_END = re.compile(rb"[A-Za-z0-9+/]*={0,2}")
 _DATA_KEY = re.compile(rb"\s*:\s*")
 
 
@@ -63,12 +61,17 @@ class Upload:
 
 
 class _Base64Sink:
-    """Strict base64 (as base64.b64decode(validate=True)) decoded in pieces into a file."""
+    """base64 decoded in pieces into a file, exactly as base64.b64decode(validate=True)
+    (binascii's strict mode) decodes the whole string: pieces of whole quanta are decoded as
+    they come; everything from the quantum before the first '=' on is kept and decoded at the
+    end."""
+
+    PAD_TAIL_MAX = 4096  # characters after the first '=': more is refused as not base64
 
     def __init__(self, spool):
         self.spool = spool
         self.offset = spool.tell()
-        self.pending = b""  # fewer than 4 characters, or a tail holding '='
+        self.pending = b""  # fewer than 4 characters, or the padded end
         self.valid = True
         self.length = 0
 
@@ -76,36 +79,34 @@ class _Base64Sink:
         if not self.valid or not chars:
             return
         s = self.pending + chars if self.pending else chars
-        if b"=" in s:  # padding: only at the very end, so keep it until close()
-            self.pending = s
-            if len(s) > 4 and s.index(b"=") < len(s) - 2:
-                self.valid = False
-            return
-        n = len(s) & ~3
-        head, self.pending = s[:n], s[n:]
-        if head:
-            if not _B64.fullmatch(head):
+        pad = s.find(b"=")
+        if pad >= 0:  # keep the quantum before the padding too: strict mode judges both
+            n = max(0, (pad & ~3) - 4)
+            head, self.pending = s[:n], s[n:]
+            if len(self.pending) > self.PAD_TAIL_MAX:
                 self.valid = False
                 return
-            self._write(binascii.a2b_base64(head))
+        else:
+            n = len(s) & ~3
+            head, self.pending = s[:n], s[n:]
+        if head:
+            self._decode(head)
 
     def invalidate(self) -> None:
         self.valid = False
 
     def close(self) -> Upload:
-        tail = self.pending
-        if self.valid and tail:
-            if len(tail) % 4 or not _B64_END.fullmatch(tail):
-                self.valid = False
-            else:
-                try:
-                    self._write(binascii.a2b_base64(tail))
-                except binascii.Error:
-                    self.valid = False
+        if self.valid and self.pending:
+            self._decode(self.pending)
         self.pending = b""
         return Upload(self.spool, self.offset, self.length if self.valid else 0, self.valid)
 
-    def _write(self, data: bytes) -> None:
+    def _decode(self, chars: bytes) -> None:
+        try:
+            data = binascii.a2b_base64(chars, strict_mode=True)
+        except binascii.Error:
+            self.valid = False
+            return
         self.spool.write(data)
         self.length += len(data)
 
