@@ -59,6 +59,11 @@ class BadValue(FormatError):
     its bound, w[0] != 1)."""
 
 
+class BadPoint(FormatError):
+    """A curve point of a key that is not a point of its group: a coordinate not below q, off
+    the curve or the twist, or (a G2 point of the header) outside the order-r subgroup."""
+
+
 class CountMismatch(FormatError):
     """Two files that must agree do not (witness length vs the key's nVars, ...)."""
 

@@ -13,8 +13,12 @@ class ProveError(Exception):
     """A reason not to write a proof (bad input, unsatisfied constraint, failed self-check)."""
 
 
-def run_prove(zkey, wtns, proof_json, public_json, r1cs=None, verify=False, device="cpu"):
-    """Prove and write proof_json / public_json atomically; raise on any reason not to."""
+def run_prove(zkey, wtns, proof_json, public_json, r1cs=None, verify=True, device="cpu"):
+    """Prove and write proof_json / public_json atomically; raise on any reason not to.
+
+    The key's points are validated when it is opened (header points on the curve / twist, G2
+    ones in the subgroup, every point section on its curve); with `verify` the proof is
+    checked against the key's own verification key before anything is written."""
     from cuzk.prover.startup import lean_cache_loads
 
     with lean_cache_loads():
@@ -28,6 +32,7 @@ def _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device):
 
     try:
         key = ProvingKey.open(zkey)
+        vk = key.validate()
         w = load_witness(wtns, key)
         if r1cs is not None:
             from cuzk.formats.r1cs import R1CS
@@ -44,11 +49,17 @@ def _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device):
     dev = open_device(device)
     proof = prove(key, w, dev)
     if verify:
-        from cuzk.verifier import verify_with_zkey
+        from cuzk.verifier import Proof, UnusableInput
+        from cuzk.verifier import verify as check
 
-        if not verify_with_zkey(key.zkey, proof.public, proof.points()):
+        try:
+            ok = check(vk, proof.public, Proof.from_points(*proof.points()))
+        except UnusableInput as e:  # e.g. piB outside G2: pointsB2 holds a twist point
+            raise ProveError(f"the proof does not verify: {e}") from None
+        if not ok:
             raise ProveError("the proof does not verify: the witness does not satisfy the "
-                             "circuit (pass --r1cs to find the failing constraint)")
+                             "circuit of this key, or the key is damaged (pass --r1cs to find "
+                             "a failing constraint)")
     write_proof(proof_json, *proof.points())
     write_public(public_json, proof.public)
     return proof
@@ -57,7 +68,9 @@ def _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device):
 @click.command("prove")
 @click.option("--r1cs", type=click.Path(exists=True, dir_okay=False),
               help="The circuit's .r1cs: check every constraint before proving.")
-@click.option("--verify", is_flag=True, help="Verify the proof before writing it.")
+@click.option("--verify/--no-verify", default=True, show_default=True,
+              help="Verify the proof against the key's verification key before writing it "
+                   "(a few ms a proof; see docs/prover.md). --no-verify skips the check.")
 @click.option("--device", default="cpu", show_default=True, metavar="cpu|cuda[:N]",
               help="Where the NTT and G1 MSM kernels run.")
 @click.option("--timings", is_flag=True, help="Print per-phase timings to stderr.")
@@ -76,8 +89,9 @@ def prove(zkey, wtns, proof_json, public_json, r1cs, verify, device, timings, se
           token_file):
     """Prove ZKEY with witness WTNS; write PROOF_JSON and PUBLIC_JSON (snarkjs shapes).
 
-    Outputs are written atomically and only for a good proof: a bad key or witness, an
-    unsatisfied constraint (--r1cs) or a proof that fails --verify exits 1 with the reason.
+    Outputs are written atomically and only for a good proof: a bad key (its points are
+    validated when it is opened) or witness, an unsatisfied constraint (--r1cs) or a proof
+    that fails verification (on unless --no-verify) exits 1 with the reason.
 
     Where it proves: --local, else --server URL, else $CUZK_SERVER, else here. On a server
     (`cuzk serve`, docs/prover.md) the same files, messages and exit statuses; the daemon

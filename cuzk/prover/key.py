@@ -30,7 +30,21 @@ class ProvingKey:
 
     @classmethod
     def open(cls, path: os.PathLike | str) -> ProvingKey:
+        """Map the key (header, section sizes and coefficient indices are checked; its points
+        are not: call validate() once per key file)."""
         return cls(ZKey(path))
+
+    def validate(self):
+        """Check every point of the key (cuzk.prover.validate: header points on the curve or
+        the twist and G2 ones in the subgroup, every point section on its curve); raise
+        cuzk.formats.errors.BadPoint naming the first bad point. Returns the key's checked
+        cuzk.verifier.VerifyingKey. Done once per instance."""
+        vk = getattr(self, "_vk", None)
+        if vk is None:
+            from cuzk.prover.validate import validate_key
+
+            vk = self._vk = validate_key(self.zkey)
+        return vk
 
     # sizes --------------------------------------------------------------------------------
     n_vars = property(lambda self: self.zkey.n_vars)
