@@ -34,6 +34,17 @@ import time
 from cuzk.engine import child
 from cuzk.engine.buffers import Segment
 from cuzk.engine.status import ChildStatus
+from cuzk.formats.errors import FormatError
+
+
+class ProofRejected(RuntimeError):
+    """Self-verification rejected a proof: the witness does not satisfy the key's circuit.
+    Deterministic, so the partition fails at once instead of being retried."""
+
+
+def permanent(exc: BaseException) -> bool:
+    """A failure that cannot change on retry: a rejected proof, an unusable key file."""
+    return isinstance(exc, (ProofRejected, FormatError))
 
 
 class _Item:
@@ -138,6 +149,7 @@ def device_main(conn, parent_pid: int, device_index: int, device_name: str, opts
         a device (prove_start overwrites a, b, c in place)."""
         item.close()
         chan.send(("failed", item.work, {"stage": stage, "abc_intact": abc_intact,
+                                         "permanent": permanent(exc),
                                          **child.describe_exception(exc)}))
 
     def finish(item, token):
@@ -154,7 +166,8 @@ def device_main(conn, parent_pid: int, device_index: int, device_name: str, opts
             proof = prover.prove_finish(item.key, item.partial, w)
             del w
             if self_verify and not verifier(item.key)(proof):
-                raise RuntimeError("self-verification rejected the proof")
+                raise ProofRejected("self-verification rejected the proof: the witness does "
+                                    "not satisfy the key's circuit")
             proof_json = proof.to_json()
             public = [str(x) for x in proof.public]
         except Exception as exc:

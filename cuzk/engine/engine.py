@@ -191,6 +191,7 @@ class Engine:
         self._sched = Scheduler()
         self._budget = MemoryBudget(self.config.memory_budget)
         self._keys: dict[str, _Key] = {}
+        self._validated: dict[tuple, str] = {}  # (path, size, mtime_ns) -> key id, points checked
         self._jobs: dict[str, _Job] = {}
         self._finished = collections.deque()  # job ids in finishing order (history bound)
         self._works: dict[WorkKey, _Work] = {}
@@ -284,10 +285,23 @@ class Engine:
 
     # ================================================================ keys
     def register_key(self, path) -> str:
-        """Open a proving key once for this instance; returns its key id (same file -> same id)."""
+        """Open a proving key once for this instance; returns its key id (same file -> same id).
+
+        The key's points are validated here, once per key file (path, size, mtime), never per
+        proof: a key that fails raises the FormatError (BadPoint: the first bad point, by
+        section and index) and is not registered."""
         prover = self._prover()
         path = os.path.abspath(os.fspath(path))
+        st = os.stat(path)
+        stamp = (path, st.st_size, st.st_mtime_ns)
         pk = prover.ProvingKey.open(path)
+        if hasattr(pk, "validate") and self._validated.get(stamp) != pk.key_id:
+            t0 = time.perf_counter()
+            pk.validate()
+            log.info("key %s validated in %.0f ms: %s", pk.key_id,
+                     (time.perf_counter() - t0) * 1e3, path)
+            with self._lock:
+                self._validated[stamp] = pk.key_id
         with self._lock:
             if pk.key_id in self._keys:
                 return pk.key_id
@@ -744,9 +758,12 @@ class Engine:
         # overwrites a, b, c in place (the prover's compute_h runs its NTTs in that storage),
         # so after a prove_start that raised, the abc segment no longer holds a, b, c: the
         # retry must synthesize again or it proves from garbage.
+        # A failure that cannot change on retry (self-verification rejected the proof, the key
+        # file is unusable) fails the partition at once; crashes and other errors are retried.
         w = self._works.get(wk)
         self._failed_stage(wk, f"{info['stage']}: {info['type']}: {info['message']}",
-                           retry=True, to_device=(bool(info.get("abc_intact"))
+                           retry=not info.get("permanent"),
+                           to_device=(bool(info.get("abc_intact"))
                                                   and w is not None and "abc" in w.segs),
                            tb=info)
 

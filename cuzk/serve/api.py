@@ -240,7 +240,7 @@ class Api:
             w = {"path": w}
         if not isinstance(w, dict) or len(w) != 1 or next(iter(w)) not in ("data", "path"):
             raise HttpError(400, f"{what}: expected {{\"data\": BASE64}} or {{\"path\": "
-                                 "PATH}} (or a path string)")
+                                 "PATH} (or a path string)")
         if "data" in w:
             if isinstance(w["data"], Upload):  # decoded as the body arrived (serve.body)
                 if not w["data"].valid:

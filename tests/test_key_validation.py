@@ -1,0 +1,212 @@
+"""Proving keys are validated once when loaded (issue 17): every point of a damaged key is
+found, named by section and index, by `cuzk prove`, by the engine at registration and by the
+daemon's `POST /v1/keys` (refused with the reason); `cuzk prove` verifies by default.
+
+Points are damaged by adding 1 to a coordinate's lowest limb (Montgomery form): the point
+leaves its curve (a random point of Fq x Fq is on y^2 = x^3 + 3 with probability ~1/q).
+"""
+
+import shutil
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from conftest import fixture_circuit
+from serve_harness import ServeProcess, request
+
+from cuzk.cli import main
+from cuzk.formats.binfile import BinFile
+from cuzk.formats.errors import BadPoint
+from cuzk.formats.limbs import BN254_Q, int_to_limbs
+from cuzk.formats.zkey import (
+    GROTH16_HEADER,
+    HEADER_POINTS,
+    IC,
+    POINTS_A,
+    POINTS_B1,
+    POINTS_B2,
+    POINTS_C,
+    POINTS_H,
+)
+from cuzk.prover import ProvingKey
+
+MULCHAIN = fixture_circuit("mulchain")
+
+# section id -> (name in messages, bytes per point)
+SECTIONS = {IC: ("IC", 64), POINTS_A: ("pointsA", 64), POINTS_B1: ("pointsB1", 64),
+            POINTS_B2: ("pointsB2", 128), POINTS_C: ("pointsC", 64), POINTS_H: ("pointsH", 64)}
+# offset of each header point inside the Groth16 header section
+HEADER_OFFSETS = {}
+_pos = 4 + 32 + 4 + 32 + 12
+for _name, _width in HEADER_POINTS:
+    HEADER_OFFSETS[_name] = _pos
+    _pos += 8 * _width
+VK_NAMES = {"alpha1": "vk_alpha_1", "beta1": "vk_beta_1", "beta2": "vk_beta_2",
+            "gamma2": "vk_gamma_2", "delta1": "vk_delta_1", "delta2": "vk_delta_2"}
+
+
+def damaged(tmp_path, src, offset: int, *, add: int = 1, name="damaged.zkey"):
+    """A copy of src with the u64 limb at `offset` increased by `add` (wrapping)."""
+    data = bytearray(src.read_bytes())
+    v = (int.from_bytes(data[offset:offset + 8], "little") + add) % 2**64
+    data[offset:offset + 8] = v.to_bytes(8, "little")
+    out = tmp_path / name
+    out.write_bytes(bytes(data))
+    return out
+
+
+def section_offset(path, sid: int) -> int:
+    return BinFile(path, "zkey", (1,)).section(sid, "s").offset
+
+
+def first_nonzero_point(path, sid, size) -> int:
+    """Index of the first stored point that is not the all-zero infinity encoding."""
+    f = BinFile(path, "zkey", (1,))
+    s = f.section(sid, "s")
+    raw = np.frombuffer(f.mm[s.offset:s.offset + s.size], dtype=np.uint8).reshape(-1, size)
+    return int(np.flatnonzero(raw.any(axis=1))[-1])
+
+
+def test_the_fixture_keys_pass_validation():
+    for name in ("tiny", "mulchain", "bits", "toyhash"):
+        vk = ProvingKey.open(fixture_circuit(name).zkey).validate()
+        assert vk.n_public == ProvingKey.open(fixture_circuit(name).zkey).n_public
+
+
+@pytest.mark.parametrize("sid", list(SECTIONS), ids=[v[0] for v in SECTIONS.values()])
+def test_a_point_off_its_curve_is_named_by_section_and_index(tmp_path, sid):
+    name, size = SECTIONS[sid]
+    src = MULCHAIN.zkey
+    i = first_nonzero_point(src, sid, size)  # the last non-infinity point of the section
+    bad = damaged(tmp_path, src, section_offset(src, sid) + i * size + 8 * (size // 8 - 1))
+    with pytest.raises(BadPoint) as info:
+        ProvingKey.open(bad).validate()
+    msg = str(info.value)
+    assert msg.startswith(f"{bad}: {name}[{i}]: point is not on the"), msg
+    assert "\n" not in msg
+
+
+@pytest.mark.parametrize("field", [f for f, _ in HEADER_POINTS])
+def test_a_header_point_off_its_curve_is_named(tmp_path, field):
+    src = MULCHAIN.zkey
+    bad = damaged(tmp_path, src, section_offset(src, GROTH16_HEADER) + HEADER_OFFSETS[field])
+    with pytest.raises(BadPoint) as info:
+        ProvingKey.open(bad).validate()
+    assert f"Groth16 header: {VK_NAMES[field]}: point is not on the" in str(info.value)
+
+
+def test_a_coordinate_not_below_q_is_refused(tmp_path):
+    """x + q has the same residue as x: a reader that reduces would accept it."""
+    src = MULCHAIN.zkey
+    off = section_offset(src, POINTS_A) + 64 * 1  # pointsA[1].x
+    data = bytearray(src.read_bytes())
+    x = int.from_bytes(data[off:off + 32], "little")
+    if x + BN254_Q >= 2**256:
+        pytest.skip("this coordinate has no second representative below 2^256")
+    data[off:off + 32] = int_to_limbs(x + BN254_Q).tobytes()
+    (tmp_path / "k.zkey").write_bytes(bytes(data))
+    with pytest.raises(BadPoint, match=r"pointsA\[1\]: coordinate x .* not below"):
+        ProvingKey.open(tmp_path / "k.zkey").validate()
+
+
+def test_a_g2_header_point_outside_the_subgroup_is_refused(tmp_path):
+    """delta2 replaced by a point of the twist outside G2 (from the verifier's tests)."""
+    from test_verifier import twist_point_outside_g2
+
+    from cuzk.formats.limbs import g2_to_limbs
+
+    src = MULCHAIN.zkey
+    p = twist_point_outside_g2()
+    point = ((int(p[0][0]), int(p[0][1])), (int(p[1][0]), int(p[1][1])))
+    off = section_offset(src, GROTH16_HEADER) + HEADER_OFFSETS["delta2"]
+    data = bytearray(src.read_bytes())
+    data[off:off + 128] = g2_to_limbs(point).tobytes()
+    (tmp_path / "k.zkey").write_bytes(bytes(data))
+    with pytest.raises(BadPoint, match="vk_delta_2: G2 point is on the twist but not in the"):
+        ProvingKey.open(tmp_path / "k.zkey").validate()
+
+
+def _prove(*args):
+    return CliRunner().invoke(main, ["prove", *map(str, args)])
+
+
+def test_cuzk_prove_refuses_a_damaged_key_and_writes_nothing(tmp_path):
+    src = MULCHAIN.zkey
+    bad = damaged(tmp_path, src, section_offset(src, POINTS_B2) + 128 * 3 + 120)
+    for flags in ([], ["--no-verify"]):  # the key is validated either way
+        r = _prove(*flags, bad, MULCHAIN.witness(0), tmp_path / "p.json", tmp_path / "q.json")
+        assert r.exit_code == 1, r.output
+        assert r.output == f"cuzk prove: {bad}: pointsB2[3]: point is not on the twist " \
+                           "y^2 = x^3 + 3/(9+u)\n"
+        assert not (tmp_path / "p.json").exists() and not (tmp_path / "q.json").exists()
+
+
+def test_cuzk_prove_verifies_by_default(tools, tmp_path):
+    """A witness that does not satisfy the circuit: refused by default, with the reason; with
+    --no-verify the proof is written, and snarkjs rejects it (what the check costs to skip)."""
+    from interop import groth16_verify
+
+    c = MULCHAIN
+    proof, public = tmp_path / "p.json", tmp_path / "q.json"
+    r = _prove(c.zkey, c.bad_witness, proof, public)
+    assert r.exit_code == 1 and "the proof does not verify" in r.output, r.output
+    assert r.output.count("\n") == 1 and not proof.exists() and not public.exists()
+    r = _prove("--no-verify", c.zkey, c.bad_witness, proof, public)
+    assert r.exit_code == 0, r.output
+    assert groth16_verify(c.vk, public, proof) is False
+    r = _prove(c.zkey, c.witness(1), proof, public)
+    assert r.exit_code == 0, r.output
+    assert groth16_verify(c.vk, public, proof) is True
+
+
+def test_the_engine_validates_a_key_once_per_file_and_refuses_a_damaged_one(tmp_path,
+                                                                            monkeypatch):
+    from cuzk.engine import Engine
+    from cuzk.prover import validate
+
+    calls = []
+    real = validate.validate_key
+    monkeypatch.setattr(validate, "validate_key", lambda z: calls.append(z.path) or real(z))
+    good = tmp_path / "good.zkey"
+    shutil.copy(MULCHAIN.zkey, good)
+    bad = damaged(tmp_path, good, section_offset(good, POINTS_H) + 64 * 5 + 56)
+    eng = Engine(prover="cuzk.prover")  # registration needs no running engine
+    with pytest.raises(BadPoint, match=r"pointsH\[5\]"):
+        eng.register_key(bad)
+    assert eng.keys() == []
+    kid = eng.register_key(good)
+    assert eng.register_key(good) == kid and calls == [str(bad), str(good)]  # cached
+    good.touch()  # a new mtime: validated again
+    eng.register_key(good)
+    assert calls == [str(bad), str(good), str(good)]
+
+
+def test_the_daemon_refuses_a_damaged_key_at_registration(tmp_path):
+    root = tmp_path / "keys"
+    root.mkdir()
+    shutil.copy(MULCHAIN.zkey, root / "good.zkey")
+    bad = damaged(root, MULCHAIN.zkey,
+                  section_offset(MULCHAIN.zkey, POINTS_A) + 64 * 2, name="bad.zkey")
+    s = ServeProcess(tmp_path / "serve.log", "--listen", "127.0.0.1:0", "--devices", "cpu:1",
+                     "--synth-workers", "1", "--memory-budget", "256MiB", "--key-root", root,
+                     "--state-dir", tmp_path / "state").start()
+    try:
+        code, _, body = request(s.url, "POST", "/v1/keys", {"path": str(bad)})
+        assert code == 422, body  # 422: well-formed request, unusable key file (docs/api.md)
+        assert body["error"] == ("path: not a usable Groth16 proving key: pointsA[2]: point is "
+                                 "not on the curve y^2 = x^3 + 3")
+        code, _, body = request(s.url, "POST", "/v1/jobs", {
+            "key": str(bad), "witnesses": [str(root / "none.wtns")]})
+        assert code == 422 and "pointsA[2]" in body["error"], body
+        assert request(s.url, "GET", "/v1/keys")[2]["keys"] == []
+        code, _, body = request(s.url, "POST", "/v1/keys", {"path": str(root / "good.zkey")})
+        assert code == 201, body
+        # a witness entry of the wrong shape: the reason shows the accepted shapes as written
+        code, _, body = request(s.url, "POST", "/v1/jobs", {
+            "key": str(root / "good.zkey"), "witnesses": [{"file": "x"}]})
+        assert code == 400, body
+        assert body["error"] == ('witnesses[0]: expected {"data": BASE64} or {"path": PATH} '
+                                 "(or a path string)")
+        assert "validated in" in s.log()
+    finally:
+        assert s.stop() == 0
