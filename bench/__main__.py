@@ -32,6 +32,8 @@ SUITES = {
     "pairing": ("bench.bench_pairing", "pairing and proof verification", None),
     "prove": ("bench.bench_prove", "cuzk prove vs rapidsnark and snarkjs, same files",
               "cuzk prove --device cuda"),
+    "prove-server": ("bench.bench_prove_server", "cuzk prove --server (a warm cuzk serve) vs "
+                     "rapidsnark, same files", "the daemon on every GPU"),
     "engine": ("bench.bench_engine", "jobs through the engine: throughput, busy, gaps",
                "real prover on the CUDA devices"),
     "witness": ("bench.bench_witness", "cuzk wtns calculate vs snarkjs wtns calculate, "

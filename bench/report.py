@@ -24,7 +24,8 @@ IMG = DOCS / "img"
 TOOLS = ROOT / ".tools" / "node_modules"
 
 # The order suites appear in the report.
-SUITE_ORDER = ("arith", "ntt", "msm", "pairing", "prove", "engine", "board", "top")
+SUITE_ORDER = ("arith", "ntt", "msm", "pairing", "prove", "prove-server", "engine", "board",
+               "top")
 PROFILE_ORDER = ("quick", "full", "gpu", "smoke")
 
 
@@ -269,6 +270,7 @@ def targets(results: dict) -> list[dict]:
                              "needs a CUDA GPU: `make bench-gpu`"), suite="ntt", profile="gpu"))
 
     out += prove_targets(_get(results, "prove"))
+    out += server_targets(_get(results, "prove-server"))
     pairing = _get(results, "pairing")
     out.append(_target("verify one proof, one core", "#4", 50.0, "ms",
                        pairing and pairing.get("verify_ms"), suite="pairing",
@@ -306,6 +308,28 @@ def targets(results: dict) -> list[dict]:
                            note=f"{real.get('part')}: pipelined {fmt(real.get('vs_serial'))}x "
                                 "the serial baseline, busy "
                                 f"{fmt(real.get('busy_fraction'))}"))
+    return out
+
+
+def server_targets(server: dict | None) -> list[dict]:
+    """Issue #16's target 3: the whole `cuzk prove --server` command (warm daemon) <= 1.0x
+    rapidsnark's whole command at every size from 2^12 (squaring-chain circuits)."""
+    rows = (server or {}).get("rows") or []
+    have = bool((server or {}).get("rapidsnark", {}).get("installed"))
+    why = "" if have or not server else "rapidsnark not built here (README: rapidsnark as a peer)"
+    out = []
+    for log2n in (12, 15, 17, 19):
+        r = _row(rows, family="squarechain", log2n=log2n)
+        if r is None and log2n == 19:
+            continue  # full profile only
+        ok = bool(r and have)
+        note = (f"command {fmt(r['server_cmd_s'])} s (daemon {fmt(r['daemon_job_s'])} s, "
+                f"client {fmt(r['client_s'])} s), rapidsnark {fmt(r['rapidsnark_s'])} s"
+                if ok else why)
+        out.append(_target(f"`cuzk prove --server` 2^{log2n} (warm daemon), whole command ÷ "
+                           "rapidsnark's", "#16", 1.0, "x",
+                           r.get("server_vs_rapidsnark") if ok else None, note=note,
+                           suite="prove-server"))
     return out
 
 

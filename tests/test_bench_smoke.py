@@ -22,7 +22,7 @@ from bench import report
 from bench.__main__ import NO_GPU_MESSAGE, SUITES
 
 ROOT = Path(__file__).resolve().parent.parent
-NEEDS_NODE_TOOLS = {"prove", "pairing", "witness"}  # they run snarkjs side by side
+NEEDS_NODE_TOOLS = {"prove", "prove-server", "pairing", "witness"}  # snarkjs, circom2
 # shared-memory names that embed their creator's pid: status boards and engine buffers
 SHM_PID = re.compile(r"^(?:cuzk-(\d+)-|cuzkbuf\.(\d+)\.)")
 
@@ -209,3 +209,16 @@ def test_result_paths_keep_profiles_apart(tmp_path):
     report.write_json(tmp_path / "partial.gpu.json", {"suites": []})
     found = report.load_results(tmp_path)
     assert set(found) == {("ntt", "quick"), ("ntt", "full")}
+
+
+def test_prove_server_smoke_proves_through_a_daemon(smoke_run):
+    _, results, suites, _ = smoke_run
+    if "prove-server" not in suites:
+        pytest.skip("snarkjs/circom2 not installed and `make tools` could not install them")
+    res = json.loads((results / "prove-server.smoke.json").read_text())["result"]
+    (row,) = res["rows"]
+    assert row["server_proof_valid"] is True
+    assert row["server_min_s"] <= row["server_cmd_s"] <= row["server_max_s"]
+    assert 0 < row["daemon_job_s"] < row["server_cmd_s"]
+    assert row["client_s"] == pytest.approx(row["server_cmd_s"] - row["daemon_job_s"])
+    assert res["rapidsnark"]["installed"] == ("rapidsnark_s" in row)

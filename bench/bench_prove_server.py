@@ -1,0 +1,145 @@
+"""Suite `prove-server`: `cuzk prove --server` against a warm `cuzk serve`, beside rapidsnark.
+
+Issue #16's target 3: the whole `cuzk prove --server URL` command (interpreter, the thin
+client, the request, the daemon's proof, the files) ≤ 1.0x rapidsnark's whole command at every
+size from 2^12, with the daemon warm. One daemon (`cuzk serve` on loopback, its default
+devices, key root bench/work, its own journal folder) serves every circuit of the `prove`
+suite's list for the profile; per circuit, one untimed proof of each command (the daemon
+registers the key and loads its kernels; page cache), then rounds of the two commands
+interleaved, so both see the same load: min / median / max, the ratio of the medians, the
+daemon's own time per job (submitted → finished, from GET /v1/jobs) and what the command adds
+to it (the client: start-up, request, files), the client's peak RSS. The proof the command
+wrote is checked with cuzk's verifier. Without rapidsnark the rows carry the cuzk figures only.
+Run alone: ``python -m bench.bench_prove_server [smoke|quick|full|gpu]``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from bench.bench_prove import (
+    CIRCUITS,
+    REPEATS,
+    _cuzk_command,
+    _run_measured,
+    _stats,
+    find_rapidsnark,
+)
+from bench.circuits import WORK, circuit
+from bench.report import table
+
+
+def start_daemon(folder: str) -> tuple[subprocess.Popen, str]:
+    """`cuzk serve` on a free loopback port, logging to folder/serve.log; (process, URL)."""
+    log_path = os.path.join(folder, "serve.log")
+    log = open(log_path, "wb")
+    WORK.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen([sys.executable, "-m", "cuzk.cli", "serve", "--listen",
+                             "127.0.0.1:0", "--key-root", str(WORK), "--state-dir",
+                             os.path.join(folder, "state"), "--log-level", "info"],
+                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    log.close()
+    deadline = time.time() + 300
+    while time.time() < deadline:
+        with open(log_path, errors="replace") as f:
+            m = re.search(r"listening on (http://\S+)", f.read())
+        if m:
+            return proc, m.group(1)
+        if proc.poll() is not None:
+            break
+        time.sleep(0.1)
+    stop_daemon(proc)
+    with open(log_path, errors="replace") as f:
+        raise RuntimeError(f"cuzk serve did not start:\n{f.read()[-2000:]}")
+
+
+def stop_daemon(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(120)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(30)
+
+
+def _circuit(client, family: str, log2n: int, profile: str, rapidsnark: str | None) -> dict:
+    from cuzk.verifier import verify_files
+
+    files = circuit(family, log2n)
+    work = files["zkey"].parent
+    cmds = {"server": _cuzk_command() + ["prove", files["zkey"], files["wtns"],
+                                         work / "p_server.json", work / "pub_server.json",
+                                         "--server", client.server]}
+    if rapidsnark:
+        cmds["rapidsnark"] = [rapidsnark, files["zkey"], files["wtns"], work / "p_rs.json",
+                              work / "pub_rs.json"]
+    for cmd in cmds.values():  # untimed: the daemon registers the key; page cache
+        _run_measured(cmd)
+    times = {k: [] for k in cmds}
+    rss, jobs = [], []
+    rounds = REPEATS[profile]
+    for i in range(rounds):
+        for k, cmd in cmds.items():
+            dt, mib = _run_measured(cmd)
+            times[k].append(dt)
+            if k == "server":
+                rss.append(mib)
+                j = max(client.jobs(), key=lambda j: j["submitted_at"])
+                jobs.append(j["finished_at"] - j["submitted_at"])
+        print(f"  {family} 2^{log2n} round {i + 1}/{rounds}: "
+              + ", ".join(f"{k} {v[-1]:.3f} s" for k, v in times.items())
+              + f", daemon job {jobs[-1]:.3f} s", flush=True)
+    valid = verify_files(files["vk"], work / "pub_server.json", work / "p_server.json")
+    smin, smed, smax = _stats(times["server"])
+    row = {"family": family, "log2n": log2n, "server_cmd_s": smed, "server_min_s": smin,
+           "server_max_s": smax, "daemon_job_s": _stats(jobs)[1],
+           "client_s": _stats([t - j for t, j in zip(times["server"], jobs, strict=True)])[1],
+           "client_rss_mib": max(rss), "server_proof_valid": bool(valid)}
+    if rapidsnark:
+        rmin, rmed, rmax = _stats(times["rapidsnark"])
+        row.update(rapidsnark_s=rmed, rapidsnark_min_s=rmin, rapidsnark_max_s=rmax,
+                   server_vs_rapidsnark=smed / rmed)
+    print(f"  {family} 2^{log2n}: cuzk prove --server {smed:.3f} s (daemon "
+          f"{row['daemon_job_s']:.3f} s, client {row['client_s']:.3f} s)"
+          + (f", rapidsnark {row['rapidsnark_s']:.3f} s: {row['server_vs_rapidsnark']:.2f}x"
+             if rapidsnark else "")
+          + ("" if valid else "  PROOF DOES NOT VERIFY"), flush=True)
+    if not valid:
+        raise RuntimeError(f"cuzk prove --server's proof for {family} 2^{log2n} does not verify")
+    return row
+
+
+ROW_COLUMNS = ["family", "log2n", "server_cmd_s", "rapidsnark_s", "server_vs_rapidsnark",
+               "daemon_job_s", "client_s", "client_rss_mib"]
+
+
+def run(profile: str = "quick") -> dict:
+    from cuzk.serve.client import Client
+
+    rapidsnark, origin = find_rapidsnark()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="cuzk-bench-serve-") as folder:
+        proc, url = start_daemon(folder)
+        try:
+            client = Client(url, timeout=600)
+            for family, log2n in CIRCUITS[profile]:
+                rows.append(_circuit(client, family, log2n, profile, rapidsnark))
+        finally:
+            stop_daemon(proc)
+    print(table(rows, [c for c in ROW_COLUMNS if any(c in r for r in rows)]))
+    return {"rows": rows, "rapidsnark": {"installed": bool(rapidsnark), "origin": origin},
+            "daemon": "cuzk serve on loopback, default devices (profile gpu: every GPU)"}
+
+
+if __name__ == "__main__":
+    from bench.__main__ import main
+
+    sys.exit(main(["--suite", "prove-server", "--profile",
+                   sys.argv[1] if len(sys.argv) > 1 else "quick"]))
