@@ -41,6 +41,13 @@ def daemon(tmp_path_factory):
         (root / c.name).mkdir(parents=True)
         for f in ("circuit.zkey", "witness_0.wtns", "bad_witness.wtns"):
             shutil.copy(c.dir / f, root / c.name / f)
+    # a damaged key: the first point of pointsA (section 5) moved off the curve
+    from cuzk.formats.binfile import BinFile
+
+    data = bytearray((root / "tiny" / "circuit.zkey").read_bytes())
+    at = BinFile(root / "tiny" / "circuit.zkey", "zkey", (1,)).section(5, "pointsA").offset
+    data[at] ^= 1
+    (root / "tiny" / "damaged.zkey").write_bytes(bytes(data))
     token = base / "token"
     token.write_text(TOKEN + "\n")
     token.chmod(0o600)
@@ -277,6 +284,7 @@ def bad_inputs(root, tmp_path):
         ("missing witness", d / "circuit.zkey", "nope.wtns"),
         ("key as witness", d / "circuit.zkey", d / "circuit.zkey"),
         ("witness as key", d / "witness_0.wtns", d / "witness_0.wtns"),
+        ("damaged key", d / "damaged.zkey", d / "witness_0.wtns"),
         ("empty witness", d / "circuit.zkey", "empty.wtns"),
         ("another circuit's witness", d / "circuit.zkey", root / "mulchain" / "witness_0.wtns"),
     ]
