@@ -70,7 +70,9 @@ def _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device):
               help="The circuit's .r1cs: check every constraint before proving.")
 @click.option("--verify/--no-verify", default=True, show_default=True,
               help="Verify the proof against the key's verification key before writing it "
-                   "(a few ms a proof; see docs/prover.md). --no-verify skips the check.")
+                   "(the pairing takes a few ms; loading it adds ~0.1-0.2 s of CPU to the "
+                   "command, see docs/prover.md). --no-verify skips the check; the key's "
+                   "points are validated either way.")
 @click.option("--device", default="cpu", show_default=True, metavar="cpu|cuda[:N]",
               help="Where the NTT and G1 MSM kernels run.")
 @click.option("--timings", is_flag=True, help="Print per-phase timings to stderr.")
