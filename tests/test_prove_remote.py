@@ -256,9 +256,12 @@ def test_cuzk_server_variable_and_local_flag(daemon, tmp_path):
     d = daemon.root / "tiny"
     args = (d / "circuit.zkey", d / "witness_0.wtns", tmp_path / "p.json", tmp_path / "q.json")
     before = n_jobs(daemon)
-    p = run_cli("prove", *args, env=env_for(daemon, CUZK_SERVER=daemon.url))
+    p = console("prove", *args, "--timings", env=env_for(daemon, CUZK_SERVER=daemon.url))
     assert p.returncode == 0, p.stderr
     assert n_jobs(daemon) == before + 1
+    assert re.fullmatch(rf"cuzk prove: job [0-9a-f]{{16}} on {re.escape(daemon.url)}: synth "
+                        r"[0-9.]+ ms, gpu [0-9.]+ ms, finalize [0-9.]+ ms; request and files "
+                        r"[0-9.]+ ms\n", p.stderr), p.stderr
     p = run_cli("prove", *args, "--local", env=env_for(daemon, CUZK_SERVER=daemon.url))
     assert p.returncode == 0, p.stderr
     assert n_jobs(daemon) == before + 1  # proved here
@@ -403,3 +406,62 @@ def test_client_transport_reports_what_is_not_http(tmp_path):
         Client(f"http://127.0.0.1:{srv.getsockname()[1]}").health()
     t.join(10)
     srv.close()
+
+
+# ------------------------------------------------------------------------------ answers
+class StubClient:
+    """A client whose /v1/prove answers are given: the daemon's side of prove_remote."""
+
+    server = "http://127.0.0.1:1"
+
+    def __init__(self, first: dict, later: dict | None = None):
+        self.first, self.later, self.calls = first, later, []
+
+    def prove(self, key, witnesses, **kw):
+        self.calls.append(("prove", kw.get("upload")))
+        return self.first
+
+    def wait(self, job_id, timeout=None):
+        self.calls.append(("wait", job_id))
+        return self.later
+
+
+def done(proof, public) -> dict:
+    return {"job_id": "j1", "state": "done", "finished": True, "error": None,
+            "proofs": [proof], "public": [public],
+            "partitions": [{"index": 0, "state": "done", "error": None}]}
+
+
+def test_a_proof_past_the_request_wait_is_waited_for(tmp_path):
+    """/v1/prove answers 202 (not finished within the daemon's max_wait): the job's result is
+    waited for, then written."""
+    from cuzk.prover.remote import prove_remote
+
+    proof, public = json.loads(TINY.proof(0).read_text()), json.loads(TINY.public(0).read_text())
+    c = StubClient({"job_id": "j1", "state": "running", "finished": False}, done(proof, public))
+    prove_remote(c, TINY.zkey, TINY.witness(0), tmp_path / "p.json", tmp_path / "q.json")
+    assert c.calls == [("prove", True), ("wait", "j1")]
+    assert json.loads((tmp_path / "p.json").read_text()) == proof
+    assert (tmp_path / "q.json").read_text() == json.dumps(public, indent=1)
+
+
+@pytest.mark.parametrize("answer, words", [
+    (done(None, None), "is done but its answer holds no proof.json"),
+    (done({"pi_a": []}, ["1"]), "is done but its answer holds no proof.json"),
+    (done({"pi_a": [], "pi_b": [], "pi_c": []}, [1]), "is done but its answer holds no"),
+    ({**done(None, None), "state": "failed", "error": "partition 0 failed after 3 attempts: "
+      "device process died"}, "the daemon's job j1 failed: partition 0 failed after 3 "
+     "attempts: device process died"),
+    ({**done(None, None), "state": "cancelled", "error": None}, "the daemon's job j1 "
+     "cancelled: no reason given"),
+    ({**done(None, None), "state": "failed", "error": "partition 0 failed after 1 attempt: "
+      "self-verification rejected the proof: ..."}, "the proof does not verify: the witness "
+     "does not satisfy the circuit of this key"),
+])
+def test_an_answer_without_a_good_proof_writes_nothing(answer, words, tmp_path):
+    from cuzk.prover.remote import RemoteError, prove_remote
+
+    with pytest.raises(RemoteError, match=re.escape(words)):
+        prove_remote(StubClient(answer), TINY.zkey, TINY.witness(0), tmp_path / "p.json",
+                     tmp_path / "q.json")
+    assert os.listdir(tmp_path) == []
