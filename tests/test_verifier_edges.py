@@ -4,11 +4,14 @@ cuzk.formats.snarkjs_json refuse the same files with BadJson.
 
 snarkjs reads JSON numbers as doubles (exact only below 2^53), so a field element written as
 a number would be read one way by snarkjs and another by cuzk: both readers refuse it.
+py_ecc is imported here on purpose: it raises the recursion limit, and with it json's C
+parser overflowed the C stack on deep nesting (a segfault) before the depth was checked.
 """
 
 import itertools
 import json
 
+import py_ecc  # noqa: F401  (raises the recursion limit to 100,000: see load_json)
 import pytest
 from click.testing import CliRunner
 from conftest import fixture_circuit

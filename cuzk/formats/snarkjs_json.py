@@ -13,6 +13,7 @@ atomically. Points here are Python ints in plain form: G1 = (x, y), G2 = ((x.c0,
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -73,12 +74,29 @@ class JsonNumber:
         return f"the JSON number {self.text}"
 
 
+MAX_DEPTH = 64  # snarkjs's files nest 4 deep (vk_alphabeta_12 inside the key's object)
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
+def json_depth(text: str) -> int:
+    """How deep the arrays and objects of a JSON text nest (brackets inside strings aside)."""
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    return max(itertools.accumulate(1 if c in "[{" else -1 for c in brackets), default=0)
+
+
 def load_json(f):
     """json.load with every JSON number kept as its text (JsonNumber), never converted: a
     field element written as a number can be refused, and a 100,000-digit number does not
     reach Python's int conversion limit. Raises ValueError (not JSON) or RecursionError
-    (nested too deeply)."""
-    return json.load(f, parse_int=JsonNumber, parse_float=JsonNumber, parse_constant=JsonNumber)
+    (nested deeper than MAX_DEPTH: checked before parsing, because json's C parser recurses
+    on the C stack and overflows it when a library has raised the recursion limit — py_ecc
+    sets it to 100,000 — which kills the process instead of raising)."""
+    text = f.read()
+    if json_depth(text) > MAX_DEPTH:
+        raise RecursionError(f"JSON nested deeper than {MAX_DEPTH} levels")
+    return json.loads(text, parse_int=JsonNumber, parse_float=JsonNumber,
+                      parse_constant=JsonNumber)
 
 
 def _short(v, limit: int = 40) -> str:
