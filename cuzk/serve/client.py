@@ -59,7 +59,9 @@ def _socket_exchange(url: str, method: str, data: bytes | None, headers: dict,
              f"Content-Length: {len(data or b'')}"]
     lines += [f"{k}: {v}" for k, v in headers.items()]
     request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (data or b"")
-    with socket.create_connection((host, port), timeout=timeout) as s:
+    # an ASCII name as bytes: getaddrinfo would otherwise import the idna codec (~2 ms)
+    addr = host.encode() if host.isascii() else host
+    with socket.create_connection((addr, port), timeout=timeout) as s:
         try:
             s.sendall(request)
         except (BrokenPipeError, ConnectionResetError):
