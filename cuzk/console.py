@@ -20,7 +20,11 @@ def main():
 
         args = fast_args(argv[1:], os.environ)
         if args is not None:
-            code = run(**args)
+            try:
+                code = run(**args)
+            except KeyboardInterrupt:  # as click answers it: a new line, "Aborted!", exit 1
+                print("\nAborted!", file=sys.stderr)
+                code = 1
             if sys.stdout is not sys.__stdout__ or sys.stderr is not sys.__stderr__:
                 return code  # called in process (a test): leave the interpreter alone
             sys.stdout.flush()

@@ -465,3 +465,27 @@ def test_an_answer_without_a_good_proof_writes_nothing(answer, words, tmp_path):
         prove_remote(StubClient(answer), TINY.zkey, TINY.witness(0), tmp_path / "p.json",
                      tmp_path / "q.json")
     assert os.listdir(tmp_path) == []
+
+
+def test_interrupted_as_click_answers_it(tmp_path):
+    """Ctrl-C while the daemon proves: "Aborted!" and exit 1 on both paths, nothing written."""
+    import signal
+    import socket
+    import time
+
+    with socket.socket() as srv:  # accepts connections (the backlog), never answers
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(8)
+        url = f"http://127.0.0.1:{srv.getsockname()[1]}"
+        outs = []
+        for cmd in (CONSOLE, [sys.executable, "-m", "cuzk.cli"]):
+            p = subprocess.Popen([*cmd, "prove", str(TINY.zkey), str(TINY.witness(0)),
+                                  str(tmp_path / "p.json"), str(tmp_path / "q.json"),
+                                  "--server", url], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, env=cli_env())
+            time.sleep(2.0)  # started and waiting for the answer
+            p.send_signal(signal.SIGINT)
+            out, err = p.communicate(timeout=60)
+            outs.append((p.returncode, err))
+        assert outs[0] == outs[1] == (1, "\nAborted!\n"), outs
+    assert os.listdir(tmp_path) == []
