@@ -172,6 +172,15 @@ class Target:
                 self._prims = limbs.cuda_primitives()
         return self._prims
 
+    def mont_mul_asm(self, p, inv):
+        """This target's assembly Montgomery multiplication for modulus p, or None where it
+        has none (CUDA; a CPU without BMI2/ADX; CUZK_NO_ASM set): see cuzk.bn254.limbs."""
+        from cuzk.bn254 import limbs
+
+        if self.name == CPU and limbs.x86_mont_mul_available():
+            return limbs.x86_mont_mul(p, inv)
+        return None
+
     # -- shared modules ----------------------------------------------------------------
     def load(self, module_name: str) -> types.ModuleType:
         """The build of shared source module ``module_name`` for this target."""

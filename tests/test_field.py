@@ -212,3 +212,59 @@ def test_large_array_conversion_uses_batch_path():
     assert cv.limbs_to_ints(arr[:5]) == [x * K.MONT_R % K.FR_MODULUS for x in xs[:5]]
     assert cv.fr_array_to_ints(arr) == xs
     assert cv.fq_array_to_ints(cv.fq_array(xs)) == xs
+
+
+# --- the x86-64 assembly multiplication (cuzk.bn254.limbs.x86_mont_mul) ----------------------
+
+def _asm_check_kernel():
+    from numba import njit
+
+    from cuzk.bn254 import field as F
+
+    @njit(cache=False)
+    def both(a, b, out_fast, out_cios, p, inv):
+        for i in range(a.shape[0]):
+            x = F.load(a, i, 0)
+            y = F.load(b, i, 0)
+            F.store(out_fast, i, 0, F.mont_mul(x, y, p, inv))
+            F.store(out_cios, i, 0, F.mont_mul_cios(x, y, p, inv))
+
+    return both
+
+
+@pytest.mark.parametrize("field", ["fq", "fr"])
+def test_assembly_multiplication_matches_cios_and_integers(field):
+    """Where the CPU has BMI2 and ADX the CPU build multiplies in assembly; it must agree with
+    the generic CIOS code and with Python integers on edge values and random ones (the
+    hypothesis tests above go through it too)."""
+    from cuzk.bn254 import field as F
+    from cuzk.bn254.limbs import x86_mont_mul_available
+
+    p = MODULI[field]
+    limbs, inv = (K.Q_LIMBS, K.Q_INV) if field == "fq" else (K.R_LIMBS, K.R_INV)
+    assert (F.mont_mul is not F.mont_mul_cios) == x86_mont_mul_available()
+    rng = np.random.default_rng(7)
+    edges = [0, 1, 2, p - 1, p - 2, (1 << 64) - 1, 1 << 64, (1 << 192) + 1, p >> 1]
+    xs = edges + [int.from_bytes(rng.bytes(32), "little") % p for _ in range(2000)]
+    ys = list(reversed(edges)) + [int.from_bytes(rng.bytes(32), "little") % p
+                                  for _ in range(2000)]
+    a = np.array([K.int_to_limbs(x) for x in xs], np.uint64)
+    b = np.array([K.int_to_limbs(y) for y in ys], np.uint64)
+    fast, cios = np.zeros_like(a), np.zeros_like(a)
+    _asm_check_kernel()(a, b, fast, cios, limbs, inv)
+    assert np.array_equal(fast, cios)
+    r_inv = pow(K.MONT_R, -1, p)
+    for i in range(0, len(xs), 97):
+        got = sum(int(v) << (64 * k) for k, v in enumerate(fast[i]))
+        assert got == xs[i] * ys[i] * r_inv % p
+
+
+def test_assembly_can_be_turned_off():
+    """CUZK_NO_ASM=1 gives the generic code (the fallback where the CPU lacks BMI2/ADX)."""
+    import subprocess
+    import sys
+
+    code = ("from cuzk.bn254 import field as F; import sys; "
+            "sys.exit(0 if F.mont_mul is F.mont_mul_cios else 1)")
+    env = {**__import__("os").environ, "CUZK_NO_ASM": "1"}
+    assert subprocess.run([sys.executable, "-c", code], env=env).returncode == 0

@@ -72,14 +72,33 @@ def _reduce_once(t0, t1, t2, t3, p):
 
 
 @device_fn
-def mont_mul(a, b, p, inv):
-    """a*b*R^{-1} mod p (Montgomery product)."""
+def mont_mul_cios(a, b, p, inv):
+    """a*b*R^{-1} mod p (Montgomery product), for any 4-limb p with its top bit clear."""
     a0, a1, a2, a3 = a
     t0, t1, t2, t3 = _mont_round(Z, Z, Z, Z, a0, a1, a2, a3, b[0], p[0], p[1], p[2], p[3], inv)
     t0, t1, t2, t3 = _mont_round(t0, t1, t2, t3, a0, a1, a2, a3, b[1], p[0], p[1], p[2], p[3], inv)
     t0, t1, t2, t3 = _mont_round(t0, t1, t2, t3, a0, a1, a2, a3, b[2], p[0], p[1], p[2], p[3], inv)
     t0, t1, t2, t3 = _mont_round(t0, t1, t2, t3, a0, a1, a2, a3, b[3], p[0], p[1], p[2], p[3], inv)
     return _reduce_once(t0, t1, t2, t3, p)
+
+
+# The target's assembly multiplication for BN254's two moduli, where it has one (the CPU build
+# on x86-64 with BMI2 and ADX: cuzk.bn254.limbs.x86_mont_mul), else None.
+_fq_mul_asm = T.mont_mul_asm(Q_LIMBS, Q_INV)
+_fr_mul_asm = T.mont_mul_asm(R_LIMBS, R_INV)
+
+if _fq_mul_asm is None or _fr_mul_asm is None:
+    mont_mul = mont_mul_cios
+else:
+    @device_fn
+    def mont_mul(a, b, p, inv):
+        """a*b*R^{-1} mod p: the assembly for Fq and Fr (p is a constant at every call site,
+        so LLVM folds the choice away), CIOS for any other modulus."""
+        if p[0] == Q_LIMBS[0] and p[3] == Q_LIMBS[3]:
+            return _fq_mul_asm(a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3])
+        if p[0] == R_LIMBS[0] and p[3] == R_LIMBS[3]:
+            return _fr_mul_asm(a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3])
+        return mont_mul_cios(a, b, p, inv)
 
 
 @device_fn
