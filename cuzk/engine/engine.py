@@ -93,6 +93,8 @@ class _Key:
     abc_bytes: int
     registered_at: float
     last_used: float
+    wasm: str | None = None  # the circuit's witness calculator (jobs with inputs)
+    wasm_bytes: int = 0  # what one calculator instance holds (Circuit.instance_bytes)
     devices: set = field(default_factory=set)  # device indices where resident
     charged: bool = False  # its bytes are reserved in the budget (resident somewhere)
     live_jobs: int = 0
@@ -103,6 +105,8 @@ class _Partition:
     state: str = "pending"
     attempts: int = 0
     synth_ms: float | None = None
+    witness_ms: float | None = None  # of synth_ms: the witness (computed, or read from a .wtns)
+    abc_ms: float | None = None  # of synth_ms: a, b, c
     gpu_ms: float | None = None
     finalize_ms: float | None = None
     t_gpu_start: float | None = None  # unix, from the device process
@@ -119,14 +123,16 @@ class _Job:
     key_id: str
     kind: str
     priority: str
-    inputs: list  # bytes or str path, one per partition
+    inputs: list  # bytes or str path, one per partition (JSON bytes for circuit inputs)
     submitted_at: float
     partitions: list
+    wasm: str | None = None  # set: `inputs` are circuit inputs, the witness computed from this
     state: str = "queued"
     started_at: float | None = None
     finished_at: float | None = None
     error: str | None = None
     n_done: int = 0
+    n_failed: int = 0  # partitions failed alone (inputs the circuit rejects)
     recovered: bool = False  # re-queued from the journal after a restart
 
     @property
@@ -284,14 +290,26 @@ class Engine:
         return self._started.is_set() and not self._stopped.is_set()
 
     # ================================================================ keys
-    def register_key(self, path) -> str:
+    def register_key(self, path, wasm=None) -> str:
         """Open a proving key once for this instance; returns its key id (same file -> same id).
 
         The key's points are validated here, once per key file (path, size, mtime), never per
         proof: a key that fails raises the FormatError (BadPoint: the first bad point, by
-        section and index) and is not registered."""
+        section and index) and is not registered.
+
+        `wasm`: the circuit's witness calculator (circom --wasm), for jobs that carry circuit
+        inputs instead of witnesses. It is loaded here and checked against the key (BN254's
+        prime, wires = the key's nVars): a WitnessError (NotACircuit, WrongCircuitPrime,
+        CircuitMismatch) refuses the registration. A key registered again with another wasm
+        uses that one for the jobs submitted after; without `wasm` a registered wasm stays."""
         prover = self._prover()
         path = os.path.abspath(os.fspath(path))
+        circuit = None
+        if wasm is not None:
+            from cuzk.witness.calculator import Circuit
+
+            wasm = os.path.abspath(os.fspath(wasm))
+            circuit = Circuit(wasm)  # checks the interface and the prime
         st = os.stat(path)
         stamp = (path, st.st_size, st.st_mtime_ns)
         pk = prover.ProvingKey.open(path)
@@ -302,17 +320,31 @@ class Engine:
                      (time.perf_counter() - t0) * 1e3, path)
             with self._lock:
                 self._validated[stamp] = pk.key_id
+        if circuit is not None and circuit.witness_size != int(pk.n_vars):
+            from cuzk.witness.errors import CircuitMismatch
+
+            raise CircuitMismatch(wasm, f"has {circuit.witness_size} wires but "
+                                        f"{os.path.basename(path)} has nVars = {pk.n_vars}: "
+                                        "not the same circuit")
         with self._lock:
             if pk.key_id in self._keys:
+                if circuit is not None:
+                    k = self._keys[pk.key_id]
+                    k.wasm, k.wasm_bytes = wasm, int(circuit.instance_bytes)
+                    log.info("key %s: circuit %s", pk.key_id, wasm)
                 return pk.key_id
             pb = int(pk.partition_bytes())
             abc = min(3 * 32 * int(pk.domain_size), pb)
             now = time.time()
             self._keys[pk.key_id] = _Key(pk.key_id, path, int(pk.n_vars), int(pk.domain_size),
                                          int(pk.n_public), int(pk.nbytes), pb, abc, now, now)
+            if circuit is not None:
+                self._keys[pk.key_id].wasm = wasm
+                self._keys[pk.key_id].wasm_bytes = int(circuit.instance_bytes)
             self._publish_keys()
-        log.info("key %s registered: %s (%d vars, domain %d, %s per partition)", pk.key_id,
-                 path, pk.n_vars, pk.domain_size, format_size(pb))
+        log.info("key %s registered: %s (%d vars, domain %d, %s per partition)%s", pk.key_id,
+                 path, pk.n_vars, pk.domain_size, format_size(pb),
+                 f", circuit {wasm}" if wasm else "")
         return pk.key_id
 
     def keys(self) -> list[dict]:
@@ -335,10 +367,16 @@ class Engine:
         return was
 
     # ================================================================ jobs
-    def submit(self, key_id: str, witnesses, kind: str = "default",
-               priority: str = "normal", *, job_id: str | None = None,
+    def submit(self, key_id: str, witnesses=None, kind: str = "default",
+               priority: str = "normal", *, inputs=None, job_id: str | None = None,
                submitted_at: float | None = None, recovered: bool = False) -> str:
         """Queue a job: one witness (bytes, or a path) per partition. Returns the job id.
+
+        Or `inputs` instead of witnesses: one circuit input per partition (a JSON object, its
+        text or bytes), for a key registered with its circuit's wasm; the synthesis process
+        computes each witness. Values that are not numbers raise the WitnessError
+        (NotANumber) here; what only the circuit can tell (a missing signal, a failing
+        assert) fails that partition alone when it runs.
 
         With a journal, the job is recorded durably (uploads spooled to files) before it is
         queued, so the id returned survives a crash. `job_id`, `submitted_at` and
@@ -348,6 +386,11 @@ class Engine:
         kind = str(kind)
         if not kind or len(kind.encode()) > 24:
             raise ValueError("kind must be a label of 1 to 24 bytes")
+        if (witnesses is None) == (inputs is None):
+            raise ValueError("a job has either witnesses or inputs")
+        if inputs is not None:
+            return self._submit(key_id, self._circuit_inputs(inputs), kind, priority, job_id,
+                                submitted_at, recovered, circuit=True)
         inputs = []
         for w in witnesses:
             if isinstance(w, (bytes, bytearray, memoryview)):
@@ -361,9 +404,38 @@ class Engine:
                 raise ValueError(f"a witness is bytes or a path, got {type(w).__name__}")
         if not inputs:
             raise ValueError("a job needs at least one witness")
+        return self._submit(key_id, inputs, kind, priority, job_id, submitted_at, recovered)
+
+    @staticmethod
+    def _circuit_inputs(objs) -> list[bytes]:
+        """Circuit inputs as compact JSON bytes, one per partition, values checked."""
+        import json
+
+        from cuzk.witness.inputs import parse_inputs
+
+        out = []
+        for i, x in enumerate(objs):
+            what = f"inputs[{i}]"
+            if isinstance(x, (bytes, bytearray, str)):
+                try:
+                    x = json.loads(x)
+                except (json.JSONDecodeError, UnicodeDecodeError) as e:
+                    raise ValueError(f"{what}: not valid JSON: {e}") from None
+            if not isinstance(x, dict):
+                raise ValueError(f"{what}: the circuit's inputs are a JSON object, got "
+                                 f"{type(x).__name__}")
+            parse_inputs(x, what)  # NotANumber (a ValueError) for a value that is not one
+            out.append(json.dumps(x, separators=(",", ":")).encode())
+        if not out:
+            raise ValueError("a job needs at least one input (one per partition)")
+        return out
+
+    def _submit(self, key_id, inputs, kind, priority, job_id, submitted_at, recovered,
+                circuit: bool = False) -> str:
         with self._lock:
-            self._check_intake(key_id, inputs)
+            self._check_intake(key_id, inputs, circuit)
             k = self._keys[key_id]
+            wasm = k.wasm if circuit else None
             if job_id is None:
                 job_id = uuid.uuid4().hex[:16]
             elif job_id in self._jobs:
@@ -371,16 +443,17 @@ class Engine:
         submitted_at = time.time() if submitted_at is None else float(submitted_at)
         journal = self.journal if not recovered else None
         if journal is not None:  # durable before the id is handed out (fsync: outside the lock)
-            inputs = journal.accept(job_id, key_id, k.path, kind, priority, submitted_at, inputs)
+            inputs = journal.accept(job_id, key_id, k.path, kind, priority, submitted_at, inputs,
+                                    wasm=wasm)
         with self._lock:
             try:
-                self._check_intake(key_id, inputs)
+                self._check_intake(key_id, inputs, circuit)
             except BaseException:
                 if journal is not None:
                     journal.discard(job_id)
                 raise
             job = _Job(job_id, key_id, kind, priority, inputs, submitted_at,
-                       [_Partition() for _ in inputs], recovered=recovered)
+                       [_Partition() for _ in inputs], recovered=recovered, wasm=wasm)
             self._jobs[job_id] = job
             k.live_jobs += 1
             self._sched.add_job(job_id, priority, len(inputs))
@@ -391,19 +464,24 @@ class Engine:
             self._event("submit", job_id, -1, -1)
             self._publish_queue()
         self._wake()
-        log.info("job %s %s: %s, %s, %d partition(s)", job_id,
-                 "recovered" if recovered else "submitted", kind, priority, len(inputs))
+        log.info("job %s %s: %s, %s, %d partition(s)%s", job_id,
+                 "recovered" if recovered else "submitted", kind, priority, len(inputs),
+                 " from circuit inputs" if wasm else "")
         return job_id
 
-    def _check_intake(self, key_id: str, inputs: list) -> None:
+    def _check_intake(self, key_id: str, inputs: list, circuit: bool = False) -> None:
         """Raise unless a job of these inputs for this key may be queued now (under _lock)."""
         if self._draining or not self.running:
             raise EngineStopped("engine is not taking new jobs")
         k = self._keys.get(key_id)
         if k is None:
             raise UnknownKey(key_id)
+        if circuit and k.wasm is None:
+            raise ValueError(f"key {key_id} has no circuit wasm: register it with its wasm "
+                             "to submit inputs, or submit witnesses")
         biggest = max(len(x) if isinstance(x, bytes) else 0 for x in inputs)
-        need = k.partition_bytes + biggest + (0 if k.charged else k.nbytes)
+        need = (k.partition_bytes + biggest + (0 if k.charged else k.nbytes)
+                + (k.wasm_bytes if circuit else 0))
         if need > self._budget.total:
             raise BudgetError(f"one partition needs {format_size(need)}, the memory budget is "
                               f"{format_size(self._budget.total)}")
@@ -706,8 +784,10 @@ class Engine:
             return
         job, p = self._job_of(wk)
         self._free_part(wk, "input")
+        self._free_part(wk, "wasm")  # the calculator's memory is the synthesis process's
         self._sched.synthesized(wk)
         p.state, p.synth_ms = "synth_done", info["synth_ms"]
+        p.witness_ms, p.abc_ms = info.get("witness_ms"), info.get("abc_ms")
 
     def _on_synth_failed(self, ch, wk, info) -> None:
         ch.items.discard(wk)
@@ -715,8 +795,12 @@ class Engine:
         if self._sched.place(wk) != SYNTHESIZING:
             self._free_work(wk)
             return
+        job, p = self._job_of(wk)
+        # Circuit inputs the circuit rejects (a missing signal, a failing assert) fail their
+        # partition alone and at once: the job's other partitions still prove.
         self._failed_stage(wk, f"synthesis: {info['type']}: {info['message']}",
-                           retry=not info.get("input_error"), to_device=False, tb=info)
+                           retry=not info.get("input_error"), to_device=False, tb=info,
+                           alone=job.wasm is not None and bool(info.get("input_error")))
 
     def _on_started(self, ch, wk, info) -> None:
         ch.inflight -= 1
@@ -742,8 +826,18 @@ class Engine:
         p.gpu_ms, p.t_gpu_start, p.t_gpu_end = info["gpu_ms"], info["t_start"], info["t_end"]
         job.n_done += 1
         self._status.partition(job, wk.partition)
-        if job.n_done == len(job.partitions):
+        self._settled(job)
+
+    def _settled(self, job: _Job) -> None:
+        """End a job whose every partition is done or failed alone."""
+        if job.n_done + job.n_failed < len(job.partitions):
+            return
+        if not job.n_failed:
             self._end_job(job, "done", None)
+            return
+        bad = [i for i, p in enumerate(job.partitions) if p.state == "failed"]
+        self._end_job(job, "failed", f"{len(bad)} of {len(job.partitions)} partition(s) failed "
+                      f"(partition {bad[0]}: {job.partitions[bad[0]].error})")
 
     def _on_failed(self, ch, wk, info) -> None:
         ch.items.discard(wk)
@@ -789,15 +883,23 @@ class Engine:
         self._failed_stage(wk, reason, retry=True, to_device=False, tb=None)
 
     def _failed_stage(self, wk: WorkKey, reason: str, *, retry: bool, to_device: bool,
-                      tb) -> None:
+                      tb, alone: bool = False) -> None:
         job, p = self._job_of(wk)
-        if tb and tb.get("traceback"):
+        if tb and tb.get("traceback") and not alone:  # an input's fault needs no traceback
             log.warning("job %s partition %d attempt %d failed: %s\n%s", wk.job_id,
                         wk.partition, wk.attempt, reason, tb["traceback"])
         else:
             log.warning("job %s partition %d attempt %d failed: %s", wk.job_id, wk.partition,
                         wk.attempt, reason)
         p.error = reason
+        if alone:  # this partition fails, the rest of the job goes on
+            self._sched.give_up(wk)
+            self._free_work(wk)
+            p.state = "failed"
+            job.n_failed += 1
+            self._status.partition(job, wk.partition)
+            self._settled(job)
+            return
         if not retry or wk.attempt + 1 >= self.config.max_attempts:
             self._sched.give_up(wk)
             self._free_work(wk)
@@ -904,6 +1006,8 @@ class Engine:
             parts = {"abc": k.abc_bytes, "witness": k.partition_bytes - k.abc_bytes}
             if isinstance(src, bytes):
                 parts["input"] = len(src)
+            if job.wasm is not None:  # the synthesis process's calculator instance
+                parts["wasm"] = k.wasm_bytes
             need = sum(parts.values()) + (0 if k.charged else k.nbytes)
             if not self._budget.fits(need):
                 self._make_room(need, exclude=k.key_id)
@@ -955,7 +1059,7 @@ class Engine:
             self._status.job_state(job)
         self._status.partition(job, wk.partition)
         spec = {"work": tuple(wk.__dict__.values()), "key_path": k.path, "input": source,
-                "w": w.segs["witness"], "abc": w.segs["abc"]}
+                "w": w.segs["witness"], "abc": w.segs["abc"], "wasm": job.wasm}
         ch.items.add(wk)
         self._event("synth", wk.job_id, wk.partition, wk.attempt, ch.index)
         self._send(ch, ("synth", spec))
@@ -1095,7 +1199,7 @@ class Engine:
                 "partition_bytes": k.partition_bytes,
                 "devices": [self._devices[i].device for i in sorted(k.devices)],
                 "live_jobs": k.live_jobs, "last_used_secs_ago": now - k.last_used,
-                "evictable": k.live_jobs == 0}
+                "evictable": k.live_jobs == 0, "wasm": k.wasm, "wasm_bytes": k.wasm_bytes}
 
     def _job_dict(self, job: _Job, detail: bool) -> dict:
         d = {"job_id": job.job_id, "key_id": job.key_id, "kind": job.kind,
@@ -1107,7 +1211,8 @@ class Engine:
         if detail:
             d["partitions"] = [
                 {"index": i, "state": p.state, "attempts": p.attempts, "synth_ms": p.synth_ms,
-                 "gpu_ms": p.gpu_ms, "finalize_ms": p.finalize_ms, "device": p.device,
+                 "witness_ms": p.witness_ms, "abc_ms": p.abc_ms, "gpu_ms": p.gpu_ms,
+                 "finalize_ms": p.finalize_ms, "device": p.device,
                  "error": p.error} for i, p in enumerate(job.partitions)]
         return d
 

@@ -3,9 +3,11 @@
 Main thread: reads commands from the supervisor (a partition to synthesize, ping, stop); a
 dead supervisor ends the process (see child.py). Work thread: for each partition it claims
 this process's synthesis slot on the board (the partition goes synthesizing), loads the
-witness into the "w" segment, synthesizes a, b, c straight into the "abc" segment, ends the
-slot through its token (the partition goes synth_done) and reports to the supervisor. Only
-small messages cross the pipe; witness and vectors stay in shared memory.
+witness into the "w" segment (or, for a job with circuit inputs, computes it there with the
+circuit's wasm: a WitnessPool keeps one warm calculator per circuit), synthesizes a, b, c
+straight into the "abc" segment, ends the slot through its token (the partition goes
+synth_done) and reports to the supervisor. Only small messages cross the pipe; witness and
+vectors stay in shared memory.
 """
 
 from __future__ import annotations
@@ -30,9 +32,11 @@ def synth_main(conn, parent_pid: int, slot: int, opts: dict) -> None:
     status = ChildStatus.attach(opts.get("board_name"), pid=os.getpid())
     status.register_synth(slot)
     keys: dict[str, object] = {}  # key path -> ProvingKey, mapped once in this process
+    pool = None  # WitnessPool, created by the first job with circuit inputs
     work: queue.Queue = queue.Queue()
 
     def run_one(spec: dict) -> None:
+        nonlocal pool
         job_id, partition, attempt = spec["work"]
         t0 = time.time()
         token = status.synth_claim(slot, job_id, partition)
@@ -41,6 +45,7 @@ def synth_main(conn, parent_pid: int, slot: int, opts: dict) -> None:
             key = keys.get(spec["key_path"])
             if key is None:
                 key = keys[spec["key_path"]] = prover.ProvingKey.open(spec["key_path"])
+            t_w = time.time()
             source = spec["input"]
             if source[0] == "shm":
                 seg = Segment.attach(source[1])
@@ -48,14 +53,23 @@ def synth_main(conn, parent_pid: int, slot: int, opts: dict) -> None:
                 data = bytes(seg.buf[: source[2]])
             else:
                 data = source[1]
-            w_loaded = prover.load_witness(data, key)
-            del data
             wseg = Segment.attach(spec["w"])
             abcseg = Segment.attach(spec["abc"])
             segs += [wseg, abcseg]
             w = wseg.array((key.n_vars, 4))
-            np.copyto(w, w_loaded)
-            del w_loaded
+            if spec.get("wasm"):  # circuit inputs: the witness computed straight into w
+                if pool is None:
+                    from cuzk.witness.pool import WitnessPool
+
+                    pool = WitnessPool()
+                pool.calculate_into(spec["wasm"], data, w,
+                                    name=f"job {job_id} partition {partition} inputs")
+            else:
+                w_loaded = prover.load_witness(data, key)
+                np.copyto(w, w_loaded)
+                del w_loaded
+            del data
+            t_abc = time.time()
             d = key.domain_size
             out = tuple(abcseg.array((d, 4), offset=i * d * 32) for i in range(3))
             syn = prover.synthesize(key, w, out=out)
@@ -64,9 +78,12 @@ def synth_main(conn, parent_pid: int, slot: int, opts: dict) -> None:
                     np.copyto(dst, src)
             public = [int(x) for x in syn.public]
             del syn, out, w
-            ms = (time.time() - t0) * 1e3
+            t_end = time.time()
+            ms = (t_end - t0) * 1e3
             status.synth_end(token, job_id, partition, ok=True, synth_ms=ms)
-            chan.send(("synth_done", spec["work"], {"synth_ms": ms, "public": public}))
+            chan.send(("synth_done", spec["work"], {
+                "synth_ms": ms, "witness_ms": (t_abc - t_w) * 1e3,
+                "abc_ms": (t_end - t_abc) * 1e3, "public": public}))
         except Exception as exc:  # reported; the supervisor decides retry or failure
             ms = (time.time() - t0) * 1e3
             status.synth_end(token, job_id, partition, ok=False, synth_ms=ms)
