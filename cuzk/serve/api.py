@@ -28,7 +28,8 @@ log = logging.getLogger("cuzk.serve")
 KEY_ID = re.compile(r"^[0-9a-f]{16}$")
 MAX_PARTITIONS = 4096  # witnesses per job
 MAX_KIND_BYTES = 24  # the board's label width
-JOB_FIELDS = {"key": True, "witnesses": True, "kind": False, "priority": False}
+JOB_FIELDS = {"key": True, "witnesses": False, "inputs": False, "kind": False,
+              "priority": False}  # witnesses or inputs, not both
 PROVE_FIELDS = {**JOB_FIELDS, "timeout": False}
 JOB_STATES = ("queued", "running", "done", "failed", "cancelled")
 
@@ -158,16 +159,24 @@ class Api:
                 return k
         raise HttpError(404, f"unknown key id {key_id!r}"[:200])
 
-    def _register_path(self, path, what: str) -> str:
+    def _register_path(self, path, what: str, wasm=None) -> str:
         real = resolve_under_roots(path, self.config.key_roots, what)
+        if wasm is not None:  # the circuit's witness calculator, checked against the key
+            wasm = resolve_under_roots(wasm, self.config.key_roots, "wasm")
         st = os.stat(real)
         cache_key = (real, st.st_mtime_ns, st.st_size)
         with self._lock:
             key_id = self._key_paths.get(cache_key)
-        if key_id is not None and any(k["key_id"] == key_id for k in self.engine.keys()):
+        if (key_id is not None and wasm is None
+                and any(k["key_id"] == key_id for k in self.engine.keys())):
             return key_id
+        from cuzk.witness.errors import WitnessError
+
         try:
-            key_id = self.engine.register_key(real)
+            key_id = self.engine.register_key(real, wasm=wasm)
+        except WitnessError as e:
+            raise HttpError(422, f"wasm: not a usable circuit for this key: {e.problem}"
+                            ) from None
         except FormatError as e:
             raise HttpError(422, f"{what}: not a usable Groth16 proving key: "
                                  f"{e.problem}") from None
@@ -182,8 +191,11 @@ class Api:
 
     def register_key(self, req: Request):
         body = req.json()
-        _fields(body, {"path": True}, "register key")
-        key_id = self._register_path(body["path"], "path")
+        _fields(body, {"path": True, "wasm": False}, "register key")
+        wasm = body.get("wasm")
+        if wasm is not None and not isinstance(wasm, str):
+            raise HttpError(400, "wasm: a path must be a non-empty string")
+        key_id = self._register_path(body["path"], "path", wasm=wasm)
         return 201, self._key_by_id(key_id)
 
     def get_key(self, req: Request):
@@ -201,8 +213,12 @@ class Api:
 
     # ---------------------------------------------------------------- jobs
     def _job_request(self, body: dict, spec: dict) -> tuple[str, list, str, str]:
-        """(key_id, witnesses as bytes or real paths, kind, priority) of a valid request."""
+        """(key_id, witnesses as bytes or real paths, kind, priority) of a valid request; for a
+        request with circuit inputs, ("inputs", list of JSON objects) in place of witnesses."""
         _fields(body, spec, "job")
+        if ("witnesses" in body) == ("inputs" in body):
+            raise HttpError(400, "job: give either 'witnesses' (one .wtns per partition) or "
+                                 "'inputs' (one circuit input object per partition)")
         kind = _str_field(body, "kind", "default")
         if len(kind.encode()) > MAX_KIND_BYTES or not kind.isprintable():
             raise HttpError(400, f"kind must be a printable label of 1 to {MAX_KIND_BYTES} "
@@ -218,6 +234,8 @@ class Api:
         else:
             key_id = self._register_path(key, "key")
             key_info = self._key_by_id(key_id)
+        if "inputs" in body:
+            return key_id, ("inputs", self._inputs(body["inputs"], key_info)), kind, priority
         ws = body["witnesses"]
         if not isinstance(ws, list):
             raise HttpError(400, f"witnesses must be a list, got {type(ws).__name__}")
@@ -229,6 +247,25 @@ class Api:
                                  "per job")
         return key_id, [self._witness(w, i, key_info) for i, w in enumerate(ws)], kind, \
             priority
+
+    @staticmethod
+    def _inputs(ins, key_info: dict) -> list:
+        if not isinstance(ins, list):
+            raise HttpError(400, f"inputs must be a list, got {type(ins).__name__}")
+        if not ins:
+            raise HttpError(400, "inputs: a job needs at least one input (one per partition)")
+        if len(ins) > MAX_PARTITIONS:
+            raise HttpError(400, f"inputs: {len(ins)} partitions, at most {MAX_PARTITIONS} "
+                                 "per job")
+        for i, x in enumerate(ins):
+            if not isinstance(x, dict):
+                raise HttpError(400, f"inputs[{i}]: expected a JSON object of the circuit's "
+                                     f"input signals, got {type(x).__name__}")
+        if not key_info.get("wasm"):
+            raise HttpError(400, f"key {key_info['key_id']} has no circuit wasm: register it "
+                                 "with its circuit's wasm (POST /v1/keys with \"wasm\") to "
+                                 "submit inputs")
+        return ins
 
     def _witness(self, w, i: int, key_info: dict):
         """One witness entry: {"data": base64} | {"path": str} | "path" -> bytes | real path,
@@ -277,6 +314,9 @@ class Api:
     def _submit(self, body: dict, spec: dict) -> str:
         key_id, witnesses, kind, priority = self._job_request(body, spec)
         try:
+            if isinstance(witnesses, tuple):  # ("inputs", [...])
+                return self.engine.submit(key_id, inputs=witnesses[1], kind=kind,
+                                          priority=priority)
             return self.engine.submit(key_id, witnesses, kind=kind, priority=priority)
         except EngineStopped as e:
             raise HttpError(503, f"not taking jobs: {e}", {"Retry-After": "5"}) from None

@@ -134,18 +134,37 @@ def _call(command: str, fn, *args, **kw):
               "(partition i from 0) are written.")
 @click.option("--paths", is_flag=True, help="Send witness paths (the server reads them under "
               "its key roots) instead of uploading the files.")
+@click.option("--input", "as_inputs", is_flag=True, help="The files are circuit inputs "
+              "(input.json, as snarkjs takes them), one per partition: the server computes "
+              "the witnesses with the key's circuit wasm (see --wasm).")
+@click.option("--wasm", type=click.Path(dir_okay=False), default=None,
+              help="Register ZKEY (a path) with its circuit's wasm (circom --wasm; a path "
+              "under the server's key roots) before submitting.")
 @click.argument("zkey")
 @click.argument("wtns", nargs=-1, required=True)
-def submit(server, token_file, kind, priority, wait, timeout, out_dir, paths, zkey, wtns):
+def submit(server, token_file, kind, priority, wait, timeout, out_dir, paths, as_inputs, wasm,
+           zkey, wtns):
     """Submit a job: proving key ZKEY (a path under the server's key roots, or a key id) and
-    one witness WTNS per partition. Prints the job id; with --wait, writes the proofs and
-    exits 1 if any partition failed."""
-    for w in wtns:
-        if not paths and not os.path.isfile(w):
-            _fail("submit", f"{w}: no such file", EXIT_REFUSED)
+    one witness WTNS per partition (with --input: one circuit input JSON per partition).
+    Prints the job id; with --wait, writes the proofs and exits 1 if any partition failed."""
+    inputs = None
+    if as_inputs:
+        if paths:
+            _fail("submit", "--paths is for witnesses; --input files are always sent",
+                  EXIT_REFUSED)
+        inputs = [_read_input(f) for f in wtns]
+    else:
+        for w in wtns:
+            if not paths and not os.path.isfile(w):
+                _fail("submit", f"{w}: no such file", EXIT_REFUSED)
     client = _client(server, token_file, "submit")
-    job = _call("submit", client.submit, zkey, list(wtns), kind=kind, priority=priority,
-                upload=not paths)
+    if wasm is not None:
+        if not os.path.exists(zkey):
+            _fail("submit", f"--wasm registers a key file: {zkey}: no such file",
+                  EXIT_REFUSED)
+        _call("submit", client.register_key, zkey, wasm)
+    job = _call("submit", client.submit, zkey, list(wtns) if inputs is None else None,
+                kind=kind, priority=priority, upload=not paths, inputs=inputs)
     job_id = job["job_id"]
     if not wait:
         click.echo(job_id)
@@ -154,6 +173,21 @@ def submit(server, token_file, kind, priority, wait, timeout, out_dir, paths, zk
                err=True)
     r = _call("submit", client.wait, job_id, timeout)
     sys.exit(write_result(r, out_dir))
+
+
+def _read_input(path) -> dict:
+    """A circuit input file: one JSON object (its values are checked by the server)."""
+    try:
+        with open(path, "rb") as f:
+            obj = json.load(f)
+    except OSError as e:
+        _fail("submit", f"{path}: {e.strerror or e}", EXIT_REFUSED)
+    except (ValueError, RecursionError) as e:
+        _fail("submit", f"{path}: not valid JSON: {e}", EXIT_REFUSED)
+    if not isinstance(obj, dict):
+        _fail("submit", f"{path}: the circuit's inputs are a JSON object, got "
+                        f"{type(obj).__name__}", EXIT_REFUSED)
+    return obj
 
 
 def write_result(r: dict, out_dir) -> int:

@@ -167,8 +167,13 @@ class Client:
     def keys(self) -> list[dict]:
         return self.request("GET", "/v1/keys")[1]["keys"]
 
-    def register_key(self, path) -> dict:
-        return self.request("POST", "/v1/keys", {"path": os.path.abspath(path)})[1]
+    def register_key(self, path, wasm=None) -> dict:
+        """Register a key (an absolute path under the server's key roots), with its circuit's
+        wasm when given (for jobs with circuit inputs)."""
+        body = {"path": os.path.abspath(path)}
+        if wasm is not None:
+            body["wasm"] = os.path.abspath(wasm)
+        return self.request("POST", "/v1/keys", body)[1]
 
     def evict_key(self, key_id: str) -> dict:
         return self.request("POST", f"/v1/keys/{quote(key_id)}/evict")[1]
@@ -185,17 +190,21 @@ class Client:
         return {"path": os.path.abspath(w)}
 
     def job_body(self, key, witnesses, kind="default", priority="normal",
-                 upload: bool = True) -> dict:
+                 upload: bool = True, inputs=None) -> dict:
+        """`inputs` (one JSON object of circuit inputs per partition) instead of witnesses:
+        the key must be registered with its circuit's wasm."""
         if not isinstance(key, str) or os.path.exists(key):
             key = os.path.abspath(key)  # a path; else a key id
+        if inputs is not None:
+            return {"key": key, "inputs": list(inputs), "kind": kind, "priority": priority}
         return {"key": key, "witnesses": [self.witness_entry(w, upload) for w in witnesses],
                 "kind": kind, "priority": priority}
 
-    def submit(self, key, witnesses, kind="default", priority="normal",
-               upload: bool = True) -> dict:
-        """Queue a job; returns the job (with "job_id")."""
+    def submit(self, key, witnesses=None, kind="default", priority="normal",
+               upload: bool = True, inputs=None) -> dict:
+        """Queue a job (witnesses, or circuit `inputs`); returns the job (with "job_id")."""
         return self.request("POST", "/v1/jobs", self.job_body(key, witnesses, kind, priority,
-                                                              upload))[1]
+                                                              upload, inputs))[1]
 
     def prove(self, key, witnesses, kind="default", priority="normal", upload: bool = True,
               timeout: float = 600.0) -> dict:

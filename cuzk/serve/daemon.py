@@ -222,9 +222,14 @@ class Daemon:
         for e in entries:
             try:
                 key_id, inputs = self._recovered_request(e)
-                self.engine.submit(key_id, inputs, kind=e.kind, priority=e.priority,
-                                   job_id=e.job_id, submitted_at=e.submitted_at,
-                                   recovered=True)
+                if e.wasm is not None:  # circuit inputs
+                    self.engine.submit(key_id, inputs=inputs, kind=e.kind,
+                                       priority=e.priority, job_id=e.job_id,
+                                       submitted_at=e.submitted_at, recovered=True)
+                else:
+                    self.engine.submit(key_id, inputs, kind=e.kind, priority=e.priority,
+                                       job_id=e.job_id, submitted_at=e.submitted_at,
+                                       recovered=True)
             except EngineStopped:  # the engine died: the rest stays in the journal
                 log.error("engine stopped during recovery; %d job(s) left in the journal",
                           len(entries) - ok - len(failed))
@@ -250,10 +255,15 @@ class Daemon:
         from cuzk.serve.http import HttpError
 
         try:  # the key and path witnesses must still lie under the (current) key roots
-            key_id = self.api._register_path(e.key_path, "key")
+            if e.wasm is not None:  # the circuit too, still the key's own
+                key_id = self.api._register_path(e.key_path, "key", wasm=e.wasm)
+            else:
+                key_id = self.api._register_path(e.key_path, "key")
             inputs = []
             for i, x in enumerate(e.inputs):
-                if "spool" in x:
+                if "json" in x:
+                    inputs.append(x["json"].encode())
+                elif "spool" in x:
                     p = self.journal.spool_path(x["spool"])
                     if not os.path.isfile(p):
                         raise _Unrecoverable(f"witnesses[{i}]: the uploaded witness is missing "
@@ -283,7 +293,8 @@ def _failed_result(e, reason: str) -> dict:
             "finished_at": time.time(), "error": reason, "total_partitions": n,
             "partitions_done": 0, "partitions_failed": 0, "recovered": True,
             "partitions": [{"index": i, "state": "cancelled", "attempts": 0, "synth_ms": None,
-                            "gpu_ms": None, "finalize_ms": None, "device": None, "error": None}
+                            "witness_ms": None, "abc_ms": None, "gpu_ms": None,
+                            "finalize_ms": None, "device": None, "error": None}
                            for i in range(n)],
             "proofs": [None] * n, "public": [None] * n}
 

@@ -3,8 +3,9 @@
 A state directory holds:
 
   lock              flock()ed by the daemon that owns the directory (a second one is refused)
-  journal.sqlite3   one row per job: what was asked (key, witnesses, kind, priority, the
-                    original id and submission time) and, once finished, the result JSON
+  journal.sqlite3   one row per job: what was asked (key, witnesses or circuit inputs, kind,
+                    priority, the original id and submission time) and, once finished, the
+                    result JSON; circuit inputs (small JSON) are held in the row itself
   spool/            uploaded witnesses, <job_id>.<partition>.wtns, until their job finishes
 
 Durability (docs/operations.md): `accept()` writes the spool files, fsyncs them and the spool
@@ -48,7 +49,8 @@ CREATE TABLE jobs (
     kind         TEXT NOT NULL,
     priority     TEXT NOT NULL,
     submitted_at REAL NOT NULL,
-    inputs       TEXT NOT NULL,            -- JSON: [{"spool": name} | {"path": path}, ...]
+    inputs       TEXT NOT NULL,            -- JSON: [{"spool": name} | {"path": path}
+                                           --   | {"json": circuit inputs, "wasm": path}, ...]
     state        TEXT NOT NULL,            -- accepted | done | failed | cancelled
     recovered    INTEGER NOT NULL DEFAULT 0,  -- times re-queued after a restart
     finished_at  REAL,
@@ -72,8 +74,13 @@ class Entry:
     kind: str
     priority: str
     submitted_at: float
-    inputs: list  # {"spool": name} | {"path": path}
+    inputs: list  # {"spool": name} | {"path": path} | {"json": text, "wasm": path}
     recovered: int
+
+    @property
+    def wasm(self) -> str | None:
+        """The circuit's wasm of a job with circuit inputs (None: a job of witnesses)."""
+        return self.inputs[0].get("wasm") if self.inputs else None
 
 
 def default_state_dir(env=None) -> str:
@@ -148,15 +155,19 @@ class Journal:
         return self._db
 
     def accept(self, job_id: str, key_id: str, key_path: str, kind: str, priority: str,
-               submitted_at: float, inputs: list) -> list[str]:
+               submitted_at: float, inputs: list, wasm: str | None = None) -> list:
         """Record an accepted job durably. `inputs`: per partition the witness bytes (written
-        to the spool) or a path (recorded as is). Returns the inputs for the engine: spool paths
-        for the uploads, the paths unchanged. Raises JournalError if it could not be recorded
-        (then nothing of it is left behind)."""
+        to the spool) or a path (recorded as is); with `wasm`, circuit inputs (JSON bytes,
+        recorded in the row with the wasm's path). Returns the inputs for the engine: spool
+        paths for the uploads, the paths and circuit inputs unchanged. Raises JournalError if it
+        could not be recorded (then nothing of it is left behind)."""
         recorded, out, written = [], [], []
         try:
             for i, w in enumerate(inputs):
-                if isinstance(w, (bytes, bytearray, memoryview)):
+                if wasm is not None:
+                    recorded.append({"json": bytes(w).decode(), "wasm": os.fspath(wasm)})
+                    out.append(w)
+                elif isinstance(w, (bytes, bytearray, memoryview)):
                     name = f"{job_id}.{i}.wtns"
                     path = os.path.join(self.spool, name)
                     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

@@ -1,0 +1,354 @@
+"""Jobs with circuit inputs in the daemon (issue #14 item 4): keys registered with their
+circuit's wasm, jobs carrying `inputs` whose witnesses the synthesis processes compute, bad
+inputs failing their partition alone, the memory budget counting the calculator, and the
+journal recording and resuming such jobs.
+
+References from outside: the committed public.json files were written by snarkjs for the same
+inputs (tests/fixtures/make_fixtures.py), and `snarkjs groth16 verify` checks the daemon's
+proofs where the tools are installed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+
+import interop
+import pytest
+from conftest import fixture_circuit
+from serve_harness import ServeProcess, cli_env, request, run_cli, warm_kernels
+
+from cuzk.verifier import verify
+
+NESTED, TINY = fixture_circuit("nested"), fixture_circuit("tiny")
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory, monkeypatch):
+    """Compiled modules go to the session's own cache, never the user's."""
+    monkeypatch.setenv("CUZK_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "wasm-cache"))
+
+
+def _inputs(k: int) -> dict:
+    return json.loads((NESTED.dir / f"input_{k}.json").read_text())
+
+
+NESTED_OK = {"m": [[1, 2, 3], [4, 5, 6]], "v": [7, 8, 9], "s": 5, "limit": 10}
+
+
+@pytest.fixture(scope="module")
+def roots(tmp_path_factory):
+    base = tmp_path_factory.mktemp("serve-inputs")
+    root, outside = base / "keys", base / "outside"
+    root.mkdir()
+    outside.mkdir()
+    for c in (NESTED, TINY):
+        d = root / c.name
+        d.mkdir()
+        for f in ("circuit.zkey", "circuit.wasm", "circuit.sym", "witness_0.wtns",
+                  "input_0.json", "input_1.json"):
+            shutil.copy(c.dir / f, d / f)
+    (root / "junk.wasm").write_bytes(b"\x7fELF not wasm at all")
+    shutil.copy(NESTED.dir / "circuit.wasm", outside / "circuit.wasm")
+    return {"base": base, "root": root, "outside": outside}
+
+
+@pytest.fixture(scope="module")
+def server(roots, tmp_path_factory):
+    warm_kernels(NESTED, TINY)
+    s = ServeProcess(roots["base"] / "serve.log", "--listen", "127.0.0.1:0", "--devices",
+                     "cpu:1", "--synth-workers", "1", "--memory-budget", "1GiB", "--key-root",
+                     roots["root"], "--self-verify", "--log-level", "info",
+                     env=serve_env(tmp_path_factory.getbasetemp())).start()
+    yield s
+    try:
+        assert s.stop() == 0, s.log()
+        assert s.leftover_segments() == []
+    finally:
+        s.kill()
+
+
+def serve_env(base):
+    return cli_env(CUZK_CACHE_DIR=str(base / "wasm-cache"))
+
+
+def post(server, path, body):
+    return request(server.url, "POST", path, body)
+
+
+def get(server, path):
+    return request(server.url, "GET", path)
+
+
+def register(server, roots, name="nested", wasm_name=None):
+    d = roots["root"] / name
+    body = {"path": str(d / "circuit.zkey")}
+    if wasm_name is not False:
+        body["wasm"] = str(roots["root"] / (wasm_name or f"{name}/circuit.wasm"))
+    return post(server, "/v1/keys", body)
+
+
+def wait_result(server, job_id):
+    code, _, r = get(server, f"/v1/jobs/{job_id}/result?wait=300")
+    assert code == 200 and r["finished"], r
+    return r
+
+
+def check_proof(circuit, proof, public, k):
+    assert public == json.loads(circuit.public(k).read_text())
+    assert verify(json.loads(circuit.vk.read_text()), public, proof)
+
+
+# ------------------------------------------------------------------------------ registration
+def test_register_with_wasm_and_its_errors(server, roots):
+    code, _, key = register(server, roots)
+    assert code == 201, key
+    assert key["wasm"] == str(roots["root"] / "nested" / "circuit.wasm")
+    assert key["wasm_bytes"] > 32 * key["n_vars"]  # the circuit's memory and the witness
+    bad = [
+        ({"wasm_name": "tiny/circuit.wasm"}, 422, "has 4 wires but circuit.zkey has nVars"),
+        ({"wasm_name": "junk.wasm"}, 422, "not a WebAssembly module"),
+        ({"wasm_name": "nested/circuit.sym"}, 422, "not a WebAssembly module"),
+        ({"wasm_name": "nested/none.wasm"}, 404, "no such file"),
+    ]
+    for kw, status, text in bad:
+        code, _, body = register(server, roots, **kw)
+        assert code == status and text in body["error"], (kw, code, body)
+    code, _, body = post(server, "/v1/keys", {"path": str(roots["root"] / "nested" /
+                                                          "circuit.zkey"),
+                                              "wasm": str(roots["outside"] / "circuit.wasm")})
+    assert code == 403 and "outside the key roots" in body["error"], body
+    code, _, body = post(server, "/v1/keys", {"path": str(roots["root"] / "nested" /
+                                                          "circuit.zkey"), "wasm": 7})
+    assert code == 400 and "wasm" in body["error"], body
+    # the refusals left the key's good wasm in place
+    code, _, again = get(server, f"/v1/keys/{key['key_id']}")
+    assert again["wasm"] == key["wasm"]
+
+
+def test_inputs_need_a_key_with_wasm_and_a_valid_body(server, roots):
+    code, _, tiny = register(server, roots, "tiny", wasm_name=False)
+    assert code == 201 and tiny["wasm"] is None
+    zkey = str(roots["root"] / "tiny" / "circuit.zkey")
+    code, _, body = post(server, "/v1/jobs", {"key": zkey, "inputs": [{"a": 3, "b": 11}]})
+    assert code == 400 and "has no circuit wasm" in body["error"], body
+    code, _, nested = register(server, roots)
+    nkey = nested["key_id"]
+    w = {"data": "d3Rucw=="}
+    for job, text in [
+        ({"key": nkey}, "either 'witnesses'"),
+        ({"key": nkey, "inputs": [NESTED_OK], "witnesses": [w]}, "either 'witnesses'"),
+        ({"key": nkey, "inputs": []}, "at least one input"),
+        ({"key": nkey, "inputs": {"m": 1}}, "inputs must be a list"),
+        ({"key": nkey, "inputs": [NESTED_OK, [1, 2]]}, "inputs[1]: expected a JSON object"),
+        ({"key": nkey, "inputs": [{**NESTED_OK, "s": "x5"}]}, "inputs[0]: s = 'x5' is not a "
+                                                              "number"),
+    ]:
+        code, _, body = post(server, "/v1/jobs", job)
+        assert code == 400 and text in body["error"], (job, code, body)
+    assert get(server, "/healthz")[0] == 200
+
+
+# ------------------------------------------------------------------------------ proving
+def test_inputs_job_proves(server, roots):
+    code, _, key = register(server, roots)
+    code, _, job = post(server, "/v1/jobs", {"key": key["key_id"], "kind": "inputs",
+                                             "inputs": [_inputs(0), _inputs(1), _inputs(0)]})
+    assert code == 201 and job["total_partitions"] == 3, job
+    r = wait_result(server, job["job_id"])
+    assert r["state"] == "done", r
+    for proof, public, k in zip(r["proofs"], r["public"], (0, 1, 0), strict=True):
+        check_proof(NESTED, proof, public, k)
+    for p in r["partitions"]:
+        assert p["state"] == "done" and p["attempts"] == 1
+        # the witness and a, b, c timed apart, both within the synthesis time
+        assert p["witness_ms"] > 0 and p["abc_ms"] > 0
+        assert p["witness_ms"] + p["abc_ms"] <= p["synth_ms"] + 1e-6
+    # /v1/prove takes inputs too
+    code, _, r = post(server, "/v1/prove", {"key": key["key_id"], "inputs": [_inputs(1)]})
+    assert code == 200 and r["state"] == "done", r
+    check_proof(NESTED, r["proofs"][0], r["public"][0], 1)
+
+
+@pytest.mark.interop
+def test_inputs_job_proofs_verify_with_snarkjs(server, roots, tmp_path, tools):
+    code, _, key = register(server, roots)
+    code, _, r = post(server, "/v1/prove", {"key": key["key_id"],
+                                            "inputs": [_inputs(0), _inputs(1)]})
+    assert code == 200 and r["state"] == "done", r
+    for i, (proof, public) in enumerate(zip(r["proofs"], r["public"], strict=True)):
+        (tmp_path / f"proof{i}.json").write_text(json.dumps(proof))
+        (tmp_path / f"public{i}.json").write_text(json.dumps(public))
+        assert interop.groth16_verify(NESTED.vk, tmp_path / f"public{i}.json",
+                                      tmp_path / f"proof{i}.json")
+
+
+def test_bad_inputs_fail_their_partition_alone(server, roots):
+    code, _, key = register(server, roots)
+    missing = {k: v for k, v in NESTED_OK.items() if k != "s"}
+    bad_assert = {**NESTED_OK, "s": 10}
+    unknown = {**NESTED_OK, "q": 1}
+    short = {**NESTED_OK, "v": [7, 8]}
+    code, _, job = post(server, "/v1/jobs", {"key": key["key_id"], "inputs": [
+        _inputs(0), bad_assert, missing, _inputs(1), unknown, short]})
+    assert code == 201, job
+    # another job at the same time, of witnesses, on another key
+    code, _, other = post(server, "/v1/jobs", {
+        "key": str(roots["root"] / "tiny" / "circuit.zkey"),
+        "witnesses": [str(roots["root"] / "tiny" / "witness_0.wtns")]})
+    assert code == 201, other
+    r = wait_result(server, job["job_id"])
+    assert r["state"] == "failed" and "4 of 6 partition(s) failed" in r["error"], r
+    parts = r["partitions"]
+    assert [p["state"] for p in parts] == ["done", "failed", "failed", "done", "failed",
+                                           "failed"]
+    check_proof(NESTED, r["proofs"][0], r["public"][0], 0)
+    check_proof(NESTED, r["proofs"][3], r["public"][3], 1)
+    assert r["proofs"][1] is None and r["proofs"][2] is None
+    assert all(p["attempts"] == 1 for p in parts)  # no retry: an input's fault is permanent
+    jid = job["job_id"]
+    assert parts[1]["error"] == (f"synthesis: AssertFailed: job {jid} partition 1 inputs: the "
+                                 "circuit's assert failed: Error in template Nested_0 line: 18")
+    assert "missing input signal s (the circuit circuit.wasm has inputs m, v, limit, s)" in \
+        parts[2]["error"]
+    assert "'q' is not an input signal" in parts[4]["error"]
+    assert "v has 2 values, but the circuit's v has 3" in parts[5]["error"]
+    o = wait_result(server, other["job_id"])
+    assert o["state"] == "done", o
+    check_proof(TINY, o["proofs"][0], o["public"][0], 0)
+    # the daemon is untouched: healthy, no process restarted, and it proves on
+    assert get(server, "/healthz")[0] == 200
+    code, _, snap = get(server, "/status")
+    assert snap["counters"]["restarts"] == 0, snap["counters"]
+    code, _, r = post(server, "/v1/prove", {"key": key["key_id"], "inputs": [_inputs(1)]})
+    assert r["state"] == "done", r
+
+
+# ------------------------------------------------------------------------------ the CLI
+def test_cli_submit_with_wasm_and_input(server, roots, tmp_path):
+    d = roots["root"] / "nested"
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({**NESTED_OK, "s": 10}))
+    p = run_cli("submit", "--server", server.url, "--wasm", d / "circuit.wasm", "--wait",
+                "--out", tmp_path / "out", d / "circuit.zkey", "--input", d / "input_1.json",
+                d / "input_0.json")
+    assert p.returncode == 0, p.stderr
+    for i, k in enumerate((1, 0)):
+        check_proof(NESTED, json.loads((tmp_path / "out" / f"proof-{i}.json").read_text()),
+                    json.loads((tmp_path / "out" / f"public-{i}.json").read_text()), k)
+    # a bad input: its partition fails with the reason, exit 1, the good proof written
+    p = run_cli("submit", "--server", server.url, "--wait", "--out", tmp_path / "out2",
+                d / "circuit.zkey", "--input", d / "input_0.json", bad)
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    assert "partition 1: failed" in p.stderr and "Nested_0 line: 18" in p.stderr
+    assert (tmp_path / "out2" / "proof-0.json").exists()
+    assert not (tmp_path / "out2" / "proof-1.json").exists()
+    # refused before anything is sent or by the server: exit 2 with the reason
+    notjson = tmp_path / "notjson.json"
+    notjson.write_text("{nope")
+    for args, text in [
+        (("--input", tmp_path / "none.json"), "none.json: No such file"),
+        (("--input", notjson), "notjson.json: not valid JSON"),
+        (("--wasm", roots["root"] / "tiny" / "circuit.wasm", "--input", d / "input_0.json"),
+         "has 4 wires but circuit.zkey has nVars"),
+    ]:
+        p = run_cli("submit", "--server", server.url, d / "circuit.zkey", *args)
+        assert p.returncode == 2 and text in p.stderr, (args, p.stderr)
+    p = run_cli("submit", "--server", server.url, roots["root"] / "tiny" / "circuit.zkey",
+                "--input", d / "input_0.json")
+    assert p.returncode == 2 and "has no circuit wasm" in p.stderr, p.stderr
+
+
+# ------------------------------------------------------------------------------ the budget
+def test_budget_counts_the_calculator(tmp_path, monkeypatch):
+    """A partition of circuit inputs reserves the calculator's memory too: a budget that holds
+    the key and one partition of witnesses, but not the wasm instance besides, refuses the job
+    of inputs and takes the job of witnesses."""
+    from cuzk.engine import BudgetError, Engine
+    from cuzk.engine.config import EngineConfig
+    from cuzk.prover import ProvingKey
+    from cuzk.witness import Circuit
+
+    monkeypatch.setenv("CUZK_CACHE_DIR", str(tmp_path / "cache"))
+    pk = ProvingKey.open(NESTED.zkey)
+    wasm_bytes = Circuit(NESTED.dir / "circuit.wasm").instance_bytes
+    doc = json.dumps(_inputs(0), separators=(",", ":")).encode()
+    need = int(pk.partition_bytes()) + int(pk.nbytes) + len(doc)
+    eng = Engine(EngineConfig(devices="cpu:1", synth_workers=1,
+                              memory_budget=need + wasm_bytes - 1)).start()
+    try:
+        kid = eng.register_key(NESTED.zkey, wasm=NESTED.dir / "circuit.wasm")
+        assert eng.keys()[0]["wasm_bytes"] == wasm_bytes
+        with pytest.raises(BudgetError):
+            eng.submit(kid, inputs=[_inputs(0)])
+        r = eng.result(eng.submit(kid, [NESTED.witness(0)]), 300)
+        assert r["state"] == "done", r
+    finally:
+        eng.stop(5)
+    eng = Engine(EngineConfig(devices="cpu:1", synth_workers=1,
+                              memory_budget=need + wasm_bytes + 2**20)).start()
+    try:
+        kid = eng.register_key(NESTED.zkey, wasm=NESTED.dir / "circuit.wasm")
+        r = eng.result(eng.submit(kid, inputs=[_inputs(0)]), 300)
+        assert r["state"] == "done", r
+        # the reservation held the key, the partition, the input and the calculator at once
+        assert eng.budget.high_water >= need + wasm_bytes
+    finally:
+        eng.stop(5)
+
+
+# ------------------------------------------------------------------------------ the journal
+def test_journal_records_inputs_in_the_row(tmp_path):
+    from cuzk.serve.journal import Journal
+
+    j = Journal.open(str(tmp_path / "state"))
+    try:
+        docs = [json.dumps(_inputs(k)).encode() for k in (0, 1)]
+        out = j.accept("j1", "k" * 16, "/keys/c.zkey", "default", "normal", 1.0, docs,
+                       wasm="/keys/c.wasm")
+        assert out == docs
+        assert os.listdir(j.spool) == []  # held in the row, not the spool
+        (e,) = j.unfinished()
+        assert e.wasm == "/keys/c.wasm"
+        assert [json.loads(x["json"]) for x in e.inputs] == [_inputs(0), _inputs(1)]
+        j.accept("j2", "k" * 16, "/keys/c.zkey", "default", "normal", 2.0, [b"wtns"])
+        assert [x.wasm for x in j.unfinished()] == ["/keys/c.wasm", None]
+    finally:
+        j.close()
+
+
+def test_daemon_resumes_a_journalled_inputs_job(roots, tmp_path):
+    """A job of inputs the journal holds unfinished (as after a crash) is proved after the
+    start under its id, with the wasm recorded for it; one whose wasm is gone fails with the
+    reason."""
+    from cuzk.prover import ProvingKey
+    from cuzk.serve.journal import Journal
+
+    d = roots["root"] / "nested"
+    state = tmp_path / "state"
+    key_id = ProvingKey.open(d / "circuit.zkey").key_id
+    gone = roots["root"] / "gone.wasm"
+    shutil.copy(d / "circuit.wasm", gone)
+    j = Journal.open(str(state))
+    docs = [json.dumps(_inputs(k)).encode() for k in (1, 0)]
+    j.accept("resumeme", key_id, str(d / "circuit.zkey"), "default", "high", time.time(), docs,
+             wasm=str(d / "circuit.wasm"))
+    j.accept("lostwasm", key_id, str(d / "circuit.zkey"), "default", "normal", time.time(),
+             docs[:1], wasm=str(gone))
+    j.close()
+    gone.unlink()
+    s = ServeProcess(tmp_path / "serve.log", "--listen", "127.0.0.1:0", "--devices", "cpu:1",
+                     "--synth-workers", "1", "--key-root", roots["root"], "--state-dir",
+                     state, env=serve_env(tmp_path)).start()
+    try:
+        r = request(s.url, "GET", "/v1/jobs/resumeme/result?wait=300")[2]
+        assert r["finished"] and r["state"] == "done" and r["recovered"], r
+        for proof, public, k in zip(r["proofs"], r["public"], (1, 0), strict=True):
+            check_proof(NESTED, proof, public, k)
+        r = request(s.url, "GET", "/v1/jobs/lostwasm/result?wait=30")[2]
+        assert r["state"] == "failed" and "gone.wasm" in r["error"], r
+        assert s.stop() == 0, s.log()
+    finally:
+        s.kill()
