@@ -26,6 +26,13 @@ if _mode == "sim":
     os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
 CUDA_MODE = _mode  # "gpu" or "sim"
 
+# The per-user cache (compiled circuit modules, validated keys) goes to a folder of this run,
+# not the user's home: set for the test processes and every command they start.
+if not os.environ.get("CUZK_CACHE_DIR"):
+    import tempfile
+
+    os.environ["CUZK_CACHE_DIR"] = tempfile.mkdtemp(prefix="cuzk-test-cache-")
+
 # ---- everything below may import numba ----
 
 # ---- committed circuit fixtures (tests/fixtures/, remade by tests/fixtures/make_fixtures.py) ----
