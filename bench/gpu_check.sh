@@ -2,20 +2,22 @@
 # One prepared check of the CUDA path on a real GPU: the kernels' tests and the CUDA proving
 # path (tests/test_cuda_prove.py) on the device, then the GPU benchmark sizes. < 10 minutes.
 #
-#   here, once per session (needs the package index):
-#       bench/gpu_check.sh --wheels      # test-only packages the GPU image lacks -> .whl/
-#   on the GPU machine (device tool `run`, carry [".whl"], timeout_s 600):
+#   on a machine with the package index, before going to the GPU (it may have no network):
+#       bench/gpu_check.sh --wheels      # test-only packages a GPU image may lack -> .whl/
+#   on a machine with a CUDA GPU, in the checkout with .whl/ copied beside it:
 #       bash bench/gpu_check.sh          # results and the log under $OUT
 #
-# Set-up: a working .venv is used as it is; else `make install` where the package index is
-# reachable; else (the device machine reaches nothing) an offline .venv whose bin/python runs
-# the image's own python3 (numba, numba-cuda, numpy, click, pytest, hypothesis are there) with
-# the carried wheels (py_ecc and its needs, multiprocess) and the checkout on PYTHONPATH.
+# Set-up: a working .venv is used as it is; else `make install` is tried (it works where the
+# package index can be reached); else (a machine that reaches nothing) an offline .venv whose
+# bin/python runs the machine's own python3 (with numba, numba-cuda, numpy, click, pytest,
+# hypothesis installed) with the carried wheels (py_ecc and its needs, multiprocess) and the
+# checkout on PYTHONPATH.
 # Output: $OUT/gpu_check.log (everything), $OUT/bench/{arith,ntt,msm}.gpu.json and
 # partial.gpu.json (the run record). Exit status: the first failing step's (3: set-up,
 # 4: no GPU, 124: a step timed out).
 #
 # Knobs (environment): TESTS_TIMEOUT (s, default 330), BENCH_TIMEOUT (s, default 200),
+# INSTALL_TIMEOUT (s, default 240: how long `make install` may try before the offline set-up),
 # PYVER (--wheels: the GPU machine's Python, default 3.12), BASE_PY (offline .venv's base,
 # default python3), VENV (default .venv), GPU_CHECK_OFFLINE=1 (the offline set-up even where
 # the index is reachable), GPU_CHECK_MODE=sim (a dry run of the set-up and tests in the CUDA
@@ -30,7 +32,7 @@ WHEELS=.whl
 export NUMBA_CACHE_DIR=${NUMBA_CACHE_DIR:-$ROOT/.cache/numba}
 export PYTHONUNBUFFERED=1
 
-# test-only and engine packages missing from the GPU image (KINDS.md lists what it holds)
+# test-only and engine packages a GPU machine's Python image may lack
 WHEEL_SPECS=(py_ecc==8.0.0 multiprocess)
 
 if [ "${1:-}" = "--wheels" ]; then
@@ -48,11 +50,6 @@ step() { printf '\n=== %s  (%s)\n' "$*" "$(date -u +%H:%M:%S)"; }
 
 venv_ok() {
     "$PY" -c 'import cuzk, numba.cuda, py_ecc, multiprocess, pytest, hypothesis' 2>/dev/null
-}
-
-index_reachable() {
-    timeout 8 python3 -c 'import socket; socket.create_connection(("pypi.org", 443), 5)' \
-        2>/dev/null
 }
 
 offline_venv() {
@@ -80,11 +77,12 @@ main() {
 step "set-up"
 if venv_ok; then
     echo "$VENV works as it is"
-elif [ -z "${GPU_CHECK_OFFLINE:-}" ] && index_reachable; then
-    PIP_DEFAULT_TIMEOUT=20 make install VENV="$VENV" PYTHON=python3 || exit $?
+elif [ -z "${GPU_CHECK_OFFLINE:-}" ] && PIP_DEFAULT_TIMEOUT=20 PIP_RETRIES=1 \
+        timeout "${INSTALL_TIMEOUT:-240}" make install VENV="$VENV" PYTHON=python3; then
+    echo "make install: $VENV installed from the package index"
 else
-    echo "offline set-up (index unreachable or GPU_CHECK_OFFLINE): $VENV/bin/python runs" \
-         "${BASE_PY:-python3} with $WHEELS/"
+    echo "offline set-up (make install failed: no package index here, or GPU_CHECK_OFFLINE):" \
+         "$VENV/bin/python runs ${BASE_PY:-python3} with $WHEELS/"
     offline_venv || { echo "gpu_check: could not build the offline $VENV"; exit 3; }
 fi
 if ! venv_ok; then
