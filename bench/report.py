@@ -271,6 +271,7 @@ def targets(results: dict) -> list[dict]:
 
     out += prove_targets(_get(results, "prove"))
     out += server_targets(_get(results, "prove-server"))
+    out += witness_targets(_get(results, "witness"))
     pairing = _get(results, "pairing")
     out.append(_target("verify one proof, one core", "#4", 50.0, "ms",
                        pairing and pairing.get("verify_ms"), suite="pairing",
@@ -309,6 +310,25 @@ def targets(results: dict) -> list[dict]:
                                 "the serial baseline, busy "
                                 f"{fmt(real.get('busy_fraction'))}"))
     return out
+
+
+def witness_targets(witness: dict | None) -> list[dict]:
+    """Issue #14's targets (suite `witness`, squaring chains): from 2^15 wires up, the
+    in-process witness >= 3x faster than snarkjs's whole command and `cuzk wtns calculate`
+    no slower than it; host overhead <= 50 ns a value."""
+    rows = [r for r in (witness or {}).get("rows") or [] if r.get("log2_wires", 0) >= 15]
+    over = ((witness or {}).get("host_overhead") or {}).get("host_overhead_ns")
+    worst_in = min((r["snarkjs_cmd_over_in_process"] for r in rows), default=None)
+    worst_cmd = max((r["cuzk_cmd_vs_snarkjs"] for r in rows), default=None)
+    span = (f"2^{rows[0]['log2_wires']}..2^{rows[-1]['log2_wires']} wires, worst size"
+            if rows else "")
+    return [
+        _target("witness in process: snarkjs's command ÷ cuzk's time", "#14", 3.0, "x",
+                worst_in, upper=False, note=span, suite="witness"),
+        _target("`cuzk wtns calculate` ÷ `snarkjs wtns calculate`", "#14", 1.0, "x",
+                worst_cmd, note=span, suite="witness"),
+        _target("witness: host overhead per value", "#14", 50.0, "ns", over, suite="witness"),
+    ]
 
 
 def server_targets(server: dict | None) -> list[dict]:
