@@ -29,9 +29,11 @@ CUDA_MODE = _mode  # "gpu" or "sim"
 # The per-user cache (compiled circuit modules, validated keys) goes to a folder of this run,
 # not the user's home: set for the test processes and every command they start.
 if not os.environ.get("CUZK_CACHE_DIR"):
+    import atexit
     import tempfile
 
     os.environ["CUZK_CACHE_DIR"] = tempfile.mkdtemp(prefix="cuzk-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["CUZK_CACHE_DIR"], ignore_errors=True)
 
 # ---- everything below may import numba ----
 
