@@ -16,6 +16,7 @@ compiled module is kept twice:
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
 import tempfile
@@ -110,3 +111,9 @@ def forget_process_cache() -> None:
     """Drop the in-process modules (tests: make the next load go to disk)."""
     with _lock:
         _modules.clear()
+
+
+# Free the cached modules while wasmtime is still whole: left to the interpreter's teardown,
+# a Module's finalizer can run after wasmtime's own globals are gone and prints "Exception
+# ignored in Managed.__del__ ... 'NoneType' object is not callable" at exit.
+atexit.register(forget_process_cache)

@@ -27,6 +27,7 @@ an array is asked for: `cuzk wtns calculate` starts faster without it.
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import os
 import struct
@@ -143,6 +144,7 @@ _GATHER_DIRECT = """
         (br $next))))
 """
 _helper_modules: dict[bool, object] = {}
+atexit.register(_helper_modules.clear)  # before teardown: see cuzk.witness.cache
 
 
 class _CircuitAbort(Exception):
