@@ -4,6 +4,8 @@
 # (atomic writes, errors) does not import numpy: the `cuzk prove --server` client path imports
 # cuzk.formats.atomic and must stay free of numpy (tests/test_prove_remote.py checks it).
 
+from cuzk.lazy import lazy_exports
+
 # public name -> the module of this package that defines it
 _EXPORTS = {
     "atomic_write_bytes": "atomic", "atomic_write_text": "atomic", "atomic_writer": "atomic",
@@ -28,18 +30,4 @@ _EXPORTS = {
 }
 
 __all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'cuzk.formats' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"cuzk.formats.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -2,6 +2,8 @@
 
 # OPENBLAS_NUM_THREADS=1 is set in cuzk/__init__.py, before any numpy import.
 
+from cuzk.lazy import lazy_exports
+
 # public name -> the module of this package that defines it (imported on first use)
 _EXPORTS = {
     "CpuDevice": "device", "CudaDevice": "device", "open_device": "device",
@@ -12,18 +14,4 @@ _EXPORTS = {
 }
 
 __all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'cuzk.prover' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"cuzk.prover.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -4,6 +4,8 @@
 # imported by `cuzk prove --server`, whose start-up must not pay for the configuration's
 # imports (the engine's package, numpy).
 
+from cuzk.lazy import lazy_exports
+
 # public name -> the module of this package that defines it
 _EXPORTS = {
     "ApiError": "client", "Client": "client", "ClientError": "client", "Unreachable": "client",
@@ -11,18 +13,4 @@ _EXPORTS = {
 }
 
 __all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'cuzk.serve' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"cuzk.serve.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
