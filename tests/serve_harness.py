@@ -122,6 +122,17 @@ class ServeProcess:
             self._log.close()
 
 
+def serving(s: ServeProcess):
+    """A fixture's body for a started daemon: yield it, then stop it and check the ending (exit
+    0, no shared-memory segment left), killing it if that fails: `yield from serving(s)`."""
+    yield s
+    try:
+        assert s.stop() == 0, s.log()
+        assert s.leftover_segments() == []
+    finally:
+        s.kill()
+
+
 def request(url: str, method: str, path: str, body=None, *, headers: dict | None = None,
             raw: bytes | None = None, timeout: float = 650):
     """(status, headers dict, JSON-or-bytes body) of one request on a fresh connection."""

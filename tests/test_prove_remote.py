@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from conftest import fixture_circuit
-from serve_harness import ServeProcess, cli_env, request, run_cli, warm_kernels
+from serve_harness import ServeProcess, cli_env, request, run_cli, serving, warm_kernels
 
 from cuzk.verifier import verify
 
@@ -63,12 +63,7 @@ def daemon(tmp_path_factory):
     r = Client(s.url, TOKEN).prove(str(root / "tiny" / "circuit.zkey"), [TINY.witness(0)],
                                    timeout=900)
     assert r["state"] == "done", r
-    yield s
-    try:
-        assert s.stop() == 0, s.log()
-        assert s.leftover_segments() == []
-    finally:
-        s.kill()
+    yield from serving(s)
 
 
 def env_for(daemon, **extra):

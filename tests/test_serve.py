@@ -28,6 +28,7 @@ from serve_harness import (
     raw_exchange,
     request,
     run_cli,
+    serving,
     split_response,
     warm_kernels,
 )
@@ -68,12 +69,7 @@ def server(roots):
                      "cpu:2", "--synth-workers", "1", "--memory-budget", "1GiB", "--key-root",
                      roots["root"], "--max-body", "1MiB", "--self-verify", "--log-level",
                      "info").start()
-    yield s
-    try:
-        assert s.stop() == 0, s.log()
-        assert s.leftover_segments() == []
-    finally:
-        s.kill()
+    yield from serving(s)
 
 
 def url_of(server):

@@ -18,7 +18,7 @@ import time
 import interop
 import pytest
 from conftest import fixture_circuit
-from serve_harness import ServeProcess, cli_env, request, run_cli, warm_kernels
+from serve_harness import ServeProcess, cli_env, request, run_cli, serving, warm_kernels
 
 from cuzk.verifier import verify
 
@@ -62,12 +62,7 @@ def server(roots, tmp_path_factory):
                      "cpu:1", "--synth-workers", "1", "--memory-budget", "1GiB", "--key-root",
                      roots["root"], "--self-verify", "--log-level", "info",
                      env=serve_env(tmp_path_factory.getbasetemp())).start()
-    yield s
-    try:
-        assert s.stop() == 0, s.log()
-        assert s.leftover_segments() == []
-    finally:
-        s.kill()
+    yield from serving(s)
 
 
 def serve_env(base):
