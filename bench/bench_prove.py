@@ -13,9 +13,9 @@ kernels were first tuned on at 2^15; keys by `snarkjs groth16 setup` up to 2^10,
 - the proof the cuzk command wrote is checked with cuzk's verifier against the key's
   verification key (a fast wrong prover would be no result).
 rapidsnark is not in the package registries: `RAPIDSNARK=path/to/prover`, else
-bench/peers/rapidsnark/prover (built from its public source by the build script named in
-README.md), else `rapidsnark` on PATH; without one the rows have no rapidsnark columns and
-the result says why. Issue #16's targets: cuzk command <= 1.0x rapidsnark's at 2^15 and up,
+bench/peers/rapidsnark/prover (built from its public source as README.md says), else
+`rapidsnark` on PATH; without one the rows have no rapidsnark columns and the result says
+why. Issue #16's targets: cuzk command <= 1.0x rapidsnark's at 2^15 and up,
 in process <= 0.5x, peak RSS <= 2x at 2^17 and up.
 Profile gpu runs `cuzk prove --device cuda` at the device sizes.
 Run alone: ``python -m bench.bench_prove [smoke|quick|full|gpu]``.
