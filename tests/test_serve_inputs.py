@@ -19,6 +19,7 @@ import interop
 import pytest
 from conftest import fixture_circuit
 from serve_harness import ServeProcess, cli_env, request, run_cli, serving, warm_kernels
+from wasm_fakes import fake_circom
 
 from cuzk.verifier import verify
 
@@ -100,34 +101,11 @@ def check_proof(circuit, proof, public, k):
 BLS12_381_R = 0x73EDA753299D7D483339D80809A1D80553BDA402FFFE5BFEFFFFFFFF00000001
 
 
-def _fake_circom(prime: int, version: int = 2) -> bytes:
-    """A module with circom 2's interface whose getRawPrime leaves `prime` in its memory."""
-    import wasmtime
-
-    words = "".join(f"\\{b:02x}" for b in prime.to_bytes(32, "little"))
-    return wasmtime.wat2wasm(f"""(module
-      (import "runtime" "exceptionHandler" (func $exc (param i32)))
-      (memory (export "memory") 1)
-      (data (i32.const 0) "{words}")
-      (func (export "getVersion") (result i32) i32.const {version})
-      (func (export "getFieldNumLen32") (result i32) i32.const 8)
-      (func (export "getRawPrime"))
-      (func (export "readSharedRWMemory") (param i32) (result i32)
-        (i32.load (i32.mul (local.get 0) (i32.const 4))))
-      (func (export "writeSharedRWMemory") (param i32 i32))
-      (func (export "init") (param i32))
-      (func (export "getInputSignalSize") (param i32 i32) (result i32) i32.const 1)
-      (func (export "setInputSignal") (param i32 i32 i32))
-      (func (export "getWitnessSize") (result i32) i32.const 2)
-      (func (export "getInputSize") (result i32) i32.const 1)
-      (func (export "getWitness") (param i32)))""")
-
-
 def test_register_with_wasm_and_its_errors(server, roots):
     from cuzk.formats import BN254_R
 
-    (roots["root"] / "bls.wasm").write_bytes(_fake_circom(BLS12_381_R))
-    (roots["root"] / "v3.wasm").write_bytes(_fake_circom(BN254_R, version=3))
+    (roots["root"] / "bls.wasm").write_bytes(fake_circom(BLS12_381_R))
+    (roots["root"] / "v3.wasm").write_bytes(fake_circom(BN254_R, version=3))
     code, _, key = register(server, roots)
     assert code == 201, key
     assert key["wasm"] == str(roots["root"] / "nested" / "circuit.wasm")

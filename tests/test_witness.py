@@ -20,6 +20,7 @@ import interop
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from wasm_fakes import fake_circom
 
 from cuzk.cli import main as cli
 from cuzk.formats import BN254_R as R
@@ -306,49 +307,26 @@ def test_not_a_circom_wasm(tmp_path):
     _calc_fails(tmp_path, imports, NESTED_OK, "imports wasi.fd_write")
 
 
-def _fake_circom(version: int = 2, set_input: str = "") -> bytes:
-    """A module with circom 2's interface (prime r in its memory) and chosen behaviour."""
-    import wasmtime
-
-    r = "".join(f"\\{b:02x}" for b in R.to_bytes(32, "little"))
-    return wasmtime.wat2wasm(f"""(module
-      (import "runtime" "exceptionHandler" (func $exc (param i32)))
-      (memory (export "memory") 1)
-      (data (i32.const 0) "{r}")
-      (func (export "getVersion") (result i32) i32.const {version})
-      (func (export "getFieldNumLen32") (result i32) i32.const 8)
-      (func (export "getRawPrime"))
-      (func (export "readSharedRWMemory") (param i32) (result i32)
-        (i32.load (i32.mul (local.get 0) (i32.const 4))))
-      (func (export "writeSharedRWMemory") (param i32 i32))
-      (func (export "init") (param i32))
-      (func (export "getInputSignalSize") (param i32 i32) (result i32) i32.const 1)
-      (func (export "setInputSignal") (param i32 i32 i32) {set_input})
-      (func (export "getWitnessSize") (result i32) i32.const 2)
-      (func (export "getInputSize") (result i32) i32.const 1)
-      (func (export "getWitness") (param i32)))""")
-
-
 def test_circuit_traps_and_foreign_versions(tmp_path):
     """A trap inside the circuit, an exception code snarkjs knows no text for, circom 1 and
     an unknown major version: each a named line, nothing written."""
     import wasmtime
 
     trap = tmp_path / "trap.wasm"
-    trap.write_bytes(_fake_circom(set_input="unreachable"))
+    trap.write_bytes(fake_circom(set_input="unreachable"))
     _calc_fails(tmp_path, trap, {"a": 1}, "input.json: the circuit trapped: ")
     odd = tmp_path / "odd.wasm"
-    odd.write_bytes(_fake_circom(set_input="(call $exc (i32.const 77))"))
+    odd.write_bytes(fake_circom(set_input="(call $exc (i32.const 77))"))
     _calc_fails(tmp_path, odd, {"a": 1}, "input.json: the circuit failed: Unknown error.")
     v3 = tmp_path / "v3.wasm"
-    v3.write_bytes(_fake_circom(version=3))
+    v3.write_bytes(fake_circom(version=3))
     _calc_fails(tmp_path, v3, {"a": 1}, "v3.wasm: a circom 3 witness calculator")
     c1 = tmp_path / "c1.wasm"
     c1.write_bytes(wasmtime.wat2wasm('(module (func (export "getFrLen") (result i32) '
                                      'i32.const 40))'))
     _calc_fails(tmp_path, c1, {"a": 1}, "c1.wasm: a circom 1 witness calculator")
     ok = tmp_path / "ok.wasm"
-    ok.write_bytes(_fake_circom())
+    ok.write_bytes(fake_circom())
     out = tmp_path / "ok.wtns"
     assert run_cli("wtns", "calculate", ok, tmp_path / "input.json", out).exit_code == 0
     # header 76 bytes, then two wires; the fake's shared memory always reads back r
