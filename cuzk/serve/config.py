@@ -159,15 +159,18 @@ def _size(v) -> int:
     return n
 
 
+def _items(v, sep: str, what: str) -> list:
+    """A list setting given as a list, or as one string of items separated by `sep`."""
+    if isinstance(v, str):
+        return [p for p in v.split(sep) if p.strip()]
+    if isinstance(v, (list, tuple)):
+        return list(v)
+    raise ValueError(f"expected a list of {what}, got {v!r}")
+
+
 def _key_roots(v) -> list[str]:
-    if isinstance(v, str):  # CUZK_KEY_ROOTS=/a:/b (os.pathsep), or one path
-        items = [p for p in v.split(os.pathsep) if p.strip()]
-    elif isinstance(v, (list, tuple)):
-        items = list(v)
-    else:
-        raise ValueError(f"expected a list of directories, got {v!r}")
     roots = []
-    for p in items:
+    for p in _items(v, os.pathsep, "directories"):  # CUZK_KEY_ROOTS=/a:/b, or one path
         p = _str(p)
         real = os.path.realpath(os.path.expanduser(p))
         if not os.path.isdir(real):
@@ -183,14 +186,8 @@ _HOST_NAME = re.compile(rf"^(?=.{{1,253}}$){_LABEL}(\.{_LABEL})*$")
 
 def _host_names(v) -> list[str]:
     """Host names for --allow-host: a list, or one string of names separated by commas."""
-    if isinstance(v, str):
-        items = [p for p in v.split(",") if p.strip()]
-    elif isinstance(v, (list, tuple)):
-        items = list(v)
-    else:
-        raise ValueError(f"expected a list of host names, got {v!r}")
     names = []
-    for item in items:
+    for item in _items(v, ",", "host names"):
         name = _str(item).lower().removesuffix(".")
         if not _HOST_NAME.match(name):
             raise ValueError(f"{item!r} is not a host name (letters, digits, '-', '_' and "
