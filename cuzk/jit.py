@@ -20,6 +20,16 @@ Under ``NUMBA_ENABLE_CUDASIM=1`` (set before numba is imported) the CUDA target 
 simulator, which executes device functions as Python; LLVM intrinsics cannot run there, so the
 primitive layer switches to a pure-Python twin (see ``cuzk.bn254.limbs``). Everything above
 the primitive layer is shared by all three.
+
+Parametrized builds
+-------------------
+A shared source can also be built more than once per target, with parameters:
+``T.load("cuzk.bn254.group", group="g2")`` executes ``group.py`` with ``building()`` returning a
+Build whose ``param("group")`` is ``"g2"``, so the module binds G2's field operations as module
+constants and Numba compiles them straight through (no function arguments, no closures). Each
+build is its own module object (``cuzk.bn254.group[cpu:g2]``), and every function it
+decorates gets the build's suffix in its ``__qualname__`` (``add[g2]``): Numba's disk cache
+names entries by file, qualname and line, so two builds of one source never share an entry.
 """
 
 from __future__ import annotations
@@ -36,7 +46,7 @@ CPU = "cpu"
 CUDA = "cuda"
 
 _lock = threading.RLock()
-_building: list[Target] = []
+_building: list[Build] = []
 _targets: dict[str, Target] = {}
 
 
@@ -49,8 +59,10 @@ SHARED_SOURCES = (
     "cuzk/bn254/limbs.py",
     "cuzk/bn254/constants.py",
     "cuzk/bn254/field.py",
+    "cuzk/bn254/group.py",
     "cuzk/bn254/curve.py",
     "cuzk/kernels/msm.py",
+    "cuzk/kernels/buckets.py",
     "cuzk/kernels/ntt.py",
     "cuzk/bn254/fq12.py",
     "cuzk/bn254/pairing.py",
@@ -114,7 +126,7 @@ class Target:
         if name not in (CPU, CUDA):
             raise ValueError(f"unknown compile target {name!r} (expected 'cpu' or 'cuda')")
         self.name = name
-        self._modules: dict[str, types.ModuleType] = {}
+        self._modules: dict[tuple, types.ModuleType] = {}
         self._prims = None
 
     def __repr__(self):
@@ -182,36 +194,115 @@ class Target:
         return None
 
     # -- shared modules ----------------------------------------------------------------
-    def load(self, module_name: str) -> types.ModuleType:
-        """The build of shared source module ``module_name`` for this target."""
-        if self.name == CPU:
+    def load(self, module_name: str, **params: str) -> types.ModuleType:
+        """The build of shared source module ``module_name`` for this target, with
+        ``params`` (see "Parametrized builds" above). The plain CPU build is the module
+        imported normally."""
+        if self.name == CPU and not params:
             return importlib.import_module(module_name)
+        build = Build(self, params)
+        key = (module_name, build.params)
         with _lock:
-            if module_name in self._modules:
-                return self._modules[module_name]
+            if key in self._modules:
+                return self._modules[key]
             # Building needs no GPU (kernels compile to PTX anywhere); launching does, and
             # require_cuda() below is what launch sites call first.
             spec = importlib.util.find_spec(module_name)
             if spec is None or spec.origin is None:
                 raise ImportError(f"no shared source module {module_name!r}")
-            build_name = f"{module_name}[{self.name}]"
+            build_name = f"{module_name}[{':'.join((self.name, *build.params_values))}]"
             module = types.ModuleType(build_name)
             module.__file__ = spec.origin
             module.__package__ = spec.parent
             source = spec.loader.get_source(module_name)
             code = compile(source, spec.origin, "exec")
-            self._modules[module_name] = module
+            self._modules[key] = module
             sys.modules[build_name] = module
-            _building.append(self)
+            _building.append(build)
             try:
                 exec(code, module.__dict__)
             except BaseException:
-                del self._modules[module_name]
+                del self._modules[key]
                 sys.modules.pop(build_name, None)
                 raise
             finally:
                 _building.pop()
             return module
+
+
+class Build:
+    """One build of a shared source: a Target plus the build's parameters.
+
+    ``building()`` returns one while a shared module executes. It offers the target's
+    decorators and primitives, renaming each decorated function for its build (qualname
+    suffix ``[g2]``) so that builds never share a Numba cache entry, and ``param(name)``.
+    """
+
+    def __init__(self, target: Target, params: dict[str, str] | None = None):
+        self.target = target
+        self.params = tuple(sorted((params or {}).items()))
+        for name, value in self.params:
+            if not (isinstance(value, str) and value.isidentifier()):
+                raise ValueError(f"build parameter {name}={value!r}: expected an identifier")
+
+    def __repr__(self):
+        return f"<Build {self.target.name}{self.suffix}>"
+
+    def __getattr__(self, name):  # name, simulated, prims, mont_mul_asm, ...
+        return getattr(self.target, name)
+
+    @property
+    def params_values(self) -> tuple[str, ...]:
+        return tuple(value for _, value in self.params)
+
+    @property
+    def suffix(self) -> str:
+        """"" for the plain build, else "[v1,v2]" from the parameter values."""
+        return f"[{','.join(self.params_values)}]" if self.params else ""
+
+    def param(self, name: str) -> str:
+        """The value of build parameter ``name``; a clear error where the build has none."""
+        for key, value in self.params:
+            if key == name:
+                return value
+        raise LookupError(
+            f"this shared source needs build parameter {name!r}: "
+            f"load it with T.load(module, {name}=...)"
+        )
+
+    def _named(self, fn):
+        if self.params:
+            fn.__qualname__ = f"{fn.__qualname__}{self.suffix}"
+        return fn
+
+    def device_fn(self, fn):
+        return self.target.device_fn(self._named(fn))
+
+    def row_fn(self, fn):
+        return self.target.row_fn(self._named(fn))
+
+    def njit(self, **options):
+        """numba.njit(cache=True, nogil=True, **options) for a CPU-only function of the build
+        (drivers with prange loops); renamed like every decorated function."""
+        if self.target.name != CPU:
+            raise TypeError(f"T.njit is for the CPU build, not {self.target.name}")
+        key_numba_cache_on_sources()
+        from numba import njit
+
+        opts = {"cache": True, "nogil": True, **options}
+
+        def decorate(fn):
+            return njit(**opts)(self._named(fn))
+
+        return decorate
+
+    def kernel(self, fn):
+        """Name a CUDA kernel's Python function for its build and return it uncompiled: the
+        module that launches it compiles it (disk-cached by that name on a GPU)."""
+        return self._named(fn)
+
+    def load(self, module_name: str, **params: str) -> types.ModuleType:
+        return self.target.load(module_name, **params)
 
 
 # Compute capability assumed for device functions compiled on a machine with no CUDA driver
@@ -272,9 +363,10 @@ def get_target(name: str) -> Target:
         return _targets[name]
 
 
-def building() -> Target:
-    """The target a shared module is being built for: CPU unless Target.load is running."""
-    return _building[-1] if _building else get_target(CPU)
+def building() -> Build:
+    """The build a shared module is executing for: the plain CPU build unless Target.load
+    is running."""
+    return _building[-1] if _building else Build(get_target(CPU))
 
 
 def default_device_target() -> str:
@@ -285,9 +377,57 @@ def default_device_target() -> str:
     return CUDA if (not cuda_simulated() and cuda_available()) else CPU
 
 
-# -- launching -------------------------------------------------------------------------------
+# -- CUDA kernels: one registry, one launch helper ----------------------------------------
 THREADS_PER_BLOCK = 128
 SIMULATOR_THREADS_PER_BLOCK = 16  # the simulator runs each thread of a block as a Python thread
+
+
+def _threads_per_block(requested: int | None) -> int:
+    if requested is None:
+        return SIMULATOR_THREADS_PER_BLOCK if cuda_simulated() else THREADS_PER_BLOCK
+    return requested
+
+
+class KernelTable(dict):
+    """The CUDA kernels of one module: ``{name: (python function, argument types)}``, plus
+    ``expect`` (``{name: [substring, ...]}`` its PTX must contain; tests/test_ptx.py compiles
+    every table for cc 9.0 and checks them).
+
+    ``table.kernel(name)`` compiles a kernel at its first use (for the argument types the
+    launch sites pass) and caches it on disk where a GPU exists; ``table.launch(name, n,
+    *args)`` runs it over n threads. One table per kernel module, the same code for all.
+    """
+
+    def __init__(self, kernels: dict, expect: dict | None = None):
+        super().__init__(kernels)
+        self.expect = dict(expect or {})
+        self._compiled: dict[str, object] = {}
+        self._compile_lock = threading.Lock()
+
+    def kernel(self, name: str):
+        """The launchable dispatcher of kernel ``name``."""
+        k = self._compiled.get(name)
+        if k is None:
+            with self._compile_lock:
+                k = self._compiled.get(name)
+                if k is None:
+                    from numba import cuda
+
+                    fn, _ = self[name]
+                    sim = cuda_simulated()
+                    k = self._compiled[name] = cuda.jit(fn) if sim else cuda.jit(fn, cache=True)
+        return k
+
+    def configure(self, name: str, n: int, stream=0, threads_per_block: int | None = None):
+        """Kernel ``name`` configured for one thread per item of ``n`` (n >= 1)."""
+        require_cuda()
+        threads = max(1, min(_threads_per_block(threads_per_block), n))
+        return self.kernel(name)[(n + threads - 1) // threads, threads, stream]
+
+    def launch(self, name: str, n: int, *args, stream=0, threads_per_block=None) -> None:
+        """Run kernel ``name`` over ``n`` items (nothing for n = 0)."""
+        if n > 0:
+            self.configure(name, n, stream, threads_per_block)(*args)
 
 
 def launch(kernel, n: int, *args, threads_per_block: int | None = None) -> None:
@@ -299,8 +439,6 @@ def launch(kernel, n: int, *args, threads_per_block: int | None = None) -> None:
     require_cuda()
     if n <= 0:
         return
-    if threads_per_block is None:
-        threads_per_block = SIMULATOR_THREADS_PER_BLOCK if cuda_simulated() else THREADS_PER_BLOCK
-    threads = min(threads_per_block, n)
+    threads = min(_threads_per_block(threads_per_block), n)
     blocks = (n + threads - 1) // threads
     kernel[blocks, threads](*args)
