@@ -1,9 +1,10 @@
 """Every CUDA kernel of the project compiles to PTX for compute capability 9.0, GPU or not.
 
 Convention (docs/arithmetic.md): a module with CUDA kernels defines
-``CUDA_KERNELS = {name: (python_function, argument_types)}`` and may define
-``PTX_EXPECT = {name: [substring, ...]}`` (text its PTX must contain, e.g. "mul.hi.u64" where
-the kernel multiplies field elements). Add the module's name to KERNEL_MODULES below.
+``CUDA_KERNELS = cuzk.jit.KernelTable({name: (python_function, argument_types)}, expect)``
+where ``expect = {name: [substring, ...]}`` is text its PTX must contain (e.g. "mul.hi.u64"
+where the kernel multiplies field elements); a plain dict plus ``PTX_EXPECT`` also works.
+Add the module's name to KERNEL_MODULES below.
 
 The compile runs in ONE subprocess with NUMBA_ENABLE_CUDASIM removed from its environment:
 the simulator (on in this test session when no GPU exists) has no compiler.
@@ -36,7 +37,7 @@ _CHILD = textwrap.dedent(
     report = {}
     for name in json.loads(sys.argv[2]):
         module = importlib.import_module(name)
-        expect = getattr(module, "PTX_EXPECT", {})
+        expect = getattr(module.CUDA_KERNELS, "expect", None) or getattr(module, "PTX_EXPECT", {})
         for kname, (fn, sig) in module.CUDA_KERNELS.items():
             t0 = time.perf_counter()
             try:

@@ -5,11 +5,11 @@
 
 ``points_or_resident`` is a host array in the zkey layout ((n, 8) or (n, 16) uint64,
 Montgomery, affine; copied to the device for this call), a numba device array of that
-shape, or a cuzk.kernels.resident.ResidentPoints placed on the device once and reused.
+shape, or a cuzk.kernels.points.ResidentPoints placed on the device once and reused.
 Scalars are plain (n, 4) uint64 host or device arrays.
 
-Kernels, in launch order (one source for G1 and G2; the group's operations are bound
-when the kernels are made, see _group_kernels):
+Kernels, in launch order (the group kernels are written once in cuzk.kernels.pippenger_cuda
+and built per group):
 
     msm_signed_digits        thread per point: K signed c-bit digits of its scalar
                              (0 for zero scalars and points at infinity: skipped)
@@ -34,18 +34,15 @@ import math
 
 import numpy as np
 
-from cuzk.jit import cuda_simulated, get_target, require_cuda
+from cuzk.jit import KernelTable, cuda_simulated, get_target, require_cuda
 from cuzk.kernels.msm import windows_for
+from cuzk.kernels.points import G1_WIDTH, G2_WIDTH, ResidentPoints
 
 T = get_target("cuda")
 M = T.load("cuzk.kernels.msm")
-C = T.load("cuzk.bn254.curve")
 
 from numba import cuda, types  # noqa: E402  (after the CUDA builds: same numba.cuda they use)
 
-G1_WIDTH = 8
-G2_WIDTH = 16
-THREADS = 128  # threads per block of the per-element kernels
 SCAN_THREADS = 1024  # the single block of msm_exclusive_scan (its shared array size)
 SEGMENTS = 128  # bucket segments per window in msm_gX_bucket_reduce (at most H)
 
@@ -118,106 +115,8 @@ def msm_bucket_scatter(digits, H, starts, cursors, entries):
             entries[pos] = np.uint32(2 * i + neg)
 
 
-# ================================ group kernels (G1, G2) ==================================
-
-def _group_kernels(g):
-    """The bucket kernels of group g (1: G1 over Fq, 2: G2 over Fq2), bound to its ops."""
-    p = f"g{g}_"
-    aff_load = getattr(M, p + "affine_load")
-    jac_load = getattr(M, p + "jacobian_load")
-    jac_store = getattr(M, p + "jacobian_store")
-    neg_affine = getattr(C, p + "neg_affine")
-    inf = getattr(C, p + "inf")
-    add = getattr(C, p + "add")
-    add_mixed = getattr(C, p + "add_mixed")
-
-    def bucket_accumulate(points, entries, starts, counts, buckets):
-        """buckets[b] = sum of bucket b's points (Jacobian)."""
-        b = cuda.grid(1)
-        if b < buckets.shape[0]:
-            acc = inf()
-            s = starts[b]
-            for j in range(counts[b]):
-                e = entries[s + j]
-                a = aff_load(points, e >> 1)
-                if e & 1:
-                    a = neg_affine(a)
-                acc = add_mixed(acc, a)
-            jac_store(buckets, b, acc)
-
-    def bucket_reduce(buckets, H, seg_len, segs):
-        """segs[w S + s] = sum over buckets m in segment s = [lo, lo + seg_len) of window w
-        of (m + 1) B_m, as the sequence of additions
-          1. running sums from the segment's top bucket down: R += B_m, A += R, giving
-             R = sum B_m and A = sum (m - lo + 1) B_m;
-          2. L = lo R by double-and-add over the bits of lo (doubling as L + L);
-          3. A + L.
-        All additions go through ONE call site of the (inlined, large) group addition:
-        the step index picks the operands and the destination. This keeps the kernel's
-        PTX about a fifth of what separate call sites give."""
-        t = cuda.grid(1)
-        S = H // seg_len
-        if t < segs.shape[0]:
-            w = t // S
-            lo = (t - w * S) * seg_len
-            top = 0  # bits in lo
-            while (lo >> top) > 0:
-                top += 1
-            run = 2 * seg_len  # steps of phase 1
-            steps = run + 2 * top + 1
-            R = inf()
-            A = inf()
-            L = inf()
-            for j in range(steps):
-                if j < run:
-                    if j & 1 == 0:
-                        x = R
-                        y = jac_load(buckets, w * H + lo + seg_len - 1 - (j >> 1))
-                    else:
-                        x = A
-                        y = R
-                elif j < steps - 1:
-                    q = j - run
-                    if q & 1 == 0:
-                        x = L
-                        y = L
-                    elif (lo >> (top - 1 - (q >> 1))) & 1:
-                        x = L
-                        y = R
-                    else:
-                        continue
-                else:
-                    x = A
-                    y = L
-                z = add(x, y)
-                if j < run:
-                    if j & 1 == 0:
-                        R = z
-                    else:
-                        A = z
-                elif j < steps - 1:
-                    L = z
-                else:
-                    A = z
-            jac_store(segs, t, A)
-
-    def window_sums(segs, S, wins):
-        """wins[w] = sum of window w's S segment sums."""
-        w = cuda.grid(1)
-        if w < wins.shape[0]:
-            acc = inf()
-            for s in range(S):
-                acc = add(acc, jac_load(segs, w * S + s))
-            jac_store(wins, w, acc)
-
-    return {
-        f"msm_g{g}_bucket_accumulate": bucket_accumulate,
-        f"msm_g{g}_bucket_reduce": bucket_reduce,
-        f"msm_g{g}_window_sums": window_sums,
-    }
-
-
-_G = {1: _group_kernels(1), 2: _group_kernels(2)}
+# The bucket kernels of each group (cuzk.kernels.pippenger_cuda, built per group).
+_G = {g: T.load("cuzk.kernels.pippenger_cuda", group=f"g{g}") for g in (1, 2)}
 
 # name -> (python function, argument types): tests/test_ptx.py compiles each to PTX (cc 9.0).
 U2 = types.Array(types.uint64, 2, "C")
@@ -226,40 +125,22 @@ I32 = types.Array(types.int32, 1, "C")
 I64 = types.Array(types.int64, 1, "C")
 E32 = types.Array(types.uint32, 1, "C")
 i64 = types.int64
-CUDA_KERNELS = {
+CUDA_KERNELS = KernelTable({
     "msm_signed_digits": (msm_signed_digits, (U2, U2, i64, i64, I2)),
     "msm_bucket_count": (msm_bucket_count, (I2, i64, I32)),
     "msm_exclusive_scan": (msm_exclusive_scan, (I32, I64)),
     "msm_bucket_scatter": (msm_bucket_scatter, (I2, i64, I64, I32, E32)),
-}
+})
 for _g in (1, 2):
-    _k = _G[_g]
     _sigs = {
         "bucket_accumulate": (U2, E32, I64, I32, U2),
         "bucket_reduce": (U2, i64, i64, U2),
         "window_sums": (U2, i64, U2),
     }
     for _name, _sig in _sigs.items():
-        CUDA_KERNELS[f"msm_g{_g}_{_name}"] = (_k[f"msm_g{_g}_{_name}"], _sig)
+        CUDA_KERNELS[f"msm_g{_g}_{_name}"] = (getattr(_G[_g], _name), _sig)
 # kernels that multiply field elements: their PTX must hold the 64x64->128 high product
-PTX_EXPECT = {name: ["mul.hi.u64"] for name in CUDA_KERNELS if name.startswith("msm_g")}
-
-_MODULE_LEVEL = (
-    "msm_signed_digits", "msm_bucket_count", "msm_exclusive_scan", "msm_bucket_scatter",
-)
-_compiled: dict[str, object] = {}
-
-
-def _kernel(name):
-    """The launchable kernel ``name`` (compiled on first use, for the argument types)."""
-    k = _compiled.get(name)
-    if k is None:
-        fn = CUDA_KERNELS[name][0]
-        # The group kernels are closures (bound to G1 or G2 operations): compiled per
-        # process, not cached on disk; the module-level ones use the on-disk cache.
-        cache = not cuda_simulated() and name in _MODULE_LEVEL
-        k = _compiled[name] = cuda.jit(fn, cache=True) if cache else cuda.jit(fn)
-    return k
+CUDA_KERNELS.expect = {name: ["mul.hi.u64"] for name in CUDA_KERNELS if name.startswith("msm_g")}
 
 
 def window_bits(n: int) -> int:
@@ -268,22 +149,12 @@ def window_bits(n: int) -> int:
     return max(4, min(16, int(round(math.log2(max(n, 1)))) - 3))
 
 
-def _launch(name, count, *args):
-    """Launch kernel ``name`` over ``count`` threads (small blocks in the simulator, which
-    runs every thread of a block as a Python thread)."""
-    threads = 16 if cuda_simulated() else THREADS
-    threads = max(1, min(threads, count))
-    _kernel(name)[(count + threads - 1) // threads, threads](*args)
-
-
 def _on_device(a) -> bool:
     """A numba device array (real or simulated; the simulator has no is_cuda_array)."""
     return hasattr(a, "copy_to_host")
 
 
 def _device_points(points, width, name):
-    from cuzk.kernels.resident import ResidentPoints
-
     if isinstance(points, ResidentPoints):
         points.touch()
         points = points.array  # a "cpu" one holds a host array: copied below like any other
@@ -336,21 +207,21 @@ def _msm(points, scalars, g, width, name, c, segments):
     if H % S:
         raise ValueError(f"{name}: segments ({S}) must divide the 2^{c - 1} buckets of a window")
     digits = cuda.device_array((K, n), np.int32)
-    _launch("msm_signed_digits", n, pts, sc, c, K, digits)
+    CUDA_KERNELS.launch("msm_signed_digits", n, pts, sc, c, K, digits)
     counts = cuda.to_device(np.zeros(L, np.int32))
-    _launch("msm_bucket_count", K * n, digits, H, counts)
+    CUDA_KERNELS.launch("msm_bucket_count", K * n, digits, H, counts)
     starts = cuda.device_array(L, np.int64)
     scan_threads = min(32 if cuda_simulated() else SCAN_THREADS, 1 << max(5, (L - 1).bit_length()))
-    _kernel("msm_exclusive_scan")[1, scan_threads](counts, starts)
+    CUDA_KERNELS.kernel("msm_exclusive_scan")[1, scan_threads](counts, starts)
     cursors = cuda.to_device(np.zeros(L, np.int32))
     entries = cuda.device_array(K * n, np.uint32)
-    _launch("msm_bucket_scatter", K * n, digits, H, starts, cursors, entries)
+    CUDA_KERNELS.launch("msm_bucket_scatter", K * n, digits, H, starts, cursors, entries)
     buckets = cuda.device_array((L, jw), np.uint64)
-    _launch(f"msm_g{g}_bucket_accumulate", L, pts, entries, starts, counts, buckets)
+    CUDA_KERNELS.launch(f"msm_g{g}_bucket_accumulate", L, pts, entries, starts, counts, buckets)
     segs = cuda.device_array((K * S, jw), np.uint64)
-    _launch(f"msm_g{g}_bucket_reduce", K * S, buckets, H, H // S, segs)
+    CUDA_KERNELS.launch(f"msm_g{g}_bucket_reduce", K * S, buckets, H, H // S, segs)
     wins = cuda.device_array((K, jw), np.uint64)
-    _launch(f"msm_g{g}_window_sums", K, segs, S, wins)
+    CUDA_KERNELS.launch(f"msm_g{g}_window_sums", K, segs, S, wins)
     from cuzk.kernels.msm_cpu import windows_combine
 
     return windows_combine(wins.copy_to_host(), c, g)

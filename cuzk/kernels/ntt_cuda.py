@@ -28,7 +28,7 @@ import threading
 import numpy as np
 from numba import cuda, types
 
-from cuzk.jit import cuda_simulated, get_target, require_cuda
+from cuzk.jit import KernelTable, cuda_simulated, get_target, require_cuda
 from cuzk.kernels import ntt_cpu
 
 K = get_target("cuda").load("cuzk.kernels.ntt")
@@ -192,7 +192,7 @@ _I = types.int64
 _B = types.boolean
 _STAGE = (_V, _V, _V, _I, _V, _I, _I, _B)
 # name -> (python function, argument types); tests/test_ptx.py compiles each for sm_90.
-CUDA_KERNELS = {
+CUDA_KERNELS = KernelTable({
     "ntt_bit_reverse": (ntt_bit_reverse, (_V, _I)),
     "ntt_bit_reverse_scale": (ntt_bit_reverse_scale, (_V, _I, _V)),
     "ntt_dit_stage": (ntt_dit_stage, _STAGE),
@@ -201,26 +201,11 @@ CUDA_KERNELS = {
     "ntt_coset_block": (ntt_coset_block, (_V, _V, _V, _I, _V, _V, _I, _I)),
     "ntt_coset_shift": (ntt_coset_shift, (_V, _V, _I, _B)),
     "ntt_quotient": (ntt_quotient, (_V, _V, _V, _V, _V)),
-}
+})
 # Kernels that multiply field elements: their PTX must hold the 64-bit high product.
-PTX_EXPECT = {name: ["mul.hi.u64"] for name in CUDA_KERNELS if name != "ntt_bit_reverse"}
+CUDA_KERNELS.expect = {name: ["mul.hi.u64"] for name in CUDA_KERNELS if name != "ntt_bit_reverse"}
+kernel = CUDA_KERNELS.kernel  # compiled at first launch; cached on disk on a GPU
 
-_compiled: dict[str, object] = {}
-_compile_lock = threading.Lock()
-
-
-def kernel(name: str):
-    """The CUDA dispatcher of kernel ``name`` (compiled at its first launch, for the argument
-    types of CUDA_KERNELS, which is what the launch sites pass; cached on disk on a GPU)."""
-    k = _compiled.get(name)
-    if k is None:
-        with _compile_lock:
-            k = _compiled.get(name)
-            if k is None:
-                fn, _ = CUDA_KERNELS[name]
-                k = _compiled[name] = cuda.jit(fn) if cuda_simulated() else cuda.jit(fn,
-                                                                                   cache=True)
-    return k
 
 
 # --- resident tables ------------------------------------------------------------------------
@@ -295,7 +280,7 @@ def device_tables(device_id: int | None = None) -> DeviceTables:
 def _launch(name: str, count: int, stream):
     """Kernel ``name`` configured with one thread per item of ``count``."""
     threads = SIMULATOR_THREADS if cuda_simulated() else THREADS
-    return kernel(name)[max(1, (count + threads - 1) // threads), threads, stream]
+    return CUDA_KERNELS.configure(name, max(1, count), stream, threads)
 
 
 def _block_log(log_n: int, block_log: int | None) -> int:

@@ -25,8 +25,10 @@ from collections.abc import Mapping
 
 import numpy as np
 
-G1_WIDTH = 8
-G2_WIDTH = 16
+from cuzk.kernels.points import G1_WIDTH, G2_WIDTH, ResidentPoints
+
+__all__ = ["ResidentPoints", "ResidentKey", "ResidentKeys", "place_points", "parse_device",
+           "device_name", "gpu_context", "ZKEY_SETS", "G1_WIDTH", "G2_WIDTH"]
 # short set names -> cuzk.formats.zkey.ZKey attributes
 ZKEY_SETS = {
     "a": "points_a", "b1": "points_b1", "b2": "points_b2", "c": "points_c", "h": "points_h",
@@ -60,33 +62,6 @@ def device_name(device: str | None) -> str:
     """The canonical name of a device: "cpu" or "cuda:N"."""
     kind, ordinal = parse_device(device)
     return "cpu" if kind == "cpu" else f"cuda:{ordinal}"
-
-
-class ResidentPoints:
-    """One affine point set ((n, 8) G1 or (n, 16) G2 uint64 rows) on one device."""
-
-    def __init__(self, array, device: str, name: str = ""):
-        width = array.shape[1]
-        if len(array.shape) != 2 or width not in (G1_WIDTH, G2_WIDTH):
-            raise ValueError(
-                f"point set {name!r}: expected (n, 8) or (n, 16) rows, got {tuple(array.shape)}"
-            )
-        self.array = array
-        self.device = device
-        self.name = name
-        self.group = 1 if width == G1_WIDTH else 2
-        self.n = int(array.shape[0])
-        self.nbytes = self.n * width * 8
-        self.last_used = time.monotonic()
-
-    def touch(self) -> None:
-        self.last_used = time.monotonic()
-
-    def __len__(self) -> int:
-        return self.n
-
-    def __repr__(self) -> str:
-        return f"<ResidentPoints {self.name!r} G{self.group} n={self.n} on {self.device}>"
 
 
 def place_points(points: np.ndarray, device: str = "cpu", name: str = "") -> ResidentPoints:
