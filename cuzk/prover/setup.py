@@ -27,7 +27,6 @@ import time
 import numpy as np
 from numba import njit, prange
 
-from cuzk.bn254 import curve as C
 from cuzk.bn254 import field as F
 from cuzk.bn254.constants import (
     FR_MODULUS,
@@ -37,10 +36,7 @@ from cuzk.bn254.constants import (
     fr_roots_of_unity,
     int_to_limbs,
 )
-
-WINDOWS = 32  # 32 windows of 8 bits cover 256-bit scalars
-WINDOW_BITS = 8
-WINDOW_SIZE = 1 << WINDOW_BITS
+from cuzk.jit import get_target
 
 
 def _mont_r(x: int) -> tuple:
@@ -49,27 +45,17 @@ def _mont_r(x: int) -> tuple:
 
 
 @njit(cache=True, nogil=True)
-def _t4(a, i):
-    return (a[i, 0], a[i, 1], a[i, 2], a[i, 3])
-
-
-@njit(cache=True, nogil=True)
-def _set4(a, i, v):
-    a[i, 0], a[i, 1], a[i, 2], a[i, 3] = v
-
-
-@njit(cache=True, nogil=True)
 def _batch_inverse(d, out):
     """out[i] = 1/d[i] (Montgomery's trick: one inversion, 3(n−1) multiplications)."""
     n = d.shape[0]
     acc = F.fr_one()
     for i in range(n):
-        _set4(out, i, acc)
-        acc = F.fr_mul(acc, _t4(d, i))
+        F.store(out, i, 0, acc)
+        acc = F.fr_mul(acc, F.load(d, i, 0))
     inv = F.fr_inv(acc)
     for i in range(n - 1, -1, -1):
-        _set4(out, i, F.fr_mul(_t4(out, i), inv))
-        inv = F.fr_mul(inv, _t4(d, i))
+        F.store(out, i, 0, F.fr_mul(F.load(out, i, 0), inv))
+        inv = F.fr_mul(inv, F.load(d, i, 0))
 
 
 @njit(cache=True, nogil=True)
@@ -80,127 +66,45 @@ def _lagrange_basis(tau, start, step, n, scale, out):
     xs = np.empty((n, 4), dtype=np.uint64)
     x = start
     for j in range(n):
-        _set4(xs, j, x)
-        _set4(d, j, F.fr_sub(tau, x))
+        F.store(xs, j, 0, x)
+        F.store(d, j, 0, F.fr_sub(tau, x))
         x = F.fr_mul(x, step)
     _batch_inverse(d, out)
     for j in range(n):
-        _set4(out, j, F.fr_mul(F.fr_mul(_t4(out, j), _t4(xs, j)), scale))
+        F.store(out, j, 0, F.fr_mul(F.fr_mul(F.load(out, j, 0), F.load(xs, j, 0)), scale))
 
 
 @njit(cache=True, nogil=True)
 def _accumulate_columns(row_ptr, cols, vals, lag, out):
     """out[col] += val·L[row] over a CSR matrix with plain values (Montgomery out)."""
     for i in range(row_ptr.shape[0] - 1):
-        li = _t4(lag, i)
+        li = F.load(lag, i, 0)
         for k in range(row_ptr[i], row_ptr[i + 1]):
             c = cols[k]
-            t = F.fr_mul(F.fr_to_mont(_t4(vals, k)), li)
-            _set4(out, c, F.fr_add(_t4(out, c), t))
+            t = F.fr_mul(F.fr_to_mont(F.load(vals, k, 0)), li)
+            F.store(out, c, 0, F.fr_add(F.load(out, c, 0), t))
 
 
 @njit(cache=True, nogil=True, parallel=True)
 def _combine(u, v, w, alpha, beta, inv, lo, hi, out):
     """out[i − lo] = (β·u_i + α·v_i + w_i)·inv, plain form, for lo ≤ i < hi."""
     for i in prange(lo, hi):
-        t = F.fr_add(F.fr_add(F.fr_mul(beta, _t4(u, i)), F.fr_mul(alpha, _t4(v, i))), _t4(w, i))
-        _set4(out, i - lo, F.fr_from_mont(F.fr_mul(t, inv)))
+        bu = F.fr_mul(beta, F.load(u, i, 0))
+        t = F.fr_add(F.fr_add(bu, F.fr_mul(alpha, F.load(v, i, 0))), F.load(w, i, 0))
+        F.store(out, i - lo, 0, F.fr_from_mont(F.fr_mul(t, inv)))
 
 
 @njit(cache=True, nogil=True, parallel=True)
 def _from_mont_scaled(x, k, out):
     """out[i] = plain(x[i]·k)."""
     for i in prange(x.shape[0]):
-        _set4(out, i, F.fr_from_mont(F.fr_mul(_t4(x, i), k)))
+        F.store(out, i, 0, F.fr_from_mont(F.fr_mul(F.load(x, i, 0), k)))
 
 
-# --- fixed-base scalar multiplication -----------------------------------------------------
+# --- fixed-base scalar multiplication (cuzk.prover.fixed_base, built per group) ----------
 
-@njit(cache=True, nogil=True)
-def _g1_load(t, w, d):
-    r = t[w, d]
-    return ((r[0], r[1], r[2], r[3]), (r[4], r[5], r[6], r[7]), (r[8], r[9], r[10], r[11]))
-
-
-@njit(cache=True, nogil=True)
-def _g1_store(t, w, d, P):
-    for c in range(3):
-        for k in range(4):
-            t[w, d, 4 * c + k] = P[c][k]
-
-
-@njit(cache=True, nogil=True)
-def _g2_load(t, w, d):
-    r = t[w, d]
-    return (((r[0], r[1], r[2], r[3]), (r[4], r[5], r[6], r[7])),
-            ((r[8], r[9], r[10], r[11]), (r[12], r[13], r[14], r[15])),
-            ((r[16], r[17], r[18], r[19]), (r[20], r[21], r[22], r[23])))
-
-
-@njit(cache=True, nogil=True)
-def _g2_store(t, w, d, P):
-    for c in range(3):
-        for e in range(2):
-            for k in range(4):
-                t[w, d, 8 * c + 4 * e + k] = P[c][e][k]
-
-
-@njit(cache=True, nogil=True)
-def _g1_table(g):
-    """t[w, d] = d·2^(8w)·G for the affine generator g, Jacobian rows of 12 limbs."""
-    t = np.zeros((WINDOWS, WINDOW_SIZE, 12), dtype=np.uint64)
-    base = C.g1_from_affine(g)
-    for w in range(WINDOWS):
-        acc = C.g1_inf()
-        for d in range(WINDOW_SIZE):
-            _g1_store(t, w, d, acc)
-            acc = C.g1_add(acc, base)
-        base = acc  # 256·base
-    return t
-
-
-@njit(cache=True, nogil=True)
-def _g2_table(g):
-    t = np.zeros((WINDOWS, WINDOW_SIZE, 24), dtype=np.uint64)
-    base = C.g2_from_affine(g)
-    for w in range(WINDOWS):
-        acc = C.g2_inf()
-        for d in range(WINDOW_SIZE):
-            _g2_store(t, w, d, acc)
-            acc = C.g2_add(acc, base)
-        base = acc
-    return t
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def _g1_fixed_base(t, k, out):
-    """out[i] = affine(k[i]·G) for plain scalars k (n, 4); zeros for infinity."""
-    for i in prange(k.shape[0]):
-        acc = C.g1_inf()
-        for w in range(WINDOWS):
-            d = (k[i, w // 8] >> np.uint64(8 * (w % 8))) & np.uint64(0xFF)
-            if d != 0:
-                acc = C.g1_add(acc, _g1_load(t, w, d))
-        x, y = C.g1_to_affine(acc)
-        for c in range(4):
-            out[i, c] = x[c]
-            out[i, 4 + c] = y[c]
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def _g2_fixed_base(t, k, out):
-    for i in prange(k.shape[0]):
-        acc = C.g2_inf()
-        for w in range(WINDOWS):
-            d = (k[i, w // 8] >> np.uint64(8 * (w % 8))) & np.uint64(0xFF)
-            if d != 0:
-                acc = C.g2_add(acc, _g2_load(t, w, d))
-        x, y = C.g2_to_affine(acc)
-        for c in range(4):
-            out[i, c] = x[0][c]
-            out[i, 4 + c] = x[1][c]
-            out[i, 8 + c] = y[0][c]
-            out[i, 12 + c] = y[1][c]
+_CPU = get_target("cpu")
+FIXED_BASE = {g: _CPU.load("cuzk.prover.fixed_base", group=g) for g in ("g1", "g2")}
 
 
 def _generators():
@@ -220,26 +124,23 @@ class FixedBase:
 
     def __init__(self):
         g1, g2 = _generators()
-        self.t1 = _g1_table(g1)
-        self.t2 = _g2_table(g2)
+        self.tables = {"g1": FIXED_BASE["g1"].table(g1), "g2": FIXED_BASE["g2"].table(g2)}
+
+    def _multiply(self, group, scalars, progress):
+        build = FIXED_BASE[group]
+        out = np.zeros((len(scalars), build.AFFINE_WIDTH), dtype=np.uint64)
+        for lo in range(0, len(scalars), self.CHUNK):
+            hi = min(lo + self.CHUNK, len(scalars))
+            build.multiply(self.tables[group], np.ascontiguousarray(scalars[lo:hi]), out[lo:hi])
+            if progress:
+                progress(hi - lo)
+        return out
 
     def g1(self, scalars, progress=None) -> np.ndarray:
-        out = np.zeros((len(scalars), 8), dtype=np.uint64)
-        for lo in range(0, len(scalars), self.CHUNK):
-            hi = min(lo + self.CHUNK, len(scalars))
-            _g1_fixed_base(self.t1, np.ascontiguousarray(scalars[lo:hi]), out[lo:hi])
-            if progress:
-                progress(hi - lo)
-        return out
+        return self._multiply("g1", scalars, progress)
 
     def g2(self, scalars, progress=None) -> np.ndarray:
-        out = np.zeros((len(scalars), 16), dtype=np.uint64)
-        for lo in range(0, len(scalars), self.CHUNK):
-            hi = min(lo + self.CHUNK, len(scalars))
-            _g2_fixed_base(self.t2, np.ascontiguousarray(scalars[lo:hi]), out[lo:hi])
-            if progress:
-                progress(hi - lo)
-        return out
+        return self._multiply("g2", scalars, progress)
 
 
 def domain_size_for(n_constraints: int, n_public: int) -> int:
@@ -282,7 +183,7 @@ def _coefficients(r1cs, n_public):
 @njit(cache=True, nogil=True, parallel=True)
 def _to_mont_twice_kernel(x, out):
     for i in prange(x.shape[0]):
-        _set4(out, i, F.fr_to_mont(F.fr_to_mont(_t4(x, i))))
+        F.store(out, i, 0, F.fr_to_mont(F.fr_to_mont(F.load(x, i, 0))))
 
 
 def _to_mont_twice(vals):
