@@ -24,7 +24,7 @@ Data flow (cf. CPython's concurrent/futures/process.py):
   dispatches: device queue -> devices with free worker capacity, synthesis queue -> idle
   synthesis processes while the memory budget has room (head of line waits: a large critical
   partition is not overtaken by small normal ones).
-- Children: see synthesis.py and device.py. Witness and a, b, c travel only through
+- Children: see synthesis_process.py and device_process.py. Witness and a, b, c travel only through
   shared-memory segments that this supervisor creates and unlinks; pipes carry small
   messages (ids, timings, proof JSON).
 """
@@ -625,8 +625,8 @@ class Engine:
 
     # ---------------------------------------------------------------- processes
     def _spawn(self, ch: _Child) -> None:
-        from cuzk.engine.device import device_main
-        from cuzk.engine.synthesis import synth_main
+        from cuzk.engine.device_process import device_main
+        from cuzk.engine.synthesis_process import synth_main
 
         parent_conn, child_conn = self._ctx.Pipe(duplex=True)
         if ch.role == "synth":
