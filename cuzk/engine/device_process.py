@@ -33,7 +33,19 @@ import time
 
 from cuzk.engine import child
 from cuzk.engine.buffers import Segment
-from cuzk.engine.status import ChildStatus
+from cuzk.engine.messages import (
+    Cancel,
+    Done,
+    Dropped,
+    EvictKey,
+    Failed,
+    Failure,
+    KeyEvicted,
+    KeyLoaded,
+    Prove,
+    Ready,
+    Started,
+)
 from cuzk.formats.errors import FormatError
 
 
@@ -48,13 +60,13 @@ def permanent(exc: BaseException) -> bool:
 
 
 class _Item:
-    """One partition inside this process: its spec, mapped buffers, timings."""
+    """One partition inside this process: its Prove message, mapped buffers, timings."""
 
-    __slots__ = ("spec", "work", "key", "wseg", "abcseg", "partial", "gpu_ms", "t_start", "t_end")
+    __slots__ = ("msg", "work", "key", "wseg", "abcseg", "partial", "gpu_ms", "t_start", "t_end")
 
-    def __init__(self, spec):
-        self.spec = spec
-        self.work = tuple(spec["work"])
+    def __init__(self, msg: Prove):
+        self.msg = msg
+        self.work = msg.work
         self.key = None
         self.wseg = self.abcseg = None
         self.partial = None
@@ -85,87 +97,107 @@ def visible_only(device_name: str) -> str:
 
 
 def device_main(conn, parent_pid: int, device_index: int, device_name: str, opts: dict) -> None:
+    """The process's entry point (spawn target)."""
     child.tie_to_parent(parent_pid)
-    open_name = visible_only(device_name)
-    child.setup_logging(opts.get("log_level", 30))
-    chan = child.Channel(conn)
-    prover = child.load_prover(opts["prover"], opts.get("prover_options"))
-    status = ChildStatus.attach(opts.get("board_name"), pid=os.getpid())
-    n_workers = opts["workers_per_device"]
-    n_fin = opts["finalizers_per_device"]
-    split = opts["split_prove"]
-    self_verify = opts.get("self_verify", False)
-    worker_slots = [device_index * n_workers + j for j in range(n_workers)]
-    fin_slots = [device_index * n_fin + j for j in range(n_fin)]
-    for s in worker_slots:
-        status.register_gpu_worker(s, device_index, device_name)
-    for s in fin_slots:
-        status.register_finalizer(s, device_index, device_name)
+    open_name = visible_only(device_name)  # before anything initialises CUDA
+    DeviceProcess(conn, device_index, device_name, open_name, opts).run()
 
-    dev = prover.open_device(open_name)
-    keys: dict[str, object] = {}  # key_id -> ProvingKey resident on this device
-    key_lock = threading.Lock()
-    kernel_lock = threading.Lock()
-    inbox: queue.Queue = queue.Queue()
-    free_fin: queue.Queue = queue.Queue()  # finalizer slots whose thread is free
-    fin_inbox = {s: queue.Queue(maxsize=1) for s in fin_slots}
-    for s in fin_slots:
-        free_fin.put(s)
-    cancelled: set[str] = set()  # job ids; read at every stage boundary
-    verifiers: dict[str, object] = {}
 
-    def verifier(key):
-        """proof -> bool for one key: the prover's own verify() when its keys carry their
-        verification key (the double), else cuzk.verifier with the verifying key read from the
-        mapped zkey (built once per key)."""
-        v = verifiers.get(key.key_id)
+class DeviceProcess(child.ChildProcess):
+    """One device: its worker loops, finalizer threads, resident keys (see the module doc)."""
+
+    def __init__(self, conn, device_index: int, device_name: str, open_name: str, opts: dict):
+        super().__init__(conn, opts)
+        self.device_name = device_name
+        n_workers, n_fin = opts["workers_per_device"], opts["finalizers_per_device"]
+        self.split = opts["split_prove"]
+        self.self_verify = opts.get("self_verify", False)
+        self.worker_slots = [device_index * n_workers + j for j in range(n_workers)]
+        self.fin_slots = [device_index * n_fin + j for j in range(n_fin)]
+        for s in self.worker_slots:
+            self.status.register_gpu_worker(s, device_index, device_name)
+        for s in self.fin_slots:
+            self.status.register_finalizer(s, device_index, device_name)
+        self.dev = self.prover.open_device(open_name)
+        self.keys: dict[str, object] = {}  # key_id -> ProvingKey resident on this device
+        self.key_lock = threading.Lock()
+        self.kernel_lock = threading.Lock()
+        self.inbox: queue.Queue = queue.Queue()
+        self.free_fin: queue.Queue = queue.Queue()  # finalizer slots whose thread is free
+        self.fin_inbox = {s: queue.Queue(maxsize=1) for s in self.fin_slots}
+        for s in self.fin_slots:
+            self.free_fin.put(s)
+        self.cancelled: set[str] = set()  # job ids; read at every stage boundary
+        self.verifiers: dict[str, object] = {}
+
+    def run(self) -> None:
+        threads = [threading.Thread(target=self._worker, args=(s,), name=f"worker-{s}",
+                                    daemon=True) for s in self.worker_slots]
+        threads += [threading.Thread(target=self._finalizer, args=(s,), name=f"finalizer-{s}",
+                                     daemon=True) for s in self.fin_slots]
+        threads.append(threading.Thread(target=self.status.heartbeat_loop, name="heartbeat",
+                                        daemon=True))
+        for t in threads:
+            t.start()
+        self.chan.send(Ready(os.getpid()))
+        self.serve()
+
+    def handle(self, msg) -> None:
+        match msg:
+            case Prove():
+                self.inbox.put(msg)
+            case Cancel(job_id):
+                self.cancelled.add(job_id)
+            case EvictKey(key_id):
+                with self.key_lock:
+                    if self.keys.pop(key_id, None) is not None:
+                        self.dev.evict_key(key_id)
+                self.chan.send(KeyEvicted(key_id))
+
+    def _verifier(self, key):
+        """proof -> bool for one key, its verification key built once."""
+        v = self.verifiers.get(key.key_id)
         if v is None:
-            if hasattr(prover, "verify") and hasattr(key, "verification_key"):
-                vk = key.verification_key()
-                v = lambda proof: prover.verify(vk, proof.public, proof)  # noqa: E731
-            else:
-                from cuzk import verifier as V
-
-                vk = V.VerifyingKey.from_zkey(key.zkey)
-                v = lambda proof: V.verify(vk, proof.public, proof.to_json())  # noqa: E731
-            verifiers[key.key_id] = v
+            vk, verify = key.verification_key(), self.prover.verify
+            v = self.verifiers[key.key_id] = lambda proof: verify(vk, proof.public, proof)
         return v
 
-    def resident_key(spec):
-        with key_lock:
-            key = keys.get(spec["key_id"])
+    def _resident_key(self, msg: Prove):
+        with self.key_lock:
+            key = self.keys.get(msg.key_id)
             if key is None:
-                key = prover.ProvingKey.open(spec["key_path"])
+                key = self.prover.ProvingKey.open(msg.key_path)
                 t0 = time.time()
-                dev.load_key(key)
-                keys[key.key_id] = key
-                chan.send(("key_loaded", key.key_id, {"bytes": int(dev.resident_bytes(key.key_id)),
-                                                      "load_ms": (time.time() - t0) * 1e3}))
+                self.dev.load_key(key)
+                self.keys[key.key_id] = key
+                self.chan.send(KeyLoaded(key.key_id, int(self.dev.resident_bytes(key.key_id)),
+                                         (time.time() - t0) * 1e3))
             return key
 
-    def fail(item, stage, exc, abc_intact=False):
+    def _fail(self, item: _Item, stage: str, exc: BaseException, abc_intact=False) -> None:
         """Report a failed stage. `abc_intact`: prove_start never ran on this item, so its
         abc segment still holds a, b, c and the supervisor may send the retry straight back to
         a device (prove_start overwrites a, b, c in place)."""
         item.close()
-        chan.send(("failed", item.work, {"stage": stage, "abc_intact": abc_intact,
-                                         "permanent": permanent(exc),
-                                         **child.describe_exception(exc)}))
+        self.chan.send(Failed(item.work, stage, abc_intact, permanent(exc), Failure.of(exc)))
 
-    def finish(item, token):
+    def _drop(self, item: _Item, stage: str) -> None:
+        item.close()
+        self.chan.send(Dropped(item.work, stage))
+
+    def _finish(self, item: _Item, token) -> None:
         """prove_finish (+ verify); ends `token` (a finalizer's or, synchronous, the worker's)."""
-        job_id, part, _ = item.work
+        status = self.status
         t0 = time.time()
-        if job_id in cancelled:
+        if item.work.job_id in self.cancelled:
             status.finish_end(token, ok=False, gpu_ms=item.gpu_ms, finalize_ms=0.0)
-            item.close()
-            chan.send(("dropped", item.work, {"stage": "finish"}))
+            self._drop(item, "finish")
             return
         try:
             w = item.wseg.array((item.key.n_vars, 4))
-            proof = prover.prove_finish(item.key, item.partial, w)
+            proof = self.prover.prove_finish(item.key, item.partial, w)
             del w
-            if self_verify and not verifier(item.key)(proof):
+            if self.self_verify and not self._verifier(item.key)(proof):
                 raise ProofRejected("self-verification rejected the proof: the witness does "
                                     "not satisfy the key's circuit")
             proof_json = proof.to_json()
@@ -173,102 +205,73 @@ def device_main(conn, parent_pid: int, device_index: int, device_name: str, opts
         except Exception as exc:
             ms = (time.time() - t0) * 1e3
             status.finish_end(token, ok=False, gpu_ms=item.gpu_ms, finalize_ms=ms)
-            fail(item, "finish", exc)
+            self._fail(item, "finish", exc)
             return
         ms = (time.time() - t0) * 1e3
         status.finish_end(token, ok=True, gpu_ms=item.gpu_ms, finalize_ms=ms)
         item.close()
-        chan.send(("done", item.work, {"proof": proof_json, "public": public,
-                                       "gpu_ms": item.gpu_ms, "finalize_ms": ms,
-                                       "t_start": item.t_start, "t_end": item.t_end}))
+        self.chan.send(Done(item.work, proof_json, public, item.gpu_ms, ms, item.t_start,
+                            item.t_end))
 
-    def worker(slot: int) -> None:
+    def _worker(self, slot: int) -> None:
         while True:
-            spec = inbox.get()
-            if spec is None:
+            self._prove_one(slot, _Item(self.inbox.get()))
+
+    def _prove_one(self, slot: int, item: _Item) -> None:
+        status, wk = self.status, item.work
+        if wk.job_id in self.cancelled:
+            self._drop(item, "start")
+            return
+        try:
+            item.key = self._resident_key(item.msg)
+            item.wseg = Segment.attach(item.msg.w)
+            item.abcseg = Segment.attach(item.msg.abc)
+            d = item.key.domain_size
+            a, b, c = (item.abcseg.array((d, 4), offset=i * d * 32) for i in range(3))
+            w = item.wseg.array((item.key.n_vars, 4))
+        except Exception as exc:
+            self._fail(item, "start", exc, abc_intact=True)  # before prove_start
+            return
+        fin_slot = fin_token = None
+        with self.kernel_lock:
+            if wk.job_id in self.cancelled:  # cancelled while waiting for the device
+                del a, b, c, w
+                self._drop(item, "start")
                 return
-            item = _Item(spec)
-            job_id, part, _ = item.work
-            if job_id in cancelled:
-                chan.send(("dropped", item.work, {"stage": "start"}))
-                continue
+            token = status.gpu_claim(slot, wk.job_id, wk.partition)
+            item.t_start = time.time()
             try:
-                item.key = resident_key(spec)
-                item.wseg = Segment.attach(spec["w"])
-                item.abcseg = Segment.attach(spec["abc"])
-                d = item.key.domain_size
-                a, b, c = (item.abcseg.array((d, 4), offset=i * d * 32) for i in range(3))
-                w = item.wseg.array((item.key.n_vars, 4))
+                item.partial = self.prover.prove_start(item.key, a, b, c, w, self.dev)
             except Exception as exc:
-                fail(item, "start", exc, abc_intact=True)  # before prove_start
-                continue
-            fin_token = None
-            with kernel_lock:
-                if job_id in cancelled:  # cancelled while waiting for the device
-                    del a, b, c, w
-                    item.close()
-                    chan.send(("dropped", item.work, {"stage": "start"}))
-                    continue
-                token = status.gpu_claim(slot, job_id, part)
-                item.t_start = time.time()
-                try:
-                    item.partial = prover.prove_start(item.key, a, b, c, w, dev)
-                except Exception as exc:
-                    item.t_end = time.time()
-                    status.gpu_end(token, ok=False, gpu_ms=(item.t_end - item.t_start) * 1e3)
-                    del a, b, c, w
-                    fail(item, "start", exc)  # a, b, c may be overwritten already
-                    continue
                 item.t_end = time.time()
-                item.gpu_ms = (item.t_end - item.t_start) * 1e3
-                if split:
-                    try:  # a free finalizer now: hand over before the next worker starts
-                        fin_slot = free_fin.get_nowait()
-                        fin_token = status.gpu_handoff(token, fin_slot)
-                    except queue.Empty:
-                        fin_slot = None
-            del a, b, c, w
-            item.abcseg.close()
-            item.abcseg = None
-            chan.send(("started", item.work, {"gpu_ms": item.gpu_ms, "t_start": item.t_start,
-                                              "t_end": item.t_end}))
-            if not split:
-                finish(item, token)
-                continue
-            if fin_slot is None:  # every finalizer busy: wait for one (kernels are not held)
-                fin_slot = free_fin.get()
-                fin_token = status.gpu_handoff(token, fin_slot)
-            fin_inbox[fin_slot].put((item, fin_token))
+                status.gpu_end(token, ok=False, gpu_ms=(item.t_end - item.t_start) * 1e3)
+                del a, b, c, w
+                self._fail(item, "start", exc)  # a, b, c may be overwritten already
+                return
+            item.t_end = time.time()
+            item.gpu_ms = (item.t_end - item.t_start) * 1e3
+            if self.split:
+                try:  # a free finalizer now: hand over before the next worker starts
+                    fin_slot = self.free_fin.get_nowait()
+                    fin_token = status.gpu_handoff(token, fin_slot)
+                except queue.Empty:
+                    pass
+        del a, b, c, w
+        item.abcseg.close()
+        item.abcseg = None
+        self.chan.send(Started(wk, item.gpu_ms, item.t_start, item.t_end))
+        if not self.split:
+            self._finish(item, token)
+            return
+        if fin_slot is None:  # every finalizer busy: wait for one (kernels are not held)
+            fin_slot = self.free_fin.get()
+            fin_token = status.gpu_handoff(token, fin_slot)
+        self.fin_inbox[fin_slot].put((item, fin_token))
 
-    def finalizer(fin_slot: int) -> None:
+    def _finalizer(self, fin_slot: int) -> None:
         while True:
-            item, token = fin_inbox[fin_slot].get()
+            item, token = self.fin_inbox[fin_slot].get()
             try:
-                finish(item, token)
+                self._finish(item, token)
             finally:
-                free_fin.put(fin_slot)
-
-    threads = [threading.Thread(target=worker, args=(s,), name=f"worker-{s}", daemon=True)
-               for s in worker_slots]
-    threads += [threading.Thread(target=finalizer, args=(s,), name=f"finalizer-{s}", daemon=True)
-                for s in fin_slots]
-    threads.append(threading.Thread(target=status.heartbeat_loop, name="heartbeat", daemon=True))
-    for t in threads:
-        t.start()
-    chan.send(("ready", os.getpid(), {"device": device_name}))
-    while True:
-        msg = chan.recv()
-        kind = msg[0]
-        if kind == "prove":
-            inbox.put(msg[1])
-        elif kind == "cancel":
-            cancelled.add(msg[1])
-        elif kind == "evict_key":
-            with key_lock:
-                if keys.pop(msg[1], None) is not None:
-                    dev.evict_key(msg[1])
-            chan.send(("key_evicted", msg[1], {}))
-        elif kind == "ping":
-            chan.send(("pong", msg[1]))
-        elif kind == "stop":
-            os._exit(0)
+                self.free_fin.put(fin_slot)

@@ -21,49 +21,73 @@ import numpy as np
 
 from cuzk.engine import child
 from cuzk.engine.buffers import Segment
-from cuzk.engine.status import ChildStatus
+from cuzk.engine.messages import Failure, Ready, Synth, SynthDone, SynthFailed
 
 
 def synth_main(conn, parent_pid: int, slot: int, opts: dict) -> None:
+    """The process's entry point (spawn target)."""
     child.tie_to_parent(parent_pid)
-    child.setup_logging(opts.get("log_level", 30))
-    chan = child.Channel(conn)
-    prover = child.load_prover(opts["prover"], opts.get("prover_options"))
-    status = ChildStatus.attach(opts.get("board_name"), pid=os.getpid())
-    status.register_synth(slot)
-    keys: dict[str, object] = {}  # key path -> ProvingKey, mapped once in this process
-    pool = None  # WitnessPool, created by the first job with circuit inputs
-    work: queue.Queue = queue.Queue()
+    SynthesisProcess(conn, slot, opts).run()
 
-    def run_one(spec: dict) -> None:
-        nonlocal pool
-        job_id, partition, attempt = spec["work"]
+
+class SynthesisProcess(child.ChildProcess):
+    """One synthesis slot: a work thread synthesizing one partition at a time."""
+
+    def __init__(self, conn, slot: int, opts: dict):
+        super().__init__(conn, opts)
+        self.slot = slot
+        self.status.register_synth(slot)
+        self.keys: dict[str, object] = {}  # key path -> ProvingKey, mapped once in this process
+        self.pool = None  # WitnessPool, created by the first job with circuit inputs
+        self.work: queue.Queue = queue.Queue()
+
+    def run(self) -> None:
+        threading.Thread(target=self._work_loop, name=f"synth-{self.slot}", daemon=True).start()
+        threading.Thread(target=self.status.heartbeat_loop, name="heartbeat", daemon=True).start()
+        self.chan.send(Ready(os.getpid()))
+        self.serve()
+
+    def handle(self, msg) -> None:
+        match msg:
+            case Synth():
+                self.work.put(msg)
+
+    def _work_loop(self) -> None:
+        while True:
+            self._run_one(self.work.get())
+
+    def _key(self, path: str):
+        key = self.keys.get(path)
+        if key is None:
+            key = self.keys[path] = self.prover.ProvingKey.open(path)
+        return key
+
+    def _run_one(self, msg: Synth) -> None:
+        prover, status, wk = self.prover, self.status, msg.work
         t0 = time.time()
-        token = status.synth_claim(slot, job_id, partition)
+        token = status.synth_claim(self.slot, wk.job_id, wk.partition)
         segs = []
         try:
-            key = keys.get(spec["key_path"])
-            if key is None:
-                key = keys[spec["key_path"]] = prover.ProvingKey.open(spec["key_path"])
+            key = self._key(msg.key_path)
             t_w = time.time()
-            source = spec["input"]
+            source = msg.source
             if source[0] == "shm":
                 seg = Segment.attach(source[1])
                 segs.append(seg)
                 data = bytes(seg.buf[: source[2]])
             else:
                 data = source[1]
-            wseg = Segment.attach(spec["w"])
-            abcseg = Segment.attach(spec["abc"])
+            wseg = Segment.attach(msg.w)
+            abcseg = Segment.attach(msg.abc)
             segs += [wseg, abcseg]
             w = wseg.array((key.n_vars, 4))
-            if spec.get("wasm"):  # circuit inputs: the witness computed straight into w
-                if pool is None:
+            if msg.wasm:  # circuit inputs: the witness computed straight into w
+                if self.pool is None:
                     from cuzk.witness.pool import WitnessPool
 
-                    pool = WitnessPool()
-                pool.calculate_into(spec["wasm"], data, w,
-                                    name=f"job {job_id} partition {partition} inputs")
+                    self.pool = WitnessPool()
+                self.pool.calculate_into(msg.wasm, data, w,
+                                         name=f"job {wk.job_id} partition {wk.partition} inputs")
             else:
                 w_loaded = prover.load_witness(data, key)
                 np.copyto(w, w_loaded)
@@ -80,36 +104,12 @@ def synth_main(conn, parent_pid: int, slot: int, opts: dict) -> None:
             del syn, out, w
             t_end = time.time()
             ms = (t_end - t0) * 1e3
-            status.synth_end(token, job_id, partition, ok=True, synth_ms=ms)
-            chan.send(("synth_done", spec["work"], {
-                "synth_ms": ms, "witness_ms": (t_abc - t_w) * 1e3,
-                "abc_ms": (t_end - t_abc) * 1e3, "public": public}))
+            status.synth_end(token, wk.job_id, wk.partition, ok=True, synth_ms=ms)
+            self.chan.send(SynthDone(wk, ms, (t_abc - t_w) * 1e3, (t_end - t_abc) * 1e3, public))
         except Exception as exc:  # reported; the supervisor decides retry or failure
             ms = (time.time() - t0) * 1e3
-            status.synth_end(token, job_id, partition, ok=False, synth_ms=ms)
-            chan.send(("synth_failed", spec["work"], child.describe_exception(exc)))
+            status.synth_end(token, wk.job_id, wk.partition, ok=False, synth_ms=ms)
+            self.chan.send(SynthFailed(wk, Failure.of(exc)))
         finally:
             for s in segs:
                 s.close()
-
-    def worker() -> None:
-        while True:
-            spec = work.get()
-            if spec is None:
-                return
-            run_one(spec)
-
-    t = threading.Thread(target=worker, name=f"synth-{slot}", daemon=True)
-    t.start()
-    hb = threading.Thread(target=status.heartbeat_loop, name="heartbeat", daemon=True)
-    hb.start()
-    chan.send(("ready", os.getpid(), {"slot": slot}))
-    while True:
-        msg = chan.recv()
-        kind = msg[0]
-        if kind == "synth":
-            work.put(msg[1])
-        elif kind == "ping":
-            chan.send(("pong", msg[1]))
-        elif kind == "stop":
-            os._exit(0)
