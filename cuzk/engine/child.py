@@ -21,7 +21,7 @@ import signal
 import sys
 import threading
 
-from cuzk.engine.messages import Ping, Pong, Stop, pack, unpack
+from cuzk.engine.messages import Ping, Pong, Ready, Stop, pack, unpack
 from cuzk.engine.status import ChildStatus
 
 PR_SET_PDEATHSIG = 1
@@ -77,6 +77,17 @@ class ChildProcess:
         self.chan = Channel(conn)
         self.prover = load_prover(opts["prover"], opts.get("prover_options"))
         self.status = ChildStatus.attach(opts.get("board_name"), pid=os.getpid())
+
+    def run(self) -> None:
+        """Start the process's threads and the board heartbeat, report Ready, then serve."""
+        for target, name in [*self.threads(), (self.status.heartbeat_loop, "heartbeat")]:
+            threading.Thread(target=target, name=name, daemon=True).start()
+        self.chan.send(Ready(os.getpid()))
+        self.serve()
+
+    def threads(self) -> list[tuple]:
+        """(target, thread name) for each thread of the process."""
+        raise NotImplementedError
 
     def serve(self) -> None:
         """The main thread, for good: answer pings, exit on Stop, hand the rest to handle()."""

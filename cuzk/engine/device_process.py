@@ -26,6 +26,7 @@ and partitions of cancelled jobs skipped at a stage boundary.
 
 from __future__ import annotations
 
+import functools
 import os
 import queue
 import threading
@@ -43,7 +44,6 @@ from cuzk.engine.messages import (
     KeyEvicted,
     KeyLoaded,
     Prove,
-    Ready,
     Started,
 )
 from cuzk.formats.errors import FormatError
@@ -130,17 +130,10 @@ class DeviceProcess(child.ChildProcess):
         self.cancelled: set[str] = set()  # job ids; read at every stage boundary
         self.verifiers: dict[str, object] = {}
 
-    def run(self) -> None:
-        threads = [threading.Thread(target=self._worker, args=(s,), name=f"worker-{s}",
-                                    daemon=True) for s in self.worker_slots]
-        threads += [threading.Thread(target=self._finalizer, args=(s,), name=f"finalizer-{s}",
-                                     daemon=True) for s in self.fin_slots]
-        threads.append(threading.Thread(target=self.status.heartbeat_loop, name="heartbeat",
-                                        daemon=True))
-        for t in threads:
-            t.start()
-        self.chan.send(Ready(os.getpid()))
-        self.serve()
+    def threads(self) -> list[tuple]:
+        return ([(functools.partial(self._worker, s), f"worker-{s}") for s in self.worker_slots]
+                + [(functools.partial(self._finalizer, s), f"finalizer-{s}")
+                   for s in self.fin_slots])
 
     def handle(self, msg) -> None:
         match msg:

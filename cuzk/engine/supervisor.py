@@ -313,9 +313,7 @@ class Supervisor:
 
     # ================================================================ messages
     def _handle(self, ch: ChildRecord, msg) -> None:
-        """One message from `ch`. A work item's report is stale when the scheduler no longer
-        places it where the report comes from (its job was cancelled or failed meanwhile):
-        the stage boundary is reached, and what the item holds is released."""
+        """One message from `ch`."""
         b, d = self.books, self.dispatcher
         match msg:
             case Pong():
@@ -332,9 +330,7 @@ class Supervisor:
             case KeyEvicted():
                 pass
             case SynthDone(wk):
-                ch.items.discard(wk)
-                b.event("synth_done", wk.job_id, wk.partition, wk.attempt)
-                if self._stale(wk, SYNTHESIZING):
+                if not self._current(ch, wk, SYNTHESIZING, "synth_done"):
                     return
                 _, p = b.job_of(wk)
                 d.free_part(wk, "input")
@@ -343,9 +339,7 @@ class Supervisor:
                 p.state, p.synth_ms = "synth_done", msg.synth_ms
                 p.witness_ms, p.abc_ms = msg.witness_ms, msg.abc_ms
             case SynthFailed(wk, failure):
-                ch.items.discard(wk)
-                b.event("synth_failed", wk.job_id, wk.partition, wk.attempt)
-                if self._stale(wk, SYNTHESIZING):
+                if not self._current(ch, wk, SYNTHESIZING, "synth_failed"):
                     return
                 job, _ = b.job_of(wk)
                 # Circuit inputs the circuit rejects (a missing signal, a failing assert) fail
@@ -363,9 +357,7 @@ class Supervisor:
                     p.gpu_ms, p.t_gpu_start, p.t_gpu_end = msg.gpu_ms, msg.t_start, msg.t_end
                     p.state = "finalizing" if b.config.split_prove else "gpu"
             case Done(wk):
-                ch.items.discard(wk)
-                b.event("done", wk.job_id, wk.partition, wk.attempt)
-                if self._stale(wk, PROVING):
+                if not self._current(ch, wk, PROVING, "done"):
                     return
                 job, p = b.job_of(wk)
                 b.sched.complete(wk)
@@ -377,11 +369,9 @@ class Supervisor:
                 b.status.partition(job, wk.partition)
                 d.settle(job)
             case Failed(wk, stage, abc_intact, permanent, failure):
-                ch.items.discard(wk)
                 if stage == "start":
                     ch.inflight -= 1
-                b.event("failed", wk.job_id, wk.partition, wk.attempt, stage)
-                if self._stale(wk, PROVING):
+                if not self._current(ch, wk, PROVING, "failed", stage):
                     return
                 # Back to the device only when the device says prove_start never ran on this
                 # attempt (abc_intact: a failure while attaching buffers or loading the key).
@@ -403,12 +393,16 @@ class Supervisor:
             case _:
                 raise TypeError(f"unknown message from {ch.name}: {msg!r}")
 
-    def _stale(self, wk: WorkKey, expected: str) -> bool:
-        """True (and its resources freed) when `wk` is no longer where its report says."""
-        if self.books.sched.place(wk) == expected:
-            return False
+    def _current(self, ch: ChildRecord, wk: WorkKey, place: str, what: str, *args) -> bool:
+        """`ch` reports the end of its stage of `wk`: it no longer holds the item. True when
+        the report is current; False (and what the item holds freed) when the scheduler no
+        longer places it there (its job was cancelled or failed meanwhile)."""
+        ch.items.discard(wk)
+        self.books.event(what, wk.job_id, wk.partition, wk.attempt, *args)
+        if self.books.sched.place(wk) == place:
+            return True
         self.dispatcher.free_work(wk)
-        return True
+        return False
 
     def _on_lost(self, wk: WorkKey, reason: str) -> None:
         """An item held by a process that died."""

@@ -12,16 +12,14 @@ vectors stay in shared memory.
 
 from __future__ import annotations
 
-import os
 import queue
-import threading
 import time
 
 import numpy as np
 
 from cuzk.engine import child
 from cuzk.engine.buffers import Segment
-from cuzk.engine.messages import Failure, Ready, Synth, SynthDone, SynthFailed
+from cuzk.engine.messages import Failure, Synth, SynthDone, SynthFailed
 
 
 def synth_main(conn, parent_pid: int, slot: int, opts: dict) -> None:
@@ -41,11 +39,8 @@ class SynthesisProcess(child.ChildProcess):
         self.pool = None  # WitnessPool, created by the first job with circuit inputs
         self.work: queue.Queue = queue.Queue()
 
-    def run(self) -> None:
-        threading.Thread(target=self._work_loop, name=f"synth-{self.slot}", daemon=True).start()
-        threading.Thread(target=self.status.heartbeat_loop, name="heartbeat", daemon=True).start()
-        self.chan.send(Ready(os.getpid()))
-        self.serve()
+    def threads(self) -> list[tuple]:
+        return [(self._work_loop, f"synth-{self.slot}")]
 
     def handle(self, msg) -> None:
         match msg:
