@@ -35,7 +35,6 @@ import importlib
 import logging
 import os
 import signal
-import threading
 import time
 import uuid
 import weakref
@@ -95,9 +94,11 @@ class Engine:
         buffers.sweep_stale()
         self._sup.start()
         # An engine the program forgot to stop is stopped at interpreter exit (no drain), so
-        # its segments and board do not outlive it; a weak reference keeps it collectable.
-        ref = weakref.ref(self)
-        atexit.register(lambda: (e := ref()) is not None and e.running and e.stop(0))
+        # its segments and board do not outlive it. The supervisor, not this object: its
+        # thread keeps it alive, while a dropped Engine is collected; a weak reference keeps
+        # a stopped supervisor collectable.
+        ref = weakref.ref(self._sup)
+        atexit.register(lambda: (s := ref()) is not None and s.running and s.stop(0))
         if not self._sup.started.wait(timeout):
             self.stop(0)
             raise EngineError(f"processes not ready after {timeout:.0f} s")
@@ -114,10 +115,7 @@ class Engine:
     def stop(self, drain_deadline: float = 30.0) -> None:
         """Drain: stop intake, let running jobs finish for up to `drain_deadline` seconds,
         cancel the rest, stop every process, release every buffer and the board."""
-        self.request_stop(drain_deadline)
-        thread = self._sup.thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join()
+        self._sup.stop(drain_deadline)
 
     def request_stop(self, drain_deadline: float = 30.0) -> None:
         """Start draining without waiting (see stop)."""
@@ -138,7 +136,7 @@ class Engine:
 
     @property
     def running(self) -> bool:
-        return self._sup.started.is_set() and not self._sup.stopped.is_set()
+        return self._sup.running
 
     # ================================================================ keys
     def register_key(self, path, wasm=None) -> str:

@@ -90,6 +90,16 @@ class Supervisor:
         except OSError:
             pass
 
+    @property
+    def running(self) -> bool:
+        return self.started.is_set() and not self.stopped.is_set()
+
+    def stop(self, drain_deadline: float) -> None:
+        """Drain (see request_stop), then wait for teardown (unless called by the thread)."""
+        self.request_stop(drain_deadline)
+        if self.thread is not None and self.thread is not threading.current_thread():
+            self.thread.join()
+
     def request_stop(self, drain_deadline: float) -> None:
         """Start draining: intake stops; live jobs get until the deadline."""
         b = self.books
