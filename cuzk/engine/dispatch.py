@@ -3,7 +3,7 @@ retries, and the end of a job.
 
 Called with the engine lock held: by the supervisor thread each turn (dispatch) and on each
 message, and by API threads for cancel and evict_key. It sends to children only through the
-supervisor's `send`, which never blocks on a full pipe for long and never raises.
+supervisor's `send`, which never raises (a child that is dying is noticed by its sentinel).
 
 - dispatch: the device queue to devices with free worker capacity first (the device is the
   expensive resource, and proving frees memory), then the synthesis queue to idle synthesis
