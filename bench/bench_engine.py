@@ -161,7 +161,8 @@ def _run_engine(cfg, key_path, witnesses, jobs, priority="normal"):
 
 
 def pipeline(profile: str) -> dict:
-    from cuzk.engine import EngineConfig, double
+    from cuzk.engine import EngineConfig
+    from cuzk.testing import prover_double as double
 
     s = PIPELINE[profile]
     with tempfile.TemporaryDirectory() as tmp:
@@ -169,7 +170,7 @@ def pipeline(profile: str) -> dict:
         double.write_key(key, n_vars=1 << 10, domain_size=1 << 11)
         ws = [double.make_witness(1 << 10, i) for i in range(s["parts"])]
         cfg = EngineConfig(devices=s["devices"], synth_workers=s["synth_workers"],
-                           prover="cuzk.engine.double", memory_budget="2GiB",
+                           prover="cuzk.testing.prover_double", memory_budget="2GiB",
                            prover_options={"synth_secs": s["synth"], "start_secs": s["start"],
                                            "finish_secs": s["finish"]})
         figs = _run_engine(cfg, key, ws, s["jobs"])

@@ -1,4 +1,5 @@
-"""The engine's plumbing through real processes, with the prover double (cuzk.engine.double).
+"""The engine's plumbing through real processes, with the prover double
+(cuzk.testing.prover_double).
 
 The double's proofs are SHA-256 digests of the witness and of the a, b, c it synthesized, so
 every test recomputes what each partition's proof must be from the witness it submitted: a
@@ -32,15 +33,15 @@ from cuzk.engine import (
     UnknownJob,
     UnknownKey,
     buffers,
-    double,
 )
+from cuzk.testing import prover_double as double
 
 N_VARS, DOMAIN = 64, 128
 
 
 def config(tmp_path, **kw):
     opts = {"fault_dir": str(tmp_path), **kw.pop("opts", {})}
-    base = dict(devices="cpu:2", synth_workers=2, prover="cuzk.engine.double",
+    base = dict(devices="cpu:2", synth_workers=2, prover="cuzk.testing.prover_double",
                 prover_options=opts, memory_budget="256MiB", ping_interval=0.25,
                 restart_backoff=0.05, board_partitions=64)
     base.update(kw)
@@ -562,13 +563,14 @@ def test_start_fails_cleanly_when_the_prover_cannot_load(tmp_path):
 # ------------------------------------------------------------------ whole-process behaviour
 SCRIPT = textwrap.dedent("""
     import json, logging, sys
-    from cuzk.engine import Engine, EngineConfig, double
+    from cuzk.engine import Engine, EngineConfig
+    from cuzk.testing import prover_double as double
 
     def main():
         logging.basicConfig(level=logging.INFO)
         tmp = sys.argv[1]
         eng = Engine(EngineConfig(devices="cpu:1", synth_workers=1,
-                                  prover="cuzk.engine.double", memory_budget="64MiB",
+                                  prover="cuzk.testing.prover_double", memory_budget="64MiB",
                                   prover_options={"synth_secs": 0.05, "start_secs": 0.05})).start()
         eng.install_signal_handlers(drain_deadline=float(sys.argv[2]))
         double.write_key(tmp + "/k.json", n_vars=64, domain_size=128)
@@ -589,8 +591,12 @@ SCRIPT = textwrap.dedent("""
 def _start_script(tmp_path, deadline, n):
     script = tmp_path / "engine_script.py"
     script.write_text(SCRIPT)
+    # the script's folder comes first on its sys.path: name this checkout's cuzk explicitly
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (root, os.environ.get("PYTHONPATH")) if p)}
     proc = subprocess.Popen([sys.executable, str(script), str(tmp_path), str(deadline), str(n)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     line = proc.stdout.readline()
     assert line, proc.stderr.read()
     return proc, json.loads(line)

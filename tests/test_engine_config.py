@@ -106,7 +106,7 @@ def test_budget_never_exceeds_total(ops):
 
 
 def test_device_process_sees_only_its_gpu(monkeypatch):
-    from cuzk.engine.device import visible_only
+    from cuzk.engine.device_process import visible_only
 
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     assert visible_only("cpu:1") == "cpu:1" and "CUDA_VISIBLE_DEVICES" not in os.environ

@@ -17,11 +17,12 @@ import ctypes
 import importlib
 import logging
 import os
-import pickle
 import signal
 import sys
 import threading
-import traceback
+
+from cuzk.engine.messages import Ping, Pong, Ready, Stop, pack, unpack
+from cuzk.engine.status import ChildStatus
 
 PR_SET_PDEATHSIG = 1
 
@@ -39,19 +40,10 @@ def tie_to_parent(parent_pid: int) -> None:
 
 
 def load_prover(name: str, options: dict):
+    """Import the prover module (cuzk.engine.contract.Prover) and give it its options."""
     prover = importlib.import_module(name)
-    if options and hasattr(prover, "configure"):
-        prover.configure(options)
+    prover.configure(options or {})
     return prover
-
-
-def pack(msg) -> bytes:
-    """Messages are small tuples of plain data: the standard pickle is enough (and several
-    times faster than the dill pickler that multiprocess connections use by default)."""
-    return pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
-
-
-unpack = pickle.loads
 
 
 class Channel:
@@ -75,15 +67,41 @@ class Channel:
             os._exit(0)  # supervisor gone: nothing of ours is worth finishing
 
 
-def describe_exception(exc: BaseException) -> dict:
-    """A failure as plain data: type, message and the formatted traceback (kept as the
-    supervisor-side exception's cause, as concurrent.futures does)."""
-    return {
-        "type": type(exc).__name__,
-        "message": str(exc) or type(exc).__name__,
-        "traceback": "".join(traceback.format_exception(exc)),
-        "input_error": isinstance(exc, ValueError),
-    }
+class ChildProcess:
+    """What a synthesis and a device process share: logging, the channel, the prover, the
+    board, and the main thread's command loop. A subclass handles its own commands."""
+
+    def __init__(self, conn, opts: dict):
+        setup_logging(opts.get("log_level", 30))
+        self.opts = opts
+        self.chan = Channel(conn)
+        self.prover = load_prover(opts["prover"], opts.get("prover_options"))
+        self.status = ChildStatus.attach(opts.get("board_name"), pid=os.getpid())
+
+    def run(self) -> None:
+        """Start the process's threads and the board heartbeat, report Ready, then serve."""
+        for target, name in [*self.threads(), (self.status.heartbeat_loop, "heartbeat")]:
+            threading.Thread(target=target, name=name, daemon=True).start()
+        self.chan.send(Ready(os.getpid()))
+        self.serve()
+
+    def threads(self) -> list[tuple]:
+        """(target, thread name) for each thread of the process."""
+        raise NotImplementedError
+
+    def serve(self) -> None:
+        """The main thread, for good: answer pings, exit on Stop, hand the rest to handle()."""
+        while True:
+            match msg := self.chan.recv():
+                case Ping(sent_at):
+                    self.chan.send(Pong(sent_at))
+                case Stop():
+                    os._exit(0)
+                case _:
+                    self.handle(msg)
+
+    def handle(self, msg) -> None:
+        raise NotImplementedError
 
 
 def setup_logging(level: int) -> None:

@@ -13,5 +13,19 @@ _EXPORTS = {
     "first_unsatisfied": "synthesis",
 }
 
-__all__ = sorted(_EXPORTS)
+
+
+def configure(options: dict) -> None:
+    """The engine's `prover_options` (cuzk.engine.contract): this prover takes none."""
+
+
+def verify(vk, public, proof) -> bool:
+    """Check a Proof from prove_finish against `ProvingKey.verification_key()` (the engine's
+    self-verification; cuzk.verifier does the pairing check)."""
+    from cuzk.verifier import verify as verify_json
+
+    return verify_json(vk, public, proof.to_json())
+
+
+__all__ = sorted([*_EXPORTS, "configure", "verify"])
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -46,6 +46,13 @@ class ProvingKey:
             vk = self._vk = validate_key(self.zkey)
         return vk
 
+    def verification_key(self):
+        """The cuzk.verifier.VerifyingKey read from the key's header (unchecked: validate()
+        checks the points), for cuzk.prover.verify."""
+        from cuzk.verifier import VerifyingKey
+
+        return VerifyingKey.from_zkey(self.zkey)
+
     # sizes --------------------------------------------------------------------------------
     n_vars = property(lambda self: self.zkey.n_vars)
     n_public = property(lambda self: self.zkey.n_public)

@@ -1,4 +1,5 @@
-"""A stand-in for cuzk.prover with the same contract, for engine plumbing and fault tests.
+"""A stand-in for cuzk.prover with the same contract (cuzk.engine.contract.Prover), for engine
+plumbing and fault tests and the engine benchmark.
 
 It does no elliptic-curve work. Its "proof" is a pair of SHA-256 digests — of the witness and
 of the a, b, c vectors it synthesized — that a test recomputes independently from the witness
@@ -15,6 +16,7 @@ load_witness returns); w[0] carries an optional fault (see make_witness).
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import json
 import os
@@ -54,6 +56,9 @@ class ProvingKey:
             raise ValueError(f"{path}: not a double-prover key file") from None
         return cls(str(path), hashlib.sha256(raw).hexdigest()[:16], int(d["n_vars"]),
                    int(d["domain_size"]), int(d["n_public"]), int(d.get("nbytes", len(raw))))
+
+    def validate(self) -> None:
+        """Nothing to check: the double's key has no points."""
 
     def partition_bytes(self) -> int:
         return 32 * self.n_vars + 3 * 32 * self.domain_size + 4096
@@ -102,8 +107,8 @@ def _parse(data) -> np.ndarray:
     return np.frombuffer(body, dtype=np.uint64).reshape(-1, 4)
 
 
-def load_witness(path_or_bytes, key: ProvingKey) -> np.ndarray:
-    data = path_or_bytes
+def load_witness(source, key: ProvingKey) -> np.ndarray:
+    data = source
     if isinstance(data, (str, os.PathLike)):
         data = open(data, "rb").read()
     w = _parse(data)
@@ -138,12 +143,7 @@ def _maybe_fault(stage: str, w: np.ndarray) -> None:
 
 
 # -- stages ------------------------------------------------------------------------------------
-@dataclass
-class Synthesis:
-    a: np.ndarray
-    b: np.ndarray
-    c: np.ndarray
-    public: list
+Synthesis = collections.namedtuple("Synthesis", "a b c public")  # a, b, c arrays; public ints
 
 
 def _limbs_to_int(row) -> int:
@@ -183,8 +183,8 @@ class Device:
         return self.keys.get(key_id, 0)
 
 
-def open_device(name: str) -> Device:
-    return Device(name)
+def open_device(spec: str) -> Device:
+    return Device(spec)
 
 
 @dataclass
@@ -209,12 +209,12 @@ def abc_digest(a, b, c) -> str:
     return h.hexdigest()
 
 
-def prove_start(key: ProvingKey, a, b, c, w, dev: Device) -> Partial:
+def prove_start(key: ProvingKey, a, b, c, w, device: Device) -> Partial:
     """Digest a, b, c, then overwrite them, as the real prover does (its compute_h runs the
     NTTs in a, b, c's storage) — before any fault, so a process that dies or raises anywhere
     in prove_start leaves its a, b, c consumed, and a retry that proved from them again would
     get another digest."""
-    if key.key_id not in dev.keys:
+    if key.key_id not in device.keys:
         raise RuntimeError("prove_start before the key was loaded on the device")
     partial = Partial(abc_digest(a, b, c))
     for v in (a, b, c):
@@ -232,8 +232,7 @@ def prove_finish(key: ProvingKey, partial: Partial, w) -> Proof:
 
 
 def verify(vk: dict, public, proof) -> bool:
-    pj = proof.to_json() if hasattr(proof, "to_json") else proof
-    return vk.get("protocol") == "double" and pj.get("protocol") == "double" and len(public) >= 0
+    return vk.get("protocol") == "double" and proof.to_json().get("protocol") == "double"
 
 
 def expected_proof(witness: bytes, key: ProvingKey) -> dict:

@@ -1,0 +1,196 @@
+"""What the engine knows: one record per key, job, partition, work item and child process, the
+views the API returns of them, and `Books`, which holds them all under the engine's lock.
+
+API threads and the supervisor thread share the Books: every read or write of a record is
+made with `books.lock` held (an RLock; `books.changed` is its condition, notified when a job
+finishes or the engine stops).
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+
+from cuzk.engine.budget import MemoryBudget
+from cuzk.engine.scheduler import Scheduler, WorkKey
+
+
+@dataclass
+class KeyRecord:
+    key_id: str
+    path: str
+    n_vars: int
+    domain_size: int
+    n_public: int
+    nbytes: int
+    partition_bytes: int
+    abc_bytes: int
+    registered_at: float
+    last_used: float
+    wasm: str | None = None  # the circuit's witness calculator (jobs with inputs)
+    wasm_bytes: int = 0  # what one calculator instance holds (Circuit.instance_bytes)
+    devices: set = field(default_factory=set)  # device indices where resident
+    charged: bool = False  # its bytes are reserved in the budget (resident somewhere)
+    live_jobs: int = 0
+
+    def to_dict(self, devices: list[ChildRecord], now: float) -> dict:
+        return {"key_id": self.key_id, "path": self.path, "n_vars": self.n_vars,
+                "domain_size": self.domain_size, "n_public": self.n_public,
+                "bytes": self.nbytes, "partition_bytes": self.partition_bytes,
+                "devices": [devices[i].device for i in sorted(self.devices)],
+                "live_jobs": self.live_jobs, "last_used_secs_ago": now - self.last_used,
+                "evictable": self.live_jobs == 0, "wasm": self.wasm,
+                "wasm_bytes": self.wasm_bytes}
+
+
+@dataclass
+class PartitionRecord:
+    state: str = "pending"
+    attempts: int = 0
+    synth_ms: float | None = None
+    witness_ms: float | None = None  # of synth_ms: the witness (computed, or read from a .wtns)
+    abc_ms: float | None = None  # of synth_ms: a, b, c
+    gpu_ms: float | None = None
+    finalize_ms: float | None = None
+    t_gpu_start: float | None = None  # unix, from the device process
+    t_gpu_end: float | None = None
+    device: int | None = None
+    proof: dict | None = None
+    public: list | None = None
+    error: str | None = None
+
+    def to_dict(self, index: int) -> dict:
+        return {"index": index, "state": self.state, "attempts": self.attempts,
+                "synth_ms": self.synth_ms, "witness_ms": self.witness_ms,
+                "abc_ms": self.abc_ms, "gpu_ms": self.gpu_ms, "finalize_ms": self.finalize_ms,
+                "device": self.device, "error": self.error}
+
+
+@dataclass
+class JobRecord:
+    job_id: str
+    key_id: str
+    kind: str
+    priority: str
+    inputs: list  # bytes or str path, one per partition (JSON bytes for circuit inputs)
+    submitted_at: float
+    partitions: list[PartitionRecord]
+    wasm: str | None = None  # set: `inputs` are circuit inputs, the witness computed from this
+    state: str = "queued"
+    started_at: float | None = None
+    finished_at: float | None = None
+    error: str | None = None
+    n_done: int = 0
+    n_failed: int = 0  # partitions failed alone (inputs the circuit rejects)
+    recovered: bool = False  # re-queued from the journal after a restart
+
+    @property
+    def finished(self) -> bool:
+        return self.state in ("done", "failed", "cancelled")
+
+    def to_dict(self, detail: bool) -> dict:
+        d = {"job_id": self.job_id, "key_id": self.key_id, "kind": self.kind,
+             "priority": self.priority, "state": self.state,
+             "submitted_at": self.submitted_at, "started_at": self.started_at,
+             "finished_at": self.finished_at, "error": self.error,
+             "total_partitions": len(self.partitions), "partitions_done": self.n_done,
+             "partitions_failed": sum(p.state == "failed" for p in self.partitions),
+             "recovered": self.recovered}
+        if detail:
+            d["partitions"] = [p.to_dict(i) for i, p in enumerate(self.partitions)]
+        return d
+
+    def result(self) -> dict:
+        """The job with its proofs and public signals, ordered by partition."""
+        d = self.to_dict(detail=True)
+        d["proofs"] = [p.proof for p in self.partitions]
+        d["public"] = [p.public for p in self.partitions]
+        return d
+
+
+@dataclass
+class WorkRecord:
+    """Resources held for one live (or draining) work item: segments and a reservation."""
+
+    wk: WorkKey
+    segs: dict = field(default_factory=dict)  # use -> segment name
+    child: ChildRecord | None = None
+
+    @property
+    def owner(self):
+        return ("work", self.wk.job_id, self.wk.partition)
+
+
+@dataclass
+class ChildRecord:
+    role: str  # "synth" | "device"
+    index: int
+    device: str = ""
+    proc: object = None
+    conn: object = None
+    pid: int = 0
+    state: str = "down"  # down | starting | ready | dead | stopping
+    started_at: float = 0.0
+    last_pong: float = 0.0
+    restarts: int = 0
+    backoff: float = 0.0
+    next_start_at: float = 0.0
+    items: set = field(default_factory=set)  # WorkKeys this process holds
+    inflight: int = 0  # device: items not yet past prove_start
+
+    @property
+    def name(self) -> str:
+        return f"{self.role} process {self.index}" + (f" ({self.device})" if self.device else "")
+
+
+class Books:
+    """Every record, the scheduler, the budget, the board handle and the counters."""
+
+    def __init__(self, config, journal):
+        self.config = config
+        # The job journal (cuzk.serve.journal.Journal) or None: submit records each job in it
+        # before returning its id, ending a job records its outcome (not a shutdown's cancel).
+        self.journal = journal
+        self.lock = threading.RLock()
+        self.changed = threading.Condition(self.lock)
+        self.sched = Scheduler()
+        self.budget = MemoryBudget(config.memory_budget)
+        self.keys: dict[str, KeyRecord] = {}
+        self.jobs: dict[str, JobRecord] = {}
+        self.finished = collections.deque()  # job ids in finishing order (history bound)
+        self.works: dict[WorkKey, WorkRecord] = {}
+        self.synth: list[ChildRecord] = []
+        self.devices: list[ChildRecord] = []
+        self.status = None  # SupervisorStatus, from start-up to teardown
+        self.draining = False
+        self.drain_deadline = 0.0
+        self.drain_cancelled_at: float | None = None  # when draining cancelled what was left
+        self.events: collections.deque = collections.deque(maxlen=100_000)  # (t, what, ...)
+        self.counters = collections.Counter()
+        self.pid = os.getpid()
+        self._last_depth = -1
+
+    @property
+    def children(self) -> list[ChildRecord]:
+        return self.synth + self.devices
+
+    def job_of(self, wk: WorkKey) -> tuple[JobRecord | None, PartitionRecord | None]:
+        job = self.jobs.get(wk.job_id)
+        return (job, job.partitions[wk.partition]) if job else (None, None)
+
+    def event(self, what: str, *args) -> None:
+        self.events.append((time.time(), what, *args))
+
+    def publish_queue(self) -> None:
+        if self.status is not None:
+            depth = self.sched.queue_depth()
+            if depth != self._last_depth:
+                self._last_depth = depth
+                self.status.set_queue_depth(depth)
+
+    def publish_keys(self) -> None:
+        if self.status is not None:
+            self.status.set_keys(self.keys.values(), self.devices)

@@ -1,0 +1,110 @@
+"""A synthesis process: witness -> a, b, c in shared memory, one partition at a time.
+
+Main thread: reads commands from the supervisor (a partition to synthesize, ping, stop); a
+dead supervisor ends the process (see child.py). Work thread: for each partition it claims
+this process's synthesis slot on the board (the partition goes synthesizing), loads the
+witness into the "w" segment (or, for a job with circuit inputs, computes it there with the
+circuit's wasm: a WitnessPool keeps one warm calculator per circuit), synthesizes a, b, c
+straight into the "abc" segment, ends the slot through its token (the partition goes
+synth_done) and reports to the supervisor. Only small messages cross the pipe; witness and
+vectors stay in shared memory.
+"""
+
+from __future__ import annotations
+
+import queue
+import time
+
+import numpy as np
+
+from cuzk.engine import child
+from cuzk.engine.buffers import Segment
+from cuzk.engine.messages import Failure, Synth, SynthDone, SynthFailed
+
+
+def synth_main(conn, parent_pid: int, slot: int, opts: dict) -> None:
+    """The process's entry point (spawn target)."""
+    child.tie_to_parent(parent_pid)
+    SynthesisProcess(conn, slot, opts).run()
+
+
+class SynthesisProcess(child.ChildProcess):
+    """One synthesis slot: a work thread synthesizing one partition at a time."""
+
+    def __init__(self, conn, slot: int, opts: dict):
+        super().__init__(conn, opts)
+        self.slot = slot
+        self.status.register_synth(slot)
+        self.keys: dict[str, object] = {}  # key path -> ProvingKey, mapped once in this process
+        self.pool = None  # WitnessPool, created by the first job with circuit inputs
+        self.work: queue.Queue = queue.Queue()
+
+    def threads(self) -> list[tuple]:
+        return [(self._work_loop, f"synth-{self.slot}")]
+
+    def handle(self, msg) -> None:
+        match msg:
+            case Synth():
+                self.work.put(msg)
+
+    def _work_loop(self) -> None:
+        while True:
+            self._run_one(self.work.get())
+
+    def _key(self, path: str):
+        key = self.keys.get(path)
+        if key is None:
+            key = self.keys[path] = self.prover.ProvingKey.open(path)
+        return key
+
+    def _run_one(self, msg: Synth) -> None:
+        prover, status, wk = self.prover, self.status, msg.work
+        t0 = time.time()
+        token = status.synth_claim(self.slot, wk.job_id, wk.partition)
+        segs = []
+        try:
+            key = self._key(msg.key_path)
+            t_w = time.time()
+            source = msg.source
+            if source[0] == "shm":
+                seg = Segment.attach(source[1])
+                segs.append(seg)
+                data = bytes(seg.buf[: source[2]])
+            else:
+                data = source[1]
+            wseg = Segment.attach(msg.w)
+            abcseg = Segment.attach(msg.abc)
+            segs += [wseg, abcseg]
+            w = wseg.array((key.n_vars, 4))
+            if msg.wasm:  # circuit inputs: the witness computed straight into w
+                if self.pool is None:
+                    from cuzk.witness.pool import WitnessPool
+
+                    self.pool = WitnessPool()
+                self.pool.calculate_into(msg.wasm, data, w,
+                                         name=f"job {wk.job_id} partition {wk.partition} inputs")
+            else:
+                w_loaded = prover.load_witness(data, key)
+                np.copyto(w, w_loaded)
+                del w_loaded
+            del data
+            t_abc = time.time()
+            d = key.domain_size
+            out = tuple(abcseg.array((d, 4), offset=i * d * 32) for i in range(3))
+            syn = prover.synthesize(key, w, out=out)
+            for dst, src in zip(out, (syn.a, syn.b, syn.c), strict=True):
+                if not np.shares_memory(dst, src):  # a prover that ignored `out`
+                    np.copyto(dst, src)
+            public = [int(x) for x in syn.public]
+            del syn, out, w
+            t_end = time.time()
+            ms = (t_end - t0) * 1e3
+            status.synth_end(token, wk.job_id, wk.partition, ok=True, synth_ms=ms)
+            self.chan.send(SynthDone(wk, ms, (t_abc - t_w) * 1e3, (t_end - t_abc) * 1e3, public))
+        except Exception as exc:  # reported; the supervisor decides retry or failure
+            ms = (time.time() - t0) * 1e3
+            status.synth_end(token, wk.job_id, wk.partition, ok=False, synth_ms=ms)
+            self.chan.send(SynthFailed(wk, Failure.of(exc)))
+        finally:
+            for s in segs:
+                s.close()

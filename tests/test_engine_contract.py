@@ -1,0 +1,89 @@
+"""The prover contract (cuzk.engine.contract): the real prover and the prover double both
+satisfy it — as runtime isinstance checks on the module, a key, a device and a proof class,
+and parameter by parameter for every function and method the engine calls."""
+
+import dataclasses
+import importlib
+import inspect
+import json
+
+import pytest
+
+from cuzk.engine import contract
+from cuzk.engine.config import EngineConfig
+from cuzk.testing import prover_double
+
+REAL = EngineConfig().prover  # what the daemon runs
+PROVERS = [REAL, "cuzk.testing.prover_double"]
+
+
+def _params(fn, drop_first: bool) -> list[inspect.Parameter]:
+    ps = list(inspect.signature(fn).parameters.values())
+    return ps[1:] if drop_first else ps
+
+
+def assert_same_call(want, got, *, drop_self: bool, what: str):
+    """`got` takes every parameter `want` names, in order, by the same name and kind; any
+    further parameter has a default (so the engine's calls stay valid)."""
+    w, g = _params(want, drop_self), _params(got, False)
+    assert [(p.name, p.kind) for p in w] == [(p.name, p.kind) for p in g[:len(w)]], (
+        f"{what}: contract {inspect.signature(want)}, implementation {inspect.signature(got)}")
+    extra = [p.name for p in g[len(w):] if p.default is inspect.Parameter.empty
+             and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    assert not extra, f"{what}: parameters {extra} not in the contract and without a default"
+
+
+def _callables(proto) -> list[str]:
+    """The functions and methods a protocol names (its data members are annotations)."""
+    return sorted(n for n, v in vars(proto).items()
+                  if not n.startswith("_") and (callable(v) or isinstance(v, classmethod)))
+
+
+@pytest.fixture
+def key_path(tmp_path, circuit_named):
+    def path(prover):
+        if prover == REAL:
+            return circuit_named("tiny").zkey
+        prover_double.write_key(tmp_path / "k.json")
+        return tmp_path / "k.json"
+
+    return path
+
+
+@pytest.mark.parametrize("name", PROVERS)
+def test_prover_satisfies_the_contract(name, key_path):
+    prover = importlib.import_module(name)
+    assert isinstance(prover, contract.Prover)
+    for fn in _callables(contract.Prover):
+        assert_same_call(getattr(contract.Prover, fn), getattr(prover, fn), drop_self=True,
+                         what=f"{name}.{fn}")
+    key = prover.ProvingKey.open(key_path(name))
+    assert isinstance(key, contract.ProvingKey)
+    assert isinstance(key.key_id, str) and key.n_vars > 0 and key.domain_size > 0
+    assert key.partition_bytes() > 0 and key.nbytes > 0
+    device = prover.open_device("cpu")
+    assert isinstance(device, contract.Device)
+    for proto, impl in ((contract.ProvingKey, prover.ProvingKey),
+                        (contract.Device, type(device)), (contract.Proof, prover.Proof)):
+        for m in _callables(proto):
+            assert_same_call(getattr(proto, m), getattr(impl, m), drop_self=False,
+                             what=f"{name}.{impl.__name__}.{m}")
+    assert "public" in {f.name for f in dataclasses.fields(prover.Proof)}
+
+
+def test_the_real_provers_self_verification(circuit_named):
+    """cuzk.prover.verify with ProvingKey.verification_key(): what a device process runs when
+    self_verify is on. A snarkjs proof of the fixture passes; with another public signal it
+    does not."""
+    prover = importlib.import_module(REAL)
+    c = circuit_named("tiny")
+    vk = prover.ProvingKey.open(c.zkey).verification_key()
+    proof_json = json.loads(c.proof(0).read_text())
+    public = [int(x) for x in json.loads(c.public(0).read_text())]
+
+    class Proof:
+        def to_json(self):
+            return proof_json
+
+    assert prover.verify(vk, public, Proof())
+    assert not prover.verify(vk, [public[0] + 1, *public[1:]], Proof())
