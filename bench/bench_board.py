@@ -24,8 +24,9 @@ import statistics
 import time
 
 from bench.report import table
-from cuzk.board import Board, drill
+from cuzk.board import Board
 from cuzk.board import segment as S
+from cuzk.testing import drill
 
 SLOTS = {"smoke": [8], "quick": [8, 64, 256], "full": [8, 64, 256], "gpu": [8, 64, 256]}
 REPEAT = {"smoke": 3, "quick": 7, "full": 15, "gpu": 7}

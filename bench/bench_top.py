@@ -1,7 +1,7 @@
 """Suite `top`: CPU cost of `cuzk top` at 4 Hz on a board with 64 device slots and 32 pipelines.
 
 The real command runs in a pseudo-terminal (curses, colours, a 160x50 or 80x24 screen) against
-a board that simulated writer processes keep changing (cuzk.top.simulate); its CPU time
+a board that simulated writer processes keep changing (cuzk.testing.simulate); its CPU time
 (user + system, from /proc via psutil) over a steady-state window, divided by the wall time of
 that window, is the share of one core it uses. Target: <= 1% of a core. The pieces of one
 frame (board snapshot, to_dict, render; curses paint excluded) are timed in-process as well,
@@ -25,7 +25,7 @@ import time
 import psutil
 
 from bench.report import table
-from cuzk.top.simulate import Plan, Simulation
+from cuzk.testing.simulate import Plan, Simulation
 
 # 64 device slots (8 devices x 8 workers), 8 finalizers, 16 synthesis slots; the job table
 # holds 32 rows, kept full by 32 jobs on the go (a finished one is replaced at once).
