@@ -1,10 +1,10 @@
 """`python -m bench [--profile smoke|quick|full|gpu] [--suite NAME ...]`: run benchmark suites.
 
 Each suite is a module with ``run(profile) -> dict`` that prints its own progress and tables
-and returns its figures. This runner adds the machine, versions, commit, date and load
-average, writes ``bench/results/<suite>.json`` (``<suite>.<profile>.json`` for profiles other
-than quick) and ``latest.json`` (a run of every suite: suites, times, targets; ``partial.json``
-for a run of some), prints a summary table of
+and returns its figures, and with its targets and plots (bench/suites.py). This runner adds
+the machine, versions, commit, date and load average, writes ``bench/results/<suite>.json``
+(``<suite>.<profile>.json`` for profiles other than quick) and ``latest.json`` (a run of every
+suite: suites, times, targets; ``partial.json`` for a run of some), prints a summary table of
 the issues' targets against the figures, and regenerates ``docs/benchmarks.md`` with its
 plots.
 
