@@ -1,10 +1,10 @@
 """`python -m bench [--profile smoke|quick|full|gpu] [--suite NAME ...]`: run benchmark suites.
 
 Each suite is a module with ``run(profile) -> dict`` that prints its own progress and tables
-and returns its figures. This runner adds the machine, versions, commit, date and load
-average, writes ``bench/results/<suite>.json`` (``<suite>.<profile>.json`` for profiles other
-than quick) and ``latest.json`` (a run of every suite: suites, times, targets; ``partial.json``
-for a run of some), prints a summary table of
+and returns its figures, and with its targets and plots (bench/suites.py). This runner adds
+the machine, versions, commit, date and load average, writes ``bench/results/<suite>.json``
+(``<suite>.<profile>.json`` for profiles other than quick) and ``latest.json`` (a run of every
+suite: suites, times, targets; ``partial.json`` for a run of some), prints a summary table of
 the issues' targets against the figures, and regenerates ``docs/benchmarks.md`` with its
 plots.
 
@@ -16,31 +16,14 @@ with status 2 and a message when no CUDA GPU is present).
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 import time
 import traceback
 
-from bench import report
+from bench import machine, report
+from bench.suites import SUITES, module
+from bench.tables import table, targets_table
 
-# name -> (module, what it measures, its device part or None when it has none)
-SUITES = {
-    "arith": ("bench.bench_arith", "field multiplication, G1 mixed addition",
-              "multiplication chains per CUDA thread, batch Fr multiplication"),
-    "ntt": ("bench.bench_ntt", "NTT / iNTT by size", "CUDA NTT 2^16..2^22"),
-    "msm": ("bench.bench_msm", "MSM G1 and G2 by size", "CUDA MSM on resident points"),
-    "pairing": ("bench.bench_pairing", "pairing and proof verification", None),
-    "prove": ("bench.bench_prove", "cuzk prove vs rapidsnark and snarkjs, same files",
-              "cuzk prove --device cuda"),
-    "prove-server": ("bench.bench_prove_server", "cuzk prove --server (a warm cuzk serve) vs "
-                     "rapidsnark, same files", "the daemon on every GPU"),
-    "engine": ("bench.bench_engine", "jobs through the engine: throughput, busy, gaps",
-               "real prover on the CUDA devices"),
-    "witness": ("bench.bench_witness", "cuzk wtns calculate vs snarkjs wtns calculate, "
-                "in-process witness time, host overhead per value", None),
-    "board": ("bench.bench_board", "status board write and snapshot costs", None),
-    "top": ("bench.bench_top", "cuzk top CPU use", None),
-}
 PROFILES = ("quick", "full", "gpu", "smoke")
 NO_GPU_MESSAGE = ("make bench-gpu: no CUDA GPU is present on this machine (numba.cuda finds "
                   "none), so there is nothing to measure; run `make bench` for the CPU suites")
@@ -59,16 +42,16 @@ def _clock(seconds: float) -> str:
 
 def run_suite(name: str, profile: str, meta: dict) -> dict:
     """Run one suite; its entry for the results file (raises what the suite raises)."""
-    module_name, _, device_part = SUITES[name]
-    load_before = report.load_average()
+    device_part = SUITES[name][2]
+    load_before = machine.load_average()
     t0 = time.perf_counter()
-    result = importlib.import_module(module_name).run(profile)
+    result = module(name).run(profile)
     seconds = time.perf_counter() - t0
     if profile == "gpu" and device_part is None and isinstance(result, dict):
         result.setdefault("device_part", "none: this suite measures CPU-side code only; "
                                          "the figures are its CPU ones at the quick sizes")
     return {"meta": meta, "profile": profile, "seconds": seconds, "load_before": load_before,
-            "load_after": report.load_average(), "result": result}
+            "load_after": machine.load_average(), "result": result}
 
 
 def main(argv=None) -> int:
@@ -94,7 +77,7 @@ def main(argv=None) -> int:
         return 2
     names = list(dict.fromkeys(args.suite or SUITES))
     results_dir = report.results_dir(args.results)
-    meta = report.machine_info()
+    meta = machine.machine_info()
     print(f"bench: profile {args.profile}, suites {', '.join(names)}; {meta['cpu']}, "
           f"{meta['cores']} cores, load average {meta['load_average']}, commit "
           f"{meta['commit']}", flush=True)
@@ -130,14 +113,14 @@ def main(argv=None) -> int:
                        "suites": summary, "failed": failed, "targets": targets})
     print(f"\n== bench, profile {args.profile}: {len(names)} suites in {_clock(total)} "
           f"({total:.0f} s) ==")
-    print(report.table(summary, ["suite", "seconds", "status", "load_before", "load_after"]))
+    print(table(summary, ["suite", "seconds", "status", "load_before", "load_after"]))
     if targets:
-        print(report.targets_table(targets))
-    prove = entries.get(("prove", args.profile))
-    if prove and prove["result"].get("rows"):  # the side-by-side ratios, once more at the end
-        rows = prove["result"]["rows"]
-        print(report.table(rows, [c for c in report.PROVE_COLUMNS if any(c in r for r in rows)]))
-        print(report.prove_prose(prove["result"]) + "\n")
+        print(targets_table(targets))
+    for (name, _), entry in entries.items():  # e.g. prove's side-by-side ratios, once more
+        summary_of = getattr(module(name), "summary", None)
+        lines = summary_of(lambda profile=None, e=entry: e["result"]) if summary_of else []
+        if lines:
+            print("\n".join(lines))
     if not args.no_report:
         path = report.write_markdown(results_dir)
         print(f"report: {path}")

@@ -21,7 +21,8 @@ import time
 import numpy as np
 from numba import cuda, njit, prange
 
-from bench.report import table
+from bench import plots as P
+from bench.tables import find_row, fmt, table, target
 from cuzk.bn254 import curve as C
 from cuzk.bn254 import field as F
 from cuzk.bn254.constants import FQ_MODULUS, FR_MODULUS, MONT_R, int_to_limbs
@@ -305,6 +306,37 @@ def run(profile: str = "quick") -> dict:
 
 # Registered at import, so that tests/test_ptx.py compiles the GPU kernel (no GPU needed).
 _register_cuda()
+
+
+# --- what the report shows: targets and plot ----------------------------------------------------
+
+
+def targets(get) -> list[dict]:
+    """Issue #2's target: one Fq multiplication in <= 20 ns on one core. get(profile) -> result."""
+    arith = get()
+    fq = find_row(arith and arith.get("cpu"), op="fq_mul")
+    return [target(
+        "Fq multiplication, one core", "#2", 20.0, "ns",
+        fq and fq.get("one_core_cpu_ns"),
+        note=fq and ("CPU time per product, four interleaved chains on one core; wall clock "
+                     f"{fmt(fq.get('one_core_ns'))} ns (best {fmt(fq.get('one_core_min_ns'))})"
+                     f", CPU time / wall time {fmt(fq.get('cores_used'))}"),
+        suite="arith")]
+
+
+def plot(name, entry, res, img):
+    rows = res.get("cpu") or []
+    if not rows:
+        return []
+    fig, (ax,) = P.figure("Field and curve operations, ns per operation, CPU", entry)
+    P.bars(ax, [r["op"] for r in rows],
+           {"one core, wall": [r.get("one_core_ns") for r in rows],
+            "one core, CPU time": [r.get("one_core_cpu_ns") for r in rows],
+            "all cores, CPU time per core": [r.get("per_core_cpu_ns") for r in rows]}, log=True)
+    ax.axhline(20.0, color="crimson", linestyle="--", label="target 20 ns (mul)")
+    ax.set_ylabel("ns")
+    ax.legend(fontsize=7)
+    return [("arith", P.save(fig, f"bench-{name}.png", img))]
 
 
 if __name__ == "__main__":

@@ -23,9 +23,11 @@ import secrets
 import statistics
 import time
 
-from bench.report import table
-from cuzk.board import Board, drill
+from bench import plots as P
+from bench.tables import table, target
+from cuzk.board import Board
 from cuzk.board import segment as S
+from cuzk.testing import drill
 
 SLOTS = {"smoke": [8], "quick": [8, 64, 256], "full": [8, 64, 256], "gpu": [8, 64, 256]}
 REPEAT = {"smoke": 3, "quick": 7, "full": 15, "gpu": 7}
@@ -215,6 +217,44 @@ def run(profile: str = "quick") -> dict:
         "load1_before": load1, "load1_after": os.getloadavg()[0], "cpus": os.cpu_count()}
     print(table([summary]))
     return {"summary": summary, "writes": writes, "snapshots": snaps, "under_load": load}
+
+
+# --- what the report shows: targets and plot ----------------------------------------------------
+
+
+def targets(get) -> list[dict]:
+    """Issue #5's targets: one record write <= 1 µs, a consistent 64-slot snapshot <= 20 µs."""
+    summ = (get() or {}).get("summary") or {}
+    return [target("board: one record write", "#5", 1.0, "µs",
+                   summ.get("us_per_slot_write"), suite="board",
+                   note="per sequenced record write in claim + end"),
+            target("board: consistent 64-slot snapshot", "#5", 20.0, "µs",
+                   summ.get("snapshot_64_us"), suite="board")]
+
+
+def plot(name, entry, res, img):
+    snaps = res.get("snapshots") or []
+    writes = res.get("writes") or []
+    if not snaps and not writes:
+        return []
+    fig, (ax, bx) = P.figure("Status board costs", entry, ncols=2, width=5.2)
+    if writes:
+        P.bars(ax, [r["operation"] for r in writes],
+               {"µs per call": [r.get("us_per_call") for r in writes],
+                "µs per record write": [r.get("us_per_record_write") for r in writes]})
+        ax.axhline(1.0, color="crimson", linestyle="--", label="target 1 µs per write")
+        ax.set_ylabel("µs")
+        ax.legend(fontsize=6.5)
+    if snaps:
+        P.lines(bx, snaps, "slots", ["snapshot_us", "no_checks_us"],
+                labels={"snapshot_us": "consistent snapshot",
+                        "no_checks_us": "copy + unpack, no re-check"})
+        bx.axhline(20.0, color="crimson", linestyle="--", label="target 20 µs at 64 slots")
+        bx.set_xscale("log", base=2)
+        bx.set_xlabel("device slots")
+        bx.set_ylabel("µs")
+        bx.legend(fontsize=6.5)
+    return [("board", P.save(fig, f"bench-{name}.png", img))]
 
 
 if __name__ == "__main__":

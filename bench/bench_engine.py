@@ -26,7 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.report import table
+from bench import plots as P
+from bench.tables import fmt, table, target
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -269,6 +270,58 @@ def run(profile: str = "quick") -> dict:
                     "gap_median_ms<2": p["gap_median_ms"] < 2.0,
                     "throughput>=0.9x_slower_stage": p["vs_slower_stage"] >= 0.9},
     }
+
+
+# --- what the report shows: targets and plot ----------------------------------------------------
+
+
+def targets(get) -> list[dict]:
+    """Issue #7's targets: devices busy >= 97% in steady state, median idle gap <= 2 ms,
+    throughput >= 0.9x the slower stage's capacity (with the real prover too, when run)."""
+    rows = (get() or {}).get("rows") or []
+    pipe = next((r for r in rows if str(r.get("part", "")).startswith("pipeline")), None)
+    out = [
+        target("engine: device busy in steady state", "#7", 0.97, "",
+               pipe and pipe.get("busy_fraction"), upper=False, suite="engine",
+               note=pipe and f"pipeline with the prover double on {pipe.get('devices')}"),
+        target("engine: median idle gap", "#7", 2.0, "ms",
+               pipe and pipe.get("gap_median_ms"), suite="engine",
+               note=pipe and f"p95 {fmt(pipe.get('gap_p95_ms'))} ms"),
+        target("engine: throughput vs the slower stage", "#7", 0.9, "x",
+               pipe and pipe.get("vs_slower_stage"), upper=False, suite="engine",
+               note=pipe and f"pipelined {fmt(pipe.get('vs_serial'))}x the serial baseline"),
+    ]
+    real_row = next((r for r in rows if str(r.get("part", "")).startswith("real")), None)
+    if real_row and "vs_serial" in real_row:
+        out.append(target("engine, real prover: throughput vs the slower stage", "#7", 0.9,
+                          "x", real_row.get("vs_slower_stage"), upper=False, suite="engine",
+                          note=f"{real_row.get('part')}: pipelined "
+                               f"{fmt(real_row.get('vs_serial'))}x the serial baseline, busy "
+                               f"{fmt(real_row.get('busy_fraction'))}"))
+    return out
+
+
+def plot(name, entry, res, img):
+    rows = [r for r in res.get("rows") or [] if r.get("slower_stage_pps")]
+    if not rows:
+        return []
+    fig, (ax,) = P.figure("Engine throughput against the slower stage's capacity", entry)
+    series = {"pipelined (engine), whole run": "throughput_pps",
+              "pipelined, steady state": "steady_pps", "serial baseline": "serial_pps"}
+    P.bars(ax, [str(r.get("part")) for r in rows],
+           {lab: [(r.get(c) or 0) / r["slower_stage_pps"] for r in rows]
+            for lab, c in series.items()})
+    w = 0.8 / len(series)
+    for i, r in enumerate(rows):
+        for j, c in enumerate(series.values()):
+            v = r.get(c) or 0
+            ax.text(i + j * w - 0.4 + w / 2, v / r["slower_stage_pps"] + 0.01,
+                    f"{v:.1f}/s", ha="center", va="bottom", fontsize=6.5)
+    ax.axhline(0.9, color="crimson", linestyle="--", label="target 0.9x")
+    ax.set_ylabel("x the slower stage's capacity")
+    ax.set_ylim(0, 1.45)
+    ax.legend(fontsize=7, loc="upper left", ncol=2)
+    return [("engine", P.save(fig, f"bench-{name}.png", img))]
 
 
 if __name__ == "__main__":

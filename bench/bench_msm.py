@@ -20,7 +20,8 @@ import time
 import numpy as np
 from numba import njit
 
-from bench.report import table
+from bench import plots as P
+from bench.tables import busy_note, find_row, table, target
 from cuzk.bn254 import curve as C
 from cuzk.kernels import msm as M
 
@@ -172,6 +173,46 @@ def run(profile: str = "quick") -> dict:
     result["cpu"] += _rows("cpu", "g2", G2_SIZES[profile], REPEATS[profile])
     print(table(result["cpu"], COLUMNS))
     return result
+
+
+# --- what the report shows: targets and plot ----------------------------------------------------
+
+
+def targets(get) -> list[dict]:
+    """Issue #3's targets: MSM G1 2^16 on the CPU <= 200 ms, 2^20 on a GPU <= 20 ms."""
+    msm = get()
+    g1 = find_row(msm and msm.get("cpu"), group="g1", log2n=16)
+    gmsm = get("gpu")
+    g20 = find_row(gmsm and gmsm.get("gpu"), group="g1", log2n=20)
+    return [
+        target("MSM G1 2^16, CPU", "#3", 200.0, "ms", g1 and g1.get("ms"),
+               best=g1 and g1.get("min_ms"),
+               note=g1 and busy_note(g1.get("cpu_ms"), g1.get("cores_used")), suite="msm"),
+        target("MSM G1 2^20, GPU", "#3", 20.0, "ms", g20 and g20.get("ms"),
+               best=g20 and g20.get("min_ms"),
+               note=(f"on {gmsm.get('device')}" if gmsm else
+                     "needs a CUDA GPU: `make bench-gpu`"), suite="msm", profile="gpu"),
+    ]
+
+
+def plot(name, entry, res, img):
+    plots = []
+    for part in ("cpu", "gpu"):
+        rows = res.get(part)
+        if not rows:
+            continue
+        fig, (ax,) = P.figure(f"MSM, {part.upper()}: ms by size", entry)
+        P.lines(ax, rows, "log2n", ["ms"], group="group", labels={"ms": "ms"})
+        for r in rows:
+            if r.get("target_ms"):
+                P.mark_target(ax, r["log2n"], r["target_ms"],
+                              f"target {r['group']} 2^{r['log2n']}")
+        ax.set_xticks(sorted({r["log2n"] for r in rows}))
+        ax.set_xlabel("log2 n (points)")
+        ax.set_ylabel("ms (median)")
+        ax.legend(fontsize=7)
+        plots.append((f"MSM {part}", P.save(fig, f"bench-{name}-{part}.png", img)))
+    return plots
 
 
 if __name__ == "__main__":

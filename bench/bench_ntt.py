@@ -16,7 +16,8 @@ import time
 
 import numpy as np
 
-from bench.report import table
+from bench import plots as P
+from bench.tables import busy_note, find_row, table, target
 
 SIZES = {"smoke": [10], "quick": [10, 12, 14, 16], "full": [10, 12, 14, 16, 18, 20],
          "gpu": [16, 18, 20, 22]}
@@ -137,6 +138,47 @@ def run(profile: str = "quick") -> dict:
     print(f"  load average (1 min) {result['load_average_before']:.1f} before, "
           f"{result['load_average_after']:.1f} after, on {result['cores']} cores")
     return result
+
+
+# --- what the report shows: targets and plot ----------------------------------------------------
+
+
+def targets(get) -> list[dict]:
+    """Issue #3's targets: NTT 2^16 on the CPU <= 15 ms, 2^20 on a GPU <= 2 ms."""
+    ntt = get()
+    n16 = find_row(ntt and ntt.get("cpu"), log2n=16)
+    gntt = get("gpu")
+    t20 = find_row(gntt and gntt.get("gpu"), log2n=20)
+    return [
+        target("NTT 2^16, CPU", "#3", 15.0, "ms", n16 and n16.get("ntt_ms"),
+               best=n16 and n16.get("ntt_min_ms"),
+               note=n16 and busy_note(None, n16.get("cores_used")), suite="ntt"),
+        target("NTT 2^20, GPU", "#3", 2.0, "ms", t20 and t20.get("ntt_ms"),
+               best=t20 and t20.get("ntt_min_ms"),
+               note=(f"on {gntt.get('device')}" if gntt else
+                     "needs a CUDA GPU: `make bench-gpu`"), suite="ntt", profile="gpu"),
+    ]
+
+
+def plot(name, entry, res, img):
+    plots = []
+    for part in ("cpu", "gpu"):
+        rows = res.get(part)
+        if not rows:
+            continue
+        fig, (ax,) = P.figure(f"NTT over Fr, {part.upper()}: ms by size", entry)
+        P.lines(ax, rows, "log2n", ["ntt_ms", "intt_ms", "compute_h_ms"],
+                labels={"ntt_ms": "NTT", "intt_ms": "inverse NTT",
+                        "compute_h_ms": "compute H (3 iNTT + 3 coset NTT)"})
+        for r in rows:
+            if r.get("target_ms"):
+                P.mark_target(ax, r["log2n"], r["target_ms"], f"target 2^{r['log2n']}")
+        ax.set_xticks(sorted({r["log2n"] for r in rows}))
+        ax.set_xlabel("log2 n")
+        ax.set_ylabel("ms (median)")
+        ax.legend(fontsize=7)
+        plots.append((f"NTT {part}", P.save(fig, f"bench-{name}-{part}.png", img)))
+    return plots
 
 
 if __name__ == "__main__":

@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from bench.report import table
+from bench import plots as P
+from bench.tables import table, target
 from cuzk.bn254 import pairing as PR
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -173,6 +174,32 @@ def run(profile: str = "quick") -> dict:
         print(table(result["cold_start"], ["numba_cache", "import_s", "first_verify_s",
                                            "next_verify_ms", "valid"]))
     return result
+
+
+# --- what the report shows: targets and plot ----------------------------------------------------
+
+
+def targets(get) -> list[dict]:
+    """Issue #4's target: verify one proof in <= 50 ms on one core."""
+    pairing = get()
+    return [target("verify one proof, one core", "#4", TARGET_VERIFY_MS, "ms",
+                   pairing and pairing.get("verify_ms"), suite="pairing",
+                   note="proof.json parsed and checked, key parsed")]
+
+
+def plot(name, entry, res, img):
+    rows = res.get("in_process") or []
+    if not rows:
+        return []
+    fig, (ax,) = P.figure("Pairing and verification, ms (one core)", entry)
+    ax.barh([r["operation"] for r in rows], [r.get("median_ms") or 0 for r in rows])
+    ax.axvline(res.get("target_verify_ms", 50.0), color="crimson", linestyle="--",
+               label="target: verify <= 50 ms")
+    ax.set_xscale("log")
+    ax.tick_params(axis="y", labelsize=6.5)
+    ax.set_xlabel("ms (median)")
+    ax.legend(fontsize=7)
+    return [("pairing", P.save(fig, f"bench-{name}.png", img))]
 
 
 if __name__ == "__main__":

@@ -32,8 +32,9 @@ import sys
 import time
 from pathlib import Path
 
+from bench import plots as P
 from bench.circuits import BIN, ROOT, circuit
-from bench.report import table
+from bench.tables import find_row, fmt, table, target
 
 # (family, log2n) per profile: the squaring chain at every size, toyhash for continuity.
 CIRCUITS = {
@@ -214,6 +215,137 @@ def run(profile: str = "quick") -> dict:
         rs["build"] = info.read_text().strip().splitlines()[:3]
     return {"device": device, "cuzk_command": " ".join(_shown(c) for c in _cuzk_command()),
             "rss_method": RSS_METHOD, "rows": rows, "phases_ms": phases, "rapidsnark": rs}
+
+
+# --- what the report shows: targets, the side-by-side summary and plot -------------------------
+
+
+def targets(get) -> list[dict]:
+    """Issue #16's targets against rapidsnark, run side by side on the same files: the command
+    <= 1.0x rapidsnark's and the in-process proof (the daemon's case) <= 0.5x at 2^15 and up,
+    peak RSS <= 2x at 2^17 and up (squaring-chain circuits)."""
+    prove = get()
+    rows = (prove or {}).get("rows") or []
+    have = bool((prove or {}).get("rapidsnark", {}).get("installed"))
+    why = "" if have or not prove else "rapidsnark not built here (README: rapidsnark as a peer)"
+    out = []
+    for log2n in (15, 17, 19):
+        r = find_row(rows, family="squarechain", log2n=log2n)
+        if r is None and log2n == 19:
+            continue  # full profile only
+        ok = bool(r and have)
+        note = (f"cuzk {fmt(r['cuzk_cmd_s'])} s, rapidsnark {fmt(r['rapidsnark_s'])} s, "
+                f"snarkjs {fmt(r['snarkjs_s'])} s" if ok else why)
+        out.append(target(f"`cuzk prove` 2^{log2n}, whole command ÷ rapidsnark's", "#16", 1.0,
+                          "x", r.get("cmd_vs_rapidsnark") if ok else None, note=note,
+                          suite="prove"))
+        out.append(target(f"cuzk 2^{log2n}, key loaded (daemon's case) ÷ rapidsnark's command",
+                          "#16", 0.5, "x", r.get("warm_vs_rapidsnark") if ok else None,
+                          note=(f"in process {fmt(r['cuzk_warm_s'])} s" if ok else why),
+                          suite="prove"))
+        if log2n >= 17:
+            out.append(target(f"`cuzk prove` 2^{log2n}, peak RSS ÷ rapidsnark's", "#16", 2.0,
+                              "x", r.get("rss_vs_rapidsnark") if ok else None,
+                              note=(f"{fmt(r['cuzk_rss_mib'])} / "
+                                    f"{fmt(r['rapidsnark_rss_mib'])} MiB" if ok else why),
+                              suite="prove"))
+    return out
+
+
+SUMMARY_COLUMNS = ["family", "log2n", "constraints", "cuzk_cmd_s", "cuzk_warm_s",
+                   "rapidsnark_s", "snarkjs_s", "cmd_vs_rapidsnark", "warm_vs_rapidsnark",
+                   "speedup_vs_snarkjs", "startup_s", "cuzk_rss_mib", "rapidsnark_rss_mib"]
+
+
+def summary(get) -> list[str]:
+    """Markdown lines after the report's targets: the side-by-side table and it in words."""
+    prove = get()
+    if not (prove and prove.get("rows")):
+        return []
+    return ["**`cuzk prove` against rapidsnark and `snarkjs groth16 prove`, whole commands "
+            "alternating on the same files** (seconds, medians; `*_vs_rapidsnark` is cuzk's "
+            "time ÷ rapidsnark's, below 1 is faster; RSS in MiB):", "",
+            table(prove["rows"], [c for c in SUMMARY_COLUMNS
+                                  if any(c in r for r in prove["rows"])]),
+            prose(prove), ""]
+
+
+def prose(prove: dict) -> str:
+    """The side-by-side result in words, from the figures (issue #16's comparison)."""
+    rows = sorted(prove["rows"], key=lambda r: (r["log2n"], r.get("family", "")))
+    cmd = [r["speedup_vs_snarkjs"] for r in rows]
+    warm = [r["speedup_warm_vs_snarkjs"] for r in rows]
+    lo, hi = rows[0], rows[-1]
+    faster = all(x > 1 for x in cmd)
+
+    def span(xs):
+        return f"{fmt(xs[0])}x" if len(xs) == 1 else f"{fmt(min(xs))}x to {fmt(max(xs))}x"
+
+    where = (f"at 2^{lo['log2n']}" if lo is hi
+             else f"from 2^{lo['log2n']} to 2^{hi['log2n']}")
+    text = (f"As a whole command `cuzk prove` is {span(cmd)} "
+            f"{'faster than' if faster else 'the speed of'} `snarkjs groth16 prove` {where}"
+            + ("" if faster else " (below 1: slower)")
+            + f"; with the key already loaded (the daemon's case) {span(warm)}. The command's "
+            "start-up (interpreter, imports, cached kernels, mapping the key), the command's "
+            f"time less the in-process proof's, is about "
+            f"{fmt(statistics.median(r['startup_s'] for r in rows))} s (median over sizes).")
+    rs = prove.get("rapidsnark") or {}
+    if not rs.get("installed"):
+        return text + " rapidsnark was not built on this machine, so it was not compared."
+    parts = [f"2^{r['log2n']} {r.get('family', '')}: command {fmt(r['cmd_vs_rapidsnark'])}x, "
+             f"in process {fmt(r['warm_vs_rapidsnark'])}x, RSS {fmt(r['rss_vs_rapidsnark'])}x"
+             for r in rows if "cmd_vs_rapidsnark" in r]
+    return text + (" Against rapidsnark, run side by side (cuzk's time ÷ rapidsnark's; below 1 "
+                   "is faster): " + "; ".join(parts) + ".")
+
+
+def plot(name, entry, res, img):
+    rows = res.get("rows") or []
+    if not rows:
+        return []
+    fig, (ax, bx) = P.figure("cuzk prove vs rapidsnark and snarkjs, same zkey and witness "
+                             "(squaring chain)", entry, ncols=2, width=5.6)
+    rows = [r for r in rows if r.get("family", "squarechain") == "squarechain"] or rows
+    xs = [r["log2n"] for r in rows]
+    for col, lo, hi, label in (("cuzk_cmd_s", "cuzk_min_s", "cuzk_max_s", "cuzk prove (command)"),
+                               ("snarkjs_s", "snarkjs_min_s", "snarkjs_max_s",
+                                "snarkjs groth16 prove"),
+                               ("cuzk_warm_s", "cuzk_warm_min_s", "cuzk_warm_max_s",
+                                "cuzk, key loaded (in process)"),
+                               ("rapidsnark_s", "rapidsnark_min_s", "rapidsnark_max_s",
+                                "rapidsnark prover (command)")):
+        if not all(col in r for r in rows):
+            continue
+        ys = [r[col] for r in rows]
+        err = [[max(0.0, r[col] - r.get(lo, r[col])) for r in rows],
+               [max(0.0, r.get(hi, r[col]) - r[col]) for r in rows]]
+        ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=label)
+    ax.set_yscale("log")
+    ax.set_xticks(xs)
+    ax.set_xlabel("log2 domain")
+    ax.set_ylabel("seconds (median, min-max bars)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=6.5)
+    phases = res.get("phases_ms") or []
+    if phases:
+        keys = [k for k in phases[0] if k not in ("log2n", "circuit")]
+        totals = [sum(float(p.get(k) or 0.0) for k in keys) or 1.0 for p in phases]
+        bottom = [0.0] * len(phases)
+        px = [p.get("circuit", f"2^{p['log2n']}").replace("squarechain ", "sq ")
+              .replace("toyhash ", "toy ") for p in phases]
+        for k in keys:
+            vals = [100.0 * float(p.get(k) or 0.0) / t for p, t in zip(phases, totals,
+                                                                         strict=True)]
+            bx.bar(px, vals, bottom=bottom, label=k)
+            bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
+        for i, t in enumerate(totals):
+            bx.text(i, 101, f"{t:.0f} ms", ha="center", va="bottom", fontsize=7)
+        bx.set_ylim(0, 112)
+        bx.set_xlabel("domain")
+        bx.set_ylabel("% of a proof, key loaded (phases)")
+        bx.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    return [("prove", P.save(fig, f"bench-{name}.png", img))]
 
 
 if __name__ == "__main__":

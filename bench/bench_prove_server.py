@@ -32,7 +32,7 @@ from bench.bench_prove import (
     find_rapidsnark,
 )
 from bench.circuits import WORK, circuit
-from bench.report import table
+from bench.tables import find_row, fmt, table, target
 
 
 def start_daemon(folder: str) -> tuple[subprocess.Popen, str]:
@@ -136,6 +136,32 @@ def run(profile: str = "quick") -> dict:
     print(table(rows, [c for c in ROW_COLUMNS if any(c in r for r in rows)]))
     return {"rows": rows, "rapidsnark": {"installed": bool(rapidsnark), "origin": origin},
             "daemon": "cuzk serve on loopback, default devices (profile gpu: every GPU)"}
+
+
+# --- what the report shows: targets ---------------------------------------------------------------
+
+
+def targets(get) -> list[dict]:
+    """Issue #16's target 3: the whole `cuzk prove --server` command (warm daemon) <= 1.0x
+    rapidsnark's whole command at every size from 2^12 (squaring-chain circuits)."""
+    server = get()
+    rows = (server or {}).get("rows") or []
+    have = bool((server or {}).get("rapidsnark", {}).get("installed"))
+    why = "" if have or not server else "rapidsnark not built here (README: rapidsnark as a peer)"
+    out = []
+    for log2n in (12, 15, 17, 19):
+        r = find_row(rows, family="squarechain", log2n=log2n)
+        if r is None and log2n == 19:
+            continue  # full profile only
+        ok = bool(r and have)
+        note = (f"command {fmt(r['server_cmd_s'])} s (daemon {fmt(r['daemon_job_s'])} s, "
+                f"client {fmt(r['client_s'])} s), rapidsnark {fmt(r['rapidsnark_s'])} s"
+                if ok else why)
+        out.append(target(f"`cuzk prove --server` 2^{log2n} (warm daemon), whole command ÷ "
+                          "rapidsnark's", "#16", 1.0, "x",
+                          r.get("server_vs_rapidsnark") if ok else None, note=note,
+                          suite="prove-server"))
+    return out
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ import pytest
 
 from bench import report
 from bench.__main__ import NO_GPU_MESSAGE, SUITES
+from bench.tables import targets_table
 
 ROOT = Path(__file__).resolve().parent.parent
 NEEDS_NODE_TOOLS = {"prove", "prove-server", "pairing", "witness"}  # snarkjs, circom2
@@ -195,7 +196,7 @@ def test_targets_judge_ceilings_floors_and_missing():
     assert by["engine: throughput vs the slower stage"]["status"] == "not met"
     assert by["MSM G1 2^20, GPU"]["status"] == "not measured"
     assert by["verify one proof, one core"]["status"] == "not measured"
-    md = report.targets_table(list(by.values()))
+    md = targets_table(list(by.values()))
     assert "| MSM G1 2^16, CPU | #3 | ≤ 200 ms | 250 ms (best 190) | 1.25 |" in md
 
 

@@ -19,9 +19,10 @@ import time
 
 import pytest
 
-from cuzk.board import Board, BoardError, Layout, Token, cleanup_stale, drill, list_boards
+from cuzk.board import Board, BoardError, Layout, Token, cleanup_stale, list_boards
 from cuzk.board import layout as L
 from cuzk.board import segment as S
+from cuzk.testing import drill
 
 PREFIX = f"cuzk-t{os.getpid()}-"   # every board the board tests create starts with this
 

@@ -29,8 +29,9 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from cuzk.board import Board, Token, drill
+from cuzk.board import Board, Token
 from cuzk.board import segment as S
+from cuzk.testing import drill
 
 PREFIX = f"cuzk-t{os.getpid()}-"
 

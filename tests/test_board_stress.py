@@ -22,9 +22,10 @@ from zlib import crc32
 
 import pytest
 
-from cuzk.board import Board, Token, drill, read_record
+from cuzk.board import Board, Token, read_record
 from cuzk.board import layout as L
 from cuzk.board import segment as S
+from cuzk.testing import drill
 
 PREFIX = f"cuzk-t{os.getpid()}-"
 

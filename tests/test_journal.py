@@ -213,8 +213,8 @@ def test_a_bad_journal_is_refused_and_left_alone(tmp_path, damage, reason):
 
 
 def test_top_shows_recovered_jobs_when_there_are_any():
+    from cuzk.testing.sample import busy_snapshot
     from cuzk.top import render
-    from cuzk.top.sample import busy_snapshot
 
     snap = busy_snapshot()
     assert "recovered" not in render(snap, 120, 40).text()

@@ -1,4 +1,4 @@
-"""`cuzk top` on a real status board driven by live writer processes (cuzk.top.simulate).
+"""`cuzk top` on a real status board driven by live writer processes (cuzk.testing.simulate).
 
 Covers attaching by name, listing when several boards are live, `--json` (the snapshot JSON,
 shape from TEAM.md), `--once` (a parsable frame) and a board that goes away mid-run.
@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from cuzk.board import Board
 from cuzk.cli import main as cuzk_main
-from cuzk.top.simulate import Plan, Simulation
+from cuzk.testing.simulate import Plan, Simulation
 from cuzk.top.source import EXIT_AMBIGUOUS, EXIT_NO_BOARD
 
 # Top-level keys of the status JSON (TEAM.md "Shared contracts").

@@ -14,9 +14,9 @@ import pytest
 from click.testing import CliRunner
 
 from cuzk.cli import main as cuzk_main
+from cuzk.testing.sample import busy_snapshot
 from cuzk.top import main as top_main
 from cuzk.top import source as top_source
-from cuzk.top.sample import busy_snapshot
 from cuzk.top.source import EXIT_AMBIGUOUS, EXIT_NO_BOARD, AttachError, BoardGone
 
 

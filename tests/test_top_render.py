@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cuzk.testing.sample import busy_snapshot
 from cuzk.top import Derived, RateWindow, render, strip_ansi, utilisation
 from cuzk.top.app import View
 from cuzk.top.render import GLYPHS, MIN_HEIGHT, MIN_WIDTH, SORTS, sort_pipelines
-from cuzk.top.sample import busy_snapshot
 
 GOLDEN = Path(__file__).parent / "golden"
 BIG = dict(devices=4, workers_per_device=2, finalizers=4, synth_workers=8, pipelines=24, keys=4)

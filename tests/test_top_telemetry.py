@@ -11,8 +11,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from cuzk.testing.sample import busy_snapshot
 from cuzk.top import Derived, render
-from cuzk.top.sample import busy_snapshot
 from cuzk.top.telemetry import Telemetry
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from cuzk.top.simulate import Plan, Simulation
+from cuzk.testing.simulate import Plan, Simulation
 
 ROOT = Path(__file__).resolve().parents[1]
 PLAN = Plan(devices=2, workers_per_device=2, finalizers_per_device=1, synth_slots=3,

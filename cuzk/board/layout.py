@@ -66,7 +66,7 @@ HEADER = struct.Struct(
 HEADER_SIZE = 256
 # u64 at this header offset: 1 + offset of the control record being written, 0 when none. Only
 # written under the control lock; the next lock holder repairs a record left half-written by a
-# writer that died (see Board._ctl_begin).
+# writer that died (see ControlRecords.__enter__ in control.py).
 CTL_DIRTY_OFFSET = 248
 
 # Worker slot (all three kinds share it).

@@ -21,6 +21,7 @@ from typing import NamedTuple
 from zlib import crc32
 
 from cuzk.board import layout as L
+from cuzk.board import records as R
 
 
 class SlotView(NamedTuple):
@@ -174,21 +175,15 @@ class Snapshot:
 
     @cached_property
     def raw_memory(self) -> tuple:
-        from cuzk.board.board import _empty_memory
-
-        return self._ctl("memory", self.layout.memory_payload, _empty_memory(self.layout))
+        return self._ctl("memory", self.layout.memory_payload, R.empty_memory(self.layout))
 
     @cached_property
     def raw_counters(self) -> tuple:
-        from cuzk.board.board import _empty_counters
-
-        return self._ctl("counters", self.layout.counters_payload, _empty_counters(self.layout))
+        return self._ctl("counters", self.layout.counters_payload, R.empty_counters(self.layout))
 
     @cached_property
     def raw_keys(self) -> tuple:
-        from cuzk.board.board import _empty_keys
-
-        return self._ctl("keys", self.layout.keys_payload, _empty_keys(self.layout))
+        return self._ctl("keys", self.layout.keys_payload, R.empty_keys(self.layout))
 
     # --- slots -----------------------------------------------------------------------------------
     @cached_property

@@ -3,7 +3,8 @@
 render() reads only its arguments (the snapshot dict in the shape of `GET /status`, derived
 figures, the view state): no clock, no terminal, no board. Times shown are taken from the
 snapshot ("now", "*_secs_ago"), so one snapshot always draws the same frame, which is what
-the golden tests rely on.
+the golden tests rely on. The panels are built from the widget kit in widgets.py (tables,
+sections, bars); this module decides what goes on screen and where.
 
 Screen, top to bottom. Rows are shared out in render() by priority (workers up to half, the
 pipelines at least a quarter, then the other panels); a panel short of room shrinks to a
@@ -22,11 +23,10 @@ side by side, and the pipelines take what is left and scroll:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from cuzk.top import fmt
 from cuzk.top.derive import Derived
 from cuzk.top.frame import Frame, Line, build
+from cuzk.top.widgets import Col, Rows, Section, Table, columns_for, count_states, num, util_bar
 
 # Pipeline orders that `s` cycles through.
 SORTS = ("priority", "age", "progress", "state")
@@ -60,195 +60,6 @@ STATE_STYLE = {
 }
 
 
-@dataclass
-class Col:
-    """A table column: `prio` says which columns go first when narrow (highest first);
-    `flex` is how many extra cells the column may take when there is room."""
-
-    title: str
-    width: int
-    align: str = "<"
-    prio: int = 0
-    flex: int = 0
-    grow: int = 0            # flexible columns grow in (grow, position) order
-
-
-def fit_columns(cols: list[Col], width: int) -> list[tuple[int, int]]:
-    """(column index, cell width) of the columns that fit in `width`, in display order."""
-    keep = list(range(len(cols)))
-    def used():
-        return sum(cols[i].width for i in keep) + max(0, len(keep) - 1)
-    while keep and used() > width:
-        keep.remove(max(keep, key=lambda i: (cols[i].prio, i)))
-    widths = {i: cols[i].width for i in keep}
-    spare = width - used()
-    for i in sorted(keep, key=lambda i: (cols[i].grow, i)):
-        extra = min(spare, cols[i].flex)
-        widths[i] += extra
-        spare -= extra
-    return [(i, widths[i]) for i in keep]
-
-
-def _cell(text, w: int, align: str) -> str:
-    text = fmt.cut(text, w)
-    return text.rjust(w) if align == ">" else text.ljust(w)
-
-
-class Table:
-    """Fits columns once, then draws the header and rows of (text, style) cells."""
-
-    def __init__(self, cols: list[Col], width: int):
-        self.cols, self.width = cols, width
-        self.fit = fit_columns(cols, width)
-        self.plan = [(i, w, cols[i].align == ">") for i, w in self.fit]
-
-    def header(self) -> Line:
-        line = Line(base="header")
-        line.add(" ".join(_cell(self.cols[i].title, w, self.cols[i].align) for i, w in self.fit))
-        return line
-
-    def row(self, cells: list) -> Line:
-        """cells: one entry per column (text, or (text, style), or a callable(width) -> list
-        of (text, style) for columns drawn glyph by glyph). Unstyled neighbours are merged
-        into one segment: fewer segments, fewer curses calls (this is the per-frame hot path)."""
-        parts: list = []
-        plain: list[str] = []
-        sep = False
-        for i, w, right in self.plan:
-            if sep:
-                plain.append(" ")
-            sep = True
-            cell = cells[i]
-            kind = cell.__class__
-            if kind is str:
-                text, style = cell, None
-            elif kind is tuple:
-                text, style = cell
-            elif callable(cell):
-                if plain:
-                    parts.append(("".join(plain), None))
-                    plain = []
-                drawn = 0
-                for text, style in cell(w):
-                    text = text[: w - drawn]
-                    if text:
-                        parts.append((text, style))
-                        drawn += len(text)
-                if drawn < w:
-                    plain.append(" " * (w - drawn))
-                continue
-            else:
-                text, style = ("" if cell is None else str(cell)), None
-            if len(text) > w:
-                text = text[: w - 1] + "~"
-            text = text.rjust(w) if right else text.ljust(w)
-            if style:
-                if plain:
-                    parts.append(("".join(plain), None))
-                    plain = []
-                parts.append((text, style))
-            else:
-                plain.append(text)
-        if plain:
-            parts.append(("".join(plain), None))
-        return Line(parts=parts)
-
-
-@dataclass
-class Section:
-    """Rows of one panel. lines(n) gives at most n lines: a summary line when n == 1,
-    else the header, as many rows as fit, and a '+k more' line when some do not. With
-    `columns` > 1 the rows are laid out side by side, column by column (like `ls`), each
-    table `col_width` wide: a machine with 64 workers fits a wide terminal."""
-
-    header: Line
-    rows: Rows
-    summary: Line
-    what: str = "rows"             # noun for the '+k more' line
-    columns: int = 1
-    col_width: int = 0
-
-    def want(self) -> int:
-        return 1 + -(-len(self.rows) // self.columns)
-
-    def lines(self, n: int) -> list[Line]:
-        if n <= 0:
-            return []
-        if n == 1:
-            return [self.summary]
-        total, k = len(self.rows), self.columns
-        if total <= (n - 1) * k:
-            per_col = -(-total // k)
-            shown, more = total, None
-        else:
-            per_col = n - 2
-            shown = per_col * k
-            more = Line().add(f"  ... +{total - shown} more {self.what}", "dim")
-        rows = self.rows[:shown]
-        if k == 1:
-            body = rows
-        else:
-            body = [_side_by_side([rows[c * per_col + r] for c in range(k)
-                                   if c * per_col + r < len(rows)], self.col_width)
-                    for r in range(per_col)]
-        header = self.header if k == 1 else _side_by_side([self.header] * k, self.col_width)
-        return [header, *body, *([more] if more else [])]
-
-
-def _side_by_side(lines: list[Line], width: int, gap: int = 2) -> Line:
-    """Lines as columns `width` wide, `gap` blanks apart (a line-wide base style becomes the
-    style of its own column only)."""
-    out = Line()
-    for c, line in enumerate(lines):
-        if c:
-            out.add(" " * gap)
-        used = 0
-        for text, style in line.parts:
-            text = text[: width - used]
-            out.add(text, style or line.base)
-            used += len(text)
-        out.add(" " * (width - used), line.base)
-    return out
-
-
-def _columns(n_items: int, width: int, min_width: int, room: int) -> tuple[int, int]:
-    """(columns, column width) for a panel of n_items rows whose table needs min_width: side
-    by side only when one column would take more than a quarter of the `room` rows."""
-    k = 1
-    if n_items > max(6, room // 4):
-        k = max(1, min((width + 2) // (min_width + 2), -(-n_items // 4)))
-    return k, (width - 2 * (k - 1)) // k
-
-
-class Rows:
-    """Table rows drawn on demand: only the rows that fit on screen are ever built (a board
-    may have hundreds of slots and jobs; a frame shows a screenful)."""
-
-    def __init__(self, items, draw, empty: str | None = None):
-        self.items, self.draw, self.empty = list(items), draw, empty
-
-    def __len__(self) -> int:
-        return len(self.items) or (1 if self.empty else 0)
-
-    def __getitem__(self, k):
-        if not self.items:
-            rows = [Line().add(f"  ({self.empty})", "dim")] if self.empty else []
-            return rows[k]
-        if isinstance(k, slice):
-            return [self.draw(it) for it in self.items[k]]
-        return self.draw(self.items[k])
-
-    def __iter__(self):
-        return iter(self[:])
-
-
-def _count_states(items, key="state") -> str:
-    counts: dict[str, int] = {}
-    for it in items:
-        counts[it.get(key) or "?"] = counts.get(it.get(key) or "?", 0) + 1
-    return ", ".join(f"{n} {s}" for s, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
-
-
 def _state(state) -> tuple[str, str | None]:
     state = state or "?"
     return state, STATE_STYLE.get(state)
@@ -274,19 +85,9 @@ def _job_cells(w: dict, job_key: str, part_key: str) -> tuple:
             fmt.secs(w.get("started_secs_ago")))
 
 
-def _util_bar(u):
-    def draw(width):
-        inner = max(0, width - 2)
-        if u is None:
-            return [("[", "dim"), ("-".center(inner), "dim"), ("]", "dim")]
-        style = "bar" if u < 0.5 else "bar_mid" if u < 0.85 else "bar_high"
-        return [("[", None), (fmt.bar(u, inner), style), ("]", None)]
-    return draw
-
-
 def _workers(snap: dict, d: Derived, width: int, room: int) -> Section:
-    workers = sorted(snap.get("gpu_workers") or (), key=lambda w: _num(w.get("worker_id")))
-    k, width = _columns(len(workers), width, 76, room)
+    workers = sorted(snap.get("gpu_workers") or (), key=lambda w: num(w.get("worker_id")))
+    k, width = columns_for(len(workers), width, 76, room)
     t = Table([
         Col("WORKER", 6, ">"), Col("DEVICE", 7, prio=3), Col("STATE", 8),
         Col("JOB", 8, flex=28), Col("PART", 4, ">"), Col("TIME", 6, ">", prio=1),
@@ -299,7 +100,7 @@ def _workers(snap: dict, d: Derived, width: int, room: int) -> Section:
         dev = w.get("device") or f"gpu:{w.get('gpu_ordinal')}"
         return t.row([
             str(w.get("worker_id")), dev, _state(w.get("state")), job, part, on,
-            fmt.pct(u), _util_bar(u), str(w.get("generation", "-")),
+            fmt.pct(u), util_bar(u), str(w.get("generation", "-")),
             (str(w.get("restarts", 0)), "warn" if w.get("restarts") else None),
             str(w.get("pid") or "-"), _heartbeat(w.get("heartbeat_age_secs"), w.get("state")),
         ])
@@ -307,15 +108,15 @@ def _workers(snap: dict, d: Derived, width: int, room: int) -> Section:
     rows = Rows(workers, draw, "no device workers")
     busy = sum(1 for w in workers if _busy(w.get("state")))
     summary = Line().add("WORKER ", "header").add(
-        f" {busy}/{len(workers)} busy: {_count_states(workers) or 'none'}")
+        f" {busy}/{len(workers)} busy: {count_states(workers) or 'none'}")
     return Section(t.header(), rows, summary, "workers", k, width)
 
 
 def _finalizers(snap: dict, width: int, room: int) -> Section | None:
-    fins = sorted(snap.get("finalizers") or (), key=lambda f: _num(f.get("finalizer_id")))
+    fins = sorted(snap.get("finalizers") or (), key=lambda f: num(f.get("finalizer_id")))
     if not fins:
         return None
-    k, width = _columns(len(fins), width, 70, room)
+    k, width = columns_for(len(fins), width, 70, room)
     t = Table([
         Col("FINALIZER", 9, ">"), Col("GPU", 3, ">", prio=2), Col("STATE", 10),
         Col("JOB", 8, flex=28), Col("PART", 4, ">"), Col("TIME", 6, ">", prio=1),
@@ -329,17 +130,17 @@ def _finalizers(snap: dict, width: int, room: int) -> Section | None:
         ])
 
     rows = Rows(fins, draw)
-    summary = Line().add("FINALIZER", "header").add(f" {len(fins)}: {_count_states(fins)}")
+    summary = Line().add("FINALIZER", "header").add(f" {len(fins)}: {count_states(fins)}")
     return Section(t.header(), rows, summary, "finalizers", k, width)
 
 
 def _synthesis(snap: dict, width: int, room: int) -> Section | None:
     syn = snap.get("synthesis") or {}
-    workers = sorted(syn.get("workers") or (), key=lambda w: _num(w.get("worker_id")))
+    workers = sorted(syn.get("workers") or (), key=lambda w: num(w.get("worker_id")))
     if not workers and not syn:
         return None
     active = f"ACTIVE {syn.get('active', 0)}/{syn.get('max_concurrent', len(workers))}"
-    k, width = _columns(len(workers), width, 74, room)
+    k, width = columns_for(len(workers), width, 74, room)
     t = Table([
         Col("SYNTH", 6, ">"), Col(active, 12), Col("JOB", 8, flex=28), Col("PART", 4, ">"),
         Col("TIME", 6, ">", prio=1), Col("GEN", 5, ">", prio=4), Col("RST", 3, ">", prio=2),
@@ -356,7 +157,7 @@ def _synthesis(snap: dict, width: int, room: int) -> Section | None:
 
     rows = Rows(workers, draw, "no synthesis workers")
     summary = Line().add("SYNTH ", "header").add(
-        f" {active.lower()}: {_count_states(workers) or 'none'}")
+        f" {active.lower()}: {count_states(workers) or 'none'}")
     return Section(t.header(), rows, summary, "synthesis workers", k, width)
 
 
@@ -373,7 +174,7 @@ def _gpus(d: Derived, width: int) -> Section | None:
         temp = g.get("temp_c")
         power, limit = g.get("power_w"), g.get("power_limit_w")
         return t.row([
-            str(g.get("index")), g.get("name") or "-", fmt.pct(u), _util_bar(u),
+            str(g.get("index")), g.get("name") or "-", fmt.pct(u), util_bar(u),
             f"{fmt.bytes_(g.get('mem_used'))}/{fmt.bytes_(g.get('mem_total'))}",
             ("-" if temp is None else f"{temp:.0f}C", "warn" if (temp or 0) >= 85 else None),
             "-" if power is None else (f"{power:.0f}/{limit:.0f}W" if limit else f"{power:.0f}W"),
@@ -415,7 +216,7 @@ def _legend() -> Line:
 def sort_pipelines(pipelines, sort: str) -> list:
     """Pipelines in the order named by `sort` (one of SORTS)."""
     def submitted(p):
-        return _num(p.get("submitted_at"))
+        return num(p.get("submitted_at"))
     def finished(p):
         return p.get("state") in ("done", "failed", "cancelled")
     if sort == "age":
@@ -433,7 +234,7 @@ def sort_pipelines(pipelines, sort: str) -> list:
 
 
 def _pipelines(snap: dict, width: int, sort: str):
-    now = _num(snap.get("now"))
+    now = num(snap.get("now"))
     pipes = sort_pipelines(snap.get("pipelines"), sort)
     longest = max((len(p.get("partitions") or ()) for p in pipes), default=0)
     t = Table([
@@ -452,7 +253,7 @@ def _pipelines(snap: dict, width: int, sort: str):
             (PRIORITY_SHORT.get(prio, prio or "-"), "warn" if prio == "critical" else None),
             _state(p.get("state")), fmt.secs(age),
             (f"{done}/{total}" + (f"!{failed}" if failed else ""), "bad" if failed else None),
-            _strip(sorted(p.get("partitions") or (), key=lambda q: _num(q.get("index")))),
+            _strip(sorted(p.get("partitions") or (), key=lambda q: num(q.get("index")))),
         ])
 
     rows = Rows(pipes, draw)
@@ -663,10 +464,3 @@ def _keys(snap: dict, width: int) -> Section | None:
     total = sum(k.get("bytes") or 0 for k in keys)
     summary = Line().add("KEY ", "header").add(f" {len(keys)} resident, {fmt.bytes_(total)}")
     return Section(t.header(), rows, summary, "keys")
-
-
-def _num(x) -> float:
-    try:
-        return float(x)
-    except (TypeError, ValueError):
-        return float("inf")

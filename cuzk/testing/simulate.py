@@ -9,7 +9,7 @@ Writer processes do on the board what `cuzk serve` does, with sleeps in place of
             "runs kernels", hands the partition to a finalizer slot (split proving) and loops;
             finalizer threads end their claim done (or failed)
 
-Used by the tmux test and the `top` benchmark; `python -m cuzk.top.simulate` runs one until
+Used by the tmux test and the `top` benchmark; `python -m cuzk.testing.simulate` runs one until
 Ctrl-C and prints the board name to pass to `cuzk top --board`.
 """
 

@@ -177,8 +177,8 @@ def hang_in_control_write(name: str, job_id: str, index: int, conn) -> None:
     from cuzk.board import layout as L
 
     board = Board.attach(name)
-    board._ctl_begin()
-    row = board._find_row(job_id.encode(), job_id)
+    board.control.__enter__()  # hold the control lock until killed
+    row = board.control.find_row(job_id.encode(), job_id)
     off = board.layout.part_offset(row, index)
     buf = board._buf
     L.SEQ.pack_into(buf, L.CTL_DIRTY_OFFSET, off + 1)
