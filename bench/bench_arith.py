@@ -5,8 +5,8 @@ CPU figures (Numba, the code of cuzk.bn254.field / .curve):
 - throughput, one core: four independent chains interleaved (what a batch loop sees);
 - all cores: one interleaved chain set per thread under prange; "per core" multiplies the
   aggregate ns per operation by the thread count;
-- batch: the elementwise kernel cuzk.bn254.batch_cpu.fr_mul over 2^20 rows (memory included).
-GPU figures (profile gpu): the same chains, one per CUDA thread, and batch_cuda.fr_mul on
+- batch: the elementwise kernel cuzk.bn254.batch("cpu").fr_mul over 2^20 rows (memory included).
+GPU figures (profile gpu): the same chains, one per CUDA thread, and batch("cuda").fr_mul on
 device arrays. Target (issue 2): <= 20 ns per multiplication per core on the CPU.
 Run alone: ``python -m bench.bench_arith [quick|full|gpu|smoke]`` (writes bench/results/arith.json).
 """
@@ -180,8 +180,9 @@ def _cpu_rows(profile):
 
 
 def _cpu_batch_row(profile):
-    from cuzk.bn254 import batch_cpu
+    import cuzk.bn254 as bn
 
+    batch_cpu = bn.batch("cpu")
     log_n, repeats = BATCH_LOG_N[profile], REPEATS[profile]
     rng = np.random.default_rng(1)
     a = rng.integers(0, 2**63, size=(1 << log_n, 4), dtype=np.uint64)
@@ -230,9 +231,10 @@ def _register_cuda():
 
 
 def _gpu_rows(profile):
-    from cuzk.bn254 import batch_cuda
+    import cuzk.bn254 as bn
     from cuzk.jit import launch
 
+    batch_cuda = bn.batch("cuda")
     kernel = cuda.jit(_gpu_chain)
     threads_total = 1 << 20
     n = 256
