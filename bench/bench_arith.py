@@ -5,8 +5,8 @@ CPU figures (Numba, the code of cuzk.bn254.field / .curve):
 - throughput, one core: four independent chains interleaved (what a batch loop sees);
 - all cores: one interleaved chain set per thread under prange; "per core" multiplies the
   aggregate ns per operation by the thread count;
-- batch: the elementwise kernel cuzk.bn254.batch_cpu.fr_mul over 2^20 rows (memory included).
-GPU figures (profile gpu): the same chains, one per CUDA thread, and batch_cuda.fr_mul on
+- batch: the elementwise kernel cuzk.bn254.batch("cpu").fr_mul over 2^20 rows (memory included).
+GPU figures (profile gpu): the same chains, one per CUDA thread, and batch("cuda").fr_mul on
 device arrays. Target (issue 2): <= 20 ns per multiplication per core on the CPU.
 Run alone: ``python -m bench.bench_arith [quick|full|gpu|smoke]`` (writes bench/results/arith.json).
 """
@@ -26,6 +26,7 @@ from bench.tables import find_row, fmt, table, target
 from cuzk.bn254 import curve as C
 from cuzk.bn254 import field as F
 from cuzk.bn254.constants import FQ_MODULUS, FR_MODULUS, MONT_R, int_to_limbs
+from cuzk.jit import KernelTable
 
 TARGET_NS = 20.0
 STEPS = {"smoke": 20_000, "quick": 2_000_000, "full": 10_000_000, "gpu": 2_000_000}
@@ -181,8 +182,9 @@ def _cpu_rows(profile):
 
 
 def _cpu_batch_row(profile):
-    from cuzk.bn254 import batch_cpu
+    import cuzk.bn254 as bn
 
+    batch_cpu = bn.batch("cpu")
     log_n, repeats = BATCH_LOG_N[profile], REPEATS[profile]
     rng = np.random.default_rng(1)
     a = rng.integers(0, 2**63, size=(1 << log_n, 4), dtype=np.uint64)
@@ -214,7 +216,7 @@ def _gpu_chain(xs, y0, y1, y2, y3, n, out):
 
 
 _fr_mul_cuda = None
-CUDA_KERNELS: dict = {}
+CUDA_KERNELS = KernelTable({}, expect={"fr_mul_chain": ["mul.hi.u64"]})
 
 
 def _register_cuda():
@@ -231,10 +233,9 @@ def _register_cuda():
 
 
 def _gpu_rows(profile):
-    from cuzk.bn254 import batch_cuda
-    from cuzk.jit import launch
+    import cuzk.bn254 as bn
 
-    kernel = cuda.jit(_gpu_chain)
+    batch_cuda = bn.batch("cuda")
     threads_total = 1 << 20
     n = 256
     rng = np.random.default_rng(1)
@@ -245,7 +246,7 @@ def _gpu_rows(profile):
     y = [np.uint64(v) for v in _mont(7**90, FR_MODULUS)]
 
     def chain():
-        launch(kernel, threads_total, d_x, *y, n, d_out)
+        CUDA_KERNELS.launch("fr_mul_chain", threads_total, d_x, *y, n, d_out)
         cuda.synchronize()
 
     med, best, _ = _time(chain, REPEATS[profile])

@@ -1,12 +1,14 @@
 """Batch entry points: the same contract on both targets (shapes, empty input, infinity rows,
-device arrays), and the parallel CPU loops over sizes where every thread gets work."""
+device arrays), the parallel CPU loops over sizes where every thread gets work, and the
+generated kernels' disk cache (one entry per kernel and build)."""
+
+import os
 
 import numpy as np
 import pytest
 from py_ecc import optimized_bn128 as ob
 
 import cuzk.bn254 as bn
-import cuzk.bn254.batch_cpu  # noqa: F401 (bn.batch_cpu below)
 from cuzk.bn254 import constants as K
 from cuzk.bn254 import convert as cv
 
@@ -85,12 +87,36 @@ def test_cpu_parallel_loops_over_many_rows():
     # infinity on and next to them.
     ks = [3 + i for i in range(64)]
     pts = [ob.normalize(ob.multiply(ob.G1, k)) for k in ks]
-    reps = 2 * bn.batch_cpu.AFFINE_CHUNK // len(ks) + 1
+    reps = 2 * B.AFFINE_CHUNK // len(ks) + 1
     aff = np.vstack([cv.g1_array([(int(x), int(y)) for x, y in pts])] * reps)
-    chunk = bn.batch_cpu.AFFINE_CHUNK
+    chunk = B.AFFINE_CHUNK
     at_infinity = {0, chunk - 1, chunk, 2 * chunk, len(aff) - 1}
     aff[sorted(at_infinity)] = 0
     doubled = cv.g1_array_to_ints(B.g1_add_affine(aff, aff, affine=True))
     expect = [ob.normalize(ob.multiply(ob.G1, 2 * k)) for k in ks]
     expect = [(int(x), int(y)) for x, y in expect]
     assert doubled == [None if i in at_infinity else expect[i % len(ks)] for i in range(len(aff))]
+
+
+def test_generated_kernels_cache_on_disk_one_entry_per_build():
+    """Every kernel is generated from TABLE for each target; Numba's disk cache is keyed by
+    source file, qualified name and line, so the qualified names must differ across kernels
+    and builds, and a CPU kernel must write its cache (one per loop shape checked here)."""
+    from numba.core.caching import NullCache
+
+    from cuzk.bn254.batch_api import TABLE
+
+    cpu, cuda_build = bn.batch("cpu"), bn.batch("cuda")
+    qualnames = [k.py_func.__qualname__ for k in cpu.KERNELS.values()]
+    qualnames += [fn.__qualname__ for fn in cuda_build.KERNELS.values()]
+    assert len(set(qualnames)) == len(qualnames) == 2 * len(TABLE)
+    assert set(cuda_build.CUDA_KERNELS) == set(TABLE)
+    for name, kernel in cpu.KERNELS.items():
+        assert not isinstance(kernel._cache, NullCache), name
+    a = cv.fq_array([1, 2])
+    cpu.fq_add(a, a)  # serial
+    cpu.fq_mul(a, a)  # parallel
+    cpu.g1_to_affine(np.zeros((2, 12), np.uint64))  # chunked
+    for name in ("fq_add", "fq_mul", "g1_to_affine"):
+        index = cpu.KERNELS[name]._cache._cache_file._index_path
+        assert os.path.exists(index), (name, index)

@@ -3,13 +3,15 @@
 Convention (docs/arithmetic.md): a module with CUDA kernels defines
 ``CUDA_KERNELS = cuzk.jit.KernelTable({name: (python_function, argument_types)}, expect)``
 where ``expect = {name: [substring, ...]}`` is text its PTX must contain (e.g. "mul.hi.u64"
-where the kernel multiplies field elements); a plain dict plus ``PTX_EXPECT`` also works.
-Add the module's name to KERNEL_MODULES below.
+where the kernel multiplies field elements).
+Add the module's name to KERNEL_MODULES below; a shared source module (cuzk.jit) is listed
+as "name[cuda]", its CUDA build.
 
 The compile runs in ONE subprocess with NUMBA_ENABLE_CUDASIM removed from its environment:
 the simulator (on in this test session when no GPU exists) has no compiler.
 """
 
+import inspect
 import json
 import os
 import subprocess
@@ -19,7 +21,7 @@ import textwrap
 import pytest
 
 KERNEL_MODULES = [
-    "cuzk.bn254.batch_cuda",
+    "cuzk.bn254.batch_ops[cuda]",
     "cuzk.kernels.ntt_cuda",
     "cuzk.kernels.msm_cuda",
     "bench.bench_arith",
@@ -27,6 +29,18 @@ KERNEL_MODULES = [
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # modules import from here
 
 CC = (9, 0)
+
+
+def load_module(name):
+    """The module listed as ``name``: "module[cuda]" is the CUDA build of a shared source."""
+    import importlib
+
+    if name.endswith("[cuda]"):
+        from cuzk.jit import get_target
+
+        return get_target("cuda").load(name[: -len("[cuda]")])
+    return importlib.import_module(name)
+
 
 _CHILD = textwrap.dedent(
     """
@@ -36,8 +50,8 @@ _CHILD = textwrap.dedent(
     cc = tuple(json.loads(sys.argv[1]))
     report = {}
     for name in json.loads(sys.argv[2]):
-        module = importlib.import_module(name)
-        expect = getattr(module.CUDA_KERNELS, "expect", None) or getattr(module, "PTX_EXPECT", {})
+        module = load_module(name)
+        expect = module.CUDA_KERNELS.expect
         for kname, (fn, sig) in module.CUDA_KERNELS.items():
             t0 = time.perf_counter()
             try:
@@ -55,6 +69,7 @@ _CHILD = textwrap.dedent(
     print("PTX-REPORT " + json.dumps(report))
     """
 )
+_CHILD = inspect.getsource(load_module) + _CHILD
 
 
 @pytest.fixture(scope="module")
@@ -89,10 +104,8 @@ def test_expected_instructions_present(ptx_report):
 
 def test_every_module_lists_kernels():
     # Importing needs no GPU (kernels compile lazily); the simulator is fine here.
-    import importlib
-
     for name in KERNEL_MODULES:
-        module = importlib.import_module(name)
+        module = load_module(name)
         assert module.CUDA_KERNELS, name
         for kname, entry in module.CUDA_KERNELS.items():
             fn, sig = entry

@@ -63,11 +63,13 @@ __all__ = [
 
 
 def batch(target: str = "cpu"):
-    """The batch module of ``target``: cuzk.bn254.batch_cpu or cuzk.bn254.batch_cuda (same
-    functions, numpy arrays in and out)."""
+    """The batch module of ``target``: the build of cuzk.bn254.batch_ops for "cpu" or "cuda"
+    (same functions, numpy arrays in and out)."""
     if target not in ("cpu", "cuda"):
         raise ValueError(f"unknown target {target!r} (expected 'cpu' or 'cuda')")
-    return importlib.import_module(f"cuzk.bn254.batch_{target}")
+    from cuzk.jit import get_target
+
+    return get_target(target).load("cuzk.bn254.batch_ops")
 
 
 def __getattr__(name):

@@ -1,50 +1,106 @@
-"""The batch entry points' table: one definition of every elementwise operation's operands,
-shared by the CPU (batch_cpu) and CUDA (batch_cuda) backends.
+"""The batch entry points' table: one definition of every elementwise operation (its operands,
+its result, the element function it applies to each row), and the host-side helpers shared by
+both targets. cuzk.bn254.batch_ops builds its kernels and entry points from TABLE.
 
-Each backend supplies its kernels (named ``_<op>``) and one ``run(kernel, operands,
+Row layouts (uint64 columns per row, see cuzk.bn254.curve): fq/fr 4, fq2 8, G1 affine "g1a"
+8, G1 Jacobian "g1" 12, G2 affine "g2a" 16, G2 Jacobian "g2" 24, a plain scalar 4; "bool"
+is one predicate result per row. Each backend supplies one ``run(kernel, operands,
 out_width)`` that checks and places the operands ((array, width, name) triples), launches
 the kernel over their rows and returns the output ((n, out_width) uint64, or a bool per row
-when out_width is None). Widths are uint64 columns per row: Fq/Fr 4, Fq2 8, G1 affine 8,
-G1 Jacobian 12, G2 affine 16, G2 Jacobian 24.
+when out_width is None). This module imports only numpy.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import numpy as np
+
+WIDTH: dict[str, int | None] = {
+    "fq": 4, "fr": 4, "fq2": 8, "scalar": 4,
+    "g1a": 8, "g1": 12, "g2a": 16, "g2": 24,
+    "bool": None,
+}  # fmt: skip
+
+
+class Op(NamedTuple):
+    """One elementwise operation.
+
+    ``expr`` is the element function applied to one row, as the text the kernels are
+    generated from: ``F.`` and ``C.`` name the field and curve builds of the target, and
+    ``{name}`` stands for the operand of that name read from the row. ``cheap`` marks
+    operations that only add, subtract or move limbs: memory-bound, so their CPU loop stays
+    serial (measured: threads did not pay at the sizes the prover uses them for), and their
+    PTX has no 64x64->128 multiplication.
+    """
+
+    operands: tuple[tuple[str, str], ...]  # (argument name, row layout) per input array
+    result: str  # row layout of the output
+    expr: str
+    doc: str
+    cheap: bool = False
+
+
+TABLE: dict[str, Op] = {}
+
+
+def _field(f: str, ops: str) -> None:
+    a, b = (("a", f),), (("a", f), ("b", f))
+    docs = {"inv": "elementwise inverse; 0 maps to 0", "sqr": "elementwise square"}
+    for op in ops.split():
+        binary = op in ("add", "sub", "mul")
+        TABLE[f"{f}_{op}"] = Op(
+            b if binary else a,
+            f,
+            f"F.{f}_{op}({{a}}, {{b}})" if binary else f"F.{f}_{op}({{a}})",
+            docs.get(op, f"elementwise {op}"),
+            cheap=op in ("add", "sub", "neg"),
+        )
+
+
+def _curve(g: str) -> None:
+    J, Q, A, B = ("P", g), ("Q", g), ("a", g + "a"), ("b", g + "a")
+    TABLE.update({
+        f"{g}_add": Op((J, Q), g, f"C.{g}_add({{P}}, {{Q}})", "Jacobian + Jacobian -> Jacobian"),
+        f"{g}_add_mixed": Op((J, A), g, f"C.{g}_add_mixed({{P}}, {{a}})",
+                             "Jacobian + affine -> Jacobian"),
+        f"{g}_add_affine": Op((A, B), g, f"C.{g}_add_mixed(C.{g}_from_affine({{a}}), {{b}})",
+                              "affine + affine -> Jacobian, or affine when affine=True"),
+        f"{g}_dbl": Op((J,), g, f"C.{g}_dbl({{P}})", "doubling"),
+        f"{g}_neg": Op((J,), g, f"C.{g}_neg({{P}})", "negation", cheap=True),
+        f"{g}_from_affine": Op((A,), g, f"C.{g}_from_affine({{a}})", "affine -> Jacobian",
+                               cheap=True),
+        f"{g}_to_affine": Op((J,), g + "a", f"C.{g}_to_affine({{P}})", "Jacobian -> affine"),
+        f"{g}_eq": Op((J, Q), "bool", f"C.{g}_eq({{P}}, {{Q}})", "projective equality per row"),
+        f"{g}_mul": Op((J, ("k", "scalar")), g, f"C.{g}_mul({{P}}, {{k}})",
+                       "k_i P_i for plain scalars k (double-and-add)"),
+        f"{g}_is_on_curve_affine": Op((A,), "bool", f"C.{g}_is_on_curve_affine({{a}})",
+                                      "on-curve check per affine row"),
+    })  # fmt: skip
+
+
+_field("fq", "add sub mul neg to_mont from_mont inv")
+_field("fr", "add sub mul neg to_mont from_mont inv")
+_field("fq2", "add sub mul sqr inv")
+_curve("g1")
+_curve("g2")
+
 # op -> (operand (name, width) pairs, output width or None for a bool per row, doc line)
-OPS: dict[str, tuple[tuple[tuple[str, int], ...], int | None, str]] = {}
+OPS: dict[str, tuple[tuple[tuple[str, int], ...], int | None, str]] = {
+    name: (tuple((arg, WIDTH[layout]) for arg, layout in op.operands), WIDTH[op.result], op.doc)
+    for name, op in TABLE.items()
+}
 
 
-def _field(prefix: str, width: int) -> None:
-    for op in ("add", "sub", "mul"):
-        OPS[f"{prefix}_{op}"] = ((("a", width), ("b", width)), width, f"elementwise {op}")
-    for op in ("neg", "to_mont", "from_mont"):
-        OPS[f"{prefix}_{op}"] = ((("a", width),), width, f"elementwise {op}")
-    OPS[f"{prefix}_inv"] = ((("a", width),), width, "elementwise inverse; 0 maps to 0")
-
-
-def _curve(g: str, affine: int, jacobian: int) -> None:
-    J, A, K = ("P", jacobian), ("a", affine), ("k", 4)
-    OPS[f"{g}_add"] = ((J, ("Q", jacobian)), jacobian, "Jacobian + Jacobian -> Jacobian")
-    OPS[f"{g}_add_mixed"] = ((J, A), jacobian, "Jacobian + affine -> Jacobian")
-    OPS[f"{g}_add_affine"] = ((A, ("b", affine)), jacobian,
-                              "affine + affine -> Jacobian, or affine when affine=True")
-    OPS[f"{g}_dbl"] = ((J,), jacobian, "doubling")
-    OPS[f"{g}_neg"] = ((J,), jacobian, "negation")
-    OPS[f"{g}_from_affine"] = ((A,), jacobian, "affine -> Jacobian")
-    OPS[f"{g}_to_affine"] = ((J,), affine, "Jacobian -> affine")
-    OPS[f"{g}_eq"] = ((J, ("Q", jacobian)), None, "projective equality per row")
-    OPS[f"{g}_mul"] = ((J, K), jacobian, "k_i P_i for plain scalars k (double-and-add)")
-    OPS[f"{g}_is_on_curve_affine"] = ((A,), None, "on-curve check per affine row")
-
-
-_field("fq", 4)
-_field("fr", 4)
-_field("fq2", 8)
-for _op in ("neg", "to_mont", "from_mont"):
-    del OPS[f"fq2_{_op}"]
-OPS["fq2_sqr"] = ((("a", 8),), 8, "elementwise square")
-_curve("g1", 8, 12)
-_curve("g2", 16, 24)
+def rows(a, width: int, name: str = "array") -> np.ndarray:
+    """``a`` as a C-contiguous uint64 array of shape (n, width); a single row of ``width``
+    values is taken as n = 1."""
+    arr = np.ascontiguousarray(a, dtype=np.uint64)
+    if arr.ndim == 1 and arr.shape[0] == width:
+        arr = arr.reshape(1, width)
+    if arr.ndim != 2 or arr.shape[1] != width:
+        raise ValueError(f"{name}: expected shape (n, {width}), got {np.shape(a)}")
+    return arr
 
 
 def entry_points(run, kernels: dict) -> dict:

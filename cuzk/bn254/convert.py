@@ -5,7 +5,7 @@ Kernels see field elements as 4 little-endian uint64 limbs in Montgomery form (a
 R = 2^256) and points in the zkey's layouts (see cuzk.bn254.curve): G1 affine (n, 8) =
 x || y, G2 affine (n, 16) = x.c0 || x.c1 || y.c0 || y.c1, the point at infinity all zero.
 Everything here is numpy and Python integers except where a conversion is large enough to go
-through the batch kernels (cuzk.bn254.batch_cpu).
+through the batch kernels (cuzk.bn254.batch_ops, the CPU build).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import functools
 
 import numpy as np
 
+from cuzk.bn254.batch_api import rows
 from cuzk.bn254.constants import FQ_MODULUS, FR_MODULUS, LIMBS, MONT_R, int_to_limbs, limbs_to_int
 
 # Above this many elements, Montgomery conversions of arrays run in the parallel CPU kernels.
@@ -69,17 +70,6 @@ def limbs_to_ints(arr) -> list:
     return [int.from_bytes(buf[32 * i : 32 * i + 32], "little") for i in range(len(buf) // 32)]
 
 
-def rows(a, width: int, name: str = "array") -> np.ndarray:
-    """``a`` as a C-contiguous uint64 array of shape (n, width); a single row of ``width``
-    values is taken as n = 1."""
-    arr = np.ascontiguousarray(a, dtype=np.uint64)
-    if arr.ndim == 1 and arr.shape[0] == width:
-        arr = arr.reshape(1, width)
-    if arr.ndim != 2 or arr.shape[1] != width:
-        raise ValueError(f"{name}: expected shape (n, {width}), got {np.shape(a)}")
-    return arr
-
-
 # ================================== Montgomery form =======================================
 
 def fq(x: int) -> tuple:
@@ -113,18 +103,18 @@ def fq2_int(a) -> tuple:
 def _to_mont_array(xs, p: int, batch_name: str) -> np.ndarray:
     xs = [int(x) % p for x in xs]
     if len(xs) >= BATCH_THRESHOLD:
-        from cuzk.bn254 import batch_cpu
+        from cuzk.bn254 import batch_ops
 
-        return getattr(batch_cpu, batch_name)(ints_to_limbs(xs))
+        return getattr(batch_ops, batch_name)(ints_to_limbs(xs))
     return ints_to_limbs([x * MONT_R % p for x in xs])
 
 
 def _from_mont_array(arr, p: int, batch_name: str, r_inv: int) -> list:
     arr = rows(arr, LIMBS)
     if arr.shape[0] >= BATCH_THRESHOLD:
-        from cuzk.bn254 import batch_cpu
+        from cuzk.bn254 import batch_ops
 
-        return limbs_to_ints(getattr(batch_cpu, batch_name)(arr))
+        return limbs_to_ints(getattr(batch_ops, batch_name)(arr))
     return [x * r_inv % p for x in limbs_to_ints(arr)]
 
 
