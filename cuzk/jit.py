@@ -428,17 +428,3 @@ class KernelTable(dict):
         """Run kernel ``name`` over ``n`` items (nothing for n = 0)."""
         if n > 0:
             self.configure(name, n, stream, threads_per_block)(*args)
-
-
-def launch(kernel, n: int, *args, threads_per_block: int | None = None) -> None:
-    """Launch a 1-D ``kernel`` (a ``numba.cuda.jit`` dispatcher) over ``n`` items.
-
-    Kernels guard with ``i = cuda.grid(1); if i < n:`` and write into output arrays.
-    Works on a GPU and in the simulator (smaller blocks there); n = 0 launches nothing.
-    """
-    require_cuda()
-    if n <= 0:
-        return
-    threads = min(_threads_per_block(threads_per_block), n)
-    blocks = (n + threads - 1) // threads
-    kernel[blocks, threads](*args)
