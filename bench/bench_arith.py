@@ -24,7 +24,8 @@ from numba import cuda, njit, prange
 from bench.report import table
 from cuzk.bn254 import curve as C
 from cuzk.bn254 import field as F
-from cuzk.bn254.constants import FQ_MODULUS, FR_MODULUS, MONT_R, int_to_limbs
+from cuzk.bn254.constants import FQ_MODULUS, FR_MODULUS, MONT_R
+from cuzk.formats.limbs import int_to_limb_tuple
 
 TARGET_NS = 20.0
 STEPS = {"smoke": 20_000, "quick": 2_000_000, "full": 10_000_000, "gpu": 2_000_000}
@@ -107,7 +108,7 @@ def _g1_madd_chain_all(P, a, n, out):
 
 
 def _mont(x, p):
-    return int_to_limbs(x % p * MONT_R % p)
+    return int_to_limb_tuple(x % p * MONT_R % p)
 
 
 def _time(fn, repeats):

@@ -23,8 +23,8 @@ from cuzk.bn254.constants import (
     G1_GENERATOR,
     G2_GENERATOR,
     MONT_R,
-    int_to_limbs,
 )
+from cuzk.formats.limbs import int_to_limb_tuple
 
 q, r = FQ_MODULUS, FR_MODULUS
 X = PR.BN_X
@@ -35,7 +35,7 @@ rng = random.Random(20261129)
 # --- conversions -------------------------------------------------------------------------
 
 def mont(x):
-    return int_to_limbs(x * MONT_R % q)
+    return int_to_limb_tuple(x * MONT_R % q)
 
 
 def unmont(limbs):
@@ -127,7 +127,7 @@ def k_twist(op, qs, ps, out):
 def twist_op(op, Q, R_=None, P=G1_GENERATOR, k=0):
     out = np.zeros((1, 2, 2, 4), dtype=np.uint64)
     ps = PR.g1_array([P, (k, 0)])
-    ps[1, 0] = np.array(int_to_limbs(k), dtype=np.uint64)
+    ps[1, 0] = np.array(int_to_limb_tuple(k), dtype=np.uint64)
     k_twist(op, PR.g2_array([Q, R_ if R_ is not None else Q]), ps, out)
     return tuple(tuple(unmont(out[0, j, h]) for h in range(2)) for j in range(2))
 

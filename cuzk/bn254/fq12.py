@@ -20,7 +20,8 @@ formulae" (2007) for Fq6 squaring; Granger and Scott, "Faster squaring in the cy
 subgroup of sixth degree extensions" (2010) for cyclotomic squaring.
 """
 
-from cuzk.bn254.constants import FQ2_NONRESIDUE, FQ_MODULUS, MONT_R, int_to_limbs
+from cuzk.bn254.constants import FQ2_NONRESIDUE, FQ_MODULUS, MONT_R
+from cuzk.formats.limbs import int_to_limb_tuple as int_to_limbs
 from cuzk.jit import building
 
 T = building()

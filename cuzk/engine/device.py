@@ -116,7 +116,7 @@ def device_main(conn, parent_pid: int, device_index: int, device_name: str, opts
 
     def verifier(key):
         """proof -> bool for one key: the prover's own verify() when its keys carry their
-        verification key (the double), else cuzk.verifier with the verifying key read from the
+        verification key (the double), else cuzk.prover.verify with the verifying key read from the
         mapped zkey (built once per key)."""
         v = verifiers.get(key.key_id)
         if v is None:
@@ -124,7 +124,7 @@ def device_main(conn, parent_pid: int, device_index: int, device_name: str, opts
                 vk = key.verification_key()
                 v = lambda proof: prover.verify(vk, proof.public, proof)  # noqa: E731
             else:
-                from cuzk import verifier as V
+                from cuzk.prover import verify as V
 
                 vk = V.VerifyingKey.from_zkey(key.zkey)
                 v = lambda proof: V.verify(vk, proof.public, proof.to_json())  # noqa: E731

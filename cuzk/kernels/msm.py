@@ -40,7 +40,8 @@ slope 3x^2 / 2y; the denominator 2y is never 0 on BN254, whose groups have odd o
 
 import numpy as np
 
-from cuzk.bn254.constants import FR_MODULUS, Q_ONE, ZERO, int_to_limbs
+from cuzk.bn254.constants import FR_MODULUS, Q_ONE, ZERO
+from cuzk.formats.limbs import int_to_limb_tuple
 from cuzk.jit import building
 
 T = building()
@@ -65,7 +66,7 @@ g2_to_affine = C.g2_to_affine
 Z = np.uint64(0)
 U1 = np.uint64(1)
 U64 = np.uint64(64)
-R_LIMBS = int_to_limbs(FR_MODULUS)
+R_LIMBS = int_to_limb_tuple(FR_MODULUS)
 FQ2_ONE = (Q_ONE, ZERO)
 FQ2_ZERO = (ZERO, ZERO)
 

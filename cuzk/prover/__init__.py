@@ -1,4 +1,5 @@
-"""The snarkjs-compatible Groth16 prover, cut into synthesize → prove_start → prove_finish."""
+"""The snarkjs-compatible Groth16 prover, cut into synthesize → prove_start → prove_finish, and
+its verifier (cuzk.prover.verify, `cuzk verify`)."""
 
 # OPENBLAS_NUM_THREADS=1 is set in cuzk/__init__.py, before any numpy import.
 

@@ -35,8 +35,8 @@ from cuzk.bn254.constants import (
     G2_GENERATOR,
     MONT_R,
     fr_roots_of_unity,
-    int_to_limbs,
 )
+from cuzk.formats.limbs import int_to_limb_array, int_to_limb_tuple
 
 WINDOWS = 32  # 32 windows of 8 bits cover 256-bit scalars
 WINDOW_BITS = 8
@@ -45,7 +45,7 @@ WINDOW_SIZE = 1 << WINDOW_BITS
 
 def _mont_r(x: int) -> tuple:
     """x·R mod r as a 4-tuple of uint64 (what the device functions take)."""
-    return int_to_limbs(x % FR_MODULUS * MONT_R % FR_MODULUS)
+    return int_to_limb_tuple(x % FR_MODULUS * MONT_R % FR_MODULUS)
 
 
 @njit(cache=True, nogil=True)
@@ -204,7 +204,7 @@ def _g2_fixed_base(t, k, out):
 
 
 def _generators():
-    from cuzk.formats.limbs import g1_to_limbs, g2_to_limbs
+    from cuzk.formats.stored import g1_to_limbs, g2_to_limbs
 
     g1 = g1_to_limbs(G1_GENERATOR)
     g2 = g2_to_limbs(G2_GENERATOR)
@@ -274,7 +274,7 @@ def _coefficients(r1cs, n_public):
             pub["matrix"] = 0
             pub["constraint"] = r1cs.n_constraints + np.arange(n_public + 1)
             pub["signal"] = np.arange(n_public + 1)
-            pub["value"] = np.array(int_to_limbs(MONT_R * MONT_R % FR_MODULUS), np.uint64)
+            pub["value"] = int_to_limb_array(MONT_R * MONT_R % FR_MODULUS)
             parts.append(pub)
     return np.concatenate(parts)
 
@@ -372,10 +372,9 @@ def setup(r1cs_path, zkey_path, progress=None, log=None):
     points_c = fb.g1(cs, tick)
     points_h = fb.g1(h_plain, tick)
     points_b2 = fb.g2(b_plain, tick)
-    scalars = np.array([int_to_limbs(x) for x in (alpha, beta, delta)], dtype=np.uint64)
+    scalars = np.array([int_to_limb_array(x) for x in (alpha, beta, delta)])
     alpha1, beta1, delta1 = fb.g1(scalars)
-    beta2, gamma2, delta2 = fb.g2(np.array([int_to_limbs(x) for x in (beta, gamma, delta)],
-                                           dtype=np.uint64))
+    beta2, gamma2, delta2 = fb.g2(np.array([int_to_limb_array(x) for x in (beta, gamma, delta)]))
     data = ZKeyData(
         n_vars=n_vars, n_public=n_public, domain_size=n,
         alpha1=alpha1, beta1=beta1, beta2=beta2, gamma2=gamma2, delta1=delta1, delta2=delta2,
