@@ -402,11 +402,3 @@ def pairing_check(pairs) -> bool:
     """True iff prod e(P_i, Q_i) = 1 over [(P_i, Q_i), ...]."""
     return bool(pairing_product_is_one(g1_array([p for p, _ in pairs]),
                                        g2_array([q for _, q in pairs])))
-
-
-def alphabeta_12_json(alpha1, beta2) -> list:
-    """vk_alphabeta_12 of snarkjs's verification_key.json: e(alpha1, beta2) as
-    [[[c, c] x 3] x 2] decimal strings. alpha1 = (x, y), beta2 = ((x0, x1), (y0, y1)),
-    plain ints (as cuzk.formats reads and writes points)."""
-    f = pairing(alpha1, beta2)
-    return [[[str(c) for c in fq2] for fq2 in fq6] for fq6 in f]

@@ -36,16 +36,12 @@ from cuzk.bn254.constants import (
     MONT_R,
     fr_roots_of_unity,
 )
-from cuzk.formats.limbs import int_to_limb_array, int_to_limb_tuple
+from cuzk.bn254.convert import fr as mont_r  # x·R mod r as the 4-tuple device functions take
+from cuzk.formats.limbs import int_to_limb_array
 
 WINDOWS = 32  # 32 windows of 8 bits cover 256-bit scalars
 WINDOW_BITS = 8
 WINDOW_SIZE = 1 << WINDOW_BITS
-
-
-def _mont_r(x: int) -> tuple:
-    """x·R mod r as a 4-tuple of uint64 (what the device functions take)."""
-    return int_to_limb_tuple(x % FR_MODULUS * MONT_R % FR_MODULUS)
 
 
 @njit(cache=True, nogil=True)
@@ -321,7 +317,7 @@ def setup(r1cs_path, zkey_path, progress=None, log=None):
     q = FR_MODULUS
     lag = np.empty((n, 4), dtype=np.uint64)
     scale = (pow(tau, n, q) - 1) * pow(n, -1, q) % q
-    _lagrange_basis(_mont_r(tau), _mont_r(1), _mont_r(omega), n, _mont_r(scale), lag)
+    _lagrange_basis(mont_r(tau), mont_r(1), mont_r(omega), n, mont_r(scale), lag)
     say("Lagrange basis evaluated")
 
     u = np.zeros((n_vars, 4), dtype=np.uint64)
@@ -336,23 +332,23 @@ def setup(r1cs_path, zkey_path, progress=None, log=None):
         u_s = F.fr_add(tuple(u[s]), tuple(lag[row]))
         u[s] = u_s
 
-    one = _mont_r(1)
+    one = mont_r(1)
     a_plain = np.empty_like(u)
     b_plain = np.empty_like(v)
     _from_mont_scaled(u, one, a_plain)
     _from_mont_scaled(v, one, b_plain)
     ic = np.empty((n_public + 1, 4), dtype=np.uint64)
     cs = np.empty((n_vars - n_public - 1, 4), dtype=np.uint64)
-    _combine(u, v, ww, _mont_r(alpha), _mont_r(beta), _mont_r(pow(gamma, -1, q)),
+    _combine(u, v, ww, mont_r(alpha), mont_r(beta), mont_r(pow(gamma, -1, q)),
              0, n_public + 1, ic)
-    _combine(u, v, ww, _mont_r(alpha), _mont_r(beta), _mont_r(pow(delta, -1, q)),
+    _combine(u, v, ww, mont_r(alpha), mont_r(beta), mont_r(pow(delta, -1, q)),
              n_public + 1, n_vars, cs)
 
     # H: L'_{2i+1}(τ)/δ over the odd points x_i = ω_2n·ω^i of the 2n domain:
     # L'_{2i+1}(τ) = x_i (τ^{2n} − 1) / (2n (τ − x_i)).
     hscale = ((pow(tau, 2 * n, q) - 1) * pow(2 * n * delta, -1, q)) % q
     hl = np.empty((n, 4), dtype=np.uint64)
-    _lagrange_basis(_mont_r(tau), _mont_r(omega_2n), _mont_r(omega), n, _mont_r(hscale), hl)
+    _lagrange_basis(mont_r(tau), mont_r(omega_2n), mont_r(omega), n, mont_r(hscale), hl)
     h_plain = np.empty_like(hl)
     _from_mont_scaled(hl, one, h_plain)
     say("scalars ready")

@@ -27,6 +27,7 @@ from numba import njit, prange
 from cuzk.bn254 import curve as C
 from cuzk.bn254.constants import FQ_MODULUS, Q_LIMBS
 from cuzk.formats.errors import BadPoint, FormatError
+from cuzk.formats.snarkjs_json import check_g1
 from cuzk.formats.stored import g1_from_limbs
 
 CHUNK = 4096  # rows per parallel task; a task stops at its first bad row
@@ -140,10 +141,10 @@ def validate_key(zkey):
             if why.startswith("coordinate"):
                 raise BadPoint(path, f"Groth16 header: {name}: {why}")
     for attr in ("beta1", "delta1"):  # in the header, not in the verification key
-        p = g1_from_limbs(getattr(zkey, attr))  # coordinates are below q (checked above)
-        if p is not None and (p[1] * p[1] - p[0] ** 3 - 3) % FQ_MODULUS:
-            raise BadPoint(path, f"Groth16 header: {HEADER_NAMES[attr]}: "
-                                 "point is not on the curve y^2 = x^3 + 3")
+        try:  # coordinates are below q (checked above): this checks the curve equation
+            check_g1(g1_from_limbs(getattr(zkey, attr)), HEADER_NAMES[attr])
+        except FormatError as e:
+            raise BadPoint(path, f"Groth16 header: {e}") from None
     check_points(path, "IC", zkey.ic)
     try:
         vk = VerifyingKey.from_zkey(zkey)  # curve, twist, G2 subgroup, IC count

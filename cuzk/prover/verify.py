@@ -29,13 +29,15 @@ from numba import njit
 
 from cuzk.bn254 import curve as C
 from cuzk.bn254.constants import FQ_MODULUS, FR_MODULUS
-from cuzk.bn254.pairing import alphabeta_12_json, g1_array, g2_array, pairing_product_is_one
+from cuzk.bn254.pairing import g1_array, g2_array, pairing_product_is_one
 from cuzk.formats.errors import NotInSubgroup
 from cuzk.formats.limbs import int_to_limb_tuple
 from cuzk.formats.snarkjs_json import (
+    alphabeta_12,
     check_g1,
     check_g2,
     check_ic_count,
+    fq12_to_json,
     load,
     parse_public,
     proof_from_json,
@@ -155,7 +157,7 @@ class VerifyingKey:
 
     def alphabeta_12_json(self) -> list:
         """vk_alphabeta_12 for this key, in snarkjs's layout."""
-        return alphabeta_12_json(self.alpha1, self.beta2)
+        return fq12_to_json(alphabeta_12(self.alpha1, self.beta2))
 
 
 @dataclass(frozen=True)
