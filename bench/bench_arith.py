@@ -25,7 +25,8 @@ from bench import plots as P
 from bench.tables import find_row, fmt, table, target
 from cuzk.bn254 import curve as C
 from cuzk.bn254 import field as F
-from cuzk.bn254.constants import FQ_MODULUS, FR_MODULUS, MONT_R, int_to_limbs
+from cuzk.bn254.constants import FQ_MODULUS, FR_MODULUS, MONT_R
+from cuzk.formats.limbs import int_to_limb_tuple
 from cuzk.jit import KernelTable
 
 TARGET_NS = 20.0
@@ -109,7 +110,7 @@ def _g1_madd_chain_all(P, a, n, out):
 
 
 def _mont(x, p):
-    return int_to_limbs(x % p * MONT_R % p)
+    return int_to_limb_tuple(x % p * MONT_R % p)
 
 
 def _time(fn, repeats):

@@ -38,9 +38,9 @@ def points(group: str, n: int) -> np.ndarray:
 
 
 def _limbs(x: int):
-    from cuzk.bn254.constants import int_to_limbs
+    from cuzk.formats.limbs import int_to_limb_tuple
 
-    return tuple(np.uint64(v) for v in int_to_limbs(x))
+    return int_to_limb_tuple(x)
 
 
 _CACHE: dict = {}

@@ -25,7 +25,7 @@ COMMANDS: dict[str, str] = {
     "status": "cuzk.serve.cli:status",
     "submit": "cuzk.serve.cli:submit",
     "top": "cuzk.top.cli:top",
-    "verify": "cuzk.verify_cli:verify",
+    "verify": "cuzk.prover.verify_cli:verify",
     "wtns": "cuzk.witness.cli:wtns",
 }
 

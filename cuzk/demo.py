@@ -32,11 +32,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from cuzk.bn254.constants import FR_MODULUS as R
+
 ROOT = Path(__file__).resolve().parent.parent
 CIRCUIT = ROOT / "tests" / "fixtures" / "toyhash"
 SNARKJS_DIR = ROOT / ".tools" / "node_modules" / "snarkjs"
 SNARKJS_BIN = ROOT / ".tools" / "node_modules" / ".bin" / "snarkjs"
-R = 21888242871839275222246405745257275088548364400416034343698204186575808495617
 CLI = [sys.executable, "-m", "cuzk.cli"]
 
 # (kind, priority, partitions), in submission order: the critical job comes last
@@ -180,8 +181,8 @@ class Demo:
 
     # ------------------------------------------------------------------ 4-6
     def run(self) -> int:
+        from cuzk.prover.verify import VerifyingKey, verify
         from cuzk.serve.client import Client
-        from cuzk.verifier import VerifyingKey, verify
 
         zkey = self.make_key()
         n = sum(p for _, _, p in JOBS)

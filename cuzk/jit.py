@@ -58,6 +58,7 @@ SHARED_SOURCES = (
     "cuzk/jit.py",
     "cuzk/bn254/limbs.py",
     "cuzk/bn254/constants.py",
+    "cuzk/formats/limbs.py",  # builds the limb constants of constants.py
     "cuzk/bn254/field.py",
     "cuzk/bn254/group.py",
     "cuzk/bn254/curve.py",

@@ -14,6 +14,7 @@ from py_ecc import optimized_bn128 as ob
 import cuzk.bn254 as bn
 from cuzk.bn254 import constants as K
 from cuzk.bn254 import convert as cv
+from cuzk.formats.limbs import int_to_limb_tuple, limbs_to_int
 
 TARGETS = ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)]
 MODULI = {"fq": K.FQ_MODULUS, "fr": K.FR_MODULUS}
@@ -161,7 +162,7 @@ def test_python_level_field_calls(x, y):
     assert cv.fq_int(bn.fq_mul(cv.fq(x), cv.fq(x))) == x * x % q
     assert cv.fr_int(bn.fr_sub(cv.fr(y), cv.fr(1))) == (y - 1) % r
     assert cv.fq2_int(bn.fq2_inv(cv.fq2((x, 0)))) == (pow(x, -1, q), 0)
-    assert cv.fq_int(bn.fq_from_mont(K.int_to_limbs(x))) == x * pow(K.MONT_R, -2, q) % q
+    assert cv.fq_int(bn.fq_from_mont(int_to_limb_tuple(x))) == x * pow(K.MONT_R, -2, q) % q
 
 
 def test_montgomery_constants():
@@ -169,10 +170,10 @@ def test_montgomery_constants():
         (K.FQ_MODULUS, K.Q_LIMBS, K.Q_INV, K.Q_R2, K.Q_ONE),
         (K.FR_MODULUS, K.R_LIMBS, K.R_INV, K.R_R2, K.R_ONE),
     ):
-        assert K.limbs_to_int(limbs) == p and p < 1 << 254
+        assert limbs_to_int(limbs) == p and p < 1 << 254
         assert (int(inv) * p) % (1 << 64) == (1 << 64) - 1  # INV = -p^{-1} mod 2^64
-        assert K.limbs_to_int(r2) == K.MONT_R**2 % p
-        assert K.limbs_to_int(one) == K.MONT_R % p
+        assert limbs_to_int(r2) == K.MONT_R**2 % p
+        assert limbs_to_int(one) == K.MONT_R % p
     assert K.G2_B == _ints2(ob.b2)
     w = K.fr_roots_of_unity()
     assert pow(w[28], 1 << 28, K.FR_MODULUS) == 1 and pow(w[28], 1 << 27, K.FR_MODULUS) != 1
@@ -189,7 +190,7 @@ def test_encodings_round_trip(xs):
     assert np.array_equal(cv.bytes_to_limbs(buf), arr)
     for x in xs:
         assert cv.bytes32_to_int(cv.int_to_bytes32(x)) == x
-        assert K.limbs_to_int(K.int_to_limbs(x)) == x
+        assert limbs_to_int(int_to_limb_tuple(x)) == x
 
 
 def test_encoding_errors():
@@ -248,8 +249,8 @@ def test_assembly_multiplication_matches_cios_and_integers(field):
     xs = edges + [int.from_bytes(rng.bytes(32), "little") % p for _ in range(2000)]
     ys = list(reversed(edges)) + [int.from_bytes(rng.bytes(32), "little") % p
                                   for _ in range(2000)]
-    a = np.array([K.int_to_limbs(x) for x in xs], np.uint64)
-    b = np.array([K.int_to_limbs(y) for y in ys], np.uint64)
+    a = np.array([int_to_limb_tuple(x) for x in xs], np.uint64)
+    b = np.array([int_to_limb_tuple(y) for y in ys], np.uint64)
     fast, cios = np.zeros_like(a), np.zeros_like(a)
     _asm_check_kernel()(a, b, fast, cios, limbs, inv)
     assert np.array_equal(fast, cios)

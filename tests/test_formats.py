@@ -26,7 +26,7 @@ from cuzk.formats import (
     g1_to_limbs,
     g2_from_limbs,
     g2_to_limbs,
-    int_to_limbs,
+    int_to_limb_array,
     int_to_zkey_coef,
     limbs_to_int,
     limbs_to_ints,
@@ -314,7 +314,7 @@ def test_montgomery_q_round_trip(x):
 def test_montgomery_r_and_coefficient_round_trip(x):
     assert from_mont_r(to_mont_r(x)) == x
     assert zkey_coef_to_int(int_to_zkey_coef(x)) == x
-    assert limbs_to_int(int_to_limbs(x)) == x
+    assert limbs_to_int(int_to_limb_array(x)) == x
 
 
 @given(st.integers(min_value=1, max_value=BN254_R - 1))

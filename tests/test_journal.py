@@ -24,6 +24,7 @@ import pytest
 from conftest import fixture_circuit
 from serve_harness import ServeProcess, request, run_cli, warm_kernels
 
+from cuzk.prover.verify import verify
 from cuzk.serve.config import Config, ConfigError
 from cuzk.serve.journal import (
     APPLICATION_ID,
@@ -33,7 +34,6 @@ from cuzk.serve.journal import (
     JournalError,
     default_state_dir,
 )
-from cuzk.verifier import verify
 
 TINY, TOYHASH = fixture_circuit("tiny"), fixture_circuit("toyhash")
 

@@ -14,10 +14,11 @@ from click.testing import CliRunner
 from conftest import fixture_circuit
 from serve_harness import ServeProcess, request
 
+from cuzk.bn254.constants import FQ_MODULUS
 from cuzk.cli import main
 from cuzk.formats.binfile import BinFile
 from cuzk.formats.errors import BadPoint
-from cuzk.formats.limbs import BN254_Q, int_to_limbs
+from cuzk.formats.limbs import int_to_limb_array
 from cuzk.formats.zkey import (
     GROTH16_HEADER,
     HEADER_POINTS,
@@ -101,9 +102,9 @@ def test_a_coordinate_not_below_q_is_refused(tmp_path):
     off = section_offset(src, POINTS_A) + 64 * 1  # pointsA[1].x
     data = bytearray(src.read_bytes())
     x = int.from_bytes(data[off:off + 32], "little")
-    if x + BN254_Q >= 2**256:
+    if x + FQ_MODULUS >= 2**256:
         pytest.skip("this coordinate has no second representative below 2^256")
-    data[off:off + 32] = int_to_limbs(x + BN254_Q).tobytes()
+    data[off:off + 32] = int_to_limb_array(x + FQ_MODULUS).tobytes()
     (tmp_path / "k.zkey").write_bytes(bytes(data))
     with pytest.raises(BadPoint, match=r"pointsA\[1\]: coordinate x .* not below"):
         ProvingKey.open(tmp_path / "k.zkey").validate()
@@ -113,7 +114,7 @@ def test_a_g2_header_point_outside_the_subgroup_is_refused(tmp_path):
     """delta2 replaced by a point of the twist outside G2 (from the verifier's tests)."""
     from test_verifier import twist_point_outside_g2
 
-    from cuzk.formats.limbs import g2_to_limbs
+    from cuzk.formats.stored import g2_to_limbs
 
     src = MULCHAIN.zkey
     p = twist_point_outside_g2()

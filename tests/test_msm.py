@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 from py_ecc import optimized_bn128 as ob
 
-from cuzk.bn254.constants import FQ_MODULUS, FR_MODULUS, MONT_R, int_to_limbs, limbs_to_int
+from cuzk.bn254.constants import FQ_MODULUS, FR_MODULUS, MONT_R
+from cuzk.formats.limbs import int_to_limb_tuple, limbs_to_int
 
 R = FR_MODULUS
 TARGETS = ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)]
@@ -23,7 +24,7 @@ _R_INV = pow(MONT_R, -1, FQ_MODULUS)
 # --------------------------------- conversions (test-local) -------------------------------
 
 def _mont(x: int) -> list:
-    return [int(v) for v in int_to_limbs(int(x) * MONT_R % FQ_MODULUS)]
+    return [int(v) for v in int_to_limb_tuple(int(x) * MONT_R % FQ_MODULUS)]
 
 
 def _unmont(limbs) -> int:
@@ -72,7 +73,7 @@ def py_ecc_ints(P):
 
 
 def scalar_rows(ks) -> np.ndarray:
-    rows = [[int(v) for v in int_to_limbs(k)] for k in ks]
+    rows = [[int(v) for v in int_to_limb_tuple(k)] for k in ks]
     return np.array(rows, dtype=np.uint64).reshape(len(ks), 4)
 
 

@@ -23,8 +23,9 @@ from cuzk.bn254.constants import (
     G1_GENERATOR,
     G2_GENERATOR,
     MONT_R,
-    int_to_limbs,
 )
+from cuzk.formats.limbs import int_to_limb_tuple
+from cuzk.formats.snarkjs_json import fq12_to_json
 
 q, r = FQ_MODULUS, FR_MODULUS
 X = PR.BN_X
@@ -35,7 +36,7 @@ rng = random.Random(20261129)
 # --- conversions -------------------------------------------------------------------------
 
 def mont(x):
-    return int_to_limbs(x * MONT_R % q)
+    return int_to_limb_tuple(x * MONT_R % q)
 
 
 def unmont(limbs):
@@ -127,7 +128,7 @@ def k_twist(op, qs, ps, out):
 def twist_op(op, Q, R_=None, P=G1_GENERATOR, k=0):
     out = np.zeros((1, 2, 2, 4), dtype=np.uint64)
     ps = PR.g1_array([P, (k, 0)])
-    ps[1, 0] = np.array(int_to_limbs(k), dtype=np.uint64)
+    ps[1, 0] = np.array(int_to_limb_tuple(k), dtype=np.uint64)
     k_twist(op, PR.g2_array([Q, R_ if R_ is not None else Q]), ps, out)
     return tuple(tuple(unmont(out[0, j, h]) for h in range(2)) for j in range(2))
 
@@ -338,7 +339,7 @@ def test_alphabeta_12_matches_snarkjs_verification_keys(circuit_named, name):
     vk = json.loads(circuit_named(name).vk.read_text())
     alpha = tuple(int(v) for v in vk["vk_alpha_1"][:2])
     beta = tuple(tuple(int(v) for v in c) for c in vk["vk_beta_2"][:2])
-    assert PR.alphabeta_12_json(alpha, beta) == vk["vk_alphabeta_12"]
+    assert fq12_to_json(PR.pairing(alpha, beta)) == vk["vk_alphabeta_12"]
 
 
 def test_pairing_values_are_reduced():

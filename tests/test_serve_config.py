@@ -168,14 +168,14 @@ def test_every_setting_has_a_flag_and_help():
 
 
 def test_openapi_document_lists_exactly_the_routes():
-    """cuzk/api/openapi.yaml (read with a line parser: no YAML library is a dependency)
+    """cuzk/serve/openapi.yaml (read with a line parser: no YAML library is a dependency)
     names every route the server has, with its methods, and nothing else."""
     import re
     from importlib import resources
 
     from cuzk.serve.api import Api
 
-    text = resources.files("cuzk").joinpath("api", "openapi.yaml").read_text()
+    text = resources.files("cuzk").joinpath("serve", "openapi.yaml").read_text()
     documented, path = set(), None
     in_paths = False
     for line in text.splitlines():

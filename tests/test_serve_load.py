@@ -23,8 +23,8 @@ from interop import ROOT
 from prometheus_client.parser import text_string_to_metric_families
 from serve_harness import ServeProcess, warm_kernels
 
+from cuzk.prover.verify import verify
 from cuzk.serve.client import Client
-from cuzk.verifier import verify
 
 CIRCUITS = [fixture_circuit("tiny"), fixture_circuit("mulchain")]
 N_THREADS, N_JOBS = 8, 200

@@ -8,23 +8,25 @@ import pytest
 from click.testing import CliRunner
 from py_ecc import optimized_bn128 as bn
 
-from cuzk.bn254.constants import FQ_MODULUS, FR_MODULUS, G2_B
-from cuzk.verifier import (
+from cuzk.bn254.constants import FQ_MODULUS, FR_MODULUS, G2_B, fq2_mul_int, fq2_pow_int
+from cuzk.formats.errors import (
+    BadJson,
     CountMismatch,
-    MalformedInput,
+    FormatError,
     NotInField,
     NotInSubgroup,
     NotOnCurve,
-    Proof,
     UnsupportedProtocol,
-    UnusableInput,
+)
+from cuzk.prover.verify import (
+    Proof,
     VerifyingKey,
     parse_public,
     verify,
     verify_files,
     verify_with_zkey,
 )
-from cuzk.verify_cli import verify as verify_cmd
+from cuzk.prover.verify_cli import verify as verify_cmd
 
 q, r = FQ_MODULUS, FR_MODULUS
 
@@ -45,37 +47,23 @@ def py_g1(j):
 
 # --- a point on the twist outside G2 -------------------------------------------------------
 
-def _f2_mul(a, b):
-    return ((a[0] * b[0] - a[1] * b[1]) % q, (a[0] * b[1] + a[1] * b[0]) % q)
-
-
-def _f2_pow(a, e):
-    acc = (1, 0)
-    while e:
-        if e & 1:
-            acc = _f2_mul(acc, a)
-        a = _f2_mul(a, a)
-        e >>= 1
-    return acc
-
-
 def _f2_sqrt(a):
     """A square root in Fq2 for q = 3 mod 4 (Adj and Rodriguez-Henriquez 2012, Alg. 9), or
     None."""
-    a1 = _f2_pow(a, (q - 3) // 4)
-    alpha = _f2_mul(_f2_mul(a1, a1), a)
-    x0 = _f2_mul(a1, a)
+    a1 = fq2_pow_int(a, (q - 3) // 4)
+    alpha = fq2_mul_int(fq2_mul_int(a1, a1), a)
+    x0 = fq2_mul_int(a1, a)
     if alpha == (q - 1, 0):
-        x = _f2_mul((0, 1), x0)
+        x = fq2_mul_int((0, 1), x0)
     else:
-        x = _f2_mul(_f2_pow(((1 + alpha[0]) % q, alpha[1]), (q - 1) // 2), x0)
-    return x if _f2_mul(x, x) == a else None
+        x = fq2_mul_int(fq2_pow_int(((1 + alpha[0]) % q, alpha[1]), (q - 1) // 2), x0)
+    return x if fq2_mul_int(x, x) == a else None
 
 
 def twist_point_outside_g2():
     for x0 in range(1, 100):
         x = (x0, 1)
-        rhs = _f2_mul(_f2_mul(x, x), x)
+        rhs = fq2_mul_int(fq2_mul_int(x, x), x)
         y = _f2_sqrt(((rhs[0] + G2_B[0]) % q, (rhs[1] + G2_B[1]) % q))
         if y is not None:
             pt = (bn.FQ2(list(x)), bn.FQ2(list(y)), bn.FQ2.one())
@@ -195,21 +183,21 @@ def _mutations():
          setp("pi_b", lambda o: [o["pi_b"][0], [o["pi_b"][1][1], o["pi_b"][1][0]], ["1", "0"]]),
          NotOnCurve),
         ("pi_b outside G2", "proof", setp("pi_b", lambda o: bad_g2), NotInSubgroup),
-        ("pi_b wrong shape", "proof", setp("pi_b", lambda o: o["pi_b"][0]), MalformedInput),
-        ("pi_c hex string", "proof", setp("pi_c", lambda o: ["0x1", "0x2", "1"]), MalformedInput),
+        ("pi_b wrong shape", "proof", setp("pi_b", lambda o: o["pi_b"][0]), BadJson),
+        ("pi_c hex string", "proof", setp("pi_c", lambda o: ["0x1", "0x2", "1"]), BadJson),
         ("proof without pi_c", "proof", lambda o: {k: v for k, v in o.items() if k != "pi_c"},
-         MalformedInput),
+         BadJson),
         ("proof protocol plonk", "proof", setp("protocol", lambda o: "plonk"),
          UnsupportedProtocol),
         ("vk curve bls12381", "vk", setp("curve", lambda o: "bls12381"), UnsupportedProtocol),
         ("vk gamma2 outside G2", "vk", setp("vk_gamma_2", lambda o: bad_g2), NotInSubgroup),
         ("vk IC short", "vk", setp("IC", lambda o: o["IC"][:-1]), CountMismatch),
-        ("vk nPublic not a count", "vk", setp("nPublic", lambda o: "2"), MalformedInput),
+        ("vk nPublic not a count", "vk", setp("nPublic", lambda o: "2"), BadJson),
         ("public signal = r", "public", lambda o: [str(r)] + o[1:], NotInField),
-        ("public signal negative", "public", lambda o: ["-1"] + o[1:], MalformedInput),
+        ("public signal negative", "public", lambda o: ["-1"] + o[1:], BadJson),
         ("one public signal too many", "public", lambda o: o + ["1"], CountMismatch),
         ("one public signal too few", "public", lambda o: o[:-1], CountMismatch),
-        ("public not a list", "public", lambda o: {"0": o[0]}, MalformedInput),
+        ("public not a list", "public", lambda o: {"0": o[0]}, BadJson),
     ]
 
 
@@ -227,7 +215,7 @@ def test_unusable_input_raises_a_specific_error(circuit_named, name, target, mut
         proof = mutate(proof)
     with pytest.raises(exc) as info:
         verify(vk, pub, proof)
-    assert isinstance(info.value, UnusableInput)
+    assert isinstance(info.value, FormatError)
     assert "\n" not in str(info.value)
 
 

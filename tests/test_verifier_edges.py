@@ -17,10 +17,10 @@ from click.testing import CliRunner
 from conftest import fixture_circuit
 from serve_harness import run_cli
 
-from cuzk.formats.errors import BadJson
+from cuzk.formats.errors import BadJson, NotInField
 from cuzk.formats.snarkjs_json import read_proof, read_public, read_verification_key
-from cuzk.verifier import MalformedInput, NotInField, verify_files
-from cuzk.verify_cli import verify as verify_cmd
+from cuzk.prover.verify import verify_files
+from cuzk.prover.verify_cli import verify as verify_cmd
 
 TINY = fixture_circuit("tiny")
 BIG = "1" * 100_000
@@ -70,28 +70,28 @@ def cases(tmp_path):
                                          "100000-digit number"),
         "100,000-digit JSON number in pi_a": (
             files(tmp_path, raw={"proof": json.dumps(proof).replace(
-                f'"{proof["pi_a"][0]}"', BIG)}), MalformedInput, "JSON number"),
+                f'"{proof["pi_a"][0]}"', BIG)}), BadJson, "JSON number"),
         "100,000-digit public signal": (files(tmp_path, public=[BIG] + public[1:]),
                                         NotInField, "100000-digit number"),
         "100,000-digit JSON number as a public signal": (
-            files(tmp_path, raw={"public": "[" + BIG + "]"}), MalformedInput, "JSON number"),
-        "deeply nested proof": (files(tmp_path, raw={"proof": DEEP}), MalformedInput,
+            files(tmp_path, raw={"public": "[" + BIG + "]"}), BadJson, "JSON number"),
+        "deeply nested proof": (files(tmp_path, raw={"proof": DEEP}), BadJson,
                                 "nested too deeply"),
-        "deeply nested public": (files(tmp_path, raw={"public": DEEP}), MalformedInput,
+        "deeply nested public": (files(tmp_path, raw={"public": DEEP}), BadJson,
                                  "nested too deeply"),
         "deeply nested vk": (files(tmp_path, raw={"vk": '{"IC": ' + DEEP + "}"}),
-                             MalformedInput, "nested too deeply"),
+                             BadJson, "nested too deeply"),
         "proof coordinates as JSON numbers": (files(tmp_path, proof=as_numbers(proof)),
-                                              MalformedInput, "JSON number"),
+                                              BadJson, "JSON number"),
         "public signals as JSON numbers": (files(tmp_path, public=as_numbers(public)),
-                                           MalformedInput, "JSON number"),
-        "vk points as JSON numbers": (files(tmp_path, vk=as_numbers(vk)), MalformedInput,
+                                           BadJson, "JSON number"),
+        "vk points as JSON numbers": (files(tmp_path, vk=as_numbers(vk)), BadJson,
                                       "JSON number"),
-        "a float": (files(tmp_path, public=[1.5] + public[1:]), MalformedInput, "JSON number"),
-        "NaN": (files(tmp_path, raw={"public": "[NaN]"}), MalformedInput, "JSON number"),
-        "non-ASCII digits": (files(tmp_path, public=["\u0663"] + public[1:]), MalformedInput,
+        "a float": (files(tmp_path, public=[1.5] + public[1:]), BadJson, "JSON number"),
+        "NaN": (files(tmp_path, raw={"public": "[NaN]"}), BadJson, "JSON number"),
+        "non-ASCII digits": (files(tmp_path, public=["\u0663"] + public[1:]), BadJson,
                              "decimal string"),
-        "superscript digit": (files(tmp_path, public=["\u00b2"] + public[1:]), MalformedInput,
+        "superscript digit": (files(tmp_path, public=["\u00b2"] + public[1:]), BadJson,
                               "decimal string"),
         "a 100,000-character protocol": (files(tmp_path, proof=dict(proof, protocol=BIG)),
                                          Exception, "chars)"),

@@ -1,12 +1,15 @@
-"""BN254 ("bn128" in snarkjs) constants, each with the formula it comes from.
+"""BN254 ("bn128" in snarkjs) constants, each with the formula it comes from, and Python-int
+Fq2 arithmetic for building them and for checks outside the kernels.
 
-Field elements are 4 little-endian 64-bit limbs; Montgomery form uses R = 2^256.
-Both moduli are below 2^254, which leaves two spare bits in the top limb: the "no-carry"
-CIOS multiplication applies (its last carry word can be dropped) and a + b never overflows
-256 bits.
+The primes q and r are defined here and nowhere else. Field elements are 4 little-endian
+64-bit limbs; Montgomery form uses R = 2^256. Both moduli are below 2^254, which leaves two
+spare bits in the top limb: the "no-carry" CIOS multiplication applies (its last carry word
+can be dropped) and a + b never overflows 256 bits.
+
+Importing this module does not import numpy (the witness calculator reads r from here and
+must start without it): the plain integers are defined at import, the limb forms the kernels
+read (Q_LIMBS, Q_INV, ..., G2_B_MONT) are built on first use (PEP 562).
 """
-
-import numpy as np
 
 # Base field Fq: the field of the curve's coordinates.
 FQ_MODULUS = 21888242871839275222246405745257275088696311157297823662689037894645226208583
@@ -15,56 +18,36 @@ FR_MODULUS = 2188824287183927522224640574525727508854836440041603434369820418657
 
 LIMBS = 4
 MONT_R = 1 << 256  # R = 2^256
-MASK64 = (1 << 64) - 1
+
+# --- Fq2 = Fq[u]/(u^2 + 1) on Python ints: a = (a0, a1) means a0 + a1 u ------------------------
 
 
-def int_to_limbs(x: int) -> tuple:
-    """x (0 <= x < 2^256) as 4 little-endian uint64 limbs."""
-    return tuple(np.uint64((x >> (64 * i)) & MASK64) for i in range(LIMBS))
-
-
-def limbs_to_int(limbs) -> int:
-    """The integer held by 4 little-endian 64-bit limbs (any sequence of 4 integers)."""
-    return sum(int(v) << (64 * i) for i, v in enumerate(limbs))
-
-
-def _mont_constants(p: int):
-    return dict(
-        limbs=int_to_limbs(p),
-        inv=np.uint64((-pow(p, -1, 1 << 64)) % (1 << 64)),  # INV = -p^{-1} mod 2^64
-        r2=int_to_limbs(MONT_R * MONT_R % p),  # R2 = R^2 mod p: to_mont(a) = a*R2*R^{-1}
-        one=int_to_limbs(MONT_R % p),  # Montgomery form of 1: R mod p
-        p_minus_2=p - 2,  # Fermat inverse exponent: a^{-1} = a^{p-2}
-    )
-
-
-_q = _mont_constants(FQ_MODULUS)
-_r = _mont_constants(FR_MODULUS)
-
-Q_LIMBS, Q_INV, Q_R2, Q_ONE = _q["limbs"], _q["inv"], _q["r2"], _q["one"]
-R_LIMBS, R_INV, R_R2, R_ONE = _r["limbs"], _r["inv"], _r["r2"], _r["one"]
-# Exponents p - 2 as limbs, read bit by bit by the Fermat inversion.
-Q_MINUS_2 = int_to_limbs(FQ_MODULUS - 2)
-R_MINUS_2 = int_to_limbs(FR_MODULUS - 2)
-ZERO = int_to_limbs(0)
-PLAIN_ONE = int_to_limbs(1)  # multiplying by plain 1 leaves Montgomery form: from_mont(a)
-
-# Curves. G1: y^2 = x^3 + 3 over Fq.  G2: y^2 = x^3 + 3/(9+u) over Fq2 = Fq[u]/(u^2+1).
-G1_B = 3
-FQ2_NONRESIDUE = (9, 1)  # xi = 9 + u, the sextic twist's non-residue
-
-
-def _fq2_inv(a):
-    a0, a1 = a
-    t = pow(a0 * a0 + a1 * a1, -1, FQ_MODULUS)
-    return (a0 * t % FQ_MODULUS, -a1 * t % FQ_MODULUS)
-
-
-def _fq2_mul(a, b):
+def fq2_mul_int(a, b) -> tuple[int, int]:
+    """a * b in Fq2: (a0 b0 - a1 b1, a0 b1 + a1 b0), since u^2 = -1."""
     return ((a[0] * b[0] - a[1] * b[1]) % FQ_MODULUS, (a[0] * b[1] + a[1] * b[0]) % FQ_MODULUS)
 
 
-G2_B = _fq2_mul((3, 0), _fq2_inv(FQ2_NONRESIDUE))  # b' = 3 / (9 + u)
+def fq2_inv_int(a) -> tuple[int, int]:
+    """1 / a in Fq2: conj(a) / N(a) with N(a) = a0^2 + a1^2 in Fq; ValueError for 0."""
+    t = pow((a[0] * a[0] + a[1] * a[1]) % FQ_MODULUS, -1, FQ_MODULUS)
+    return (a[0] * t % FQ_MODULUS, -a[1] * t % FQ_MODULUS)
+
+
+def fq2_pow_int(a, e: int) -> tuple[int, int]:
+    """a^e in Fq2 (e >= 0), square and multiply."""
+    out = (1, 0)
+    while e:
+        if e & 1:
+            out = fq2_mul_int(out, a)
+        a = fq2_mul_int(a, a)
+        e >>= 1
+    return out
+
+
+# Curves. G1: y^2 = x^3 + 3 over Fq.  G2: y^2 = x^3 + 3/(9+u) over Fq2.
+G1_B = 3
+FQ2_NONRESIDUE = (9, 1)  # xi = 9 + u, the sextic twist's non-residue
+G2_B = fq2_mul_int((3, 0), fq2_inv_int(FQ2_NONRESIDUE))  # b' = 3 / (9 + u)
 
 # Generators (as in snarkjs / py_ecc / EIP-197), plain integers.
 G1_GENERATOR = (1, 2)
@@ -77,13 +60,6 @@ G2_GENERATOR = (
         8495653923123431417604973247489272438418190587263600148770280649306958101930,
         4082367875863433681332203403145435568316851327593401208105741076214120093531,
     ),
-)
-
-# Montgomery forms of the curve coefficients, used by the on-curve checks.
-G1_B_MONT = int_to_limbs(G1_B * MONT_R % FQ_MODULUS)
-G2_B_MONT = (
-    int_to_limbs(G2_B[0] * MONT_R % FQ_MODULUS),
-    int_to_limbs(G2_B[1] * MONT_R % FQ_MODULUS),
 )
 
 # NTT: snarkjs's roots of unity. Fr* has 2-adicity 28; with non-residue 5,
@@ -99,3 +75,50 @@ def fr_roots_of_unity() -> list:
     for k in range(FR_TWO_ADICITY - 1, -1, -1):
         w[k] = w[k + 1] * w[k + 1] % FR_MODULUS
     return w
+
+
+# --- limb forms for the kernels (tuples of np.uint64), built on first use ---------------------
+
+
+def _limb_constants() -> dict:
+    import numpy as np
+
+    from cuzk.formats.limbs import int_to_limb_tuple as limbs
+
+    def mont(p: int, prefix: str) -> dict:
+        return {
+            f"{prefix}_LIMBS": limbs(p),
+            f"{prefix}_INV": np.uint64((-pow(p, -1, 1 << 64)) % (1 << 64)),  # -p^{-1} mod 2^64
+            f"{prefix}_R2": limbs(MONT_R * MONT_R % p),  # R^2 mod p: to_mont(a) = a*R2*R^{-1}
+            f"{prefix}_ONE": limbs(MONT_R % p),  # Montgomery form of 1: R mod p
+            # The exponent p - 2 as limbs, read bit by bit by the Fermat inversion.
+            f"{prefix}_MINUS_2": limbs(p - 2),
+        }
+
+    q = FQ_MODULUS
+    return {
+        **mont(FQ_MODULUS, "Q"),
+        **mont(FR_MODULUS, "R"),
+        "ZERO": limbs(0),
+        "PLAIN_ONE": limbs(1),  # multiplying by plain 1 leaves Montgomery form: from_mont(a)
+        # Montgomery forms of the curve coefficients, used by the on-curve checks.
+        "G1_B_MONT": limbs(G1_B * MONT_R % q),
+        "G2_B_MONT": (limbs(G2_B[0] * MONT_R % q), limbs(G2_B[1] * MONT_R % q)),
+    }
+
+
+_LIMB_NAMES = (
+    "Q_LIMBS Q_INV Q_R2 Q_ONE Q_MINUS_2 R_LIMBS R_INV R_R2 R_ONE R_MINUS_2 ZERO PLAIN_ONE "
+    "G1_B_MONT G2_B_MONT"
+).split()
+
+
+def __getattr__(name):
+    if name in _LIMB_NAMES:
+        globals().update(_limb_constants())
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LIMB_NAMES))

@@ -15,7 +15,8 @@ import functools
 import numpy as np
 
 from cuzk.bn254.batch_api import rows
-from cuzk.bn254.constants import FQ_MODULUS, FR_MODULUS, LIMBS, MONT_R, int_to_limbs, limbs_to_int
+from cuzk.bn254.constants import FQ_MODULUS, FR_MODULUS, LIMBS, MONT_R, fq2_inv_int, fq2_mul_int
+from cuzk.formats.limbs import int_to_limb_tuple, ints_to_limbs, limbs_to_int, limbs_to_ints
 
 # Above this many elements, Montgomery conversions of arrays run in the parallel CPU kernels.
 BATCH_THRESHOLD = 4096
@@ -54,27 +55,11 @@ def limbs_to_bytes(arr) -> bytes:
     return np.ascontiguousarray(arr, dtype="<u8").tobytes()
 
 
-def ints_to_limbs(xs) -> np.ndarray:
-    """Python integers (each 0 <= x < 2^256) as an (n, 4) uint64 array."""
-    xs = list(xs)
-    try:
-        buf = b"".join(int(x).to_bytes(32, "little") for x in xs)
-    except OverflowError:
-        raise ValueError("values must lie in [0, 2^256)") from None
-    return bytes_to_limbs(buf, len(xs)) if xs else np.zeros((0, LIMBS), np.uint64)
-
-
-def limbs_to_ints(arr) -> list:
-    """An (n, 4) uint64 array as a list of Python integers."""
-    buf = limbs_to_bytes(rows(arr, LIMBS))
-    return [int.from_bytes(buf[32 * i : 32 * i + 32], "little") for i in range(len(buf) // 32)]
-
-
 # ================================== Montgomery form =======================================
 
 def fq(x: int) -> tuple:
     """The Montgomery limbs (tuple of 4 np.uint64) of x mod q."""
-    return int_to_limbs(int(x) % FQ_MODULUS * MONT_R % FQ_MODULUS)
+    return int_to_limb_tuple(int(x) % FQ_MODULUS * MONT_R % FQ_MODULUS)
 
 
 def fq_int(a) -> int:
@@ -84,7 +69,7 @@ def fq_int(a) -> int:
 
 def fr(x: int) -> tuple:
     """The Montgomery limbs of x mod r."""
-    return int_to_limbs(int(x) % FR_MODULUS * MONT_R % FR_MODULUS)
+    return int_to_limb_tuple(int(x) % FR_MODULUS * MONT_R % FR_MODULUS)
 
 
 def fr_int(a) -> int:
@@ -223,17 +208,6 @@ def g1_jacobian_to_ints(arr) -> list:
     return out
 
 
-def _fq2_mul(a, b):
-    q = FQ_MODULUS
-    return ((a[0] * b[0] - a[1] * b[1]) % q, (a[0] * b[1] + a[1] * b[0]) % q)
-
-
-def _fq2_inv(a):
-    q = FQ_MODULUS
-    t = pow(a[0] * a[0] + a[1] * a[1], -1, q)
-    return (a[0] * t % q, -a[1] * t % q)
-
-
 def g2_jacobian_to_ints(arr) -> list:
     """G2 Jacobian array (n, 24) -> integer affine points, by Python integer arithmetic."""
     flat = fq2_array_to_ints(rows(arr, 24).reshape(-1, 8))
@@ -242,9 +216,9 @@ def g2_jacobian_to_ints(arr) -> list:
         if Z == (0, 0):
             out.append(None)
             continue
-        zi = _fq2_inv(Z)
-        zi2 = _fq2_mul(zi, zi)
-        out.append((_fq2_mul(X, zi2), _fq2_mul(Y, _fq2_mul(zi2, zi))))
+        zi = fq2_inv_int(Z)
+        zi2 = fq2_mul_int(zi, zi)
+        out.append((fq2_mul_int(X, zi2), fq2_mul_int(Y, fq2_mul_int(zi2, zi))))
     return out
 
 

@@ -20,7 +20,8 @@ formulae" (2007) for Fq6 squaring; Granger and Scott, "Faster squaring in the cy
 subgroup of sixth degree extensions" (2010) for cyclotomic squaring.
 """
 
-from cuzk.bn254.constants import FQ2_NONRESIDUE, FQ_MODULUS, MONT_R, int_to_limbs
+from cuzk.bn254.constants import FQ2_NONRESIDUE, FQ_MODULUS, MONT_R, fq2_pow_int
+from cuzk.formats.limbs import int_to_limb_tuple
 from cuzk.jit import building
 
 T = building()
@@ -38,36 +39,22 @@ fq2_zero, fq2_one, fq2_eq, fq2_is_zero = F.fq2_zero, F.fq2_one, F.fq2_eq, F.fq2_
 _q = FQ_MODULUS
 
 
-def _f2_mul(a, b):
-    return ((a[0] * b[0] - a[1] * b[1]) % _q, (a[0] * b[1] + a[1] * b[0]) % _q)
-
-
-def _f2_pow(a, e):
-    acc = (1, 0)
-    while e:
-        if e & 1:
-            acc = _f2_mul(acc, a)
-        a = _f2_mul(a, a)
-        e >>= 1
-    return acc
-
-
 def _f2_mont(a):
-    return (int_to_limbs(a[0] * MONT_R % _q), int_to_limbs(a[1] * MONT_R % _q))
+    return (int_to_limb_tuple(a[0] * MONT_R % _q), int_to_limb_tuple(a[1] * MONT_R % _q))
 
 
 XI = FQ2_NONRESIDUE  # xi = 9 + u = w^6
 # Frobenius on Fq12 in the w-power view: (a w^k)^(q^n) = a^(q^n) * w^k * gamma_n[k] with
 # gamma_n[k] = xi^(k (q^n - 1) / 6)   (w^(q^n) = w * (w^6)^((q^n - 1)/6); 6 | q - 1).
 # a^(q^n) is the conjugate of a in Fq2 for odd n, a itself for even n.
-_GAMMA1 = [_f2_pow(XI, k * (_q - 1) // 6) for k in range(6)]
-_GAMMA2 = [_f2_pow(XI, k * (_q**2 - 1) // 6) for k in range(6)]
-_GAMMA3 = [_f2_pow(XI, k * (_q**3 - 1) // 6) for k in range(6)]
+_GAMMA1 = [fq2_pow_int(XI, k * (_q - 1) // 6) for k in range(6)]
+_GAMMA2 = [fq2_pow_int(XI, k * (_q**2 - 1) // 6) for k in range(6)]
+_GAMMA3 = [fq2_pow_int(XI, k * (_q**3 - 1) // 6) for k in range(6)]
 assert all(g[1] == 0 for g in _GAMMA2), "xi^(k(q^2-1)/6) lies in Fq"
 
 # gamma_n[k] as Montgomery Fq2, indexed [k] = coefficient of w^k.
 GAMMA1 = tuple(_f2_mont(g) for g in _GAMMA1)
-GAMMA2 = tuple(int_to_limbs(g[0] * MONT_R % _q) for g in _GAMMA2)  # in Fq
+GAMMA2 = tuple(int_to_limb_tuple(g[0] * MONT_R % _q) for g in _GAMMA2)  # in Fq
 GAMMA3 = tuple(_f2_mont(g) for g in _GAMMA3)
 
 # Named copies (Numba indexes tuples of tuples fastest with constant indices).

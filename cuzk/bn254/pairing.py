@@ -30,7 +30,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from cuzk.bn254.constants import FQ_MODULUS, FR_MODULUS, G2_B, MONT_R, Q_ONE, int_to_limbs
+from cuzk.bn254.constants import FQ_MODULUS, FR_MODULUS, G2_B, MONT_R, Q_ONE
+from cuzk.formats.limbs import int_to_limb_tuple
 from cuzk.jit import building
 
 T = building()
@@ -83,7 +84,7 @@ BN_X_BITS = BN_X.bit_length()  # 63
 
 
 def _fq2_mont(a):
-    return (int_to_limbs(a[0] * MONT_R % FQ_MODULUS), int_to_limbs(a[1] * MONT_R % FQ_MODULUS))
+    return tuple(int_to_limb_tuple(c * MONT_R % FQ_MODULUS) for c in a)
 
 
 B3_TWIST = _fq2_mont((3 * G2_B[0] % FQ_MODULUS, 3 * G2_B[1] % FQ_MODULUS))  # 3 b', b' = 3/xi
@@ -92,7 +93,7 @@ B3_TWIST = _fq2_mont((3 * G2_B[0] % FQ_MODULUS, 3 * G2_B[1] % FQ_MODULUS))  # 3 
 #   pi^2(x, y) = (x xi^((q^2-1)/3),      y xi^((q^2-1)/2))      = gamma_2[2], gamma_2[3]
 FROB_TWIST_X1, FROB_TWIST_Y1 = K.GAMMA1[2], K.GAMMA1[3]
 FROB_TWIST_X2, FROB_TWIST_Y2 = K.GAMMA2[2], K.GAMMA2[3]  # in Fq
-FQ2_ONE_M = (Q_ONE, int_to_limbs(0))
+FQ2_ONE_M = (Q_ONE, int_to_limb_tuple(0))
 U1 = np.uint64(1)
 
 
@@ -401,11 +402,3 @@ def pairing_check(pairs) -> bool:
     """True iff prod e(P_i, Q_i) = 1 over [(P_i, Q_i), ...]."""
     return bool(pairing_product_is_one(g1_array([p for p, _ in pairs]),
                                        g2_array([q for _, q in pairs])))
-
-
-def alphabeta_12_json(alpha1, beta2) -> list:
-    """vk_alphabeta_12 of snarkjs's verification_key.json: e(alpha1, beta2) as
-    [[[c, c] x 3] x 2] decimal strings. alpha1 = (x, y), beta2 = ((x0, x1), (y0, y1)),
-    plain ints (as cuzk.formats reads and writes points)."""
-    f = pairing(alpha1, beta2)
-    return [[[str(c) for c in fq2] for fq2 in fq6] for fq6 in f]

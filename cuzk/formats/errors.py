@@ -1,7 +1,8 @@
-"""The errors every reader and writer in cuzk.formats raises: FormatError and its kinds.
+"""The one error tree of cuzk's inputs: FormatError and its kinds, raised by every reader and
+writer in cuzk.formats, by key validation and by the verifier (`cuzk verify` exits 2 on any).
 
-Each message starts with the file it is about and says what is wrong, so a command line can
-print `str(err)` as its one-line reason.
+Each message starts with the file it is about (and the field in it, when there is one) and
+says what is wrong, so a command line can print `str(err)` as its one-line reason.
 """
 
 from __future__ import annotations
@@ -10,12 +11,13 @@ import os
 
 
 class FormatError(ValueError):
-    """A file cuzk cannot use. `path` is the file, `problem` says what is wrong with it."""
+    """Input cuzk cannot use. `where` names the file, and the field in it when there is one
+    ("proof.json: pi_a[0]"); `problem` says what is wrong."""
 
-    def __init__(self, path: os.PathLike | str | None, problem: str):
-        self.path = None if path is None else os.fspath(path)
+    def __init__(self, where: os.PathLike | str | None, problem: str):
+        self.where = None if where is None else os.fspath(where)
         self.problem = problem
-        super().__init__(f"{self.path}: {problem}" if self.path is not None else problem)
+        super().__init__(f"{self.where}: {problem}" if self.where is not None else problem)
 
 
 class BadMagic(FormatError):
@@ -47,7 +49,8 @@ class WrongPrime(FormatError):
 
 
 class UnsupportedProtocol(FormatError):
-    """A proving key for a protocol other than Groth16 (PLONK, FFLONK, ...)."""
+    """A proving key for a protocol other than Groth16 (PLONK, FFLONK, ...), or a snarkjs JSON
+    file of another protocol or a curve other than bn128 (BN254)."""
 
 
 class BadHeader(FormatError):
@@ -60,13 +63,29 @@ class BadValue(FormatError):
 
 
 class BadPoint(FormatError):
-    """A curve point of a key that is not a point of its group: a coordinate not below q, off
-    the curve or the twist, or (a G2 point of the header) outside the order-r subgroup."""
+    """A curve point that is not a point of its group: a coordinate not below q, off the
+    curve or the twist, or (G2) outside the order-r subgroup. A key's points (named by
+    section and index) raise BadPoint itself; JSON points the kinds below."""
+
+
+class NotOnCurve(BadPoint):
+    """A point that does not satisfy its curve equation."""
+
+
+class NotInSubgroup(BadPoint):
+    """A G2 point on the twist but outside the order-r subgroup (G1 has cofactor 1)."""
 
 
 class CountMismatch(FormatError):
-    """Two files that must agree do not (witness length vs the key's nVars, ...)."""
+    """Two counts that must agree do not: witness length vs the key's nVars, public signals
+    or IC points vs nPublic."""
 
 
 class BadJson(FormatError):
-    """A snarkjs JSON file (proof, public signals, verification key) of the wrong shape."""
+    """A snarkjs JSON file (proof, public signals, verification key) that cannot be read or is
+    of the wrong shape: not JSON, a missing key, a number that is not a decimal string."""
+
+
+class NotInField(BadJson):
+    """A JSON number not below its prime: a coordinate not below q, a public signal not
+    below r."""

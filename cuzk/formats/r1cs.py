@@ -15,9 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cuzk.bn254.constants import FR_MODULUS
 from cuzk.formats.binfile import BinFile
 from cuzk.formats.errors import BadSectionSize, BadValue, Truncated, WrongPrime
-from cuzk.formats.limbs import BN254_R, N8, limbs_to_ints
+from cuzk.formats.limbs import N8, limbs_to_ints
 
 R1CS_VERSION = 1
 HEADER, CONSTRAINTS, WIRE2LABEL = 1, 2, 3
@@ -65,7 +66,7 @@ class R1CS:
                 self.path, f"header section (1) is {s.size} bytes, expected {HEADER_SIZE}"
             )
         self.prime = f.bigint(s.offset + 4, N8)
-        if self.prime != BN254_R:
+        if self.prime != FR_MODULUS:
             raise WrongPrime(self.path, f"prime {self.prime:#x} is not BN254's scalar field r")
         pos = s.offset + 4 + N8
         counts = struct.unpack_from("<4I", f.mm, pos)
@@ -150,7 +151,7 @@ class R1CS:
 
         A slow reference for small circuits (tests); the prover has its own fast check.
         """
-        r = BN254_R
+        r = FR_MODULUS
         for i, (a, b, c) in enumerate(self.constraints()):
             dot = [sum(v * witness[j] for j, v in row.items()) % r for row in (a, b, c)]
             if dot[0] * dot[1] % r != dot[2]:

@@ -9,6 +9,14 @@ Shapes (decimal strings, affine points with a trailing "1" coordinate):
 Files are written as snarkjs writes them (one-space indentation, no trailing newline),
 atomically. Points here are Python ints in plain form: G1 = (x, y), G2 = ((x.c0, x.c1),
 (y.c0, y.c1)), None for the point at infinity.
+
+This is the one reader of these files (the verifier, cuzk.prover.verify, reads through it).
+Input that cannot be a Groth16 instance on BN254 is refused with a FormatError that names the
+file and the field: BadJson (not JSON, a missing key, a wrong shape, a number that is not a
+decimal string), NotInField (a coordinate not below q, a public signal not below r),
+NotOnCurve, UnsupportedProtocol (another protocol or curve), CountMismatch (public signals or
+IC points against nPublic). The G2 subgroup check needs the compiled curve code and is the
+verifier's.
 """
 
 from __future__ import annotations
@@ -18,15 +26,17 @@ import json
 import os
 import re
 
+from cuzk.bn254.constants import FQ_MODULUS, FR_MODULUS, G1_B, G2_B, fq2_inv_int, fq2_mul_int
 from cuzk.formats.atomic import atomic_write_text
-from cuzk.formats.errors import BadJson
-from cuzk.formats.limbs import BN254_Q, BN254_R, g1_from_limbs, g2_from_limbs
+from cuzk.formats.errors import BadJson, CountMismatch, NotInField, NotOnCurve, UnsupportedProtocol
+from cuzk.formats.stored import g1_from_limbs, g2_from_limbs
 
 CURVE_NAME = "bn128"
 BN254_X = 4965661367192848881  # the BN parameter x: q = 36x^4 + 36x^3 + 24x^2 + 6x + 1
 # snarkjs's pairing is the textbook reduced optimal ate pairing to this power (see alphabeta_12).
 SNARKJS_PAIRING_EXPONENT = 2 * BN254_X * (6 * BN254_X**2 + 3 * BN254_X + 1)
 PROTOCOL = "groth16"
+Q, R = FQ_MODULUS, FR_MODULUS
 
 
 def dumps(obj) -> str:
@@ -38,7 +48,7 @@ def _write(path, obj) -> None:
     atomic_write_text(path, dumps(obj))
 
 
-# --- points <-> JSON -------------------------------------------------------------------
+# --- points -> JSON -------------------------------------------------------------------------
 
 
 def g1_to_json(p) -> list[str]:
@@ -56,8 +66,7 @@ def g2_to_json(p) -> list[list[str]]:
     return [[str(x0), str(x1)], [str(y0), str(y1)], ["1", "0"]]
 
 
-_DECIMAL = re.compile(r"[0-9]+\Z")  # ASCII digits only (str.isdigit also takes "²", "٣")
-FIELD_DIGITS = 77  # q and r both have 77 decimal digits: a longer number is not below either
+# --- JSON text -> Python objects --------------------------------------------------------------
 
 
 class JsonNumber:
@@ -99,70 +108,203 @@ def load_json(f):
                       parse_constant=JsonNumber)
 
 
-def _short(v, limit: int = 40) -> str:
+def load(path, what: str):
+    """The JSON object of the file `path` (`what` names it in messages: "proof", ...);
+    BadJson when it cannot be read or is not JSON."""
+    path = os.fspath(path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            return load_json(f)
+    except OSError as e:
+        raise BadJson(path, f"cannot read {what}: {e.strerror or e}") from None
+    except RecursionError:
+        raise BadJson(path, f"{what} is nested too deeply to be one") from None
+    except (ValueError, UnicodeDecodeError) as e:  # JSONDecodeError is a ValueError
+        raise BadJson(path, f"{what} is not valid JSON ({show(str(e), 120)})") from None
+
+
+# --- JSON values -> checked ints and points ---------------------------------------------------
+# `where` names the file and the field ("proof.json: pi_a[0]"); it starts every message.
+
+_DECIMAL = re.compile(r"[0-9]+\Z")  # ASCII digits only (str.isdigit also takes "²", "٣")
+FIELD_DIGITS = 77  # q and r both have 77 decimal digits: a longer number is not below either
+
+
+def show(v, limit: int = 40) -> str:
+    """A value for a one-line message: its repr, cut to `limit` characters."""
     text = repr(v)
-    return text if len(text) <= limit else f"{text[:limit - 14]}... ({len(text)} chars)"
+    if len(text) > limit:
+        text = f"{text[:limit - 14]}... ({len(text)} chars)"
+    return text
 
 
-def _decimal(path, where, s, prime: int, name: str) -> int:
-    """A decimal string of ASCII digits below `prime`; a JSON number is refused."""
-    if type(s) is not str or not _DECIMAL.match(s):
-        extra = " (snarkjs reads JSON numbers as doubles)" if isinstance(s, JsonNumber) else ""
-        raise BadJson(path, f"{where}: expected a decimal string, got {_short(s)}{extra}")
-    if len(s.lstrip("0")) > FIELD_DIGITS:
-        raise BadJson(path, f"{where}: a {len(s.lstrip('0'))}-digit number is not below the "
-                            f"{name}")
-    v = int(s)
-    if v >= prime:
-        raise BadJson(path, f"{where}: {s} is not below the {name}")
+def parse_count(v, where: str) -> int:
+    """A count (nPublic): a JSON number of at most 9 digits, or a Python int."""
+    if isinstance(v, JsonNumber) and _DECIMAL.match(v.text) and len(v.text) <= 9:
+        return int(v.text)
+    if type(v) is int and v >= 0:
+        return v
+    raise BadJson(where, f"expected a count, got {show(v)}")
+
+
+def parse_int(v, where: str) -> int:
+    """A snarkjs number: a decimal string of ASCII digits (or, from Python callers, a
+    non-negative int). JSON numbers are refused (see JsonNumber); a string of more than 77
+    significant digits is not below q or r and is refused without being converted."""
+    if type(v) is str and _DECIMAL.match(v):
+        digits = len(v.lstrip("0"))
+        if digits > FIELD_DIGITS:
+            raise NotInField(where, f"a {digits}-digit number is not below the field's prime")
+        return int(v)
+    if type(v) is int and v >= 0:
+        return v
+    if isinstance(v, JsonNumber):
+        raise BadJson(where, f"expected a decimal string, got {show(v)} (snarkjs reads JSON "
+                             "numbers as doubles, which lose precision)")
+    raise BadJson(where, f"expected a decimal string, got {show(v)}")
+
+
+def parse_fq(v, where: str) -> int:
+    """A coordinate: a snarkjs number below q."""
+    x = parse_int(v, where)
+    if x >= Q:
+        raise NotInField(where, f"{x} is not below the base field prime q")
+    return x
+
+
+def _list(v, n: int, where: str, what: str):
+    if not isinstance(v, list) or len(v) != n:
+        raise BadJson(where, f"expected {what}")
     return v
 
 
-def _fq(path, where, s) -> int:
-    return _decimal(path, where, s, BN254_Q, "base field prime q")
-
-
-def _fq2(path, where, pair) -> tuple[int, int]:
-    if not isinstance(pair, list) or len(pair) != 2:
-        raise BadJson(path, f"{where}: expected a pair of decimal strings")
-    return _fq(path, f"{where}[0]", pair[0]), _fq(path, f"{where}[1]", pair[1])
-
-
-def g1_from_json(obj, path=None, where="point"):
-    """snarkjs's [x, y, z] (Jacobian, z usually "1") as affine (x, y) ints, None for infinity."""
-    if not isinstance(obj, list) or len(obj) not in (2, 3):
-        raise BadJson(path, f"{where}: expected a G1 point [x, y, z]")
-    x, y = _fq(path, f"{where}[0]", obj[0]), _fq(path, f"{where}[1]", obj[1])
-    z = _fq(path, f"{where}[2]", obj[2]) if len(obj) == 3 else 1
+def g1_from_json(v, where: str):
+    """snarkjs's G1 [x, y, z] (Jacobian; z is "1" for affine, "0" for infinity) or [x, y]
+    as affine (x, y) ints, None for infinity; checked to lie on the curve."""
+    if not isinstance(v, list) or len(v) not in (2, 3):
+        raise BadJson(where, "expected a G1 point [x, y, z] of decimal strings")
+    x, y = parse_fq(v[0], f"{where}[0]"), parse_fq(v[1], f"{where}[1]")
+    z = parse_fq(v[2], f"{where}[2]") if len(v) == 3 else 1
     if z == 0:
         return None
-    zi = pow(z, -1, BN254_Q)
-    zi2 = zi * zi % BN254_Q
-    return x * zi2 % BN254_Q, y * zi2 * zi % BN254_Q
+    if z != 1:
+        zi = pow(z, -1, Q)
+        x, y = x * zi * zi % Q, y * zi * zi * zi % Q
+    if (y * y - x * x * x - G1_B) % Q:
+        raise NotOnCurve(where, "point is not on the curve y^2 = x^3 + 3")
+    return (x, y)
 
 
-def _fq2_mul(a, b):
-    return (a[0] * b[0] - a[1] * b[1]) % BN254_Q, (a[0] * b[1] + a[1] * b[0]) % BN254_Q
-
-
-def _fq2_inv(a):
-    t = pow((a[0] * a[0] + a[1] * a[1]) % BN254_Q, -1, BN254_Q)
-    return a[0] * t % BN254_Q, -a[1] * t % BN254_Q
-
-
-def g2_from_json(obj, path=None, where="point"):
-    """snarkjs's [[x0,x1],[y0,y1],[z0,z1]] as affine ((x0, x1), (y0, y1)), None for infinity."""
-    if not isinstance(obj, list) or len(obj) not in (2, 3):
-        raise BadJson(path, f"{where}: expected a G2 point [[x0,x1],[y0,y1],[z0,z1]]")
-    x, y = _fq2(path, f"{where}[0]", obj[0]), _fq2(path, f"{where}[1]", obj[1])
-    z = _fq2(path, f"{where}[2]", obj[2]) if len(obj) == 3 else (1, 0)
+def g2_from_json(v, where: str):
+    """snarkjs's G2 [[x0, x1], [y0, y1], [z0, z1]] (Jacobian over Fq2) as affine
+    ((x0, x1), (y0, y1)) ints, None for infinity; checked to lie on the twist (not checked to
+    lie in the order-r subgroup: that is the verifier's, compiled)."""
+    if not isinstance(v, list) or len(v) not in (2, 3):
+        raise BadJson(where, "expected a G2 point [[x0, x1], [y0, y1], [z0, z1]]")
+    c = []
+    for i, pair in enumerate(v):
+        pair = _list(pair, 2, f"{where}[{i}]", "a pair of decimal strings")
+        c.append((parse_fq(pair[0], f"{where}[{i}][0]"), parse_fq(pair[1], f"{where}[{i}][1]")))
+    x, y = c[0], c[1]
+    z = c[2] if len(c) == 3 else (1, 0)
     if z == (0, 0):
         return None
-    if z == (1, 0):
-        return x, y
-    zi = _fq2_inv(z)
-    zi2 = _fq2_mul(zi, zi)
-    return _fq2_mul(x, zi2), _fq2_mul(y, _fq2_mul(zi2, zi))
+    if z != (1, 0):
+        zi = fq2_inv_int(z)
+        zi2 = fq2_mul_int(zi, zi)
+        x, y = fq2_mul_int(x, zi2), fq2_mul_int(y, fq2_mul_int(zi2, zi))
+    rhs = fq2_mul_int(fq2_mul_int(x, x), x)
+    rhs = ((rhs[0] + G2_B[0]) % Q, (rhs[1] + G2_B[1]) % Q)
+    if fq2_mul_int(y, y) != rhs:
+        raise NotOnCurve(where, "point is not on the twist y^2 = x^3 + 3/(9+u)")
+    return (x, y)
+
+
+def check_g1(p, where: str):
+    """A G1 point given as ints (or None): in range and on the curve."""
+    return None if p is None else g1_from_json([p[0], p[1]], where)
+
+
+def check_g2(p, where: str):
+    """A G2 point given as ints (or None): in range and on the twist."""
+    return None if p is None else g2_from_json([list(p[0]), list(p[1])], where)
+
+
+_CURVE_NAMES = {"BN128", "BN254", "ALTBN128"}  # snarkjs's getCurveFromName accepts these
+
+
+def check_protocol(obj: dict, where: str) -> None:
+    """UnsupportedProtocol unless the object's protocol is groth16 and its curve BN254
+    (both may be absent)."""
+    protocol = obj.get("protocol", PROTOCOL)
+    if protocol != PROTOCOL:
+        raise UnsupportedProtocol(where, f"protocol {show(protocol)} is not groth16")
+    curve = obj.get("curve", CURVE_NAME)
+    if not isinstance(curve, str) or re.sub(r"[^A-Z0-9]", "", curve.upper()) not in _CURVE_NAMES:
+        raise UnsupportedProtocol(where, f"curve {show(curve)} is not bn128 (BN254)")
+
+
+def require_object(obj, where: str, keys) -> dict:
+    """`obj` if it is a JSON object with every key of `keys`, else BadJson."""
+    if not isinstance(obj, dict):
+        raise BadJson(where, "expected a JSON object")
+    for k in keys:
+        if k not in obj:
+            raise BadJson(where, f"missing {k!r}")
+    return obj
+
+
+def parse_public(obj, n_public: int | None = None, where: str = "public.json") -> list[int]:
+    """public.json (a list of decimal strings) as ints, each checked to be below r, and
+    (given n_public) checked to number n_public."""
+    if not isinstance(obj, (list, tuple)):
+        raise BadJson(where, "expected a JSON array of decimal strings")
+    out = []
+    for i, v in enumerate(obj):
+        s = parse_int(v, f"{where}[{i}]")
+        if s >= R:
+            raise NotInField(f"{where}[{i}]", f"{s} is not below the scalar field prime r")
+        out.append(s)
+    if n_public is not None and len(out) != n_public:
+        raise CountMismatch(where, f"{len(out)} public signals, but the key has nPublic = "
+                                   f"{n_public}")
+    return out
+
+
+def proof_from_json(obj, where: str = "proof.json"):
+    """snarkjs's proof.json object as (pi_a, pi_b, pi_c) affine int points, checked to be
+    points of the curve and the twist."""
+    require_object(obj, where, ("pi_a", "pi_b", "pi_c"))
+    check_protocol(obj, where)
+    return (g1_from_json(obj["pi_a"], f"{where}: pi_a"),
+            g2_from_json(obj["pi_b"], f"{where}: pi_b"),
+            g1_from_json(obj["pi_c"], f"{where}: pi_c"))
+
+
+def check_ic_count(ic, n_public: int, where: str) -> None:
+    """CountMismatch unless the key has nPublic + 1 IC points."""
+    if len(ic) != n_public + 1:
+        raise CountMismatch(where, f"IC has {len(ic)} points but nPublic = {n_public} "
+                                   f"needs {n_public + 1}")
+
+
+def vk_from_json(obj, where: str = "verification_key.json"):
+    """snarkjs's verification_key.json object as (n_public, alpha1, beta2, gamma2, delta2,
+    ic): points checked to lie on their curves, IC checked to number nPublic + 1
+    (vk_alphabeta_12 is not read here)."""
+    require_object(obj, where, ("nPublic", "vk_alpha_1", "vk_beta_2", "vk_gamma_2",
+                                "vk_delta_2", "IC"))
+    check_protocol(obj, where)
+    n_public = parse_count(obj["nPublic"], f"{where}: nPublic")
+    if not isinstance(obj["IC"], list) or not obj["IC"]:
+        raise BadJson(f"{where}: IC", "expected a non-empty list of G1 points")
+    points = (g1_from_json(obj["vk_alpha_1"], f"{where}: vk_alpha_1"),
+              g2_from_json(obj["vk_beta_2"], f"{where}: vk_beta_2"),
+              g2_from_json(obj["vk_gamma_2"], f"{where}: vk_gamma_2"),
+              g2_from_json(obj["vk_delta_2"], f"{where}: vk_delta_2"))
+    ic = [g1_from_json(p, f"{where}: IC[{i}]") for i, p in enumerate(obj["IC"])]
+    check_ic_count(ic, n_public, where)
+    return (n_public, *points, ic)
 
 
 # --- proof.json and public.json --------------------------------------------------------
@@ -184,36 +326,9 @@ def write_proof(path: os.PathLike | str, pi_a, pi_b, pi_c) -> None:
     _write(path, proof_to_json(pi_a, pi_b, pi_c))
 
 
-def _load(path):
-    try:
-        with open(path, encoding="utf-8") as f:
-            return load_json(f)
-    except UnicodeDecodeError:
-        raise BadJson(path, "not a text file") from None
-    except RecursionError:
-        raise BadJson(path, "JSON nested too deeply") from None
-    except ValueError as e:  # json.JSONDecodeError
-        raise BadJson(path, f"not valid JSON ({_short(str(e), 120)})") from None
-
-
 def read_proof(path: os.PathLike | str):
-    """proof.json as (pi_a, pi_b, pi_c) affine int points; BadJson if malformed."""
-    path = os.fspath(path)
-    obj = _load(path)
-    if not isinstance(obj, dict):
-        raise BadJson(path, "expected a JSON object with pi_a, pi_b, pi_c")
-    for key in ("pi_a", "pi_b", "pi_c"):
-        if key not in obj:
-            raise BadJson(path, f"missing {key!r}")
-    if obj.get("protocol", PROTOCOL) != PROTOCOL:
-        raise BadJson(path, f"protocol {_short(obj.get('protocol'))} is not groth16")
-    if obj.get("curve", CURVE_NAME) != CURVE_NAME:
-        raise BadJson(path, f"curve {_short(obj.get('curve'))} is not bn128")
-    return (
-        g1_from_json(obj["pi_a"], path, "pi_a"),
-        g2_from_json(obj["pi_b"], path, "pi_b"),
-        g1_from_json(obj["pi_c"], path, "pi_c"),
-    )
+    """proof.json as (pi_a, pi_b, pi_c) affine int points (see proof_from_json)."""
+    return proof_from_json(load(path, "proof"), os.fspath(path))
 
 
 def public_to_json(signals) -> list[str]:
@@ -226,13 +341,8 @@ def write_public(path: os.PathLike | str, signals) -> None:
 
 
 def read_public(path: os.PathLike | str) -> list[int]:
-    """public.json as a list of ints; BadJson if malformed or a value is not below r."""
-    path = os.fspath(path)
-    obj = _load(path)
-    if not isinstance(obj, list):
-        raise BadJson(path, "expected a JSON array of decimal strings")
-    return [_decimal(path, f"signal {i}", s, BN254_R, "scalar field prime r")
-            for i, s in enumerate(obj)]
+    """public.json as a list of ints, each below r (see parse_public)."""
+    return parse_public(load(path, "public signals"), None, os.fspath(path))
 
 
 # --- verification_key.json -------------------------------------------------------------
@@ -247,13 +357,13 @@ def fq12_from_py_ecc(f) -> list:
     puts x - 9y on w^(2j) and y on w^(2j+6) (b_j likewise on the odd powers), so
     y = c[2j+6] and x = c[2j] + 9 c[2j+6].
     """
-    c = [int(getattr(x, "n", x)) % BN254_Q for x in f.coeffs]
+    c = [int(getattr(x, "n", x)) % FQ_MODULUS for x in f.coeffs]
     out = []
     for half in (0, 1):  # a (even powers of w), b (odd powers)
         fq6 = []
         for j in range(3):
             lo, hi = c[2 * j + half], c[2 * j + half + 6]
-            fq6.append(((lo + 9 * hi) % BN254_Q, hi))
+            fq6.append(((lo + 9 * hi) % FQ_MODULUS, hi))
         out.append(fq6)
     return out
 
@@ -308,46 +418,24 @@ def write_verification_key(path: os.PathLike | str, vk: dict) -> None:
 
 
 class VerificationKey:
-    """verification_key.json parsed: alpha1 (G1), beta2, gamma2, delta2 (G2), ic (list of G1),
-    n_public, and alphabeta (tower coefficients, as in the file; not checked)."""
+    """verification_key.json read and checked (vk_from_json): alpha1 (G1), beta2, gamma2,
+    delta2 (G2), ic (list of G1), n_public, and alphabeta (tower coefficients as in the file,
+    each below q; not checked against the pairing). The verifier's VerifyingKey
+    (cuzk.prover.verify) adds the G2 subgroup check and the compiled pairing."""
 
     def __init__(self, path: os.PathLike | str):
         self.path = path = os.fspath(path)
-        obj = _load(path)
-        if not isinstance(obj, dict):
-            raise BadJson(path, "expected a JSON object")
-        for key in ("vk_alpha_1", "vk_beta_2", "vk_gamma_2", "vk_delta_2", "IC"):
-            if key not in obj:
-                raise BadJson(path, f"missing {key!r}")
-        if obj.get("protocol", PROTOCOL) != PROTOCOL:
-            raise BadJson(path, f"protocol {_short(obj.get('protocol'))} is not groth16")
-        if obj.get("curve", CURVE_NAME) != CURVE_NAME:
-            raise BadJson(path, f"curve {_short(obj.get('curve'))} is not bn128")
-        self.alpha1 = g1_from_json(obj["vk_alpha_1"], path, "vk_alpha_1")
-        self.beta2 = g2_from_json(obj["vk_beta_2"], path, "vk_beta_2")
-        self.gamma2 = g2_from_json(obj["vk_gamma_2"], path, "vk_gamma_2")
-        self.delta2 = g2_from_json(obj["vk_delta_2"], path, "vk_delta_2")
-        if not isinstance(obj["IC"], list) or not obj["IC"]:
-            raise BadJson(path, "IC: expected a non-empty list of G1 points")
-        self.ic = [g1_from_json(p, path, f"IC[{i}]") for i, p in enumerate(obj["IC"])]
-        n_public = obj.get("nPublic", JsonNumber(str(len(self.ic) - 1)))
-        if not (isinstance(n_public, JsonNumber) and _DECIMAL.match(n_public.text)
-                and len(n_public.text) <= 9):
-            raise BadJson(path, f"nPublic: expected a count, got {_short(n_public)}")
-        self.n_public = int(n_public.text)
-        if self.n_public != len(self.ic) - 1:
-            raise BadJson(path, f"nPublic = {self.n_public} but IC has {len(self.ic)} points")
+        obj = load(path, "verification key")
+        (self.n_public, self.alpha1, self.beta2, self.gamma2, self.delta2,
+         self.ic) = vk_from_json(obj, path)
         ab = obj.get("vk_alphabeta_12")
         self.alphabeta = None
         if ab is not None:
-            try:
-                self.alphabeta = [[[_fq(path, "vk_alphabeta_12", c0),
-                                    _fq(path, "vk_alphabeta_12", c1)] for c0, c1 in fq6]
-                                  for fq6 in ab]
-            except (TypeError, ValueError):
-                raise BadJson(
-                    path, "vk_alphabeta_12: expected [[[c0, c1] x3] x2] decimal strings"
-                ) from None
+            where = f"{path}: vk_alphabeta_12"
+            shape = "[[[c0, c1] x3] x2] decimal strings"
+            fq6s = _list(ab, 2, where, shape)
+            self.alphabeta = [[[parse_fq(c, where) for c in _list(pair, 2, where, shape)]
+                               for pair in _list(fq6, 3, where, shape)] for fq6 in fq6s]
 
 
 def read_verification_key(path: os.PathLike | str) -> VerificationKey:

@@ -11,14 +11,15 @@ from typing import NamedTuple
 
 import numpy as np
 
+from cuzk.bn254.constants import FR_MODULUS
 from cuzk.formats.atomic import atomic_writer
 from cuzk.formats.binfile import BinFile, write_container
 from cuzk.formats.errors import BadSectionSize, BadValue, WrongPrime
-from cuzk.formats.limbs import BN254_R, N8, int_to_bytes, int_to_limbs, ints_to_limbs
+from cuzk.formats.limbs import N8, int_to_bytes, int_to_limb_array, ints_to_limbs
 
 WTNS_VERSION = 2
 HEADER, VALUES = 1, 2
-_R_LIMBS = int_to_limbs(BN254_R)
+_R_LIMBS = int_to_limb_array(FR_MODULUS)
 
 
 class Witness(NamedTuple):
@@ -47,7 +48,7 @@ def read_wtns(path: os.PathLike | str, check_values: bool = True, data=None) -> 
     if s.size != 4 + n8 + 4:
         raise BadSectionSize(f.path, f"header section (1) is {s.size} bytes, expected {4 + n8 + 4}")
     prime = f.bigint(s.offset + 4, n8)
-    if prime != BN254_R:
+    if prime != FR_MODULUS:
         raise WrongPrime(f.path, f"prime {prime:#x} is not BN254's scalar field r")
     count = f.u32(s.offset + 4 + n8)
     s = f.section(VALUES, "values")
@@ -90,7 +91,7 @@ def write_wtns(path: os.PathLike | str, values) -> None:
     if isinstance(values, np.ndarray) and values.ndim == 2:
         arr = np.ascontiguousarray(values, dtype="<u8")
     else:
-        arr = ints_to_limbs([int(v) % BN254_R for v in values])
-    header = N8.to_bytes(4, "little") + int_to_bytes(BN254_R) + len(arr).to_bytes(4, "little")
+        arr = ints_to_limbs([int(v) % FR_MODULUS for v in values])
+    header = N8.to_bytes(4, "little") + int_to_bytes(FR_MODULUS) + len(arr).to_bytes(4, "little")
     with atomic_writer(path) as f:
         write_container(f, "wtns", WTNS_VERSION, [(HEADER, [header]), (VALUES, [arr])])

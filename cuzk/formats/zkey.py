@@ -20,6 +20,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from cuzk.bn254.constants import FQ_MODULUS, FR_MODULUS
 from cuzk.formats.atomic import atomic_writer
 from cuzk.formats.binfile import BinFile, write_container
 from cuzk.formats.errors import (
@@ -30,7 +31,7 @@ from cuzk.formats.errors import (
     UnsupportedProtocol,
     WrongPrime,
 )
-from cuzk.formats.limbs import BN254_Q, BN254_R, N8, int_to_bytes
+from cuzk.formats.limbs import N8, int_to_bytes
 
 ZKEY_VERSION = 1
 PROTOCOL_NAMES = {1: "groth16", 2: "plonk", 10: "fflonk"}
@@ -102,9 +103,9 @@ class ZKeyData:
     points_h: np.ndarray
     contributions: bytes | None = bytes(64) + bytes(4)
     n8q: int = N8
-    q: int = BN254_Q
+    q: int = FQ_MODULUS
     n8r: int = N8
-    r: int = BN254_R
+    r: int = FR_MODULUS
 
 
 class ZKey:
@@ -148,14 +149,14 @@ class ZKey:
             )
         self.q = f.bigint(pos + 4, N8)
         pos += 4 + N8
-        if self.q != BN254_Q:
+        if self.q != FQ_MODULUS:
             raise WrongPrime(self.path, f"base field prime q = {self.q:#x} is not BN254's")
         self.n8r = f.u32(pos)
         if self.n8r != N8:
             raise WrongPrime(self.path, f"n8r = {self.n8r}: BN254's scalar field needs 32 bytes")
         self.r = f.bigint(pos + 4, N8)
         pos += 4 + N8
-        if self.r != BN254_R:
+        if self.r != FR_MODULUS:
             raise WrongPrime(self.path, f"scalar field prime r = {self.r:#x} is not BN254's")
         self.n_vars = f.u32(pos)
         self.n_public = f.u32(pos + 4)
@@ -281,16 +282,16 @@ def write_zkey(path: os.PathLike | str, key) -> None:
     equivalent structured array) and are written without copying when C-contiguous.
     """
     n_vars, n_public, d = int(key.n_vars), int(key.n_public), int(key.domain_size)
-    if getattr(key, "q", BN254_Q) != BN254_Q or getattr(key, "r", BN254_R) != BN254_R:
+    if getattr(key, "q", FQ_MODULUS) != FQ_MODULUS or getattr(key, "r", FR_MODULUS) != FR_MODULUS:
         raise ValueError("write_zkey: only BN254 keys")
     if d < 1 or d & (d - 1):
         raise ValueError(f"write_zkey: domain_size {d} is not a power of two")
     header = b"".join(
         [
             N8.to_bytes(4, "little"),
-            int_to_bytes(BN254_Q),
+            int_to_bytes(FQ_MODULUS),
             N8.to_bytes(4, "little"),
-            int_to_bytes(BN254_R),
+            int_to_bytes(FR_MODULUS),
             n_vars.to_bytes(4, "little"),
             n_public.to_bytes(4, "little"),
             d.to_bytes(4, "little"),

@@ -27,7 +27,8 @@ combination) are in cuzk.kernels.buckets, built per (target, group).
 
 import numpy as np
 
-from cuzk.bn254.constants import FR_MODULUS, int_to_limbs
+from cuzk.bn254.constants import FR_MODULUS
+from cuzk.formats.limbs import int_to_limb_tuple
 from cuzk.jit import building
 
 T = building()
@@ -40,7 +41,7 @@ fq_neg, fq_load, fq_store = F.fq_neg, F.load, F.store
 Z = np.uint64(0)
 U1 = np.uint64(1)
 U64 = np.uint64(64)
-R_LIMBS = int_to_limbs(FR_MODULUS)
+R_LIMBS = int_to_limb_tuple(FR_MODULUS)
 
 # Kinds of a bucket pair (P, Q) in the batch-affine step.
 PAIR_ADD = 0  # x_P != x_Q: slope (y_Q - y_P) / (x_Q - x_P)

@@ -34,7 +34,8 @@ Conventions
 
 import numpy as np
 
-from cuzk.bn254.constants import FR_MODULUS, int_to_limbs
+from cuzk.bn254.constants import FR_MODULUS
+from cuzk.formats.limbs import int_to_limb_tuple
 from cuzk.jit import building
 
 T = building()
@@ -50,7 +51,7 @@ mac, adc, sbb, mul_lo = T.prims
 _R_LIMBS = F.R_LIMBS
 _R_INV = F.R_INV
 _P = F.R_LIMBS  # r, the modulus of Fr, as 4 limbs
-_P2 = int_to_limbs(2 * FR_MODULUS)  # 2r: the bound the lazy butterflies keep
+_P2 = int_to_limb_tuple(2 * FR_MODULUS)  # 2r: the bound the lazy butterflies keep
 _Z = np.uint64(0)
 _ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
 

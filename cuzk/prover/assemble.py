@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from cuzk.bn254.constants import FR_MODULUS, int_to_limbs
+from cuzk.bn254.constants import FR_MODULUS
+from cuzk.formats.limbs import int_to_limb_array
 
 
 def _frozen(rows, dtype=np.uint64) -> np.ndarray:
@@ -28,7 +29,7 @@ def _frozen(rows, dtype=np.uint64) -> np.ndarray:
 
 def _scalars(ks) -> np.ndarray:
     """Plain-form (not Montgomery) (n, 4) limbs, as the MSM kernels take them."""
-    return _frozen([np.array(int_to_limbs(k % FR_MODULUS), dtype=np.uint64) for k in ks])
+    return _frozen([int_to_limb_array(k % FR_MODULUS) for k in ks])
 
 
 def _g1_sum(points, ks) -> np.ndarray:

@@ -49,12 +49,12 @@ def _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device):
     dev = open_device(device)
     proof = prove(key, w, dev)
     if verify:
-        from cuzk.verifier import Proof, UnusableInput
-        from cuzk.verifier import verify as check
+        from cuzk.prover.verify import Proof
+        from cuzk.prover.verify import verify as check
 
         try:
             ok = check(vk, proof.public, Proof.from_points(*proof.points()))
-        except UnusableInput as e:  # e.g. piB outside G2: pointsB2 holds a twist point
+        except FormatError as e:  # e.g. piB outside G2: pointsB2 holds a twist point
             raise ProveError(f"the proof does not verify: {e}") from None
         if not ok:
             raise ProveError("the proof does not verify: the witness does not satisfy the "

@@ -34,14 +34,10 @@ from cuzk.bn254.constants import (
     G2_GENERATOR,
     MONT_R,
     fr_roots_of_unity,
-    int_to_limbs,
 )
+from cuzk.bn254.convert import fr as mont_r  # x·R mod r as the 4-tuple device functions take
+from cuzk.formats.limbs import int_to_limb_array
 from cuzk.jit import get_target
-
-
-def _mont_r(x: int) -> tuple:
-    """x·R mod r as a 4-tuple of uint64 (what the device functions take)."""
-    return int_to_limbs(x % FR_MODULUS * MONT_R % FR_MODULUS)
 
 
 @njit(cache=True, nogil=True)
@@ -108,7 +104,7 @@ FIXED_BASE = {g: _CPU.load("cuzk.prover.fixed_base", group=g) for g in ("g1", "g
 
 
 def _generators():
-    from cuzk.formats.limbs import g1_to_limbs, g2_to_limbs
+    from cuzk.formats.stored import g1_to_limbs, g2_to_limbs
 
     g1 = g1_to_limbs(G1_GENERATOR)
     g2 = g2_to_limbs(G2_GENERATOR)
@@ -175,7 +171,7 @@ def _coefficients(r1cs, n_public):
             pub["matrix"] = 0
             pub["constraint"] = r1cs.n_constraints + np.arange(n_public + 1)
             pub["signal"] = np.arange(n_public + 1)
-            pub["value"] = np.array(int_to_limbs(MONT_R * MONT_R % FR_MODULUS), np.uint64)
+            pub["value"] = int_to_limb_array(MONT_R * MONT_R % FR_MODULUS)
             parts.append(pub)
     return np.concatenate(parts)
 
@@ -222,7 +218,7 @@ def setup(r1cs_path, zkey_path, progress=None, log=None):
     q = FR_MODULUS
     lag = np.empty((n, 4), dtype=np.uint64)
     scale = (pow(tau, n, q) - 1) * pow(n, -1, q) % q
-    _lagrange_basis(_mont_r(tau), _mont_r(1), _mont_r(omega), n, _mont_r(scale), lag)
+    _lagrange_basis(mont_r(tau), mont_r(1), mont_r(omega), n, mont_r(scale), lag)
     say("Lagrange basis evaluated")
 
     u = np.zeros((n_vars, 4), dtype=np.uint64)
@@ -237,23 +233,23 @@ def setup(r1cs_path, zkey_path, progress=None, log=None):
         u_s = F.fr_add(tuple(u[s]), tuple(lag[row]))
         u[s] = u_s
 
-    one = _mont_r(1)
+    one = mont_r(1)
     a_plain = np.empty_like(u)
     b_plain = np.empty_like(v)
     _from_mont_scaled(u, one, a_plain)
     _from_mont_scaled(v, one, b_plain)
     ic = np.empty((n_public + 1, 4), dtype=np.uint64)
     cs = np.empty((n_vars - n_public - 1, 4), dtype=np.uint64)
-    _combine(u, v, ww, _mont_r(alpha), _mont_r(beta), _mont_r(pow(gamma, -1, q)),
+    _combine(u, v, ww, mont_r(alpha), mont_r(beta), mont_r(pow(gamma, -1, q)),
              0, n_public + 1, ic)
-    _combine(u, v, ww, _mont_r(alpha), _mont_r(beta), _mont_r(pow(delta, -1, q)),
+    _combine(u, v, ww, mont_r(alpha), mont_r(beta), mont_r(pow(delta, -1, q)),
              n_public + 1, n_vars, cs)
 
     # H: L'_{2i+1}(τ)/δ over the odd points x_i = ω_2n·ω^i of the 2n domain:
     # L'_{2i+1}(τ) = x_i (τ^{2n} − 1) / (2n (τ − x_i)).
     hscale = ((pow(tau, 2 * n, q) - 1) * pow(2 * n * delta, -1, q)) % q
     hl = np.empty((n, 4), dtype=np.uint64)
-    _lagrange_basis(_mont_r(tau), _mont_r(omega_2n), _mont_r(omega), n, _mont_r(hscale), hl)
+    _lagrange_basis(mont_r(tau), mont_r(omega_2n), mont_r(omega), n, mont_r(hscale), hl)
     h_plain = np.empty_like(hl)
     _from_mont_scaled(hl, one, h_plain)
     say("scalars ready")
@@ -273,10 +269,9 @@ def setup(r1cs_path, zkey_path, progress=None, log=None):
     points_c = fb.g1(cs, tick)
     points_h = fb.g1(h_plain, tick)
     points_b2 = fb.g2(b_plain, tick)
-    scalars = np.array([int_to_limbs(x) for x in (alpha, beta, delta)], dtype=np.uint64)
+    scalars = np.array([int_to_limb_array(x) for x in (alpha, beta, delta)])
     alpha1, beta1, delta1 = fb.g1(scalars)
-    beta2, gamma2, delta2 = fb.g2(np.array([int_to_limbs(x) for x in (beta, gamma, delta)],
-                                           dtype=np.uint64))
+    beta2, gamma2, delta2 = fb.g2(np.array([int_to_limb_array(x) for x in (beta, gamma, delta)]))
     data = ZKeyData(
         n_vars=n_vars, n_public=n_public, domain_size=n,
         alpha1=alpha1, beta1=beta1, beta2=beta2, gamma2=gamma2, delta1=delta1, delta2=delta2,

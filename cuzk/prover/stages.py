@@ -70,7 +70,7 @@ class Proof:
 
     def points(self):
         """(πA, πB, πC) as affine Python-int points (None for infinity)."""
-        from cuzk.formats.limbs import g1_from_limbs, g2_from_limbs
+        from cuzk.formats.stored import g1_from_limbs, g2_from_limbs
 
         return g1_from_limbs(self.pi_a), g2_from_limbs(self.pi_b), g1_from_limbs(self.pi_c)
 

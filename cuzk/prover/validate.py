@@ -26,8 +26,9 @@ from numba import njit, prange
 
 from cuzk.bn254 import curve as C
 from cuzk.bn254.constants import FQ_MODULUS, Q_LIMBS
-from cuzk.formats.errors import BadPoint
-from cuzk.formats.limbs import g1_from_limbs
+from cuzk.formats.errors import BadPoint, FormatError
+from cuzk.formats.snarkjs_json import check_g1
+from cuzk.formats.stored import g1_from_limbs
 
 CHUNK = 4096  # rows per parallel task; a task stops at its first bad row
 
@@ -129,8 +130,8 @@ SECTIONS = (("pointsA", "points_a"), ("pointsB1", "points_b1"),
 
 def validate_key(zkey):
     """Check every point of a cuzk.formats ZKey (see the module's doc); return its checked
-    cuzk.verifier.VerifyingKey, ready to verify proofs made with the key."""
-    from cuzk import verifier as V
+    cuzk.prover.verify.VerifyingKey, ready to verify proofs made with the key."""
+    from cuzk.prover.verify import VerifyingKey
 
     path = os.fspath(zkey.path)
     for attr, name in HEADER_NAMES.items():
@@ -140,14 +141,14 @@ def validate_key(zkey):
             if why.startswith("coordinate"):
                 raise BadPoint(path, f"Groth16 header: {name}: {why}")
     for attr in ("beta1", "delta1"):  # in the header, not in the verification key
-        p = g1_from_limbs(getattr(zkey, attr))  # coordinates are below q (checked above)
-        if p is not None and (p[1] * p[1] - p[0] ** 3 - 3) % FQ_MODULUS:
-            raise BadPoint(path, f"Groth16 header: {HEADER_NAMES[attr]}: "
-                                 "point is not on the curve y^2 = x^3 + 3")
+        try:  # coordinates are below q (checked above): this checks the curve equation
+            check_g1(g1_from_limbs(getattr(zkey, attr)), HEADER_NAMES[attr])
+        except FormatError as e:
+            raise BadPoint(path, f"Groth16 header: {e}") from None
     check_points(path, "IC", zkey.ic)
     try:
-        vk = V.VerifyingKey.from_zkey(zkey)  # curve, twist, G2 subgroup, IC count
-    except V.UnusableInput as e:
+        vk = VerifyingKey.from_zkey(zkey)  # curve, twist, G2 subgroup, IC count
+    except FormatError as e:
         where = e.where[len(path) + 2:] if e.where.startswith(path + ": ") else e.where
         raise BadPoint(path, f"Groth16 header: {where}: {e.problem}") from None
     for name, attr in SECTIONS:

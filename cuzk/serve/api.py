@@ -128,7 +128,7 @@ class Api:
         return self.static.get(f"{req.params['dir']}/{req.params['file']}")
 
     def _openapi(self, req: Request) -> Response:
-        return StaticFiles("cuzk", "api").get("openapi.yaml")
+        return StaticFiles("cuzk", "serve").get("openapi.yaml")
 
     # ---------------------------------------------------------------- health, status, metrics
     def healthz(self, req: Request):

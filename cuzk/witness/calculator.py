@@ -34,6 +34,7 @@ import struct
 import time
 from pathlib import Path
 
+from cuzk.bn254.constants import FR_MODULUS
 from cuzk.witness.errors import (
     AssertFailed,
     MissingInput,
@@ -43,7 +44,7 @@ from cuzk.witness.errors import (
     WrongCircuitPrime,
     WrongLength,
 )
-from cuzk.witness.inputs import BN254_R, fnv1a64
+from cuzk.witness.inputs import fnv1a64
 
 N8 = 32  # bytes per BN254 field element
 N32 = N8 // 4  # 32-bit words per BN254 field element
@@ -329,7 +330,7 @@ class WitnessCalculator:
         self.n32 = self.ex["getFieldNumLen32"](s)
         self.ex["getRawPrime"](s)
         self.prime = self._read_shared()
-        if self.n32 != N32 or self.prime != BN254_R:
+        if self.n32 != N32 or self.prime != FR_MODULUS:
             raise WrongCircuitPrime(self.path, f"compiled for the prime {self.prime:#x} "
                                                f"({self.n32 * 32} bits): cuzk proves over "
                                                "BN254's scalar field r (circom --prime bn128)")

@@ -14,11 +14,8 @@ from __future__ import annotations
 import math
 import re
 
+from cuzk.bn254.constants import FR_MODULUS  # BN254's scalar field r (imports no numpy)
 from cuzk.witness.errors import NotANumber, WitnessError
-
-# BN254's scalar field r (cuzk.formats.limbs.BN254_R, which imports numpy; a test checks
-# they are equal).
-BN254_R = 0x30644E72E131A029B85045B68181585D2833E84879B9709143E1F593F0000001
 
 FNV64_OFFSET = 0xCBF29CE484222325
 FNV64_PRIME = 0x100000001B3
@@ -61,7 +58,7 @@ def to_integer(value, where: str, path=None) -> int:
     raise NotANumber(path, f"{where} is {kind}, not a number")
 
 
-def flatten(name: str, value, path=None, prime: int = BN254_R) -> list[int]:
+def flatten(name: str, value, path=None, prime: int = FR_MODULUS) -> list[int]:
     """A signal's values in signal order (nested arrays depth first), each reduced mod prime."""
     out: list[int] = []
 
@@ -76,7 +73,7 @@ def flatten(name: str, value, path=None, prime: int = BN254_R) -> list[int]:
     return out
 
 
-def parse_inputs(obj, path=None, prime: int = BN254_R) -> list[tuple[str, list[int]]]:
+def parse_inputs(obj, path=None, prime: int = FR_MODULUS) -> list[tuple[str, list[int]]]:
     """[(signal name, flat values mod prime)] in the order of the JSON object's keys."""
     if not isinstance(obj, dict):
         raise WitnessError(path, "the inputs must be a JSON object of signal names, not "
@@ -84,7 +81,7 @@ def parse_inputs(obj, path=None, prime: int = BN254_R) -> list[tuple[str, list[i
     return [(name, flatten(name, value, path, prime)) for name, value in obj.items()]
 
 
-def read_inputs(path, prime: int = BN254_R) -> list[tuple[str, list[int]]]:
+def read_inputs(path, prime: int = FR_MODULUS) -> list[tuple[str, list[int]]]:
     """Read and parse an input JSON file (see parse_inputs)."""
     import json
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import struct
 
+from cuzk.bn254.constants import FR_MODULUS
 from cuzk.formats.atomic import atomic_writer
-from cuzk.witness.inputs import BN254_R
 
 N8 = 32
 
@@ -18,7 +18,7 @@ N8 = 32
 def wtns_header(count: int) -> bytes:
     """Everything of a .wtns before its values."""
     return (b"wtns" + struct.pack("<II", 2, 2)
-            + struct.pack("<IQI", 1, 4 + N8 + 4, N8) + BN254_R.to_bytes(N8, "little")
+            + struct.pack("<IQI", 1, 4 + N8 + 4, N8) + FR_MODULUS.to_bytes(N8, "little")
             + struct.pack("<I", count)
             + struct.pack("<IQ", 2, N8 * count))
 

@@ -22,11 +22,12 @@ def verify(vk_json, public_json, proof_json):
     group, a value out of range, a public-signal count that is not nPublic), with a one-line
     reason.
     """
-    from cuzk.verifier import UnusableInput, verify_files
+    from cuzk.formats.errors import FormatError
+    from cuzk.prover.verify import verify_files
 
     try:
         ok = verify_files(vk_json, public_json, proof_json)
-    except UnusableInput as e:
+    except FormatError as e:
         click.echo(f"cuzk verify: unusable input: {e}", err=True)
         sys.exit(EXIT_UNUSABLE)
     if ok:

@@ -1,1 +1,0 @@
-"""The HTTP API description (OpenAPI) that `cuzk serve` serves at GET /openapi.yaml."""
