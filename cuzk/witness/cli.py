@@ -110,7 +110,8 @@ def fullprove(input_json, circuit_wasm, zkey, proof_json, public_json, verify, d
     (on unless --no-verify) exit 1 with the reason, and nothing is written.
     """
     from cuzk.formats.errors import FormatError
-    from cuzk.prover.cli import ProveError, exit_now_if_a_process_of_its_own
+    from cuzk.prover.cli import ProveError
+    from cuzk.prover.fast_exit import exit_now_if_a_process_of_its_own
 
     try:
         run_fullprove(input_json, circuit_wasm, zkey, proof_json, public_json, verify,
