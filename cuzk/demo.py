@@ -181,7 +181,7 @@ class Demo:
 
     # ------------------------------------------------------------------ 4-6
     def run(self) -> int:
-        from cuzk.prover.verify import VerifyingKey, verify
+        from cuzk.prover.verifier import VerifyingKey, verify
         from cuzk.serve.client import Client
 
         zkey = self.make_key()

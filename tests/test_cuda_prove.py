@@ -2,7 +2,7 @@
 
 prove_start on open_device("cuda") gives the CPU device's H vector and G1 MSMs (A, B1, C, H)
 bit for bit from the same witness and a, b, c; prove_finish turns it into a proof that
-cuzk.prover.verify and snarkjs accept; the key's point sets stay resident on the GPU (placed once,
+cuzk.prover.verifier and snarkjs accept; the key's point sets stay resident on the GPU (placed once,
 reused by the next proof, accounted in resident_bytes, gone on eviction); `cuzk prove
 --device cuda` proves, and says in one line why not where no GPU exists.
 
@@ -34,7 +34,7 @@ from cuzk.prover import (
     prove_start,
     synthesize,
 )
-from cuzk.prover import verify as V
+from cuzk.prover import verifier as V
 from cuzk.prover.stages import random_scalar
 
 pytestmark = pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU and no simulator")
@@ -107,7 +107,7 @@ def test_prove_start_matches_cpu(runs, name):
 
 @pytest.mark.parametrize("name", CIRCUITS)
 def test_cuda_proof_verifies(runs, name):
-    """Same r, s: the CUDA partial gives the CPU partial's proof, and cuzk.prover.verify accepts
+    """Same r, s: the CUDA partial gives the CPU partial's proof, and cuzk.prover.verifier accepts
     it for the right public signals only."""
     run = runs(name)
     r, s = random_scalar(), random_scalar()
@@ -196,7 +196,7 @@ def test_key_residency(runs):
 
 def test_engine_device_process_on_cuda(monkeypatch, caplog):
     """The engine with one "cuda:0" device process (spawned, CUDA_VISIBLE_DEVICES set; the
-    simulator here): jobs give proofs that cuzk.prover.verify accepts, the key is resident on
+    simulator here): jobs give proofs that cuzk.prover.verifier accepts, the key is resident on
     cuda:0 after the first job, gone after an eviction, and placed again by the next job."""
     import logging
 

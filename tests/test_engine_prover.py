@@ -54,7 +54,7 @@ def engine():
     # here, so the engine's processes start from a warm cache rather than each compiling them
     # at the same time.
     import cuzk.prover as P
-    from cuzk.prover import verify as V
+    from cuzk.prover import verifier as V
 
     key = P.ProvingKey.open(CIRCUIT.zkey)
     proof = P.prove(key, P.load_witness(CIRCUIT.witness(0), key), P.open_device("cpu"))

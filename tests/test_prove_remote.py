@@ -26,7 +26,7 @@ from click.testing import CliRunner
 from conftest import fixture_circuit
 from serve_harness import ServeProcess, cli_env, request, run_cli, serving, warm_kernels
 
-from cuzk.prover.verify import verify
+from cuzk.prover.verifier import verify
 
 TINY, MULCHAIN = fixture_circuit("tiny"), fixture_circuit("mulchain")
 TOKEN = "5f0c1d2e3a4b5c6d7e8f90a1b2c3d4e5"

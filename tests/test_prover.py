@@ -200,7 +200,7 @@ def test_cpu_msms_of_one_proof_share_one_kernel_build(small_circuit, monkeypatch
     assert len(seen) == 5 + 4
     assert len(set(seen)) == 1, seen
     assert w.flags.writeable  # the caller's array is left as it was
-    from cuzk.prover.verify import verify_with_zkey
+    from cuzk.prover.verifier import verify_with_zkey
 
     assert verify_with_zkey(key.zkey, proof.public, proof.points())
 
@@ -219,7 +219,7 @@ def _cuzk_process(*args, env=None):
 def test_prove_as_a_process_writes_proofs_that_verify(any_circuit, tmp_path):
     """The real command (not CliRunner): lean cache loads, then an exit that skips the
     interpreter's teardown, must leave complete outputs and exit 0; bad input still exits 1."""
-    from cuzk.prover.verify import VerifyingKey, verify
+    from cuzk.prover.verifier import VerifyingKey, verify
 
     proof, public = tmp_path / "p.json", tmp_path / "pub.json"
     p = _cuzk_process("prove", any_circuit.zkey, any_circuit.witness(0), proof, public)

@@ -33,7 +33,7 @@ from serve_harness import (
     warm_kernels,
 )
 
-from cuzk.prover.verify import verify
+from cuzk.prover.verifier import verify
 
 TINY, MULCHAIN, TOYHASH = (fixture_circuit(n) for n in ("tiny", "mulchain", "toyhash"))
 

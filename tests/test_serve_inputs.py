@@ -21,7 +21,7 @@ from conftest import fixture_circuit
 from serve_harness import ServeProcess, cli_env, request, run_cli, serving, warm_kernels
 from wasm_fakes import fake_circom
 
-from cuzk.prover.verify import verify
+from cuzk.prover.verifier import verify
 
 NESTED, TINY = fixture_circuit("nested"), fixture_circuit("tiny")
 

@@ -18,7 +18,7 @@ from cuzk.formats.errors import (
     NotOnCurve,
     UnsupportedProtocol,
 )
-from cuzk.prover.verify import (
+from cuzk.prover.verifier import (
     Proof,
     VerifyingKey,
     parse_public,

@@ -19,7 +19,7 @@ from serve_harness import run_cli
 
 from cuzk.formats.errors import BadJson, NotInField
 from cuzk.formats.snarkjs_json import read_proof, read_public, read_verification_key
-from cuzk.prover.verify import verify_files
+from cuzk.prover.verifier import verify_files
 from cuzk.prover.verify_cli import verify as verify_cmd
 
 TINY = fixture_circuit("tiny")

@@ -10,7 +10,7 @@ Files are written as snarkjs writes them (one-space indentation, no trailing new
 atomically. Points here are Python ints in plain form: G1 = (x, y), G2 = ((x.c0, x.c1),
 (y.c0, y.c1)), None for the point at infinity.
 
-This is the one reader of these files (the verifier, cuzk.prover.verify, reads through it).
+This is the one reader of these files (the verifier, cuzk.prover.verifier, reads through it).
 Input that cannot be a Groth16 instance on BN254 is refused with a FormatError that names the
 file and the field: BadJson (not JSON, a missing key, a wrong shape, a number that is not a
 decimal string), NotInField (a coordinate not below q, a public signal not below r),
@@ -421,7 +421,7 @@ class VerificationKey:
     """verification_key.json read and checked (vk_from_json): alpha1 (G1), beta2, gamma2,
     delta2 (G2), ic (list of G1), n_public, and alphabeta (tower coefficients as in the file,
     each below q; not checked against the pairing). The verifier's VerifyingKey
-    (cuzk.prover.verify) adds the G2 subgroup check and the compiled pairing."""
+    (cuzk.prover.verifier) adds the G2 subgroup check and the compiled pairing."""
 
     def __init__(self, path: os.PathLike | str):
         self.path = path = os.fspath(path)

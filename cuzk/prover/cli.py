@@ -50,8 +50,8 @@ def _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device):
     dev = open_device(device)
     proof = prove(key, w, dev)
     if verify:
-        from cuzk.prover.verify import Proof
-        from cuzk.prover.verify import verify as check
+        from cuzk.prover.verifier import Proof
+        from cuzk.prover.verifier import verify as check
 
         try:
             ok = check(vk, proof.public, Proof.from_points(*proof.points()))

@@ -38,7 +38,7 @@ class ProvingKey:
         """Check every point of the key (cuzk.prover.validate: header points on the curve or
         the twist and G2 ones in the subgroup, every point section on its curve); raise
         cuzk.formats.errors.BadPoint naming the first bad point. Returns the key's checked
-        cuzk.prover.verify.VerifyingKey. Done once per instance."""
+        cuzk.prover.verifier.VerifyingKey. Done once per instance."""
         vk = getattr(self, "_vk", None)
         if vk is None:
             from cuzk.prover.validate import validate_key
@@ -47,9 +47,9 @@ class ProvingKey:
         return vk
 
     def verification_key(self):
-        """The cuzk.prover.verify.VerifyingKey read from the key's header (unchecked: validate()
-        checks the points), for cuzk.prover.verify."""
-        from cuzk.prover.verify import VerifyingKey
+        """The cuzk.prover.verifier.VerifyingKey read from the key's header (unchecked: validate()
+        checks the points), for cuzk.prover.verifier."""
+        from cuzk.prover.verifier import VerifyingKey
 
         return VerifyingKey.from_zkey(self.zkey)
 

@@ -130,8 +130,8 @@ SECTIONS = (("pointsA", "points_a"), ("pointsB1", "points_b1"),
 
 def validate_key(zkey):
     """Check every point of a cuzk.formats ZKey (see the module's doc); return its checked
-    cuzk.prover.verify.VerifyingKey, ready to verify proofs made with the key."""
-    from cuzk.prover.verify import VerifyingKey
+    cuzk.prover.verifier.VerifyingKey, ready to verify proofs made with the key."""
+    from cuzk.prover.verifier import VerifyingKey
 
     path = os.fspath(zkey.path)
     for attr, name in HEADER_NAMES.items():
