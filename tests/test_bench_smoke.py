@@ -17,6 +17,7 @@ from pathlib import Path
 import interop
 import psutil
 import pytest
+from need_tool import missing_tool
 
 from bench import report
 from bench.__main__ import NO_GPU_MESSAGE, SUITES
@@ -108,7 +109,7 @@ def test_smoke_run_of_every_suite(smoke_run):
 def test_prove_smoke_compares_on_the_same_files(smoke_run):
     _, results, suites, _ = smoke_run
     if "prove" not in suites:
-        pytest.skip("snarkjs/circom2 not installed and `make tools` could not install them")
+        missing_tool("snarkjs/circom2 not installed and `make tools` could not install them")
     res = json.loads((results / "prove.smoke.json").read_text())["result"]
     (row,) = res["rows"]
     assert row["cuzk_proof_valid"] is True
@@ -214,7 +215,7 @@ def test_result_paths_keep_profiles_apart(tmp_path):
 def test_prove_server_smoke_proves_through_a_daemon(smoke_run):
     _, results, suites, _ = smoke_run
     if "prove-server" not in suites:
-        pytest.skip("snarkjs/circom2 not installed and `make tools` could not install them")
+        missing_tool("snarkjs/circom2 not installed and `make tools` could not install them")
     res = json.loads((results / "prove-server.smoke.json").read_text())["result"]
     (row,) = res["rows"]
     assert row["server_proof_valid"] is True
