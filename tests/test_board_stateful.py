@@ -33,6 +33,8 @@ from hypothesis.stateful import (
 from cuzk.board import Board, Token, drill
 from cuzk.board import segment as S
 
+pytestmark = pytest.mark.slow
+
 CTX = mp.get_context("spawn")
 N_PARTS = 5
 JOB = "job-0"

@@ -78,6 +78,7 @@ def workload_violations(s) -> list[str]:
     return bad
 
 
+@pytest.mark.slow
 def test_stress_no_torn_records_and_the_invariant_in_every_consistent_snapshot(board_factory):
     n = PROCS * THREADS
     b = board_factory(device_slots=n, finalizer_slots=n, synth_slots=n, job_rows=24,
