@@ -347,6 +347,7 @@ print("LINK-REPORT " + json.dumps(out))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.cuda
 def test_cuda_kernels_fit_their_launch_shapes():
     """Linked for sm_90 by nvJitLink (no GPU needed): no register spills, registers x threads
