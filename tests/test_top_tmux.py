@@ -42,7 +42,7 @@ def _tmux() -> str:
             if found:
                 return found
     missing_tool("tmux is not installed and could not be installed (needs root and apt-get: "
-                "apt-get install -y tmux)")
+                 "apt-get install -y tmux)")
 
 
 class Tmux:

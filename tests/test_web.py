@@ -48,6 +48,7 @@ def chromium_present():
         missing_tool(f"needs Debian's headless Chromium and its driver ({APT}; "
                      "`make test` does it)")
 
+
 TOKEN = "t0k3n-for-the-web-panel-test-0123456789"
 
 # One sample of what the page shows, read from the DOM by data attributes.
