@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 TOOLS  := .tools
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.cache/numba
 
-.PHONY: install tools system-deps test lint bench bench-full bench-gpu demo clean
+.PHONY: install tools system-deps test test-fast lint format bench bench-full bench-gpu demo clean
 
 $(VENV)/.installed: setup.cfg setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -41,8 +41,19 @@ system-deps:
 test: install tools system-deps
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
+# The quick loop: every test not marked slow (over ~10 s) or interop (runs snarkjs, circom2 or
+# node), in a few minutes.
+test-fast: install system-deps
+	$(PY) -m pytest -q -p no:cacheprovider -m "not slow and not interop" tests
+
+# Lint and layout, checked (`make format` applies the layout).
+LINTED := cuzk tests bench
 lint: install
-	$(VENV)/bin/ruff check cuzk tests bench
+	$(VENV)/bin/ruff check $(LINTED)
+	$(VENV)/bin/ruff format --check $(LINTED)
+
+format: install
+	$(VENV)/bin/ruff format $(LINTED)
 
 # Suites by name: `make bench SUITES="msm ntt"` (`.venv/bin/python -m bench --list` names them).
 BENCH_SUITES = $(foreach s,$(SUITES),--suite $(s))

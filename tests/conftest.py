@@ -103,3 +103,56 @@ def tools():
     from interop import require_tools
 
     require_tools()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items):
+    """A test that takes the `tools` fixture runs snarkjs/circom2: it is interop, marked or not
+    (so `make test-fast`, which leaves out interop, leaves it out too)."""
+    for item in items:
+        if "tools" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.interop)
+
+
+# ---- status boards made by tests: one name prefix, one factory, nothing left in /dev/shm ----
+BOARD_PREFIX = f"cuzk-t{os.getpid()}-"  # every board a test creates by name starts with this
+
+
+def board_name() -> str:
+    """A fresh board name under BOARD_PREFIX."""
+    import secrets
+
+    return BOARD_PREFIX + secrets.token_hex(4)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_board_left_in_dev_shm():
+    """After the whole session, no segment a test created under BOARD_PREFIX remains."""
+    yield
+    from cuzk.board import segment
+
+    left = [n for n in os.listdir("/dev/shm") if n.startswith(BOARD_PREFIX)]
+    for n in left:
+        segment.unlink_segment(n)
+    assert not left, f"board segments left in /dev/shm: {left}"
+
+
+@pytest.fixture
+def board_factory():
+    """make(instance="test", **counts) -> a new Board under BOARD_PREFIX; each one made is
+    closed, unlinked and checked gone from /dev/shm when the test ends."""
+    from cuzk.board import Board, segment
+
+    made = []
+
+    def make(instance: str = "test", **kw):
+        b = Board.create(board_name(), instance=instance, **kw)
+        made.append(b)
+        return b
+
+    yield make
+    for b in made:
+        name = b.name
+        b.close()
+        segment.unlink_segment(name)
+        assert not os.path.exists(f"/dev/shm/{name}")

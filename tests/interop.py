@@ -3,7 +3,8 @@
 Binaries live in .tools/node_modules/.bin. Every helper raises ToolError (with the command
 and its output) when a tool fails, except `groth16_verify`, which returns the verdict.
 Tests that need the tools carry `@pytest.mark.interop` and call `require_tools()` (or use
-the `tools` fixture from conftest.py), which installs them once if npm can, else skips.
+the `tools` fixture from conftest.py), which installs them once if npm can, else skips (or
+fails, under CUZK_REQUIRE_TOOLS: see need_tool.py).
 """
 
 from __future__ import annotations
@@ -40,11 +41,12 @@ def install_tools() -> bool:
 
 
 def require_tools() -> None:
-    """Skip the calling test unless snarkjs and circom2 are (or can be) installed."""
-    import pytest
+    """Skip the calling test (fail it under CUZK_REQUIRE_TOOLS) unless snarkjs and circom2 are
+    (or can be) installed."""
+    from need_tool import missing_tool
 
     if not install_tools():
-        pytest.skip("snarkjs/circom2 not installed and `make tools` could not install them")
+        missing_tool("snarkjs/circom2 not installed and `make tools` could not install them")
 
 
 def run_tool(binary: Path, *args, cwd=None, timeout: float = 300) -> subprocess.CompletedProcess:

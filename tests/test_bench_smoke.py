@@ -17,6 +17,7 @@ from pathlib import Path
 import interop
 import psutil
 import pytest
+from need_tool import missing_tool
 
 from bench import report
 from bench.__main__ import NO_GPU_MESSAGE, SUITES
@@ -85,6 +86,7 @@ def test_gpu_profile_exits_with_message_without_gpu(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_smoke_run_of_every_suite(smoke_run):
     p, results, suites, leaked = smoke_run
     assert p.returncode == 0, f"stdout:\n{p.stdout[-3000:]}\nstderr:\n{p.stderr[-3000:]}"
@@ -106,10 +108,12 @@ def test_smoke_run_of_every_suite(smoke_run):
     assert not leaked, f"shared-memory segments left by dead bench processes: {leaked}"
 
 
+@pytest.mark.slow
+@pytest.mark.interop
 def test_prove_smoke_compares_on_the_same_files(smoke_run):
     _, results, suites, _ = smoke_run
     if "prove" not in suites:
-        pytest.skip("snarkjs/circom2 not installed and `make tools` could not install them")
+        missing_tool("snarkjs/circom2 not installed and `make tools` could not install them")
     res = json.loads((results / "prove.smoke.json").read_text())["result"]
     (row,) = res["rows"]
     assert row["cuzk_proof_valid"] is True
@@ -127,6 +131,7 @@ def test_prove_smoke_compares_on_the_same_files(smoke_run):
     assert row["cuzk_rss_mib"] > 0 and row["family"] == "toyhash"
 
 
+@pytest.mark.slow
 def test_report_renders_from_smoke_results(smoke_run, tmp_path):
     """docs/benchmarks.md from the smoke results, relabelled quick (the report skips smoke)."""
     _, results, suites, _ = smoke_run
@@ -212,10 +217,12 @@ def test_result_paths_keep_profiles_apart(tmp_path):
     assert set(found) == {("ntt", "quick"), ("ntt", "full")}
 
 
+@pytest.mark.slow
+@pytest.mark.interop
 def test_prove_server_smoke_proves_through_a_daemon(smoke_run):
     _, results, suites, _ = smoke_run
     if "prove-server" not in suites:
-        pytest.skip("snarkjs/circom2 not installed and `make tools` could not install them")
+        missing_tool("snarkjs/circom2 not installed and `make tools` could not install them")
     res = json.loads((results / "prove-server.smoke.json").read_text())["result"]
     (row,) = res["rows"]
     assert row["server_proof_valid"] is True

@@ -8,52 +8,27 @@ nothing. test_seed_interleaving replays the story step by step on a real segment
 
 from __future__ import annotations
 
-import glob
 import json
 import math
 import multiprocessing as mp
 import os
-import secrets
 import struct
 import time
 
 import pytest
+from conftest import BOARD_PREFIX as PREFIX
+from conftest import board_name
 
 from cuzk.board import Board, BoardError, Layout, Token, cleanup_stale, list_boards
 from cuzk.board import layout as L
 from cuzk.board import segment as S
 from cuzk.testing import drill
 
-PREFIX = f"cuzk-t{os.getpid()}-"   # every board the board tests create starts with this
-
-
-def test_name() -> str:
-    return PREFIX + secrets.token_hex(4)
-
-
-test_name.__test__ = False  # a helper, not a test
-
-
-@pytest.fixture(scope="session", autouse=True)
-def no_board_left_in_dev_shm():
-    """Session-wide: after the whole suite, no segment any board test created remains."""
-    yield
-    left = glob.glob(f"/dev/shm/{PREFIX}*")
-    for path in left:
-        S.unlink_segment(os.path.basename(path))
-    assert not left, f"board segments left in /dev/shm: {left}"
-
 
 @pytest.fixture
-def board():
-    b = Board.create(test_name(), instance="unit", device_slots=4, finalizer_slots=4,
-                     synth_slots=2, job_rows=4, max_partitions=8, key_rows=3, by_use_rows=3,
-                     kind_rows=3)
-    yield b
-    name = b.name
-    b.close()
-    S.unlink_segment(name)
-    assert not os.path.exists(f"/dev/shm/{name}")
+def board(board_factory):
+    return board_factory(instance="unit", device_slots=4, finalizer_slots=4, synth_slots=2,
+                         job_rows=4, max_partitions=8, key_rows=3, by_use_rows=3, kind_rows=3)
 
 
 def raw_slot(b: Board, kind: str, slot: int) -> bytes:
@@ -465,9 +440,8 @@ def test_reader_never_hangs_on_a_record_left_odd_and_reclaim_repairs_it(board):
     seq = L.SEQ.unpack_from(board._buf, off)[0]
     L.SEQ.pack_into(board._buf, off, seq + 1)  # a writer "died" inside
     board._buf[off + 8:off + 16] = b"\xff" * 8
-    t0 = time.monotonic()
     s = board.snapshot(tries=20)
-    assert time.monotonic() - t0 < 1.0
+    assert s.attempts == 20  # gave up after its tries: never waits on the dead writer
     assert not s.consistent and s.devices[3].state == "empty"
     assert board.devices.read(3, tries=5) == (None, "busy")
     new = board.devices.reclaim(3)
@@ -506,7 +480,7 @@ def test_attach_in_another_process_does_not_unlink_at_its_exit(board):
 def test_list_boards_and_cleanup_of_a_board_whose_creator_died(board):
     ctx = _spawn()
     parent, child = ctx.Pipe()
-    name = test_name()
+    name = board_name()
     p = ctx.Process(target=drill.create_and_wait, args=(child, name, "doomed"))
     p.start()
     try:
@@ -532,7 +506,7 @@ def test_list_boards_and_cleanup_of_a_board_whose_creator_died(board):
 
 
 def test_cleanup_leaves_young_incomplete_segments_alone():
-    name = test_name()
+    name = board_name()
     shm = S.open_segment(name, create=True, size=64)  # no header yet: a creator mid-create
     try:
         assert cleanup_stale(PREFIX) == []
@@ -544,7 +518,7 @@ def test_cleanup_leaves_young_incomplete_segments_alone():
 
 
 def test_context_manager_unlinks_for_the_creator():
-    with Board.create(test_name(), instance="cm", device_slots=1, finalizer_slots=1,
+    with Board.create(board_name(), instance="cm", device_slots=1, finalizer_slots=1,
                       synth_slots=1, job_rows=1, max_partitions=1) as b:
         name = b.name
         assert os.path.exists(f"/dev/shm/{name}")

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-import secrets
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from conftest import BOARD_PREFIX as PREFIX
+from conftest import board_name
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -33,17 +34,8 @@ from cuzk.board import Board, Token
 from cuzk.board import segment as S
 from cuzk.testing import drill
 
-PREFIX = f"cuzk-t{os.getpid()}-"
+pytestmark = pytest.mark.slow
 
-
-@pytest.fixture(scope="session", autouse=True)
-def no_board_left_in_dev_shm():
-    """After the session, no segment a board test created remains in /dev/shm."""
-    yield
-    left = [n for n in os.listdir("/dev/shm") if n.startswith(PREFIX)]
-    for n in left:
-        S.unlink_segment(n)
-    assert not left, f"board segments left in /dev/shm: {left}"
 CTX = mp.get_context("spawn")
 N_PARTS = 5
 JOB = "job-0"
@@ -139,7 +131,7 @@ class BoardMachine(RuleBasedStateMachine):
 
     def __init__(self):
         super().__init__()
-        self.board = Board.create(PREFIX + secrets.token_hex(4), instance="stateful",
+        self.board = Board.create(board_name(), instance="stateful",
                                   device_slots=3, finalizer_slots=3, synth_slots=3, job_rows=2,
                                   max_partitions=N_PARTS)
         self.actors = [LocalActor(None), LocalActor(self.pool), self.proc]

@@ -86,6 +86,7 @@ def _vk(run: Run):
     return V.VerifyingKey.from_json(json.loads(run.circuit.vk.read_text()))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CIRCUITS)
 def test_compute_h_matches_cpu(runs, name):
     run = runs(name)
@@ -94,6 +95,7 @@ def test_compute_h_matches_cpu(runs, name):
     assert np.array_equal(run.h_cuda, run.h_cpu)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CIRCUITS)
 def test_prove_start_matches_cpu(runs, name):
     run = runs(name)
@@ -105,6 +107,7 @@ def test_prove_start_matches_cpu(runs, name):
     assert any(getattr(run.cpu, which).any() for which in SETS)  # not all at infinity
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CIRCUITS)
 def test_cuda_proof_verifies(runs, name):
     """Same r, s: the CUDA partial gives the CPU partial's proof, and cuzk.prover.verifier accepts
@@ -124,6 +127,7 @@ def test_cuda_proof_verifies(runs, name):
     assert not V.verify(vk, wrong, proof.to_json())
 
 
+@pytest.mark.slow
 @pytest.mark.interop
 @pytest.mark.parametrize("name", CIRCUITS)
 def test_cuda_proof_verifies_in_snarkjs(tools, runs, name, tmp_path):
@@ -138,6 +142,7 @@ def test_cuda_proof_verifies_in_snarkjs(tools, runs, name, tmp_path):
     assert groth16_verify(run.circuit.vk, tmp_path / "public.json", tmp_path / "proof.json")
 
 
+@pytest.mark.slow
 def test_key_residency(runs):
     """Placed once on the GPU with its G1 sets' bytes accounted, reused by a second proof
     (from a worker thread, as the engine's device process runs it), gone on eviction, placed
@@ -194,6 +199,7 @@ def test_key_residency(runs):
     dev.evict_key(key.key_id)
 
 
+@pytest.mark.slow
 def test_engine_device_process_on_cuda(monkeypatch, caplog):
     """The engine with one "cuda:0" device process (spawned, CUDA_VISIBLE_DEVICES set; the
     simulator here): jobs give proofs that cuzk.prover.verifier accepts, the key is resident on
@@ -238,6 +244,7 @@ def test_engine_device_process_on_cuda(monkeypatch, caplog):
     assert not os.path.exists(f"/dev/shm/{eng.board_name}")
 
 
+@pytest.mark.slow
 def test_cuzk_prove_device_cuda(tmp_path):
     """The command itself on the CUDA device (the simulator here): exit 0, a valid proof."""
     c = fixture_circuit("tiny")
@@ -250,6 +257,7 @@ def test_cuzk_prove_device_cuda(tmp_path):
     assert V.verify(vk, json.loads(public.read_text()), json.loads(proof.read_text()))
 
 
+@pytest.mark.slow
 def test_cuzk_prove_device_cuda_as_a_process(tmp_path):
     """`cuzk prove --device cuda` as a process of its own (its start-up and exit paths), on
     the GPU or, here, in the simulator this process's environment selects."""

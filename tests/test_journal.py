@@ -322,6 +322,7 @@ def check_done(circuit, r, sets):
         assert verify(vk, public, proof)
 
 
+@pytest.mark.slow
 def test_sigkill_then_restart_completes_every_job_once(tmp_path):
     """Finished, running and queued jobs at a SIGKILL of the daemon; the restart on the same
     state directory re-queues the unfinished ones under their ids and priorities (uploads from

@@ -18,6 +18,8 @@ from cuzk.formats.limbs import int_to_limb_tuple, limbs_to_int
 
 R = FR_MODULUS
 TARGETS = ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)]
+# where numba's CUDA simulator (no GPU) takes over 10 s for the cuda case
+TARGETS_SLOW_SIM = ["cpu", pytest.param("cuda", marks=[pytest.mark.cuda, pytest.mark.slow])]
 _R_INV = pow(MONT_R, -1, FQ_MODULUS)
 
 
@@ -111,7 +113,7 @@ def sizes(target):
 
 # ------------------------------------------ G1 --------------------------------------------
 
-@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("target", TARGETS_SLOW_SIM)
 def test_g1_random_against_exponent_sum(target):
     rng = random.Random(11)
     for n in sizes(target):
@@ -243,7 +245,7 @@ def test_g1_cpu_mmap_view_is_not_copied(tmp_path, progression_4096):
 
 # ------------------------------------------ G2 --------------------------------------------
 
-@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("target", TARGETS_SLOW_SIM)
 def test_g2_random_and_edges(target):
     rng = random.Random(21)
     if target == "cpu":
@@ -296,7 +298,7 @@ def test_window_bits_grows_with_n():
 
 # ---------------------------------------- resident keys -----------------------------------
 
-@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("target", TARGETS_SLOW_SIM)
 def test_resident_key_runs_msms(target):
     from cuzk.kernels.resident import ResidentKey
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from need_tool import missing_tool
 
 from cuzk.bn254.constants import FR_MODULUS as R
 from cuzk.bn254.constants import MONT_R, fr_roots_of_unity
@@ -105,7 +106,7 @@ def test_roots_against_ffjavascript():
     base = _ffjavascript_dir()
     node = shutil.which("node")
     if base is None or node is None:
-        pytest.skip("ffjavascript / node not installed (make tools)")
+        missing_tool("ffjavascript / node not installed (make tools)")
     script = (
         "const ff = require('ffjavascript');"
         "ff.buildBn128(true).then(async c => {"
@@ -346,6 +347,7 @@ print("LINK-REPORT " + json.dumps(out))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.cuda
 def test_cuda_kernels_fit_their_launch_shapes():
     """Linked for sm_90 by nvJitLink (no GPU needed): no register spills, registers x threads

@@ -288,6 +288,7 @@ def bad_inputs(root, tmp_path):
     ]
 
 
+@pytest.mark.slow
 def test_bad_input_same_message_and_status_as_local(daemon, tmp_path):
     for name, key, wtns in bad_inputs(daemon.root, tmp_path):
         outs = (tmp_path / "proof.json", tmp_path / "public.json")

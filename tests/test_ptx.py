@@ -88,6 +88,7 @@ def ptx_report():
     return json.loads(lines[-1][len("PTX-REPORT ") :])
 
 
+@pytest.mark.slow
 def test_every_kernel_compiles_to_ptx(ptx_report):
     assert ptx_report, "no kernels listed"
     failed = {k: v["error"] for k, v in ptx_report.items() if "error" in v}
@@ -96,6 +97,7 @@ def test_every_kernel_compiles_to_ptx(ptx_report):
         assert r["entry"] and r["target"], name
 
 
+@pytest.mark.slow
 def test_expected_instructions_present(ptx_report):
     """Kernels that multiply field elements lower the i128 product to mul.hi.u64."""
     missing = {k: v["missing"] for k, v in ptx_report.items() if v.get("missing")}

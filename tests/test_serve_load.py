@@ -99,6 +99,7 @@ def _completed(metrics_text: str) -> float:
     return 0.0
 
 
+@pytest.mark.slow
 def test_200_jobs_from_8_threads_each_complete_exactly_once(load_run):
     s, root, run = load_run
     assert run["errors"] == []
@@ -128,6 +129,7 @@ def test_200_jobs_from_8_threads_each_complete_exactly_once(load_run):
     print(f"{N_JOBS} jobs, {n_proofs} proofs in {run['secs']:.1f} s")
 
 
+@pytest.mark.slow
 def test_some_load_proofs_verify_in_snarkjs(load_run, tools):
     s, root, run = load_run
     picked = list(run["results"].values())[:: N_JOBS // 4][:4]

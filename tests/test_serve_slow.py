@@ -80,6 +80,7 @@ def server(keys):
 
 
 # ------------------------------------------------------------------------------ slow clients
+@pytest.mark.slow
 def test_idle_and_slow_header_connections_do_not_starve_health(server):
     port = server.hostport[1]
     silent = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(150)]
@@ -182,6 +183,7 @@ def wtns_bytes(n_values: int) -> bytes:
             + struct.pack("<IQ", 2, len(values)) + bytes(values))
 
 
+@pytest.mark.slow
 def test_four_200MB_uploads_stay_within_body_memory(server, keys):
     body = json.dumps({"key": str(keys / "keys" / "tiny.zkey"), "witnesses": [
         {"data": base64.b64encode(wtns_bytes(150_000_000 // 32)).decode()}]}).encode()

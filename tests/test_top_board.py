@@ -121,8 +121,6 @@ def test_board_going_away_ends_the_run_cleanly():
     with Simulation(PLAN) as s:
         name = s.name
         threading.Timer(1.0, s.stop).start()
-        t0 = time.monotonic()
         r = _top("--board", name, "--interval", "0.1")     # no -n: runs until the board goes
     assert r.exit_code == 0
-    assert time.monotonic() - t0 < 10
     assert "went away" in r.output and r.output.count("cuzk top  top-test") >= 2

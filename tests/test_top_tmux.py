@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
+from need_tool import missing_tool
+from waiting import wait_for
 
 from cuzk.testing.simulate import Plan, Simulation
 
@@ -39,8 +41,8 @@ def _tmux() -> str:
             found = shutil.which("tmux")
             if found:
                 return found
-    pytest.skip("tmux is not installed and could not be installed (needs root and apt-get: "
-                "apt-get install -y tmux)")
+    missing_tool("tmux is not installed and could not be installed (needs root and apt-get: "
+                 "apt-get install -y tmux)")
 
 
 class Tmux:
@@ -60,14 +62,15 @@ class Tmux:
         return self("capture-pane", "-p", "-t", target).splitlines()
 
     def wait_for(self, target: str, pred, timeout: float = 20.0) -> list[str]:
-        deadline = time.monotonic() + timeout
-        lines: list[str] = []
-        while time.monotonic() < deadline:
-            lines = self.capture(target)
-            if pred(lines):
-                return lines
-            time.sleep(0.1)
-        raise AssertionError("screen never matched; last capture:\n" + "\n".join(lines))
+        seen: list[str] = []
+
+        def matched():
+            seen[:] = self.capture(target)
+            return pred(seen) and (seen,)
+
+        (lines,) = wait_for(matched, timeout, every=0.1,
+                            what=lambda: "the screen; last capture:\n" + "\n".join(seen))
+        return lines
 
 
 def _section(lines: list[str], title: str) -> list[str]:

@@ -31,15 +31,23 @@ from pathlib import Path
 
 import pytest
 from conftest import fixture_circuit
+from need_tool import missing_tool
 from selenium.webdriver.common.keys import Keys
 from serve_harness import ServeProcess, request
+from waiting import wait_for
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 APT = "apt-get install -y chromium chromium-driver"
 
-pytestmark = pytest.mark.skipif(
-    not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)),
-    reason=f"needs Debian's headless Chromium and its driver ({APT}; `make test` does it)")
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module", autouse=True)
+def chromium_present():
+    if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
+        missing_tool(f"needs Debian's headless Chromium and its driver ({APT}; "
+                     "`make test` does it)")
+
 
 TOKEN = "t0k3n-for-the-web-panel-test-0123456789"
 
@@ -106,16 +114,6 @@ def browser(tmp_path_factory):
         yield driver
     finally:
         driver.quit()
-
-
-def wait_for(predicate, timeout: float, what: str, step: float = 0.05):
-    t_end = time.time() + timeout
-    while time.time() < t_end:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(step)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
 def open_panel(browser, url: str, query: str = ""):
