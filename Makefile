@@ -68,7 +68,7 @@ bench-gpu: install tools
 	$(PY) -m bench --profile gpu $(BENCH_SUITES)
 
 demo: install tools
-	$(PY) -m cuzk.demo
+	$(PY) examples/demo.py
 
 clean:
 	rm -rf $(VENV) $(TOOLS) .cache build *.egg-info

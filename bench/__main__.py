@@ -31,7 +31,7 @@ NO_GPU_MESSAGE = ("make bench-gpu: no CUDA GPU is present on this machine (numba
 
 def gpu_present() -> bool:
     """A real CUDA GPU (the simulator does not count: its timings mean nothing)."""
-    from cuzk.jit import cuda_available, cuda_simulated
+    from cuzk.arith.jit import cuda_available, cuda_simulated
 
     return not cuda_simulated() and cuda_available()
 

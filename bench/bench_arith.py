@@ -1,11 +1,11 @@
 """Suite `arith`: ns per Fq / Fr Montgomery multiplication and per G1 mixed addition.
 
-CPU figures (Numba, the code of cuzk.bn254.field / .curve):
+CPU figures (Numba, the code of cuzk.arith.field / .curve):
 - latency: one dependent chain x <- x*y on one core (each product waits for the last);
 - throughput, one core: four independent chains interleaved (what a batch loop sees);
 - all cores: one interleaved chain set per thread under prange; "per core" multiplies the
   aggregate ns per operation by the thread count;
-- batch: the elementwise kernel cuzk.bn254.batch("cpu").fr_mul over 2^20 rows (memory included).
+- batch: the elementwise kernel cuzk.arith.batch("cpu").fr_mul over 2^20 rows (memory included).
 GPU figures (profile gpu): the same chains, one per CUDA thread, and batch("cuda").fr_mul on
 device arrays. Target (issue 2): <= 20 ns per multiplication per core on the CPU.
 Run alone: ``python -m bench.bench_arith [quick|full|gpu|smoke]`` (writes bench/results/arith.json).
@@ -23,11 +23,11 @@ from numba import cuda, njit, prange
 
 from bench import plots as P
 from bench.tables import find_row, fmt, table, target
-from cuzk.bn254 import curve as C
-from cuzk.bn254 import field as F
-from cuzk.bn254.constants import FQ_MODULUS, FR_MODULUS, MONT_R
+from cuzk.arith import curve as C
+from cuzk.arith import field as F
+from cuzk.arith.constants import FQ_MODULUS, FR_MODULUS, MONT_R
+from cuzk.arith.jit import KernelTable
 from cuzk.formats.limbs import int_to_limb_tuple
-from cuzk.jit import KernelTable
 
 TARGET_NS = 20.0
 STEPS = {"smoke": 20_000, "quick": 2_000_000, "full": 10_000_000, "gpu": 2_000_000}
@@ -183,7 +183,7 @@ def _cpu_rows(profile):
 
 
 def _cpu_batch_row(profile):
-    import cuzk.bn254 as bn
+    import cuzk.arith as bn
 
     batch_cpu = bn.batch("cpu")
     log_n, repeats = BATCH_LOG_N[profile], REPEATS[profile]
@@ -225,16 +225,16 @@ def _register_cuda():
     global _fr_mul_cuda
     from numba import types
 
-    from cuzk.jit import get_target
+    from cuzk.arith.jit import get_target
 
-    _fr_mul_cuda = get_target("cuda").load("cuzk.bn254.field").fr_mul
+    _fr_mul_cuda = get_target("cuda").load("cuzk.arith.field").fr_mul
     u2 = types.Array(types.uint64, 2, "C")
     u64 = types.uint64
     CUDA_KERNELS["fr_mul_chain"] = (_gpu_chain, (u2, u64, u64, u64, u64, types.int64, u2))
 
 
 def _gpu_rows(profile):
-    import cuzk.bn254 as bn
+    import cuzk.arith as bn
 
     batch_cuda = bn.batch("cuda")
     threads_total = 1 << 20

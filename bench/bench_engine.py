@@ -7,7 +7,7 @@ Two parts:
   fraction in steady state (target >= 97 %), idle gaps between partitions on a device
   (target median < 2 ms), throughput against the slower stage's capacity (target >= 0.9x) and
   against the serial baseline (synthesize, prove_start, prove_finish one partition at a time).
-- real prover: the same measurements with cuzk.prover on CPU devices, against the serial
+- real prover: the same measurements with cuzk.groth16 on CPU devices, against the serial
   baseline run in-process with the key loaded and kernels warm.
 
 The machine's 1-minute load average at the end of each run is reported with the figures: on
@@ -206,7 +206,7 @@ def _real_circuit(spec: str) -> dict:
 
 
 def real(profile: str) -> dict:
-    import cuzk.prover as P
+    import cuzk.groth16 as P
     from cuzk.engine import EngineConfig
 
     s = REAL[profile]

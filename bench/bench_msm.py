@@ -22,7 +22,7 @@ from numba import njit
 
 from bench import plots as P
 from bench.tables import busy_note, find_row, table, target
-from cuzk.bn254 import curve as C
+from cuzk.arith import curve as C
 from cuzk.kernels import msm as M
 
 G1_SIZES = {"smoke": [8], "quick": [10, 12, 14, 16], "full": [10, 12, 14, 16, 17, 18],
@@ -54,7 +54,7 @@ def _points_cached(group: str, n: int) -> np.ndarray:
 
 
 def _make_points(group: str, n: int) -> np.ndarray:
-    from cuzk.bn254.constants import FQ_MODULUS, G1_GENERATOR, G2_GENERATOR, MONT_R, Q_ONE
+    from cuzk.arith.constants import FQ_MODULUS, G1_GENERATOR, G2_GENERATOR, MONT_R, Q_ONE
 
     def m(x):
         return _limbs(x * MONT_R % FQ_MODULUS)
@@ -100,7 +100,7 @@ def _g2_rows(start, step, n):
 
 def scalars(rng, n: int) -> np.ndarray:
     """n uniform scalars below r, plain form."""
-    from cuzk.bn254.constants import FR_MODULUS
+    from cuzk.arith.constants import FR_MODULUS
 
     s = rng.integers(0, 2**63, size=(n, 4), dtype=np.uint64) * np.uint64(2)
     s[:, 0] |= rng.integers(0, 2, size=n, dtype=np.uint64)

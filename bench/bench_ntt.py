@@ -27,7 +27,7 @@ TARGET_MS = {("cpu", 16): 15.0, ("cuda", 20): 2.0}  # issue 3's targets for one 
 
 def _random_vector(rng, log_n: int) -> np.ndarray:
     """n random reduced Fr elements (any value below r is some element's Montgomery form)."""
-    from cuzk.bn254.constants import FR_MODULUS
+    from cuzk.arith.constants import FR_MODULUS
 
     x = rng.integers(0, 2**63, size=(1 << log_n, 4), dtype=np.uint64) * np.uint64(2)
     x[:, 3] %= np.uint64(FR_MODULUS >> 192)  # top limb below r's: every value < r

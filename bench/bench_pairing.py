@@ -26,7 +26,7 @@ from numba import njit
 
 from bench import plots as P
 from bench.tables import table, target
-from cuzk.bn254 import pairing as PR
+from cuzk.arith import pairing as PR
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "toyhash"  # snarkjs-made key and proof, 3 public signals
@@ -57,8 +57,8 @@ def _median_ms(fn, repeats):
 
 
 def _in_process(repeats):
-    from cuzk.bn254.constants import G1_GENERATOR, G2_GENERATOR
-    from cuzk.prover.verifier import Proof, VerifyingKey, verify, verify_files
+    from cuzk.arith.constants import G1_GENERATOR, G2_GENERATOR
+    from cuzk.groth16.verifier import Proof, VerifyingKey, verify, verify_files
 
     vk_json = json.loads((FIXTURE / "verification_key.json").read_text())
     pub = json.loads((FIXTURE / "public_0.json").read_text())
@@ -126,7 +126,7 @@ def _commands(repeats):
 _COLD = """
 import time
 t0 = time.perf_counter()
-from cuzk.prover.verifier import verify_files
+from cuzk.groth16.verifier import verify_files
 t1 = time.perf_counter()
 ok = verify_files({vk!r}, {pub!r}, {proof!r})
 t2 = time.perf_counter()

@@ -120,8 +120,8 @@ def find_rapidsnark() -> tuple[str | None, str]:
 
 
 def _circuit(family: str, log2n: int, profile: str, device: str, rapidsnark: str | None):
-    from cuzk.prover import ProvingKey, load_witness, open_device, prove
-    from cuzk.prover.verifier import verify_files
+    from cuzk.groth16 import ProvingKey, load_witness, open_device, prove
+    from cuzk.groth16.verifier import verify_files
 
     files = circuit(family, log2n)
     work = files["zkey"].parent

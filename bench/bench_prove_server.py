@@ -70,7 +70,7 @@ def stop_daemon(proc: subprocess.Popen) -> None:
 
 
 def _circuit(client, family: str, log2n: int, profile: str, rapidsnark: str | None) -> dict:
-    from cuzk.prover.verifier import verify_files
+    from cuzk.groth16.verifier import verify_files
 
     files = circuit(family, log2n)
     work = files["zkey"].parent

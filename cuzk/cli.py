@@ -19,13 +19,13 @@ COMMANDS: dict[str, str] = {
     "export-vk": "cuzk.formats.cli:export_vk",
     "fullprove": "cuzk.witness.cli:fullprove",
     "jobs": "cuzk.serve.cli:jobs",
-    "prove": "cuzk.prover.cli:prove",
+    "prove": "cuzk.groth16.cli:prove",
     "serve": "cuzk.serve.cli:serve",
-    "setup": "cuzk.prover.cli:setup",
+    "setup": "cuzk.groth16.cli:setup",
     "status": "cuzk.serve.cli:status",
     "submit": "cuzk.serve.cli:submit",
     "top": "cuzk.top.cli:top",
-    "verify": "cuzk.prover.verify_cli:verify",
+    "verify": "cuzk.groth16.verify_cli:verify",
     "wtns": "cuzk.witness.cli:wtns",
 }
 

@@ -3,8 +3,8 @@
 Importing click costs ~30 ms of CPU (measured: 48 ms for a bare interpreter, 78 ms with
 click), a fifth of rapidsnark's whole command on a 2^12 circuit, which `cuzk prove --server`
 is held against (issue 16). So a command line that is plainly a proof on a server
-(cuzk.prover.remote.fast_args: the four files, --server / CUZK_SERVER, --token-file,
---timings) runs cuzk.prover.remote.run directly; every other one, including any usage error
+(cuzk.groth16.remote.fast_args: the four files, --server / CUZK_SERVER, --token-file,
+--timings) runs cuzk.groth16.remote.run directly; every other one, including any usage error
 or --help, goes to the click group (cuzk.cli.main), which handles `cuzk prove --server` too,
 with the same result.
 """
@@ -16,7 +16,7 @@ import sys
 def main():
     argv = sys.argv[1:]
     if argv[:1] == ["prove"]:
-        from cuzk.prover.remote import fast_args, run
+        from cuzk.groth16.remote import fast_args, run
 
         args = fast_args(argv[1:], os.environ)
         if args is not None:

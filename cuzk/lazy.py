@@ -1,5 +1,5 @@
 """Package namespaces whose names load on first use (module __getattr__, PEP 562): importing
-`cuzk.formats`, `cuzk.prover` or `cuzk.serve` costs nothing until a name is used, so a thin
+`cuzk.formats`, `cuzk.groth16` or `cuzk.serve` costs nothing until a name is used, so a thin
 command (`cuzk prove --server`) imports neither numpy nor numba."""
 
 from __future__ import annotations

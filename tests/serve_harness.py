@@ -41,7 +41,7 @@ def run_cli(*args, timeout: float = 120, env: dict | None = None, cwd=None):
 def warm_kernels(*circuits) -> None:
     """Prove once here per circuit, so Numba compiles the prover's kernels into its cache once
     (NUMBA_CACHE_DIR) rather than in every device process of every daemon at the same time."""
-    import cuzk.prover as P
+    import cuzk.groth16 as P
 
     for c in circuits:
         key = P.ProvingKey.open(c.zkey)

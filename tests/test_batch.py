@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from py_ecc import optimized_bn128 as ob
 
-import cuzk.bn254 as bn
-from cuzk.bn254 import constants as K
-from cuzk.bn254 import convert as cv
+import cuzk.arith as bn
+from cuzk.arith import constants as K
+from cuzk.arith import convert as cv
 
 TARGETS = ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)]
 
@@ -104,7 +104,7 @@ def test_generated_kernels_cache_on_disk_one_entry_per_build():
     and builds, and a CPU kernel must write its cache (one per loop shape checked here)."""
     from numba.core.caching import NullCache
 
-    from cuzk.bn254.batch_api import TABLE
+    from cuzk.arith.batch_api import TABLE
 
     cpu, cuda_build = bn.batch("cpu"), bn.batch("cuda")
     qualnames = [k.py_func.__qualname__ for k in cpu.KERNELS.values()]

@@ -2,8 +2,8 @@
 
 prove_start on open_device("cuda") gives the CPU device's H vector and G1 MSMs (A, B1, C, H)
 bit for bit from the same witness and a, b, c; prove_finish turns it into a proof that
-cuzk.prover.verifier and snarkjs accept; the key's point sets stay resident on the GPU (placed once,
-reused by the next proof, accounted in resident_bytes, gone on eviction); `cuzk prove
+cuzk.groth16.verifier and snarkjs accept; the key's point sets stay resident on the GPU
+(placed once, reused by the next proof, accounted in resident_bytes, gone on eviction); `cuzk prove
 --device cuda` proves, and says in one line why not where no GPU exists.
 
 Without a GPU the kernels run in numba's CUDA simulator (tests/conftest.py), about 5 s per
@@ -23,10 +23,10 @@ import pytest
 from click.testing import CliRunner
 from conftest import CUDA_MODE, _has_gpu, fixture_circuit
 
-from cuzk.bn254.constants import FR_MODULUS
+from cuzk.arith.constants import FR_MODULUS
+from cuzk.arith.jit import cuda_available
 from cuzk.cli import main
-from cuzk.jit import cuda_available
-from cuzk.prover import (
+from cuzk.groth16 import (
     ProvingKey,
     load_witness,
     open_device,
@@ -34,8 +34,8 @@ from cuzk.prover import (
     prove_start,
     synthesize,
 )
-from cuzk.prover import verifier as V
-from cuzk.prover.stages import random_scalar
+from cuzk.groth16 import verifier as V
+from cuzk.groth16.stages import random_scalar
 
 pytestmark = pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU and no simulator")
 
@@ -110,7 +110,7 @@ def test_prove_start_matches_cpu(runs, name):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", CIRCUITS)
 def test_cuda_proof_verifies(runs, name):
-    """Same r, s: the CUDA partial gives the CPU partial's proof, and cuzk.prover.verifier accepts
+    """Same r, s: the CUDA partial gives the CPU partial's proof, and cuzk.groth16.verifier accepts
     it for the right public signals only."""
     run = runs(name)
     r, s = random_scalar(), random_scalar()
@@ -202,7 +202,7 @@ def test_key_residency(runs):
 @pytest.mark.slow
 def test_engine_device_process_on_cuda(monkeypatch, caplog):
     """The engine with one "cuda:0" device process (spawned, CUDA_VISIBLE_DEVICES set; the
-    simulator here): jobs give proofs that cuzk.prover.verifier accepts, the key is resident on
+    simulator here): jobs give proofs that cuzk.groth16.verifier accepts, the key is resident on
     cuda:0 after the first job, gone after an eviction, and placed again by the next job."""
     import logging
 

@@ -3,7 +3,7 @@
 Each property has one body, run for the CPU batch kernels and the CUDA ones (simulator here,
 GPU when present; small batches there) and for both groups. Inputs are points k*G computed
 by py_ecc, put into Jacobian form with a random Z (so the formulas see Z != 1), and results
-are compared as affine integers computed by Python arithmetic (cuzk.bn254.convert).
+are compared as affine integers computed by Python arithmetic (cuzk.arith.convert).
 """
 
 import random
@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from py_ecc import optimized_bn128 as ob
 
-import cuzk.bn254 as bn
-from cuzk.bn254 import convert as cv
-from cuzk.bn254.constants import FQ_MODULUS, FR_MODULUS
+import cuzk.arith as bn
+from cuzk.arith import convert as cv
+from cuzk.arith.constants import FQ_MODULUS, FR_MODULUS
 
 TARGETS = ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)]
 # where numba's CUDA simulator (no GPU) takes over 10 s for the cuda case
@@ -305,6 +305,6 @@ def test_constants_match_py_ecc():
     assert cv.g1_to_ints(bn.G1) == (1, 2)
     assert ob.eq(cv.g2_to_py_ecc(bn.G2), ob.G2)
     b2 = tuple(int(c) for c in ob.b2.coeffs)
-    from cuzk.bn254.constants import G2_B
+    from cuzk.arith.constants import G2_B
 
     assert tuple(G2_B) == b2

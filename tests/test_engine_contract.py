@@ -72,7 +72,7 @@ def test_prover_satisfies_the_contract(name, key_path):
 
 
 def test_the_real_provers_self_verification(circuit_named):
-    """cuzk.prover.verify with ProvingKey.verification_key(): what a device process runs when
+    """cuzk.groth16.verify with ProvingKey.verification_key(): what a device process runs when
     self_verify is on. A snarkjs proof of the fixture passes; with another public signal it
     does not."""
     prover = importlib.import_module(REAL)

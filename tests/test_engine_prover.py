@@ -1,4 +1,4 @@
-"""The engine with the real prover (cuzk.prover) on CPU devices: proofs that snarkjs verifies.
+"""The engine with the real prover (cuzk.groth16) on CPU devices: proofs that snarkjs verifies.
 
 Acceptance tests of the proving engine: a 16-partition job on `cpu:2` gives 16 proofs that
 snarkjs accepts, with each partition's public signals; kill -9 of a device process and of a
@@ -53,8 +53,8 @@ def engine():
     # Compile (or load from the Numba cache) the prover's and the verifier's kernels once
     # here, so the engine's processes start from a warm cache rather than each compiling them
     # at the same time.
-    import cuzk.prover as P
-    from cuzk.prover import verifier as V
+    import cuzk.groth16 as P
+    from cuzk.groth16 import verifier as V
 
     key = P.ProvingKey.open(CIRCUIT.zkey)
     proof = P.prove(key, P.load_witness(CIRCUIT.witness(0), key), P.open_device("cpu"))

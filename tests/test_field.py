@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from py_ecc import optimized_bn128 as ob
 
-import cuzk.bn254 as bn
-from cuzk.bn254 import constants as K
-from cuzk.bn254 import convert as cv
+import cuzk.arith as bn
+from cuzk.arith import constants as K
+from cuzk.arith import convert as cv
 from cuzk.formats.limbs import int_to_limb_tuple, limbs_to_int
 
 TARGETS = ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)]
@@ -215,12 +215,12 @@ def test_large_array_conversion_uses_batch_path():
     assert cv.fq_array_to_ints(cv.fq_array(xs)) == xs
 
 
-# --- the x86-64 assembly multiplication (cuzk.bn254.limbs.x86_mont_mul) ----------------------
+# --- the x86-64 assembly multiplication (cuzk.arith.limbs.x86_mont_mul) ----------------------
 
 def _asm_check_kernel():
     from numba import njit
 
-    from cuzk.bn254 import field as F
+    from cuzk.arith import field as F
 
     @njit(cache=False)
     def both(a, b, out_fast, out_cios, p, inv):
@@ -238,8 +238,8 @@ def test_assembly_multiplication_matches_cios_and_integers(field):
     """Where the CPU has BMI2 and ADX the CPU build multiplies in assembly; it must agree with
     the generic CIOS code and with Python integers on edge values and random ones (the
     hypothesis tests above go through it too)."""
-    from cuzk.bn254 import field as F
-    from cuzk.bn254.limbs import x86_mont_mul_available
+    from cuzk.arith import field as F
+    from cuzk.arith.limbs import x86_mont_mul_available
 
     p = MODULI[field]
     limbs, inv = (K.Q_LIMBS, K.Q_INV) if field == "fq" else (K.R_LIMBS, K.R_INV)
@@ -265,7 +265,7 @@ def test_assembly_can_be_turned_off():
     import subprocess
     import sys
 
-    code = ("from cuzk.bn254 import field as F; import sys; "
+    code = ("from cuzk.arith import field as F; import sys; "
             "sys.exit(0 if F.mont_mul is F.mont_mul_cios else 1)")
     env = {**__import__("os").environ, "CUZK_NO_ASM": "1"}
     assert subprocess.run([sys.executable, "-c", code], env=env).returncode == 0

@@ -1,4 +1,4 @@
-"""Parametrized builds of one shared source (cuzk.jit): one module per (target, params), and
+"""Parametrized builds of one shared source (cuzk.arith.jit): one module per (target, params), and
 two builds of one source never share a Numba disk-cache entry."""
 
 import json
@@ -9,18 +9,18 @@ import textwrap
 
 import pytest
 
-from cuzk.jit import Build, get_target
+from cuzk.arith.jit import Build, get_target
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_one_module_per_build():
     cpu = get_target("cpu")
-    g1 = cpu.load("cuzk.bn254.group", group="g1")
-    g2 = cpu.load("cuzk.bn254.group", group="g2")
+    g1 = cpu.load("cuzk.arith.group", group="g1")
+    g2 = cpu.load("cuzk.arith.group", group="g2")
     assert g1 is not g2
-    assert cpu.load("cuzk.bn254.group", group="g1") is g1
-    assert g1.__name__ == "cuzk.bn254.group[cpu:g1]"
+    assert cpu.load("cuzk.arith.group", group="g1") is g1
+    assert g1.__name__ == "cuzk.arith.group[cpu:g1]"
     assert (g1.AFFINE_WIDTH, g2.AFFINE_WIDTH) == (8, 16)
     # every decorated function carries its build in its qualified name
     assert g1.add.py_func.__qualname__ == "add[g1]"
@@ -31,7 +31,7 @@ def test_missing_parameter_is_named():
     with pytest.raises(LookupError, match="group"):
         Build(get_target("cpu")).param("group")
     with pytest.raises(ValueError, match="g3"):
-        get_target("cpu").load("cuzk.bn254.group", group="g3")
+        get_target("cpu").load("cuzk.arith.group", group="g3")
 
 
 # Both builds' load_affine have the same Numba signature (uint64 2-D array, int64), so with
@@ -41,13 +41,13 @@ _CHILD = textwrap.dedent(
     """
     import json
     import numpy as np
-    from cuzk.jit import get_target
+    from cuzk.arith.jit import get_target
 
     cpu = get_target("cpu")
     row = np.arange(16, dtype=np.uint64).reshape(1, 16)
     out = {}
     for g in ("g1", "g2"):
-        fn = cpu.load("cuzk.bn254.group", group=g).load_affine
+        fn = cpu.load("cuzk.arith.group", group=g).load_affine
         value = fn(row, 0)
         flat = [int(v) for part in value for v in np.ravel(np.array(part, dtype=object))]
         out[g] = {"limbs": flat, "hits": sum(fn.stats.cache_hits.values()),

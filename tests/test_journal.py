@@ -24,7 +24,7 @@ import pytest
 from conftest import fixture_circuit
 from serve_harness import ServeProcess, request, run_cli, warm_kernels
 
-from cuzk.prover.verifier import verify
+from cuzk.groth16.verifier import verify
 from cuzk.serve.config import Config, ConfigError
 from cuzk.serve.journal import (
     APPLICATION_ID,

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from conftest import fixture_circuit
 from serve_harness import ServeProcess, request
 
-from cuzk.bn254.constants import FQ_MODULUS
+from cuzk.arith.constants import FQ_MODULUS
 from cuzk.cli import main
 from cuzk.formats.binfile import BinFile
 from cuzk.formats.errors import BadPoint
@@ -29,7 +29,7 @@ from cuzk.formats.zkey import (
     POINTS_C,
     POINTS_H,
 )
-from cuzk.prover import ProvingKey
+from cuzk.groth16 import ProvingKey
 
 MULCHAIN = fixture_circuit("mulchain")
 
@@ -163,7 +163,7 @@ def test_cuzk_prove_verifies_by_default(tools, tmp_path):
 def test_the_engine_validates_a_key_once_per_file_and_refuses_a_damaged_one(tmp_path,
                                                                             monkeypatch):
     from cuzk.engine import Engine
-    from cuzk.prover import validate
+    from cuzk.groth16 import validate
 
     calls = []
     real = validate.validate_key
@@ -171,7 +171,7 @@ def test_the_engine_validates_a_key_once_per_file_and_refuses_a_damaged_one(tmp_
     good = tmp_path / "good.zkey"
     shutil.copy(MULCHAIN.zkey, good)
     bad = damaged(tmp_path, good, section_offset(good, POINTS_H) + 64 * 5 + 56)
-    eng = Engine(prover="cuzk.prover")  # registration needs no running engine
+    eng = Engine(prover="cuzk.groth16")  # registration needs no running engine
     with pytest.raises(BadPoint, match=r"pointsH\[5\]"):
         eng.register_key(bad)
     assert eng.keys() == []

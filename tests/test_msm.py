@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from py_ecc import optimized_bn128 as ob
 
-from cuzk.bn254.constants import FQ_MODULUS, FR_MODULUS, MONT_R
+from cuzk.arith.constants import FQ_MODULUS, FR_MODULUS, MONT_R
 from cuzk.formats.limbs import int_to_limb_tuple, limbs_to_int
 
 R = FR_MODULUS
@@ -333,9 +333,9 @@ def test_resident_key_runs_msms(target):
 
 
 def test_resident_key_default_device_and_direct_msm():
-    """ResidentKey(sets) places on cuzk.jit.default_device_target() (the CPU here unless a
+    """ResidentKey(sets) places on cuzk.arith.jit.default_device_target() (the CPU here unless a
     real GPU is present) and its point sets go straight into msm_g1 of that device."""
-    from cuzk.jit import default_device_target
+    from cuzk.arith.jit import default_device_target
     from cuzk.kernels import msm_cpu, msm_cuda
     from cuzk.kernels.resident import ResidentKey, device_name
 

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from need_tool import missing_tool
 
-from cuzk.bn254.constants import FR_MODULUS as R
-from cuzk.bn254.constants import MONT_R, fr_roots_of_unity
+from cuzk.arith.constants import FR_MODULUS as R
+from cuzk.arith.constants import MONT_R, fr_roots_of_unity
 from cuzk.kernels import ntt_cpu
 
 W = fr_roots_of_unity()

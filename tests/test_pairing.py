@@ -14,10 +14,10 @@ from numba import njit
 from py_ecc import optimized_bn128 as bn
 from py_ecc.optimized_bn128.optimized_pairing import final_exponentiate
 
-from cuzk.bn254 import curve as C
-from cuzk.bn254 import fq12 as K
-from cuzk.bn254 import pairing as PR
-from cuzk.bn254.constants import (
+from cuzk.arith import curve as C
+from cuzk.arith import fq12 as K
+from cuzk.arith import pairing as PR
+from cuzk.arith.constants import (
     FQ_MODULUS,
     FR_MODULUS,
     G1_GENERATOR,
@@ -103,7 +103,7 @@ def k_mul_line(a, ls):
 def k_twist(op, qs, ps, out):
     """On the twist, for Q = qs[0], R = qs[1], P = ps[0]; writes an affine point to out:
     op 0: pi(Q), 1: -pi^2(Q), 2: the Miller doubling step's 2Q, 3: the addition step's Q + R,
-    4: [k]Q for k = ps[1, 0] as plain limbs (the group law of cuzk.bn254.curve)."""
+    4: [k]Q for k = ps[1, 0] as plain limbs (the group law of cuzk.arith.curve)."""
     xq, yq = PR._fq2_at(qs, 0, 0), PR._fq2_at(qs, 0, 1)
     xP, yP = PR._fq_at(ps, 0, 0), PR._fq_at(ps, 0, 1)
     one = PR.FQ2_ONE_M

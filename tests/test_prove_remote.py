@@ -26,7 +26,7 @@ from click.testing import CliRunner
 from conftest import fixture_circuit
 from serve_harness import ServeProcess, cli_env, request, run_cli, serving, warm_kernels
 
-from cuzk.prover.verifier import verify
+from cuzk.groth16.verifier import verify
 
 TINY, MULCHAIN = fixture_circuit("tiny"), fixture_circuit("mulchain")
 TOKEN = "5f0c1d2e3a4b5c6d7e8f90a1b2c3d4e5"
@@ -134,7 +134,7 @@ def test_server_proof_accepted_by_snarkjs(daemon, tmp_path, tools):
 
 def test_dumps_is_the_snarkjs_writer():
     from cuzk.formats.snarkjs_json import dumps
-    from cuzk.prover.remote import dumps as remote_dumps
+    from cuzk.groth16.remote import dumps as remote_dumps
 
     for obj in (json.loads(TINY.proof(0).read_text()), json.loads(TINY.public(0).read_text()),
                 []):
@@ -220,8 +220,8 @@ def test_fast_args_parse_as_click_does(line, tmp_path, monkeypatch):
     call (and a server proof); what it leaves to click, click parses its own way."""
     import click
 
-    from cuzk.prover.cli import prove
-    from cuzk.prover.remote import fast_args
+    from cuzk.groth16.cli import prove
+    from cuzk.groth16.remote import fast_args
 
     (tmp_path / "DIR").mkdir()
     (tmp_path / "RO").write_text("")
@@ -347,7 +347,7 @@ def test_witness_by_path_on_loopback_else_bytes(daemon, tmp_path, monkeypatch):
     """A witness the daemon can read goes by path; one outside its roots is refused there
     and then uploaded; both proofs verify. (In process: PATH_MIN_BYTES lowered to 0.)"""
     from cuzk.cli import main
-    from cuzk.prover import remote as R
+    from cuzk.groth16 import remote as R
     from cuzk.serve.client import Client
 
     sent = []
@@ -431,7 +431,7 @@ def done(proof, public) -> dict:
 def test_a_proof_past_the_request_wait_is_waited_for(tmp_path):
     """/v1/prove answers 202 (not finished within the daemon's max_wait): the job's result is
     waited for, then written."""
-    from cuzk.prover.remote import prove_remote
+    from cuzk.groth16.remote import prove_remote
 
     proof, public = json.loads(TINY.proof(0).read_text()), json.loads(TINY.public(0).read_text())
     c = StubClient({"job_id": "j1", "state": "running", "finished": False}, done(proof, public))
@@ -455,7 +455,7 @@ def test_a_proof_past_the_request_wait_is_waited_for(tmp_path):
      "does not satisfy the circuit of this key"),
 ])
 def test_an_answer_without_a_good_proof_writes_nothing(answer, words, tmp_path):
-    from cuzk.prover.remote import RemoteError, prove_remote
+    from cuzk.groth16.remote import RemoteError, prove_remote
 
     with pytest.raises(RemoteError, match=re.escape(words)):
         prove_remote(StubClient(answer), TINY.zkey, TINY.witness(0), tmp_path / "p.json",

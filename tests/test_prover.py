@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from cuzk.bn254.constants import FR_MODULUS, MONT_R
+from cuzk.arith.constants import FR_MODULUS, MONT_R
 from cuzk.cli import main
 from cuzk.formats.limbs import limbs_to_ints
-from cuzk.prover import ProvingKey, first_unsatisfied, load_witness, synthesize
+from cuzk.groth16 import ProvingKey, first_unsatisfied, load_witness, synthesize
 
 R_INV = pow(MONT_R, -1, FR_MODULUS)
 
@@ -181,8 +181,8 @@ def test_cpu_msms_of_one_proof_share_one_kernel_build(small_circuit, monkeypatch
     assembly must pass one point type and one scalar type."""
     import numba
 
+    from cuzk.groth16 import open_device, prove
     from cuzk.kernels import msm_cpu
-    from cuzk.prover import open_device, prove
 
     seen = []
 
@@ -200,7 +200,7 @@ def test_cpu_msms_of_one_proof_share_one_kernel_build(small_circuit, monkeypatch
     assert len(seen) == 5 + 4
     assert len(set(seen)) == 1, seen
     assert w.flags.writeable  # the caller's array is left as it was
-    from cuzk.prover.verifier import verify_with_zkey
+    from cuzk.groth16.verifier import verify_with_zkey
 
     assert verify_with_zkey(key.zkey, proof.public, proof.points())
 
@@ -219,7 +219,7 @@ def _cuzk_process(*args, env=None):
 def test_prove_as_a_process_writes_proofs_that_verify(any_circuit, tmp_path):
     """The real command (not CliRunner): lean cache loads, then an exit that skips the
     interpreter's teardown, must leave complete outputs and exit 0; bad input still exits 1."""
-    from cuzk.prover.verifier import VerifyingKey, verify
+    from cuzk.groth16.verifier import VerifyingKey, verify
 
     proof, public = tmp_path / "p.json", tmp_path / "pub.json"
     p = _cuzk_process("prove", any_circuit.zkey, any_circuit.witness(0), proof, public)
@@ -252,11 +252,11 @@ def test_lean_cache_loads_compiles_on_a_miss_loads_on_a_hit_and_restores(tmp_pat
     right, and Numba's own loader is back after the block (also after nested blocks)."""
     from numba.core import caching
 
-    from cuzk.prover.startup import lean_cache_loads
+    from cuzk.groth16.startup import lean_cache_loads
 
     (tmp_path / "leankernel.py").write_text(_KERNEL_SOURCE)
     script = ("import sys, numpy as np; sys.path.insert(0, sys.argv[1]);"
-              "from cuzk.prover.startup import lean_cache_loads\n"
+              "from cuzk.groth16.startup import lean_cache_loads\n"
               "with lean_cache_loads():\n"
               "    import leankernel\n"
               "    print(leankernel.poly(np.arange(5, dtype=np.int64), 3).tolist(),"
@@ -285,7 +285,7 @@ def test_stages_with_fixed_blinding_equal_the_pure_python_reference(circuit_name
     import reference
 
     from cuzk.formats.stored import g1_from_limbs, g2_from_limbs
-    from cuzk.prover import open_device, prove_finish, prove_start
+    from cuzk.groth16 import open_device, prove_finish, prove_start
 
     c = circuit_named("tiny")
     key = ProvingKey.open(c.zkey)
@@ -303,21 +303,21 @@ def test_stages_with_fixed_blinding_equal_the_pure_python_reference(circuit_name
 def test_the_prove_command_module_loads_before_numpy():
     """`cuzk prove` sets up numpy's BLAS threads (one: the prover does no BLAS work and idle
     BLAS threads spin) before numpy is imported, so importing the command (and with it the
-    cuzk.prover package) must not import numpy, numba or the kernels; the package's names
+    cuzk.groth16 package) must not import numpy, numba or the kernels; the package's names
     still resolve."""
     import os
     import subprocess
     import sys
 
-    code = ("import sys, os, cuzk.cli, cuzk.prover.cli; "
+    code = ("import sys, os, cuzk.cli, cuzk.groth16.cli; "
             "print(sorted(m for m in ('numpy', 'numba', 'cuzk.kernels') if m in sys.modules), "
             "os.environ.get('OPENBLAS_NUM_THREADS')); "
-            "from cuzk.prover import prove, ProvingKey, synthesis; import cuzk.prover as P; "
+            "from cuzk.groth16 import prove, ProvingKey, synthesis; import cuzk.groth16 as P; "
             "print(prove.__module__, ProvingKey.__module__, synthesis.__name__, "
             "sorted(P.__all__) == sorted(n for n in dir(P) if n in P.__all__))")
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                        timeout=120)
     assert p.returncode == 0, p.stderr
-    assert p.stdout.split() == ["[]", "1", "cuzk.prover.stages", "cuzk.prover.key",
-                                "cuzk.prover.synthesis", "True"]
+    assert p.stdout.split() == ["[]", "1", "cuzk.groth16.stages", "cuzk.groth16.key",
+                                "cuzk.groth16.synthesis", "True"]

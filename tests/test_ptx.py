@@ -1,10 +1,10 @@
 """Every CUDA kernel of the project compiles to PTX for compute capability 9.0, GPU or not.
 
 Convention (docs/arithmetic.md): a module with CUDA kernels defines
-``CUDA_KERNELS = cuzk.jit.KernelTable({name: (python_function, argument_types)}, expect)``
+``CUDA_KERNELS = cuzk.arith.jit.KernelTable({name: (python_function, argument_types)}, expect)``
 where ``expect = {name: [substring, ...]}`` is text its PTX must contain (e.g. "mul.hi.u64"
 where the kernel multiplies field elements).
-Add the module's name to KERNEL_MODULES below; a shared source module (cuzk.jit) is listed
+Add the module's name to KERNEL_MODULES below; a shared source module (cuzk.arith.jit) is listed
 as "name[cuda]", its CUDA build.
 
 The compile runs in ONE subprocess with NUMBA_ENABLE_CUDASIM removed from its environment:
@@ -21,7 +21,7 @@ import textwrap
 import pytest
 
 KERNEL_MODULES = [
-    "cuzk.bn254.batch_ops[cuda]",
+    "cuzk.arith.batch_ops[cuda]",
     "cuzk.kernels.ntt_cuda",
     "cuzk.kernels.msm_cuda",
     "bench.bench_arith",
@@ -36,7 +36,7 @@ def load_module(name):
     import importlib
 
     if name.endswith("[cuda]"):
-        from cuzk.jit import get_target
+        from cuzk.arith.jit import get_target
 
         return get_target("cuda").load(name[: -len("[cuda]")])
     return importlib.import_module(name)

@@ -33,7 +33,7 @@ from serve_harness import (
     warm_kernels,
 )
 
-from cuzk.prover.verifier import verify
+from cuzk.groth16.verifier import verify
 
 TINY, MULCHAIN, TOYHASH = (fixture_circuit(n) for n in ("tiny", "mulchain", "toyhash"))
 

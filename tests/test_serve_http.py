@@ -12,7 +12,7 @@ from cuzk.serve.http import HttpError, Router, StaticFiles
 
 @pytest.fixture
 def web_package(tmp_path, monkeypatch):
-    """A throwaway package `panelpkg` with a web/ folder, standing in for cuzk/web/."""
+    """A throwaway package `panelpkg` with a web/ folder, standing in for cuzk/serve/web/."""
     pkg = tmp_path / "panelpkg"
     (pkg / "web" / "img").mkdir(parents=True)
     (pkg / "__init__.py").write_text("")

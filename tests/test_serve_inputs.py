@@ -21,7 +21,7 @@ from conftest import fixture_circuit
 from serve_harness import ServeProcess, cli_env, request, run_cli, serving, warm_kernels
 from wasm_fakes import fake_circom
 
-from cuzk.prover.verifier import verify
+from cuzk.groth16.verifier import verify
 
 NESTED, TINY = fixture_circuit("nested"), fixture_circuit("tiny")
 
@@ -274,7 +274,7 @@ def test_budget_counts_the_calculator(tmp_path, monkeypatch):
     of inputs and takes the job of witnesses."""
     from cuzk.engine import BudgetError, Engine
     from cuzk.engine.config import EngineConfig
-    from cuzk.prover import ProvingKey
+    from cuzk.groth16 import ProvingKey
     from cuzk.witness import Circuit
 
     monkeypatch.setenv("CUZK_CACHE_DIR", str(tmp_path / "cache"))
@@ -330,7 +330,7 @@ def test_daemon_resumes_a_journalled_inputs_job(roots, tmp_path):
     """A job of inputs the journal holds unfinished (as after a crash) is proved after the
     start under its id, with the wasm recorded for it; one whose wasm is gone fails with the
     reason."""
-    from cuzk.prover import ProvingKey
+    from cuzk.groth16 import ProvingKey
     from cuzk.serve.journal import Journal
 
     d = roots["root"] / "nested"

@@ -23,7 +23,7 @@ from interop import ROOT
 from prometheus_client.parser import text_string_to_metric_families
 from serve_harness import ServeProcess, warm_kernels
 
-from cuzk.prover.verifier import verify
+from cuzk.groth16.verifier import verify
 from cuzk.serve.client import Client
 
 CIRCUITS = [fixture_circuit("tiny"), fixture_circuit("mulchain")]

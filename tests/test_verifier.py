@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 from py_ecc import optimized_bn128 as bn
 
-from cuzk.bn254.constants import FQ_MODULUS, FR_MODULUS, G2_B, fq2_mul_int, fq2_pow_int
+from cuzk.arith.constants import FQ_MODULUS, FR_MODULUS, G2_B, fq2_mul_int, fq2_pow_int
 from cuzk.formats.errors import (
     BadJson,
     CountMismatch,
@@ -18,7 +18,7 @@ from cuzk.formats.errors import (
     NotOnCurve,
     UnsupportedProtocol,
 )
-from cuzk.prover.verifier import (
+from cuzk.groth16.verifier import (
     Proof,
     VerifyingKey,
     parse_public,
@@ -26,7 +26,7 @@ from cuzk.prover.verifier import (
     verify_files,
     verify_with_zkey,
 )
-from cuzk.prover.verify_cli import verify as verify_cmd
+from cuzk.groth16.verify_cli import verify as verify_cmd
 
 q, r = FQ_MODULUS, FR_MODULUS
 

@@ -19,8 +19,8 @@ from serve_harness import run_cli
 
 from cuzk.formats.errors import BadJson, NotInField
 from cuzk.formats.snarkjs_json import read_proof, read_public, read_verification_key
-from cuzk.prover.verifier import verify_files
-from cuzk.prover.verify_cli import verify as verify_cmd
+from cuzk.groth16.verifier import verify_files
+from cuzk.groth16.verify_cli import verify as verify_cmd
 
 TINY = fixture_circuit("tiny")
 BIG = "1" * 100_000

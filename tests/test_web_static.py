@@ -1,4 +1,4 @@
-"""The web panel's files (cuzk/web/) as shipped: served by the hook in cuzk.serve.http, self-
+"""The web panel's files (cuzk/serve/web/) as shipped: served by the hook in cuzk.serve.http, self-
 contained (nothing fetched from another origin), and built without HTML parsing of data.
 
 The browser tests (test_web.py) show the page working; these checks run everywhere, without

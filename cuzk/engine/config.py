@@ -124,7 +124,7 @@ class EngineConfig:
     self_verify: bool = False  # verify every proof with the project's verifier before returning it
     max_attempts: int = 3  # per partition, counting the first
     split_prove: bool | None = None  # None: on unless CUZK_DISABLE_SPLIT_PROVE=1
-    prover: str = "cuzk.prover"  # module implementing the prover contract (tests inject a double)
+    prover: str = "cuzk.groth16"  # module implementing the prover contract (tests inject a double)
     prover_options: dict = field(default_factory=dict)  # to prover.configure(), every process
     max_synth_ahead: int = 0  # partitions synthesized but not yet on a device; 0 = auto
     device_prefetch: int = 0  # extra partitions queued inside a device process beyond its workers

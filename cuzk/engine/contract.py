@@ -1,6 +1,6 @@
 """The prover contract: what the engine calls on the module named by `EngineConfig.prover`.
 
-The real prover (cuzk.prover) and the test double (cuzk.testing.prover_double) both satisfy
+The real prover (cuzk.groth16) and the test double (cuzk.testing.prover_double) both satisfy
 `Prover`; tests/test_engine_contract.py checks each (isinstance, and every function's and
 method's parameters). Where each call happens:
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cuzk.bn254.constants import FR_MODULUS
+from cuzk.arith.constants import FR_MODULUS
 from cuzk.formats.binfile import BinFile
 from cuzk.formats.errors import BadSectionSize, BadValue, Truncated, WrongPrime
 from cuzk.formats.limbs import N8, limbs_to_ints

@@ -10,7 +10,7 @@ Files are written as snarkjs writes them (one-space indentation, no trailing new
 atomically. Points here are Python ints in plain form: G1 = (x, y), G2 = ((x.c0, x.c1),
 (y.c0, y.c1)), None for the point at infinity.
 
-This is the one reader of these files (the verifier, cuzk.prover.verifier, reads through it).
+This is the one reader of these files (the verifier, cuzk.groth16.verifier, reads through it).
 Input that cannot be a Groth16 instance on BN254 is refused with a FormatError that names the
 file and the field: BadJson (not JSON, a missing key, a wrong shape, a number that is not a
 decimal string), NotInField (a coordinate not below q, a public signal not below r),
@@ -26,7 +26,7 @@ import json
 import os
 import re
 
-from cuzk.bn254.constants import FQ_MODULUS, FR_MODULUS, G1_B, G2_B, fq2_inv_int, fq2_mul_int
+from cuzk.arith.constants import FQ_MODULUS, FR_MODULUS, G1_B, G2_B, fq2_inv_int, fq2_mul_int
 from cuzk.formats.atomic import atomic_write_text
 from cuzk.formats.errors import BadJson, CountMismatch, NotInField, NotOnCurve, UnsupportedProtocol
 from cuzk.formats.stored import g1_from_limbs, g2_from_limbs
@@ -382,10 +382,10 @@ def alphabeta_12(alpha1, beta2) -> list:
     snarkjs (wasmcurves) uses the Fuentes-Castaneda et al. hard part of the final
     exponentiation, which yields the optimal ate pairing raised to
     SNARKJS_PAIRING_EXPONENT = 2x(6x^2 + 3x + 1) (x = BN254's parameter) relative to the
-    textbook (q^12 - 1)/r exponent; cuzk's pairing (cuzk.bn254.pairing) uses the same chain,
+    textbook (q^12 - 1)/r exponent; cuzk's pairing (cuzk.arith.pairing) uses the same chain,
     so this matches snarkjs's file exactly (the formats tests compare them byte for byte).
     """
-    from cuzk.bn254.pairing import pairing
+    from cuzk.arith.pairing import pairing
 
     return pairing(tuple(alpha1), tuple(beta2))
 
@@ -421,7 +421,7 @@ class VerificationKey:
     """verification_key.json read and checked (vk_from_json): alpha1 (G1), beta2, gamma2,
     delta2 (G2), ic (list of G1), n_public, and alphabeta (tower coefficients as in the file,
     each below q; not checked against the pairing). The verifier's VerifyingKey
-    (cuzk.prover.verifier) adds the G2 subgroup check and the compiled pairing."""
+    (cuzk.groth16.verifier) adds the G2 subgroup check and the compiled pairing."""
 
     def __init__(self, path: os.PathLike | str):
         self.path = path = os.fspath(path)

@@ -3,17 +3,17 @@
 The .zkey stores curve coordinates in Montgomery form (x·R mod q, R = 2^256); the .wtns
 stores scalars in plain form; the .zkey's coefficients are stored as coef·R² mod r (see
 zkey.py). These helpers are for headers, small circuits and tests: Python ints, not kernels.
-Limb splitting is cuzk.formats.limbs; the primes are cuzk.bn254.constants's.
+Limb splitting is cuzk.formats.limbs; the primes are cuzk.arith.constants's.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from cuzk.bn254.constants import FQ_MODULUS, FR_MODULUS, MONT_R
+from cuzk.arith.constants import FQ_MODULUS, FR_MODULUS, MONT_R
 from cuzk.formats.limbs import int_to_limb_array, limbs_to_int
 
-# The primes under the names cuzk.formats has always exported (defined in cuzk.bn254.constants).
+# The primes under the names cuzk.formats has always exported (defined in cuzk.arith.constants).
 BN254_Q, BN254_R = FQ_MODULUS, FR_MODULUS
 R_INV_Q = pow(MONT_R, -1, FQ_MODULUS)  # R^-1 mod q
 R_INV_R = pow(MONT_R, -1, FR_MODULUS)  # R^-1 mod r

@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from cuzk.bn254.constants import FR_MODULUS
+from cuzk.arith.constants import FR_MODULUS
 from cuzk.formats.atomic import atomic_writer
 from cuzk.formats.binfile import BinFile, write_container
 from cuzk.formats.errors import BadSectionSize, BadValue, WrongPrime

@@ -20,7 +20,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from cuzk.bn254.constants import FQ_MODULUS, FR_MODULUS
+from cuzk.arith.constants import FQ_MODULUS, FR_MODULUS
 from cuzk.formats.atomic import atomic_writer
 from cuzk.formats.binfile import BinFile, write_container
 from cuzk.formats.errors import (

@@ -1,1 +1,1 @@
-"""Proving kernels (NTT, MSM) for Numba CPU and CUDA, built on cuzk.bn254."""
+"""Proving kernels (NTT, MSM) for Numba CPU and CUDA, built on cuzk.arith."""

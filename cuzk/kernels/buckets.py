@@ -1,7 +1,7 @@
 """Pippenger's bucket steps for one group, written once: built per (target, group).
 
 ``T.load("cuzk.kernels.buckets", group="g1")`` (or "g2") binds the group's routines
-(cuzk.bn254.group) and its coordinate field's operations as module constants; the MSM
+(cuzk.arith.group) and its coordinate field's operations as module constants; the MSM
 drivers (cuzk.kernels.pippenger_cpu for the CPU, cuzk.kernels.pippenger_cuda for CUDA) take
 these builds. See cuzk.kernels.msm for the method and the digit decomposition.
 
@@ -21,14 +21,14 @@ at infinity (the result is the other one), P = -P' (infinity), and P = P' (doubl
 slope 3x^2 / 2y; the denominator 2y is never 0 on BN254, whose groups have odd order).
 """
 
-from cuzk.jit import building
+from cuzk.arith.jit import building
 from cuzk.kernels.msm import PAIR_ADD, PAIR_DBL, PAIR_INF, PAIR_TAKE_P, PAIR_TAKE_Q
 
 T = building()
 device_fn = T.device_fn
 inline_fn = T.row_fn  # array-taking helpers: see Target.row_fn
 GROUP = T.param("group")
-G = T.load("cuzk.bn254.group", group=GROUP)
+G = T.load("cuzk.arith.group", group=GROUP)
 M = T.load("cuzk.kernels.msm")
 point_row_copy = M.point_row_copy
 

@@ -27,14 +27,14 @@ combination) are in cuzk.kernels.buckets, built per (target, group).
 
 import numpy as np
 
-from cuzk.bn254.constants import FR_MODULUS
+from cuzk.arith.constants import FR_MODULUS
+from cuzk.arith.jit import building
 from cuzk.formats.limbs import int_to_limb_tuple
-from cuzk.jit import building
 
 T = building()
 device_fn = T.device_fn
 inline_fn = T.row_fn  # array-taking helpers: see Target.row_fn
-F = T.load("cuzk.bn254.field")
+F = T.load("cuzk.arith.field")
 sbb = T.prims.sbb
 fq_neg, fq_load, fq_store = F.fq_neg, F.load, F.store
 

@@ -30,7 +30,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 import numpy as np  # noqa: E402
 from numba import get_num_threads  # noqa: E402
 
-from cuzk.jit import get_target  # noqa: E402
+from cuzk.arith.jit import get_target  # noqa: E402
 from cuzk.kernels.msm import windows_for
 from cuzk.kernels.points import G1_WIDTH, G2_WIDTH, ResidentPoints  # noqa: E402
 

@@ -34,7 +34,7 @@ import math
 
 import numpy as np
 
-from cuzk.jit import KernelTable, cuda_simulated, get_target, require_cuda
+from cuzk.arith.jit import KernelTable, cuda_simulated, get_target, require_cuda
 from cuzk.kernels.msm import windows_for
 from cuzk.kernels.points import G1_WIDTH, G2_WIDTH, ResidentPoints
 

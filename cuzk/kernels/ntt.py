@@ -1,6 +1,6 @@
 """NTT over Fr: butterflies, index maps and per-element steps, one source for CPU and CUDA.
 
-Every function here is a device function of the target being built (see cuzk.jit): the CPU
+Every function here is a device function of the target being built (see cuzk.arith.jit): the CPU
 kernels (cuzk.kernels.ntt_cpu) call them from ``prange`` loops, the CUDA kernels
 (cuzk.kernels.ntt_cuda) from one thread per butterfly or per element.
 
@@ -9,7 +9,7 @@ Conventions
 - A vector is a C-contiguous (n, 4) uint64 array, element i = x[i, 0..3], 4 little-endian
   64-bit limbs in Montgomery form; n = 2^log_n.
 - ``tw`` is the twiddle table of the domain: tw[e] = w_n^e for 0 <= e < n/2, w_n = w[log_n]
-  (snarkjs's roots, cuzk.bn254.constants.fr_roots_of_unity), Montgomery form. Stage twiddles
+  (snarkjs's roots, cuzk.arith.constants.fr_roots_of_unity), Montgomery form. Stage twiddles
   w_{2m}^j are read as tw[j * n/(2m)]. The inverse transform needs w_n^{-e}, and since
   w_n^{n/2} = -1, w_n^{-e} = -w_n^{n/2-e} for 0 < e < n/2: it reads the same table and folds the
   sign into the butterfly, so no second table is kept.
@@ -34,13 +34,13 @@ Conventions
 
 import numpy as np
 
-from cuzk.bn254.constants import FR_MODULUS
+from cuzk.arith.constants import FR_MODULUS
+from cuzk.arith.jit import building
 from cuzk.formats.limbs import int_to_limb_tuple
-from cuzk.jit import building
 
 T = building()
 device_fn = T.device_fn
-F = T.load("cuzk.bn254.field")
+F = T.load("cuzk.arith.field")
 fr_mul = F.fr_mul
 fr_sub = F.fr_sub
 fr_neg = F.fr_neg

@@ -41,7 +41,7 @@ from numba import (  # noqa: E402
     set_parallel_chunksize,
 )
 
-from cuzk.bn254.constants import (  # noqa: E402
+from cuzk.arith.constants import (  # noqa: E402
     FR_MODULUS,
     FR_TWO_ADICITY,
     MONT_R,

@@ -28,7 +28,7 @@ import threading
 import numpy as np
 from numba import cuda, types
 
-from cuzk.jit import KernelTable, cuda_simulated, get_target, require_cuda
+from cuzk.arith.jit import KernelTable, cuda_simulated, get_target, require_cuda
 from cuzk.kernels import ntt_cpu
 
 K = get_target("cuda").load("cuzk.kernels.ntt")

@@ -11,7 +11,7 @@ sums and one inversion to affine.
 import numpy as np
 from numba import prange
 
-from cuzk.jit import building
+from cuzk.arith.jit import building
 
 T = building()
 GROUP = T.param("group")

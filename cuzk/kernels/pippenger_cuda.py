@@ -8,11 +8,11 @@ msm_cuda's docstring for the launch order.
 
 from numba import cuda
 
-from cuzk.jit import building
+from cuzk.arith.jit import building
 
 T = building()
 GROUP = T.param("group")
-G = T.load("cuzk.bn254.group", group=GROUP)
+G = T.load("cuzk.arith.group", group=GROUP)
 
 
 @T.kernel

@@ -37,9 +37,9 @@ ZKEY_SETS = {
 
 def parse_device(device: str | None) -> tuple[str, int]:
     """"cpu" / "cpu:N" -> ("cpu", 0); "cuda:N" -> ("cuda", N); "cuda" -> the current CUDA
-    device; None -> cuzk.jit.default_device_target() ("cuda" where a real GPU is present)."""
+    device; None -> cuzk.arith.jit.default_device_target() ("cuda" where a real GPU is present)."""
     if device is None:
-        from cuzk.jit import default_device_target
+        from cuzk.arith.jit import default_device_target
 
         device = default_device_target()
     kind, _, ordinal = str(device).partition(":")
@@ -49,7 +49,7 @@ def parse_device(device: str | None) -> tuple[str, int]:
         return "cpu", 0
     if ordinal:
         return "cuda", int(ordinal)
-    from cuzk.jit import cuda_simulated
+    from cuzk.arith.jit import cuda_simulated
 
     if cuda_simulated():
         return "cuda", 0
@@ -75,7 +75,7 @@ def place_points(points: np.ndarray, device: str = "cpu", name: str = "") -> Res
         )
     if kind == "cpu":
         return ResidentPoints(host, "cpu", name)
-    from cuzk.jit import require_cuda
+    from cuzk.arith.jit import require_cuda
 
     require_cuda()
     from numba import cuda
@@ -95,7 +95,7 @@ def gpu_context(ordinal: int):
 
 
 def _gpu(cuda, ordinal):
-    from cuzk.jit import cuda_simulated
+    from cuzk.arith.jit import cuda_simulated
 
     if cuda_simulated():
         return contextlib.nullcontext()
@@ -107,7 +107,7 @@ class ResidentKey:
 
     ``ResidentKey({"a": points_a, ...}, device="cuda:0")`` places host arrays (numpy, e.g.
     the zkey's mmap views) on the device; values that are already ResidentPoints are kept.
-    ``device=None`` means cuzk.jit.default_device_target(): the current GPU where one is
+    ``device=None`` means cuzk.arith.jit.default_device_target(): the current GPU where one is
     present, else the CPU (no copy)."""
 
     def __init__(self, sets: Mapping[str, object], device: str | None = None, key_id: str = ""):

@@ -10,7 +10,7 @@ and bodies, and worker threads for the handlers; its docstring says why). Here:
 - bearer-token auth on every route marked `auth` (constant-time compare), and, when no token
   is set (loopback only), a Host header check against DNS rebinding: the Host must be a
   loopback address literal, `localhost`, or a name the operator allowed (--allow-host);
-- static files of the web panel (issue 10) from the package folder cuzk/web/: GET / is
+- static files of the web panel (issue 10) from the package folder cuzk/serve/web/: GET / is
   web/index.html, GET /ui/<file> any file there (see StaticFiles).
 """
 
@@ -129,7 +129,7 @@ class Router:
 
 
 class StaticFiles:
-    """The hook for the web panel (issue 10): files shipped in the package folder cuzk/web/.
+    """The hook for the web panel (issue 10): files shipped in the package folder cuzk/serve/web/.
 
     GET / serves web/index.html; GET /ui/<name> serves web/<name> (one level of
     subfolders allowed, names of letters, digits, '.', '-', '_' only, so no path can leave
@@ -144,7 +144,7 @@ class StaticFiles:
              ".yaml": "application/yaml"}
     NAME = re.compile(r"^(?:[A-Za-z0-9_-][A-Za-z0-9._-]*/)?[A-Za-z0-9_-][A-Za-z0-9._-]*$")
 
-    def __init__(self, package: str = "cuzk", folder: str = "web"):
+    def __init__(self, package: str = "cuzk.serve", folder: str = "web"):
         self.package, self.folder = package, folder
 
     def get(self, name: str) -> Response:

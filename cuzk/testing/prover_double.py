@@ -1,4 +1,4 @@
-"""A stand-in for cuzk.prover with the same contract (cuzk.engine.contract.Prover), for engine
+"""A stand-in for cuzk.groth16 with the same contract (cuzk.engine.contract.Prover), for engine
 plumbing and fault tests and the engine benchmark.
 
 It does no elliptic-curve work. Its "proof" is a pair of SHA-256 digests — of the witness and

@@ -34,7 +34,7 @@ import struct
 import time
 from pathlib import Path
 
-from cuzk.bn254.constants import FR_MODULUS
+from cuzk.arith.constants import FR_MODULUS
 from cuzk.witness.errors import (
     AssertFailed,
     MissingInput,

@@ -42,14 +42,14 @@ def check_same_circuit(circuit, zkey) -> None:
 
 def run_fullprove(input_json, wasm, zkey, proof_json, public_json, verify=True,
                   device="cpu", sym=None):
-    """Witness from input_json, then the proof (cuzk.prover.cli.run_prove), as snarkjs's
+    """Witness from input_json, then the proof (cuzk.groth16.cli.run_prove), as snarkjs's
     `groth16 fullprove`. Checks first that wasm and zkey belong to the same circuit.
     Writes proof_json and public_json only for a proof; returns the Proof."""
     import tempfile
     from pathlib import Path
 
     from cuzk.formats.zkey import ZKey
-    from cuzk.prover.cli import run_prove
+    from cuzk.groth16.cli import run_prove
     from cuzk.witness.calculator import Circuit
     from cuzk.witness.inputs import read_inputs
     from cuzk.witness.wtnsfile import write_wtns_bytes
@@ -110,8 +110,8 @@ def fullprove(input_json, circuit_wasm, zkey, proof_json, public_json, verify, d
     (on unless --no-verify) exit 1 with the reason, and nothing is written.
     """
     from cuzk.formats.errors import FormatError
-    from cuzk.prover.cli import ProveError
-    from cuzk.prover.fast_exit import exit_now_if_a_process_of_its_own
+    from cuzk.groth16.cli import ProveError
+    from cuzk.groth16.fast_exit import exit_now_if_a_process_of_its_own
 
     try:
         run_fullprove(input_json, circuit_wasm, zkey, proof_json, public_json, verify,

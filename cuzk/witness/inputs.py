@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 
-from cuzk.bn254.constants import FR_MODULUS  # BN254's scalar field r (imports no numpy)
+from cuzk.arith.constants import FR_MODULUS  # BN254's scalar field r (imports no numpy)
 from cuzk.witness.errors import NotANumber, WitnessError
 
 FNV64_OFFSET = 0xCBF29CE484222325

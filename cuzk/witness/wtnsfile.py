@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct
 
-from cuzk.bn254.constants import FR_MODULUS
+from cuzk.arith.constants import FR_MODULUS
 from cuzk.formats.atomic import atomic_writer
 
 N8 = 32

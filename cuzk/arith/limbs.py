@@ -1,6 +1,6 @@
 """The primitive layer of 64-bit limb arithmetic, one implementation per target.
 
-Four primitives carry all multi-precision arithmetic above them (cuzk.bn254.field):
+Four primitives carry all multi-precision arithmetic above them (cuzk.arith.field):
 
     mac(a, b, c, d) -> (lo, hi)     a*b + c + d as a 128-bit value; never overflows, since
                                     (2^64-1)^2 + 2(2^64-1) = 2^128 - 1
@@ -15,7 +15,7 @@ intrinsics, so it gets a pure-Python twin working on Python ints.
 
 One more primitive exists on x86-64 CPUs with BMI2 and ADX (every Zen and every Intel core
 since Broadwell): a whole 4-limb Montgomery multiplication in assembly (``x86_mont_mul``),
-which cuzk.bn254.field uses for Fq and Fr when the CPU build has it. LLVM compiles the
+which cuzk.arith.field uses for Fq and Fr when the CPU build has it. LLVM compiles the
 generic CIOS code above to one carry chain per row (add + adc pairs); the assembly runs two
 chains at once (ADCX on the carry flag, ADOX on the overflow flag, MULX leaving both alone),
 as multi-precision libraries do (Intel's white paper "New Instructions Supporting Large

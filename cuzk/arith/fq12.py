@@ -11,8 +11,8 @@ element is a pair (c0, c1) of Fq6 elements meaning c0 + c1 w. Since v = w^2, an 
 element is also sum_k a_k w^k over Fq2 with w^6 = xi, where a_k = c[k % 2][k // 2]; the
 Frobenius coefficients below are written in that w-power view.
 
-Every function is a device function of the target being built (see cuzk.jit); elements are
-nested tuples of Montgomery limbs (cuzk.bn254.field) and stay in registers.
+Every function is a device function of the target being built (see cuzk.arith.jit); elements are
+nested tuples of Montgomery limbs (cuzk.arith.field) and stay in registers.
 
 References: Beuchat et al., "High-Speed Software Implementation of the Optimal Ate Pairing
 over Barreto-Naehrig Curves" (2010) for the tower; Chung and Hasan, "Asymmetric squaring
@@ -20,13 +20,13 @@ formulae" (2007) for Fq6 squaring; Granger and Scott, "Faster squaring in the cy
 subgroup of sixth degree extensions" (2010) for cyclotomic squaring.
 """
 
-from cuzk.bn254.constants import FQ2_NONRESIDUE, FQ_MODULUS, MONT_R, fq2_pow_int
+from cuzk.arith.constants import FQ2_NONRESIDUE, FQ_MODULUS, MONT_R, fq2_pow_int
+from cuzk.arith.jit import building
 from cuzk.formats.limbs import int_to_limb_tuple
-from cuzk.jit import building
 
 T = building()
 device_fn = T.device_fn
-F = T.load("cuzk.bn254.field")
+F = T.load("cuzk.arith.field")
 
 fq_neg, fq_mul, fq_add, fq_sub, fq_dbl = F.fq_neg, F.fq_mul, F.fq_add, F.fq_sub, F.fq_dbl
 fq2_add, fq2_sub, fq2_neg, fq2_dbl = F.fq2_add, F.fq2_sub, F.fq2_neg, F.fq2_dbl

@@ -1,6 +1,6 @@
 """Fixed-base scalar multiplication k·G for many scalars k and one generator G, written once
 for both groups: built per group (CPU target), ``get_target("cpu").load(
-"cuzk.prover.fixed_base", group="g1")``. Used by the development setup (cuzk.prover.setup).
+"cuzk.groth16.fixed_base", group="g1")``. Used by the development setup (cuzk.groth16.setup).
 
 The table holds d·2^(8w)·G for every window w < 32 and byte d < 256 (Jacobian rows, row
 w·256 + d), so k·G is at most 32 additions: one per nonzero byte of k.
@@ -9,10 +9,10 @@ w·256 + d), so k·G is at most 32 additions: one per nonzero byte of k.
 import numpy as np
 from numba import prange
 
-from cuzk.jit import building
+from cuzk.arith.jit import building
 
 T = building()
-G = T.load("cuzk.bn254.group", group=T.param("group"))
+G = T.load("cuzk.arith.group", group=T.param("group"))
 
 WINDOWS = 32  # 32 windows of 8 bits cover 256-bit scalars
 WINDOW_BITS = 8

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cuzk.bn254.constants import FR_MODULUS
+from cuzk.arith.constants import FR_MODULUS
 from cuzk.formats.limbs import int_to_limb_array
 
 

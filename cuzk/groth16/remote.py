@@ -264,6 +264,6 @@ def main(zkey, wtns, proof_json, public_json, *, server, token_file, r1cs, devic
                timings=timings)
     if code:
         sys.exit(code)
-    from cuzk.prover.fast_exit import exit_now_if_a_process_of_its_own
+    from cuzk.groth16.fast_exit import exit_now_if_a_process_of_its_own
 
     exit_now_if_a_process_of_its_own()

@@ -7,7 +7,7 @@ A proof (piA, piB, piC) of public signals s_1..s_n verifies under a key
     vk_x = IC_0 + sum_i s_i IC_i,
 
 checked as the single product  e(-piA, piB) e(alpha1, beta2) e(vk_x, gamma2) e(piC, delta2) = 1
-with one shared final exponentiation (cuzk.bn254.pairing).
+with one shared final exponentiation (cuzk.arith.pairing).
 
 Input that cannot be a Groth16 instance on BN254 is refused with a FormatError
 (cuzk.formats.errors) that names the file and the field: the snarkjs JSON reader
@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
-from cuzk.bn254 import curve as C
-from cuzk.bn254.constants import FQ_MODULUS, FR_MODULUS
-from cuzk.bn254.pairing import g1_array, g2_array, pairing_product_is_one
+from cuzk.arith import curve as C
+from cuzk.arith.constants import FQ_MODULUS, FR_MODULUS
+from cuzk.arith.pairing import g1_array, g2_array, pairing_product_is_one
 from cuzk.formats.errors import NotInSubgroup
 from cuzk.formats.limbs import int_to_limb_tuple
 from cuzk.formats.snarkjs_json import (

@@ -6,7 +6,7 @@
 
 Every stage takes and returns numpy arrays (or small dataclasses of them), so the engine can
 keep a, b, c and the witness in shared memory between processes. ``prove`` runs the three.
-Phases are timed and logged at debug level under the ``cuzk.prover`` logger.
+Phases are timed and logged at debug level under the ``cuzk.groth16`` logger.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from cuzk.bn254.constants import FR_MODULUS
-from cuzk.prover.synthesis import evaluate_abc
+from cuzk.arith.constants import FR_MODULUS
+from cuzk.groth16.synthesis import evaluate_abc
 
-log = logging.getLogger("cuzk.prover")
+log = logging.getLogger("cuzk.groth16")
 
 
 @contextmanager
@@ -94,7 +94,7 @@ def public_signals(key, w) -> list:
 def synthesize(key, w, out=None) -> Synthesis:
     """a = A·w, b = B·w, c = a∘b on the domain (Montgomery form), and w[1..nPublic]."""
     timings: dict = {}
-    from cuzk.prover.device import readonly
+    from cuzk.groth16.device import readonly
 
     with phase("synthesize", timings):
         # read-only: one compiled build for mapped and shared-memory witnesses alike
@@ -129,9 +129,9 @@ def random_scalar() -> int:
 
 def prove_finish(key, partial: Partial, w, r: int | None = None, s: int | None = None) -> Proof:
     """The finalizer stage: B in G2 on the CPU, then blinding with fresh r, s."""
+    from cuzk.groth16.assemble import assemble
+    from cuzk.groth16.device import readonly
     from cuzk.kernels import msm_cpu
-    from cuzk.prover.assemble import assemble
-    from cuzk.prover.device import readonly
 
     timings = dict(partial.timings)
     with phase("MSM B2 (G2)", timings):
@@ -146,7 +146,7 @@ def prove_finish(key, partial: Partial, w, r: int | None = None, s: int | None =
 
 def prove(key, w, device=None) -> Proof:
     """Synthesize, prove_start and prove_finish in one call (device: "cpu" by default)."""
-    from cuzk.prover.device import open_device
+    from cuzk.groth16.device import open_device
 
     if device is None or isinstance(device, str):
         device = open_device(device or "cpu")

@@ -1,6 +1,6 @@
 """Ending a `cuzk prove` / `cuzk fullprove` process at once, once its files are written.
 
-Standard library only: the thin client (cuzk.prover.remote) and the console script use it
+Standard library only: the thin client (cuzk.groth16.remote) and the console script use it
 before anything heavy is imported.
 """
 

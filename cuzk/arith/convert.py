@@ -2,10 +2,10 @@
 plus Python-level calls into the CPU build.
 
 Kernels see field elements as 4 little-endian uint64 limbs in Montgomery form (a*R mod p,
-R = 2^256) and points in the zkey's layouts (see cuzk.bn254.curve): G1 affine (n, 8) =
+R = 2^256) and points in the zkey's layouts (see cuzk.arith.curve): G1 affine (n, 8) =
 x || y, G2 affine (n, 16) = x.c0 || x.c1 || y.c0 || y.c1, the point at infinity all zero.
 Everything here is numpy and Python integers except where a conversion is large enough to go
-through the batch kernels (cuzk.bn254.batch_ops, the CPU build).
+through the batch kernels (cuzk.arith.batch_ops, the CPU build).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import functools
 
 import numpy as np
 
-from cuzk.bn254.batch_api import rows
-from cuzk.bn254.constants import FQ_MODULUS, FR_MODULUS, LIMBS, MONT_R, fq2_inv_int, fq2_mul_int
+from cuzk.arith.batch_api import rows
+from cuzk.arith.constants import FQ_MODULUS, FR_MODULUS, LIMBS, MONT_R, fq2_inv_int, fq2_mul_int
 from cuzk.formats.limbs import int_to_limb_tuple, ints_to_limbs, limbs_to_int, limbs_to_ints
 
 # Above this many elements, Montgomery conversions of arrays run in the parallel CPU kernels.
@@ -88,7 +88,7 @@ def fq2_int(a) -> tuple:
 def _to_mont_array(xs, p: int, batch_name: str) -> np.ndarray:
     xs = [int(x) % p for x in xs]
     if len(xs) >= BATCH_THRESHOLD:
-        from cuzk.bn254 import batch_ops
+        from cuzk.arith import batch_ops
 
         return getattr(batch_ops, batch_name)(ints_to_limbs(xs))
     return ints_to_limbs([x * MONT_R % p for x in xs])
@@ -97,7 +97,7 @@ def _to_mont_array(xs, p: int, batch_name: str) -> np.ndarray:
 def _from_mont_array(arr, p: int, batch_name: str, r_inv: int) -> list:
     arr = rows(arr, LIMBS)
     if arr.shape[0] >= BATCH_THRESHOLD:
-        from cuzk.bn254 import batch_ops
+        from cuzk.arith import batch_ops
 
         return limbs_to_ints(getattr(batch_ops, batch_name)(arr))
     return [x * r_inv % p for x in limbs_to_ints(arr)]
@@ -307,7 +307,7 @@ def _nonzero(a, what: str):
 
 def fq_inv(a) -> tuple:
     """1/a in Fq (Montgomery limbs in and out); ZeroDivisionError for 0."""
-    from cuzk.bn254 import field
+    from cuzk.arith import field
 
     _nonzero(a, "fq_inv")
     return as_limbs(field.fq_inv(as_limbs(a)))
@@ -315,7 +315,7 @@ def fq_inv(a) -> tuple:
 
 def fr_inv(a) -> tuple:
     """1/a in Fr; ZeroDivisionError for 0."""
-    from cuzk.bn254 import field
+    from cuzk.arith import field
 
     _nonzero(a, "fr_inv")
     return as_limbs(field.fr_inv(as_limbs(a)))
@@ -323,7 +323,7 @@ def fr_inv(a) -> tuple:
 
 def fq2_inv(a) -> tuple:
     """1/a in Fq2; ZeroDivisionError for 0."""
-    from cuzk.bn254 import field
+    from cuzk.arith import field
 
     _nonzero(a, "fq2_inv")
     return as_limbs(field.fq2_inv(as_limbs(a)))

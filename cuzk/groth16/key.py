@@ -35,21 +35,21 @@ class ProvingKey:
         return cls(ZKey(path))
 
     def validate(self):
-        """Check every point of the key (cuzk.prover.validate: header points on the curve or
+        """Check every point of the key (cuzk.groth16.validate: header points on the curve or
         the twist and G2 ones in the subgroup, every point section on its curve); raise
         cuzk.formats.errors.BadPoint naming the first bad point. Returns the key's checked
-        cuzk.prover.verifier.VerifyingKey. Done once per instance."""
+        cuzk.groth16.verifier.VerifyingKey. Done once per instance."""
         vk = getattr(self, "_vk", None)
         if vk is None:
-            from cuzk.prover.validate import validate_key
+            from cuzk.groth16.validate import validate_key
 
             vk = self._vk = validate_key(self.zkey)
         return vk
 
     def verification_key(self):
-        """The cuzk.prover.verifier.VerifyingKey read from the key's header (unchecked: validate()
-        checks the points), for cuzk.prover.verifier."""
-        from cuzk.prover.verifier import VerifyingKey
+        """The cuzk.groth16.verifier.VerifyingKey read from the key's header (unchecked: validate()
+        checks the points), for cuzk.groth16.verifier."""
+        from cuzk.groth16.verifier import VerifyingKey
 
         return VerifyingKey.from_zkey(self.zkey)
 

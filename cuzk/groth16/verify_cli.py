@@ -23,7 +23,7 @@ def verify(vk_json, public_json, proof_json):
     reason.
     """
     from cuzk.formats.errors import FormatError
-    from cuzk.prover.verifier import verify_files
+    from cuzk.groth16.verifier import verify_files
 
     try:
         ok = verify_files(vk_json, public_json, proof_json)

@@ -1,6 +1,6 @@
 """`make demo`: the whole main job on this machine, from a circuit to verified proofs.
 
-    python -m cuzk.demo [--devices cpu:2] [--keep]
+    python examples/demo.py [--devices cpu:2] [--keep]
 
 1. a proving key for the committed demo circuit (tests/circuits/toyhash.circom, compiled in
    tests/fixtures/toyhash/) made by `cuzk setup` (development-only single-party setup);
@@ -32,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from cuzk.bn254.constants import FR_MODULUS as R
+from cuzk.arith.constants import FR_MODULUS as R
 
 ROOT = Path(__file__).resolve().parent.parent
 CIRCUIT = ROOT / "tests" / "fixtures" / "toyhash"
@@ -78,7 +78,7 @@ class Demo:
     # ------------------------------------------------------------------ 1-2: key, witnesses
     def make_key(self) -> Path:
         from cuzk.formats.cli import export_vk_file
-        from cuzk.prover.setup import setup
+        from cuzk.groth16.setup import setup
 
         zkey = self.work / "toyhash.zkey"
         self.say(f"cuzk setup {CIRCUIT.relative_to(ROOT)}/circuit.r1cs -> {zkey.name} "
@@ -123,7 +123,7 @@ class Demo:
     def warm_up(self, zkey: Path, wtns: Path) -> None:
         """One proof here first, so that Numba compiles the kernels once into its cache
         (NUMBA_CACHE_DIR) instead of in every device process at the same time."""
-        import cuzk.prover as P
+        import cuzk.groth16 as P
 
         t = time.time()
         self.say("warming the Numba kernel cache with one proof (the first run on a machine "
@@ -181,7 +181,7 @@ class Demo:
 
     # ------------------------------------------------------------------ 4-6
     def run(self) -> int:
-        from cuzk.prover.verifier import VerifyingKey, verify
+        from cuzk.groth16.verifier import VerifyingKey, verify
         from cuzk.serve.client import Client
 
         zkey = self.make_key()
@@ -278,7 +278,7 @@ class Demo:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m cuzk.demo", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python examples/demo.py", description=__doc__.split("\n")[0])
     ap.add_argument("--devices", default="cpu:2", help="devices for cuzk serve (default cpu:2)")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     args = ap.parse_args(argv)

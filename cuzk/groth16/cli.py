@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from cuzk.prover.fast_exit import exit_now_if_a_process_of_its_own
+from cuzk.groth16.fast_exit import exit_now_if_a_process_of_its_own
 
 
 class ProveError(Exception):
@@ -20,7 +20,7 @@ def run_prove(zkey, wtns, proof_json, public_json, r1cs=None, verify=True, devic
     The key's points are validated when it is opened (header points on the curve / twist, G2
     ones in the subgroup, every point section on its curve); with `verify` the proof is
     checked against the key's own verification key before anything is written."""
-    from cuzk.prover.startup import lean_cache_loads
+    from cuzk.groth16.startup import lean_cache_loads
 
     with lean_cache_loads():
         return _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device)
@@ -29,7 +29,7 @@ def run_prove(zkey, wtns, proof_json, public_json, r1cs=None, verify=True, devic
 def _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device):
     from cuzk.formats.errors import FormatError
     from cuzk.formats.snarkjs_json import write_proof, write_public
-    from cuzk.prover import ProvingKey, first_unsatisfied, load_witness, open_device, prove
+    from cuzk.groth16 import ProvingKey, first_unsatisfied, load_witness, open_device, prove
 
     try:
         key = ProvingKey.open(zkey)
@@ -50,8 +50,8 @@ def _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device):
     dev = open_device(device)
     proof = prove(key, w, dev)
     if verify:
-        from cuzk.prover.verifier import Proof
-        from cuzk.prover.verifier import verify as check
+        from cuzk.groth16.verifier import Proof
+        from cuzk.groth16.verifier import verify as check
 
         try:
             ok = check(vk, proof.public, Proof.from_points(*proof.points()))
@@ -100,8 +100,8 @@ def prove(zkey, wtns, proof_json, public_json, r1cs, verify, device, timings, se
     (`cuzk serve`, docs/prover.md) the same files, messages and exit statuses; the daemon
     verifies (its --self-verify) and --r1cs / --device are refused (exit 2).
     """
-    if server:  # the thin client: before anything imports numpy (cuzk/prover/remote.py)
-        from cuzk.prover import remote
+    if server:  # the thin client: before anything imports numpy (cuzk/groth16/remote.py)
+        from cuzk.groth16 import remote
 
         if remote.use_server(local):
             remote.main(zkey, wtns, proof_json, public_json, server=server,
@@ -130,7 +130,7 @@ def setup(r1cs, zkey, quiet):
     benchmark keys; use a snarkjs ceremony (powers of tau + phase 2) for real keys.
     """
     from cuzk.formats.errors import FormatError
-    from cuzk.prover.setup import setup as run_setup
+    from cuzk.groth16.setup import setup as run_setup
 
     click.secho("WARNING: `cuzk setup` is a single-party setup and is INSECURE for production "
                 "use: whoever knows its randomness can forge proofs.", fg="yellow", err=True)

@@ -1,17 +1,17 @@
 """Batch entry points: elementwise field and curve operations over arrays, one source for the
-CPU and CUDA (a shared module, see cuzk.jit).
+CPU and CUDA (a shared module, see cuzk.arith.jit).
 
-``cuzk.bn254.batch("cpu")`` is this module (Numba ``prange`` loops over numpy arrays);
-``cuzk.bn254.batch("cuda")`` is its CUDA build (one GPU thread per row; host operands give
+``cuzk.arith.batch("cpu")`` is this module (Numba ``prange`` loops over numpy arrays);
+``cuzk.arith.batch("cuda")`` is its CUDA build (one GPU thread per row; host operands give
 host results, and if any operand is already a device array the result stays on the
-device). Both have the same functions, one per entry of cuzk.bn254.batch_api.TABLE.
+device). Both have the same functions, one per entry of cuzk.arith.batch_api.TABLE.
 
-Array layouts (uint64, C order, one element per row; see cuzk.bn254.curve):
+Array layouts (uint64, C order, one element per row; see cuzk.arith.curve):
 Fq/Fr (n, 4), Fq2 (n, 8), G1 affine (n, 8), G1 Jacobian (n, 12), G2 affine (n, 16),
 G2 Jacobian (n, 24). Field elements are in Montgomery form except where a name says
 otherwise (``*_to_mont`` takes plain values, scalars ``k`` of ``*_mul`` are plain).
 Inverses of 0 are 0 here (no exceptions inside kernels); the Python-level ``fq_inv`` etc. in
-cuzk.bn254 raise ZeroDivisionError.
+cuzk.arith raise ZeroDivisionError.
 
 How the kernels are made: each TABLE entry names its element function once; a loop shape
 of this target (LOOPS) walks the rows around it. The kernel's source text is generated and
@@ -29,12 +29,12 @@ import hashlib
 import numpy as np
 from numba import njit, prange, types  # noqa: F401 (prange: in the generated kernels)
 
-from cuzk.bn254.batch_api import TABLE, entry_points, rows
-from cuzk.jit import CPU, KernelTable, building
+from cuzk.arith.batch_api import TABLE, entry_points, rows
+from cuzk.arith.jit import CPU, KernelTable, building
 
 T = building()
-F = T.load("cuzk.bn254.field")
-C = T.load("cuzk.bn254.curve")
+F = T.load("cuzk.arith.field")
+C = T.load("cuzk.arith.curve")
 if T.name != CPU:
     from numba import cuda
 

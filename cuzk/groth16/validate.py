@@ -24,8 +24,8 @@ import os
 import numpy as np
 from numba import njit, prange
 
-from cuzk.bn254 import curve as C
-from cuzk.bn254.constants import FQ_MODULUS, Q_LIMBS
+from cuzk.arith import curve as C
+from cuzk.arith.constants import FQ_MODULUS, Q_LIMBS
 from cuzk.formats.errors import BadPoint, FormatError
 from cuzk.formats.snarkjs_json import check_g1
 from cuzk.formats.stored import g1_from_limbs
@@ -130,8 +130,8 @@ SECTIONS = (("pointsA", "points_a"), ("pointsB1", "points_b1"),
 
 def validate_key(zkey):
     """Check every point of a cuzk.formats ZKey (see the module's doc); return its checked
-    cuzk.prover.verifier.VerifyingKey, ready to verify proofs made with the key."""
-    from cuzk.prover.verifier import VerifyingKey
+    cuzk.groth16.verifier.VerifyingKey, ready to verify proofs made with the key."""
+    from cuzk.groth16.verifier import VerifyingKey
 
     path = os.fspath(zkey.path)
     for attr, name in HEADER_NAMES.items():

@@ -27,17 +27,17 @@ import time
 import numpy as np
 from numba import njit, prange
 
-from cuzk.bn254 import field as F
-from cuzk.bn254.constants import (
+from cuzk.arith import field as F
+from cuzk.arith.constants import (
     FR_MODULUS,
     G1_GENERATOR,
     G2_GENERATOR,
     MONT_R,
     fr_roots_of_unity,
 )
-from cuzk.bn254.convert import fr as mont_r  # x·R mod r as the 4-tuple device functions take
+from cuzk.arith.convert import fr as mont_r  # x·R mod r as the 4-tuple device functions take
+from cuzk.arith.jit import get_target
 from cuzk.formats.limbs import int_to_limb_array
-from cuzk.jit import get_target
 
 
 @njit(cache=True, nogil=True)
@@ -97,10 +97,10 @@ def _from_mont_scaled(x, k, out):
         F.store(out, i, 0, F.fr_from_mont(F.fr_mul(F.load(x, i, 0), k)))
 
 
-# --- fixed-base scalar multiplication (cuzk.prover.fixed_base, built per group) ----------
+# --- fixed-base scalar multiplication (cuzk.groth16.fixed_base, built per group) ----------
 
 _CPU = get_target("cpu")
-FIXED_BASE = {g: _CPU.load("cuzk.prover.fixed_base", group=g) for g in ("g1", "g2")}
+FIXED_BASE = {g: _CPU.load("cuzk.groth16.fixed_base", group=g) for g in ("g1", "g2")}
 
 
 def _generators():

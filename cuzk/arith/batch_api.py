@@ -1,8 +1,8 @@
 """The batch entry points' table: one definition of every elementwise operation (its operands,
 its result, the element function it applies to each row), and the host-side helpers shared by
-both targets. cuzk.bn254.batch_ops builds its kernels and entry points from TABLE.
+both targets. cuzk.arith.batch_ops builds its kernels and entry points from TABLE.
 
-Row layouts (uint64 columns per row, see cuzk.bn254.curve): fq/fr 4, fq2 8, G1 affine "g1a"
+Row layouts (uint64 columns per row, see cuzk.arith.curve): fq/fr 4, fq2 8, G1 affine "g1a"
 8, G1 Jacobian "g1" 12, G2 affine "g2a" 16, G2 Jacobian "g2" 24, a plain scalar 4; "bool"
 is one predicate result per row. Each backend supplies one ``run(kernel, operands,
 out_width)`` that checks and places the operands ((array, width, name) triples), launches

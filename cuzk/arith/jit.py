@@ -3,7 +3,7 @@ functions or CUDA device functions.
 
 How it works
 ------------
-A shared source module (e.g. ``cuzk.bn254.field``) starts with ``T = building()`` and takes
+A shared source module (e.g. ``cuzk.arith.field``) starts with ``T = building()`` and takes
 its decorator and primitive layer from ``T``:
 
     T = building()
@@ -18,16 +18,16 @@ names it imports through ``T.load(...)`` resolve to the CUDA builds of their mod
 
 Under ``NUMBA_ENABLE_CUDASIM=1`` (set before numba is imported) the CUDA target runs in the
 simulator, which executes device functions as Python; LLVM intrinsics cannot run there, so the
-primitive layer switches to a pure-Python twin (see ``cuzk.bn254.limbs``). Everything above
+primitive layer switches to a pure-Python twin (see ``cuzk.arith.limbs``). Everything above
 the primitive layer is shared by all three.
 
 Parametrized builds
 -------------------
 A shared source can also be built more than once per target, with parameters:
-``T.load("cuzk.bn254.group", group="g2")`` executes ``group.py`` with ``building()`` returning a
+``T.load("cuzk.arith.group", group="g2")`` executes ``group.py`` with ``building()`` returning a
 Build whose ``param("group")`` is ``"g2"``, so the module binds G2's field operations as module
 constants and Numba compiles them straight through (no function arguments, no closures). Each
-build is its own module object (``cuzk.bn254.group[cpu:g2]``), and every function it
+build is its own module object (``cuzk.arith.group[cpu:g2]``), and every function it
 decorates gets the build's suffix in its ``__qualname__`` (``add[g2]``): Numba's disk cache
 names entries by file, qualname and line, so two builds of one source never share an entry.
 """
@@ -55,18 +55,18 @@ _targets: dict[str, Target] = {}
 # code after curve.py changes. When NUMBA_CACHE_DIR is set, the cache lives in a
 # subdirectory named after a hash of these files: changing one recompiles every user.
 SHARED_SOURCES = (
-    "cuzk/jit.py",
-    "cuzk/bn254/limbs.py",
-    "cuzk/bn254/constants.py",
+    "cuzk/arith/jit.py",
+    "cuzk/arith/limbs.py",
+    "cuzk/arith/constants.py",
     "cuzk/formats/limbs.py",  # builds the limb constants of constants.py
-    "cuzk/bn254/field.py",
-    "cuzk/bn254/group.py",
-    "cuzk/bn254/curve.py",
+    "cuzk/arith/field.py",
+    "cuzk/arith/group.py",
+    "cuzk/arith/curve.py",
     "cuzk/kernels/msm.py",
     "cuzk/kernels/buckets.py",
     "cuzk/kernels/ntt.py",
-    "cuzk/bn254/fq12.py",
-    "cuzk/bn254/pairing.py",
+    "cuzk/arith/fq12.py",
+    "cuzk/arith/pairing.py",
 )
 _cache_keyed = False
 
@@ -85,7 +85,7 @@ def key_numba_cache_on_sources() -> None:
             return
         from numba.core import config
 
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         digest = hashlib.sha256()
         for rel in SHARED_SOURCES:
             digest.update(rel.encode())
@@ -175,7 +175,7 @@ class Target:
     def prims(self):
         """The 64-bit limb primitives (mac, adc, sbb, mul_lo) for this target."""
         if self._prims is None:
-            from cuzk.bn254 import limbs
+            from cuzk.arith import limbs
 
             if self.name == CPU:
                 self._prims = limbs.cpu_primitives()
@@ -187,8 +187,8 @@ class Target:
 
     def mont_mul_asm(self, p, inv):
         """This target's assembly Montgomery multiplication for modulus p, or None where it
-        has none (CUDA; a CPU without BMI2/ADX; CUZK_NO_ASM set): see cuzk.bn254.limbs."""
-        from cuzk.bn254 import limbs
+        has none (CUDA; a CPU without BMI2/ADX; CUZK_NO_ASM set): see cuzk.arith.limbs."""
+        from cuzk.arith import limbs
 
         if self.name == CPU and limbs.x86_mont_mul_available():
             return limbs.x86_mont_mul(p, inv)

@@ -1,17 +1,17 @@
-"""G1 and G2 of BN254 for the target being built: the two builds of cuzk.bn254.group.
+"""G1 and G2 of BN254 for the target being built: the two builds of cuzk.arith.group.
 
-The group routines are written once in cuzk.bn254.group and built per (target, group); this
+The group routines are written once in cuzk.arith.group and built per (target, group); this
 module holds the target's two builds, ``G1`` and ``G2``, and exposes their routines under the
 flat names the rest of the code uses: ``g1_add`` is ``G1.add``, ``g2_load_affine`` is
 ``G2.load_affine``, and so on for every name in ``group.ROUTINES``. Import this module for the
-CPU build, or ``get_target("cuda").load("cuzk.bn254.curve")`` for CUDA.
+CPU build, or ``get_target("cuda").load("cuzk.arith.curve")`` for CUDA.
 """
 
-from cuzk.jit import building
+from cuzk.arith.jit import building
 
 T = building()
-G1 = T.load("cuzk.bn254.group", group="g1")
-G2 = T.load("cuzk.bn254.group", group="g2")
+G1 = T.load("cuzk.arith.group", group="g1")
+G2 = T.load("cuzk.arith.group", group="g2")
 
 for _prefix, _build in (("g1", G1), ("g2", G2)):
     for _name in _build.ROUTINES:

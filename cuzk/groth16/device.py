@@ -84,7 +84,7 @@ class CudaDevice:
     kind = "cuda"
 
     def __init__(self, ordinal: int = 0):
-        from cuzk.jit import TargetUnavailable, require_cuda
+        from cuzk.arith.jit import TargetUnavailable, require_cuda
 
         try:
             require_cuda()
@@ -105,7 +105,7 @@ class CudaDevice:
     def describe(self) -> str:
         from numba import cuda
 
-        from cuzk.jit import cuda_simulated
+        from cuzk.arith.jit import cuda_simulated
 
         if cuda_simulated():  # the simulator's device has no name or memory figures
             return f"{self.name}: numba CUDA simulator"

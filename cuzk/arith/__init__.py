@@ -2,17 +2,17 @@
 
 # The flat public face, in the style of py_ecc.optimized_bn128: constants, conversions,
 # Python-level arithmetic and the batch modules. Names resolve lazily (PEP 562) so that
-# ``import cuzk.bn254.constants`` does not import Numba.
+# ``import cuzk.arith.constants`` does not import Numba.
 #
-# Python-level arithmetic (fq_mul, g1_add, ...) calls the CPU build of cuzk.bn254.field /
-# .curve with limbs as tuples of np.uint64, Montgomery form (cuzk.bn254.convert.fq etc. make
+# Python-level arithmetic (fq_mul, g1_add, ...) calls the CPU build of cuzk.arith.field /
+# .curve with limbs as tuples of np.uint64, Montgomery form (cuzk.arith.convert.fq etc. make
 # them); the inverses raise ZeroDivisionError for 0. Kernels use the device functions
-# themselves: ``cuzk.bn254.field`` / ``.curve`` on the CPU, ``cuzk.jit.get_target("cuda")
-# .load("cuzk.bn254.curve")`` on CUDA.
+# themselves: ``cuzk.arith.field`` / ``.curve`` on the CPU, ``cuzk.arith.jit.get_target("cuda")
+# .load("cuzk.arith.curve")`` on CUDA.
 
 import importlib
 
-from cuzk.bn254.constants import (
+from cuzk.arith.constants import (
     FQ_MODULUS,
     FR_MODULUS,
     G1_GENERATOR,
@@ -63,29 +63,29 @@ __all__ = [
 
 
 def batch(target: str = "cpu"):
-    """The batch module of ``target``: the build of cuzk.bn254.batch_ops for "cpu" or "cuda"
+    """The batch module of ``target``: the build of cuzk.arith.batch_ops for "cpu" or "cuda"
     (same functions, numpy arrays in and out)."""
     if target not in ("cpu", "cuda"):
         raise ValueError(f"unknown target {target!r} (expected 'cpu' or 'cuda')")
-    from cuzk.jit import get_target
+    from cuzk.arith.jit import get_target
 
-    return get_target(target).load("cuzk.bn254.batch_ops")
+    return get_target(target).load("cuzk.arith.batch_ops")
 
 
 def __getattr__(name):
     if name in _CONVERT:
-        value = getattr(importlib.import_module("cuzk.bn254.convert"), name)
+        value = getattr(importlib.import_module("cuzk.arith.convert"), name)
     elif name in _FIELD or name in _CURVE:
-        convert = importlib.import_module("cuzk.bn254.convert")
+        convert = importlib.import_module("cuzk.arith.convert")
         module = importlib.import_module(
-            "cuzk.bn254.field" if name in _FIELD else "cuzk.bn254.curve"
+            "cuzk.arith.field" if name in _FIELD else "cuzk.arith.curve"
         )
         value = convert.python_level(getattr(module, name))
     elif name == "G1":  # the generators as Montgomery affine points
-        value = importlib.import_module("cuzk.bn254.convert").g1_from_ints(G1_GENERATOR)
+        value = importlib.import_module("cuzk.arith.convert").g1_from_ints(G1_GENERATOR)
     elif name == "G2":
-        value = importlib.import_module("cuzk.bn254.convert").g2_from_ints(G2_GENERATOR)
+        value = importlib.import_module("cuzk.arith.convert").g2_from_ints(G2_GENERATOR)
     else:
-        raise AttributeError(f"module 'cuzk.bn254' has no attribute {name!r}")
+        raise AttributeError(f"module 'cuzk.arith' has no attribute {name!r}")
     globals()[name] = value
     return value

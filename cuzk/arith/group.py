@@ -5,11 +5,11 @@ G1: y^2 = x^3 + 3 over Fq.  G2: y^2 = x^3 + b' over Fq2, b' = 3/(9+u) (the sexti
 Both are short Weierstrass curves with a = 0, so every formula is the same over the two
 coordinate fields; a build binds its field's operations as module constants (``f_mul`` is
 ``fq_mul`` in the G1 build, ``fq2_mul`` in the G2 build), and Numba compiles them straight
-through. Load a build with ``T.load("cuzk.bn254.group", group="g1")`` (or "g2"); see
-"Parametrized builds" in cuzk.jit. ``cuzk.bn254.curve`` holds the two builds of each target
+through. Load a build with ``T.load("cuzk.arith.group", group="g1")`` (or "g2"); see
+"Parametrized builds" in cuzk.arith.jit. ``cuzk.arith.curve`` holds the two builds of each target
 and the flat names (g1_add, g2_add, ...) the rest of the code uses.
 
-Representations (all coordinates Montgomery-form field elements, see cuzk.bn254.field):
+Representations (all coordinates Montgomery-form field elements, see cuzk.arith.field):
 - affine point: (x, y). The point at infinity in affine form is (0, 0), exactly as snarkjs
   stores it (all-zero bytes); (0, 0) is not on either curve (b != 0), so no clash.
 - Jacobian point: (X, Y, Z) meaning x = X/Z^2, y = Y/Z^3; infinity iff Z == 0 (``inf()``
@@ -26,13 +26,13 @@ P = -Q) are caught by explicit branches here.
 
 import numpy as np
 
-from cuzk.bn254.constants import G1_B_MONT, G2_B_MONT, Q_ONE, ZERO
-from cuzk.jit import building
+from cuzk.arith.constants import G1_B_MONT, G2_B_MONT, Q_ONE, ZERO
+from cuzk.arith.jit import building
 
 T = building()
 device_fn = T.device_fn
 row_fn = T.row_fn
-F = T.load("cuzk.bn254.field")
+F = T.load("cuzk.arith.field")
 GROUP = T.param("group")
 
 if GROUP == "g1":  # coordinates in Fq
@@ -50,14 +50,14 @@ elif GROUP == "g2":  # coordinates in Fq2
     F_ZERO, F_ONE = (ZERO, ZERO), (Q_ONE, ZERO)
     CURVE_B = G2_B_MONT
 else:
-    raise ValueError(f"cuzk.bn254.group: group must be 'g1' or 'g2', not {GROUP!r}")
+    raise ValueError(f"cuzk.arith.group: group must be 'g1' or 'g2', not {GROUP!r}")
 
 COORD_LIMBS = 4 if GROUP == "g1" else 8  # uint64 limbs per coordinate
 AFFINE_WIDTH = 2 * COORD_LIMBS  # row width of an affine point
 JACOBIAN_WIDTH = 3 * COORD_LIMBS  # row width of a Jacobian point
 ONE_BIT = np.uint64(1)
 
-# The routines every build defines, in the order cuzk.bn254.curve exports them.
+# The routines every build defines, in the order cuzk.arith.curve exports them.
 ROUTINES = (
     "inf is_inf affine_is_inf from_affine to_affine neg neg_affine dbl add add_mixed eq mul "
     "is_on_curve_affine load_affine store_affine load store"

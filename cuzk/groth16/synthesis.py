@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from cuzk.bn254 import field as F
+from cuzk.arith import field as F
 
 
 @njit(cache=True, nogil=True)

@@ -1,5 +1,5 @@
 """The snarkjs-compatible Groth16 prover, cut into synthesize → prove_start → prove_finish, and
-its verifier (cuzk.prover.verifier, `cuzk verify`)."""
+its verifier (cuzk.groth16.verifier, `cuzk verify`)."""
 
 # OPENBLAS_NUM_THREADS=1 is set in cuzk/__init__.py, before any numpy import.
 
@@ -22,8 +22,8 @@ def configure(options: dict) -> None:
 
 def verify(vk, public, proof) -> bool:
     """Check a Proof from prove_finish against `ProvingKey.verification_key()` (the engine's
-    self-verification; cuzk.prover.verifier does the pairing check)."""
-    from cuzk.prover.verifier import verify as verify_json
+    self-verification; cuzk.groth16.verifier does the pairing check)."""
+    from cuzk.groth16.verifier import verify as verify_json
 
     return verify_json(vk, public, proof.to_json())
 

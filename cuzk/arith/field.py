@@ -5,14 +5,14 @@ R = 2^256) unless a name says "plain". Tuples stay in registers inside hot loops
 arrays per call cost 4x). An Fq2 element is a pair of Fq elements (c0, c1) meaning c0 + c1*u,
 u^2 = -1.
 
-Every function here is a device function of the target being built (see cuzk.jit): import
-this module normally for the CPU build, or ``get_target("cuda").load("cuzk.bn254.field")``
+Every function here is a device function of the target being built (see cuzk.arith.jit): import
+this module normally for the CPU build, or ``get_target("cuda").load("cuzk.arith.field")``
 for the CUDA build. Inputs must be reduced (< p); outputs are reduced.
 """
 
 import numpy as np
 
-from cuzk.bn254.constants import (
+from cuzk.arith.constants import (
     PLAIN_ONE,
     Q_INV,
     Q_LIMBS,
@@ -26,7 +26,7 @@ from cuzk.bn254.constants import (
     R_R2,
     ZERO,
 )
-from cuzk.jit import building
+from cuzk.arith.jit import building
 
 T = building()
 device_fn = T.device_fn
@@ -83,7 +83,7 @@ def mont_mul_cios(a, b, p, inv):
 
 
 # The target's assembly multiplication for BN254's two moduli, where it has one (the CPU build
-# on x86-64 with BMI2 and ADX: cuzk.bn254.limbs.x86_mont_mul), else None.
+# on x86-64 with BMI2 and ADX: cuzk.arith.limbs.x86_mont_mul), else None.
 _fq_mul_asm = T.mont_mul_asm(Q_LIMBS, Q_INV)
 _fr_mul_asm = T.mont_mul_asm(R_LIMBS, R_INV)
 

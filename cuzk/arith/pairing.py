@@ -17,7 +17,7 @@ match snarkjs's (its vk_alphabeta_12) exactly.
 Miller loop: Q stays on the twist in homogeneous projective coordinates (X : Y : Z); the line
 functions are the D-type twist formulas of Aranha, Karabina, Longa, Gebotys and Lopez, "Faster
 explicit formulas for computing pairings over ordinary curves" (Eurocrypt 2011), evaluated at
-the affine P, giving sparse Fq12 elements l0 + l1 w + l3 w^3 (cuzk.bn254.fq12.fq12_mul_line).
+the affine P, giving sparse Fq12 elements l0 + l1 w + l3 w^3 (cuzk.arith.fq12.fq12_mul_line).
 Factors in proper subfields of Fq12 (vertical lines, Fq2 scalings of a line) are dropped: the
 final exponentiation sends them to 1. The loop runs over the non-adjacent form of 6x + 2.
 
@@ -30,14 +30,14 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from cuzk.bn254.constants import FQ_MODULUS, FR_MODULUS, G2_B, MONT_R, Q_ONE
+from cuzk.arith.constants import FQ_MODULUS, FR_MODULUS, G2_B, MONT_R, Q_ONE
+from cuzk.arith.jit import building
 from cuzk.formats.limbs import int_to_limb_tuple
-from cuzk.jit import building
 
 T = building()
 device_fn = T.device_fn
-F = T.load("cuzk.bn254.field")
-K = T.load("cuzk.bn254.fq12")
+F = T.load("cuzk.arith.field")
+K = T.load("cuzk.arith.fq12")
 
 fq_mul, fq_neg, is_zero, fq2_is_zero = F.fq_mul, F.fq_neg, F.is_zero, F.fq2_is_zero
 fq2_add, fq2_sub, fq2_dbl, fq2_neg = F.fq2_add, F.fq2_sub, F.fq2_dbl, F.fq2_neg
