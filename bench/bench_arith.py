@@ -317,13 +317,22 @@ def targets(get) -> list[dict]:
     """Issue #2's target: one Fq multiplication in <= 20 ns on one core. get(profile) -> result."""
     arith = get()
     fq = find_row(arith and arith.get("cpu"), op="fq_mul")
-    return [target(
-        "Fq multiplication, one core", "#2", 20.0, "ns",
-        fq and fq.get("one_core_cpu_ns"),
-        note=fq and ("CPU time per product, four interleaved chains on one core; wall clock "
-                     f"{fmt(fq.get('one_core_ns'))} ns (best {fmt(fq.get('one_core_min_ns'))})"
-                     f", CPU time / wall time {fmt(fq.get('cores_used'))}"),
-        suite="arith")]
+    return [
+        target(
+            "Fq multiplication, one core",
+            "#2",
+            20.0,
+            "ns",
+            fq and fq.get("one_core_cpu_ns"),
+            note=fq
+            and (
+                "CPU time per product, four interleaved chains on one core; wall clock "
+                f"{fmt(fq.get('one_core_ns'))} ns (best {fmt(fq.get('one_core_min_ns'))})"
+                f", CPU time / wall time {fmt(fq.get('cores_used'))}"
+            ),
+            suite="arith",
+        )
+    ]
 
 
 def plot(name, entry, res, img):
@@ -331,10 +340,16 @@ def plot(name, entry, res, img):
     if not rows:
         return []
     fig, (ax,) = P.figure("Field and curve operations, ns per operation, CPU", entry)
-    P.bars(ax, [r["op"] for r in rows],
-           {"one core, wall": [r.get("one_core_ns") for r in rows],
+    P.bars(
+        ax,
+        [r["op"] for r in rows],
+        {
+            "one core, wall": [r.get("one_core_ns") for r in rows],
             "one core, CPU time": [r.get("one_core_cpu_ns") for r in rows],
-            "all cores, CPU time per core": [r.get("per_core_cpu_ns") for r in rows]}, log=True)
+            "all cores, CPU time per core": [r.get("per_core_cpu_ns") for r in rows],
+        },
+        log=True,
+    )
     ax.axhline(20.0, color="crimson", linestyle="--", label="target 20 ns (mul)")
     ax.set_ylabel("ns")
     ax.legend(fontsize=7)

@@ -53,9 +53,15 @@ def _per_call(fn, number: int, repeat: int) -> tuple[float, float]:
 def _board(n_slots: int, jobs: int = 16, parts: int = 10) -> Board:
     dev, fin = n_slots // 2, n_slots // 4
     syn = n_slots - dev - fin
-    b = Board.create(f"{S.L.NAME_PREFIX}bench-{os.getpid()}-{secrets.token_hex(3)}",
-                     instance="bench", device_slots=dev, finalizer_slots=fin, synth_slots=syn,
-                     job_rows=64, max_partitions=32)
+    b = Board.create(
+        f"{S.L.NAME_PREFIX}bench-{os.getpid()}-{secrets.token_hex(3)}",
+        instance="bench",
+        device_slots=dev,
+        finalizer_slots=fin,
+        synth_slots=syn,
+        job_rows=64,
+        max_partitions=32,
+    )
     for i in range(dev):
         b.devices.register(i, ordinal=i % 8)
     for i in range(fin):
@@ -69,8 +75,17 @@ def _board(n_slots: int, jobs: int = 16, parts: int = 10) -> Board:
     for i in range(0, min(dev, jobs * parts), 2):
         b.claim_device(i, f"job-{(i // parts) % jobs}", i % parts)
     b.set_memory(64 << 30, 40 << 30, {"abc": 30 << 30, "srs": 10 << 30})
-    b.set_keys([{"key_id": "porep-32g", "bytes": 1 << 30, "devices": ["cuda:0"],
-                 "last_used_secs_ago": 1.0, "evictable": False}])
+    b.set_keys(
+        [
+            {
+                "key_id": "porep-32g",
+                "bytes": 1 << 30,
+                "devices": ["cuda:0"],
+                "last_used_secs_ago": 1.0,
+                "evictable": False,
+            }
+        ]
+    )
     return b
 
 
@@ -105,15 +120,25 @@ def bench_writes(profile: str) -> list[dict]:
             ("heartbeat", lambda: d.heartbeat(1), 1),
             ("claim + handoff + end", handoff, 4),
             ("stale end (counted under the flock)", lambda: d.end(stale), 1),
-            ("partition_set (flock)", lambda: b.partition_set("job-0", 5, "synth_done",
-                                                              synth_ms=1.0), 1),
+            (
+                "partition_set (flock)",
+                lambda: b.partition_set("job-0", 5, "synth_done", synth_ms=1.0),
+                1,
+            ),
             ("count_completed (flock)", lambda: b.count_completed("porep-c2"), 1),
         ]
         for name, fn, writes in cases:
             n = number if "flock" not in name else max(number // 5, 100)
             cpu, wall = _per_call(fn, n, repeat)
-            rows.append({"operation": name, "record_writes": writes, "us_per_call": cpu,
-                         "us_per_record_write": cpu / writes, "wall_us_per_call": wall})
+            rows.append(
+                {
+                    "operation": name,
+                    "record_writes": writes,
+                    "us_per_call": cpu,
+                    "us_per_record_write": cpu / writes,
+                    "wall_us_per_call": wall,
+                }
+            )
         return rows
     finally:
         _close(b)
@@ -136,12 +161,17 @@ def _snapshot_row(n: int, number: int, repeat: int) -> dict:
         todict = _per_call(lambda: b.snapshot().to_dict(), max(number // 20, 20), repeat)
         snap = b.snapshot()
         assert snap.consistent and snap.invariant_violations() == []
-        return {"slots": n,
-                "records": n + sum(len(j.partitions) + 1 for j in snap.jobs) + 3,
-                "snapshot_us": steady[0], "after_one_write_us": one[0] - hb[0],
-                "all_checks_us": full[0], "no_checks_us": nov[0],
-                "with_to_dict_us": todict[0], "wall_snapshot_us": steady[1],
-                "meets_20us": steady[0] <= TARGET_SNAPSHOT_US}
+        return {
+            "slots": n,
+            "records": n + sum(len(j.partitions) + 1 for j in snap.jobs) + 3,
+            "snapshot_us": steady[0],
+            "after_one_write_us": one[0] - hb[0],
+            "all_checks_us": full[0],
+            "no_checks_us": nov[0],
+            "with_to_dict_us": todict[0],
+            "wall_snapshot_us": steady[1],
+            "meets_20us": steady[0] <= TARGET_SNAPSHOT_US,
+        }
     finally:
         _close(b)
 
@@ -153,18 +183,28 @@ def bench_snapshots(profile: str) -> list[dict]:
 def bench_under_load(profile: str) -> dict:
     """Snapshots of a 64-slot board while 2 writer processes x 2 threads run flat out."""
     ctx = mp.get_context("spawn")
-    b = Board.create(f"{S.L.NAME_PREFIX}bench-{os.getpid()}-{secrets.token_hex(3)}",
-                     instance="bench-load", device_slots=32, finalizer_slots=16,
-                     synth_slots=16, job_rows=64, max_partitions=32)
+    b = Board.create(
+        f"{S.L.NAME_PREFIX}bench-{os.getpid()}-{secrets.token_hex(3)}",
+        instance="bench-load",
+        device_slots=32,
+        finalizer_slots=16,
+        synth_slots=16,
+        job_rows=64,
+        max_partitions=32,
+    )
     stop, results = ctx.Event(), ctx.Queue()
-    procs = [ctx.Process(target=drill.writer_main, args=(b.name, i, 2, stop, results, i, 10, 0))
-             for i in range(2)]
+    procs = [
+        ctx.Process(target=drill.writer_main, args=(b.name, i, 2, stop, results, i, 10, 0))
+        for i in range(2)
+    ]
     try:
         for p in procs:
             p.start()
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and sum(
-                v.state != "empty" for v in b.snapshot().devices) < 4:
+        while (
+            time.monotonic() < deadline
+            and sum(v.state != "empty" for v in b.snapshot().devices) < 4
+        ):
             time.sleep(0.05)
         # CPU time per snapshot, averaged over batches of 50 (a clock read per snapshot would
         # cost more than some snapshots); the invariant is checked outside the timed batches
@@ -189,19 +229,32 @@ def bench_under_load(profile: str) -> dict:
                 p.join()
         _close(b)
     writes = sum(c["writes"] for _, c in counts)
-    return {"snapshots": n, "consistent_fraction": ok / max(1, n),
-            "mean_attempts": statistics.fmean(attempts) if attempts else None,
-            "max_attempts": max(attempts) if attempts else None,
-            "median_batch_us": statistics.median(cpu) if cpu else None,
-            "worst_batch_us": max(cpu) if cpu else None,
-            "writer_record_writes_per_s": writes / LOAD_SECONDS[profile]}
+    return {
+        "snapshots": n,
+        "consistent_fraction": ok / max(1, n),
+        "mean_attempts": statistics.fmean(attempts) if attempts else None,
+        "max_attempts": max(attempts) if attempts else None,
+        "median_batch_us": statistics.median(cpu) if cpu else None,
+        "worst_batch_us": max(cpu) if cpu else None,
+        "writer_record_writes_per_s": writes / LOAD_SECONDS[profile],
+    }
 
 
 def run(profile: str = "quick") -> dict:
     load1 = os.getloadavg()[0]
     writes = bench_writes(profile)
-    print(table(writes, ["operation", "record_writes", "us_per_call", "us_per_record_write",
-                         "wall_us_per_call"]))
+    print(
+        table(
+            writes,
+            [
+                "operation",
+                "record_writes",
+                "us_per_call",
+                "us_per_record_write",
+                "wall_us_per_call",
+            ],
+        )
+    )
     snaps = bench_snapshots(profile)
     print(table(snaps))
     load = bench_under_load(profile)
@@ -210,11 +263,16 @@ def run(profile: str = "quick") -> dict:
     pair = next(r for r in writes if r["operation"] == "claim + end")
     s64 = next((r for r in snaps if r["slots"] == 64), None)
     summary = {
-        "claim_us": claim["us_per_call"], "end_us": pair["us_per_call"] - claim["us_per_call"],
+        "claim_us": claim["us_per_call"],
+        "end_us": pair["us_per_call"] - claim["us_per_call"],
         "us_per_slot_write": pair["us_per_record_write"],
         "snapshot_64_us": s64["snapshot_us"] if s64 else None,
-        "target_write_us": TARGET_WRITE_US, "target_snapshot_us": TARGET_SNAPSHOT_US,
-        "load1_before": load1, "load1_after": os.getloadavg()[0], "cpus": os.cpu_count()}
+        "target_write_us": TARGET_WRITE_US,
+        "target_snapshot_us": TARGET_SNAPSHOT_US,
+        "load1_before": load1,
+        "load1_after": os.getloadavg()[0],
+        "cpus": os.cpu_count(),
+    }
     print(table([summary]))
     return {"summary": summary, "writes": writes, "snapshots": snaps, "under_load": load}
 
@@ -225,11 +283,25 @@ def run(profile: str = "quick") -> dict:
 def targets(get) -> list[dict]:
     """Issue #5's targets: one record write <= 1 µs, a consistent 64-slot snapshot <= 20 µs."""
     summ = (get() or {}).get("summary") or {}
-    return [target("board: one record write", "#5", 1.0, "µs",
-                   summ.get("us_per_slot_write"), suite="board",
-                   note="per sequenced record write in claim + end"),
-            target("board: consistent 64-slot snapshot", "#5", 20.0, "µs",
-                   summ.get("snapshot_64_us"), suite="board")]
+    return [
+        target(
+            "board: one record write",
+            "#5",
+            1.0,
+            "µs",
+            summ.get("us_per_slot_write"),
+            suite="board",
+            note="per sequenced record write in claim + end",
+        ),
+        target(
+            "board: consistent 64-slot snapshot",
+            "#5",
+            20.0,
+            "µs",
+            summ.get("snapshot_64_us"),
+            suite="board",
+        ),
+    ]
 
 
 def plot(name, entry, res, img):
@@ -239,16 +311,28 @@ def plot(name, entry, res, img):
         return []
     fig, (ax, bx) = P.figure("Status board costs", entry, ncols=2, width=5.2)
     if writes:
-        P.bars(ax, [r["operation"] for r in writes],
-               {"µs per call": [r.get("us_per_call") for r in writes],
-                "µs per record write": [r.get("us_per_record_write") for r in writes]})
+        P.bars(
+            ax,
+            [r["operation"] for r in writes],
+            {
+                "µs per call": [r.get("us_per_call") for r in writes],
+                "µs per record write": [r.get("us_per_record_write") for r in writes],
+            },
+        )
         ax.axhline(1.0, color="crimson", linestyle="--", label="target 1 µs per write")
         ax.set_ylabel("µs")
         ax.legend(fontsize=6.5)
     if snaps:
-        P.lines(bx, snaps, "slots", ["snapshot_us", "no_checks_us"],
-                labels={"snapshot_us": "consistent snapshot",
-                        "no_checks_us": "copy + unpack, no re-check"})
+        P.lines(
+            bx,
+            snaps,
+            "slots",
+            ["snapshot_us", "no_checks_us"],
+            labels={
+                "snapshot_us": "consistent snapshot",
+                "no_checks_us": "copy + unpack, no re-check",
+            },
+        )
         bx.axhline(20.0, color="crimson", linestyle="--", label="target 20 µs at 64 slots")
         bx.set_xscale("log", base=2)
         bx.set_xlabel("device slots")

@@ -33,14 +33,18 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # profile -> pipeline settings: jobs x partitions, stage seconds, processes
 PIPELINE = {
-    "smoke": dict(jobs=2, parts=8, synth=0.02, start=0.01, finish=0.01, devices="cpu:1",
-                  synth_workers=3),
-    "quick": dict(jobs=10, parts=16, synth=0.04, start=0.02, finish=0.02, devices="cpu:2",
-                  synth_workers=6),
-    "full": dict(jobs=12, parts=16, synth=0.04, start=0.02, finish=0.02, devices="cpu:2",
-                 synth_workers=6),
-    "gpu": dict(jobs=6, parts=16, synth=0.04, start=0.02, finish=0.02, devices="cpu:2",
-                synth_workers=6),
+    "smoke": dict(
+        jobs=2, parts=8, synth=0.02, start=0.01, finish=0.01, devices="cpu:1", synth_workers=3
+    ),
+    "quick": dict(
+        jobs=10, parts=16, synth=0.04, start=0.02, finish=0.02, devices="cpu:2", synth_workers=6
+    ),
+    "full": dict(
+        jobs=12, parts=16, synth=0.04, start=0.02, finish=0.02, devices="cpu:2", synth_workers=6
+    ),
+    "gpu": dict(
+        jobs=6, parts=16, synth=0.04, start=0.02, finish=0.02, devices="cpu:2", synth_workers=6
+    ),
 }
 REAL = {
     "smoke": dict(circuit="fixture:toyhash", jobs=1, parts=4, devices="cpu:1", synth_workers=1),
@@ -150,12 +154,16 @@ def _run_engine(cfg, key_path, witnesses, jobs, priority="normal"):
         figs = _device_figures(_intervals(eng, ids), WARMUP_PARTITIONS)
         figs["board_busy_fraction"] = _board_fraction(samples, figs.pop("windows"))
         parts = [p for r in results for p in r["partitions"]]
-        figs.update(wall_s=wall, partitions=len(parts), throughput_pps=len(parts) / wall,
-                    load_avg=round(os.getloadavg()[0], 1),
-                    synth_ms=statistics.median(p["synth_ms"] for p in parts),
-                    gpu_ms=statistics.median(p["gpu_ms"] for p in parts),
-                    finalize_ms=statistics.median(p["finalize_ms"] for p in parts),
-                    high_water_bytes=eng.budget.high_water)
+        figs.update(
+            wall_s=wall,
+            partitions=len(parts),
+            throughput_pps=len(parts) / wall,
+            load_avg=round(os.getloadavg()[0], 1),
+            synth_ms=statistics.median(p["synth_ms"] for p in parts),
+            gpu_ms=statistics.median(p["gpu_ms"] for p in parts),
+            finalize_ms=statistics.median(p["finalize_ms"] for p in parts),
+            high_water_bytes=eng.budget.high_water,
+        )
         return figs
     finally:
         eng.stop(drain_deadline=5)
@@ -170,16 +178,27 @@ def pipeline(profile: str) -> dict:
         key = Path(tmp) / "key.json"
         double.write_key(key, n_vars=1 << 10, domain_size=1 << 11)
         ws = [double.make_witness(1 << 10, i) for i in range(s["parts"])]
-        cfg = EngineConfig(devices=s["devices"], synth_workers=s["synth_workers"],
-                           prover="cuzk.testing.prover_double", memory_budget="2GiB",
-                           prover_options={"synth_secs": s["synth"], "start_secs": s["start"],
-                                           "finish_secs": s["finish"]})
+        cfg = EngineConfig(
+            devices=s["devices"],
+            synth_workers=s["synth_workers"],
+            prover="cuzk.testing.prover_double",
+            memory_budget="2GiB",
+            prover_options={
+                "synth_secs": s["synth"],
+                "start_secs": s["start"],
+                "finish_secs": s["finish"],
+            },
+        )
         figs = _run_engine(cfg, key, ws, s["jobs"])
     n_dev = len(cfg.validated().device_names)
     serial = 1.0 / (s["synth"] + s["start"] + s["finish"])
-    figs.update(part="pipeline (double)", devices=s["devices"], serial_pps=serial,
-                vs_serial=figs["throughput_pps"] / serial,
-                **_capacity(figs, n_dev, s["synth_workers"]))
+    figs.update(
+        part="pipeline (double)",
+        devices=s["devices"],
+        serial_pps=serial,
+        vs_serial=figs["throughput_pps"] / serial,
+        **_capacity(figs, n_dev, s["synth_workers"]),
+    )
     return figs
 
 
@@ -190,10 +209,13 @@ def _capacity(figs, n_dev, synth_workers) -> dict:
     device_cap = n_dev / (figs["gpu_ms"] / 1e3)
     synth_cap = synth_workers / (figs["synth_ms"] / 1e3)
     cap = min(device_cap, synth_cap)
-    return {"stage_ms": f"{figs['synth_ms']:.1f}/{figs['gpu_ms']:.1f}/{figs['finalize_ms']:.1f}",
-            "slower_stage": "device" if device_cap <= synth_cap else "synthesis",
-            "slower_stage_pps": cap, "vs_slower_stage": (figs["steady_pps"] or 0) / cap,
-            "run_vs_slower_stage": figs["throughput_pps"] / cap}
+    return {
+        "stage_ms": f"{figs['synth_ms']:.1f}/{figs['gpu_ms']:.1f}/{figs['finalize_ms']:.1f}",
+        "slower_stage": "device" if device_cap <= synth_cap else "synthesis",
+        "slower_stage_pps": cap,
+        "vs_slower_stage": (figs["steady_pps"] or 0) / cap,
+        "run_vs_slower_stage": figs["throughput_pps"] / cap,
+    }
 
 
 def _real_circuit(spec: str) -> dict:
@@ -232,23 +254,41 @@ def real(profile: str) -> dict:
         t_start.append(c - b)
         t_fin.append(d - c)
     serial = n_serial / (time.perf_counter() - t0)
-    cfg = EngineConfig(devices=s["devices"], synth_workers=s["synth_workers"],
-                       memory_budget="8GiB")
+    cfg = EngineConfig(devices=s["devices"], synth_workers=s["synth_workers"], memory_budget="8GiB")
     ws = [files["wtns"]] * s["parts"]
     figs = _run_engine(cfg, files["zkey"], ws, s["jobs"])
     n_dev = len(cfg.validated().device_names)
-    figs.update(part=f"real prover ({s['circuit']}, domain 2^{key.domain_size.bit_length()-1})",
-                devices=s["devices"], serial_pps=serial, vs_serial=figs["throughput_pps"] / serial,
-                serial_stage_ms=f"{statistics.median(t_syn)*1e3:.1f}/"
-                                f"{statistics.median(t_start)*1e3:.1f}/"
-                                f"{statistics.median(t_fin)*1e3:.1f}",
-                **_capacity(figs, n_dev, s["synth_workers"]))
+    figs.update(
+        part=f"real prover ({s['circuit']}, domain 2^{key.domain_size.bit_length() - 1})",
+        devices=s["devices"],
+        serial_pps=serial,
+        vs_serial=figs["throughput_pps"] / serial,
+        serial_stage_ms=f"{statistics.median(t_syn) * 1e3:.1f}/"
+        f"{statistics.median(t_start) * 1e3:.1f}/"
+        f"{statistics.median(t_fin) * 1e3:.1f}",
+        **_capacity(figs, n_dev, s["synth_workers"]),
+    )
     return figs
 
 
-COLUMNS = ["part", "devices", "stage_ms", "partitions", "throughput_pps", "serial_pps",
-           "vs_serial", "slower_stage", "slower_stage_pps", "steady_pps", "vs_slower_stage",
-           "busy_fraction", "board_busy_fraction", "gap_median_ms", "gap_p95_ms", "load_avg"]
+COLUMNS = [
+    "part",
+    "devices",
+    "stage_ms",
+    "partitions",
+    "throughput_pps",
+    "serial_pps",
+    "vs_serial",
+    "slower_stage",
+    "slower_stage_pps",
+    "steady_pps",
+    "vs_slower_stage",
+    "busy_fraction",
+    "board_busy_fraction",
+    "gap_median_ms",
+    "gap_p95_ms",
+    "load_avg",
+]
 
 
 def run(profile: str = "quick") -> dict:
@@ -266,9 +306,11 @@ def run(profile: str = "quick") -> dict:
     p = rows[0]
     return {
         "rows": rows,
-        "targets": {"busy_fraction>=0.97": p["busy_fraction"] >= 0.97,
-                    "gap_median_ms<2": p["gap_median_ms"] < 2.0,
-                    "throughput>=0.9x_slower_stage": p["vs_slower_stage"] >= 0.9},
+        "targets": {
+            "busy_fraction>=0.97": p["busy_fraction"] >= 0.97,
+            "gap_median_ms<2": p["gap_median_ms"] < 2.0,
+            "throughput>=0.9x_slower_stage": p["vs_slower_stage"] >= 0.9,
+        },
     }
 
 
@@ -281,23 +323,52 @@ def targets(get) -> list[dict]:
     rows = (get() or {}).get("rows") or []
     pipe = next((r for r in rows if str(r.get("part", "")).startswith("pipeline")), None)
     out = [
-        target("engine: device busy in steady state", "#7", 0.97, "",
-               pipe and pipe.get("busy_fraction"), upper=False, suite="engine",
-               note=pipe and f"pipeline with the prover double on {pipe.get('devices')}"),
-        target("engine: median idle gap", "#7", 2.0, "ms",
-               pipe and pipe.get("gap_median_ms"), suite="engine",
-               note=pipe and f"p95 {fmt(pipe.get('gap_p95_ms'))} ms"),
-        target("engine: throughput vs the slower stage", "#7", 0.9, "x",
-               pipe and pipe.get("vs_slower_stage"), upper=False, suite="engine",
-               note=pipe and f"pipelined {fmt(pipe.get('vs_serial'))}x the serial baseline"),
+        target(
+            "engine: device busy in steady state",
+            "#7",
+            0.97,
+            "",
+            pipe and pipe.get("busy_fraction"),
+            upper=False,
+            suite="engine",
+            note=pipe and f"pipeline with the prover double on {pipe.get('devices')}",
+        ),
+        target(
+            "engine: median idle gap",
+            "#7",
+            2.0,
+            "ms",
+            pipe and pipe.get("gap_median_ms"),
+            suite="engine",
+            note=pipe and f"p95 {fmt(pipe.get('gap_p95_ms'))} ms",
+        ),
+        target(
+            "engine: throughput vs the slower stage",
+            "#7",
+            0.9,
+            "x",
+            pipe and pipe.get("vs_slower_stage"),
+            upper=False,
+            suite="engine",
+            note=pipe and f"pipelined {fmt(pipe.get('vs_serial'))}x the serial baseline",
+        ),
     ]
     real_row = next((r for r in rows if str(r.get("part", "")).startswith("real")), None)
     if real_row and "vs_serial" in real_row:
-        out.append(target("engine, real prover: throughput vs the slower stage", "#7", 0.9,
-                          "x", real_row.get("vs_slower_stage"), upper=False, suite="engine",
-                          note=f"{real_row.get('part')}: pipelined "
-                               f"{fmt(real_row.get('vs_serial'))}x the serial baseline, busy "
-                               f"{fmt(real_row.get('busy_fraction'))}"))
+        out.append(
+            target(
+                "engine, real prover: throughput vs the slower stage",
+                "#7",
+                0.9,
+                "x",
+                real_row.get("vs_slower_stage"),
+                upper=False,
+                suite="engine",
+                note=f"{real_row.get('part')}: pipelined "
+                f"{fmt(real_row.get('vs_serial'))}x the serial baseline, busy "
+                f"{fmt(real_row.get('busy_fraction'))}",
+            )
+        )
     return out
 
 
@@ -306,17 +377,28 @@ def plot(name, entry, res, img):
     if not rows:
         return []
     fig, (ax,) = P.figure("Engine throughput against the slower stage's capacity", entry)
-    series = {"pipelined (engine), whole run": "throughput_pps",
-              "pipelined, steady state": "steady_pps", "serial baseline": "serial_pps"}
-    P.bars(ax, [str(r.get("part")) for r in rows],
-           {lab: [(r.get(c) or 0) / r["slower_stage_pps"] for r in rows]
-            for lab, c in series.items()})
+    series = {
+        "pipelined (engine), whole run": "throughput_pps",
+        "pipelined, steady state": "steady_pps",
+        "serial baseline": "serial_pps",
+    }
+    P.bars(
+        ax,
+        [str(r.get("part")) for r in rows],
+        {lab: [(r.get(c) or 0) / r["slower_stage_pps"] for r in rows] for lab, c in series.items()},
+    )
     w = 0.8 / len(series)
     for i, r in enumerate(rows):
         for j, c in enumerate(series.values()):
             v = r.get(c) or 0
-            ax.text(i + j * w - 0.4 + w / 2, v / r["slower_stage_pps"] + 0.01,
-                    f"{v:.1f}/s", ha="center", va="bottom", fontsize=6.5)
+            ax.text(
+                i + j * w - 0.4 + w / 2,
+                v / r["slower_stage_pps"] + 0.01,
+                f"{v:.1f}/s",
+                ha="center",
+                va="bottom",
+                fontsize=6.5,
+            )
     ax.axhline(0.9, color="crimson", linestyle="--", label="target 0.9x")
     ax.set_ylabel("x the slower stage's capacity")
     ax.set_ylim(0, 1.45)

@@ -25,8 +25,12 @@ from bench.tables import busy_note, find_row, table, target
 from cuzk.arith import curve as C
 from cuzk.kernels import msm as M
 
-G1_SIZES = {"smoke": [8], "quick": [10, 12, 14, 16], "full": [10, 12, 14, 16, 17, 18],
-            "gpu": [16, 18, 20, 22]}
+G1_SIZES = {
+    "smoke": [8],
+    "quick": [10, 12, 14, 16],
+    "full": [10, 12, 14, 16, 17, 18],
+    "gpu": [16, 18, 20, 22],
+}
 G2_SIZES = {"smoke": [6], "quick": [10, 12], "full": [10, 12, 14, 16], "gpu": [16]}
 REPEATS = {"smoke": 1, "quick": 5, "full": 3, "gpu": 10}
 TARGET_MS = {("cpu", "g1", 16): 200.0, ("cuda", "g1", 20): 20.0}  # issue 3's targets
@@ -65,8 +69,11 @@ def _make_points(group: str, n: int) -> np.ndarray:
         start, step = C.g1_mul(G, _limbs(123456789)), C.g1_mul(G, _limbs(987654321))
         return _g1_rows(_as_u64(start), _as_u64(step), n)
     zero = _limbs(0)
-    G = ((m(G2_GENERATOR[0][0]), m(G2_GENERATOR[0][1])),
-         (m(G2_GENERATOR[1][0]), m(G2_GENERATOR[1][1])), (one, zero))
+    G = (
+        (m(G2_GENERATOR[0][0]), m(G2_GENERATOR[0][1])),
+        (m(G2_GENERATOR[1][0]), m(G2_GENERATOR[1][1])),
+        (one, zero),
+    )
     start, step = C.g2_mul(G, _limbs(123456789)), C.g2_mul(G, _limbs(987654321))
     return _g2_rows(_as_u64(start), _as_u64(step), n)
 
@@ -138,22 +145,41 @@ def _rows(target, group, sizes, repeats):
             pts = place_points(pts, "cuda:0", f"bench-{group}")
         fn(pts, sc)  # warm-up: compile or load the cache
         wall, cpu, best = _measure(lambda pts=pts, sc=sc: fn(pts, sc), repeats)
-        row = {"group": group, "log2n": log_n, "ms": wall, "min_ms": best, "cpu_ms": cpu,
-               "ns_per_point": wall * 1e6 / n, "window": mod.window_bits(n),
-               "cores_used": cpu / wall if wall and target == "cpu" else None,
-               "points_s": gen_s}
+        row = {
+            "group": group,
+            "log2n": log_n,
+            "ms": wall,
+            "min_ms": best,
+            "cpu_ms": cpu,
+            "ns_per_point": wall * 1e6 / n,
+            "window": mod.window_bits(n),
+            "cores_used": cpu / wall if wall and target == "cpu" else None,
+            "points_s": gen_s,
+        }
         target_ms = TARGET_MS.get((target, group, log_n))
         if target_ms:
             row["target_ms"] = target_ms
         rows.append(row)
         cores = f", {row['cores_used']:.2f} cores busy" if row["cores_used"] else ""
-        print(f"  {target} {group} 2^{log_n}: {wall:.1f} ms (min {best:.1f}, CPU {cpu:.1f}), "
-              f"c = {row['window']}{cores}", flush=True)
+        print(
+            f"  {target} {group} 2^{log_n}: {wall:.1f} ms (min {best:.1f}, CPU {cpu:.1f}), "
+            f"c = {row['window']}{cores}",
+            flush=True,
+        )
     return rows
 
 
-COLUMNS = ["group", "log2n", "ms", "min_ms", "cpu_ms", "ns_per_point", "window", "cores_used",
-           "target_ms"]
+COLUMNS = [
+    "group",
+    "log2n",
+    "ms",
+    "min_ms",
+    "cpu_ms",
+    "ns_per_point",
+    "window",
+    "cores_used",
+    "target_ms",
+]
 
 
 def run(profile: str = "quick") -> dict:
@@ -185,13 +211,27 @@ def targets(get) -> list[dict]:
     gmsm = get("gpu")
     g20 = find_row(gmsm and gmsm.get("gpu"), group="g1", log2n=20)
     return [
-        target("MSM G1 2^16, CPU", "#3", 200.0, "ms", g1 and g1.get("ms"),
-               best=g1 and g1.get("min_ms"),
-               note=g1 and busy_note(g1.get("cpu_ms"), g1.get("cores_used")), suite="msm"),
-        target("MSM G1 2^20, GPU", "#3", 20.0, "ms", g20 and g20.get("ms"),
-               best=g20 and g20.get("min_ms"),
-               note=(f"on {gmsm.get('device')}" if gmsm else
-                     "needs a CUDA GPU: `make bench-gpu`"), suite="msm", profile="gpu"),
+        target(
+            "MSM G1 2^16, CPU",
+            "#3",
+            200.0,
+            "ms",
+            g1 and g1.get("ms"),
+            best=g1 and g1.get("min_ms"),
+            note=g1 and busy_note(g1.get("cpu_ms"), g1.get("cores_used")),
+            suite="msm",
+        ),
+        target(
+            "MSM G1 2^20, GPU",
+            "#3",
+            20.0,
+            "ms",
+            g20 and g20.get("ms"),
+            best=g20 and g20.get("min_ms"),
+            note=(f"on {gmsm.get('device')}" if gmsm else "needs a CUDA GPU: `make bench-gpu`"),
+            suite="msm",
+            profile="gpu",
+        ),
     ]
 
 
@@ -205,8 +245,7 @@ def plot(name, entry, res, img):
         P.lines(ax, rows, "log2n", ["ms"], group="group", labels={"ms": "ms"})
         for r in rows:
             if r.get("target_ms"):
-                P.mark_target(ax, r["log2n"], r["target_ms"],
-                              f"target {r['group']} 2^{r['log2n']}")
+                P.mark_target(ax, r["log2n"], r["target_ms"], f"target {r['group']} 2^{r['log2n']}")
         ax.set_xticks(sorted({r["log2n"] for r in rows}))
         ax.set_xlabel("log2 n (points)")
         ax.set_ylabel("ms (median)")

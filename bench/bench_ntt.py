@@ -19,8 +19,12 @@ import numpy as np
 from bench import plots as P
 from bench.tables import busy_note, find_row, table, target
 
-SIZES = {"smoke": [10], "quick": [10, 12, 14, 16], "full": [10, 12, 14, 16, 18, 20],
-         "gpu": [16, 18, 20, 22]}
+SIZES = {
+    "smoke": [10],
+    "quick": [10, 12, 14, 16],
+    "full": [10, 12, 14, 16, 18, 20],
+    "gpu": [16, 18, 20, 22],
+}
 REPEATS = {"smoke": 2, "quick": 7, "full": 5, "gpu": 10}
 TARGET_MS = {("cpu", 16): 15.0, ("cuda", 20): 2.0}  # issue 3's targets for one NTT
 
@@ -72,16 +76,26 @@ def _cpu_rows(sizes, repeats):
         h()
         h_ms, _, _ = _measure(h, max(2, repeats // 2))
         bfly = (1 << (log_n - 1)) * log_n
-        row = {"log2n": log_n, "ntt_ms": fwd, "ntt_min_ms": fwd_min, "intt_ms": inv,
-               "compute_h_ms": h_ms, "ns_per_butterfly": fwd * 1e6 / bfly,
-               "cores_used": fwd_cpu / fwd if fwd else None, "tables_ms": tables_ms,
-               "tables_mib": tables.nbytes / 2**20}
+        row = {
+            "log2n": log_n,
+            "ntt_ms": fwd,
+            "ntt_min_ms": fwd_min,
+            "intt_ms": inv,
+            "compute_h_ms": h_ms,
+            "ns_per_butterfly": fwd * 1e6 / bfly,
+            "cores_used": fwd_cpu / fwd if fwd else None,
+            "tables_ms": tables_ms,
+            "tables_mib": tables.nbytes / 2**20,
+        }
         target = TARGET_MS.get(("cpu", log_n))
         if target:
             row["target_ms"] = target
         rows.append(row)
-        print(f"  cpu 2^{log_n}: ntt {fwd:.2f} ms (min {fwd_min:.2f}), intt {inv:.2f} ms, "
-              f"H {h_ms:.1f} ms, {row['cores_used']:.2f} cores busy", flush=True)
+        print(
+            f"  cpu 2^{log_n}: ntt {fwd:.2f} ms (min {fwd_min:.2f}), intt {inv:.2f} ms, "
+            f"H {h_ms:.1f} ms, {row['cores_used']:.2f} cores busy",
+            flush=True,
+        )
     return rows
 
 
@@ -99,21 +113,23 @@ def _gpu_rows(sizes, repeats):
         ntt_cuda.ntt(d, inverse=True)
         cuda.synchronize()
         fwd, _, fwd_min = _measure(lambda d=d: ntt_cuda.ntt(d), repeats, cuda.synchronize)
-        inv, _, _ = _measure(lambda d=d: ntt_cuda.ntt(d, inverse=True), repeats,
-                             cuda.synchronize)
+        inv, _, _ = _measure(lambda d=d: ntt_cuda.ntt(d, inverse=True), repeats, cuda.synchronize)
         abc = [cuda.to_device(_random_vector(rng, log_n)) for _ in range(3)]
         ntt_cuda.compute_h(*abc)
-        h_ms, _, _ = _measure(lambda abc=abc: ntt_cuda.compute_h(*abc), repeats,
-                              cuda.synchronize)
-        row = {"log2n": log_n, "ntt_ms": fwd, "ntt_min_ms": fwd_min, "intt_ms": inv,
-               "compute_h_ms": h_ms,
-               "tables_mib": ntt_cuda.device_tables().nbytes / 2**20}
+        h_ms, _, _ = _measure(lambda abc=abc: ntt_cuda.compute_h(*abc), repeats, cuda.synchronize)
+        row = {
+            "log2n": log_n,
+            "ntt_ms": fwd,
+            "ntt_min_ms": fwd_min,
+            "intt_ms": inv,
+            "compute_h_ms": h_ms,
+            "tables_mib": ntt_cuda.device_tables().nbytes / 2**20,
+        }
         target = TARGET_MS.get(("cuda", log_n))
         if target:
             row["target_ms"] = target
         rows.append(row)
-        print(f"  cuda 2^{log_n}: ntt {fwd:.3f} ms, intt {inv:.3f} ms, H {h_ms:.3f} ms",
-              flush=True)
+        print(f"  cuda 2^{log_n}: ntt {fwd:.3f} ms, intt {inv:.3f} ms, H {h_ms:.3f} ms", flush=True)
     return rows
 
 
@@ -121,22 +137,44 @@ def run(profile: str = "quick") -> dict:
     import numba
 
     sizes, repeats = SIZES[profile], REPEATS[profile]
-    result = {"threads": numba.config.NUMBA_NUM_THREADS, "cores": os.cpu_count(),
-              "load_average_before": os.getloadavg()[0]}
+    result = {
+        "threads": numba.config.NUMBA_NUM_THREADS,
+        "cores": os.cpu_count(),
+        "load_average_before": os.getloadavg()[0],
+    }
     if profile == "gpu":
         from numba import cuda
 
         result["device"] = str(cuda.get_current_device().name)
         result["gpu"] = _gpu_rows(sizes, repeats)
-        print(table(result["gpu"], ["log2n", "ntt_ms", "ntt_min_ms", "intt_ms", "compute_h_ms",
-                                    "target_ms"]))
+        print(
+            table(
+                result["gpu"],
+                ["log2n", "ntt_ms", "ntt_min_ms", "intt_ms", "compute_h_ms", "target_ms"],
+            )
+        )
         sizes = SIZES["quick"]
     result["cpu"] = _cpu_rows(sizes, repeats)
-    print(table(result["cpu"], ["log2n", "ntt_ms", "ntt_min_ms", "intt_ms", "compute_h_ms",
-                                "ns_per_butterfly", "cores_used", "target_ms"]))
+    print(
+        table(
+            result["cpu"],
+            [
+                "log2n",
+                "ntt_ms",
+                "ntt_min_ms",
+                "intt_ms",
+                "compute_h_ms",
+                "ns_per_butterfly",
+                "cores_used",
+                "target_ms",
+            ],
+        )
+    )
     result["load_average_after"] = os.getloadavg()[0]
-    print(f"  load average (1 min) {result['load_average_before']:.1f} before, "
-          f"{result['load_average_after']:.1f} after, on {result['cores']} cores")
+    print(
+        f"  load average (1 min) {result['load_average_before']:.1f} before, "
+        f"{result['load_average_after']:.1f} after, on {result['cores']} cores"
+    )
     return result
 
 
@@ -150,13 +188,27 @@ def targets(get) -> list[dict]:
     gntt = get("gpu")
     t20 = find_row(gntt and gntt.get("gpu"), log2n=20)
     return [
-        target("NTT 2^16, CPU", "#3", 15.0, "ms", n16 and n16.get("ntt_ms"),
-               best=n16 and n16.get("ntt_min_ms"),
-               note=n16 and busy_note(None, n16.get("cores_used")), suite="ntt"),
-        target("NTT 2^20, GPU", "#3", 2.0, "ms", t20 and t20.get("ntt_ms"),
-               best=t20 and t20.get("ntt_min_ms"),
-               note=(f"on {gntt.get('device')}" if gntt else
-                     "needs a CUDA GPU: `make bench-gpu`"), suite="ntt", profile="gpu"),
+        target(
+            "NTT 2^16, CPU",
+            "#3",
+            15.0,
+            "ms",
+            n16 and n16.get("ntt_ms"),
+            best=n16 and n16.get("ntt_min_ms"),
+            note=n16 and busy_note(None, n16.get("cores_used")),
+            suite="ntt",
+        ),
+        target(
+            "NTT 2^20, GPU",
+            "#3",
+            2.0,
+            "ms",
+            t20 and t20.get("ntt_ms"),
+            best=t20 and t20.get("ntt_min_ms"),
+            note=(f"on {gntt.get('device')}" if gntt else "needs a CUDA GPU: `make bench-gpu`"),
+            suite="ntt",
+            profile="gpu",
+        ),
     ]
 
 
@@ -167,9 +219,17 @@ def plot(name, entry, res, img):
         if not rows:
             continue
         fig, (ax,) = P.figure(f"NTT over Fr, {part.upper()}: ms by size", entry)
-        P.lines(ax, rows, "log2n", ["ntt_ms", "intt_ms", "compute_h_ms"],
-                labels={"ntt_ms": "NTT", "intt_ms": "inverse NTT",
-                        "compute_h_ms": "compute H (3 iNTT + 3 coset NTT)"})
+        P.lines(
+            ax,
+            rows,
+            "log2n",
+            ["ntt_ms", "intt_ms", "compute_h_ms"],
+            labels={
+                "ntt_ms": "NTT",
+                "intt_ms": "inverse NTT",
+                "compute_h_ms": "compute H (3 iNTT + 3 coset NTT)",
+            },
+        )
         for r in rows:
             if r.get("target_ms"):
                 P.mark_target(ax, r["log2n"], r["target_ms"], f"target 2^{r['log2n']}")

@@ -78,9 +78,14 @@ def _in_process(repeats):
         ("4-pair product == 1 (the Groth16 check)", lambda: PR.pairing_product_is_one(ps4, qs4)),
         ("verify(vk, public, proof), all parsed", lambda: verify(vk, pub, proof)),
         ("verify(...) with proof.json parsed and checked", lambda: verify(vk, pub, proof_json)),
-        ("verify_files(vk, public, proof)", lambda: verify_files(
-            FIXTURE / "verification_key.json", FIXTURE / "public_0.json",
-            FIXTURE / "proof_0.json")),
+        (
+            "verify_files(vk, public, proof)",
+            lambda: verify_files(
+                FIXTURE / "verification_key.json",
+                FIXTURE / "public_0.json",
+                FIXTURE / "proof_0.json",
+            ),
+        ),
     ]
     rows = []
     for name, fn in cases:
@@ -92,15 +97,13 @@ def _in_process(repeats):
 
 def _timed(cmd, env=None) -> tuple[float, int]:
     t0 = time.perf_counter()
-    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=env,
-                       timeout=900)
+    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=env, timeout=900)
     return time.perf_counter() - t0, p.returncode
 
 
 def _commands(repeats):
     """`cuzk verify` and `snarkjs groth16 verify`, whole commands, alternately."""
-    files = [FIXTURE / "verification_key.json", FIXTURE / "public_0.json",
-             FIXTURE / "proof_0.json"]
+    files = [FIXTURE / "verification_key.json", FIXTURE / "public_0.json", FIXTURE / "proof_0.json"]
     entry = Path(sys.executable).with_name("cuzk")
     cuzk_cmd = [entry] if entry.exists() else [sys.executable, "-m", "cuzk.cli"]
     cuzk_cmd += ["verify", *files]
@@ -115,11 +118,11 @@ def _commands(repeats):
             if rc != 0:
                 raise RuntimeError(f"{name} exited {rc} on a valid proof")
             times[name].append(s)
-    rows = [{"command": k, "median_s": statistics.median(v), "min_s": min(v)}
-            for k, v in times.items()]
+    rows = [
+        {"command": k, "median_s": statistics.median(v), "min_s": min(v)} for k, v in times.items()
+    ]
     for row in rows:
-        print(f"  {row['command']}: {row['median_s']:.3f} s (min {row['min_s']:.3f})",
-              flush=True)
+        print(f"  {row['command']}: {row['median_s']:.3f} s (min {row['min_s']:.3f})", flush=True)
     return rows
 
 
@@ -138,23 +141,39 @@ print(t1 - t0, t2 - t1, t3 - t2, ok and ok2)
 
 def _cold_start():
     """First verification in a fresh process: empty Numba cache (compiles), then warm."""
-    code = _COLD.format(vk=str(FIXTURE / "verification_key.json"),
-                        pub=str(FIXTURE / "public_0.json"), proof=str(FIXTURE / "proof_0.json"))
+    code = _COLD.format(
+        vk=str(FIXTURE / "verification_key.json"),
+        pub=str(FIXTURE / "public_0.json"),
+        proof=str(FIXTURE / "proof_0.json"),
+    )
     rows = []
     with tempfile.TemporaryDirectory(prefix="cuzk-numba-cold-") as cache:
         for label in ("empty cache (compile)", "warm cache"):
             env = dict(os.environ, NUMBA_CACHE_DIR=cache)
-            p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                               env=env, timeout=1800, cwd=ROOT)
+            p = subprocess.run(
+                [sys.executable, "-c", code],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=1800,
+                cwd=ROOT,
+            )
             if p.returncode != 0:
                 raise RuntimeError(f"cold-start probe failed:\n{p.stderr}")
             imp, first, second, ok = p.stdout.split()
-            row = {"numba_cache": label, "import_s": float(imp), "first_verify_s": float(first),
-                   "next_verify_ms": float(second) * 1e3, "valid": ok == "True"}
+            row = {
+                "numba_cache": label,
+                "import_s": float(imp),
+                "first_verify_s": float(first),
+                "next_verify_ms": float(second) * 1e3,
+                "valid": ok == "True",
+            }
             rows.append(row)
-            print(f"  {label}: import {row['import_s']:.2f} s, first verify "
-                  f"{row['first_verify_s']:.2f} s, next {row['next_verify_ms']:.1f} ms",
-                  flush=True)
+            print(
+                f"  {label}: import {row['import_s']:.2f} s, first verify "
+                f"{row['first_verify_s']:.2f} s, next {row['next_verify_ms']:.1f} ms",
+                flush=True,
+            )
     return rows
 
 
@@ -163,16 +182,23 @@ def run(profile: str = "quick") -> dict:
     result = {"fixture": str(FIXTURE.relative_to(ROOT)), "target_verify_ms": TARGET_VERIFY_MS}
     result["in_process"] = _in_process(repeats)
     print(table(result["in_process"], ["operation", "median_ms", "min_ms"]))
-    verify_ms = next(r["median_ms"] for r in result["in_process"]
-                     if r["operation"].startswith("verify(...) with proof.json"))
+    verify_ms = next(
+        r["median_ms"]
+        for r in result["in_process"]
+        if r["operation"].startswith("verify(...) with proof.json")
+    )
     result["verify_ms"] = verify_ms
     result["meets_target"] = verify_ms <= TARGET_VERIFY_MS
     result["commands"] = _commands(COMMAND_REPEATS.get(profile, 5))
     print(table(result["commands"], ["command", "median_s", "min_s"]))
     if profile != "smoke":
         result["cold_start"] = _cold_start()
-        print(table(result["cold_start"], ["numba_cache", "import_s", "first_verify_s",
-                                           "next_verify_ms", "valid"]))
+        print(
+            table(
+                result["cold_start"],
+                ["numba_cache", "import_s", "first_verify_s", "next_verify_ms", "valid"],
+            )
+        )
     return result
 
 
@@ -182,9 +208,17 @@ def run(profile: str = "quick") -> dict:
 def targets(get) -> list[dict]:
     """Issue #4's target: verify one proof in <= 50 ms on one core."""
     pairing = get()
-    return [target("verify one proof, one core", "#4", TARGET_VERIFY_MS, "ms",
-                   pairing and pairing.get("verify_ms"), suite="pairing",
-                   note="proof.json parsed and checked, key parsed")]
+    return [
+        target(
+            "verify one proof, one core",
+            "#4",
+            TARGET_VERIFY_MS,
+            "ms",
+            pairing and pairing.get("verify_ms"),
+            suite="pairing",
+            note="proof.json parsed and checked, key parsed",
+        )
+    ]
 
 
 def plot(name, entry, res, img):
@@ -193,8 +227,12 @@ def plot(name, entry, res, img):
         return []
     fig, (ax,) = P.figure("Pairing and verification, ms (one core)", entry)
     ax.barh([r["operation"] for r in rows], [r.get("median_ms") or 0 for r in rows])
-    ax.axvline(res.get("target_verify_ms", 50.0), color="crimson", linestyle="--",
-               label="target: verify <= 50 ms")
+    ax.axvline(
+        res.get("target_verify_ms", 50.0),
+        color="crimson",
+        linestyle="--",
+        label="target: verify <= 50 ms",
+    )
     ax.set_xscale("log")
     ax.tick_params(axis="y", labelsize=6.5)
     ax.set_xlabel("ms (median)")
@@ -205,5 +243,14 @@ def plot(name, entry, res, img):
 if __name__ == "__main__":
     from bench.__main__ import main
 
-    sys.exit(main(["--suite", "pairing", "--no-report", "--profile",
-                   sys.argv[1] if len(sys.argv) > 1 else "quick"]))
+    sys.exit(
+        main(
+            [
+                "--suite",
+                "pairing",
+                "--no-report",
+                "--profile",
+                sys.argv[1] if len(sys.argv) > 1 else "quick",
+            ]
+        )
+    )

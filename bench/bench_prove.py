@@ -40,8 +40,13 @@ from bench.tables import find_row, fmt, table, target
 CIRCUITS = {
     "smoke": [("toyhash", 10)],
     "quick": [("squarechain", 12), ("squarechain", 15), ("toyhash", 15), ("squarechain", 17)],
-    "full": [("squarechain", 12), ("squarechain", 15), ("toyhash", 15), ("squarechain", 17),
-             ("squarechain", 19)],
+    "full": [
+        ("squarechain", 12),
+        ("squarechain", 15),
+        ("toyhash", 15),
+        ("squarechain", 17),
+        ("squarechain", 19),
+    ],
     "gpu": [("squarechain", 16), ("squarechain", 18), ("squarechain", 20)],
 }
 REPEATS = {"smoke": 1, "quick": 3, "full": 5, "gpu": 3}  # rounds of every command
@@ -72,8 +77,7 @@ def _run_measured(cmd) -> tuple[float, float]:
     p.returncode = os.waitstatus_to_exitcode(status)
     text = err.decode(errors="replace")
     if p.returncode != 0:
-        raise RuntimeError(f"{Path(argv[0]).name} failed ({p.returncode}): "
-                           f"{text.strip()[-500:]}")
+        raise RuntimeError(f"{Path(argv[0]).name} failed ({p.returncode}): {text.strip()[-500:]}")
     kib = usage.ru_maxrss
     for line in text.splitlines():
         if line.startswith("cuzk-bench-rss-kib "):
@@ -115,8 +119,10 @@ def find_rapidsnark() -> tuple[str | None, str]:
     on_path = shutil.which("rapidsnark")
     if on_path:
         return on_path, "PATH"
-    return None, ("no rapidsnark: it is not in the package registries; build it from its "
-                  "public source (README.md, 'rapidsnark as a peer') or set RAPIDSNARK")
+    return None, (
+        "no rapidsnark: it is not in the package registries; build it from its "
+        "public source (README.md, 'rapidsnark as a peer') or set RAPIDSNARK"
+    )
 
 
 def _circuit(family: str, log2n: int, profile: str, device: str, rapidsnark: str | None):
@@ -126,14 +132,34 @@ def _circuit(family: str, log2n: int, profile: str, device: str, rapidsnark: str
     files = circuit(family, log2n)
     work = files["zkey"].parent
     cmds = {
-        "cuzk": _cuzk_command() + ["prove", "--device", device, files["zkey"], files["wtns"],
-                                   work / "p_cuzk.json", work / "pub_cuzk.json"],
-        "snarkjs": [BIN / "snarkjs", "groth16", "prove", files["zkey"], files["wtns"],
-                    work / "p_snarkjs.json", work / "pub_snarkjs.json"],
+        "cuzk": _cuzk_command()
+        + [
+            "prove",
+            "--device",
+            device,
+            files["zkey"],
+            files["wtns"],
+            work / "p_cuzk.json",
+            work / "pub_cuzk.json",
+        ],
+        "snarkjs": [
+            BIN / "snarkjs",
+            "groth16",
+            "prove",
+            files["zkey"],
+            files["wtns"],
+            work / "p_snarkjs.json",
+            work / "pub_snarkjs.json",
+        ],
     }
     if rapidsnark:
-        cmds["rapidsnark"] = [rapidsnark, files["zkey"], files["wtns"], work / "p_rs.json",
-                              work / "pub_rs.json"]
+        cmds["rapidsnark"] = [
+            rapidsnark,
+            files["zkey"],
+            files["wtns"],
+            work / "p_rs.json",
+            work / "pub_rs.json",
+        ]
     key = ProvingKey.open(files["zkey"])
     w = load_witness(files["wtns"], key)
     dev = open_device(device)
@@ -155,9 +181,12 @@ def _circuit(family: str, log2n: int, profile: str, device: str, rapidsnark: str
         proof = prove(key, w, dev)
         warm.append(time.perf_counter() - t0)
         phase_runs.append(proof.timings)
-        print(f"  {family} 2^{log2n} round {i + 1}/{rounds}: "
-              + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in times.items())
-              + f", cuzk in process {warm[-1]:.2f} s", flush=True)
+        print(
+            f"  {family} 2^{log2n} round {i + 1}/{rounds}: "
+            + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in times.items())
+            + f", cuzk in process {warm[-1]:.2f} s",
+            flush=True,
+        )
     valid = verify_files(files["vk"], work / "pub_cuzk.json", work / "p_cuzk.json")
     phases = {"circuit": f"{family} 2^{log2n}", "log2n": log2n}
     for name in phase_runs[0]:
@@ -167,34 +196,72 @@ def _circuit(family: str, log2n: int, profile: str, device: str, rapidsnark: str
     smin, smed, smax = _stats(times["snarkjs"])
     wmin, wmed, wmax = _stats(warm)
     info = json.loads(files["info"].read_text())
-    row = {"family": family, "log2n": log2n, "constraints": info.get("constraints"),
-           "key_by": " ".join(str(info.get("setup", "?")).split()[:2]),
-           "cuzk_cmd_s": cmed, "cuzk_min_s": cmin, "cuzk_max_s": cmax,
-           "snarkjs_s": smed, "snarkjs_min_s": smin, "snarkjs_max_s": smax,
-           "cuzk_warm_s": wmed, "cuzk_warm_min_s": wmin, "cuzk_warm_max_s": wmax,
-           "speedup_vs_snarkjs": smed / cmed, "speedup_warm_vs_snarkjs": smed / wmed,
-           "startup_s": cmed - wmed, "cuzk_rss_mib": max(rss["cuzk"]),
-           "snarkjs_rss_mib": max(rss["snarkjs"]), "cuzk_proof_valid": bool(valid)}
+    row = {
+        "family": family,
+        "log2n": log2n,
+        "constraints": info.get("constraints"),
+        "key_by": " ".join(str(info.get("setup", "?")).split()[:2]),
+        "cuzk_cmd_s": cmed,
+        "cuzk_min_s": cmin,
+        "cuzk_max_s": cmax,
+        "snarkjs_s": smed,
+        "snarkjs_min_s": smin,
+        "snarkjs_max_s": smax,
+        "cuzk_warm_s": wmed,
+        "cuzk_warm_min_s": wmin,
+        "cuzk_warm_max_s": wmax,
+        "speedup_vs_snarkjs": smed / cmed,
+        "speedup_warm_vs_snarkjs": smed / wmed,
+        "startup_s": cmed - wmed,
+        "cuzk_rss_mib": max(rss["cuzk"]),
+        "snarkjs_rss_mib": max(rss["snarkjs"]),
+        "cuzk_proof_valid": bool(valid),
+    }
     if rapidsnark:
         rmin, rmed, rmax = _stats(times["rapidsnark"])
-        row.update(rapidsnark_s=rmed, rapidsnark_min_s=rmin, rapidsnark_max_s=rmax,
-                   rapidsnark_rss_mib=max(rss["rapidsnark"]),
-                   speedup_vs_rapidsnark=rmed / cmed,
-                   cmd_vs_rapidsnark=cmed / rmed, warm_vs_rapidsnark=wmed / rmed,
-                   rss_vs_rapidsnark=max(rss["cuzk"]) / max(rss["rapidsnark"]))
-    print(f"  {family} 2^{log2n}: cuzk {cmed:.3f} s (warm {wmed:.3f} s), snarkjs {smed:.3f} s"
-          + (f", rapidsnark {row['rapidsnark_s']:.3f} s: command "
-             f"{row['cmd_vs_rapidsnark']:.2f}x, warm {row['warm_vs_rapidsnark']:.2f}x "
-             "rapidsnark's time" if rapidsnark else "")
-          + ("" if valid else "  PROOF DOES NOT VERIFY"), flush=True)
+        row.update(
+            rapidsnark_s=rmed,
+            rapidsnark_min_s=rmin,
+            rapidsnark_max_s=rmax,
+            rapidsnark_rss_mib=max(rss["rapidsnark"]),
+            speedup_vs_rapidsnark=rmed / cmed,
+            cmd_vs_rapidsnark=cmed / rmed,
+            warm_vs_rapidsnark=wmed / rmed,
+            rss_vs_rapidsnark=max(rss["cuzk"]) / max(rss["rapidsnark"]),
+        )
+    print(
+        f"  {family} 2^{log2n}: cuzk {cmed:.3f} s (warm {wmed:.3f} s), snarkjs {smed:.3f} s"
+        + (
+            f", rapidsnark {row['rapidsnark_s']:.3f} s: command "
+            f"{row['cmd_vs_rapidsnark']:.2f}x, warm {row['warm_vs_rapidsnark']:.2f}x "
+            "rapidsnark's time"
+            if rapidsnark
+            else ""
+        )
+        + ("" if valid else "  PROOF DOES NOT VERIFY"),
+        flush=True,
+    )
     if not valid:
         raise RuntimeError(f"cuzk prove's proof for {family} 2^{log2n} does not verify")
     return row, phases
 
 
-ROW_COLUMNS = ["family", "log2n", "constraints", "cuzk_cmd_s", "cuzk_warm_s", "rapidsnark_s",
-               "snarkjs_s", "cmd_vs_rapidsnark", "warm_vs_rapidsnark", "speedup_vs_snarkjs",
-               "startup_s", "cuzk_rss_mib", "rapidsnark_rss_mib", "snarkjs_rss_mib"]
+ROW_COLUMNS = [
+    "family",
+    "log2n",
+    "constraints",
+    "cuzk_cmd_s",
+    "cuzk_warm_s",
+    "rapidsnark_s",
+    "snarkjs_s",
+    "cmd_vs_rapidsnark",
+    "warm_vs_rapidsnark",
+    "speedup_vs_snarkjs",
+    "startup_s",
+    "cuzk_rss_mib",
+    "rapidsnark_rss_mib",
+    "snarkjs_rss_mib",
+]
 
 
 def run(profile: str = "quick") -> dict:
@@ -208,13 +275,22 @@ def run(profile: str = "quick") -> dict:
     print(table(rows, [c for c in ROW_COLUMNS if any(c in r for r in rows)]))
     print("  per phase, ms (key loaded, median):")
     print(table(phases))
-    rs = {"installed": bool(rapidsnark), "binary": _shown(rapidsnark) if rapidsnark else None,
-          "origin": origin}
+    rs = {
+        "installed": bool(rapidsnark),
+        "binary": _shown(rapidsnark) if rapidsnark else None,
+        "origin": origin,
+    }
     info = PEER_DIR / "BUILD-INFO"
     if rapidsnark and info.exists() and Path(rapidsnark).resolve().parent == PEER_DIR.resolve():
         rs["build"] = info.read_text().strip().splitlines()[:3]
-    return {"device": device, "cuzk_command": " ".join(_shown(c) for c in _cuzk_command()),
-            "rss_method": RSS_METHOD, "rows": rows, "phases_ms": phases, "rapidsnark": rs}
+    return {
+        "device": device,
+        "cuzk_command": " ".join(_shown(c) for c in _cuzk_command()),
+        "rss_method": RSS_METHOD,
+        "rows": rows,
+        "phases_ms": phases,
+        "rapidsnark": rs,
+    }
 
 
 # --- what the report shows: targets, the side-by-side summary and plot -------------------------
@@ -234,27 +310,68 @@ def targets(get) -> list[dict]:
         if r is None and log2n == 19:
             continue  # full profile only
         ok = bool(r and have)
-        note = (f"cuzk {fmt(r['cuzk_cmd_s'])} s, rapidsnark {fmt(r['rapidsnark_s'])} s, "
-                f"snarkjs {fmt(r['snarkjs_s'])} s" if ok else why)
-        out.append(target(f"`cuzk prove` 2^{log2n}, whole command ÷ rapidsnark's", "#16", 1.0,
-                          "x", r.get("cmd_vs_rapidsnark") if ok else None, note=note,
-                          suite="prove"))
-        out.append(target(f"cuzk 2^{log2n}, key loaded (daemon's case) ÷ rapidsnark's command",
-                          "#16", 0.5, "x", r.get("warm_vs_rapidsnark") if ok else None,
-                          note=(f"in process {fmt(r['cuzk_warm_s'])} s" if ok else why),
-                          suite="prove"))
+        note = (
+            f"cuzk {fmt(r['cuzk_cmd_s'])} s, rapidsnark {fmt(r['rapidsnark_s'])} s, "
+            f"snarkjs {fmt(r['snarkjs_s'])} s"
+            if ok
+            else why
+        )
+        out.append(
+            target(
+                f"`cuzk prove` 2^{log2n}, whole command ÷ rapidsnark's",
+                "#16",
+                1.0,
+                "x",
+                r.get("cmd_vs_rapidsnark") if ok else None,
+                note=note,
+                suite="prove",
+            )
+        )
+        out.append(
+            target(
+                f"cuzk 2^{log2n}, key loaded (daemon's case) ÷ rapidsnark's command",
+                "#16",
+                0.5,
+                "x",
+                r.get("warm_vs_rapidsnark") if ok else None,
+                note=(f"in process {fmt(r['cuzk_warm_s'])} s" if ok else why),
+                suite="prove",
+            )
+        )
         if log2n >= 17:
-            out.append(target(f"`cuzk prove` 2^{log2n}, peak RSS ÷ rapidsnark's", "#16", 2.0,
-                              "x", r.get("rss_vs_rapidsnark") if ok else None,
-                              note=(f"{fmt(r['cuzk_rss_mib'])} / "
-                                    f"{fmt(r['rapidsnark_rss_mib'])} MiB" if ok else why),
-                              suite="prove"))
+            out.append(
+                target(
+                    f"`cuzk prove` 2^{log2n}, peak RSS ÷ rapidsnark's",
+                    "#16",
+                    2.0,
+                    "x",
+                    r.get("rss_vs_rapidsnark") if ok else None,
+                    note=(
+                        f"{fmt(r['cuzk_rss_mib'])} / {fmt(r['rapidsnark_rss_mib'])} MiB"
+                        if ok
+                        else why
+                    ),
+                    suite="prove",
+                )
+            )
     return out
 
 
-SUMMARY_COLUMNS = ["family", "log2n", "constraints", "cuzk_cmd_s", "cuzk_warm_s",
-                   "rapidsnark_s", "snarkjs_s", "cmd_vs_rapidsnark", "warm_vs_rapidsnark",
-                   "speedup_vs_snarkjs", "startup_s", "cuzk_rss_mib", "rapidsnark_rss_mib"]
+SUMMARY_COLUMNS = [
+    "family",
+    "log2n",
+    "constraints",
+    "cuzk_cmd_s",
+    "cuzk_warm_s",
+    "rapidsnark_s",
+    "snarkjs_s",
+    "cmd_vs_rapidsnark",
+    "warm_vs_rapidsnark",
+    "speedup_vs_snarkjs",
+    "startup_s",
+    "cuzk_rss_mib",
+    "rapidsnark_rss_mib",
+]
 
 
 def summary(get) -> list[str]:
@@ -262,12 +379,15 @@ def summary(get) -> list[str]:
     prove = get()
     if not (prove and prove.get("rows")):
         return []
-    return ["**`cuzk prove` against rapidsnark and `snarkjs groth16 prove`, whole commands "
-            "alternating on the same files** (seconds, medians; `*_vs_rapidsnark` is cuzk's "
-            "time ÷ rapidsnark's, below 1 is faster; RSS in MiB):", "",
-            table(prove["rows"], [c for c in SUMMARY_COLUMNS
-                                  if any(c in r for r in prove["rows"])]),
-            prose(prove), ""]
+    return [
+        "**`cuzk prove` against rapidsnark and `snarkjs groth16 prove`, whole commands "
+        "alternating on the same files** (seconds, medians; `*_vs_rapidsnark` is cuzk's "
+        "time ÷ rapidsnark's, below 1 is faster; RSS in MiB):",
+        "",
+        table(prove["rows"], [c for c in SUMMARY_COLUMNS if any(c in r for r in prove["rows"])]),
+        prose(prove),
+        "",
+    ]
 
 
 def prose(prove: dict) -> str:
@@ -281,45 +401,56 @@ def prose(prove: dict) -> str:
     def span(xs):
         return f"{fmt(xs[0])}x" if len(xs) == 1 else f"{fmt(min(xs))}x to {fmt(max(xs))}x"
 
-    where = (f"at 2^{lo['log2n']}" if lo is hi
-             else f"from 2^{lo['log2n']} to 2^{hi['log2n']}")
-    text = (f"As a whole command `cuzk prove` is {span(cmd)} "
-            f"{'faster than' if faster else 'the speed of'} `snarkjs groth16 prove` {where}"
-            + ("" if faster else " (below 1: slower)")
-            + f"; with the key already loaded (the daemon's case) {span(warm)}. The command's "
-            "start-up (interpreter, imports, cached kernels, mapping the key), the command's "
-            f"time less the in-process proof's, is about "
-            f"{fmt(statistics.median(r['startup_s'] for r in rows))} s (median over sizes).")
+    where = f"at 2^{lo['log2n']}" if lo is hi else f"from 2^{lo['log2n']} to 2^{hi['log2n']}"
+    text = (
+        f"As a whole command `cuzk prove` is {span(cmd)} "
+        f"{'faster than' if faster else 'the speed of'} `snarkjs groth16 prove` {where}"
+        + ("" if faster else " (below 1: slower)")
+        + f"; with the key already loaded (the daemon's case) {span(warm)}. The command's "
+        "start-up (interpreter, imports, cached kernels, mapping the key), the command's "
+        f"time less the in-process proof's, is about "
+        f"{fmt(statistics.median(r['startup_s'] for r in rows))} s (median over sizes)."
+    )
     rs = prove.get("rapidsnark") or {}
     if not rs.get("installed"):
         return text + " rapidsnark was not built on this machine, so it was not compared."
-    parts = [f"2^{r['log2n']} {r.get('family', '')}: command {fmt(r['cmd_vs_rapidsnark'])}x, "
-             f"in process {fmt(r['warm_vs_rapidsnark'])}x, RSS {fmt(r['rss_vs_rapidsnark'])}x"
-             for r in rows if "cmd_vs_rapidsnark" in r]
-    return text + (" Against rapidsnark, run side by side (cuzk's time ÷ rapidsnark's; below 1 "
-                   "is faster): " + "; ".join(parts) + ".")
+    parts = [
+        f"2^{r['log2n']} {r.get('family', '')}: command {fmt(r['cmd_vs_rapidsnark'])}x, "
+        f"in process {fmt(r['warm_vs_rapidsnark'])}x, RSS {fmt(r['rss_vs_rapidsnark'])}x"
+        for r in rows
+        if "cmd_vs_rapidsnark" in r
+    ]
+    return text + (
+        " Against rapidsnark, run side by side (cuzk's time ÷ rapidsnark's; below 1 "
+        "is faster): " + "; ".join(parts) + "."
+    )
 
 
 def plot(name, entry, res, img):
     rows = res.get("rows") or []
     if not rows:
         return []
-    fig, (ax, bx) = P.figure("cuzk prove vs rapidsnark and snarkjs, same zkey and witness "
-                             "(squaring chain)", entry, ncols=2, width=5.6)
+    fig, (ax, bx) = P.figure(
+        "cuzk prove vs rapidsnark and snarkjs, same zkey and witness (squaring chain)",
+        entry,
+        ncols=2,
+        width=5.6,
+    )
     rows = [r for r in rows if r.get("family", "squarechain") == "squarechain"] or rows
     xs = [r["log2n"] for r in rows]
-    for col, lo, hi, label in (("cuzk_cmd_s", "cuzk_min_s", "cuzk_max_s", "cuzk prove (command)"),
-                               ("snarkjs_s", "snarkjs_min_s", "snarkjs_max_s",
-                                "snarkjs groth16 prove"),
-                               ("cuzk_warm_s", "cuzk_warm_min_s", "cuzk_warm_max_s",
-                                "cuzk, key loaded (in process)"),
-                               ("rapidsnark_s", "rapidsnark_min_s", "rapidsnark_max_s",
-                                "rapidsnark prover (command)")):
+    for col, lo, hi, label in (
+        ("cuzk_cmd_s", "cuzk_min_s", "cuzk_max_s", "cuzk prove (command)"),
+        ("snarkjs_s", "snarkjs_min_s", "snarkjs_max_s", "snarkjs groth16 prove"),
+        ("cuzk_warm_s", "cuzk_warm_min_s", "cuzk_warm_max_s", "cuzk, key loaded (in process)"),
+        ("rapidsnark_s", "rapidsnark_min_s", "rapidsnark_max_s", "rapidsnark prover (command)"),
+    ):
         if not all(col in r for r in rows):
             continue
         ys = [r[col] for r in rows]
-        err = [[max(0.0, r[col] - r.get(lo, r[col])) for r in rows],
-               [max(0.0, r.get(hi, r[col]) - r[col]) for r in rows]]
+        err = [
+            [max(0.0, r[col] - r.get(lo, r[col])) for r in rows],
+            [max(0.0, r.get(hi, r[col]) - r[col]) for r in rows],
+        ]
         ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=label)
     ax.set_yscale("log")
     ax.set_xticks(xs)
@@ -332,11 +463,14 @@ def plot(name, entry, res, img):
         keys = [k for k in phases[0] if k not in ("log2n", "circuit")]
         totals = [sum(float(p.get(k) or 0.0) for k in keys) or 1.0 for p in phases]
         bottom = [0.0] * len(phases)
-        px = [p.get("circuit", f"2^{p['log2n']}").replace("squarechain ", "sq ")
-              .replace("toyhash ", "toy ") for p in phases]
+        px = [
+            p.get("circuit", f"2^{p['log2n']}")
+            .replace("squarechain ", "sq ")
+            .replace("toyhash ", "toy ")
+            for p in phases
+        ]
         for k in keys:
-            vals = [100.0 * float(p.get(k) or 0.0) / t for p, t in zip(phases, totals,
-                                                                         strict=True)]
+            vals = [100.0 * float(p.get(k) or 0.0) / t for p, t in zip(phases, totals, strict=True)]
             bx.bar(px, vals, bottom=bottom, label=k)
             bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
         for i, t in enumerate(totals):

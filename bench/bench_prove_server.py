@@ -40,10 +40,25 @@ def start_daemon(folder: str) -> tuple[subprocess.Popen, str]:
     log_path = os.path.join(folder, "serve.log")
     log = open(log_path, "wb")
     WORK.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.Popen([sys.executable, "-m", "cuzk.cli", "serve", "--listen",
-                             "127.0.0.1:0", "--key-root", str(WORK), "--state-dir",
-                             os.path.join(folder, "state"), "--log-level", "info"],
-                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "cuzk.cli",
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--key-root",
+            str(WORK),
+            "--state-dir",
+            os.path.join(folder, "state"),
+            "--log-level",
+            "info",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     log.close()
     deadline = time.time() + 300
     while time.time() < deadline:
@@ -74,12 +89,26 @@ def _circuit(client, family: str, log2n: int, profile: str, rapidsnark: str | No
 
     files = circuit(family, log2n)
     work = files["zkey"].parent
-    cmds = {"server": _cuzk_command() + ["prove", files["zkey"], files["wtns"],
-                                         work / "p_server.json", work / "pub_server.json",
-                                         "--server", client.server]}
+    cmds = {
+        "server": _cuzk_command()
+        + [
+            "prove",
+            files["zkey"],
+            files["wtns"],
+            work / "p_server.json",
+            work / "pub_server.json",
+            "--server",
+            client.server,
+        ]
+    }
     if rapidsnark:
-        cmds["rapidsnark"] = [rapidsnark, files["zkey"], files["wtns"], work / "p_rs.json",
-                              work / "pub_rs.json"]
+        cmds["rapidsnark"] = [
+            rapidsnark,
+            files["zkey"],
+            files["wtns"],
+            work / "p_rs.json",
+            work / "pub_rs.json",
+        ]
     for cmd in cmds.values():  # untimed: the daemon registers the key; page cache
         _run_measured(cmd)
     times = {k: [] for k in cmds}
@@ -93,31 +122,59 @@ def _circuit(client, family: str, log2n: int, profile: str, rapidsnark: str | No
                 rss.append(mib)
                 j = max(client.jobs(), key=lambda j: j["submitted_at"])
                 jobs.append(j["finished_at"] - j["submitted_at"])
-        print(f"  {family} 2^{log2n} round {i + 1}/{rounds}: "
-              + ", ".join(f"{k} {v[-1]:.3f} s" for k, v in times.items())
-              + f", daemon job {jobs[-1]:.3f} s", flush=True)
+        print(
+            f"  {family} 2^{log2n} round {i + 1}/{rounds}: "
+            + ", ".join(f"{k} {v[-1]:.3f} s" for k, v in times.items())
+            + f", daemon job {jobs[-1]:.3f} s",
+            flush=True,
+        )
     valid = verify_files(files["vk"], work / "pub_server.json", work / "p_server.json")
     smin, smed, smax = _stats(times["server"])
-    row = {"family": family, "log2n": log2n, "server_cmd_s": smed, "server_min_s": smin,
-           "server_max_s": smax, "daemon_job_s": _stats(jobs)[1],
-           "client_s": _stats([t - j for t, j in zip(times["server"], jobs, strict=True)])[1],
-           "client_rss_mib": max(rss), "server_proof_valid": bool(valid)}
+    row = {
+        "family": family,
+        "log2n": log2n,
+        "server_cmd_s": smed,
+        "server_min_s": smin,
+        "server_max_s": smax,
+        "daemon_job_s": _stats(jobs)[1],
+        "client_s": _stats([t - j for t, j in zip(times["server"], jobs, strict=True)])[1],
+        "client_rss_mib": max(rss),
+        "server_proof_valid": bool(valid),
+    }
     if rapidsnark:
         rmin, rmed, rmax = _stats(times["rapidsnark"])
-        row.update(rapidsnark_s=rmed, rapidsnark_min_s=rmin, rapidsnark_max_s=rmax,
-                   server_vs_rapidsnark=smed / rmed)
-    print(f"  {family} 2^{log2n}: cuzk prove --server {smed:.3f} s (daemon "
-          f"{row['daemon_job_s']:.3f} s, client {row['client_s']:.3f} s)"
-          + (f", rapidsnark {row['rapidsnark_s']:.3f} s: {row['server_vs_rapidsnark']:.2f}x"
-             if rapidsnark else "")
-          + ("" if valid else "  PROOF DOES NOT VERIFY"), flush=True)
+        row.update(
+            rapidsnark_s=rmed,
+            rapidsnark_min_s=rmin,
+            rapidsnark_max_s=rmax,
+            server_vs_rapidsnark=smed / rmed,
+        )
+    print(
+        f"  {family} 2^{log2n}: cuzk prove --server {smed:.3f} s (daemon "
+        f"{row['daemon_job_s']:.3f} s, client {row['client_s']:.3f} s)"
+        + (
+            f", rapidsnark {row['rapidsnark_s']:.3f} s: {row['server_vs_rapidsnark']:.2f}x"
+            if rapidsnark
+            else ""
+        )
+        + ("" if valid else "  PROOF DOES NOT VERIFY"),
+        flush=True,
+    )
     if not valid:
         raise RuntimeError(f"cuzk prove --server's proof for {family} 2^{log2n} does not verify")
     return row
 
 
-ROW_COLUMNS = ["family", "log2n", "server_cmd_s", "rapidsnark_s", "server_vs_rapidsnark",
-               "daemon_job_s", "client_s", "client_rss_mib"]
+ROW_COLUMNS = [
+    "family",
+    "log2n",
+    "server_cmd_s",
+    "rapidsnark_s",
+    "server_vs_rapidsnark",
+    "daemon_job_s",
+    "client_s",
+    "client_rss_mib",
+]
 
 
 def run(profile: str = "quick") -> dict:
@@ -134,8 +191,11 @@ def run(profile: str = "quick") -> dict:
         finally:
             stop_daemon(proc)
     print(table(rows, [c for c in ROW_COLUMNS if any(c in r for r in rows)]))
-    return {"rows": rows, "rapidsnark": {"installed": bool(rapidsnark), "origin": origin},
-            "daemon": "cuzk serve on loopback, default devices (profile gpu: every GPU)"}
+    return {
+        "rows": rows,
+        "rapidsnark": {"installed": bool(rapidsnark), "origin": origin},
+        "daemon": "cuzk serve on loopback, default devices (profile gpu: every GPU)",
+    }
 
 
 # --- what the report shows: targets ---------------------------------------------------------------
@@ -154,18 +214,31 @@ def targets(get) -> list[dict]:
         if r is None and log2n == 19:
             continue  # full profile only
         ok = bool(r and have)
-        note = (f"command {fmt(r['server_cmd_s'])} s (daemon {fmt(r['daemon_job_s'])} s, "
-                f"client {fmt(r['client_s'])} s), rapidsnark {fmt(r['rapidsnark_s'])} s"
-                if ok else why)
-        out.append(target(f"`cuzk prove --server` 2^{log2n} (warm daemon), whole command ÷ "
-                          "rapidsnark's", "#16", 1.0, "x",
-                          r.get("server_vs_rapidsnark") if ok else None, note=note,
-                          suite="prove-server"))
+        note = (
+            f"command {fmt(r['server_cmd_s'])} s (daemon {fmt(r['daemon_job_s'])} s, "
+            f"client {fmt(r['client_s'])} s), rapidsnark {fmt(r['rapidsnark_s'])} s"
+            if ok
+            else why
+        )
+        out.append(
+            target(
+                f"`cuzk prove --server` 2^{log2n} (warm daemon), whole command ÷ rapidsnark's",
+                "#16",
+                1.0,
+                "x",
+                r.get("server_vs_rapidsnark") if ok else None,
+                note=note,
+                suite="prove-server",
+            )
+        )
     return out
 
 
 if __name__ == "__main__":
     from bench.__main__ import main
 
-    sys.exit(main(["--suite", "prove-server", "--profile",
-                   sys.argv[1] if len(sys.argv) > 1 else "quick"]))
+    sys.exit(
+        main(
+            ["--suite", "prove-server", "--profile", sys.argv[1] if len(sys.argv) > 1 else "quick"]
+        )
+    )

@@ -30,13 +30,28 @@ from cuzk.testing.simulate import Plan, Simulation
 
 # 64 device slots (8 devices x 8 workers), 8 finalizers, 16 synthesis slots; the job table
 # holds 32 rows, kept full by 32 jobs on the go (a finished one is replaced at once).
-PLAN = Plan(devices=8, workers_per_device=8, finalizers_per_device=1, synth_slots=16,
-            synth_procs=2, active_jobs=32, job_rows=32, max_partitions=16,
-            synth_s=(0.2, 0.6), gpu_s=(1.0, 3.0), finalize_s=(0.1, 0.3), instance="bench-top")
-INTERVAL = 0.25                       # 4 Hz
+PLAN = Plan(
+    devices=8,
+    workers_per_device=8,
+    finalizers_per_device=1,
+    synth_slots=16,
+    synth_procs=2,
+    active_jobs=32,
+    job_rows=32,
+    max_partitions=16,
+    synth_s=(0.2, 0.6),
+    gpu_s=(1.0, 3.0),
+    finalize_s=(0.1, 0.3),
+    instance="bench-top",
+)
+INTERVAL = 0.25  # 4 Hz
 WINDOW = {"smoke": 2.0, "quick": 20.0, "full": 60.0, "gpu": 20.0}
-SIZES = {"smoke": [(160, 50)], "quick": [(160, 50), (80, 24)], "full": [(160, 50), (80, 24)],
-         "gpu": [(160, 50), (80, 24)]}
+SIZES = {
+    "smoke": [(160, 50)],
+    "quick": [(160, 50), (80, 24)],
+    "full": [(160, 50), (80, 24)],
+    "gpu": [(160, 50), (80, 24)],
+}
 WARMUP = 2.0
 
 
@@ -48,11 +63,16 @@ def _measure_top(board: str, width: int, height: int, seconds: float) -> dict:
     env["TERM"] = "xterm-256color"
     proc = subprocess.Popen(
         [sys.executable, "-m", "cuzk.cli", "top", "--board", board, "--interval", str(INTERVAL)],
-        stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=env,
+        start_new_session=True,
+    )
     os.close(slave)
     received = [0]
 
-    def drain():                      # a terminal that reads what top writes
+    def drain():  # a terminal that reads what top writes
         while True:
             try:
                 data = os.read(master, 65536)
@@ -66,7 +86,7 @@ def _measure_top(board: str, width: int, height: int, seconds: float) -> dict:
     reader.start()
     try:
         p = psutil.Process(proc.pid)
-        time.sleep(WARMUP)            # imports, curses set-up, first frames
+        time.sleep(WARMUP)  # imports, curses set-up, first frames
         c0, b0, t0 = p.cpu_times(), received[0], time.perf_counter()
         time.sleep(seconds)
         c1, b1, t1 = p.cpu_times(), received[0], time.perf_counter()
@@ -80,11 +100,17 @@ def _measure_top(board: str, width: int, height: int, seconds: float) -> dict:
         reader.join(timeout=2)
     cpu = (c1.user - c0.user) + (c1.system - c0.system)
     wall = t1 - t0
-    return {"screen": f"{width}x{height}", "load1": round(os.getloadavg()[0], 1),
-            "hz": 1 / INTERVAL, "window_s": round(wall, 2),
-            "cpu_s": round(cpu, 3), "core_pct": 100 * cpu / wall,
-            "ms_per_frame": 1000 * cpu / (wall / INTERVAL),
-            "terminal_kib_per_s": (b1 - b0) / wall / 1024, "exit": proc.returncode}
+    return {
+        "screen": f"{width}x{height}",
+        "load1": round(os.getloadavg()[0], 1),
+        "hz": 1 / INTERVAL,
+        "window_s": round(wall, 2),
+        "cpu_s": round(cpu, 3),
+        "core_pct": 100 * cpu / wall,
+        "ms_per_frame": 1000 * cpu / (wall / INTERVAL),
+        "terminal_kib_per_s": (b1 - b0) / wall / 1024,
+        "exit": proc.returncode,
+    }
 
 
 def _wait_full(name: str, timeout: float = 60.0) -> None:
@@ -95,8 +121,10 @@ def _wait_full(name: str, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             d = b.snapshot().to_dict()
-            if (len(d["pipelines"]) >= PLAN.job_rows
-                    and len(d["gpu_workers"]) == PLAN.devices * PLAN.workers_per_device):
+            if (
+                len(d["pipelines"]) >= PLAN.job_rows
+                and len(d["gpu_workers"]) == PLAN.devices * PLAN.workers_per_device
+            ):
                 return
             time.sleep(0.2)
     finally:
@@ -129,11 +157,14 @@ def _frame_parts(board_name: str, repeats: int) -> dict:
                 render_us.setdefault(f"{w}x{h}", []).append(1e6 * (clock() - t3))
             prev = d
             time.sleep(0.01)
-        return {"slots": len(d["gpu_workers"]) + len(d["finalizers"])
-                + len(d["synthesis"]["workers"]),
-                "device_slots": len(d["gpu_workers"]), "pipelines": len(d["pipelines"]),
-                "snapshot_us": median(snap_us), "to_dict_us": median(dict_us),
-                **{f"render_{k}_us": median(v) for k, v in render_us.items()}}
+        return {
+            "slots": len(d["gpu_workers"]) + len(d["finalizers"]) + len(d["synthesis"]["workers"]),
+            "device_slots": len(d["gpu_workers"]),
+            "pipelines": len(d["pipelines"]),
+            "snapshot_us": median(snap_us),
+            "to_dict_us": median(dict_us),
+            **{f"render_{k}_us": median(v) for k, v in render_us.items()},
+        }
     finally:
         b.close()
 
@@ -141,17 +172,35 @@ def _frame_parts(board_name: str, repeats: int) -> dict:
 def run(profile: str = "quick") -> dict:
     seconds = WINDOW.get(profile, 10.0)
     with Simulation(PLAN) as sim:
-        _wait_full(sim.name)          # writers registered, job table full
+        _wait_full(sim.name)  # writers registered, job table full
         parts = _frame_parts(sim.name, 20 if profile == "smoke" else 100)
         runs = [_measure_top(sim.name, w, h, seconds) for w, h in SIZES.get(profile, [(160, 50)])]
     print(table([parts]))
-    print(table(runs, ["screen", "hz", "window_s", "cpu_s", "core_pct", "ms_per_frame",
-                       "terminal_kib_per_s", "load1"]))
+    print(
+        table(
+            runs,
+            [
+                "screen",
+                "hz",
+                "window_s",
+                "cpu_s",
+                "core_pct",
+                "ms_per_frame",
+                "terminal_kib_per_s",
+                "load1",
+            ],
+        )
+    )
     worst = max(r["core_pct"] for r in runs)
     verdict = "meets" if worst <= 1.0 else "misses"
     print(f"  cuzk top at 4 Hz: {worst:.2f}% of one core at worst ({verdict} the 1% target)")
-    return {"target_core_pct": 1.0, "worst_core_pct": worst, "meets_target": worst <= 1.0,
-            "board": parts, "rows": runs}
+    return {
+        "target_core_pct": 1.0,
+        "worst_core_pct": worst,
+        "meets_target": worst <= 1.0,
+        "board": parts,
+        "rows": runs,
+    }
 
 
 # --- what the report shows: targets and plot ----------------------------------------------------
@@ -160,9 +209,17 @@ def run(profile: str = "quick") -> dict:
 def targets(get) -> list[dict]:
     """Issue #6's target: `cuzk top` at 4 Hz on a big board uses <= 1% of a core."""
     top = get()
-    return [target("`cuzk top` at 4 Hz, 64 slots, 32 pipelines", "#6", 1.0, "% of a core",
-                   top and top.get("worst_core_pct"), suite="top",
-                   note="worst screen size, whole process in a pty")]
+    return [
+        target(
+            "`cuzk top` at 4 Hz, 64 slots, 32 pipelines",
+            "#6",
+            1.0,
+            "% of a core",
+            top and top.get("worst_core_pct"),
+            suite="top",
+            note="worst screen size, whole process in a pty",
+        )
+    ]
 
 
 def plot(name, entry, res, img):
@@ -170,8 +227,9 @@ def plot(name, entry, res, img):
     if not rows:
         return []
     fig, (ax,) = P.figure("`cuzk top` at 4 Hz: share of one core", entry)
-    P.bars(ax, [str(r.get("screen")) for r in rows],
-           {"% of a core": [r.get("core_pct") for r in rows]})
+    P.bars(
+        ax, [str(r.get("screen")) for r in rows], {"% of a core": [r.get("core_pct") for r in rows]}
+    )
     ax.axhline(res.get("target_core_pct", 1.0), color="crimson", linestyle="--", label="target")
     ax.set_ylabel("% of one core")
     ax.legend(fontsize=7)

@@ -59,8 +59,12 @@ def build(log2n: int, log=print) -> tuple[Path, Path]:
     try:
         (tmp / "circuit.circom").write_text(src)
         log(f"  compiling squarechain 2^{log2n} (circom2 --wasm), cached in {WORK}")
-        p = subprocess.run([str(BIN / "circom2"), str(tmp / "circuit.circom"), "--wasm", "-o",
-                            str(tmp)], capture_output=True, text=True, timeout=3600)
+        p = subprocess.run(
+            [str(BIN / "circom2"), str(tmp / "circuit.circom"), "--wasm", "-o", str(tmp)],
+            capture_output=True,
+            text=True,
+            timeout=3600,
+        )
         if p.returncode != 0:
             raise RuntimeError(f"circom2 failed:\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
         (tmp / "input.json").write_text(json.dumps(INPUT))
@@ -74,8 +78,9 @@ def build(log2n: int, log=print) -> tuple[Path, Path]:
 def _command(cmd: list, env=None) -> tuple[float, float]:
     """(wall seconds, peak RSS MiB) of one run of a command; raises if it fails."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen([str(c) for c in cmd], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen(
+        [str(c) for c in cmd], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
+    )
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -127,22 +132,30 @@ def measure_size(log2n: int, rounds: int, log=print) -> dict:
             times.append(time.perf_counter() - t0)
             run.append(calc.timings["run_s"])
             gather.append(calc.timings["gather_s"])
-        if out.tobytes() != theirs.read_bytes()[-circuit.witness_size * 32:]:
+        if out.tobytes() != theirs.read_bytes()[-circuit.witness_size * 32 :]:
             raise RuntimeError(f"2^{log2n}: the in-process witness differs from snarkjs's")
         n = circuit.witness_size
         s_min, s_med, s_max = _stats(s_wall)
         c_min, c_med, c_max = _stats(c_wall)
         inproc = statistics.median(times)
         return {
-            "log2_wires": log2n, "wires": n,
-            "snarkjs_cmd_s": s_med, "snarkjs_cmd_min_s": s_min, "snarkjs_cmd_max_s": s_max,
-            "cuzk_cmd_s": c_med, "cuzk_cmd_min_s": c_min, "cuzk_cmd_max_s": c_max,
+            "log2_wires": log2n,
+            "wires": n,
+            "snarkjs_cmd_s": s_med,
+            "snarkjs_cmd_min_s": s_min,
+            "snarkjs_cmd_max_s": s_max,
+            "cuzk_cmd_s": c_med,
+            "cuzk_cmd_min_s": c_min,
+            "cuzk_cmd_max_s": c_max,
             "cuzk_cmd_vs_snarkjs": c_med / s_med,
             "cuzk_cold_cmd_s": cold,
-            "in_process_s": inproc, "snarkjs_cmd_over_in_process": s_med / inproc,
-            "run_s": statistics.median(run), "gather_s": statistics.median(gather),
+            "in_process_s": inproc,
+            "snarkjs_cmd_over_in_process": s_med / inproc,
+            "run_s": statistics.median(run),
+            "gather_s": statistics.median(gather),
             "gather_ns_per_wire": statistics.median(gather) / n * 1e9,
-            "snarkjs_rss_mib": max(s_rss), "cuzk_rss_mib": max(c_rss),
+            "snarkjs_rss_mib": max(s_rss),
+            "cuzk_rss_mib": max(c_rss),
             "instance_mib": calc.memory_bytes / 2**20,
         }
     finally:
@@ -161,19 +174,27 @@ def host_overhead(n: int) -> dict:
 
     eng = engine()
     store = w.Store(eng)
-    stub = w.Module(eng, w.wat2wasm("""(module (memory (export "memory") 1)
+    stub = w.Module(
+        eng,
+        w.wat2wasm("""(module (memory (export "memory") 1)
       (func (export "getWitness") (param i32))
       (func (export "readSharedRWMemory") (param i32) (result i32) local.get 0)
       (func (export "writeSharedRWMemory") (param i32 i32))
-      (func (export "setInputSignal") (param i32 i32 i32)))"""))
+      (func (export "setInputSignal") (param i32 i32 i32)))"""),
+    )
     x = w.Instance(store, stub, []).exports(store)
-    funcs = [x["getWitness"], x["readSharedRWMemory"], x["writeSharedRWMemory"],
-             x["setInputSignal"]]
+    funcs = [
+        x["getWitness"],
+        x["readSharedRWMemory"],
+        x["writeSharedRWMemory"],
+        x["setInputSignal"],
+    ]
     out = np.ones((n, 4), dtype=np.uint64)  # mapped: the daemon's segment is too
     res = {"values": n}
     for direct in (True, False):
-        hx = w.Instance(store, _helper(eng, direct),
-                        funcs + ([x["memory"]] if direct else [])).exports(store)
+        hx = w.Instance(
+            store, _helper(eng, direct), funcs + ([x["memory"]] if direct else [])
+        ).exports(store)
         hx["memory"].grow(store, n * 32 // PAGE + 1)
         fn = hx["gather_direct" if direct else "gather"]
         args = (store, 0, n, 64) if direct else (store, 0, n)
@@ -193,9 +214,21 @@ def host_overhead(n: int) -> dict:
     return res
 
 
-COLUMNS = ["log2_wires", "wires", "snarkjs_cmd_s", "cuzk_cmd_s", "cuzk_cmd_vs_snarkjs",
-           "cuzk_cold_cmd_s", "in_process_s", "snarkjs_cmd_over_in_process", "run_s",
-           "gather_s", "gather_ns_per_wire", "snarkjs_rss_mib", "cuzk_rss_mib"]
+COLUMNS = [
+    "log2_wires",
+    "wires",
+    "snarkjs_cmd_s",
+    "cuzk_cmd_s",
+    "cuzk_cmd_vs_snarkjs",
+    "cuzk_cold_cmd_s",
+    "in_process_s",
+    "snarkjs_cmd_over_in_process",
+    "run_s",
+    "gather_s",
+    "gather_ns_per_wire",
+    "snarkjs_rss_mib",
+    "cuzk_rss_mib",
+]
 
 
 def _targets_met(rows: list[dict], overhead: dict) -> list[dict]:
@@ -204,13 +237,28 @@ def _targets_met(rows: list[dict], overhead: dict) -> list[dict]:
     if big:
         worst_in = min(r["snarkjs_cmd_over_in_process"] for r in big)
         worst_cmd = max(r["cuzk_cmd_vs_snarkjs"] for r in big)
-        out += [{"target": "in process vs snarkjs command, >= 2^15 wires", "want": ">= 3x",
-                 "measured": f"{worst_in:.1f}x", "met": worst_in >= 3},
-                {"target": "cuzk command vs snarkjs command, >= 2^15 wires", "want": "<= 1.0x",
-                 "measured": f"{worst_cmd:.2f}x", "met": worst_cmd <= 1.0}]
-    out.append({"target": "host overhead per witness value", "want": "<= 50 ns",
-                "measured": f"{overhead['host_overhead_ns']:.1f} ns",
-                "met": overhead["host_overhead_ns"] <= 50})
+        out += [
+            {
+                "target": "in process vs snarkjs command, >= 2^15 wires",
+                "want": ">= 3x",
+                "measured": f"{worst_in:.1f}x",
+                "met": worst_in >= 3,
+            },
+            {
+                "target": "cuzk command vs snarkjs command, >= 2^15 wires",
+                "want": "<= 1.0x",
+                "measured": f"{worst_cmd:.2f}x",
+                "met": worst_cmd <= 1.0,
+            },
+        ]
+    out.append(
+        {
+            "target": "host overhead per witness value",
+            "want": "<= 50 ns",
+            "measured": f"{overhead['host_overhead_ns']:.1f} ns",
+            "met": overhead["host_overhead_ns"] <= 50,
+        }
+    )
     return out
 
 
@@ -224,8 +272,12 @@ def run(profile: str = "quick") -> dict:
     print(table([overhead], list(overhead)))
     met = _targets_met(rows, overhead)
     print(table(met, ["target", "want", "measured", "met"]))
-    return {"rows": rows, "host_overhead": overhead, "targets": met,
-            "circuit": "squarechain (tests/circuits/squarechain.circom), 2^k steps"}
+    return {
+        "rows": rows,
+        "host_overhead": overhead,
+        "targets": met,
+        "circuit": "squarechain (tests/circuits/squarechain.circom), 2^k steps",
+    }
 
 
 # --- what the report shows: targets ---------------------------------------------------------------
@@ -240,13 +292,29 @@ def targets(get) -> list[dict]:
     over = ((witness or {}).get("host_overhead") or {}).get("host_overhead_ns")
     worst_in = min((r["snarkjs_cmd_over_in_process"] for r in rows), default=None)
     worst_cmd = max((r["cuzk_cmd_vs_snarkjs"] for r in rows), default=None)
-    span = (f"2^{rows[0]['log2_wires']}..2^{rows[-1]['log2_wires']} wires, worst size"
-            if rows else "")
+    span = (
+        f"2^{rows[0]['log2_wires']}..2^{rows[-1]['log2_wires']} wires, worst size" if rows else ""
+    )
     return [
-        target("witness in process: snarkjs's command ÷ cuzk's time", "#14", 3.0, "x",
-               worst_in, upper=False, note=span, suite="witness"),
-        target("`cuzk wtns calculate` ÷ `snarkjs wtns calculate`", "#14", 1.0, "x",
-               worst_cmd, note=span, suite="witness"),
+        target(
+            "witness in process: snarkjs's command ÷ cuzk's time",
+            "#14",
+            3.0,
+            "x",
+            worst_in,
+            upper=False,
+            note=span,
+            suite="witness",
+        ),
+        target(
+            "`cuzk wtns calculate` ÷ `snarkjs wtns calculate`",
+            "#14",
+            1.0,
+            "x",
+            worst_cmd,
+            note=span,
+            suite="witness",
+        ),
         target("witness: host overhead per value", "#14", 50.0, "ns", over, suite="witness"),
     ]
 

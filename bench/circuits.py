@@ -32,15 +32,22 @@ BIN = ROOT / ".tools" / "node_modules" / ".bin"
 CIRCUITS = ROOT / "tests" / "circuits"
 PTAU = ROOT / "tests" / "fixtures" / "pot10.ptau"
 PTAU_LOG2 = 10
-FILES = (("r1cs", "circuit.r1cs"), ("zkey", "circuit.zkey"), ("wtns", "witness.wtns"),
-         ("vk", "vk.json"), ("info", "info.json"))
+FILES = (
+    ("r1cs", "circuit.r1cs"),
+    ("zkey", "circuit.zkey"),
+    ("wtns", "witness.wtns"),
+    ("vk", "vk.json"),
+    ("info", "info.json"),
+)
 
 
 def _run(cmd, **kw):
     p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
     if p.returncode != 0:
-        raise RuntimeError(f"{' '.join(map(str, cmd))} failed ({p.returncode}):\n"
-                           f"{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
+        raise RuntimeError(
+            f"{' '.join(map(str, cmd))} failed ({p.returncode}):\n"
+            f"{p.stdout[-2000:]}\n{p.stderr[-2000:]}"
+        )
     return p
 
 
@@ -58,15 +65,19 @@ class Family:
 
     def source(self, log2n: int) -> str:
         src = (CIRCUITS / f"{self.name}.circom").read_text().rsplit("component main", 1)[0]
-        return (src + f"component main {{public [{self.public}]}} = "
-                f"{self.template}({self.steps(log2n)});\n")
+        return (
+            src + f"component main {{public [{self.public}]}} = "
+            f"{self.template}({self.steps(log2n)});\n"
+        )
 
 
 FAMILIES = {
-    "toyhash": Family("toyhash", "ToyHash", "k", lambda k: max(1, 1 << (k - 2)),
-                      {"x": "3", "k": "5"}),
-    "squarechain": Family("squarechain", "SquareChain", "b",
-                          lambda k: max(1, 3 << (k - 2)), {"x": "3", "b": "5"}),
+    "toyhash": Family(
+        "toyhash", "ToyHash", "k", lambda k: max(1, 1 << (k - 2)), {"x": "3", "k": "5"}
+    ),
+    "squarechain": Family(
+        "squarechain", "SquareChain", "b", lambda k: max(1, 3 << (k - 2)), {"x": "3", "b": "5"}
+    ),
 }
 
 
@@ -93,8 +104,11 @@ def circuit(family: str, log2n: int, log=print) -> dict:
     files = {k: d / f for k, f in FILES}
     src = fam.source(log2n)
     circom = d / "circuit.circom"
-    if (all(p.exists() for k, p in files.items() if k != "info") and circom.exists()
-            and circom.read_text() == src):
+    if (
+        all(p.exists() for k, p in files.items() if k != "info")
+        and circom.exists()
+        and circom.read_text() == src
+    ):
         if not files["info"].exists():  # cached before info.json was kept
             _write_info(d, fam, log2n, "unknown (cached before info.json was kept)", {})
         return files
@@ -125,20 +139,45 @@ def _build(d: Path, fam: Family, log2n: int, src: str, log) -> None:
     log(f"  generating {fam.name} 2^{log2n} ({fam.steps(log2n)} steps), cached in {WORK}")
     step("circom2", [BIN / "circom2", d / "circuit.circom", "--r1cs", "--wasm", "-o", d], 3600)
     (d / "input.json").write_text(json.dumps(fam.inputs))
-    step("snarkjs wtns calculate", [BIN / "snarkjs", "wtns", "calculate",
-                                    d / "circuit_js" / "circuit.wasm", d / "input.json",
-                                    d / "witness.wtns"], 3600)
+    step(
+        "snarkjs wtns calculate",
+        [
+            BIN / "snarkjs",
+            "wtns",
+            "calculate",
+            d / "circuit_js" / "circuit.wasm",
+            d / "input.json",
+            d / "witness.wtns",
+        ],
+        3600,
+    )
     if log2n <= PTAU_LOG2 and PTAU.exists():
         setup = "snarkjs groth16 setup (pot10.ptau, no contribution)"
-        step(setup, [BIN / "snarkjs", "groth16", "setup", d / "circuit.r1cs", PTAU,
-                     d / "circuit.zkey"], 3600)
+        step(
+            setup,
+            [BIN / "snarkjs", "groth16", "setup", d / "circuit.r1cs", PTAU, d / "circuit.zkey"],
+            3600,
+        )
     else:
         setup = "cuzk setup (development-only single-party)"
-        step(setup, [sys.executable, "-m", "cuzk.cli", "setup", "-q", d / "circuit.r1cs",
-                     d / "circuit.zkey"], 7200)
-    step("snarkjs zkey export verificationkey", [BIN / "snarkjs", "zkey", "export",
-                                                 "verificationkey", d / "circuit.zkey",
-                                                 d / "vk.json"], 3600)
+        step(
+            setup,
+            [
+                sys.executable,
+                "-m",
+                "cuzk.cli",
+                "setup",
+                "-q",
+                d / "circuit.r1cs",
+                d / "circuit.zkey",
+            ],
+            7200,
+        )
+    step(
+        "snarkjs zkey export verificationkey",
+        [BIN / "snarkjs", "zkey", "export", "verificationkey", d / "circuit.zkey", d / "vk.json"],
+        3600,
+    )
     _write_info(d, fam, log2n, setup, steps)
 
 
@@ -146,7 +185,13 @@ def _write_info(d: Path, fam: Family, log2n: int, setup: str, steps: dict) -> No
     from cuzk.formats.r1cs import R1CS
 
     r1cs = R1CS(d / "circuit.r1cs")
-    info = {"family": fam.name, "log2n": log2n, "steps": fam.steps(log2n),
-            "constraints": r1cs.n_constraints, "wires": r1cs.n_wires, "setup": setup,
-            "seconds": steps}
+    info = {
+        "family": fam.name,
+        "log2n": log2n,
+        "steps": fam.steps(log2n),
+        "constraints": r1cs.n_constraints,
+        "wires": r1cs.n_wires,
+        "setup": setup,
+        "seconds": steps,
+    }
     (d / "info.json").write_text(json.dumps(info, indent=1))

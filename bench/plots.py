@@ -16,8 +16,12 @@ def load_of(entry) -> float | None:
         return entry["load_before"]
     res = entry.get("result") if isinstance(entry.get("result"), dict) else {}
     summary = res.get("summary") if isinstance(res.get("summary"), dict) else {}
-    for v in (res.get("load_average_before"), res.get("load_avg"), summary.get("load1_before"),
-              entry.get("meta", {}).get("load_average")):
+    for v in (
+        res.get("load_average_before"),
+        res.get("load_avg"),
+        summary.get("load1_before"),
+        entry.get("meta", {}).get("load_average"),
+    ):
         if isinstance(v, (int, float)):
             return v
     return None
@@ -27,10 +31,12 @@ def caption(entry) -> str:
     m = entry.get("meta", {})
     gpu = f"GPU {m['gpu']}" if m.get("gpu") else "no GPU"
     load = load_of(entry)
-    return (f"{m.get('cpu', '?')}, {m.get('cores', '?')} cores, {gpu}; "
-            f"{str(m.get('date', '?'))[:16].replace('T', ' ')} UTC; "
-            f"load {fmt(load) if load is not None else 'not recorded'}; "
-            f"profile {entry.get('profile')}; commit {m.get('commit')}")
+    return (
+        f"{m.get('cpu', '?')}, {m.get('cores', '?')} cores, {gpu}; "
+        f"{str(m.get('date', '?'))[:16].replace('T', ' ')} UTC; "
+        f"load {fmt(load) if load is not None else 'not recorded'}; "
+        f"profile {entry.get('profile')}; commit {m.get('commit')}"
+    )
 
 
 def figure(title, entry, ncols=1, width=6.4):
@@ -59,9 +65,14 @@ def lines(ax, rows, x, ycols, *, group=None, labels=None):
     groups = sorted({r.get(group) for r in rows}) if group else [None]
     for g in groups:
         for c in ycols:
-            pts = sorted((r[x], r[c]) for r in rows if (group is None or r.get(group) == g)
-                         and isinstance(r.get(x), (int, float))
-                         and isinstance(r.get(c), (int, float)) and r[c] > 0)
+            pts = sorted(
+                (r[x], r[c])
+                for r in rows
+                if (group is None or r.get(group) == g)
+                and isinstance(r.get(x), (int, float))
+                and isinstance(r.get(c), (int, float))
+                and r[c] > 0
+            )
             if pts:
                 name = (labels or {}).get(c, c)
                 ax.plot(*zip(*pts, strict=True), marker="o", label=f"{g} {name}" if g else name)

@@ -24,8 +24,7 @@ DOCS = ROOT / "docs"
 IMG = DOCS / "img"
 
 # The order suites appear in the report.
-SUITE_ORDER = ("arith", "ntt", "msm", "pairing", "prove", "prove-server", "engine", "board",
-               "top")
+SUITE_ORDER = ("arith", "ntt", "msm", "pairing", "prove", "prove-server", "engine", "board", "top")
 PROFILE_ORDER = ("quick", "full", "gpu", "smoke")
 
 
@@ -91,8 +90,11 @@ def _scalars_of(result, prefix="") -> list[tuple[str, object]]:
     for k, v in result.items():
         if isinstance(v, (int, float, str, bool)) or v is None:
             out.append((prefix + k, v))
-        elif isinstance(v, dict) and v and all(
-                isinstance(x, (int, float, str, bool)) or x is None for x in v.values()):
+        elif (
+            isinstance(v, dict)
+            and v
+            and all(isinstance(x, (int, float, str, bool)) or x is None for x in v.values())
+        ):
             out += _scalars_of(v, f"{prefix}{k}.")
     return out
 
@@ -103,12 +105,15 @@ def _scalars_of(result, prefix="") -> list[tuple[str, object]]:
 def _getter(results: dict, suite: str):
     """get(profile="quick") -> the suite's result for that profile; for a CPU profile missing,
     the CPU figures of another profile's run."""
+
     def get(profile="quick"):
         e = results.get((suite, profile))
         if e is None and profile != "gpu":
-            e = next((results[(s, p)] for s, p in sorted(results) if s == suite and p != "gpu"),
-                     None)
+            e = next(
+                (results[(s, p)] for s, p in sorted(results) if s == suite and p != "gpu"), None
+            )
         return e["result"] if e and isinstance(e.get("result"), dict) else None
+
     return get
 
 
@@ -134,14 +139,27 @@ def run_target(latest: dict | None) -> dict:
     """Issue #9's own target: the quick profile of every suite in <= 10 minutes on 2 cores."""
     ok = (latest or {}).get("profile") == "quick" and not latest.get("failed")
     minutes = latest["seconds"] / 60 if ok and latest.get("seconds") else None
-    loads = [s.get("load_before") for s in (latest or {}).get("suites", [])
-             if s.get("load_before") is not None]
-    note = (f"{len(latest['suites'])} suites, load {fmt(min(loads))}-{fmt(max(loads))}; "
-            "a fresh clone also compiles the kernels (5.5 min in all with an empty Numba "
-            "cache at load 3-4.5, 2026-11-29) and makes the circuits (about 40 s)"
-            if minutes and loads else "")
-    return target("`make bench`: every suite, quick profile", "#9", 10.0, "min", minutes,
-                  note=note, suite="all")
+    loads = [
+        s.get("load_before")
+        for s in (latest or {}).get("suites", [])
+        if s.get("load_before") is not None
+    ]
+    note = (
+        f"{len(latest['suites'])} suites, load {fmt(min(loads))}-{fmt(max(loads))}; "
+        "a fresh clone also compiles the kernels (5.5 min in all with an empty Numba "
+        "cache at load 3-4.5, 2026-11-29) and makes the circuits (about 40 s)"
+        if minutes and loads
+        else ""
+    )
+    return target(
+        "`make bench`: every suite, quick profile",
+        "#9",
+        10.0,
+        "min",
+        minutes,
+        note=note,
+        suite="all",
+    )
 
 
 # --- plots -----------------------------------------------------------------------------------
@@ -206,19 +224,28 @@ def summary_section(results: dict, latest: dict | None = None) -> list[str]:
     met = [r for r in measured if r["status"] == "met"]
     best_only = [r for r in measured if r["status"] == "met by the best run only"]
     missed = [r for r in measured if r["status"] == "not met"]
-    out = ["## Targets from the issues against what was measured", "",
-           f"{len(measured)} of {len(rows)} targets measured: {len(met)} met, "
-           f"{len(best_only)} met by the best run only, {len(missed)} not met"
-           + (f" ({'; '.join(r['target'] for r in missed)})" if missed else "") + ". "
-           "`vs_goal` is measured ÷ goal (below 1 is better for a ceiling, above 1 for a "
-           "floor).", ""]
+    out = [
+        "## Targets from the issues against what was measured",
+        "",
+        f"{len(measured)} of {len(rows)} targets measured: {len(met)} met, "
+        f"{len(best_only)} met by the best run only, {len(missed)} not met"
+        + (f" ({'; '.join(r['target'] for r in missed)})" if missed else "")
+        + ". "
+        "`vs_goal` is measured ÷ goal (below 1 is better for a ceiling, above 1 for a "
+        "floor).",
+        "",
+    ]
     loads = {s: load_of(e) for (s, p), e in results.items() if p == "quick"}
     loads = {s: v for s, v in loads.items() if v is not None}
     out += [targets_table(rows)]
     if loads:
-        out += ["Load average (1 minute) at the start of each quick suite: "
-                + ", ".join(f"{s} {fmt(v)}" for s, v in loads.items()) + " (2 cores: above 2, "
-                "a suite had less than the whole machine).", ""]
+        out += [
+            "Load average (1 minute) at the start of each quick suite: "
+            + ", ".join(f"{s} {fmt(v)}" for s, v in loads.items())
+            + " (2 cores: above 2, "
+            "a suite had less than the whole machine).",
+            "",
+        ]
     for suite in sorted(SUITES, key=_suite_order):  # what a suite adds (prove: side by side)
         fn = getattr(module(suite), "summary", None)
         if fn is not None:
@@ -251,28 +278,42 @@ def write_markdown(results: Path, docs: Path | None = None) -> Path:
     suites = sorted({s for s, _ in found}, key=_suite_order)
     written = set()
     for suite in suites:
-        for profile in sorted({p for s, p in found if s == suite},
-                              key=lambda p: PROFILE_ORDER.index(p) if p in PROFILE_ORDER else 9):
+        for profile in sorted(
+            {p for s, p in found if s == suite},
+            key=lambda p: PROFILE_ORDER.index(p) if p in PROFILE_ORDER else 9,
+        ):
             entry = found[(suite, profile)]
             meta = entry.get("meta", {})
             title = suite if profile == "quick" else f"{suite} ({profile} profile)"
             out += [f"## {title}", ""]
-            about = suite_description(suite) if profile == min(
-                (p for s_, p in found if s_ == suite),
-                key=lambda p: PROFILE_ORDER.index(p) if p in PROFILE_ORDER else 9) else ""
+            about = (
+                suite_description(suite)
+                if profile
+                == min(
+                    (p for s_, p in found if s_ == suite),
+                    key=lambda p: PROFILE_ORDER.index(p) if p in PROFILE_ORDER else 9,
+                )
+                else ""
+            )
             if about:
                 out += [about, ""]
             if meta:
-                out += [f"Measured {meta.get('date', '?')} on {meta.get('cpu', '?')} "
-                        f"({meta.get('cores', '?')} cores, {meta.get('memory_gib', '?')} GiB"
-                        f"{', GPU ' + meta['gpu'] if meta.get('gpu') else ', no GPU'}), "
-                        f"load average {fmt(load_of(entry))}"
-                        f" at the start, profile {entry.get('profile')}, commit "
-                        f"{meta.get('commit')}{' (work tree modified)' * bool(meta.get('dirty'))}"
-                        f", suite time {fmt(entry.get('seconds'))} s.", ""]
+                out += [
+                    f"Measured {meta.get('date', '?')} on {meta.get('cpu', '?')} "
+                    f"({meta.get('cores', '?')} cores, {meta.get('memory_gib', '?')} GiB"
+                    f"{', GPU ' + meta['gpu'] if meta.get('gpu') else ', no GPU'}), "
+                    f"load average {fmt(load_of(entry))}"
+                    f" at the start, profile {entry.get('profile')}, commit "
+                    f"{meta.get('commit')}{' (work tree modified)' * bool(meta.get('dirty'))}"
+                    f", suite time {fmt(entry.get('seconds'))} s.",
+                    "",
+                ]
             else:
-                out += [f"Profile {entry.get('profile')}; written without machine facts "
-                        "(run through `python -m bench` to get them).", ""]
+                out += [
+                    f"Profile {entry.get('profile')}; written without machine facts "
+                    "(run through `python -m bench` to get them).",
+                    "",
+                ]
             result = entry["result"]
             scalars = _scalars_of(result)
             if scalars:
@@ -286,8 +327,7 @@ def write_markdown(results: Path, docs: Path | None = None) -> Path:
                     out += [f"({label})", ""]
                     continue
                 written.add(Path(img).name)
-                out += [f"![{suite} {label}]({img})", "",
-                        f"*{label}: {caption(entry)}.*", ""]
+                out += [f"![{suite} {label}]({img})", "", f"*{label}: {caption(entry)}.*", ""]
     # plots of results no longer present would mislead: remove them
     for old in img_dir.glob("bench-*.png") if img_dir.exists() else []:
         if old.name not in written:

@@ -19,19 +19,35 @@ import importlib
 
 # name -> (module, what it measures, its device part or None when it has none)
 SUITES = {
-    "arith": ("bench.bench_arith", "field multiplication, G1 mixed addition",
-              "multiplication chains per CUDA thread, batch Fr multiplication"),
+    "arith": (
+        "bench.bench_arith",
+        "field multiplication, G1 mixed addition",
+        "multiplication chains per CUDA thread, batch Fr multiplication",
+    ),
     "ntt": ("bench.bench_ntt", "NTT / iNTT by size", "CUDA NTT 2^16..2^22"),
     "msm": ("bench.bench_msm", "MSM G1 and G2 by size", "CUDA MSM on resident points"),
     "pairing": ("bench.bench_pairing", "pairing and proof verification", None),
-    "prove": ("bench.bench_prove", "cuzk prove vs rapidsnark and snarkjs, same files",
-              "cuzk prove --device cuda"),
-    "prove-server": ("bench.bench_prove_server", "cuzk prove --server (a warm cuzk serve) vs "
-                     "rapidsnark, same files", "the daemon on every GPU"),
-    "engine": ("bench.bench_engine", "jobs through the engine: throughput, busy, gaps",
-               "real prover on the CUDA devices"),
-    "witness": ("bench.bench_witness", "cuzk wtns calculate vs snarkjs wtns calculate, "
-                "in-process witness time, host overhead per value", None),
+    "prove": (
+        "bench.bench_prove",
+        "cuzk prove vs rapidsnark and snarkjs, same files",
+        "cuzk prove --device cuda",
+    ),
+    "prove-server": (
+        "bench.bench_prove_server",
+        "cuzk prove --server (a warm cuzk serve) vs rapidsnark, same files",
+        "the daemon on every GPU",
+    ),
+    "engine": (
+        "bench.bench_engine",
+        "jobs through the engine: throughput, busy, gaps",
+        "real prover on the CUDA devices",
+    ),
+    "witness": (
+        "bench.bench_witness",
+        "cuzk wtns calculate vs snarkjs wtns calculate, "
+        "in-process witness time, host overhead per value",
+        None,
+    ),
     "board": ("bench.bench_board", "status board write and snapshot costs", None),
     "top": ("bench.bench_top", "cuzk top CPU use", None),
 }

@@ -39,18 +39,38 @@ def find_row(rows, **match):
     return None
 
 
-def target(name, issue, goal, unit, measured, *, best=None, upper=True, note="",
-           suite=None, profile="quick"):
+def target(
+    name,
+    issue,
+    goal,
+    unit,
+    measured,
+    *,
+    best=None,
+    upper=True,
+    note="",
+    suite=None,
+    profile="quick",
+):
     """One row of the targets summary: `goal` in `unit` against `measured` (None: not
     measured). upper: the goal is a ceiling (time, CPU share); else a floor. best: the
     fastest run, which may meet the goal when the median does not."""
-    out = {"target": name, "issue": issue, "goal": f"{'≤' if upper else '≥'} {fmt(goal)} {unit}",
-           "measured": None, "vs_goal": None, "status": "not measured", "note": note,
-           "suite": suite, "profile": profile}
+    out = {
+        "target": name,
+        "issue": issue,
+        "goal": f"{'≤' if upper else '≥'} {fmt(goal)} {unit}",
+        "measured": None,
+        "vs_goal": None,
+        "status": "not measured",
+        "note": note,
+        "suite": suite,
+        "profile": profile,
+    }
     if measured is None:
         return out
-    out["measured"] = f"{fmt(measured)} {unit}" + (f" (best {fmt(best)})" if best is not None
-                                                   else "")
+    out["measured"] = f"{fmt(measured)} {unit}" + (
+        f" (best {fmt(best)})" if best is not None else ""
+    )
     out["vs_goal"] = measured / goal if goal else None
 
     def ok(x):
@@ -71,6 +91,10 @@ def busy_note(cpu_ms, cores_used) -> str:
 
 
 def targets_table(rows: list[dict]) -> str:
-    return table([{**r, "vs_goal": (f"{r['vs_goal']:.2f}" if r["vs_goal"] is not None
-                                     else "")} for r in rows],
-                 ["target", "issue", "goal", "measured", "vs_goal", "status", "note"])
+    return table(
+        [
+            {**r, "vs_goal": (f"{r['vs_goal']:.2f}" if r["vs_goal"] is not None else "")}
+            for r in rows
+        ],
+        ["target", "issue", "goal", "measured", "vs_goal", "status", "note"],
+    )

@@ -81,8 +81,10 @@ class Demo:
         from cuzk.groth16.setup import setup
 
         zkey = self.work / "toyhash.zkey"
-        self.say(f"cuzk setup {CIRCUIT.relative_to(ROOT)}/circuit.r1cs -> {zkey.name} "
-                 "(development-only single-party setup)")
+        self.say(
+            f"cuzk setup {CIRCUIT.relative_to(ROOT)}/circuit.r1cs -> {zkey.name} "
+            "(development-only single-party setup)"
+        )
         setup(CIRCUIT / "circuit.r1cs", zkey)
         export_vk_file(zkey, self.work / "verification_key.json")
         return zkey
@@ -100,14 +102,22 @@ class Demo:
                     process.exit(0);
                 })().catch((e) => { console.error(e); process.exit(2); });
             """
-            items = [[{k: str(v) for k, v in inp.items()}, str(self.work / f"w{i}.wtns")]
-                     for i, inp in enumerate(inputs)]
-            p = subprocess.run(["node", "-e", script, str(SNARKJS_DIR)], text=True,
-                               input=json.dumps([str(CIRCUIT / "circuit.wasm"), items]),
-                               capture_output=True, timeout=300)
+            items = [
+                [{k: str(v) for k, v in inp.items()}, str(self.work / f"w{i}.wtns")]
+                for i, inp in enumerate(inputs)
+            ]
+            p = subprocess.run(
+                ["node", "-e", script, str(SNARKJS_DIR)],
+                text=True,
+                input=json.dumps([str(CIRCUIT / "circuit.wasm"), items]),
+                capture_output=True,
+                timeout=300,
+            )
             if p.returncode == 0:
-                return [(self.work / f"w{i}.wtns", toyhash_public(inp["x"], inp["k"]))
-                        for i, inp in enumerate(inputs)]
+                return [
+                    (self.work / f"w{i}.wtns", toyhash_public(inp["x"], inp["k"]))
+                    for i, inp in enumerate(inputs)
+                ]
             self.say(f"snarkjs failed ({p.stderr.strip()[-200:]}); using committed witnesses")
         else:
             self.say("snarkjs not installed (`make tools`): using the committed witnesses")
@@ -126,8 +136,10 @@ class Demo:
         import cuzk.groth16 as P
 
         t = time.time()
-        self.say("warming the Numba kernel cache with one proof (the first run on a machine "
-                 "compiles the kernels: a minute or two)")
+        self.say(
+            "warming the Numba kernel cache with one proof (the first run on a machine "
+            "compiles the kernels: a minute or two)"
+        )
         key = P.ProvingKey.open(zkey)
         P.prove(key, P.load_witness(wtns, key), P.open_device("cpu"))
         self.say(f"kernels ready in {time.time() - t:.1f} s")
@@ -135,14 +147,31 @@ class Demo:
     # ------------------------------------------------------------------ 3: the daemon
     def start_server(self) -> tuple[str, str]:
         log_path = self.work / "serve.log"
-        args = [*CLI, "serve", "--listen", "127.0.0.1:0", "--devices", self.devices,
-                "--synth-workers", "1", "--memory-budget", "2GiB", "--key-root",
-                str(self.work), "--instance", "demo", "--drain-timeout", "10",
-                "--state-dir", str(self.work / "state")]
+        args = [
+            *CLI,
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--devices",
+            self.devices,
+            "--synth-workers",
+            "1",
+            "--memory-budget",
+            "2GiB",
+            "--key-root",
+            str(self.work),
+            "--instance",
+            "demo",
+            "--drain-timeout",
+            "10",
+            "--state-dir",
+            str(self.work / "state"),
+        ]
         self.say("cuzk serve " + " ".join(args[4:]))
         self._log = open(log_path, "wb")
-        self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            args, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         t_end = time.time() + 600
         while time.time() < t_end:
             text = log_path.read_text(errors="replace")
@@ -170,8 +199,11 @@ class Demo:
             return
         finally:
             self._log.close()
-        left = [n for n in os.listdir("/dev/shm")
-                if n == board or n.startswith(f"cuzkbuf.{self.proc.pid}.")]
+        left = [
+            n
+            for n in os.listdir("/dev/shm")
+            if n == board or n.startswith(f"cuzkbuf.{self.proc.pid}.")
+        ]
         if code != 0:
             self.fail(f"the daemon exited with status {code}")
         elif left:
@@ -192,22 +224,43 @@ class Demo:
         try:
             client = Client(url)
             key = client.register_key(zkey)
-            self.say(f"key {key['key_id']} registered: {key['n_vars']} variables, domain "
-                     f"{key['domain_size']}")
+            self.say(
+                f"key {key['key_id']} registered: {key['n_vars']} variables, domain "
+                f"{key['domain_size']}"
+            )
             jobs, i = [], 0
             t_submit = time.time()
             for j, (kind, prio, parts) in enumerate(JOBS):
-                ws = witnesses[i:i + parts]
+                ws = witnesses[i : i + parts]
                 i += parts
                 # half the jobs upload their witnesses, half name files under the key root
-                job = client.submit(key["key_id"], [w for w, _ in ws], kind=kind,
-                                    priority=prio, upload=j % 2 == 0)
+                job = client.submit(
+                    key["key_id"], [w for w, _ in ws], kind=kind, priority=prio, upload=j % 2 == 0
+                )
                 jobs.append((job, ws))
-                self.say(f"submitted job {job['job_id']}: {kind}, {prio}, {parts} partitions"
-                         f" ({'uploaded' if j % 2 == 0 else 'by path'})")
-            top = subprocess.Popen([*CLI, "top", "--once", "--board", board, "--interval",
-                                    "0.5", "--width", "110", "--height", "34", "--no-color"],
-                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                self.say(
+                    f"submitted job {job['job_id']}: {kind}, {prio}, {parts} partitions"
+                    f" ({'uploaded' if j % 2 == 0 else 'by path'})"
+                )
+            top = subprocess.Popen(
+                [
+                    *CLI,
+                    "top",
+                    "--once",
+                    "--board",
+                    board,
+                    "--interval",
+                    "0.5",
+                    "--width",
+                    "110",
+                    "--height",
+                    "34",
+                    "--no-color",
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
             results = []
             for job, ws in jobs:
                 results.append((client.wait(job["job_id"], timeout=900), ws))
@@ -234,26 +287,37 @@ class Demo:
                 self.fail(f"job {r['job_id']} ended {r.get('state')}: {r.get('error')}")
                 continue
             for idx, (proof, public, (_, expected)) in enumerate(
-                    zip(r["proofs"], r["public"], ws, strict=True)):
+                zip(r["proofs"], r["public"], ws, strict=True)
+            ):
                 n += 1
                 if public != expected:
-                    self.fail(f"job {r['job_id']} partition {idx}: public signals differ from "
-                              "the circuit computed in Python")
+                    self.fail(
+                        f"job {r['job_id']} partition {idx}: public signals differ from "
+                        "the circuit computed in Python"
+                    )
                 elif not verify(vk, public, proof):
                     self.fail(f"job {r['job_id']} partition {idx}: the proof does not verify")
                 else:
                     n_ok += 1
-        self.say(f"project verifier: {n_ok}/{n} proofs valid, public signals as computed in "
-                 "Python")
+        self.say(f"project verifier: {n_ok}/{n} proofs valid, public signals as computed in Python")
         # and one by snarkjs itself
         r = results[-1][0]
         if r.get("state") == "done" and SNARKJS_BIN.exists():
             (self.work / "proof.json").write_text(json.dumps(r["proofs"][0]))
             (self.work / "public.json").write_text(json.dumps(r["public"][0]))
-            p = subprocess.run([str(SNARKJS_BIN), "groth16", "verify",
-                                str(self.work / "verification_key.json"),
-                                str(self.work / "public.json"), str(self.work / "proof.json")],
-                               capture_output=True, text=True, timeout=120)
+            p = subprocess.run(
+                [
+                    str(SNARKJS_BIN),
+                    "groth16",
+                    "verify",
+                    str(self.work / "verification_key.json"),
+                    str(self.work / "public.json"),
+                    str(self.work / "proof.json"),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             if p.returncode == 0 and "OK" in p.stdout:
                 self.say(f"snarkjs groth16 verify (job {r['job_id']}, partition 0): OK")
             else:
@@ -263,18 +327,24 @@ class Demo:
 
     def summary(self, results, wall: float) -> None:
         print()
-        print(f"{'JOB':16}  {'KIND':13} {'PRIORITY':8} {'PARTS':>5} {'STATE':6} "
-              f"{'QUEUED→DONE':>11} {'DEVICE MS (median)':>19}")
+        print(
+            f"{'JOB':16}  {'KIND':13} {'PRIORITY':8} {'PARTS':>5} {'STATE':6} "
+            f"{'QUEUED→DONE':>11} {'DEVICE MS (median)':>19}"
+        )
         total = 0
         for r, _ in sorted(results, key=lambda x: x[0].get("finished_at") or 0):
             gpu = sorted(p["gpu_ms"] for p in r["partitions"] if p.get("gpu_ms") is not None)
             med = f"{gpu[len(gpu) // 2]:.0f}" if gpu else "-"
             secs = (r.get("finished_at") or 0) - r["submitted_at"]
             total += r["partitions_done"]
-            print(f"{r['job_id']:16}  {r['kind']:13} {r['priority']:8} "
-                  f"{r['total_partitions']:>5} {r['state']:6} {secs:>10.1f}s {med:>19}")
-        print(f"{total} partitions proved in {wall:.1f} s on {self.devices} "
-              f"({total / wall:.1f} proofs/s); rows in finishing order")
+            print(
+                f"{r['job_id']:16}  {r['kind']:13} {r['priority']:8} "
+                f"{r['total_partitions']:>5} {r['state']:6} {secs:>10.1f}s {med:>19}"
+            )
+        print(
+            f"{total} partitions proved in {wall:.1f} s on {self.devices} "
+            f"({total / wall:.1f} proofs/s); rows in finishing order"
+        )
 
 
 def main(argv=None) -> int:
@@ -283,14 +353,18 @@ def main(argv=None) -> int:
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     args = ap.parse_args(argv)
     if not (CIRCUIT / "circuit.r1cs").exists():
-        print(f"cuzk demo: {CIRCUIT} is missing; run the demo from a clone of the repository",
-              file=sys.stderr)
+        print(
+            f"cuzk demo: {CIRCUIT} is missing; run the demo from a clone of the repository",
+            file=sys.stderr,
+        )
         return 2
     os.environ.setdefault("NUMBA_CACHE_DIR", str(ROOT / ".cache" / "numba"))
     work = Path(tempfile.mkdtemp(prefix="cuzk-demo-"))
     demo = Demo(work, args.devices)
-    print("cuzk demo: circuit -> key -> witnesses -> cuzk serve -> partitioned jobs -> "
-          "verified proofs\n")
+    print(
+        "cuzk demo: circuit -> key -> witnesses -> cuzk serve -> partitioned jobs -> "
+        "verified proofs\n"
+    )
     try:
         code = demo.run()
     except Exception as e:

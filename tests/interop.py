@@ -78,16 +78,18 @@ class Compiled:
     sym: Path
 
 
-def compile_circuit(circom_file: os.PathLike | str, out_dir: os.PathLike | str,
-                    include=None) -> Compiled:
+def compile_circuit(
+    circom_file: os.PathLike | str, out_dir: os.PathLike | str, include=None
+) -> Compiled:
     """circom2 --r1cs --wasm --sym [-l include]; returns the paths of the files it wrote."""
     circom_file, out_dir = Path(circom_file), Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     extra = ["-l", include] if include is not None else []
     circom2(circom_file, "--r1cs", "--wasm", "--sym", *extra, "-o", out_dir)
     name = circom_file.stem
-    return Compiled(out_dir / f"{name}.r1cs", out_dir / f"{name}_js" / f"{name}.wasm",
-                    out_dir / f"{name}.sym")
+    return Compiled(
+        out_dir / f"{name}.r1cs", out_dir / f"{name}_js" / f"{name}.wasm", out_dir / f"{name}.sym"
+    )
 
 
 def calculate_witness(wasm, inputs: dict, wtns_out) -> Path:

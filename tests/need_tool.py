@@ -24,6 +24,5 @@ def tools_required() -> bool:
 def missing_tool(reason: str) -> NoReturn:
     """Skip the calling test (or fixture) for want of a tool; fail it under CUZK_REQUIRE_TOOLS."""
     if tools_required():
-        pytest.fail(f"{reason} ({REQUIRE_ENV} is set: a missing tool fails the run)",
-                    pytrace=False)
+        pytest.fail(f"{reason} ({REQUIRE_ENV} is set: a missing tool fails the run)", pytrace=False)
     pytest.skip(reason)

@@ -34,8 +34,14 @@ def cli_env(**extra) -> dict:
 
 def run_cli(*args, timeout: float = 120, env: dict | None = None, cwd=None):
     """Run `cuzk ARGS...` as a subprocess; returns the CompletedProcess (text)."""
-    return subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout, env=env or cli_env(), cwd=cwd)
+    return subprocess.run(
+        [*CLI, *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env or cli_env(),
+        cwd=cwd,
+    )
 
 
 def warm_kernels(*circuits) -> None:
@@ -53,8 +59,10 @@ class ServeProcess:
         self.log_path = Path(log_path)
         self.args = [str(a) for a in args]
         if "--state-dir" not in self.args:
-            self.args += ["--state-dir", str(self.log_path.with_name(self.log_path.stem
-                                                                     + ".state"))]
+            self.args += [
+                "--state-dir",
+                str(self.log_path.with_name(self.log_path.stem + ".state")),
+            ]
         self.env = env or cli_env()
         self.proc: subprocess.Popen | None = None
         self.url = ""
@@ -62,9 +70,13 @@ class ServeProcess:
 
     def start(self, timeout: float = 300) -> ServeProcess:
         self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen([*CLI, "serve", *self.args], stdout=self._log,
-                                     stderr=subprocess.STDOUT, env=self.env,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            [*CLI, "serve", *self.args],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=self.env,
+            start_new_session=True,
+        )
         t_end = time.time() + timeout
         while time.time() < t_end:
             text = self.log()
@@ -98,8 +110,11 @@ class ServeProcess:
     def leftover_segments(self) -> list[str]:
         """Shared-memory names this daemon created (its buffers, its board) still present."""
         names = os.listdir("/dev/shm")
-        return sorted(n for n in names if n.startswith(f"cuzkbuf.{self.pid}.")
-                      or (self.board and n == self.board))
+        return sorted(
+            n
+            for n in names
+            if n.startswith(f"cuzkbuf.{self.pid}.") or (self.board and n == self.board)
+        )
 
     def stop(self, sig=signal.SIGTERM, timeout: float = 60) -> int:
         """Signal the daemon and wait for it; returns its exit status."""
@@ -133,8 +148,16 @@ def serving(s: ServeProcess):
         s.kill()
 
 
-def request(url: str, method: str, path: str, body=None, *, headers: dict | None = None,
-            raw: bytes | None = None, timeout: float = 650):
+def request(
+    url: str,
+    method: str,
+    path: str,
+    body=None,
+    *,
+    headers: dict | None = None,
+    raw: bytes | None = None,
+    timeout: float = 650,
+):
     """(status, headers dict, JSON-or-bytes body) of one request on a fresh connection."""
     host, port = url.removeprefix("http://").rsplit(":", 1)
     conn = http.client.HTTPConnection(host, int(port), timeout=timeout)

@@ -30,8 +30,14 @@ SHM_PID = re.compile(r"^(?:cuzk-(\d+)-|cuzkbuf\.(\d+)\.)")
 
 
 def _bench(*args, timeout=300, env=None):
-    return subprocess.run([sys.executable, "-m", "bench", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=timeout, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "bench", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def _shm_names() -> set[str]:
@@ -48,8 +54,15 @@ def smoke_run(tmp_path_factory):
     results = tmp_path_factory.mktemp("bench-results")
     suites = [s for s in SUITES if interop.install_tools() or s not in NEEDS_NODE_TOOLS]
     before = _shm_names()
-    p = _bench("--profile", "smoke", "--no-report", "--results", str(results),
-               *[a for s in suites for a in ("--suite", s)], timeout=900)
+    p = _bench(
+        "--profile",
+        "smoke",
+        "--no-report",
+        "--results",
+        str(results),
+        *[a for s in suites for a in ("--suite", s)],
+        timeout=900,
+    )
     leaked = []
     for name in _shm_names() - before:
         m = SHM_PID.match(name)
@@ -68,8 +81,15 @@ def test_list_names_every_suite():
 
 def test_gpu_profile_exits_with_message_under_the_simulator():
     """The CUDA simulator is not a GPU: its timings would be meaningless."""
-    p = _bench("--profile", "gpu", "--no-report", "--results", "/nonexistent-never-written",
-               timeout=120, env={"NUMBA_ENABLE_CUDASIM": "1"})
+    p = _bench(
+        "--profile",
+        "gpu",
+        "--no-report",
+        "--results",
+        "/nonexistent-never-written",
+        timeout=120,
+        env={"NUMBA_ENABLE_CUDASIM": "1"},
+    )
     assert p.returncode == 2
     assert NO_GPU_MESSAGE in p.stderr
     assert not Path("/nonexistent-never-written").exists()
@@ -169,28 +189,57 @@ def test_every_suite_sizes_every_profile():
     for name, (module_name, _, _) in SUITES.items():
         module = importlib.import_module(module_name)
         assert callable(module.run), name
-        tables = {k: v for k, v in vars(module).items()
-                  if isinstance(v, dict) and v and "quick" in v and set(v) <= set(PROFILES)}
+        tables = {
+            k: v
+            for k, v in vars(module).items()
+            if isinstance(v, dict) and v and "quick" in v and set(v) <= set(PROFILES)
+        }
         assert tables, f"{module_name}: no per-profile tables"
         for k, v in tables.items():
             assert set(v) == set(PROFILES), f"{module_name}.{k} lacks {set(PROFILES) - set(v)}"
 
 
 def _entry(result, profile="quick"):
-    return {"meta": {"date": "2026-01-01T00:00:00+00:00", "cpu": "test cpu", "cores": 2},
-            "profile": profile, "seconds": 1.0, "result": result}
+    return {
+        "meta": {"date": "2026-01-01T00:00:00+00:00", "cpu": "test cpu", "cores": 2},
+        "profile": profile,
+        "seconds": 1.0,
+        "result": result,
+    }
 
 
 def test_targets_judge_ceilings_floors_and_missing():
     results = {
-        ("msm", "quick"): _entry({"cpu": [{"group": "g1", "log2n": 16, "ms": 250.0,
-                                           "min_ms": 190.0, "cpu_ms": 300.0,
-                                           "cores_used": 1.2}]}),
+        ("msm", "quick"): _entry(
+            {
+                "cpu": [
+                    {
+                        "group": "g1",
+                        "log2n": 16,
+                        "ms": 250.0,
+                        "min_ms": 190.0,
+                        "cpu_ms": 300.0,
+                        "cores_used": 1.2,
+                    }
+                ]
+            }
+        ),
         ("ntt", "quick"): _entry({"cpu": [{"log2n": 16, "ntt_ms": 12.0, "ntt_min_ms": 11.0}]}),
         ("top", "quick"): _entry({"worst_core_pct": 1.5}),
-        ("engine", "quick"): _entry({"rows": [{"part": "pipeline (double)", "devices": "cpu:2",
-                                               "busy_fraction": 0.99, "gap_median_ms": 0.5,
-                                               "vs_slower_stage": 0.85, "vs_serial": 3.0}]}),
+        ("engine", "quick"): _entry(
+            {
+                "rows": [
+                    {
+                        "part": "pipeline (double)",
+                        "devices": "cpu:2",
+                        "busy_fraction": 0.99,
+                        "gap_median_ms": 0.5,
+                        "vs_slower_stage": 0.85,
+                        "vs_serial": 3.0,
+                    }
+                ]
+            }
+        ),
     }
     by = {t["target"]: t for t in report.targets(results)}
     assert by["MSM G1 2^16, CPU"]["status"] == "met by the best run only"

@@ -27,13 +27,22 @@ from cuzk.testing import drill
 
 @pytest.fixture
 def board(board_factory):
-    return board_factory(instance="unit", device_slots=4, finalizer_slots=4, synth_slots=2,
-                         job_rows=4, max_partitions=8, key_rows=3, by_use_rows=3, kind_rows=3)
+    return board_factory(
+        instance="unit",
+        device_slots=4,
+        finalizer_slots=4,
+        synth_slots=2,
+        job_rows=4,
+        max_partitions=8,
+        key_rows=3,
+        by_use_rows=3,
+        kind_rows=3,
+    )
 
 
 def raw_slot(b: Board, kind: str, slot: int) -> bytes:
     off = b.layout.slot_offset(kind, slot)
-    return bytes(b._buf[off:off + L.SLOT_SIZE])
+    return bytes(b._buf[off : off + L.SLOT_SIZE])
 
 
 def counters(b: Board) -> dict:
@@ -41,6 +50,7 @@ def counters(b: Board) -> dict:
 
 
 # --- layout -----------------------------------------------------------------------------------
+
 
 def test_layout_is_a_pure_function_of_the_counts_and_8_byte_aligned():
     a = Layout(3, 5, 2, 7, 11, 4, 2, 3)
@@ -107,6 +117,7 @@ def test_every_record_verifies_after_create(board):
 
 # --- the seed story ---------------------------------------------------------------------------
 
+
 def test_seed_interleaving(board):
     """start A -> A handed to a finalizer -> start B -> A's finalizer ends -> worker shows B."""
     board.devices.register(0, ordinal=0, device="cuda:0")
@@ -121,8 +132,12 @@ def test_seed_interleaving(board):
     s = board.snapshot()
     assert s.consistent and s.invariant_violations() == []
     w = s.devices[0]
-    assert (w.state, w.job_id, w.partition, w.generation) == ("proving", "sector-1", 0,
-                                                              tok_a.generation)
+    assert (w.state, w.job_id, w.partition, w.generation) == (
+        "proving",
+        "sector-1",
+        0,
+        tok_a.generation,
+    )
     assert s.partition_state("sector-1", 0) == "gpu"
 
     # 2. prove_start is done: A goes to a finalizer thread (one write commits the handoff)
@@ -144,7 +159,7 @@ def test_seed_interleaving(board):
     before = raw_slot(board, "device", 0)
     stale_before = counters(board)["stale_ends_ignored"]
     assert board.end(tok_f, state="done", gpu_ms=5.0, finalize_ms=2.0) is True
-    assert board.end(tok_a) is False          # stale: the slot moved on to B
+    assert board.end(tok_a) is False  # stale: the slot moved on to B
     assert raw_slot(board, "device", 0) == before  # not one byte of the worker's slot changed
     assert counters(board)["stale_ends_ignored"] == stale_before + 1
 
@@ -152,8 +167,12 @@ def test_seed_interleaving(board):
     s = board.snapshot()
     assert s.consistent and s.invariant_violations() == []
     w = s.devices[0]
-    assert (w.state, w.job_id, w.partition, w.generation) == ("proving", "sector-1", 1,
-                                                              tok_b.generation)
+    assert (w.state, w.job_id, w.partition, w.generation) == (
+        "proving",
+        "sector-1",
+        1,
+        tok_b.generation,
+    )
     assert s.partition_state("sector-1", 0) == "done"
     assert s.partition_state("sector-1", 1) == "gpu"
     assert s.finalizers[0].state == "idle"
@@ -173,7 +192,7 @@ def test_the_seed_bug_is_what_a_generation_free_board_would_show(board):
     board.end(tok_f, state="done")
     # a generation-blind end: forge a token with whatever generation the slot has now
     current = board.devices.read(0)[0][1]
-    assert board.end(Token(0, current, "device")) is True   # the forged token "works"
+    assert board.end(Token(0, current, "device")) is True  # the forged token "works"
     s = board.snapshot()
     assert s.devices[0].state == "idle"
     # the partition it was proving silently fell back to its stored state: the board can't
@@ -187,6 +206,7 @@ def test_the_seed_bug_is_what_a_generation_free_board_would_show(board):
 
 
 # --- tokens and slots ---------------------------------------------------------------------------
+
 
 def test_stale_ends_change_nothing_and_are_counted(board):
     t = board.devices
@@ -271,6 +291,7 @@ def test_slot_and_id_bounds(board):
 
 # --- jobs and partitions ------------------------------------------------------------------------
 
+
 def test_partition_transient_states_come_only_from_slots(board):
     board.job_add("j", "porep-c2", "normal", 3)
     for state in ("gpu", "finalizing", "synthesizing"):
@@ -278,7 +299,7 @@ def test_partition_transient_states_come_only_from_slots(board):
             board.partition_set("j", 0, state)
     with pytest.raises(ValueError, match="unknown partition state"):
         board.partition_set("j", 0, "proving")
-    assert board.partition_set("j", 5, "done") is False     # no such partition
+    assert board.partition_set("j", 5, "done") is False  # no such partition
     assert board.partition_set("nope", 0, "done") is False  # no such job
     board.synth.register(0)
     tok = board.synth.claim(0, "j", 2)
@@ -286,8 +307,7 @@ def test_partition_transient_states_come_only_from_slots(board):
     board.end(tok, state="synth_done", synth_ms=7.5, attempts=2)
     s = board.snapshot()
     p = s.job("j").partitions[2]
-    assert (p.state, p.stored_state, p.synth_ms, p.attempts) == ("synth_done", "synth_done",
-                                                                 7.5, 2)
+    assert (p.state, p.stored_state, p.synth_ms, p.attempts) == ("synth_done", "synth_done", 7.5, 2)
     assert s.job("j").partitions[0].gpu_ms is None
 
 
@@ -296,8 +316,12 @@ def test_job_states_and_times(board):
     board.job_add("j", "winning-post", "critical", 1, submitted_at=t0 - 3)
     s = board.snapshot()
     j = s.job("j")
-    assert (j.state, j.priority, j.kind, j.submitted_at) == ("queued", "critical",
-                                                             "winning-post", t0 - 3)
+    assert (j.state, j.priority, j.kind, j.submitted_at) == (
+        "queued",
+        "critical",
+        "winning-post",
+        t0 - 3,
+    )
     assert j.started_at is None
     board.job_set_state("j", "running")
     board.job_set_state("j", "failed")
@@ -337,9 +361,24 @@ def test_full_table_evicts_the_oldest_finished_job_not_in_use(board):
 
 # --- memory, keys, counters, JSON -------------------------------------------------------------
 
-TEAM_KEYS = {"instance", "board", "layout_version", "supervisor_pid", "started_at", "now",
-             "uptime_secs", "consistent", "memory", "synthesis", "gpu_workers", "finalizers",
-             "pipelines", "keys", "allocations", "counters"}
+TEAM_KEYS = {
+    "instance",
+    "board",
+    "layout_version",
+    "supervisor_pid",
+    "started_at",
+    "now",
+    "uptime_secs",
+    "consistent",
+    "memory",
+    "synthesis",
+    "gpu_workers",
+    "finalizers",
+    "pipelines",
+    "keys",
+    "allocations",
+    "counters",
+}
 
 
 def test_to_dict_has_the_team_json_shape(board):
@@ -352,8 +391,17 @@ def test_to_dict_has_the_team_json_shape(board):
     board.claim_device(0, "j", 1)
     board.synth.claim(1, "j", 0)
     board.set_memory(1000, 600, {"abc": 400, "srs": 150, "pce": 40, "misc": 10})
-    board.set_keys([{"key_id": "porep-32g", "bytes": 123, "devices": ["cuda:1"],
-                     "last_used_secs_ago": 2.0, "evictable": False}])
+    board.set_keys(
+        [
+            {
+                "key_id": "porep-32g",
+                "bytes": 123,
+                "devices": ["cuda:1"],
+                "last_used_secs_ago": 2.0,
+                "evictable": False,
+            }
+        ]
+    )
     board.count_completed("porep-c2", 3)
     board.count_failed("winning-post")
     board.count_retry()
@@ -363,38 +411,93 @@ def test_to_dict_has_the_team_json_shape(board):
     assert set(d) >= TEAM_KEYS
     assert d["board"] == board.name and d["layout_version"] == L.LAYOUT_VERSION
     assert d["consistent"] is True and d["uptime_secs"] >= 0
-    assert d["memory"] == {"total_bytes": 1000, "reserved_bytes": 600, "used_bytes": 600,
-                           "available_bytes": 400,
-                           "by_use": {"abc": 400, "srs": 150, "other": 50}}
+    assert d["memory"] == {
+        "total_bytes": 1000,
+        "reserved_bytes": 600,
+        "used_bytes": 600,
+        "available_bytes": 400,
+        "by_use": {"abc": 400, "srs": 150, "other": 50},
+    }
     syn = d["synthesis"]
     assert syn["max_concurrent"] == 2 and syn["active"] == 1
-    assert set(syn["workers"][1]) >= {"worker_id", "pid", "state", "generation", "job_id",
-                                      "partition", "started_secs_ago", "heartbeat_age_secs",
-                                      "restarts"}
+    assert set(syn["workers"][1]) >= {
+        "worker_id",
+        "pid",
+        "state",
+        "generation",
+        "job_id",
+        "partition",
+        "started_secs_ago",
+        "heartbeat_age_secs",
+        "restarts",
+    }
     assert syn["workers"][1]["state"] == "synthesizing"
     (w,) = d["gpu_workers"]
-    assert set(w) >= {"worker_id", "gpu_ordinal", "device", "pid", "state", "generation",
-                      "current_job", "current_partition", "started_secs_ago", "busy_secs",
-                      "heartbeat_age_secs", "restarts"}
+    assert set(w) >= {
+        "worker_id",
+        "gpu_ordinal",
+        "device",
+        "pid",
+        "state",
+        "generation",
+        "current_job",
+        "current_partition",
+        "started_secs_ago",
+        "busy_secs",
+        "heartbeat_age_secs",
+        "restarts",
+    }
     assert (w["device"], w["gpu_ordinal"], w["state"], w["current_partition"]) == (
-        "cuda:1", 1, "proving", 1)
+        "cuda:1",
+        1,
+        "proving",
+        1,
+    )
     (f,) = d["finalizers"]
-    assert set(f) >= {"finalizer_id", "gpu_ordinal", "pid", "state", "generation",
-                      "current_job", "current_partition", "started_secs_ago"}
+    assert set(f) >= {
+        "finalizer_id",
+        "gpu_ordinal",
+        "pid",
+        "state",
+        "generation",
+        "current_job",
+        "current_partition",
+        "started_secs_ago",
+    }
     (p,) = d["pipelines"]
-    assert set(p) >= {"job_id", "proof_kind", "priority", "state", "submitted_at",
-                      "started_secs_ago", "total_partitions", "partitions_done",
-                      "partitions_failed", "partitions"}
+    assert set(p) >= {
+        "job_id",
+        "proof_kind",
+        "priority",
+        "state",
+        "submitted_at",
+        "started_secs_ago",
+        "total_partitions",
+        "partitions_done",
+        "partitions_failed",
+        "partitions",
+    }
     assert [q["state"] for q in p["partitions"]] == ["synthesizing", "gpu"]
-    assert set(p["partitions"][0]) >= {"index", "state", "synth_ms", "gpu_ms", "finalize_ms",
-                                       "attempts"}
+    assert set(p["partitions"][0]) >= {
+        "index",
+        "state",
+        "synth_ms",
+        "gpu_ms",
+        "finalize_ms",
+        "attempts",
+    }
     (k,) = d["keys"]
     assert k["key_id"] == "porep-32g" and k["devices"] == ["cuda:1"] and not k["evictable"]
     assert 2.0 <= k["last_used_secs_ago"] < 60
     assert d["allocations"] == {"srs": d["keys"], "pce": []}
     c = d["counters"]
-    assert (c["total_completed"], c["total_failed"], c["retries"], c["restarts"],
-            c["queue_depth"]) == (3, 1, 1, 1, 7)
+    assert (
+        c["total_completed"],
+        c["total_failed"],
+        c["retries"],
+        c["restarts"],
+        c["queue_depth"],
+    ) == (3, 1, 1, 1, 7)
     assert c["completed_by_kind"] == {"porep-c2": 3}
     assert c["failed_by_kind"] == {"winning-post": 1}
 
@@ -433,13 +536,14 @@ def test_snapshot_is_immutable_and_a_cut(board):
 
 # --- reading while a writer sits inside a record ------------------------------------------------
 
+
 def test_reader_never_hangs_on_a_record_left_odd_and_reclaim_repairs_it(board):
     board.devices.register(3)
     tok = board.claim_device(3, "x", 0)
     off = board.layout.slot_offset("device", 3)
     seq = L.SEQ.unpack_from(board._buf, off)[0]
     L.SEQ.pack_into(board._buf, off, seq + 1)  # a writer "died" inside
-    board._buf[off + 8:off + 16] = b"\xff" * 8
+    board._buf[off + 8 : off + 16] = b"\xff" * 8
     s = board.snapshot(tries=20)
     assert s.attempts == 20  # gave up after its tries: never waits on the dead writer
     assert not s.consistent and s.devices[3].state == "empty"
@@ -452,6 +556,7 @@ def test_reader_never_hangs_on_a_record_left_odd_and_reclaim_repairs_it(board):
 
 
 # --- lifecycle across processes -------------------------------------------------------------------
+
 
 def _spawn():
     return mp.get_context("spawn")
@@ -518,16 +623,29 @@ def test_cleanup_leaves_young_incomplete_segments_alone():
 
 
 def test_context_manager_unlinks_for_the_creator():
-    with Board.create(board_name(), instance="cm", device_slots=1, finalizer_slots=1,
-                      synth_slots=1, job_rows=1, max_partitions=1) as b:
+    with Board.create(
+        board_name(),
+        instance="cm",
+        device_slots=1,
+        finalizer_slots=1,
+        synth_slots=1,
+        job_rows=1,
+        max_partitions=1,
+    ) as b:
         name = b.name
         assert os.path.exists(f"/dev/shm/{name}")
     assert not os.path.exists(f"/dev/shm/{name}")
 
 
 def test_default_name_is_discoverable():
-    b = Board.create(instance="default-name", device_slots=1, finalizer_slots=1,
-                     synth_slots=1, job_rows=1, max_partitions=1)
+    b = Board.create(
+        instance="default-name",
+        device_slots=1,
+        finalizer_slots=1,
+        synth_slots=1,
+        job_rows=1,
+        max_partitions=1,
+    )
     try:
         assert b.name.startswith(f"cuzk-{os.getpid()}-")
         assert b.name in {i.name for i in list_boards()}
@@ -542,7 +660,7 @@ def test_register_over_a_torn_record_starts_it_afresh(board):
     off = board.layout.slot_offset("device", 0)
     seq = L.SEQ.unpack_from(board._buf, off)[0]
     L.SEQ.pack_into(board._buf, off, seq + 1)
-    board._buf[off + 8:off + 40] = b"\xff" * 32  # generation, state, pid: garbage
+    board._buf[off + 8 : off + 40] = b"\xff" * 32  # generation, state, pid: garbage
     new = board.devices.register(0)
     assert new.generation == seq + 2 > tok.generation
     s = board.snapshot(verify="all")

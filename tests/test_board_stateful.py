@@ -131,9 +131,15 @@ class BoardMachine(RuleBasedStateMachine):
 
     def __init__(self):
         super().__init__()
-        self.board = Board.create(board_name(), instance="stateful",
-                                  device_slots=3, finalizer_slots=3, synth_slots=3, job_rows=2,
-                                  max_partitions=N_PARTS)
+        self.board = Board.create(
+            board_name(),
+            instance="stateful",
+            device_slots=3,
+            finalizer_slots=3,
+            synth_slots=3,
+            job_rows=2,
+            max_partitions=N_PARTS,
+        )
         self.actors = [LocalActor(None), LocalActor(self.pool), self.proc]
         self.actors[0].board = self.actors[1].board = self.board
         if not self.proc.proc.is_alive():
@@ -141,8 +147,11 @@ class BoardMachine(RuleBasedStateMachine):
         self.proc.drain()
         self.proc.call("attach", self.board.name)
         # model
-        self.slot = {(k, i): {"state": "empty", "token": None, "part": None, "restarts": 0}
-                     for k in KINDS for i in range(3)}
+        self.slot = {
+            (k, i): {"state": "empty", "token": None, "part": None, "restarts": 0}
+            for k in KINDS
+            for i in range(3)
+        }
         self.stored = ["pending"] * N_PARTS
         self.stale_tokens: list[Token] = []
         self.stale_count = 0
@@ -155,8 +164,11 @@ class BoardMachine(RuleBasedStateMachine):
         self.board.job_add(JOB, "porep-c2", "normal", N_PARTS)
         self.board.job_set_state(JOB, "running")
         for i, actor in enumerate(self.actors):
-            for kind, table in (("synth", "synth"), ("device", "devices"),
-                                ("finalizer", "finalizers")):
+            for kind, table in (
+                ("synth", "synth"),
+                ("device", "devices"),
+                ("finalizer", "finalizers"),
+            ):
                 actor.call(f"{table}.register", i)
                 self.slot[(kind, i)]["state"] = "idle"
 
@@ -243,8 +255,9 @@ class BoardMachine(RuleBasedStateMachine):
         i = data.draw(st.sampled_from(self.free_slots("finalizer", "busy")), label="slot")
         s = self.slot[("finalizer", i)]
         state = "done" if ok else "failed"
-        assert self.actors[i].call("kw:end", s["token"], {"state": state,
-                                                         "finalize_ms": 1.5}) is True
+        assert (
+            self.actors[i].call("kw:end", s["token"], {"state": state, "finalize_ms": 1.5}) is True
+        )
         self.stored[s["part"]] = state
         self.retire("finalizer", i)
         FIRED.append("finalizer_end")
@@ -280,8 +293,9 @@ class BoardMachine(RuleBasedStateMachine):
         FIRED.append("stale_end")
 
     def stale_device_tokens(self):
-        return [t for t in self.stale_tokens if t.kind == "device" and self.idle("finalizer",
-                                                                                  t.slot)]
+        return [
+            t for t in self.stale_tokens if t.kind == "device" and self.idle("finalizer", t.slot)
+        ]
 
     @precondition(lambda self: self.stale_device_tokens())
     @rule(data=st.data())
@@ -315,8 +329,9 @@ class BoardMachine(RuleBasedStateMachine):
         for _ in range(k):
             for table in ("synth", "devices", "finalizers"):
                 self.proc.submit(f"{table}.heartbeat", 2)
-        burst = self.pool.submit(lambda: [self.board.table(kd).heartbeat(1)
-                                          for _ in range(k) for kd in KINDS])
+        burst = self.pool.submit(
+            lambda: [self.board.table(kd).heartbeat(1) for _ in range(k) for kd in KINDS]
+        )
         for _ in range(k):
             s = self.board.snapshot(tries=8)
             assert not s.consistent or s.invariant_violations() == []
@@ -345,8 +360,7 @@ class BoardMachine(RuleBasedStateMachine):
         if i == 2:
             self.proc.start()
             self.proc.call("attach", self.board.name)
-        for kind, table in (("synth", "synth"), ("device", "devices"),
-                            ("finalizer", "finalizers")):
+        for kind, table in (("synth", "synth"), ("device", "devices"), ("finalizer", "finalizers")):
             self.actors[i].call(f"{table}.register", i)
             self.slot[(kind, i)]["state"] = "idle"
         FIRED.append("crash_and_reclaim")
@@ -359,20 +373,28 @@ class BoardMachine(RuleBasedStateMachine):
         assert s.invariant_violations() == []
         for (kind, i), m in self.slot.items():
             v = s.slots(kind)[i]
-            want = {"busy": {"synth": "synthesizing", "device": "proving",
-                             "finalizer": "finalizing"}[kind]}.get(m["state"], m["state"])
+            want = {
+                "busy": {"synth": "synthesizing", "device": "proving", "finalizer": "finalizing"}[
+                    kind
+                ]
+            }.get(m["state"], m["state"])
             assert v.state == want, (kind, i, v, m)
             assert v.restarts == m["restarts"]
             if m["state"] == "busy":
-                assert (v.job_id, v.partition, v.generation) == (JOB, m["part"],
-                                                                 m["token"].generation)
+                assert (v.job_id, v.partition, v.generation) == (
+                    JOB,
+                    m["part"],
+                    m["token"].generation,
+                )
             else:
                 assert v.job_id is None and v.partition is None
             # every stale token of this slot is older than the slot's claim, or is the claim
             # that ended last (an end leaves the generation; only a claim can make it busy)
-            assert all(t.generation < v.generation or (t.generation == v.generation
-                                                       and not v.busy)
-                       for t in self.stale_tokens if (t.kind, t.slot) == (kind, i))
+            assert all(
+                t.generation < v.generation or (t.generation == v.generation and not v.busy)
+                for t in self.stale_tokens
+                if (t.kind, t.slot) == (kind, i)
+            )
         derived = {"synth": "synthesizing", "device": "gpu", "finalizer": "finalizing"}
         for p in range(N_PARTS):
             want = self.stored[p]
@@ -399,13 +421,28 @@ def test_board_state_machine(actors):
     FIRED.clear()
     run_state_machine_as_test(
         BoardMachine,
-        settings=settings(max_examples=int(os.environ.get("CUZK_BOARD_EXAMPLES", "25")),
-                          stateful_step_count=40, deadline=None,
-                          suppress_health_check=list(HealthCheck)))
+        settings=settings(
+            max_examples=int(os.environ.get("CUZK_BOARD_EXAMPLES", "25")),
+            stateful_step_count=40,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+        ),
+    )
     # the interleavings did exercise every transition
-    rules = {"synth_claim", "synth_end", "device_claim", "handoff", "finalizer_end",
-             "device_end_without_split", "retry", "stale_end", "stale_handoff",
-             "concurrent_stale_ends", "heartbeats_while_reading", "crash_and_reclaim"}
+    rules = {
+        "synth_claim",
+        "synth_end",
+        "device_claim",
+        "handoff",
+        "finalizer_end",
+        "device_end_without_split",
+        "retry",
+        "stale_end",
+        "stale_handoff",
+        "concurrent_stale_ends",
+        "heartbeats_while_reading",
+        "crash_and_reclaim",
+    }
     counts = {r: FIRED.count(r) for r in rules}
     print(counts)
     assert all(counts.values()), counts

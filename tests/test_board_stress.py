@@ -46,13 +46,13 @@ def split_read(buf, off: int, record, payload_size: int):
     if s1 & 1:
         return "busy"
     half = record.size // 2
-    head = bytes(buf[off:off + half])
+    head = bytes(buf[off : off + half])
     for _ in range(20):
         pass
-    data = head + bytes(buf[off + half:off + record.size])
+    data = head + bytes(buf[off + half : off + record.size])
     if L.SEQ.unpack_from(buf, off)[0] != s1:
         return "busy"
-    if crc32(data[8:8 + payload_size]) != L.CHECK.unpack_from(data, 8 + payload_size)[0]:
+    if crc32(data[8 : 8 + payload_size]) != L.CHECK.unpack_from(data, 8 + payload_size)[0]:
         return "torn"
     return "ok"
 
@@ -72,8 +72,11 @@ def workload_violations(s) -> list[str]:
             bad.append(f"thread {t} shows {[(v.kind, v.partition) for v in busy]} at once")
         for v in busy:
             st = stored.get((v.job_id, v.partition))
-            ok = {"synth": ("pending", "synth_done"), "device": ("synth_done",),
-                  "finalizer": ("synth_done", "done")}[v.kind]
+            ok = {
+                "synth": ("pending", "synth_done"),
+                "device": ("synth_done",),
+                "finalizer": ("synth_done", "done"),
+            }[v.kind]
             if st not in ok:
                 bad.append(f"{v.kind} {t} busy on {v.job_id}/{v.partition} stored {st}")
     return bad
@@ -82,13 +85,17 @@ def workload_violations(s) -> list[str]:
 @pytest.mark.slow
 def test_stress_no_torn_records_and_the_invariant_in_every_consistent_snapshot(board_factory):
     n = PROCS * THREADS
-    b = board_factory(device_slots=n, finalizer_slots=n, synth_slots=n, job_rows=24,
-                      max_partitions=8)
+    b = board_factory(
+        device_slots=n, finalizer_slots=n, synth_slots=n, job_rows=24, max_partitions=8
+    )
     stop = CTX.Event()
     results = CTX.Queue()
-    procs = [CTX.Process(target=drill.writer_main,
-                         args=(b.name, i, THREADS, stop, results, 1000 + i, 6, 3))
-             for i in range(PROCS)]
+    procs = [
+        CTX.Process(
+            target=drill.writer_main, args=(b.name, i, THREADS, stop, results, 1000 + i, 6, 3)
+        )
+        for i in range(PROCS)
+    ]
     for p in procs:
         p.start()
     t_start = time.monotonic()
@@ -104,12 +111,19 @@ def test_stress_no_torn_records_and_the_invariant_in_every_consistent_snapshot(b
             pytest.fail("writers did not start")
 
         buf, lay = b._buf, b.layout
-        targets = ([(lay.slot_offset(k, i), L.SLOT_RECORD, L.SLOT_PAYLOAD.size)
-                    for k in L.SLOT_KINDS for i in range(n)] +
-                   [(lay.job_offset(r), L.JOB_RECORD, L.JOB_PAYLOAD.size)
-                    for r in range(lay.job_rows)] +
-                   [(lay.part_offset(r, i), L.PART_RECORD, L.PART_PAYLOAD.size)
-                    for r in range(lay.job_rows) for i in range(6)])
+        targets = (
+            [
+                (lay.slot_offset(k, i), L.SLOT_RECORD, L.SLOT_PAYLOAD.size)
+                for k in L.SLOT_KINDS
+                for i in range(n)
+            ]
+            + [(lay.job_offset(r), L.JOB_RECORD, L.JOB_PAYLOAD.size) for r in range(lay.job_rows)]
+            + [
+                (lay.part_offset(r, i), L.PART_RECORD, L.PART_PAYLOAD.size)
+                for r in range(lay.job_rows)
+                for i in range(6)
+            ]
+        )
         rng = random.Random(5)
         reads = ok = busy = torn = 0
         snaps = consistent = stable_torn = attempts = 0
@@ -176,17 +190,21 @@ def test_stress_no_torn_records_and_the_invariant_in_every_consistent_snapshot(b
     assert total["partitions"] > 100
     # all slots idle at the end, none left naming a partition
     assert all(v.state == "idle" for k in L.SLOT_KINDS for v in s.slots(k))
-    print(f"\nstress: {reads} record reads ({busy} busy retries exhausted), {snaps} snapshots "
-          f"({consistent} consistent, {attempts / snaps:.1f} attempts each), "
-          f"{total['partitions']} partitions, "
-          f"{total['stale_ends']} stale ends, {time.monotonic() - t_start:.1f} s")
+    print(
+        f"\nstress: {reads} record reads ({busy} busy retries exhausted), {snaps} snapshots "
+        f"({consistent} consistent, {attempts / snaps:.1f} attempts each), "
+        f"{total['partitions']} partitions, "
+        f"{total['stale_ends']} stale ends, {time.monotonic() - t_start:.1f} s"
+    )
 
 
 # --- kill -9 --------------------------------------------------------------------------------------
 
+
 def test_kill_inside_a_slot_write(board_factory):
-    b = board_factory(device_slots=2, finalizer_slots=1, synth_slots=1, job_rows=2,
-                      max_partitions=2)
+    b = board_factory(
+        device_slots=2, finalizer_slots=1, synth_slots=1, job_rows=2, max_partitions=2
+    )
     b.job_add("victim", "porep-c2", "normal", 1)
     parent, child = CTX.Pipe()
     p = CTX.Process(target=drill.hang_in_slot_write, args=(b.name, "device", 1, child))
@@ -198,15 +216,15 @@ def test_kill_inside_a_slot_write(board_factory):
         s = b.snapshot(tries=30)
         assert s.attempts == 30  # bounded: gave up after its tries, never waits for the writer
         assert not s.consistent and s.devices[1].state == "empty"
-        assert read_record(b._buf, b.layout.slot_offset("device", 1), L.SLOT_RECORD,
-                           L.SLOT_PAYLOAD.size, tries=10) == (None, "busy")
+        assert read_record(
+            b._buf, b.layout.slot_offset("device", 1), L.SLOT_RECORD, L.SLOT_PAYLOAD.size, tries=10
+        ) == (None, "busy")
         # the supervisor notices the death and reclaims the slot
         new = b.devices.reclaim(1)
         assert new.generation > tok.generation
         s = b.snapshot(verify="all")
         assert s.consistent and s.torn == () and s.invariant_violations() == []
-        assert (s.devices[1].state, s.devices[1].restarts, s.devices[1].job_id) == ("dead", 1,
-                                                                                     None)
+        assert (s.devices[1].state, s.devices[1].restarts, s.devices[1].job_id) == ("dead", 1, None)
         assert s.partition_state("victim", 0) == "pending"
         assert b.end(tok) is False
         b.devices.register(1)  # the restarted process takes the slot
@@ -216,8 +234,9 @@ def test_kill_inside_a_slot_write(board_factory):
 
 
 def test_kill_inside_a_control_write_holding_the_lock(board_factory):
-    b = board_factory(device_slots=1, finalizer_slots=1, synth_slots=1, job_rows=2,
-                      max_partitions=3)
+    b = board_factory(
+        device_slots=1, finalizer_slots=1, synth_slots=1, job_rows=2, max_partitions=3
+    )
     b.job_add("j", "porep-c2", "normal", 3)
     b.partition_set("j", 1, "synth_done", synth_ms=4.0)
     parent, child = CTX.Pipe()
@@ -249,8 +268,9 @@ def test_kill_inside_a_control_write_holding_the_lock(board_factory):
 
 
 def test_kill_a_hammering_writer_at_random_moments(board_factory):
-    b = board_factory(device_slots=2, finalizer_slots=1, synth_slots=1, job_rows=2,
-                      max_partitions=8)
+    b = board_factory(
+        device_slots=2, finalizer_slots=1, synth_slots=1, job_rows=2, max_partitions=8
+    )
     b.job_add("h", "porep-c2", "normal", 8)
     rng = random.Random(11)
     restarts = 0

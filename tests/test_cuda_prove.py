@@ -213,8 +213,15 @@ def test_engine_device_process_on_cuda(monkeypatch, caplog):
     caplog.set_level(logging.INFO, logger="cuzk.engine")
     c = fixture_circuit("tiny")
     vk = V.VerifyingKey.from_json(json.loads(c.vk.read_text()))
-    eng = Engine(EngineConfig(devices="cuda:0", synth_workers=1, memory_budget="1GiB",
-                              self_verify=True, restart_backoff=0.1)).start(timeout=300)
+    eng = Engine(
+        EngineConfig(
+            devices="cuda:0",
+            synth_workers=1,
+            memory_budget="1GiB",
+            self_verify=True,
+            restart_backoff=0.1,
+        )
+    ).start(timeout=300)
     try:
         key_id = eng.register_key(c.zkey)
 
@@ -235,8 +242,11 @@ def test_engine_device_process_on_cuda(monkeypatch, caplog):
         snap = eng.snapshot()
         assert {w["device"] for w in snap["gpu_workers"]} == {"cuda:0"}
         assert snap["counters"]["restarts"] == 0 and snap["counters"]["total_failed"] == 0
-        loads = [rec for rec in caplog.records
-                 if rec.getMessage().startswith(f"key {key_id} resident on cuda:0")]
+        loads = [
+            rec
+            for rec in caplog.records
+            if rec.getMessage().startswith(f"key {key_id} resident on cuda:0")
+        ]
         assert len(loads) == 2  # placed, evicted, placed again
     finally:
         eng.stop(drain_deadline=10)
@@ -249,8 +259,9 @@ def test_cuzk_prove_device_cuda(tmp_path):
     """The command itself on the CUDA device (the simulator here): exit 0, a valid proof."""
     c = fixture_circuit("tiny")
     proof, public = tmp_path / "proof.json", tmp_path / "public.json"
-    r = CliRunner().invoke(main, ["prove", "--device", "cuda", str(c.zkey), str(c.witness(1)),
-                                  str(proof), str(public)])
+    r = CliRunner().invoke(
+        main, ["prove", "--device", "cuda", str(c.zkey), str(c.witness(1)), str(proof), str(public)]
+    )
     assert r.exit_code == 0, r.output
     assert json.loads(public.read_text()) == json.loads(c.public(1).read_text())
     vk = V.VerifyingKey.from_json(json.loads(c.vk.read_text()))
@@ -264,9 +275,21 @@ def test_cuzk_prove_device_cuda_as_a_process(tmp_path):
     c = fixture_circuit("tiny")
     proof, public = tmp_path / "proof.json", tmp_path / "public.json"
     p = subprocess.run(
-        [sys.executable, "-m", "cuzk.cli", "prove", "--device", "cuda", str(c.zkey),
-         str(c.witness(0)), str(proof), str(public)],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "cuzk.cli",
+            "prove",
+            "--device",
+            "cuda",
+            str(c.zkey),
+            str(c.witness(0)),
+            str(proof),
+            str(public),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert p.returncode == 0, p.stderr
     vk = V.VerifyingKey.from_json(json.loads(c.vk.read_text()))
@@ -281,9 +304,22 @@ def test_cuzk_prove_device_cuda_without_gpu(device, tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
     proof, public = tmp_path / "proof.json", tmp_path / "public.json"
     p = subprocess.run(
-        [sys.executable, "-m", "cuzk.cli", "prove", "--device", device, str(c.zkey),
-         str(c.witness(0)), str(proof), str(public)],
-        capture_output=True, text=True, timeout=120, env=env,
+        [
+            sys.executable,
+            "-m",
+            "cuzk.cli",
+            "prove",
+            "--device",
+            device,
+            str(c.zkey),
+            str(c.witness(0)),
+            str(proof),
+            str(public),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
     )
     assert p.returncode == 1, p.stderr
     lines = p.stderr.strip().splitlines()
@@ -321,13 +357,23 @@ def test_gpu_check_script_names_what_exists():
     assert "tests/test_cuda_prove.py" in tests
     for t in tests:
         assert (root / t).is_file(), t
-    out = subprocess.run([sys.executable, "-m", "bench", "--help"], cwd=root,
-                         capture_output=True, text=True, timeout=60).stdout
-    bench_line = text[text.index("-m bench"):].split("\n\n")[0]
+    out = subprocess.run(
+        [sys.executable, "-m", "bench", "--help"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
+    bench_line = text[text.index("-m bench") :].split("\n\n")[0]
     for opt in set(re.findall(r"(--[a-z-]+)", bench_line)):
         assert opt in out, opt
-    suites = subprocess.run([sys.executable, "-m", "bench", "--list"], cwd=root,
-                            capture_output=True, text=True, timeout=60).stdout
+    suites = subprocess.run(
+        [sys.executable, "-m", "bench", "--list"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
     listed = {line.split()[0] for line in suites.splitlines() if line.strip()}
     named = re.findall(r"--suite (\w+)", bench_line)
     assert named and set(named) <= listed, (named, listed)

@@ -42,9 +42,16 @@ N_VARS, DOMAIN = 64, 128
 
 def config(tmp_path, **kw):
     opts = {"fault_dir": str(tmp_path), **kw.pop("opts", {})}
-    base = dict(devices="cpu:2", synth_workers=2, prover="cuzk.testing.prover_double",
-                prover_options=opts, memory_budget="256MiB", ping_interval=0.25,
-                restart_backoff=0.05, board_partitions=64)
+    base = dict(
+        devices="cpu:2",
+        synth_workers=2,
+        prover="cuzk.testing.prover_double",
+        prover_options=opts,
+        memory_budget="256MiB",
+        ping_interval=0.25,
+        restart_backoff=0.05,
+        board_partitions=64,
+    )
     base.update(kw)
     return EngineConfig(**base)
 
@@ -78,8 +85,9 @@ def witnesses(n, seed=0, faults=None):
 
 def public_of(witness: bytes, n_public=2):
     w = np.frombuffer(witness[4:], dtype=np.uint64).reshape(-1, 4)
-    return [str(sum(int(x) << (64 * j) for j, x in enumerate(w[i])))
-            for i in range(1, 1 + n_public)]
+    return [
+        str(sum(int(x) << (64 * j) for j, x in enumerate(w[i]))) for i in range(1, 1 + n_public)
+    ]
 
 
 def assert_proofs(result, ws, key_path):
@@ -100,8 +108,7 @@ def events(eng, what):
 @pytest.fixture(scope="module")
 def shared(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("engine")
-    with running(tmp, opts={"synth_secs": 0.01, "start_secs": 0.005,
-                            "finish_secs": 0.005}) as eng:
+    with running(tmp, opts={"synth_secs": 0.01, "start_secs": 0.005, "finish_secs": 0.005}) as eng:
         eng.test_key = key_file(tmp)
         eng.test_key_id = eng.register_key(eng.test_key)
         eng.tmp = tmp
@@ -115,8 +122,10 @@ def test_sixteen_partitions_prove_in_order(shared):
     assert_proofs(r, ws, shared.test_key)
     assert r["kind"] == "snap-update" and r["priority"] == "normal"
     assert [p["state"] for p in r["partitions"]] == ["done"] * 16
-    assert all(p["attempts"] == 1 and p["synth_ms"] > 0 and p["gpu_ms"] > 0
-               and p["finalize_ms"] > 0 for p in r["partitions"])
+    assert all(
+        p["attempts"] == 1 and p["synth_ms"] > 0 and p["gpu_ms"] > 0 and p["finalize_ms"] > 0
+        for p in r["partitions"]
+    )
     assert {p["device"] for p in r["partitions"]} == {0, 1}  # both device processes used
     snap = shared.snapshot()
     pipe = [p for p in snap["pipelines"] if p["job_id"] == job_id][0]
@@ -192,8 +201,11 @@ def test_kill9_at_random_moments_never_proves_from_wrong_buffers(tmp_path):
     import random
 
     rng = random.Random(1234)
-    with running(tmp_path, max_attempts=20, opts={"synth_secs": 0.02, "start_secs": 0.03,
-                                                  "finish_secs": 0.02}) as eng:
+    with running(
+        tmp_path,
+        max_attempts=20,
+        opts={"synth_secs": 0.02, "start_secs": 0.03, "finish_secs": 0.02},
+    ) as eng:
         key = key_file(tmp_path)
         kid = eng.register_key(key)
         for rnd in range(3):
@@ -227,8 +239,9 @@ def test_keys_and_jobs_listing(shared):
     assert shared.register_key(shared.test_key) == shared.test_key_id  # same file, same id
     k = [k for k in shared.keys() if k["key_id"] == shared.test_key_id][0]
     assert (k["n_vars"], k["domain_size"], k["live_jobs"]) == (N_VARS, DOMAIN, 0)
-    job_id = shared.submit(shared.test_key_id, witnesses(2, seed=8), kind="window-post",
-                           priority="high")
+    job_id = shared.submit(
+        shared.test_key_id, witnesses(2, seed=8), kind="window-post", priority="high"
+    )
     listed = {j["job_id"]: j for j in shared.jobs()}
     assert listed[job_id]["kind"] == "window-post" and "partitions" not in listed[job_id]
     assert shared.result(job_id, timeout=30)["state"] == "done"
@@ -256,9 +269,14 @@ def test_cancel_releases_everything_and_engine_goes_on(tmp_path):
         snap = eng.snapshot()
         assert [p for p in snap["pipelines"] if p["job_id"] == job_id][0]["state"] == "cancelled"
         # every slot claimed for the job was ended through its token: nothing stays busy
-        wait_for(lambda: all(w["state"] == "idle" for s in [eng.snapshot()]
-                             for w in s["gpu_workers"] + s["finalizers"]
-                             + s["synthesis"]["workers"]), timeout=5)
+        wait_for(
+            lambda: all(
+                w["state"] == "idle"
+                for s in [eng.snapshot()]
+                for w in s["gpu_workers"] + s["finalizers"] + s["synthesis"]["workers"]
+            ),
+            timeout=5,
+        )
         done_after = len(events(eng, "done"))
         ws2 = witnesses(2, seed=7)
         assert_proofs(eng.result(eng.submit(kid, ws2), timeout=30), ws2, key)
@@ -267,8 +285,13 @@ def test_cancel_releases_everything_and_engine_goes_on(tmp_path):
 
 
 def test_critical_job_submitted_behind_normal_ones_is_proved_next(tmp_path):
-    with running(tmp_path, devices="cpu:1", synth_workers=1, workers_per_device=1,
-                 opts={"synth_secs": 0.03, "start_secs": 0.02}) as eng:
+    with running(
+        tmp_path,
+        devices="cpu:1",
+        synth_workers=1,
+        workers_per_device=1,
+        opts={"synth_secs": 0.03, "start_secs": 0.02},
+    ) as eng:
         key = key_file(tmp_path)
         kid = eng.register_key(key)
         normal = [eng.submit(kid, witnesses(8, seed=10 + j)) for j in range(2)]
@@ -294,8 +317,12 @@ def test_memory_budget_is_never_exceeded_and_dispatch_waits(tmp_path):
     k = double.ProvingKey.open(key_file(tmp_path))
     per_partition = k.partition_bytes() + len(witnesses(1)[0])
     total = 2 * per_partition + k.nbytes + 100  # room for two partitions at a time
-    with running(tmp_path, synth_workers=2, memory_budget=total,
-                 opts={"synth_secs": 0.01, "start_secs": 0.02, "finish_secs": 0.03}) as eng:
+    with running(
+        tmp_path,
+        synth_workers=2,
+        memory_budget=total,
+        opts={"synth_secs": 0.01, "start_secs": 0.02, "finish_secs": 0.03},
+    ) as eng:
         kid = eng.register_key(key_file(tmp_path))
         samples = []
         stop = threading.Event()
@@ -367,6 +394,7 @@ def test_key_idle_longer_than_the_setting_is_evicted(tmp_path):
 
 def _kill_when(eng, find, sig=signal.SIGKILL):
     """Wait until `find(snapshot)` names a worker; kill its process; return (worker, snap)."""
+
     def probe():
         snap = eng.snapshot()
         return find(snap) and (find(snap), snap)
@@ -383,8 +411,12 @@ def test_kill9_synthesis_process_mid_run(tmp_path):
         kid = eng.register_key(key)
         ws = witnesses(4, seed=50)
         job_id = eng.submit(kid, ws)
-        victim, before = _kill_when(eng, lambda s: next(
-            (w for w in s["synthesis"]["workers"] if w["state"] == "synthesizing"), None))
+        victim, before = _kill_when(
+            eng,
+            lambda s: next(
+                (w for w in s["synthesis"]["workers"] if w["state"] == "synthesizing"), None
+            ),
+        )
         r = eng.result(job_id, timeout=30)
         assert_proofs(r, ws, key)
         assert r["partitions"][victim["partition"]]["attempts"] == 2
@@ -397,14 +429,16 @@ def test_kill9_synthesis_process_mid_run(tmp_path):
 
 
 def test_kill9_device_process_mid_run(tmp_path):
-    with running(tmp_path, opts={"synth_secs": 0.01, "start_secs": 0.4,
-                                 "finish_secs": 0.02}) as eng:
+    with running(
+        tmp_path, opts={"synth_secs": 0.01, "start_secs": 0.4, "finish_secs": 0.02}
+    ) as eng:
         key = key_file(tmp_path)
         kid = eng.register_key(key)
         ws = witnesses(5, seed=60)
         job_id = eng.submit(kid, ws)
-        victim, before = _kill_when(eng, lambda s: next(
-            (w for w in s["gpu_workers"] if w["state"] == "proving"), None))
+        victim, before = _kill_when(
+            eng, lambda s: next((w for w in s["gpu_workers"] if w["state"] == "proving"), None)
+        )
         r = eng.result(job_id, timeout=30)
         assert_proofs(r, ws, key)
         assert r["partitions"][victim["current_partition"]]["attempts"] == 2
@@ -419,8 +453,7 @@ def test_kill9_device_process_mid_run(tmp_path):
 
 def test_hung_process_is_killed_and_its_work_retried(tmp_path):
     ws = witnesses(3, seed=70, faults={0: {"stage": "synth", "action": "stop", "once": True}})
-    with running(tmp_path, ping_interval=0.1, hang_timeout=1.0,
-                 opts={"synth_secs": 0.01}) as eng:
+    with running(tmp_path, ping_interval=0.1, hang_timeout=1.0, opts={"synth_secs": 0.01}) as eng:
         key = key_file(tmp_path)
         r = eng.result(eng.submit(eng.register_key(key), ws), timeout=30)
         assert_proofs(r, ws, key)
@@ -437,8 +470,9 @@ def test_retries_are_bounded_when_a_process_keeps_dying(tmp_path):
 
 
 def test_synchronous_proving_mode(tmp_path):
-    with running(tmp_path, split_prove=False,
-                 opts={"start_secs": 0.01, "finish_secs": 0.02}) as eng:
+    with running(
+        tmp_path, split_prove=False, opts={"start_secs": 0.01, "finish_secs": 0.02}
+    ) as eng:
         key = key_file(tmp_path)
         kid = eng.register_key(key)
         ws = witnesses(8, seed=90)
@@ -464,10 +498,14 @@ def invariant_violations(snap):
     """The board invariant, checked from the JSON: a partition in state gpu is named by exactly
     one proving worker, and every proving worker names a partition in state gpu."""
     out = []
-    proving = [(w["current_job"], w["current_partition"]) for w in snap["gpu_workers"]
-               if w["state"] == "proving"]
-    states = {(p["job_id"], q["index"]): q["state"] for p in snap["pipelines"]
-              for q in p["partitions"]}
+    proving = [
+        (w["current_job"], w["current_partition"])
+        for w in snap["gpu_workers"]
+        if w["state"] == "proving"
+    ]
+    states = {
+        (p["job_id"], q["index"]): q["state"] for p in snap["pipelines"] for q in p["partitions"]
+    }
     for jp, st in states.items():
         if st == "gpu" and proving.count(jp) != 1:
             out.append(f"{jp} in gpu named by {proving.count(jp)} workers")
@@ -479,21 +517,34 @@ def invariant_violations(snap):
 
 def test_invariant_check_catches_the_seed_story():
     # Rust cuzk: A's finalizer marked the worker idle while it already proved B.
-    snap = {"gpu_workers": [{"state": "idle", "current_job": None, "current_partition": None}],
-            "pipelines": [{"job_id": "j", "partitions": [{"index": 0, "state": "finalizing"},
-                                                         {"index": 1, "state": "gpu"}]}]}
+    snap = {
+        "gpu_workers": [{"state": "idle", "current_job": None, "current_partition": None}],
+        "pipelines": [
+            {
+                "job_id": "j",
+                "partitions": [{"index": 0, "state": "finalizing"}, {"index": 1, "state": "gpu"}],
+            }
+        ],
+    }
     assert invariant_violations(snap) == ["('j', 1) in gpu named by 0 workers"]
     snap["gpu_workers"][0].update(state="proving", current_job="j", current_partition=0)
     assert len(invariant_violations(snap)) == 2
 
 
 def test_board_invariant_holds_throughout_a_split_proving_run(tmp_path):
-    with running(tmp_path, synth_workers=2, workers_per_device=2, finalizers_per_device=1,
-                 opts={"synth_secs": 0.004, "start_secs": 0.004, "finish_secs": 0.008}) as eng:
+    with running(
+        tmp_path,
+        synth_workers=2,
+        workers_per_device=2,
+        finalizers_per_device=1,
+        opts={"synth_secs": 0.004, "start_secs": 0.004, "finish_secs": 0.008},
+    ) as eng:
         key = key_file(tmp_path)
         kid = eng.register_key(key)
-        jobs = [(eng.submit(kid, ws, kind="porep-c2"), ws)
-                for ws in (witnesses(40, seed=100 + j) for j in range(3))]
+        jobs = [
+            (eng.submit(kid, ws, kind="porep-c2"), ws)
+            for ws in (witnesses(40, seed=100 + j) for j in range(3))
+        ]
         counts = {"consistent": 0, "gpu": 0, "finalizing": 0}
         bad = []
         while any(eng.job(j)["state"] in ("queued", "running") for j, _ in jobs):
@@ -541,8 +592,9 @@ def test_drain_lets_running_jobs_finish(tmp_path):
 
 
 def test_start_fails_cleanly_when_the_prover_cannot_load(tmp_path):
-    eng = Engine(config(tmp_path, prover="cuzk.engine.no_such_prover", devices="cpu:1",
-                        synth_workers=1))
+    eng = Engine(
+        config(tmp_path, prover="cuzk.engine.no_such_prover", devices="cpu:1", synth_workers=1)
+    )
     with pytest.raises(EngineError, match="died during start-up"):
         eng.start(timeout=60)
     eng.stop(0)
@@ -582,10 +634,17 @@ def _start_script(tmp_path, deadline, n):
     script.write_text(SCRIPT)
     # the script's folder comes first on its sys.path: name this checkout's cuzk explicitly
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        p for p in (root, os.environ.get("PYTHONPATH")) if p)}
-    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path), str(deadline), str(n)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(tmp_path), str(deadline), str(n)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     line = proc.stdout.readline()
     assert line, proc.stderr.read()
     return proc, json.loads(line)

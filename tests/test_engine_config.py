@@ -17,11 +17,22 @@ from cuzk.engine import (
 from cuzk.engine.config import auto_memory_budget
 
 
-@pytest.mark.parametrize("text,n", [
-    ("4096", 4096), ("8GiB", 8 << 30), ("8 GiB", 8 << 30), ("512MiB", 512 << 20),
-    ("1.5G", 1_500_000_000), ("2kb", 2000), ("3Ki", 3072), ("1TiB", 1 << 40), (" 7 b ", 7),
-    (1234, 1234), ("0", 0),
-])
+@pytest.mark.parametrize(
+    "text,n",
+    [
+        ("4096", 4096),
+        ("8GiB", 8 << 30),
+        ("8 GiB", 8 << 30),
+        ("512MiB", 512 << 20),
+        ("1.5G", 1_500_000_000),
+        ("2kb", 2000),
+        ("3Ki", 3072),
+        ("1TiB", 1 << 40),
+        (" 7 b ", 7),
+        (1234, 1234),
+        ("0", 0),
+    ],
+)
 def test_parse_size(text, n):
     assert parse_size(text) == n
 
@@ -62,8 +73,13 @@ def test_config_validation():
     assert c.device_names == ["cpu:0", "cpu:1"] and c.memory_budget == 1 << 30
     assert c.synth_workers >= 1 and c.max_synth_ahead > 0
     assert 0 < EngineConfig(devices="cpu:1").validated().memory_budget <= auto_memory_budget()
-    for bad in (dict(workers_per_device=0), dict(max_attempts=0), dict(memory_budget="0"),
-                dict(memory_budget="lots"), dict(devices="9,9")):
+    for bad in (
+        dict(workers_per_device=0),
+        dict(max_attempts=0),
+        dict(memory_budget="0"),
+        dict(memory_budget="lots"),
+        dict(devices="9,9"),
+    ):
         with pytest.raises(ValueError):
             EngineConfig(**{"devices": "cpu:1", **bad}).validated()
 
@@ -82,8 +98,16 @@ def test_budget_reserves_all_or_nothing_and_releases_in_parts():
         b.try_reserve("huge", {"abc": 101})
 
 
-@given(st.lists(st.tuples(st.sampled_from(["reserve", "release", "release_abc"]),
-                          st.integers(0, 5), st.integers(0, 60), st.integers(0, 60))))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["reserve", "release", "release_abc"]),
+            st.integers(0, 5),
+            st.integers(0, 60),
+            st.integers(0, 60),
+        )
+    )
+)
 def test_budget_never_exceeds_total(ops):
     b = MemoryBudget(100)
     held = {}

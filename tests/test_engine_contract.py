@@ -26,17 +26,24 @@ def assert_same_call(want, got, *, drop_self: bool, what: str):
     """`got` takes every parameter `want` names, in order, by the same name and kind; any
     further parameter has a default (so the engine's calls stay valid)."""
     w, g = _params(want, drop_self), _params(got, False)
-    assert [(p.name, p.kind) for p in w] == [(p.name, p.kind) for p in g[:len(w)]], (
-        f"{what}: contract {inspect.signature(want)}, implementation {inspect.signature(got)}")
-    extra = [p.name for p in g[len(w):] if p.default is inspect.Parameter.empty
-             and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    assert [(p.name, p.kind) for p in w] == [(p.name, p.kind) for p in g[: len(w)]], (
+        f"{what}: contract {inspect.signature(want)}, implementation {inspect.signature(got)}"
+    )
+    extra = [
+        p.name
+        for p in g[len(w) :]
+        if p.default is inspect.Parameter.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
     assert not extra, f"{what}: parameters {extra} not in the contract and without a default"
 
 
 def _callables(proto) -> list[str]:
     """The functions and methods a protocol names (its data members are annotations)."""
-    return sorted(n for n, v in vars(proto).items()
-                  if not n.startswith("_") and (callable(v) or isinstance(v, classmethod)))
+    return sorted(
+        n
+        for n, v in vars(proto).items()
+        if not n.startswith("_") and (callable(v) or isinstance(v, classmethod))
+    )
 
 
 @pytest.fixture
@@ -55,19 +62,27 @@ def test_prover_satisfies_the_contract(name, key_path):
     prover = importlib.import_module(name)
     assert isinstance(prover, contract.Prover)
     for fn in _callables(contract.Prover):
-        assert_same_call(getattr(contract.Prover, fn), getattr(prover, fn), drop_self=True,
-                         what=f"{name}.{fn}")
+        assert_same_call(
+            getattr(contract.Prover, fn), getattr(prover, fn), drop_self=True, what=f"{name}.{fn}"
+        )
     key = prover.ProvingKey.open(key_path(name))
     assert isinstance(key, contract.ProvingKey)
     assert isinstance(key.key_id, str) and key.n_vars > 0 and key.domain_size > 0
     assert key.partition_bytes() > 0 and key.nbytes > 0
     device = prover.open_device("cpu")
     assert isinstance(device, contract.Device)
-    for proto, impl in ((contract.ProvingKey, prover.ProvingKey),
-                        (contract.Device, type(device)), (contract.Proof, prover.Proof)):
+    for proto, impl in (
+        (contract.ProvingKey, prover.ProvingKey),
+        (contract.Device, type(device)),
+        (contract.Proof, prover.Proof),
+    ):
         for m in _callables(proto):
-            assert_same_call(getattr(proto, m), getattr(impl, m), drop_self=False,
-                             what=f"{name}.{impl.__name__}.{m}")
+            assert_same_call(
+                getattr(proto, m),
+                getattr(impl, m),
+                drop_self=False,
+                what=f"{name}.{impl.__name__}.{m}",
+            )
     assert "public" in {f.name for f in dataclasses.fields(prover.Proof)}
 
 

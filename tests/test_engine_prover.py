@@ -41,8 +41,13 @@ def snarkjs_verify_all(vk_path, proofs, publics) -> list[bool]:
     """
     vk = json.loads(vk_path.read_text())
     payload = json.dumps([vk, [[p, s] for p, s in zip(proofs, publics, strict=True)]])
-    p = subprocess.run(["node", "-e", script, str(ROOT / ".tools/node_modules/snarkjs")],
-                       input=payload, capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        ["node", "-e", script, str(ROOT / ".tools/node_modules/snarkjs")],
+        input=payload,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout.strip().splitlines()[-1])
 
@@ -59,8 +64,15 @@ def engine():
     key = P.ProvingKey.open(CIRCUIT.zkey)
     proof = P.prove(key, P.load_witness(CIRCUIT.witness(0), key), P.open_device("cpu"))
     assert V.verify(V.VerifyingKey.from_zkey(key.zkey), proof.public, proof.to_json())
-    eng = Engine(EngineConfig(devices="cpu:2", synth_workers=1, memory_budget="2GiB",
-                              self_verify=True, restart_backoff=0.1)).start(timeout=600)
+    eng = Engine(
+        EngineConfig(
+            devices="cpu:2",
+            synth_workers=1,
+            memory_budget="2GiB",
+            self_verify=True,
+            restart_backoff=0.1,
+        )
+    ).start(timeout=600)
     eng.test_key_id = eng.register_key(CIRCUIT.zkey)
     yield eng
     eng.stop(drain_deadline=10)
@@ -83,8 +95,9 @@ def check_result(r):
     for i in range(16):
         assert r["public"][i] == json.loads(CIRCUIT.public(i % 2).read_text()), f"partition {i}"
     # plus one mismatched pair (partition 0's proof, partition 1's signals): the check can fail
-    verdicts = snarkjs_verify_all(CIRCUIT.vk, r["proofs"] + r["proofs"][:1],
-                                  r["public"] + r["public"][1:2])
+    verdicts = snarkjs_verify_all(
+        CIRCUIT.vk, r["proofs"] + r["proofs"][:1], r["public"] + r["public"][1:2]
+    )
     assert verdicts == [True] * 16 + [False]
     # blinding: the two proofs of the same witness differ
     assert r["proofs"][0]["pi_a"] != r["proofs"][2]["pi_a"]
@@ -120,16 +133,30 @@ def test_kill9_device_and_synthesis_processes_mid_run(engine):
     job_id = engine.submit(engine.test_key_id, sixteen_witnesses(), kind="porep-c2")
     # synthesis first, while it surely runs (warm devices keep up with it, so later in the job
     # it can be idle or all done)
-    syn = _kill_first(engine, lambda s: next(
-        (w for w in s["synthesis"]["workers"] if w["state"] == "synthesizing"), None))
+    syn = _kill_first(
+        engine,
+        lambda s: next(
+            (w for w in s["synthesis"]["workers"] if w["state"] == "synthesizing"), None
+        ),
+    )
+
     # The device process is killed inside prove_start after compute_h has overwritten a, b, c:
     # one that has finished a prove_start before (its kernels are loaded; a cold process first
     # loads them from the cache) and is 10 ms into this one (compute_h is its first ~5 %).
     def warm_and_inside_prove_start(s):
-        warm = {w["pid"] for w in s["gpu_workers"]
-                if w["busy_secs"] - (w["started_secs_ago"] or 0) > 0.001}
-        return next((w for w in s["gpu_workers"] if w["state"] == "proving"
-                     and w["pid"] in warm and w["started_secs_ago"] >= 0.01), None)
+        warm = {
+            w["pid"]
+            for w in s["gpu_workers"]
+            if w["busy_secs"] - (w["started_secs_ago"] or 0) > 0.001
+        }
+        return next(
+            (
+                w
+                for w in s["gpu_workers"]
+                if w["state"] == "proving" and w["pid"] in warm and w["started_secs_ago"] >= 0.01
+            ),
+            None,
+        )
 
     dev = _kill_first(engine, warm_and_inside_prove_start)
     r = engine.result(job_id, timeout=600)

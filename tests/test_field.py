@@ -217,6 +217,7 @@ def test_large_array_conversion_uses_batch_path():
 
 # --- the x86-64 assembly multiplication (cuzk.arith.limbs.x86_mont_mul) ----------------------
 
+
 def _asm_check_kernel():
     from numba import njit
 
@@ -247,8 +248,7 @@ def test_assembly_multiplication_matches_cios_and_integers(field):
     rng = np.random.default_rng(7)
     edges = [0, 1, 2, p - 1, p - 2, (1 << 64) - 1, 1 << 64, (1 << 192) + 1, p >> 1]
     xs = edges + [int.from_bytes(rng.bytes(32), "little") % p for _ in range(2000)]
-    ys = list(reversed(edges)) + [int.from_bytes(rng.bytes(32), "little") % p
-                                  for _ in range(2000)]
+    ys = list(reversed(edges)) + [int.from_bytes(rng.bytes(32), "little") % p for _ in range(2000)]
     a = np.array([int_to_limb_tuple(x) for x in xs], np.uint64)
     b = np.array([int_to_limb_tuple(y) for y in ys], np.uint64)
     fast, cios = np.zeros_like(a), np.zeros_like(a)
@@ -265,7 +265,9 @@ def test_assembly_can_be_turned_off():
     import subprocess
     import sys
 
-    code = ("from cuzk.arith import field as F; import sys; "
-            "sys.exit(0 if F.mont_mul is F.mont_mul_cios else 1)")
+    code = (
+        "from cuzk.arith import field as F; import sys; "
+        "sys.exit(0 if F.mont_mul is F.mont_mul_cios else 1)"
+    )
     env = {**__import__("os").environ, "CUZK_NO_ASM": "1"}
     assert subprocess.run([sys.executable, "-c", code], env=env).returncode == 0

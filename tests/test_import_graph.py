@@ -40,7 +40,8 @@ def modules() -> dict[str, Path]:
 
 def _is_type_checking(test: ast.expr) -> bool:
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def _import_time_statements(body):
@@ -54,8 +55,7 @@ def _import_time_statements(body):
                 yield from _import_time_statements(node.body)
             yield from _import_time_statements(node.orelse)
         elif isinstance(node, ast.Try):
-            for block in (node.body, node.orelse, node.finalbody,
-                          *(h.body for h in node.handlers)):
+            for block in (node.body, node.orelse, node.finalbody, *(h.body for h in node.handlers)):
                 yield from _import_time_statements(block)
         elif isinstance(node, (ast.With, ast.ClassDef)):
             yield from _import_time_statements(node.body)
@@ -78,7 +78,7 @@ def imports_of(name: str, path: Path, known: set[str], deferred: bool = False) -
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = name.split(".")
-                base = base[:len(base) - node.level + (1 if is_pkg else 0)]
+                base = base[: len(base) - node.level + (1 if is_pkg else 0)]
                 mod = ".".join(base + ([node.module] if node.module else []))
             else:
                 mod = node.module
@@ -159,7 +159,8 @@ def a_path(graph: dict[str, set[str]], comp: list[str]) -> list[str]:
 
 def _report(graph, comps) -> str:
     return "import cycles:\n" + "\n".join(
-        "  " + " -> ".join(a_path(graph, c)) + f"   (component: {', '.join(c)})" for c in comps)
+        "  " + " -> ".join(a_path(graph, c)) + f"   (component: {', '.join(c)})" for c in comps
+    )
 
 
 def test_the_graph_is_read():

@@ -59,11 +59,17 @@ _CHILD = textwrap.dedent(
 
 def _run_child(cache_dir):
     env = dict(os.environ, NUMBA_CACHE_DIR=str(cache_dir))
-    proc = subprocess.run([sys.executable, "-c", _CHILD], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("BUILDS ")]
     assert proc.returncode == 0 and lines, proc.stderr[-3000:]
-    return json.loads(lines[-1][len("BUILDS "):])
+    return json.loads(lines[-1][len("BUILDS ") :])
 
 
 def test_builds_never_share_a_cache_entry(tmp_path):

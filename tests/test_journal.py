@@ -39,8 +39,12 @@ TINY, TOYHASH = fixture_circuit("tiny"), fixture_circuit("toyhash")
 
 
 def result_of(job_id: str, state: str = "done", n: int = 1) -> dict:
-    return {"job_id": job_id, "state": state, "proofs": [{"pi_a": ["1", "2", "1"]}] * n,
-            "public": [["7"]] * n}
+    return {
+        "job_id": job_id,
+        "state": state,
+        "proofs": [{"pi_a": ["1", "2", "1"]}] * n,
+        "public": [["7"]] * n,
+    }
 
 
 # ------------------------------------------------------------------------------ the journal
@@ -49,14 +53,21 @@ def test_accept_spools_uploads_and_finish_keeps_the_result(tmp_path):
     wpath.write_bytes(b"path witness")
     j = Journal.open(tmp_path / "state", keep_results=3600)
     try:
-        inputs = j.accept("00aa", "k1", "/keys/a.zkey", "porep-c2", "high", 100.5,
-                          [b"uploaded bytes", str(wpath)])
+        inputs = j.accept(
+            "00aa", "k1", "/keys/a.zkey", "porep-c2", "high", 100.5, [b"uploaded bytes", str(wpath)]
+        )
         spool = tmp_path / "state" / "spool" / "00aa.0.wtns"
         assert inputs == [str(spool), str(wpath)]
         assert spool.read_bytes() == b"uploaded bytes"
         (e,) = j.unfinished()
-        assert (e.job_id, e.key_id, e.key_path, e.kind, e.priority, e.submitted_at) == \
-            ("00aa", "k1", "/keys/a.zkey", "porep-c2", "high", 100.5)
+        assert (e.job_id, e.key_id, e.key_path, e.kind, e.priority, e.submitted_at) == (
+            "00aa",
+            "k1",
+            "/keys/a.zkey",
+            "porep-c2",
+            "high",
+            100.5,
+        )
         assert e.inputs == [{"spool": "00aa.0.wtns"}, {"path": str(wpath)}]
         assert j.result("00aa") is None  # not finished yet
         j.finish("00aa", "done", time.time(), result_of("00aa", n=2))
@@ -144,8 +155,11 @@ def test_orphan_spool_files_are_swept_at_open(tmp_path):
 def test_one_daemon_per_state_directory(tmp_path):
     j = Journal.open(tmp_path)
     try:
-        with pytest.raises(JournalError, match=rf"in use by another cuzk serve \(pid "
-                                               rf"{os.getpid()}\)"):
+        with pytest.raises(
+            JournalError,
+            match=rf"in use by another cuzk serve \(pid "
+            rf"{os.getpid()}\)",
+        ):
             Journal.open(tmp_path)
     finally:
         j.close()
@@ -179,12 +193,15 @@ def _write_db(path, version=SCHEMA_VERSION, app=APPLICATION_ID):
     db.close()
 
 
-@pytest.mark.parametrize("damage, reason", [
-    ("garbage", "is corrupt or not a database"),
-    ("newer", f"has schema version {SCHEMA_VERSION + 1}, newer than this cuzk's"),
-    ("foreign", "is not a cuzk journal"),
-    ("truncated", "is corrupt"),
-])
+@pytest.mark.parametrize(
+    "damage, reason",
+    [
+        ("garbage", "is corrupt or not a database"),
+        ("newer", f"has schema version {SCHEMA_VERSION + 1}, newer than this cuzk's"),
+        ("foreign", "is not a cuzk journal"),
+        ("truncated", "is corrupt"),
+    ],
+)
 def test_a_bad_journal_is_refused_and_left_alone(tmp_path, damage, reason):
     path = tmp_path / DB_NAME
     if damage == "garbage":
@@ -260,9 +277,15 @@ def test_engine_records_each_job_before_its_id_and_each_outcome(tmp_path):
     try:
         kid2 = eng.register_key(e.key_path)
         assert kid2 == e.key_id
-        eng.submit(kid2, [j.spool_path(x["spool"]) for x in e.inputs], kind=e.kind,
-                   priority=e.priority, job_id=e.job_id, submitted_at=e.submitted_at,
-                   recovered=True)
+        eng.submit(
+            kid2,
+            [j.spool_path(x["spool"]) for x in e.inputs],
+            kind=e.kind,
+            priority=e.priority,
+            job_id=e.job_id,
+            submitted_at=e.submitted_at,
+            recovered=True,
+        )
         assert j.counts() == {"cancelled": 1, "done": 1, "accepted": 1}  # not recorded twice
         r = eng.result(c, timeout=60)
         assert_proofs(r, ws_c, kpath)
@@ -309,9 +332,22 @@ def b64(path) -> str:
 
 
 def serve_args(root, state, *extra):
-    return ("--listen", "127.0.0.1:0", "--devices", "cpu:1", "--synth-workers", "1",
-            "--memory-budget", "1GiB", "--key-root", root, "--state-dir", state,
-            "--self-verify", *extra)
+    return (
+        "--listen",
+        "127.0.0.1:0",
+        "--devices",
+        "cpu:1",
+        "--synth-workers",
+        "1",
+        "--memory-budget",
+        "1GiB",
+        "--key-root",
+        root,
+        "--state-dir",
+        state,
+        "--self-verify",
+        *extra,
+    )
 
 
 def check_done(circuit, r, sets):
@@ -340,10 +376,17 @@ def test_sigkill_then_restart_completes_every_job_once(tmp_path):
     try:
         url = s1.url
         # finished before the crash
-        code, _, r = request(url, "POST", "/v1/prove", {
-            "key": tiny_key, "witnesses": [{"data": b64(TINY.witness(0))},
-                                           {"data": b64(TINY.witness(1))}],
-            "kind": "winning-post", "timeout": 300})
+        code, _, r = request(
+            url,
+            "POST",
+            "/v1/prove",
+            {
+                "key": tiny_key,
+                "witnesses": [{"data": b64(TINY.witness(0))}, {"data": b64(TINY.witness(1))}],
+                "kind": "winning-post",
+                "timeout": 300,
+            },
+        )
         assert code == 200 and r["state"] == "done", r
         finished = r["job_id"]
         # a second daemon on the same state directory is refused, and changes nothing
@@ -355,10 +398,15 @@ def test_sigkill_then_restart_completes_every_job_once(tmp_path):
         jobs = {}  # job_id -> (circuit, witness sets, priority)
 
         def submit(circuit, key, sets, priority, upload=True):
-            ws = [{"data": b64(circuit.witness(k))} if upload else
-                  {"path": str(root / circuit.name / f"witness_{k}.wtns")} for k in sets]
-            code, _, job = request(url, "POST", "/v1/jobs", {"key": key, "witnesses": ws,
-                                                             "priority": priority})
+            ws = [
+                {"data": b64(circuit.witness(k))}
+                if upload
+                else {"path": str(root / circuit.name / f"witness_{k}.wtns")}
+                for k in sets
+            ]
+            code, _, job = request(
+                url, "POST", "/v1/jobs", {"key": key, "witnesses": ws, "priority": priority}
+            )
             assert code == 201, job
             jobs[job["job_id"]] = (circuit, sets, priority)
             return job["job_id"]
@@ -366,8 +414,9 @@ def test_sigkill_then_restart_completes_every_job_once(tmp_path):
         running = submit(TOYHASH, toy_key, (0, 1) * 4, "normal")
         submit(TOYHASH, toy_key, (1, 0), "normal", upload=False)
         for i in range(24):
-            submit(TINY, tiny_key, (i % 2,), ("critical", "high", "normal")[i % 3],
-                   upload=i % 4 != 3)
+            submit(
+                TINY, tiny_key, (i % 2,), ("critical", "high", "normal")[i % 3], upload=i % 4 != 3
+            )
         t_end = time.time() + 600
         while time.time() < t_end:  # until the long job is on the device, part proved
             job = request(url, "GET", f"/v1/jobs/{running}")[2]
@@ -418,8 +467,11 @@ def test_sigkill_then_restart_completes_every_job_once(tmp_path):
         log2 = s2.log()
         live = re.findall(r"job (\w+) recovered", log2)
         assert running in live and len(live) == len(set(live)), log2
-        recovered_line = re.search(r"(\d+) unfinished job\(s\) re-queued under their ids in "
-                                   r"(\d+) ms", log2)
+        recovered_line = re.search(
+            r"(\d+) unfinished job\(s\) re-queued under their ids in "
+            r"(\d+) ms",
+            log2,
+        )
         assert recovered_line and int(recovered_line.group(1)) == len(live), log2
         for job_id in jobs:
             assert results[job_id]["recovered"] is (job_id in live)
@@ -441,23 +493,27 @@ def test_sigkill_then_restart_completes_every_job_once(tmp_path):
         p = run_cli("status", "--server", url, "--width", "120", "--height", "40")
         assert p.returncode == 0 and f"recovered {len(live)}" in p.stdout, p.stdout
         # the killed daemon's board and buffers were swept; spool files went with their jobs
-        assert not [n for n in os.listdir("/dev/shm") if n.startswith(f"cuzkbuf.{s1.pid}.")
-                    or n == s1.board]
+        assert not [
+            n for n in os.listdir("/dev/shm") if n.startswith(f"cuzkbuf.{s1.pid}.") or n == s1.board
+        ]
         assert os.listdir(state / "spool") == []
         assert s2.stop() == 0, s2.log()
         assert s2.leftover_segments() == []
-        figures = {"jobs_recovered": len(live), "journal_recovery_ms":
-                   int(recovered_line.group(2)), "start_to_listening_s":
-                   round(t_listening - t_start, 2), "start_to_resumed_proving_s":
-                   round((t_resumed or time.time()) - t_start, 2),
-                   "start_to_all_done_s": round(time.time() - t_start, 2)}
+        figures = {
+            "jobs_recovered": len(live),
+            "journal_recovery_ms": int(recovered_line.group(2)),
+            "start_to_listening_s": round(t_listening - t_start, 2),
+            "start_to_resumed_proving_s": round((t_resumed or time.time()) - t_start, 2),
+            "start_to_all_done_s": round(time.time() - t_start, 2),
+        }
         print("recovery figures:", json.dumps(figures))
         (tmp_path / "figures.json").write_text(json.dumps(figures))
 
         # nothing left to resume; results older than the retention are pruned at start
         time.sleep(1.2)
-        s3 = ServeProcess(tmp_path / "serve3.log",
-                          *serve_args(root, state, "--keep-results", "1")).start()
+        s3 = ServeProcess(
+            tmp_path / "serve3.log", *serve_args(root, state, "--keep-results", "1")
+        ).start()
         assert "no unfinished job" in s3.log()
         assert re.search(rf"{len(jobs) + 1} finished job\(s\) older than 1 s pruned", s3.log())
         code, _, out = request(s3.url, "GET", f"/v1/jobs/{finished}/result")
@@ -483,8 +539,9 @@ def test_serve_refuses_a_bad_journal_in_one_line(tmp_path, damage):
         _write_db(path, version=SCHEMA_VERSION + 7)
         reason = f"has schema version {SCHEMA_VERSION + 7}, newer than this cuzk's"
     before = path.read_bytes()
-    p = run_cli("serve", "--listen", "127.0.0.1:0", "--devices", "cpu:1", "--state-dir", state,
-                timeout=120)
+    p = run_cli(
+        "serve", "--listen", "127.0.0.1:0", "--devices", "cpu:1", "--state-dir", state, timeout=120
+    )
     assert p.returncode == 78, (p.stdout, p.stderr)
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and reason in lines[0] and str(path) in lines[0], p.stderr

@@ -34,23 +34,35 @@ from cuzk.groth16 import ProvingKey
 MULCHAIN = fixture_circuit("mulchain")
 
 # section id -> (name in messages, bytes per point)
-SECTIONS = {IC: ("IC", 64), POINTS_A: ("pointsA", 64), POINTS_B1: ("pointsB1", 64),
-            POINTS_B2: ("pointsB2", 128), POINTS_C: ("pointsC", 64), POINTS_H: ("pointsH", 64)}
+SECTIONS = {
+    IC: ("IC", 64),
+    POINTS_A: ("pointsA", 64),
+    POINTS_B1: ("pointsB1", 64),
+    POINTS_B2: ("pointsB2", 128),
+    POINTS_C: ("pointsC", 64),
+    POINTS_H: ("pointsH", 64),
+}
 # offset of each header point inside the Groth16 header section
 HEADER_OFFSETS = {}
 _pos = 4 + 32 + 4 + 32 + 12
 for _name, _width in HEADER_POINTS:
     HEADER_OFFSETS[_name] = _pos
     _pos += 8 * _width
-VK_NAMES = {"alpha1": "vk_alpha_1", "beta1": "vk_beta_1", "beta2": "vk_beta_2",
-            "gamma2": "vk_gamma_2", "delta1": "vk_delta_1", "delta2": "vk_delta_2"}
+VK_NAMES = {
+    "alpha1": "vk_alpha_1",
+    "beta1": "vk_beta_1",
+    "beta2": "vk_beta_2",
+    "gamma2": "vk_gamma_2",
+    "delta1": "vk_delta_1",
+    "delta2": "vk_delta_2",
+}
 
 
 def damaged(tmp_path, src, offset: int, *, add: int = 1, name="damaged.zkey"):
     """A copy of src with the u64 limb at `offset` increased by `add` (wrapping)."""
     data = bytearray(src.read_bytes())
-    v = (int.from_bytes(data[offset:offset + 8], "little") + add) % 2**64
-    data[offset:offset + 8] = v.to_bytes(8, "little")
+    v = (int.from_bytes(data[offset : offset + 8], "little") + add) % 2**64
+    data[offset : offset + 8] = v.to_bytes(8, "little")
     out = tmp_path / name
     out.write_bytes(bytes(data))
     return out
@@ -64,7 +76,7 @@ def first_nonzero_point(path, sid, size) -> int:
     """Index of the first stored point that is not the all-zero infinity encoding."""
     f = BinFile(path, "zkey", (1,))
     s = f.section(sid, "s")
-    raw = np.frombuffer(f.mm[s.offset:s.offset + s.size], dtype=np.uint8).reshape(-1, size)
+    raw = np.frombuffer(f.mm[s.offset : s.offset + s.size], dtype=np.uint8).reshape(-1, size)
     return int(np.flatnonzero(raw.any(axis=1))[-1])
 
 
@@ -101,10 +113,10 @@ def test_a_coordinate_not_below_q_is_refused(tmp_path):
     src = MULCHAIN.zkey
     off = section_offset(src, POINTS_A) + 64 * 1  # pointsA[1].x
     data = bytearray(src.read_bytes())
-    x = int.from_bytes(data[off:off + 32], "little")
+    x = int.from_bytes(data[off : off + 32], "little")
     if x + FQ_MODULUS >= 2**256:
         pytest.skip("this coordinate has no second representative below 2^256")
-    data[off:off + 32] = int_to_limb_array(x + FQ_MODULUS).tobytes()
+    data[off : off + 32] = int_to_limb_array(x + FQ_MODULUS).tobytes()
     (tmp_path / "k.zkey").write_bytes(bytes(data))
     with pytest.raises(BadPoint, match=r"pointsA\[1\]: coordinate x .* not below"):
         ProvingKey.open(tmp_path / "k.zkey").validate()
@@ -121,7 +133,7 @@ def test_a_g2_header_point_outside_the_subgroup_is_refused(tmp_path):
     point = ((int(p[0][0]), int(p[0][1])), (int(p[1][0]), int(p[1][1])))
     off = section_offset(src, GROTH16_HEADER) + HEADER_OFFSETS["delta2"]
     data = bytearray(src.read_bytes())
-    data[off:off + 128] = g2_to_limbs(point).tobytes()
+    data[off : off + 128] = g2_to_limbs(point).tobytes()
     (tmp_path / "k.zkey").write_bytes(bytes(data))
     with pytest.raises(BadPoint, match="vk_delta_2: G2 point is on the twist but not in the"):
         ProvingKey.open(tmp_path / "k.zkey").validate()
@@ -137,8 +149,10 @@ def test_cuzk_prove_refuses_a_damaged_key_and_writes_nothing(tmp_path):
     for flags in ([], ["--no-verify"]):  # the key is validated either way
         r = _prove(*flags, bad, MULCHAIN.witness(0), tmp_path / "p.json", tmp_path / "q.json")
         assert r.exit_code == 1, r.output
-        assert r.output == f"cuzk prove: {bad}: pointsB2[3]: point is not on the twist " \
-                           "y^2 = x^3 + 3/(9+u)\n"
+        assert (
+            r.output == f"cuzk prove: {bad}: pointsB2[3]: point is not on the twist "
+            "y^2 = x^3 + 3/(9+u)\n"
+        )
         assert not (tmp_path / "p.json").exists() and not (tmp_path / "q.json").exists()
 
 
@@ -160,8 +174,7 @@ def test_cuzk_prove_verifies_by_default(tools, tmp_path):
     assert groth16_verify(c.vk, public, proof) is True
 
 
-def test_the_engine_validates_a_key_once_per_file_and_refuses_a_damaged_one(tmp_path,
-                                                                            monkeypatch):
+def test_the_engine_validates_a_key_once_per_file_and_refuses_a_damaged_one(tmp_path, monkeypatch):
     from cuzk.engine import Engine
     from cuzk.groth16 import validate
 
@@ -186,28 +199,49 @@ def test_the_daemon_refuses_a_damaged_key_at_registration(tmp_path):
     root = tmp_path / "keys"
     root.mkdir()
     shutil.copy(MULCHAIN.zkey, root / "good.zkey")
-    bad = damaged(root, MULCHAIN.zkey,
-                  section_offset(MULCHAIN.zkey, POINTS_A) + 64 * 2, name="bad.zkey")
-    s = ServeProcess(tmp_path / "serve.log", "--listen", "127.0.0.1:0", "--devices", "cpu:1",
-                     "--synth-workers", "1", "--memory-budget", "256MiB", "--key-root", root,
-                     "--state-dir", tmp_path / "state").start()
+    bad = damaged(
+        root, MULCHAIN.zkey, section_offset(MULCHAIN.zkey, POINTS_A) + 64 * 2, name="bad.zkey"
+    )
+    s = ServeProcess(
+        tmp_path / "serve.log",
+        "--listen",
+        "127.0.0.1:0",
+        "--devices",
+        "cpu:1",
+        "--synth-workers",
+        "1",
+        "--memory-budget",
+        "256MiB",
+        "--key-root",
+        root,
+        "--state-dir",
+        tmp_path / "state",
+    ).start()
     try:
         code, _, body = request(s.url, "POST", "/v1/keys", {"path": str(bad)})
         assert code == 422, body  # 422: well-formed request, unusable key file (docs/api.md)
-        assert body["error"] == ("path: not a usable Groth16 proving key: pointsA[2]: point is "
-                                 "not on the curve y^2 = x^3 + 3")
-        code, _, body = request(s.url, "POST", "/v1/jobs", {
-            "key": str(bad), "witnesses": [str(root / "none.wtns")]})
+        assert body["error"] == (
+            "path: not a usable Groth16 proving key: pointsA[2]: point is "
+            "not on the curve y^2 = x^3 + 3"
+        )
+        code, _, body = request(
+            s.url, "POST", "/v1/jobs", {"key": str(bad), "witnesses": [str(root / "none.wtns")]}
+        )
         assert code == 422 and "pointsA[2]" in body["error"], body
         assert request(s.url, "GET", "/v1/keys")[2]["keys"] == []
         code, _, body = request(s.url, "POST", "/v1/keys", {"path": str(root / "good.zkey")})
         assert code == 201, body
         # a witness entry of the wrong shape: the reason shows the accepted shapes as written
-        code, _, body = request(s.url, "POST", "/v1/jobs", {
-            "key": str(root / "good.zkey"), "witnesses": [{"file": "x"}]})
+        code, _, body = request(
+            s.url,
+            "POST",
+            "/v1/jobs",
+            {"key": str(root / "good.zkey"), "witnesses": [{"file": "x"}]},
+        )
         assert code == 400, body
-        assert body["error"] == ('witnesses[0]: expected {"data": BASE64} or {"path": PATH} '
-                                 "(or a path string)")
+        assert body["error"] == (
+            'witnesses[0]: expected {"data": BASE64} or {"path": PATH} (or a path string)'
+        )
         assert "validated in" in s.log()
     finally:
         assert s.stop() == 0

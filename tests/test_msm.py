@@ -25,6 +25,7 @@ _R_INV = pow(MONT_R, -1, FQ_MODULUS)
 
 # --------------------------------- conversions (test-local) -------------------------------
 
+
 def _mont(x: int) -> list:
     return [int(v) for v in int_to_limb_tuple(int(x) * MONT_R % FQ_MODULUS)]
 
@@ -61,7 +62,7 @@ def row_to_ints(row):
     row = [int(v) for v in row]
     if not any(row):
         return None
-    coords = [_unmont(row[i:i + 4]) for i in range(0, len(row), 4)]
+    coords = [_unmont(row[i : i + 4]) for i in range(0, len(row), 4)]
     return tuple(coords)
 
 
@@ -112,6 +113,7 @@ def sizes(target):
 
 
 # ------------------------------------------ G1 --------------------------------------------
+
 
 @pytest.mark.parametrize("target", TARGETS_SLOW_SIM)
 def test_g1_random_against_exponent_sum(target):
@@ -245,13 +247,18 @@ def test_g1_cpu_mmap_view_is_not_copied(tmp_path, progression_4096):
 
 # ------------------------------------------ G2 --------------------------------------------
 
+
 @pytest.mark.parametrize("target", TARGETS_SLOW_SIM)
 def test_g2_random_and_edges(target):
     rng = random.Random(21)
     if target == "cpu":
         for n in (1, 5, 16):
-            exponent_check(target, "g2", [rng.randrange(1, R) for _ in range(n)],
-                           [rng.randrange(R) for _ in range(n)])
+            exponent_check(
+                target,
+                "g2",
+                [rng.randrange(1, R) for _ in range(n)],
+                [rng.randrange(R) for _ in range(n)],
+            )
         a = [8, 8, None, 13, R - 13, 2]
         k = [R - 1, R - 1, 3, 77, 77, 0]
     else:
@@ -286,6 +293,7 @@ def test_g2_cpu_larger():
 
 # ---------------------------------------- window choice -----------------------------------
 
+
 def test_window_bits_grows_with_n():
     from cuzk.kernels import msm_cpu, msm_cuda
 
@@ -297,6 +305,7 @@ def test_window_bits_grows_with_n():
 
 
 # ---------------------------------------- resident keys -----------------------------------
+
 
 @pytest.mark.parametrize("target", TARGETS_SLOW_SIM)
 def test_resident_key_runs_msms(target):

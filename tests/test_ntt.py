@@ -78,11 +78,13 @@ def coset_evals(evals, log_n):
     w, g = W[log_n], W[log_n + 1]
     n_inv = pow(n, -1, R)
     coeffs = [v * n_inv % R for v in dft(evals, pow(w, -1, R))]
-    return [sum(co * pow(g * pow(w, i, R), j, R) for j, co in enumerate(coeffs)) % R
-            for i in range(n)]
+    return [
+        sum(co * pow(g * pow(w, i, R), j, R) for j, co in enumerate(coeffs)) % R for i in range(n)
+    ]
 
 
 # --- roots of unity -------------------------------------------------------------------------
+
 
 def test_roots_are_snarkjs_roots():
     assert W[28] == FFJS_W28
@@ -113,8 +115,14 @@ def test_roots_against_ffjavascript():
         " const w = []; for (let k = 0; k <= 28; k++) w.push(c.Fr.toString(c.Fr.w[k]));"
         " console.log(JSON.stringify(w)); await c.terminate(); });"
     )
-    out = subprocess.run([node, "-e", script], cwd=base.parent, capture_output=True, text=True,
-                         timeout=120, check=True)
+    out = subprocess.run(
+        [node, "-e", script],
+        cwd=base.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     assert [int(v) for v in json.loads(out.stdout.strip().splitlines()[-1])] == W
 
 
@@ -128,6 +136,7 @@ def test_tables_hold_the_powers():
 
 
 # --- transforms against the naive DFT -------------------------------------------------------
+
 
 def test_ntt_matches_naive_dft(target):
     m = _module(target)
@@ -209,6 +218,7 @@ def test_coset_shift_rejects_wrong_log(target):
 
 
 # --- the H pipeline -------------------------------------------------------------------------
+
 
 def test_compute_h_matches_naive_polynomials(target):
     """h_i = A(g w^i) B(g w^i) - C(g w^i), plain form, as snarkjs's joinABC +
@@ -314,8 +324,7 @@ def test_cpu_compute_h_mid_size_matches_the_steps():
     separately tested steps run one after the other, at n = 2^12."""
     rng = np.random.default_rng(12)
     log_n = 12
-    vs = [to_mont([int(v) % R for v in rng.integers(0, 2**63, size=1 << log_n)])
-          for _ in range(3)]
+    vs = [to_mont([int(v) % R for v in rng.integers(0, 2**63, size=1 << log_n)]) for _ in range(3)]
     evals = []
     for v in vs:
         y = v.copy()
@@ -361,11 +370,17 @@ def test_cuda_kernels_fit_their_launch_shapes():
     from cuzk.kernels import ntt_cuda
 
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    proc = subprocess.run([sys.executable, "-c", _LINK_CHILD], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", _LINK_CHILD],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("LINK-REPORT ")]
     assert proc.returncode == 0 and lines, proc.stderr[-3000:]
-    logs = json.loads(lines[-1][len("LINK-REPORT "):])
+    logs = json.loads(lines[-1][len("LINK-REPORT ") :])
     assert set(logs) == set(ntt_cuda.CUDA_KERNELS)
     block_threads = 1 << (ntt_cuda.BLOCK_LOG - 1)
     for name, log in logs.items():

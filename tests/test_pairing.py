@@ -35,6 +35,7 @@ rng = random.Random(20261129)
 
 # --- conversions -------------------------------------------------------------------------
 
+
 def mont(x):
     return int_to_limb_tuple(x * MONT_R % q)
 
@@ -88,12 +89,18 @@ SQR, INV, FROB1, FROB2, FROB3, CONJ, CYC_SQR, EASY = range(8)
 @njit(cache=True)
 def k_mul_line(a, ls):
     """a * (l0 + l1 w + l3 w^3), ls a (3, 2, 4) array of the three Fq2 coefficients."""
-    l0 = ((ls[0, 0, 0], ls[0, 0, 1], ls[0, 0, 2], ls[0, 0, 3]),
-          (ls[0, 1, 0], ls[0, 1, 1], ls[0, 1, 2], ls[0, 1, 3]))
-    l1 = ((ls[1, 0, 0], ls[1, 0, 1], ls[1, 0, 2], ls[1, 0, 3]),
-          (ls[1, 1, 0], ls[1, 1, 1], ls[1, 1, 2], ls[1, 1, 3]))
-    l3 = ((ls[2, 0, 0], ls[2, 0, 1], ls[2, 0, 2], ls[2, 0, 3]),
-          (ls[2, 1, 0], ls[2, 1, 1], ls[2, 1, 2], ls[2, 1, 3]))
+    l0 = (
+        (ls[0, 0, 0], ls[0, 0, 1], ls[0, 0, 2], ls[0, 0, 3]),
+        (ls[0, 1, 0], ls[0, 1, 1], ls[0, 1, 2], ls[0, 1, 3]),
+    )
+    l1 = (
+        (ls[1, 0, 0], ls[1, 0, 1], ls[1, 0, 2], ls[1, 0, 3]),
+        (ls[1, 1, 0], ls[1, 1, 1], ls[1, 1, 2], ls[1, 1, 3]),
+    )
+    l3 = (
+        (ls[2, 0, 0], ls[2, 0, 1], ls[2, 0, 2], ls[2, 0, 3]),
+        (ls[2, 1, 0], ls[2, 1, 1], ls[2, 1, 2], ls[2, 1, 3]),
+    )
     out = np.empty_like(a)
     PR.fq12_store(out, K.fq12_mul_line(PR.fq12_load(a), l0, l1, l3))
     return out
@@ -117,8 +124,9 @@ def k_twist(op, qs, ps, out):
         if op == 2:
             T, l0, l1, l3 = PR.miller_dbl_step((xq, yq, one), xP, yP)
         else:
-            T, l0, l1, l3 = PR.miller_add_step((xq, yq, one), PR._fq2_at(qs, 1, 0),
-                                               PR._fq2_at(qs, 1, 1), xP, yP)
+            T, l0, l1, l3 = PR.miller_add_step(
+                (xq, yq, one), PR._fq2_at(qs, 1, 0), PR._fq2_at(qs, 1, 1), xP, yP
+            )
         zi = K.fq2_inv(T[2])  # homogeneous projective: x = X/Z, y = Y/Z
         x, y = K.fq2_mul(T[0], zi), K.fq2_mul(T[1], zi)
     PR._fq2_put(out, 0, 0, x)
@@ -172,6 +180,7 @@ G2 = tuple(tuple(c) for c in G2_GENERATOR)
 
 
 # --- the tower ---------------------------------------------------------------------------
+
 
 def test_basis_change_is_a_ring_isomorphism_on_u_and_w():
     # u^2 = -1 and w^6 = xi map to the same relations in py_ecc's Fq12.
@@ -228,6 +237,7 @@ def test_cyclotomic_square_on_the_cyclotomic_subgroup():
 
 # --- exponents and twist maps ------------------------------------------------------------
 
+
 def test_final_exponent_chain_is_m_times_the_hard_exponent():
     """The hard-part chain computes g^(l0 + l1 q + l2 q^2 + l3 q^3); on the cyclotomic
     subgroup (order Phi_12(q) = q^4 - q^2 + 1) that is g^(M (q^4 - q^2 + 1)/r)."""
@@ -271,13 +281,14 @@ def test_miller_steps_move_the_point_like_the_group_law():
 
 # --- the pairing -------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("a,b", [(1, 1), (0x1234567, 0xABCDEF0123)])
 def test_pairing_equals_py_ecc_to_the_power_m(a, b):
     """Ours = py_ecc's (exponent (q^12 - 1)/r) raised to M = 2x(6x^2 + 3x + 1)."""
     Pp, Qp = bn.multiply(bn.G1, a), bn.multiply(bn.G2, b)
     ours = to_py_ecc(PR.pairing(ints_g1(Pp), ints_g2(Qp)))
     ref = bn.pairing(Qp, Pp)
-    assert ours == ref ** M
+    assert ours == ref**M
     assert ours != bn.FQ12.one()
 
 
@@ -292,7 +303,7 @@ def test_bilinearity_and_order():
     assert e_ab == PR.pairing(abP, Q) == PR.pairing(P, abQ)
     e = to_py_ecc(PR.pairing(P, Q))
     assert to_py_ecc(e_ab) == e ** (a * b % r)
-    assert e ** r == bn.FQ12.one()  # values lie in the order-r subgroup
+    assert e**r == bn.FQ12.one()  # values lie in the order-r subgroup
     assert e != bn.FQ12.one()  # non-degenerate
 
 
@@ -331,6 +342,7 @@ def test_arrays_round_trip():
 
 
 # --- snarkjs's values ----------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", ["tiny", "mulchain", "bits", "toyhash"])
 def test_alphabeta_12_matches_snarkjs_verification_keys(circuit_named, name):

@@ -37,7 +37,7 @@ def _walk(data: bytes):
     n = int.from_bytes(data[8:12], "little")
     pos, out = 12, []
     for _ in range(n):
-        size = int.from_bytes(data[pos + 4:pos + 12], "little")
+        size = int.from_bytes(data[pos + 4 : pos + 12], "little")
         out.append((pos, pos + 12, size))
         pos += 12 + size
     return out
@@ -47,8 +47,9 @@ def mutate(rng: random.Random, data: bytes, kind: str) -> tuple[str, bytes]:
     """One damaged copy of `data` and a label saying what was done."""
     d = bytearray(data)
     secs = _walk(data)
-    what = rng.choice(["flip", "flip", "flip", "header flip", "truncate", "huge size",
-                       "zero header"])
+    what = rng.choice(
+        ["flip", "flip", "flip", "header flip", "truncate", "huge size", "zero header"]
+    )
     if what == "flip":
         i = rng.randrange(len(d))
         d[i] ^= 1 << rng.randrange(8)
@@ -57,7 +58,7 @@ def mutate(rng: random.Random, data: bytes, kind: str) -> tuple[str, bytes]:
         # the container header, a section header, or (zkey) the Groth16 header's payload
         regions = [(0, 12)] + [(h, h + 12) for h, _, _ in secs]
         if kind == "zkey":
-            hdr = [s for s in secs if int.from_bytes(data[s[0]:s[0] + 4], "little") == 2][0]
+            hdr = [s for s in secs if int.from_bytes(data[s[0] : s[0] + 4], "little") == 2][0]
             regions.append((hdr[1], hdr[1] + hdr[2]))
         lo, hi = rng.choice(regions)
         i = rng.randrange(lo, hi)
@@ -69,7 +70,7 @@ def mutate(rng: random.Random, data: bytes, kind: str) -> tuple[str, bytes]:
     if what == "huge size":
         h, _, size = rng.choice(secs)
         new = rng.choice([2**64 - 1, 2**63, 2**40, 2**32 + size, size + 1, size + 64])
-        d[h + 4:h + 12] = new.to_bytes(8, "little")
+        d[h + 4 : h + 12] = new.to_bytes(8, "little")
         return f"section at {h}: size {new}", bytes(d)
     # zeroed header: the container header, a section header, or a whole section's payload
     h, p, size = rng.choice(secs)
@@ -97,8 +98,13 @@ def snarkjs_verify_all(vk_path, items) -> list[bool]:
     """
     vk = json.loads(vk_path.read_text())
     payload = json.dumps([vk, items])
-    p = subprocess.run(["node", "-e", script, str(ROOT / ".tools/node_modules/snarkjs")],
-                       input=payload, capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        ["node", "-e", script, str(ROOT / ".tools/node_modules/snarkjs")],
+        input=payload,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout.strip().splitlines()[-1])
 
@@ -123,8 +129,10 @@ def test_mutated_keys_and_witnesses_never_give_an_invalid_proof(tmp_path):
             slowest = max(slowest, time.monotonic() - t0)
             faulthandler.dump_traceback_later(HANG_SECS, repeat=True, exit=True)  # re-arm
             ctx = f"{which}: {label}: exit {r.exit_code}: {r.output!r}"
-            assert r.exception is None or isinstance(r.exception, SystemExit), \
-                (ctx, r.exc_info)  # an exception a user would see as a traceback
+            assert r.exception is None or isinstance(r.exception, SystemExit), (
+                ctx,
+                r.exc_info,
+            )  # an exception a user would see as a traceback
             assert r.exit_code in (0, 1), ctx
             if r.exit_code == 1:
                 outcomes["refused"] += 1
@@ -133,8 +141,9 @@ def test_mutated_keys_and_witnesses_never_give_an_invalid_proof(tmp_path):
                 assert not proof.exists() and not public.exists(), ctx
             else:
                 outcomes["proved"] += 1
-                accepted.append((ctx, json.loads(proof.read_text()),
-                                 json.loads(public.read_text())))
+                accepted.append(
+                    (ctx, json.loads(proof.read_text()), json.loads(public.read_text()))
+                )
     finally:
         faulthandler.cancel_dump_traceback_later()
     # most damage is refused; some lands on bytes a proof does not use
@@ -152,23 +161,30 @@ def test_mutated_files_as_processes_of_their_own(tmp_path):
     zkey, wtns = CIRCUIT.zkey, CIRCUIT.witness(0)
     zdata, wdata = zkey.read_bytes(), wtns.read_bytes()
     secs = _walk(zdata)
-    pts_b2 = [s for s in secs if int.from_bytes(zdata[s[0]:s[0] + 4], "little") == 7][0]
+    pts_b2 = [s for s in secs if int.from_bytes(zdata[s[0] : s[0] + 4], "little") == 7][0]
     huge = bytearray(zdata)
-    huge[secs[3][0] + 4:secs[3][0] + 12] = (2**63).to_bytes(8, "little")
+    huge[secs[3][0] + 4 : secs[3][0] + 12] = (2**63).to_bytes(8, "little")
     flipped = bytearray(zdata)
     flipped[pts_b2[1] + 128 + 5] ^= 0x04
     bad_w = CIRCUIT.bad_witness.read_bytes()  # a valid file that breaks a constraint
-    cases = [("huge section size", bytes(huge), wdata, "declares"),
-             ("pointsB2 bit flip", bytes(flipped), wdata, "pointsB2[1]: point is not on"),
-             ("truncated", zdata[:777], wdata, ""),
-             ("witness off the circuit", zdata, bad_w, "the proof does not verify")]
+    cases = [
+        ("huge section size", bytes(huge), wdata, "declares"),
+        ("pointsB2 bit flip", bytes(flipped), wdata, "pointsB2[1]: point is not on"),
+        ("truncated", zdata[:777], wdata, ""),
+        ("witness off the circuit", zdata, bad_w, "the proof does not verify"),
+    ]
     for label, zd, wd, reason in cases:
         (tmp_path / "k.zkey").write_bytes(zd)
         (tmp_path / "w.wtns").write_bytes(wd)
-        p = run_cli("prove", tmp_path / "k.zkey", tmp_path / "w.wtns", tmp_path / "p.json",
-                    tmp_path / "q.json", timeout=HANG_SECS)
+        p = run_cli(
+            "prove",
+            tmp_path / "k.zkey",
+            tmp_path / "w.wtns",
+            tmp_path / "p.json",
+            tmp_path / "q.json",
+            timeout=HANG_SECS,
+        )
         assert p.returncode == 1, (label, p.stderr)
-        assert p.stderr.startswith("cuzk prove: ") and p.stderr.count("\n") == 1, \
-            (label, p.stderr)
+        assert p.stderr.startswith("cuzk prove: ") and p.stderr.count("\n") == 1, (label, p.stderr)
         assert reason in p.stderr, (label, p.stderr)
         assert not (tmp_path / "p.json").exists() and not (tmp_path / "q.json").exists()

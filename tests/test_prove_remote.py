@@ -52,16 +52,32 @@ def daemon(tmp_path_factory):
     token.write_text(TOKEN + "\n")
     token.chmod(0o600)
     warm_kernels(TINY)
-    s = ServeProcess(base / "serve.log", "--listen", "127.0.0.1:0", "--devices", "cpu:1",
-                     "--synth-workers", "1", "--memory-budget", "1GiB", "--key-root", root,
-                     "--token-file", token, "--self-verify", "--log-level", "info").start()
+    s = ServeProcess(
+        base / "serve.log",
+        "--listen",
+        "127.0.0.1:0",
+        "--devices",
+        "cpu:1",
+        "--synth-workers",
+        "1",
+        "--memory-budget",
+        "1GiB",
+        "--key-root",
+        root,
+        "--token-file",
+        token,
+        "--self-verify",
+        "--log-level",
+        "info",
+    ).start()
     s.root, s.token = root, token
     # one proof first, without the commands' timeouts: the daemon's processes may compile
     # kernels the in-process warm-up above does not use
     from cuzk.serve.client import Client
 
-    r = Client(s.url, TOKEN).prove(str(root / "tiny" / "circuit.zkey"), [TINY.witness(0)],
-                                   timeout=900)
+    r = Client(s.url, TOKEN).prove(
+        str(root / "tiny" / "circuit.zkey"), [TINY.witness(0)], timeout=900
+    )
     assert r["state"] == "done", r
     yield from serving(s)
 
@@ -76,8 +92,14 @@ CONSOLE = [sys.executable, "-c", "import sys; from cuzk.console import main; sys
 
 
 def console(*args, env=None, cwd=None):
-    return subprocess.run([*CONSOLE, *map(str, args)], capture_output=True, text=True,
-                          timeout=120, env=env or cli_env(), cwd=cwd)
+    return subprocess.run(
+        [*CONSOLE, *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env or cli_env(),
+        cwd=cwd,
+    )
 
 
 def remote(daemon, *args, cwd=None, via="click", **env):
@@ -90,8 +112,9 @@ def local(*args, cwd=None):
 
 
 def n_jobs(daemon) -> int:
-    code, _, body = request(daemon.url, "GET", "/v1/jobs",
-                            headers={"Authorization": f"Bearer {TOKEN}"})
+    code, _, body = request(
+        daemon.url, "GET", "/v1/jobs", headers={"Authorization": f"Bearer {TOKEN}"}
+    )
     assert code == 200, body
     return len(body["jobs"])
 
@@ -104,8 +127,7 @@ def shape(text: str) -> str:
 # ------------------------------------------------------------------------------ proofs
 def test_server_proof_verifies_and_has_the_local_files_shapes(daemon, tmp_path):
     key, wtns = daemon.root / "tiny" / "circuit.zkey", daemon.root / "tiny" / "witness_0.wtns"
-    p = remote(daemon, key, wtns, tmp_path / "proof.json", tmp_path / "public.json",
-               via="console")
+    p = remote(daemon, key, wtns, tmp_path / "proof.json", tmp_path / "public.json", via="console")
     assert p.returncode == 0, p.stderr
     assert p.stderr == "" and p.stdout == ""
     proof_text = (tmp_path / "proof.json").read_text()
@@ -126,8 +148,13 @@ def test_server_proof_accepted_by_snarkjs(daemon, tmp_path, tools):
     from interop import groth16_verify
 
     d = daemon.root / "mulchain"
-    p = remote(daemon, d / "circuit.zkey", d / "witness_0.wtns", tmp_path / "proof.json",
-               tmp_path / "public.json")
+    p = remote(
+        daemon,
+        d / "circuit.zkey",
+        d / "witness_0.wtns",
+        tmp_path / "proof.json",
+        tmp_path / "public.json",
+    )
     assert p.returncode == 0, p.stderr
     assert groth16_verify(MULCHAIN.vk, tmp_path / "public.json", tmp_path / "proof.json")
 
@@ -136,8 +163,7 @@ def test_dumps_is_the_snarkjs_writer():
     from cuzk.formats.snarkjs_json import dumps
     from cuzk.groth16.remote import dumps as remote_dumps
 
-    for obj in (json.loads(TINY.proof(0).read_text()), json.loads(TINY.public(0).read_text()),
-                []):
+    for obj in (json.loads(TINY.proof(0).read_text()), json.loads(TINY.public(0).read_text()), []):
         assert remote_dumps(obj) == dumps(obj)
 
 
@@ -158,25 +184,33 @@ print(json.dumps({{"code": code, "heavy": heavy}}), file=sys.stderr)
 def imported(module: str, args, env) -> dict:
     """{"code", "heavy": numpy, numba, llvmlite and click modules loaded} of one `cuzk ARGS`
     through cuzk.MODULE's main (cli: click's group; console: the console script)."""
-    code = CLIENT_MODULES.format(module=module,
-                                 args="sys.argv[1:]" if module == "cli" else "")
-    p = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True,
-                       text=True, timeout=300, env=env)
+    code = CLIENT_MODULES.format(module=module, args="sys.argv[1:]" if module == "cli" else "")
+    p = subprocess.run(
+        [sys.executable, "-c", code, *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     return json.loads(p.stderr.strip().splitlines()[-1])
 
 
 def test_client_path_imports_neither_numpy_nor_numba(daemon, tmp_path):
     d = daemon.root / "tiny"
-    args = ["prove", d / "circuit.zkey", d / "witness_0.wtns", tmp_path / "proof.json",
-            tmp_path / "public.json"]
+    args = [
+        "prove",
+        d / "circuit.zkey",
+        d / "witness_0.wtns",
+        tmp_path / "proof.json",
+        tmp_path / "public.json",
+    ]
     for extra, env in ((["--server", daemon.url], {}), ([], {"CUZK_SERVER": daemon.url})):
         # click's command: no numpy, no numba (click itself, of course)
         out = imported("cli", args + extra, env_for(daemon, **env))
         assert out == {"code": 0, "heavy": [m for m in out["heavy"] if m.startswith("click")]}
         assert "click" in out["heavy"]
         # the console script: not even click
-        assert imported("console", args + extra, env_for(daemon, **env)) == \
-            {"code": 0, "heavy": []}
+        assert imported("console", args + extra, env_for(daemon, **env)) == {"code": 0, "heavy": []}
     # the check can fail: the local path imports both
     heavy = imported("console", args + ["--local"], cli_env())["heavy"]
     assert "numpy" in heavy and "numba" in heavy and "click" in heavy
@@ -242,8 +276,10 @@ def test_fast_args_parse_as_click_does(line, tmp_path, monkeypatch):
     ctx = prove.make_context("prove", list(argv))
     p = ctx.params
     assert p["server"] and not p["local"] and p["r1cs"] is None and p["device"] == "cpu"
-    assert got == {k: p[k] for k in ("zkey", "wtns", "proof_json", "public_json", "server",
-                                     "token_file", "timings")}
+    assert got == {
+        k: p[k]
+        for k in ("zkey", "wtns", "proof_json", "public_json", "server", "token_file", "timings")
+    }
     assert isinstance(ctx.command, click.Command)
 
 
@@ -254,14 +290,20 @@ def test_cuzk_server_variable_and_local_flag(daemon, tmp_path):
     p = console("prove", *args, "--timings", env=env_for(daemon, CUZK_SERVER=daemon.url))
     assert p.returncode == 0, p.stderr
     assert n_jobs(daemon) == before + 1
-    assert re.fullmatch(rf"cuzk prove: job [0-9a-f]{{16}} on {re.escape(daemon.url)}: synth "
-                        r"[0-9.]+ ms, gpu [0-9.]+ ms, finalize [0-9.]+ ms; request and files "
-                        r"[0-9.]+ ms\n", p.stderr), p.stderr
+    assert re.fullmatch(
+        rf"cuzk prove: job [0-9a-f]{{16}} on {re.escape(daemon.url)}: synth "
+        r"[0-9.]+ ms, gpu [0-9.]+ ms, finalize [0-9.]+ ms; request and files "
+        r"[0-9.]+ ms\n",
+        p.stderr,
+    ), p.stderr
     p = run_cli("prove", *args, "--local", env=env_for(daemon, CUZK_SERVER=daemon.url))
     assert p.returncode == 0, p.stderr
     assert n_jobs(daemon) == before + 1  # proved here
-    assert verify(json.loads(TINY.vk.read_text()), json.loads((tmp_path / "q.json").read_text()),
-                  json.loads((tmp_path / "p.json").read_text()))
+    assert verify(
+        json.loads(TINY.vk.read_text()),
+        json.loads((tmp_path / "q.json").read_text()),
+        json.loads((tmp_path / "p.json").read_text()),
+    )
     # --local with an explicit --server, and the local prover's options, are usage errors
     for extra in (["--local"], ["--r1cs", TINY.r1cs], ["--device", "cuda"]):
         p = remote(daemon, *args, *extra)
@@ -309,11 +351,20 @@ def test_unreachable_server_exits_1_with_the_reason(tmp_path):
         port = s.getsockname()[1]
     url = f"http://127.0.0.1:{port}"
     for run in (run_cli, console):
-        p = run("prove", TINY.zkey, TINY.witness(0), tmp_path / "p.json", tmp_path / "q.json",
-                "--server", url)
+        p = run(
+            "prove",
+            TINY.zkey,
+            TINY.witness(0),
+            tmp_path / "p.json",
+            tmp_path / "q.json",
+            "--server",
+            url,
+        )
         assert p.returncode == 1
-        assert p.stderr == f"cuzk prove: cannot reach cuzk serve at {url}: " \
-                           "[Errno 111] Connection refused\n"
+        assert (
+            p.stderr == f"cuzk prove: cannot reach cuzk serve at {url}: "
+            "[Errno 111] Connection refused\n"
+        )
         assert os.listdir(tmp_path) == []
 
 
@@ -323,22 +374,26 @@ def test_refusals_exit_1_and_write_nothing(daemon, tmp_path):
     # a witness that breaks a constraint: the daemon's self-verification rejects the proof
     p = remote(daemon, d / "circuit.zkey", d / "bad_witness.wtns", *outs, via="console")
     assert p.returncode == 1
-    assert p.stderr.startswith("cuzk prove: the proof does not verify: the witness does not "
-                               "satisfy the circuit"), p.stderr
+    assert p.stderr.startswith(
+        "cuzk prove: the proof does not verify: the witness does not satisfy the circuit"
+    ), p.stderr
     # a key the daemon may not read: outside its key roots
     p = remote(daemon, TINY.zkey, TINY.witness(0), *outs)
     assert p.returncode == 1
     assert "refused the proof: HTTP 403" in p.stderr and "outside the key roots" in p.stderr
     # no token
     env = cli_env()
-    p = run_cli("prove", d / "circuit.zkey", d / "witness_0.wtns", *outs, "--server",
-                daemon.url, env=env)
+    p = run_cli(
+        "prove", d / "circuit.zkey", d / "witness_0.wtns", *outs, "--server", daemon.url, env=env
+    )
     assert p.returncode == 1 and "HTTP 401" in p.stderr, p.stderr
-    p = remote(daemon, d / "circuit.zkey", d / "witness_0.wtns", *outs, "--token-file",
-               tmp_path / "none")
+    p = remote(
+        daemon, d / "circuit.zkey", d / "witness_0.wtns", *outs, "--token-file", tmp_path / "none"
+    )
     assert p.returncode == 1
-    assert p.stderr.strip() == f"cuzk prove: token file {tmp_path / 'none'}: No such file or " \
-                               "directory"
+    assert (
+        p.stderr.strip() == f"cuzk prove: token file {tmp_path / 'none'}: No such file or directory"
+    )
     assert not any(o.exists() for o in outs)
 
 
@@ -354,8 +409,7 @@ def test_witness_by_path_on_loopback_else_bytes(daemon, tmp_path, monkeypatch):
     real = Client.prove
 
     def spy(self, key, witnesses, *a, upload=True, **kw):
-        sent.append("bytes" if isinstance(witnesses[0], bytes) else
-                    "upload" if upload else "path")
+        sent.append("bytes" if isinstance(witnesses[0], bytes) else "upload" if upload else "path")
         return real(self, key, witnesses, *a, upload=upload, **kw)
 
     monkeypatch.setattr(Client, "prove", spy)
@@ -363,17 +417,32 @@ def test_witness_by_path_on_loopback_else_bytes(daemon, tmp_path, monkeypatch):
     outside = tmp_path / "w.wtns"
     shutil.copy(TINY.witness(0), outside)
     vk = json.loads(TINY.vk.read_text())
-    for wtns, route in ((daemon.root / "tiny" / "witness_0.wtns", ["path"]),
-                        (outside, ["path", "bytes"])):
+    for wtns, route in (
+        (daemon.root / "tiny" / "witness_0.wtns", ["path"]),
+        (outside, ["path", "bytes"]),
+    ):
         sent.clear()
-        r = CliRunner().invoke(main, ["prove", str(daemon.root / "tiny" / "circuit.zkey"),
-                                      str(wtns), str(tmp_path / "p.json"),
-                                      str(tmp_path / "q.json"), "--server", daemon.url,
-                                      "--token-file", str(daemon.token)])
+        r = CliRunner().invoke(
+            main,
+            [
+                "prove",
+                str(daemon.root / "tiny" / "circuit.zkey"),
+                str(wtns),
+                str(tmp_path / "p.json"),
+                str(tmp_path / "q.json"),
+                "--server",
+                daemon.url,
+                "--token-file",
+                str(daemon.token),
+            ],
+        )
         assert r.exit_code == 0, r.output
         assert sent == route
-        assert verify(vk, json.loads((tmp_path / "q.json").read_text()),
-                      json.loads((tmp_path / "p.json").read_text()))
+        assert verify(
+            vk,
+            json.loads((tmp_path / "q.json").read_text()),
+            json.loads((tmp_path / "p.json").read_text()),
+        )
     # to a host that is not loopback, and below PATH_MIN_BYTES, always bytes
     assert not R.is_loopback("http://prover7:9820") and R.is_loopback("http://[::1]:1")
     assert R.is_loopback("http://localhost:9820") and R.is_loopback("http://127.0.0.2:1")
@@ -423,9 +492,15 @@ class StubClient:
 
 
 def done(proof, public) -> dict:
-    return {"job_id": "j1", "state": "done", "finished": True, "error": None,
-            "proofs": [proof], "public": [public],
-            "partitions": [{"index": 0, "state": "done", "error": None}]}
+    return {
+        "job_id": "j1",
+        "state": "done",
+        "finished": True,
+        "error": None,
+        "proofs": [proof],
+        "public": [public],
+        "partitions": [{"index": 0, "state": "done", "error": None}],
+    }
 
 
 def test_a_proof_past_the_request_wait_is_waited_for(tmp_path):
@@ -441,25 +516,42 @@ def test_a_proof_past_the_request_wait_is_waited_for(tmp_path):
     assert (tmp_path / "q.json").read_text() == json.dumps(public, indent=1)
 
 
-@pytest.mark.parametrize("answer, words", [
-    (done(None, None), "is done but its answer holds no proof.json"),
-    (done({"pi_a": []}, ["1"]), "is done but its answer holds no proof.json"),
-    (done({"pi_a": [], "pi_b": [], "pi_c": []}, [1]), "is done but its answer holds no"),
-    ({**done(None, None), "state": "failed", "error": "partition 0 failed after 3 attempts: "
-      "device process died"}, "the daemon's job j1 failed: partition 0 failed after 3 "
-     "attempts: device process died"),
-    ({**done(None, None), "state": "cancelled", "error": None}, "the daemon's job j1 "
-     "cancelled: no reason given"),
-    ({**done(None, None), "state": "failed", "error": "partition 0 failed after 1 attempt: "
-      "self-verification rejected the proof: ..."}, "the proof does not verify: the witness "
-     "does not satisfy the circuit of this key"),
-])
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (done(None, None), "is done but its answer holds no proof.json"),
+        (done({"pi_a": []}, ["1"]), "is done but its answer holds no proof.json"),
+        (done({"pi_a": [], "pi_b": [], "pi_c": []}, [1]), "is done but its answer holds no"),
+        (
+            {
+                **done(None, None),
+                "state": "failed",
+                "error": "partition 0 failed after 3 attempts: device process died",
+            },
+            "the daemon's job j1 failed: partition 0 failed after 3 attempts: device process died",
+        ),
+        (
+            {**done(None, None), "state": "cancelled", "error": None},
+            "the daemon's job j1 cancelled: no reason given",
+        ),
+        (
+            {
+                **done(None, None),
+                "state": "failed",
+                "error": "partition 0 failed after 1 attempt: "
+                "self-verification rejected the proof: ...",
+            },
+            "the proof does not verify: the witness does not satisfy the circuit of this key",
+        ),
+    ],
+)
 def test_an_answer_without_a_good_proof_writes_nothing(answer, words, tmp_path):
     from cuzk.groth16.remote import RemoteError, prove_remote
 
     with pytest.raises(RemoteError, match=re.escape(words)):
-        prove_remote(StubClient(answer), TINY.zkey, TINY.witness(0), tmp_path / "p.json",
-                     tmp_path / "q.json")
+        prove_remote(
+            StubClient(answer), TINY.zkey, TINY.witness(0), tmp_path / "p.json", tmp_path / "q.json"
+        )
     assert os.listdir(tmp_path) == []
 
 
@@ -475,10 +567,22 @@ def test_interrupted_as_click_answers_it(tmp_path):
         url = f"http://127.0.0.1:{srv.getsockname()[1]}"
         outs = []
         for cmd in (CONSOLE, [sys.executable, "-m", "cuzk.cli"]):
-            p = subprocess.Popen([*cmd, "prove", str(TINY.zkey), str(TINY.witness(0)),
-                                  str(tmp_path / "p.json"), str(tmp_path / "q.json"),
-                                  "--server", url], stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True, env=cli_env())
+            p = subprocess.Popen(
+                [
+                    *cmd,
+                    "prove",
+                    str(TINY.zkey),
+                    str(TINY.witness(0)),
+                    str(tmp_path / "p.json"),
+                    str(tmp_path / "q.json"),
+                    "--server",
+                    url,
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=cli_env(),
+            )
             time.sleep(2.0)  # started and waiting for the answer
             p.send_signal(signal.SIGINT)
             out, err = p.communicate(timeout=60)

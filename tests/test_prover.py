@@ -36,7 +36,7 @@ def test_synthesis_matches_python_ints(small_circuit):
     assert _ints_from_mont(syn.a) == a
     assert _ints_from_mont(syn.b) == b
     assert _ints_from_mont(syn.c) == [x * y % FR_MODULUS for x, y in zip(a, b, strict=True)]
-    assert syn.public == wi[1:key.n_public + 1]
+    assert syn.public == wi[1 : key.n_public + 1]
 
 
 def test_r1cs_check_finds_the_broken_constraint(any_circuit):
@@ -57,8 +57,10 @@ def test_cuzk_proofs_verify_in_snarkjs(tools, any_circuit, tmp_path):
 
     for k in range(any_circuit.n_sets):
         proof, public = tmp_path / f"proof{k}.json", tmp_path / f"public{k}.json"
-        r = CliRunner().invoke(main, ["prove", str(any_circuit.zkey), str(any_circuit.witness(k)),
-                                      str(proof), str(public)])
+        r = CliRunner().invoke(
+            main,
+            ["prove", str(any_circuit.zkey), str(any_circuit.witness(k)), str(proof), str(public)],
+        )
         assert r.exit_code == 0, r.output
         assert json.loads(public.read_text()) == json.loads(any_circuit.public(k).read_text())
         assert groth16_verify(any_circuit.vk, public, proof)
@@ -72,8 +74,9 @@ def test_two_proofs_of_one_witness_differ_and_both_verify(tools, circuit_named, 
     outs = []
     for k in range(2):
         proof, public = tmp_path / f"p{k}.json", tmp_path / f"pub{k}.json"
-        r = CliRunner().invoke(main, ["prove", str(c.zkey), str(c.witness(0)), str(proof),
-                                      str(public)])
+        r = CliRunner().invoke(
+            main, ["prove", str(c.zkey), str(c.witness(0)), str(proof), str(public)]
+        )
         assert r.exit_code == 0, r.output
         assert groth16_verify(c.vk, public, proof)
         outs.append(json.loads(proof.read_text()))
@@ -93,13 +96,29 @@ def test_cuzk_setup_keys_work_with_snarkjs(tools, circuit_named, tmp_path):
     vk = export_vk(zkey, tmp_path / "vk.json")
     proof, public = groth16_prove(zkey, c.witness(1), tmp_path / "p.json", tmp_path / "pub.json")
     assert groth16_verify(vk, public, proof)
-    r = CliRunner().invoke(main, ["prove", str(zkey), str(c.witness(0)), str(tmp_path / "q.json"),
-                                  str(tmp_path / "qpub.json")])
+    r = CliRunner().invoke(
+        main,
+        [
+            "prove",
+            str(zkey),
+            str(c.witness(0)),
+            str(tmp_path / "q.json"),
+            str(tmp_path / "qpub.json"),
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert groth16_verify(vk, tmp_path / "qpub.json", tmp_path / "q.json")
     # A witness of another circuit is refused with the counts named.
-    r = CliRunner().invoke(main, ["prove", str(zkey), str(circuit_named("tiny").witness(0)),
-                                  str(tmp_path / "x.json"), str(tmp_path / "xp.json")])
+    r = CliRunner().invoke(
+        main,
+        [
+            "prove",
+            str(zkey),
+            str(circuit_named("tiny").witness(0)),
+            str(tmp_path / "x.json"),
+            str(tmp_path / "xp.json"),
+        ],
+    )
     assert r.exit_code != 0 and "nVars" in r.output
 
 
@@ -133,8 +152,9 @@ def test_prove_with_verify_and_r1cs_writes_a_good_proof(circuit_named, tmp_path)
     assert json.loads(public.read_text()) == json.loads(c.public(1).read_text())
 
 
-@pytest.mark.parametrize("damage", ["truncate_zkey", "truncate_wtns", "corrupt_magic",
-                                    "plonk", "wrong_count", "missing"])
+@pytest.mark.parametrize(
+    "damage", ["truncate_zkey", "truncate_wtns", "corrupt_magic", "plonk", "wrong_count", "missing"]
+)
 def test_prove_bad_inputs_named_error_no_output(circuit_named, tmp_path, damage):
     c = circuit_named("tiny")
     zkey, wtns = tmp_path / "k.zkey", tmp_path / "w.wtns"
@@ -169,8 +189,7 @@ def test_synthesis_into_reused_buffers_overwrites_them(small_circuit):
     n = key.domain_size
     out = tuple(np.full((n, 4), 0xDEADBEEF, dtype=np.uint64) for _ in range(3))
     syn = synthesize(key, np.array(w), out=out)  # a writable witness, as in shared memory
-    for got, want, buf in zip((syn.a, syn.b, syn.c), (fresh.a, fresh.b, fresh.c), out,
-                              strict=True):
+    for got, want, buf in zip((syn.a, syn.b, syn.c), (fresh.a, fresh.b, fresh.c), out, strict=True):
         assert got is buf
         np.testing.assert_array_equal(got, want)
 
@@ -190,6 +209,7 @@ def test_cpu_msms_of_one_proof_share_one_kernel_build(small_circuit, monkeypatch
         def msm(points, scalars, c=None):
             seen.append((numba.typeof(points), numba.typeof(scalars)))
             return real(points, scalars, c)
+
         return msm
 
     monkeypatch.setattr(msm_cpu, "msm_g1", spy(msm_cpu.msm_g1))
@@ -211,9 +231,13 @@ def _cuzk_process(*args, env=None):
     import subprocess
     import sys
 
-    return subprocess.run([sys.executable, "-m", "cuzk.cli", *map(str, args)],
-                          capture_output=True, text=True, timeout=600,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "cuzk.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def test_prove_as_a_process_writes_proofs_that_verify(any_circuit, tmp_path):
@@ -227,12 +251,17 @@ def test_prove_as_a_process_writes_proofs_that_verify(any_circuit, tmp_path):
     assert json.loads(public.read_text()) == json.loads(any_circuit.public(0).read_text())
     vk = VerifyingKey.from_zkey(ProvingKey.open(any_circuit.zkey).zkey)
     assert verify(vk, json.loads(public.read_text()), json.loads(proof.read_text()))
-    p = _cuzk_process("prove", any_circuit.zkey, tmp_path / "missing.wtns", tmp_path / "q.json",
-                      tmp_path / "qp.json")
+    p = _cuzk_process(
+        "prove",
+        any_circuit.zkey,
+        tmp_path / "missing.wtns",
+        tmp_path / "q.json",
+        tmp_path / "qp.json",
+    )
     assert p.returncode == 1 and p.stderr.startswith("cuzk prove: ")
 
 
-_KERNEL_SOURCE = '''
+_KERNEL_SOURCE = """
 import numpy as np
 from numba import njit
 
@@ -243,7 +272,7 @@ def poly(x, k):
     for i in range(x.shape[0]):
         out[i] = x[i] * x[i] + k
     return out
-'''
+"""
 
 
 def test_lean_cache_loads_compiles_on_a_miss_loads_on_a_hit_and_restores(tmp_path):
@@ -255,19 +284,29 @@ def test_lean_cache_loads_compiles_on_a_miss_loads_on_a_hit_and_restores(tmp_pat
     from cuzk.groth16.startup import lean_cache_loads
 
     (tmp_path / "leankernel.py").write_text(_KERNEL_SOURCE)
-    script = ("import sys, numpy as np; sys.path.insert(0, sys.argv[1]);"
-              "from cuzk.groth16.startup import lean_cache_loads\n"
-              "with lean_cache_loads():\n"
-              "    import leankernel\n"
-              "    print(leankernel.poly(np.arange(5, dtype=np.int64), 3).tolist(),"
-              " len(leankernel.poly.stats.cache_hits))\n")
+    script = (
+        "import sys, numpy as np; sys.path.insert(0, sys.argv[1]);"
+        "from cuzk.groth16.startup import lean_cache_loads\n"
+        "with lean_cache_loads():\n"
+        "    import leankernel\n"
+        "    print(leankernel.poly(np.arange(5, dtype=np.int64), 3).tolist(),"
+        " len(leankernel.poly.stats.cache_hits))\n"
+    )
     env = {"NUMBA_CACHE_DIR": str(tmp_path / "cache")}
     import os
     import subprocess
     import sys
 
-    runs = [subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True,
-                           text=True, timeout=600, env={**os.environ, **env}) for _ in range(2)]
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", script, str(tmp_path)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env={**os.environ, **env},
+        )
+        for _ in range(2)
+    ]
     assert [r.returncode for r in runs] == [0, 0], runs[0].stderr + runs[1].stderr
     assert runs[0].stdout.split() == ["[3,", "4,", "7,", "12,", "19]", "0"]  # compiled
     assert runs[1].stdout.split() == ["[3,", "4,", "7,", "12,", "19]", "1"]  # loaded
@@ -295,8 +334,12 @@ def test_stages_with_fixed_blinding_equal_the_pure_python_reference(circuit_name
     partial = prove_start(key, syn.a, syn.b, syn.c, w, open_device("cpu"))
     proof = prove_finish(key, partial, w, r=r, s=s)
     want = reference.prove_files(key.zkey, w, r, s)
-    got = (g1_from_limbs(proof.pi_a), g2_from_limbs(proof.pi_b), g1_from_limbs(proof.pi_c),
-           proof.public)
+    got = (
+        g1_from_limbs(proof.pi_a),
+        g2_from_limbs(proof.pi_b),
+        g1_from_limbs(proof.pi_c),
+        proof.public,
+    )
     assert got == want
 
 
@@ -309,15 +352,24 @@ def test_the_prove_command_module_loads_before_numpy():
     import subprocess
     import sys
 
-    code = ("import sys, os, cuzk.cli, cuzk.groth16.cli; "
-            "print(sorted(m for m in ('numpy', 'numba', 'cuzk.kernels') if m in sys.modules), "
-            "os.environ.get('OPENBLAS_NUM_THREADS')); "
-            "from cuzk.groth16 import prove, ProvingKey, synthesis; import cuzk.groth16 as P; "
-            "print(prove.__module__, ProvingKey.__module__, synthesis.__name__, "
-            "sorted(P.__all__) == sorted(n for n in dir(P) if n in P.__all__))")
+    code = (
+        "import sys, os, cuzk.cli, cuzk.groth16.cli; "
+        "print(sorted(m for m in ('numpy', 'numba', 'cuzk.kernels') if m in sys.modules), "
+        "os.environ.get('OPENBLAS_NUM_THREADS')); "
+        "from cuzk.groth16 import prove, ProvingKey, synthesis; import cuzk.groth16 as P; "
+        "print(prove.__module__, ProvingKey.__module__, synthesis.__name__, "
+        "sorted(P.__all__) == sorted(n for n in dir(P) if n in P.__all__))"
+    )
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                       timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
     assert p.returncode == 0, p.stderr
-    assert p.stdout.split() == ["[]", "1", "cuzk.groth16.stages", "cuzk.groth16.key",
-                                "cuzk.groth16.synthesis", "True"]
+    assert p.stdout.split() == [
+        "[]",
+        "1",
+        "cuzk.groth16.stages",
+        "cuzk.groth16.key",
+        "cuzk.groth16.synthesis",
+        "True",
+    ]

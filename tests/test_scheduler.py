@@ -31,8 +31,16 @@ def test_priority_then_fifo_then_partition():
     s.add_job("n2", "normal", 1)
     s.add_job("c1", "critical", 2)
     order = [(k.job_id, k.partition) for k in drain(s, SYNTH_QUEUE)]
-    assert order == [("c1", 0), ("c1", 1), ("h1", 0), ("h1", 1), ("n1", 0), ("n1", 1),
-                     ("n1", 2), ("n2", 0)]
+    assert order == [
+        ("c1", 0),
+        ("c1", 1),
+        ("h1", 0),
+        ("h1", 1),
+        ("n1", 0),
+        ("n1", 1),
+        ("n1", 2),
+        ("n2", 0),
+    ]
 
 
 def test_critical_submitted_later_jumps_the_queue():
@@ -129,8 +137,11 @@ class SchedulerMachine(RuleBasedStateMachine):
         k = self.running.pop(i % len(self.running))
         place = self.s.place(k)
         if place is None:  # its job was cancelled meanwhile: the report is ignored
-            assert k.job_id not in self.jobs or self.jobs[k.job_id][k.partition] != "open" \
+            assert (
+                k.job_id not in self.jobs
+                or self.jobs[k.job_id][k.partition] != "open"
                 or self.s.live(k.job_id, k.partition) != k
+            )
             return
         if outcome == "ok":
             if place == SYNTHESIZING:
@@ -162,11 +173,11 @@ class SchedulerMachine(RuleBasedStateMachine):
             assert place in (SYNTH_QUEUE, SYNTHESIZING, DEVICE_QUEUE, PROVING)
             assert (k.job_id, k.partition) not in seen, f"duplicate {k}"
             seen[(k.job_id, k.partition)] = k
-        expected = {(j, p) for j, parts in self.jobs.items() for p, s in parts.items()
-                    if s == "open"}
+        expected = {
+            (j, p) for j, parts in self.jobs.items() for p, s in parts.items() if s == "open"
+        }
         assert set(seen) == expected
-        assert self.s.queue_depth() == sum(p in (SYNTH_QUEUE, DEVICE_QUEUE)
-                                           for p in items.values())
+        assert self.s.queue_depth() == sum(p in (SYNTH_QUEUE, DEVICE_QUEUE) for p in items.values())
         for place in (SYNTH_QUEUE, SYNTHESIZING, DEVICE_QUEUE, PROVING):
             assert self.s.count(place) == sum(p == place for p in items.values())
 
@@ -178,5 +189,4 @@ class SchedulerMachine(RuleBasedStateMachine):
 
 
 TestSchedulerMachine = SchedulerMachine.TestCase
-TestSchedulerMachine.settings = settings(max_examples=150, stateful_step_count=40,
-                                         deadline=None)
+TestSchedulerMachine.settings = settings(max_examples=150, stateful_step_count=40, deadline=None)

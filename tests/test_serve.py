@@ -65,10 +65,24 @@ def roots(tmp_path_factory):
 @pytest.fixture(scope="module")
 def server(roots):
     warm_kernels(TINY, TOYHASH)
-    s = ServeProcess(roots["base"] / "serve.log", "--listen", "127.0.0.1:0", "--devices",
-                     "cpu:2", "--synth-workers", "1", "--memory-budget", "1GiB", "--key-root",
-                     roots["root"], "--max-body", "1MiB", "--self-verify", "--log-level",
-                     "info").start()
+    s = ServeProcess(
+        roots["base"] / "serve.log",
+        "--listen",
+        "127.0.0.1:0",
+        "--devices",
+        "cpu:2",
+        "--synth-workers",
+        "1",
+        "--memory-budget",
+        "1GiB",
+        "--key-root",
+        roots["root"],
+        "--max-body",
+        "1MiB",
+        "--self-verify",
+        "--log-level",
+        "info",
+    ).start()
     yield from serving(s)
 
 
@@ -86,8 +100,10 @@ def get(server, path, **kw):
 
 def job_body(roots, circuit, sets=(0,), *, upload=True, **extra):
     d = roots["root"] / circuit.name
-    ws = [{"data": b64(d / f"witness_{k}.wtns")} if upload else {"path": str(d /
-          f"witness_{k}.wtns")} for k in sets]
+    ws = [
+        {"data": b64(d / f"witness_{k}.wtns")} if upload else {"path": str(d / f"witness_{k}.wtns")}
+        for k in sets
+    ]
     return {"key": str(d / "circuit.zkey"), "witnesses": ws, **extra}
 
 
@@ -109,8 +125,11 @@ def check_proofs(circuit, result, sets):
 def test_job_life_cycle(server, roots):
     code, _, h = get(server, "/healthz")
     assert code == 200 and h["status"] == "ok"
-    code, _, job = post(server, "/v1/jobs", job_body(roots, MULCHAIN, (0, 1, 0),
-                                                     kind="window-post", priority="high"))
+    code, _, job = post(
+        server,
+        "/v1/jobs",
+        job_body(roots, MULCHAIN, (0, 1, 0), kind="window-post", priority="high"),
+    )
     assert code == 201, job
     assert job["state"] in ("queued", "running") and job["total_partitions"] == 3
     assert job["kind"] == "window-post" and job["priority"] == "high"
@@ -135,14 +154,15 @@ def test_job_life_cycle(server, roots):
     pipe = [p for p in snap["pipelines"] if p["job_id"] == job_id]
     assert pipe and pipe[0]["state"] == "done" and pipe[0]["partitions_done"] == 3
     assert snap["counters"]["completed_by_kind"]["window-post"] >= 1
-    assert len(snap["gpu_workers"]) == 4 and {w["device"] for w in snap["gpu_workers"]} == \
-        {"cpu:0", "cpu:1"}
+    assert len(snap["gpu_workers"]) == 4 and {w["device"] for w in snap["gpu_workers"]} == {
+        "cpu:0",
+        "cpu:1",
+    }
 
 
 def test_result_not_ready_then_cancel(server, roots):
     # toyhash (2^10) takes long enough per partition that 12 partitions are still running
-    code, _, job = post(server, "/v1/jobs", job_body(roots, TOYHASH, (0, 1) * 6,
-                                                     upload=False))
+    code, _, job = post(server, "/v1/jobs", job_body(roots, TOYHASH, (0, 1) * 6, upload=False))
     assert code == 201, job
     code, _, r = get(server, f"/v1/jobs/{job['job_id']}/result?wait=0")
     assert code == 202 and r["finished"] is False and r["state"] in ("queued", "running")
@@ -162,14 +182,19 @@ def test_result_not_ready_then_cancel(server, roots):
 
 
 def test_one_shot_prove_with_paths_and_key_id(server, roots):
-    code, _, key = post(server, "/v1/keys", {"path": str(roots["root"] / "tiny" /
-                                                         "circuit.zkey")})
+    code, _, key = post(server, "/v1/keys", {"path": str(roots["root"] / "tiny" / "circuit.zkey")})
     assert code == 201 and key["n_vars"] == 4, key
-    body = {"key": key["key_id"], "witnesses": [
-        str(roots["root"] / "tiny" / "witness_1.wtns"),  # a path string
-        {"path": str(roots["root"] / "tiny" / "link_in.wtns")},  # a symlink inside the root
-        {"data": b64(TINY.witness(0))}], "kind": "winning-post", "priority": "critical",
-        "timeout": 300}
+    body = {
+        "key": key["key_id"],
+        "witnesses": [
+            str(roots["root"] / "tiny" / "witness_1.wtns"),  # a path string
+            {"path": str(roots["root"] / "tiny" / "link_in.wtns")},  # a symlink inside the root
+            {"data": b64(TINY.witness(0))},
+        ],
+        "kind": "winning-post",
+        "priority": "critical",
+        "timeout": 300,
+    }
     code, _, r = post(server, "/v1/prove", body)
     assert code == 200 and r["finished"], r
     check_proofs(TINY, r, (1, 0, 0))
@@ -230,42 +255,132 @@ def bad_requests(roots):
         ("malformed JSON", "POST", "/v1/jobs", b'{"key": ', js, 400, "malformed JSON"),
         ("JSON not an object", "POST", "/v1/jobs", b"[1, 2]", js, 400, "JSON object"),
         ("empty body", "POST", "/v1/jobs", b"", js, 400, "empty body"),
-        ("form content type", "POST", "/v1/jobs", b"key=x", {"Content-Type":
-         "application/x-www-form-urlencoded"}, 415, "Content-Type"),
+        (
+            "form content type",
+            "POST",
+            "/v1/jobs",
+            b"key=x",
+            {"Content-Type": "application/x-www-form-urlencoded"},
+            415,
+            "Content-Type",
+        ),
         ("unknown field", "POST", "/v1/jobs", job(partitions=3), None, 400, "'partitions'"),
         ("missing key", "POST", "/v1/jobs", job(key=...), None, 400, "'key'"),
-        ("missing witnesses", "POST", "/v1/jobs", job(witnesses=...), None, 400,
-         "'witnesses'"),
-        ("witnesses not a list", "POST", "/v1/jobs", job(witnesses={"data": "x"}), None, 400,
-         "must be a list"),
+        ("missing witnesses", "POST", "/v1/jobs", job(witnesses=...), None, 400, "'witnesses'"),
+        (
+            "witnesses not a list",
+            "POST",
+            "/v1/jobs",
+            job(witnesses={"data": "x"}),
+            None,
+            400,
+            "must be a list",
+        ),
         ("no witnesses", "POST", "/v1/jobs", job(witnesses=[]), None, 400, "at least one"),
-        ("witness of the wrong shape", "POST", "/v1/jobs", job(witnesses=[{"data": "AA==",
-         "path": "/x"}]), None, 400, "witnesses[0]"),
-        ("witness data not a string", "POST", "/v1/jobs", job(witnesses=[{"data": 5}]), None,
-         400, "base64 string"),
-        ("witness not base64", "POST", "/v1/jobs", job(witnesses=[ok_w, {"data": "@@@"}]),
-         None, 400, "witnesses[1].data is not valid base64"),
-        ("witness not a .wtns", "POST", "/v1/jobs", job(witnesses=[{"data": base64.b64encode(
-            b"hello world, not a witness").decode()}]), None, 422, "not a usable witness"),
-        ("truncated witness", "POST", "/v1/jobs", job(witnesses=[{"data": base64.b64encode(
-            truncated).decode()}]), None, 422, "not a usable witness"),
-        ("witness count wrong for the key", "POST", "/v1/jobs", job(witnesses=[ok_w, {
-            "data": b64(MULCHAIN.witness(0))}]), None, 422, "witnesses[1]: the witness has"),
-        ("key is not a zkey", "POST", "/v1/jobs", job(key=str(r / "tiny" / "witness_0.wtns")),
-         None, 422, "not a usable Groth16 proving key"),
-        ("unknown key id", "POST", "/v1/jobs", job(key="00112233aabbccdd"), None, 404,
-         "unknown key id"),
+        (
+            "witness of the wrong shape",
+            "POST",
+            "/v1/jobs",
+            job(witnesses=[{"data": "AA==", "path": "/x"}]),
+            None,
+            400,
+            "witnesses[0]",
+        ),
+        (
+            "witness data not a string",
+            "POST",
+            "/v1/jobs",
+            job(witnesses=[{"data": 5}]),
+            None,
+            400,
+            "base64 string",
+        ),
+        (
+            "witness not base64",
+            "POST",
+            "/v1/jobs",
+            job(witnesses=[ok_w, {"data": "@@@"}]),
+            None,
+            400,
+            "witnesses[1].data is not valid base64",
+        ),
+        (
+            "witness not a .wtns",
+            "POST",
+            "/v1/jobs",
+            job(witnesses=[{"data": base64.b64encode(b"hello world, not a witness").decode()}]),
+            None,
+            422,
+            "not a usable witness",
+        ),
+        (
+            "truncated witness",
+            "POST",
+            "/v1/jobs",
+            job(witnesses=[{"data": base64.b64encode(truncated).decode()}]),
+            None,
+            422,
+            "not a usable witness",
+        ),
+        (
+            "witness count wrong for the key",
+            "POST",
+            "/v1/jobs",
+            job(witnesses=[ok_w, {"data": b64(MULCHAIN.witness(0))}]),
+            None,
+            422,
+            "witnesses[1]: the witness has",
+        ),
+        (
+            "key is not a zkey",
+            "POST",
+            "/v1/jobs",
+            job(key=str(r / "tiny" / "witness_0.wtns")),
+            None,
+            422,
+            "not a usable Groth16 proving key",
+        ),
+        (
+            "unknown key id",
+            "POST",
+            "/v1/jobs",
+            job(key="00112233aabbccdd"),
+            None,
+            404,
+            "unknown key id",
+        ),
         ("key not a string", "POST", "/v1/jobs", job(key=7), None, 400, "'key'"),
         ("bad priority", "POST", "/v1/jobs", job(priority="urgent"), None, 400, "priority"),
         ("kind too long", "POST", "/v1/jobs", job(kind="k" * 40), None, 400, "kind"),
         ("kind not a string", "POST", "/v1/jobs", job(kind=["a"]), None, 400, "'kind'"),
-        ("prove timeout not a number", "POST", "/v1/prove", job(timeout="soon"), None, 400,
-         "timeout"),
-        ("register: unknown field", "POST", "/v1/keys", {"path": tiny_key, "x": 1}, None, 400,
-         "'x'"),
+        (
+            "prove timeout not a number",
+            "POST",
+            "/v1/prove",
+            job(timeout="soon"),
+            None,
+            400,
+            "timeout",
+        ),
+        (
+            "register: unknown field",
+            "POST",
+            "/v1/keys",
+            {"path": tiny_key, "x": 1},
+            None,
+            400,
+            "'x'",
+        ),
         ("unknown job", "GET", "/v1/jobs/ffffffffffffffff", None, None, 404, "unknown job"),
-        ("unknown job result", "GET", "/v1/jobs/nope/result?wait=0", None, None, 404,
-         "unknown job"),
+        (
+            "unknown job result",
+            "GET",
+            "/v1/jobs/nope/result?wait=0",
+            None,
+            None,
+            404,
+            "unknown job",
+        ),
         ("cancel unknown job", "POST", "/v1/jobs/nope/cancel", None, None, 404, "unknown job"),
         ("bad wait", "GET", "/v1/jobs/nope/result?wait=abc", None, None, 400, "wait"),
         ("negative wait", "GET", "/v1/jobs/nope/result?wait=-1", None, None, 400, "wait"),
@@ -274,8 +389,15 @@ def bad_requests(roots):
         ("unknown route", "GET", "/v2/everything", None, None, 404, "no such resource"),
         ("wrong method", "DELETE", "/v1/jobs", None, None, 405, "not allowed"),
         ("wrong method on status", "POST", "/status", {}, None, 405, "not allowed"),
-        ("web asset outside the folder", "GET", "/ui/..%2F..%2Fsetup.cfg", None, None, 404,
-         "no such file"),
+        (
+            "web asset outside the folder",
+            "GET",
+            "/ui/..%2F..%2Fsetup.cfg",
+            None,
+            None,
+            404,
+            "no such file",
+        ),
     ]
 
 
@@ -307,27 +429,42 @@ def test_malformed_http_is_answered_and_harmless(server, roots):
     status, out = split_response(raw_exchange(server.url, b"BREW /pot HTTP/1.1\r\n\r\n"))
     assert status == 501 and "BREW" in out["error"]
     # POST without Content-Length: an empty body (RFC 9112), which a job submission lacks
-    status, out = split_response(raw_exchange(
-        server.url, b"POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
-                    b"application/json\r\nConnection: close\r\n\r\n"))
+    status, out = split_response(
+        raw_exchange(
+            server.url,
+            b"POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+            b"application/json\r\nConnection: close\r\n\r\n",
+        )
+    )
     assert status == 400 and "error" in out, out
     # chunked upload
-    status, out = split_response(raw_exchange(
-        server.url, b"POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked"
-                    b"\r\nContent-Type: application/json\r\n\r\n5\r\nhello\r\n0\r\n\r\n"))
+    status, out = split_response(
+        raw_exchange(
+            server.url,
+            b"POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked"
+            b"\r\nContent-Type: application/json\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+        )
+    )
     assert status == 411, out
     # a body that ends early (Content-Length larger than what is sent), then the client leaves
     with socket.create_connection(server.hostport, timeout=5) as s:
-        s.sendall(b"POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json"
-                  b"\r\nContent-Length: 1000\r\n\r\n{\"key\":")
+        s.sendall(
+            b"POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json"
+            b'\r\nContent-Length: 1000\r\n\r\n{"key":'
+        )
     # a body over the limit is refused from its Content-Length, before it is sent
-    status, out = split_response(raw_exchange(
-        server.url, b"POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
-                    b"application/json\r\nContent-Length: 2000000\r\n\r\n"))
+    status, out = split_response(
+        raw_exchange(
+            server.url,
+            b"POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+            b"application/json\r\nContent-Length: 2000000\r\n\r\n",
+        )
+    )
     assert status == 413 and "exceeds the limit" in out["error"], out
     # a huge header line
-    status, out = split_response(raw_exchange(
-        server.url, b"GET /status HTTP/1.1\r\nX-Big: " + b"a" * 70000 + b"\r\n\r\n"))
+    status, out = split_response(
+        raw_exchange(server.url, b"GET /status HTTP/1.1\r\nX-Big: " + b"a" * 70000 + b"\r\n\r\n")
+    )
     assert status in (400, 431), out
     # DNS rebinding: a Host name that is not loopback, on a daemon without a token
     code, _, out = get(server, "/status", headers={"Host": "evil.example:9820"})
@@ -373,21 +510,36 @@ def test_path_escapes_are_refused(server, roots):
 # ------------------------------------------------------------------------------ the CLI
 def test_cli_submit_wait_writes_proofs(server, roots, tmp_path):
     d = roots["root"] / "tiny"
-    p = run_cli("submit", "--server", server.url, "--kind", "porep-c2", "--priority", "high",
-                "--wait", "--out", tmp_path / "out", d / "circuit.zkey", TINY.witness(0),
-                TINY.witness(1), TINY.witness(0))
+    p = run_cli(
+        "submit",
+        "--server",
+        server.url,
+        "--kind",
+        "porep-c2",
+        "--priority",
+        "high",
+        "--wait",
+        "--out",
+        tmp_path / "out",
+        d / "circuit.zkey",
+        TINY.witness(0),
+        TINY.witness(1),
+        TINY.witness(0),
+    )
     assert p.returncode == 0, p.stderr
     out = tmp_path / "out"
-    assert sorted(os.listdir(out)) == [f"{w}-{i}.json" for w in ("proof", "public")
-                                       for i in range(3)]
+    assert sorted(os.listdir(out)) == [
+        f"{w}-{i}.json" for w in ("proof", "public") for i in range(3)
+    ]
     vk = json.loads(TINY.vk.read_text())
     for i, k in enumerate((0, 1, 0)):
         public = json.loads((out / f"public-{i}.json").read_text())
         assert public == expected_public(TINY, k)
         assert verify(vk, public, json.loads((out / f"proof-{i}.json").read_text()))
     # without --wait: the job id; then jobs lists it and cancel says it had finished
-    p = run_cli("submit", "--server", server.url, "--paths", d / "circuit.zkey",
-                d / "witness_1.wtns")
+    p = run_cli(
+        "submit", "--server", server.url, "--paths", d / "circuit.zkey", d / "witness_1.wtns"
+    )
     assert p.returncode == 0, p.stderr
     job_id = p.stdout.strip()
     assert get(server, f"/v1/jobs/{job_id}/result?wait=300")[2]["state"] == "done"
@@ -404,8 +556,17 @@ def test_cli_submit_wait_writes_proofs(server, roots, tmp_path):
 def test_cli_submit_exits_nonzero_when_a_partition_fails(server, roots, tmp_path):
     # bad_witness.wtns breaks a constraint: self-verification fails it after its retries
     d = roots["root"] / "tiny"
-    p = run_cli("submit", "--server", server.url, "--wait", "--out", tmp_path,
-                d / "circuit.zkey", TINY.witness(0), TINY.bad_witness)
+    p = run_cli(
+        "submit",
+        "--server",
+        server.url,
+        "--wait",
+        "--out",
+        tmp_path,
+        d / "circuit.zkey",
+        TINY.witness(0),
+        TINY.bad_witness,
+    )
     assert p.returncode == 1, (p.stdout, p.stderr)
     assert "partition 1: failed" in p.stderr
     assert not (tmp_path / "proof-1.json").exists()
@@ -444,9 +605,23 @@ def test_token_required_and_checked(roots, tmp_path):
     tf = tmp_path / "token"
     tf.write_text(token + "\n")
     tf.chmod(0o600)
-    s = ServeProcess(tmp_path / "serve.log", "--listen", "0.0.0.0:0", "--devices", "cpu:1",
-                     "--synth-workers", "1", "--memory-budget", "1GiB", "--token-file", tf,
-                     "--key-root", roots["root"], "--max-connections", "4").start()
+    s = ServeProcess(
+        tmp_path / "serve.log",
+        "--listen",
+        "0.0.0.0:0",
+        "--devices",
+        "cpu:1",
+        "--synth-workers",
+        "1",
+        "--memory-budget",
+        "1GiB",
+        "--token-file",
+        tf,
+        "--key-root",
+        roots["root"],
+        "--max-connections",
+        "4",
+    ).start()
     try:
         port = s.hostport[1]
         url = f"http://127.0.0.1:{port}"
@@ -500,8 +675,7 @@ def test_non_loopback_without_token_refuses_to_start(tmp_path):
     p = run_cli("serve", "--listen", "0.0.0.0:0", "--devices", "cpu:1", timeout=60)
     assert p.returncode == 78
     assert "not a loopback address" in p.stderr and "token" in p.stderr
-    p = run_cli("serve", "--listen", "127.0.0.1:0", "--key-root", tmp_path / "absent",
-                timeout=60)
+    p = run_cli("serve", "--listen", "127.0.0.1:0", "--key-root", tmp_path / "absent", timeout=60)
     assert p.returncode == 78 and "key_roots" in p.stderr
 
 
@@ -509,14 +683,25 @@ def test_non_loopback_without_token_refuses_to_start(tmp_path):
 @pytest.mark.slow
 def test_sigterm_while_busy_exits_cleanly(roots, tmp_path):
     warm_kernels(TOYHASH)  # (cheap when the cache is warm; a daemon compiling is not "busy")
-    s = ServeProcess(tmp_path / "serve.log", "--listen", "127.0.0.1:0", "--devices", "cpu:1",
-                     "--synth-workers", "1", "--memory-budget", "1GiB", "--key-root",
-                     roots["root"], "--drain-timeout", "3").start()
+    s = ServeProcess(
+        tmp_path / "serve.log",
+        "--listen",
+        "127.0.0.1:0",
+        "--devices",
+        "cpu:1",
+        "--synth-workers",
+        "1",
+        "--memory-budget",
+        "1GiB",
+        "--key-root",
+        roots["root"],
+        "--drain-timeout",
+        "3",
+    ).start()
     try:
         jobs = []
         for _ in range(3):
-            code, _, job = post(s, "/v1/jobs", job_body(roots, TOYHASH, (0, 1) * 4,
-                                                        upload=False))
+            code, _, job = post(s, "/v1/jobs", job_body(roots, TOYHASH, (0, 1) * 4, upload=False))
             assert code == 201, job
             jobs.append(job["job_id"])
         t_end = time.time() + 60  # wait until a device worker is proving

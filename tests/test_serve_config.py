@@ -69,24 +69,27 @@ def test_key_roots_from_each_source(tmp_path):
     assert c.key_roots == [str(b)] and c.sources["key_roots"] == "flag --key-root"
 
 
-@pytest.mark.parametrize("flags, env, toml, reason", [
-    ({"devices": "gpu:7"}, {}, None, "devices (flag --devices)"),
-    ({}, {"CUZK_WORKERS_PER_DEVICE": "0"}, None, "workers_per_device (env "),
-    ({}, {"CUZK_SYNTH_WORKERS": "two"}, None, "whole number"),
-    ({"memory_budget": "lots"}, {}, None, "not a size"),
-    ({}, {}, 'memory_budget = "0"\n', "must be positive"),
-    ({}, {}, "listen = 9820\n", "listen (file"),
-    ({"listen": "127.0.0.1:99999"}, {}, None, "port from 0 to 65535"),
-    ({"log_level": "loud"}, {}, None, "log_level"),
-    ({}, {}, "self_verify = \"maybe\"\n", "true or false"),
-    ({}, {}, "max_wait = -1\n", "max_wait"),
-    ({}, {}, "unknown_thing = 1\n", "unknown setting 'unknown_thing'"),
-    ({}, {}, "devices = \n", "not valid TOML"),
-    ({"key_roots": ("/nonexistent/cuzk",)}, {}, None, "is not a directory"),
-    ({"listen": "0.0.0.0:9820"}, {}, None, "a bearer token is required"),
-    ({"listen": "[::]:9820"}, {}, None, "a bearer token is required"),
-    ({"token_file": "/nonexistent/token"}, {}, None, "token_file /nonexistent/token"),
-])
+@pytest.mark.parametrize(
+    "flags, env, toml, reason",
+    [
+        ({"devices": "gpu:7"}, {}, None, "devices (flag --devices)"),
+        ({}, {"CUZK_WORKERS_PER_DEVICE": "0"}, None, "workers_per_device (env "),
+        ({}, {"CUZK_SYNTH_WORKERS": "two"}, None, "whole number"),
+        ({"memory_budget": "lots"}, {}, None, "not a size"),
+        ({}, {}, 'memory_budget = "0"\n', "must be positive"),
+        ({}, {}, "listen = 9820\n", "listen (file"),
+        ({"listen": "127.0.0.1:99999"}, {}, None, "port from 0 to 65535"),
+        ({"log_level": "loud"}, {}, None, "log_level"),
+        ({}, {}, 'self_verify = "maybe"\n', "true or false"),
+        ({}, {}, "max_wait = -1\n", "max_wait"),
+        ({}, {}, "unknown_thing = 1\n", "unknown setting 'unknown_thing'"),
+        ({}, {}, "devices = \n", "not valid TOML"),
+        ({"key_roots": ("/nonexistent/cuzk",)}, {}, None, "is not a directory"),
+        ({"listen": "0.0.0.0:9820"}, {}, None, "a bearer token is required"),
+        ({"listen": "[::]:9820"}, {}, None, "a bearer token is required"),
+        ({"token_file": "/nonexistent/token"}, {}, None, "token_file /nonexistent/token"),
+    ],
+)
 def test_bad_configurations_name_the_setting_and_source(tmp_path, flags, env, toml, reason):
     with pytest.raises(ConfigError) as e:
         load(tmp_path, toml, env, **flags)
@@ -110,11 +113,17 @@ def test_token_file(tmp_path):
     assert "a" * 32 not in c.to_toml() and "a" * 32 not in c.to_json()
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("127.0.0.1:9820", ("127.0.0.1", 9820)), (":8000", ("127.0.0.1", 8000)),
-    ("localhost", ("localhost", 9820)), ("[::1]:81", ("::1", 81)), ("::1", ("::1", 9820)),
-    ("0.0.0.0:0", ("0.0.0.0", 0)),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("127.0.0.1:9820", ("127.0.0.1", 9820)),
+        (":8000", ("127.0.0.1", 8000)),
+        ("localhost", ("localhost", 9820)),
+        ("[::1]:81", ("::1", 81)),
+        ("::1", ("::1", 9820)),
+        ("0.0.0.0:0", ("0.0.0.0", 0)),
+    ],
+)
 def test_parse_listen(text, expected):
     assert parse_listen(text) == expected
 
@@ -126,10 +135,19 @@ def test_is_loopback():
 
 def test_config_show_prints_toml_that_reads_back(tmp_path):
     (tmp_path / "c.toml").write_text('devices = "cpu:2"\nmax_connections = 9\n')
-    r = CliRunner().invoke(config_cmd, ["show", "--config", str(tmp_path / "c.toml"),
-                                        "--workers-per-device", "3", "--key-root",
-                                        str(tmp_path)],
-                           env={"CUZK_MEMORY_BUDGET": "3GiB", "CUZK_CONFIG": None})
+    r = CliRunner().invoke(
+        config_cmd,
+        [
+            "show",
+            "--config",
+            str(tmp_path / "c.toml"),
+            "--workers-per-device",
+            "3",
+            "--key-root",
+            str(tmp_path),
+        ],
+        env={"CUZK_MEMORY_BUDGET": "3GiB", "CUZK_CONFIG": None},
+    )
     assert r.exit_code == 0, r.output
     data = tomllib.loads(r.output)
     assert data["devices"] == "cpu:2" and data["max_connections"] == 9
@@ -148,8 +166,11 @@ def test_config_show_prints_toml_that_reads_back(tmp_path):
     r = CliRunner().invoke(config_cmd, ["show", "--json"], env={"CUZK_DEVICES": "cpu:4"})
     assert r.exit_code == 0, r.output
     obj = json.loads(r.output)
-    assert obj["devices"] == {"value": "cpu:4", "source": "env CUZK_DEVICES",
-                              "resolved": "cpu:0,cpu:1,cpu:2,cpu:3"}
+    assert obj["devices"] == {
+        "value": "cpu:4",
+        "source": "env CUZK_DEVICES",
+        "resolved": "cpu:0,cpu:1,cpu:2,cpu:3",
+    }
     assert set(obj) == {s.name for s in SETTINGS} | {"token"}
 
 

@@ -25,21 +25,54 @@ from cuzk.serve.http import Router, host_allowed
 
 
 # ------------------------------------------------------------------------------ Host check
-@pytest.mark.parametrize("host", [
-    "127.0.0.1", "127.0.0.1:9820", "127.1.2.3:80", "LOCALHOST", "localhost:9820", "localhost.",
-    "[::1]", "[::1]:9820", "prover7", "Prover7:9820", "prover7.",
-])
+@pytest.mark.parametrize(
+    "host",
+    [
+        "127.0.0.1",
+        "127.0.0.1:9820",
+        "127.1.2.3:80",
+        "LOCALHOST",
+        "localhost:9820",
+        "localhost.",
+        "[::1]",
+        "[::1]:9820",
+        "prover7",
+        "Prover7:9820",
+        "prover7.",
+    ],
+)
 def test_loopback_and_allowed_hosts_pass(host):
     assert host_allowed(host, frozenset({"prover7"}))
 
 
-@pytest.mark.parametrize("host", [
-    "127.0.0.1.rebind.example", "127.0.0.1.rebind.example:9820", "127.evil.example",
-    "evil.example", "localhost.evil.example", "prover7.evil", "127.1", "2130706433",
-    "0x7f.0.0.1", "127.000.000.001", "0.0.0.0", "10.0.0.1:9820", "::1", "[::1]x",
-    "[::1]:x", "[127.0.0.1]", "[::ffff:127.0.0.1]", "localhost:80:80", "127.0.0.1:abc",
-    "127.0.0.1:", "[", "[]", ":9820",
-])
+@pytest.mark.parametrize(
+    "host",
+    [
+        "127.0.0.1.rebind.example",
+        "127.0.0.1.rebind.example:9820",
+        "127.evil.example",
+        "evil.example",
+        "localhost.evil.example",
+        "prover7.evil",
+        "127.1",
+        "2130706433",
+        "0x7f.0.0.1",
+        "127.000.000.001",
+        "0.0.0.0",
+        "10.0.0.1:9820",
+        "::1",
+        "[::1]x",
+        "[::1]:x",
+        "[127.0.0.1]",
+        "[::ffff:127.0.0.1]",
+        "localhost:80:80",
+        "127.0.0.1:abc",
+        "127.0.0.1:",
+        "[",
+        "[]",
+        ":9820",
+    ],
+)
 def test_other_hosts_are_refused(host):
     """DNS rebinding: any name an attacker's DNS can point at 127.0.0.1 is refused, and so
     are the odd spellings of loopback addresses that only some resolvers read as such."""
@@ -52,7 +85,7 @@ def _feed(payload: bytes, rng: random.Random):
     i = 0
     while i < len(payload):
         n = rng.choice((1, 2, 3, 7, 64, 4096, 100_000))
-        p.feed(payload[i:i + n])
+        p.feed(payload[i : i + n])
         i += n
     skel, uploads = p.finish()
     return p, B.loads(skel, uploads)
@@ -72,12 +105,19 @@ def _decoded(obj):
 def test_json_body_decodes_every_data_string_and_keeps_the_rest():
     rng = random.Random(17)
     blobs = [rng.randbytes(n) for n in (0, 1, 2, 3, 4, 5, 1000, 300_001)]
-    doc = {"key": "/k/a \"data\": \\ zkey", "kind": "data", "witnesses":
-           [{"data": base64.b64encode(b).decode()} for b in blobs] +
-           [{"path": "/w/data.wtns"}, "/w/x.wtns", {"data": 5}, {"data": None}],
-           "data_not": {"data": ["nested", {"data": "QUJD"}]}, "n": [1, 2.5, True, None]}
-    for text in (json.dumps(doc), json.dumps(doc, indent=3),
-                 json.dumps(doc).replace("/", "\\/")):  # '\/' is JSON for '/'
+    doc = {
+        "key": '/k/a "data": \\ zkey',
+        "kind": "data",
+        "witnesses": [{"data": base64.b64encode(b).decode()} for b in blobs]
+        + [{"path": "/w/data.wtns"}, "/w/x.wtns", {"data": 5}, {"data": None}],
+        "data_not": {"data": ["nested", {"data": "QUJD"}]},
+        "n": [1, 2.5, True, None],
+    }
+    for text in (
+        json.dumps(doc),
+        json.dumps(doc, indent=3),
+        json.dumps(doc).replace("/", "\\/"),
+    ):  # '\/' is JSON for '/'
         p, got = _feed(text.encode(), rng)
         try:
             want = json.loads(text)
@@ -95,10 +135,27 @@ def test_json_body_decodes_every_data_string_and_keeps_the_rest():
 def test_json_body_base64_strictness_matches_b64decode_validate():
     rng = random.Random(5)
     alphabet = "AB+/=9z\n \\u"
-    cases = ["", "@@@", "AAA", "A=AA", "AA==AA", "AAAA====", "QQ==", "QUI=", "QUJD", "QQ=",
-             "QUJD\\nQUJD", "QUJD\\u0041AAA", "QUJD QUJD", "AAAA====", "AAAA=", "QQ==QQ=="]
-    cases += ["".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 13)))
-              for _ in range(400)]
+    cases = [
+        "",
+        "@@@",
+        "AAA",
+        "A=AA",
+        "AA==AA",
+        "AAAA====",
+        "QQ==",
+        "QUI=",
+        "QUJD",
+        "QQ=",
+        "QUJD\\nQUJD",
+        "QUJD\\u0041AAA",
+        "QUJD QUJD",
+        "AAAA====",
+        "AAAA=",
+        "QQ==QQ==",
+    ]
+    cases += [
+        "".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 13))) for _ in range(400)
+    ]
     for s in cases:
         try:
             text = json.dumps({"data": json.loads(f'"{s}"')})
@@ -118,7 +175,7 @@ def test_json_body_base64_strictness_matches_b64decode_validate():
 
 
 def test_malformed_and_oversized_json_bodies():
-    for bad in (b'{"data": "QUJD', b'{"data": "QUJD"', b'{"key": ', b'[1, 2', b'{"a": "\\'):
+    for bad in (b'{"data": "QUJD', b'{"data": "QUJD"', b'{"key": ', b"[1, 2", b'{"a": "\\'):
         p = B.JsonBody()
         p.feed(bad)
         skel, up = p.finish()
@@ -199,8 +256,13 @@ def _get(port, path="/healthz", sock=None, headers=b""):
     while b"\r\n\r\n" not in data:
         data += s.recv(65536)
     head, _, rest = data.partition(b"\r\n\r\n")
-    n = int([ln.split(b":")[1] for ln in head.split(b"\r\n")
-             if ln.lower().startswith(b"content-length")][0])
+    n = int(
+        [
+            ln.split(b":")[1]
+            for ln in head.split(b"\r\n")
+            if ln.lower().startswith(b"content-length")
+        ][0]
+    )
     while len(rest) < n:
         rest += s.recv(65536)
     return int(head.split()[1]), json.loads(rest), s
@@ -270,10 +332,13 @@ def test_uploads_stream_and_bodies_over_the_cap_get_503(front):
     srv = make(max_body=4 * 1024**2, body_memory=4 * 1024**2)
     port = srv.server_address[1]
     blob = random.Random(1).randbytes(2_500_000)
-    payload = json.dumps({"witnesses": [{"data": base64.b64encode(blob).decode()},
-                                        {"data": "QUJD"}]}).encode()
-    req = (b"POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-           b"Content-Length: %d\r\n\r\n" % len(payload))
+    payload = json.dumps(
+        {"witnesses": [{"data": base64.b64encode(blob).decode()}, {"data": "QUJD"}]}
+    ).encode()
+    req = (
+        b"POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n" % len(payload)
+    )
     s = socket.create_connection(("127.0.0.1", port), timeout=20)
     s.sendall(req + payload)
     out = s.recv(1 << 20)

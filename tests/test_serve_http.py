@@ -32,8 +32,17 @@ def test_static_files_serve_the_folder_and_nothing_else(web_package):
     assert r.body.startswith(b"<!doctype html>")
     assert web_package.get("app.js").content_type.startswith("text/javascript")
     assert web_package.get("img/logo.svg").body == b"<svg/>"
-    for name in ("../secret.txt", "img/../../secret.txt", "/etc/passwd", "notes.exe",
-                 "missing.js", ".hidden.js", "a/b/c.js", "img", ""):
+    for name in (
+        "../secret.txt",
+        "img/../../secret.txt",
+        "/etc/passwd",
+        "notes.exe",
+        "missing.js",
+        ".hidden.js",
+        "a/b/c.js",
+        "img",
+        "",
+    ):
         with pytest.raises(HttpError) as e:
             web_package.get(name)
         assert e.value.status == 404, name

@@ -48,8 +48,14 @@ def roots(tmp_path_factory):
     for c in (NESTED, TINY):
         d = root / c.name
         d.mkdir()
-        for f in ("circuit.zkey", "circuit.wasm", "circuit.sym", "witness_0.wtns",
-                  "input_0.json", "input_1.json"):
+        for f in (
+            "circuit.zkey",
+            "circuit.wasm",
+            "circuit.sym",
+            "witness_0.wtns",
+            "input_0.json",
+            "input_1.json",
+        ):
             shutil.copy(c.dir / f, d / f)
     (root / "junk.wasm").write_bytes(b"\x7fELF not wasm at all")
     shutil.copy(NESTED.dir / "circuit.wasm", outside / "circuit.wasm")
@@ -59,10 +65,23 @@ def roots(tmp_path_factory):
 @pytest.fixture(scope="module")
 def server(roots, tmp_path_factory):
     warm_kernels(NESTED, TINY)
-    s = ServeProcess(roots["base"] / "serve.log", "--listen", "127.0.0.1:0", "--devices",
-                     "cpu:1", "--synth-workers", "1", "--memory-budget", "1GiB", "--key-root",
-                     roots["root"], "--self-verify", "--log-level", "info",
-                     env=serve_env(tmp_path_factory.getbasetemp())).start()
+    s = ServeProcess(
+        roots["base"] / "serve.log",
+        "--listen",
+        "127.0.0.1:0",
+        "--devices",
+        "cpu:1",
+        "--synth-workers",
+        "1",
+        "--memory-budget",
+        "1GiB",
+        "--key-root",
+        roots["root"],
+        "--self-verify",
+        "--log-level",
+        "info",
+        env=serve_env(tmp_path_factory.getbasetemp()),
+    ).start()
     yield from serving(s)
 
 
@@ -121,12 +140,18 @@ def test_register_with_wasm_and_its_errors(server, roots):
     for kw, status, text in bad:
         code, _, body = register(server, roots, **kw)
         assert code == status and text in body["error"], (kw, code, body)
-    code, _, body = post(server, "/v1/keys", {"path": str(roots["root"] / "nested" /
-                                                          "circuit.zkey"),
-                                              "wasm": str(roots["outside"] / "circuit.wasm")})
+    code, _, body = post(
+        server,
+        "/v1/keys",
+        {
+            "path": str(roots["root"] / "nested" / "circuit.zkey"),
+            "wasm": str(roots["outside"] / "circuit.wasm"),
+        },
+    )
     assert code == 403 and "outside the key roots" in body["error"], body
-    code, _, body = post(server, "/v1/keys", {"path": str(roots["root"] / "nested" /
-                                                          "circuit.zkey"), "wasm": 7})
+    code, _, body = post(
+        server, "/v1/keys", {"path": str(roots["root"] / "nested" / "circuit.zkey"), "wasm": 7}
+    )
     assert code == 400 and "wasm" in body["error"], body
     # the refusals left the key's good wasm in place
     code, _, again = get(server, f"/v1/keys/{key['key_id']}")
@@ -148,8 +173,10 @@ def test_inputs_need_a_key_with_wasm_and_a_valid_body(server, roots):
         ({"key": nkey, "inputs": []}, "at least one input"),
         ({"key": nkey, "inputs": {"m": 1}}, "inputs must be a list"),
         ({"key": nkey, "inputs": [NESTED_OK, [1, 2]]}, "inputs[1]: expected a JSON object"),
-        ({"key": nkey, "inputs": [{**NESTED_OK, "s": "x5"}]}, "inputs[0]: s = 'x5' is not a "
-                                                              "number"),
+        (
+            {"key": nkey, "inputs": [{**NESTED_OK, "s": "x5"}]},
+            "inputs[0]: s = 'x5' is not a number",
+        ),
     ]:
         code, _, body = post(server, "/v1/jobs", job)
         assert code == 400 and text in body["error"], (job, code, body)
@@ -159,8 +186,11 @@ def test_inputs_need_a_key_with_wasm_and_a_valid_body(server, roots):
 # ------------------------------------------------------------------------------ proving
 def test_inputs_job_proves(server, roots):
     code, _, key = register(server, roots)
-    code, _, job = post(server, "/v1/jobs", {"key": key["key_id"], "kind": "inputs",
-                                             "inputs": [_inputs(0), _inputs(1), _inputs(0)]})
+    code, _, job = post(
+        server,
+        "/v1/jobs",
+        {"key": key["key_id"], "kind": "inputs", "inputs": [_inputs(0), _inputs(1), _inputs(0)]},
+    )
     assert code == 201 and job["total_partitions"] == 3, job
     r = wait_result(server, job["job_id"])
     assert r["state"] == "done", r
@@ -180,14 +210,16 @@ def test_inputs_job_proves(server, roots):
 @pytest.mark.interop
 def test_inputs_job_proofs_verify_with_snarkjs(server, roots, tmp_path, tools):
     code, _, key = register(server, roots)
-    code, _, r = post(server, "/v1/prove", {"key": key["key_id"],
-                                            "inputs": [_inputs(0), _inputs(1)]})
+    code, _, r = post(
+        server, "/v1/prove", {"key": key["key_id"], "inputs": [_inputs(0), _inputs(1)]}
+    )
     assert code == 200 and r["state"] == "done", r
     for i, (proof, public) in enumerate(zip(r["proofs"], r["public"], strict=True)):
         (tmp_path / f"proof{i}.json").write_text(json.dumps(proof))
         (tmp_path / f"public{i}.json").write_text(json.dumps(public))
-        assert interop.groth16_verify(NESTED.vk, tmp_path / f"public{i}.json",
-                                      tmp_path / f"proof{i}.json")
+        assert interop.groth16_verify(
+            NESTED.vk, tmp_path / f"public{i}.json", tmp_path / f"proof{i}.json"
+        )
 
 
 def test_bad_inputs_fail_their_partition_alone(server, roots):
@@ -196,28 +228,42 @@ def test_bad_inputs_fail_their_partition_alone(server, roots):
     bad_assert = {**NESTED_OK, "s": 10}
     unknown = {**NESTED_OK, "q": 1}
     short = {**NESTED_OK, "v": [7, 8]}
-    code, _, job = post(server, "/v1/jobs", {"key": key["key_id"], "inputs": [
-        _inputs(0), bad_assert, missing, _inputs(1), unknown, short]})
+    code, _, job = post(
+        server,
+        "/v1/jobs",
+        {
+            "key": key["key_id"],
+            "inputs": [_inputs(0), bad_assert, missing, _inputs(1), unknown, short],
+        },
+    )
     assert code == 201, job
     # another job at the same time, of witnesses, on another key
-    code, _, other = post(server, "/v1/jobs", {
-        "key": str(roots["root"] / "tiny" / "circuit.zkey"),
-        "witnesses": [str(roots["root"] / "tiny" / "witness_0.wtns")]})
+    code, _, other = post(
+        server,
+        "/v1/jobs",
+        {
+            "key": str(roots["root"] / "tiny" / "circuit.zkey"),
+            "witnesses": [str(roots["root"] / "tiny" / "witness_0.wtns")],
+        },
+    )
     assert code == 201, other
     r = wait_result(server, job["job_id"])
     assert r["state"] == "failed" and "4 of 6 partition(s) failed" in r["error"], r
     parts = r["partitions"]
-    assert [p["state"] for p in parts] == ["done", "failed", "failed", "done", "failed",
-                                           "failed"]
+    assert [p["state"] for p in parts] == ["done", "failed", "failed", "done", "failed", "failed"]
     check_proof(NESTED, r["proofs"][0], r["public"][0], 0)
     check_proof(NESTED, r["proofs"][3], r["public"][3], 1)
     assert r["proofs"][1] is None and r["proofs"][2] is None
     assert all(p["attempts"] == 1 for p in parts)  # no retry: an input's fault is permanent
     jid = job["job_id"]
-    assert parts[1]["error"] == (f"synthesis: AssertFailed: job {jid} partition 1 inputs: the "
-                                 "circuit's assert failed: Error in template Nested_0 line: 18")
-    assert "missing input signal s (the circuit circuit.wasm has inputs m, v, limit, s)" in \
-        parts[2]["error"]
+    assert parts[1]["error"] == (
+        f"synthesis: AssertFailed: job {jid} partition 1 inputs: the "
+        "circuit's assert failed: Error in template Nested_0 line: 18"
+    )
+    assert (
+        "missing input signal s (the circuit circuit.wasm has inputs m, v, limit, s)"
+        in parts[2]["error"]
+    )
     assert "'q' is not an input signal" in parts[4]["error"]
     assert "v has 2 values, but the circuit's v has 3" in parts[5]["error"]
     o = wait_result(server, other["job_id"])
@@ -236,16 +282,41 @@ def test_cli_submit_with_wasm_and_input(server, roots, tmp_path):
     d = roots["root"] / "nested"
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({**NESTED_OK, "s": 10}))
-    p = run_cli("submit", "--server", server.url, "--wasm", d / "circuit.wasm", "--wait",
-                "--out", tmp_path / "out", d / "circuit.zkey", "--input", d / "input_1.json",
-                d / "input_0.json")
+    p = run_cli(
+        "submit",
+        "--server",
+        server.url,
+        "--wasm",
+        d / "circuit.wasm",
+        "--wait",
+        "--out",
+        tmp_path / "out",
+        d / "circuit.zkey",
+        "--input",
+        d / "input_1.json",
+        d / "input_0.json",
+    )
     assert p.returncode == 0, p.stderr
     for i, k in enumerate((1, 0)):
-        check_proof(NESTED, json.loads((tmp_path / "out" / f"proof-{i}.json").read_text()),
-                    json.loads((tmp_path / "out" / f"public-{i}.json").read_text()), k)
+        check_proof(
+            NESTED,
+            json.loads((tmp_path / "out" / f"proof-{i}.json").read_text()),
+            json.loads((tmp_path / "out" / f"public-{i}.json").read_text()),
+            k,
+        )
     # a bad input: its partition fails with the reason, exit 1, the good proof written
-    p = run_cli("submit", "--server", server.url, "--wait", "--out", tmp_path / "out2",
-                d / "circuit.zkey", "--input", d / "input_0.json", bad)
+    p = run_cli(
+        "submit",
+        "--server",
+        server.url,
+        "--wait",
+        "--out",
+        tmp_path / "out2",
+        d / "circuit.zkey",
+        "--input",
+        d / "input_0.json",
+        bad,
+    )
     assert p.returncode == 1, (p.stdout, p.stderr)
     assert "partition 1: failed" in p.stderr and "Nested_0 line: 18" in p.stderr
     assert (tmp_path / "out2" / "proof-0.json").exists()
@@ -256,13 +327,21 @@ def test_cli_submit_with_wasm_and_input(server, roots, tmp_path):
     for args, text in [
         (("--input", tmp_path / "none.json"), "none.json: No such file"),
         (("--input", notjson), "notjson.json: not valid JSON"),
-        (("--wasm", roots["root"] / "tiny" / "circuit.wasm", "--input", d / "input_0.json"),
-         "has 4 wires but circuit.zkey has nVars"),
+        (
+            ("--wasm", roots["root"] / "tiny" / "circuit.wasm", "--input", d / "input_0.json"),
+            "has 4 wires but circuit.zkey has nVars",
+        ),
     ]:
         p = run_cli("submit", "--server", server.url, d / "circuit.zkey", *args)
         assert p.returncode == 2 and text in p.stderr, (args, p.stderr)
-    p = run_cli("submit", "--server", server.url, roots["root"] / "tiny" / "circuit.zkey",
-                "--input", d / "input_0.json")
+    p = run_cli(
+        "submit",
+        "--server",
+        server.url,
+        roots["root"] / "tiny" / "circuit.zkey",
+        "--input",
+        d / "input_0.json",
+    )
     assert p.returncode == 2 and "has no circuit wasm" in p.stderr, p.stderr
 
 
@@ -282,8 +361,9 @@ def test_budget_counts_the_calculator(tmp_path, monkeypatch):
     wasm_bytes = Circuit(NESTED.dir / "circuit.wasm").instance_bytes
     doc = json.dumps(_inputs(0), separators=(",", ":")).encode()
     need = int(pk.partition_bytes()) + int(pk.nbytes) + len(doc)
-    eng = Engine(EngineConfig(devices="cpu:1", synth_workers=1,
-                              memory_budget=need + wasm_bytes - 1)).start()
+    eng = Engine(
+        EngineConfig(devices="cpu:1", synth_workers=1, memory_budget=need + wasm_bytes - 1)
+    ).start()
     try:
         kid = eng.register_key(NESTED.zkey, wasm=NESTED.dir / "circuit.wasm")
         assert eng.keys()[0]["wasm_bytes"] == wasm_bytes
@@ -293,8 +373,9 @@ def test_budget_counts_the_calculator(tmp_path, monkeypatch):
         assert r["state"] == "done", r
     finally:
         eng.stop(5)
-    eng = Engine(EngineConfig(devices="cpu:1", synth_workers=1,
-                              memory_budget=need + wasm_bytes + 2**20)).start()
+    eng = Engine(
+        EngineConfig(devices="cpu:1", synth_workers=1, memory_budget=need + wasm_bytes + 2**20)
+    ).start()
     try:
         kid = eng.register_key(NESTED.zkey, wasm=NESTED.dir / "circuit.wasm")
         r = eng.result(eng.submit(kid, inputs=[_inputs(0)]), 300)
@@ -312,8 +393,9 @@ def test_journal_records_inputs_in_the_row(tmp_path):
     j = Journal.open(str(tmp_path / "state"))
     try:
         docs = [json.dumps(_inputs(k)).encode() for k in (0, 1)]
-        out = j.accept("j1", "k" * 16, "/keys/c.zkey", "default", "normal", 1.0, docs,
-                       wasm="/keys/c.wasm")
+        out = j.accept(
+            "j1", "k" * 16, "/keys/c.zkey", "default", "normal", 1.0, docs, wasm="/keys/c.wasm"
+        )
         assert out == docs
         assert os.listdir(j.spool) == []  # held in the row, not the spool
         (e,) = j.unfinished()
@@ -340,15 +422,42 @@ def test_daemon_resumes_a_journalled_inputs_job(roots, tmp_path):
     shutil.copy(d / "circuit.wasm", gone)
     j = Journal.open(str(state))
     docs = [json.dumps(_inputs(k)).encode() for k in (1, 0)]
-    j.accept("resumeme", key_id, str(d / "circuit.zkey"), "default", "high", time.time(), docs,
-             wasm=str(d / "circuit.wasm"))
-    j.accept("lostwasm", key_id, str(d / "circuit.zkey"), "default", "normal", time.time(),
-             docs[:1], wasm=str(gone))
+    j.accept(
+        "resumeme",
+        key_id,
+        str(d / "circuit.zkey"),
+        "default",
+        "high",
+        time.time(),
+        docs,
+        wasm=str(d / "circuit.wasm"),
+    )
+    j.accept(
+        "lostwasm",
+        key_id,
+        str(d / "circuit.zkey"),
+        "default",
+        "normal",
+        time.time(),
+        docs[:1],
+        wasm=str(gone),
+    )
     j.close()
     gone.unlink()
-    s = ServeProcess(tmp_path / "serve.log", "--listen", "127.0.0.1:0", "--devices", "cpu:1",
-                     "--synth-workers", "1", "--key-root", roots["root"], "--state-dir",
-                     state, env=serve_env(tmp_path)).start()
+    s = ServeProcess(
+        tmp_path / "serve.log",
+        "--listen",
+        "127.0.0.1:0",
+        "--devices",
+        "cpu:1",
+        "--synth-workers",
+        "1",
+        "--key-root",
+        roots["root"],
+        "--state-dir",
+        state,
+        env=serve_env(tmp_path),
+    ).start()
     try:
         r = request(s.url, "GET", "/v1/jobs/resumeme/result?wait=300")[2]
         assert r["finished"] and r["state"] == "done" and r["recovered"], r

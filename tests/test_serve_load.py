@@ -38,9 +38,21 @@ def load_run(tmp_path_factory):
     root = base / "keys"
     for c in CIRCUITS:
         shutil.copytree(c.dir, root / c.name)
-    s = ServeProcess(base / "serve.log", "--listen", "127.0.0.1:0", "--devices", "cpu:2",
-                     "--synth-workers", "1", "--memory-budget", "1GiB", "--key-root", root,
-                     "--log-level", "info").start()
+    s = ServeProcess(
+        base / "serve.log",
+        "--listen",
+        "127.0.0.1:0",
+        "--devices",
+        "cpu:2",
+        "--synth-workers",
+        "1",
+        "--memory-budget",
+        "1GiB",
+        "--key-root",
+        root,
+        "--log-level",
+        "info",
+    ).start()
     try:
         yield s, root, _run_load(s, root)
         assert s.stop() == 0, s.log()
@@ -55,8 +67,15 @@ def _run_load(s, root):
     for i in range(N_JOBS):
         c = CIRCUITS[i % 2]
         sets = tuple(rng.randrange(2) for _ in range(rng.randint(1, 3)))
-        plan.append((i % N_THREADS, c, sets, rng.random() < 0.5,
-                     rng.choice(["critical", "high", "normal", "normal"])))
+        plan.append(
+            (
+                i % N_THREADS,
+                c,
+                sets,
+                rng.random() < 0.5,
+                rng.choice(["critical", "high", "normal", "normal"]),
+            )
+        )
     results, errors = {}, []
     lock = threading.Lock()
 
@@ -68,8 +87,9 @@ def _run_load(s, root):
                 if th != t:
                     continue
                 ws = [root / c.name / f"witness_{k}.wtns" for k in sets]
-                job = client.submit(root / c.name / "circuit.zkey", ws, kind=KIND,
-                                    priority=prio, upload=upload)
+                job = client.submit(
+                    root / c.name / "circuit.zkey", ws, kind=KIND, priority=prio, upload=upload
+                )
                 mine.append((job["job_id"], c, sets))
             for job_id, c, sets in mine:
                 r = client.wait(job_id, timeout=300)
@@ -87,8 +107,7 @@ def _run_load(s, root):
         th.start()
     for th in threads:
         th.join(600)
-    return {"results": results, "errors": errors, "before": before,
-            "secs": time.time() - t0}
+    return {"results": results, "errors": errors, "before": before, "secs": time.time() - t0}
 
 
 def _completed(metrics_text: str) -> float:
@@ -125,7 +144,8 @@ def test_200_jobs_from_8_threads_each_complete_exactly_once(load_run):
     assert snap["counters"]["completed_by_kind"][KIND] == N_JOBS
     assert snap["counters"]["queue_depth"] == 0
     assert snap["memory"]["reserved_bytes"] == sum(
-        v for u, v in snap["memory"]["by_use"].items() if u == "keys")
+        v for u, v in snap["memory"]["by_use"].items() if u == "keys"
+    )
     print(f"{N_JOBS} jobs, {n_proofs} proofs in {run['secs']:.1f} s")
 
 
@@ -150,8 +170,12 @@ def test_some_load_proofs_verify_in_snarkjs(load_run, tools):
         items = [[p, pub] for p, pub in zip(r["proofs"], r["public"], strict=True)]
         # plus a mismatched pair, which snarkjs must reject
         items.append([r["proofs"][0], json.loads(c.public(1 - sets[0]).read_text())])
-        p = subprocess.run(["node", "-e", script, str(ROOT / ".tools/node_modules/snarkjs")],
-                           input=json.dumps([json.loads(vk.read_text()), items]),
-                           capture_output=True, text=True, timeout=120)
+        p = subprocess.run(
+            ["node", "-e", script, str(ROOT / ".tools/node_modules/snarkjs")],
+            input=json.dumps([json.loads(vk.read_text()), items]),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert p.returncode == 0, p.stderr
         assert json.loads(p.stdout.strip().splitlines()[-1]) == [True] * len(sets) + [False]

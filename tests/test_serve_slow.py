@@ -60,16 +60,39 @@ def keys(tmp_path_factory):
 
 
 def start(base, name, *args, env=None):
-    return ServeProcess(base / f"{name}.log", "--listen", "127.0.0.1:0", "--devices", "cpu:1",
-                        "--synth-workers", "1", "--memory-budget", "2GiB", "--key-root",
-                        base / "keys", "--state-dir", base / f"{name}-state", *args,
-                        env=env).start()
+    return ServeProcess(
+        base / f"{name}.log",
+        "--listen",
+        "127.0.0.1:0",
+        "--devices",
+        "cpu:1",
+        "--synth-workers",
+        "1",
+        "--memory-budget",
+        "2GiB",
+        "--key-root",
+        base / "keys",
+        "--state-dir",
+        base / f"{name}-state",
+        *args,
+        env=env,
+    ).start()
 
 
 @pytest.fixture(scope="module")
 def server(keys):
-    s = start(keys, "serve", "--allow-host", "prover7", "--header-timeout",
-              str(HEADER_TIMEOUT), "--max-body", "256MiB", "--body-memory", "256MiB")
+    s = start(
+        keys,
+        "serve",
+        "--allow-host",
+        "prover7",
+        "--header-timeout",
+        str(HEADER_TIMEOUT),
+        "--max-body",
+        "256MiB",
+        "--body-memory",
+        "256MiB",
+    )
     yield s
     try:
         assert s.stop() == 0, s.log()
@@ -100,20 +123,20 @@ def test_idle_and_slow_header_connections_do_not_starve_health(server):
 
     def slowloris():
         msg = b"GET /status HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + b"a" * 100
-        conns = [[socket.create_connection(("127.0.0.1", port)), time.monotonic(), 0]
-                 for _ in range(70)]
+        conns = [
+            [socket.create_connection(("127.0.0.1", port)), time.monotonic(), 0] for _ in range(70)
+        ]
         try:
             while time.monotonic() < stop:
                 for c in conns:
                     s, opened, i = c
                     try:
-                        s.sendall(msg[i:i + 1])
+                        s.sendall(msg[i : i + 1])
                         c[2] = i + 1
                     except OSError:  # closed by the server: note when, open another
                         lived.append(time.monotonic() - opened)
                         s.close()
-                        c[:] = [socket.create_connection(("127.0.0.1", port)),
-                                time.monotonic(), 0]
+                        c[:] = [socket.create_connection(("127.0.0.1", port)), time.monotonic(), 0]
                 time.sleep(2)
         except Exception as e:  # pragma: no cover - reported below
             errors.append(repr(e))
@@ -148,28 +171,45 @@ def test_idle_and_slow_header_connections_do_not_starve_health(server):
     # successors at ~20 s); the server lingers 1 s, and a sendall notices one or two 2 s ticks later
     assert len(lived) >= 70, len(lived)
     assert all(HEADER_TIMEOUT - 1 <= x <= HEADER_TIMEOUT + 6 for x in lived), sorted(lived)
-    print(f"{len(polls)} polls, all 200, slowest {worst * 1000:.0f} ms; {len(lived)} slow "
-          f"connections closed after {min(lived):.1f}-{max(lived):.1f} s")
+    print(
+        f"{len(polls)} polls, all 200, slowest {worst * 1000:.0f} ms; {len(lived)} slow "
+        f"connections closed after {min(lived):.1f}-{max(lived):.1f} s"
+    )
     # the silent ones were closed at their deadline too; the idle keep-alive ones stay open
     assert request(server.url, "GET", "/healthz")[0] == 200
 
 
 # ------------------------------------------------------------------------------ DNS rebinding
 def test_dns_rebinding_names_are_refused(server, keys):
-    body = {"key": str(keys / "keys" / "tiny.zkey"),
-            "witnesses": [{"data": base64.b64encode(TINY.witness(0).read_bytes()).decode()}]}
+    body = {
+        "key": str(keys / "keys" / "tiny.zkey"),
+        "witnesses": [{"data": base64.b64encode(TINY.witness(0).read_bytes()).decode()}],
+    }
     before = request(server.url, "GET", "/v1/jobs")[2]["jobs"]
     port = server.hostport[1]
-    for host in ("127.0.0.1.rebind.example", f"127.0.0.1.rebind.example:{port}",
-                 f"127.1:{port}", "localhost.rebind.example", f"evil.example:{port}"):
-        for method, path, payload in (("GET", "/status", None), ("GET", "/healthz", None),
-                                      ("POST", "/v1/jobs", body),
-                                      ("POST", "/v1/jobs/0123456789abcdef/cancel", None)):
+    for host in (
+        "127.0.0.1.rebind.example",
+        f"127.0.0.1.rebind.example:{port}",
+        f"127.1:{port}",
+        "localhost.rebind.example",
+        f"evil.example:{port}",
+    ):
+        for method, path, payload in (
+            ("GET", "/status", None),
+            ("GET", "/healthz", None),
+            ("POST", "/v1/jobs", body),
+            ("POST", "/v1/jobs/0123456789abcdef/cancel", None),
+        ):
             code, _, out = request(server.url, method, path, payload, headers={"Host": host})
             assert code == 403 and "not a loopback name" in out["error"], (host, path, out)
     assert request(server.url, "GET", "/v1/jobs")[2]["jobs"] == before  # nothing submitted
-    for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"127.3.4.5:{port}",
-                 f"prover7:{port}", "PROVER7"):
+    for host in (
+        f"127.0.0.1:{port}",
+        f"localhost:{port}",
+        f"127.3.4.5:{port}",
+        f"prover7:{port}",
+        "PROVER7",
+    ):
         assert request(server.url, "GET", "/status", headers={"Host": host})[0] == 200, host
 
 
@@ -179,26 +219,45 @@ def wtns_bytes(n_values: int) -> bytes:
     s1 = struct.pack("<I", 32) + R.to_bytes(32, "little") + struct.pack("<I", n_values)
     values = bytearray(32 * n_values)
     values[0] = 1
-    return (b"wtns" + struct.pack("<II", 2, 2) + struct.pack("<IQ", 1, len(s1)) + s1
-            + struct.pack("<IQ", 2, len(values)) + bytes(values))
+    return (
+        b"wtns"
+        + struct.pack("<II", 2, 2)
+        + struct.pack("<IQ", 1, len(s1))
+        + s1
+        + struct.pack("<IQ", 2, len(values))
+        + bytes(values)
+    )
 
 
 @pytest.mark.slow
 def test_four_200MB_uploads_stay_within_body_memory(server, keys):
-    body = json.dumps({"key": str(keys / "keys" / "tiny.zkey"), "witnesses": [
-        {"data": base64.b64encode(wtns_bytes(150_000_000 // 32)).decode()}]}).encode()
+    body = json.dumps(
+        {
+            "key": str(keys / "keys" / "tiny.zkey"),
+            "witnesses": [{"data": base64.b64encode(wtns_bytes(150_000_000 // 32)).decode()}],
+        }
+    ).encode()
     assert 199e6 < len(body) < 256 * MiB
     # register the key first: loading it has a peak of its own, not the uploads' concern
-    code, _, key = request(server.url, "POST", "/v1/keys", {"path": str(keys / "keys" /
-                                                                         "tiny.zkey")})
+    code, _, key = request(
+        server.url, "POST", "/v1/keys", {"path": str(keys / "keys" / "tiny.zkey")}
+    )
     assert code == 201, key
     base = vm_hwm(server.pid)
     answers = []
 
     def upload():
         try:
-            answers.append(request(server.url, "POST", "/v1/jobs", raw=body, timeout=300,
-                                   headers={"Content-Type": "application/json"}))
+            answers.append(
+                request(
+                    server.url,
+                    "POST",
+                    "/v1/jobs",
+                    raw=body,
+                    timeout=300,
+                    headers={"Content-Type": "application/json"},
+                )
+            )
         except OSError as e:
             answers.append(repr(e))
 
@@ -213,12 +272,15 @@ def test_four_200MB_uploads_stay_within_body_memory(server, keys):
         assert isinstance(a, tuple), a
         code, h, out = a
         assert h["content-type"] == "application/json"
-        assert (code == 422 and "4687500 values" in out["error"]) or \
-            (code == 503 and "too many uploads in flight" in out["error"]), out
+        assert (code == 422 and "4687500 values" in out["error"]) or (
+            code == 503 and "too many uploads in flight" in out["error"]
+        ), out
     assert 422 in codes, codes
-    print(f"uploads answered {codes}; peak RSS {base / MiB:.0f} -> {peak / MiB:.0f} MiB "
-          f"(+{(peak - base) / MiB:.0f} MiB; bound body_memory 256 MiB + "
-          f"{RSS_OVERHEAD // MiB} MiB)")
+    print(
+        f"uploads answered {codes}; peak RSS {base / MiB:.0f} -> {peak / MiB:.0f} MiB "
+        f"(+{(peak - base) / MiB:.0f} MiB; bound body_memory 256 MiB + "
+        f"{RSS_OVERHEAD // MiB} MiB)"
+    )
     assert peak - base <= 256 * MiB + RSS_OVERHEAD
     assert request(server.url, "GET", "/healthz")[0] == 200
 
@@ -230,9 +292,20 @@ def test_stale_board_of_any_name_is_cleaned_and_a_live_one_refused(keys):
     try:
         assert first.board == name and os.path.exists(f"/dev/shm/{name}")
         # a second daemon on the live board's name: one line, non-zero exit, no traceback
-        p = run_cli("serve", "--listen", "127.0.0.1:0", "--devices", "cpu:1",
-                    "--synth-workers", "1", "--board", name, "--state-dir",
-                    keys / "board2-state", timeout=120)
+        p = run_cli(
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--devices",
+            "cpu:1",
+            "--synth-workers",
+            "1",
+            "--board",
+            name,
+            "--state-dir",
+            keys / "board2-state",
+            timeout=120,
+        )
         assert p.returncode == 3, p.stderr
         assert "Traceback" not in p.stderr
         lines = [ln for ln in p.stderr.splitlines() if "ERROR" in ln]

@@ -20,11 +20,33 @@ from cuzk.testing.simulate import Plan, Simulation
 from cuzk.top.source import EXIT_AMBIGUOUS, EXIT_NO_BOARD
 
 # Top-level keys of the status JSON (TEAM.md "Shared contracts").
-STATUS_KEYS = {"instance", "board", "layout_version", "supervisor_pid", "started_at", "now",
-               "uptime_secs", "consistent", "memory", "synthesis", "gpu_workers", "finalizers",
-               "pipelines", "keys", "allocations", "counters"}
-PLAN = Plan(devices=2, workers_per_device=2, finalizers_per_device=1, synth_slots=2,
-            synth_procs=1, active_jobs=4, instance="top-test")
+STATUS_KEYS = {
+    "instance",
+    "board",
+    "layout_version",
+    "supervisor_pid",
+    "started_at",
+    "now",
+    "uptime_secs",
+    "consistent",
+    "memory",
+    "synthesis",
+    "gpu_workers",
+    "finalizers",
+    "pipelines",
+    "keys",
+    "allocations",
+    "counters",
+}
+PLAN = Plan(
+    devices=2,
+    workers_per_device=2,
+    finalizers_per_device=1,
+    synth_slots=2,
+    synth_procs=1,
+    active_jobs=4,
+    instance="top-test",
+)
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +54,7 @@ def sim():
     with Simulation(PLAN) as s:
         b = Board.attach(s.name)
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:       # wait for writers to be registered and busy
+        while time.monotonic() < deadline:  # wait for writers to be registered and busy
             d = b.snapshot().to_dict()
             if len(d["gpu_workers"]) == 4 and d["pipelines"]:
                 break
@@ -56,17 +78,34 @@ def test_json_is_the_board_snapshot(sim):
     assert {w["worker_id"] for w in d["gpu_workers"]} == {0, 1, 2, 3}
     assert all(w["state"] in ("idle", "proving") for w in d["gpu_workers"])
     # the consistency invariant holds in what top prints
-    gpu = {(p["job_id"], q["index"]) for p in d["pipelines"] for q in p["partitions"]
-           if q["state"] == "gpu"}
-    proving = [(w["current_job"], w["current_partition"]) for w in d["gpu_workers"]
-               if w["state"] == "proving"]
+    gpu = {
+        (p["job_id"], q["index"])
+        for p in d["pipelines"]
+        for q in p["partitions"]
+        if q["state"] == "gpu"
+    }
+    proving = [
+        (w["current_job"], w["current_partition"])
+        for w in d["gpu_workers"]
+        if w["state"] == "proving"
+    ]
     if d["consistent"]:
         assert sorted(gpu) == sorted(proving)
 
 
 def test_once_frame_names_live_workers_and_jobs(sim):
-    r = _top("--board", sim.name, "--once", "--interval", "0.2", "--width", "120",
-             "--height", "40", "--no-color")
+    r = _top(
+        "--board",
+        sim.name,
+        "--once",
+        "--interval",
+        "0.2",
+        "--width",
+        "120",
+        "--height",
+        "40",
+        "--no-color",
+    )
     assert r.exit_code == 0, r.output
     lines = r.output.splitlines()
     assert len(lines) == 40 and lines[0].startswith("cuzk top  top-test")
@@ -76,11 +115,11 @@ def test_once_frame_names_live_workers_and_jobs(sim):
     finally:
         b.close()
     head = next(i for i, line in enumerate(lines) if line.startswith("WORKER"))
-    rows = [line.split() for line in lines[head + 1: head + 5]]
+    rows = [line.split() for line in lines[head + 1 : head + 5]]
     assert [row[0] for row in rows] == ["0", "1", "2", "3"]
     pids = {str(w["pid"]) for w in d["gpu_workers"]}
     assert all(any(tok in pids for tok in row) for row in rows)
-    assert all(row[-3] == "0" for row in rows)           # RST: no restarts
+    assert all(row[-3] == "0" for row in rows)  # RST: no restarts
     # every UTIL cell is a percentage: two samples 0.2 s apart on live writers
     assert all(row[6].endswith("%") for row in rows)
     jobs = {p["job_id"] for p in d["pipelines"]}
@@ -95,7 +134,7 @@ def test_missing_named_board_exits_nonzero():
 def test_a_segment_that_is_not_a_board_is_refused():
     from cuzk.board.segment import open_segment, unlink_segment
 
-    name = f"top-test-notaboard-{os.getpid()}"      # no cuzk- prefix: list_boards ignores it
+    name = f"top-test-notaboard-{os.getpid()}"  # no cuzk- prefix: list_boards ignores it
     shm = open_segment(name, create=True, size=4096)  # untracked: unlinked below
     try:
         shm.buf[:8] = b"NOTABRD\0"
@@ -121,6 +160,6 @@ def test_board_going_away_ends_the_run_cleanly():
     with Simulation(PLAN) as s:
         name = s.name
         threading.Timer(1.0, s.stop).start()
-        r = _top("--board", name, "--interval", "0.1")     # no -n: runs until the board goes
+        r = _top("--board", name, "--interval", "0.1")  # no -n: runs until the board goes
     assert r.exit_code == 0
     assert "went away" in r.output and r.output.count("cuzk top  top-test") >= 2

@@ -63,11 +63,12 @@ def _top(*args):
 def test_choose_the_only_live_board(boards):
     boards.live = ["cuzk-1-aa"]
     assert top_source.choose(None) == "cuzk-1-aa"
-    assert top_source.choose("cuzk-other") == "cuzk-other"     # a given name is used as is
+    assert top_source.choose("cuzk-other") == "cuzk-other"  # a given name is used as is
 
 
-@pytest.mark.parametrize("live, code", [([], EXIT_NO_BOARD),
-                                        (["cuzk-1-aa", "cuzk-2-bb"], EXIT_AMBIGUOUS)])
+@pytest.mark.parametrize(
+    "live, code", [([], EXIT_NO_BOARD), (["cuzk-1-aa", "cuzk-2-bb"], EXIT_AMBIGUOUS)]
+)
 def test_none_or_several_boards_exit_nonzero_with_a_list(boards, live, code):
     boards.live = live
     r = _top("--json")
@@ -83,9 +84,10 @@ def test_json_is_the_snapshot(boards):
     assert r.exit_code == 0, r.output
     assert json.loads(r.output) == busy_snapshot(tick=0)
     # byte for byte what GET /status sends (cuzk/serve/http.py serialises the same way)
-    assert r.output == json.dumps(busy_snapshot(tick=0), separators=(",", ":"),
-                                  allow_nan=False) + "\n"
-    r = _top("--json", "-n", "3", "--interval", "0.01")     # floor: 0.1 s
+    assert (
+        r.output == json.dumps(busy_snapshot(tick=0), separators=(",", ":"), allow_nan=False) + "\n"
+    )
+    r = _top("--json", "-n", "3", "--interval", "0.01")  # floor: 0.1 s
     docs = [json.loads(line) for line in r.output.splitlines()]
     assert [d["now"] for d in docs] == [busy_snapshot(tick=t)["now"] for t in range(3)]
     assert boards.sources["cuzk-1-aa"].closed
@@ -95,7 +97,7 @@ def test_once_prints_one_parsable_frame(boards):
     boards.live = ["cuzk-1-aa"]
     r = _top("--once", "--interval", "0.1", "--width", "100", "--height", "30")
     assert r.exit_code == 0, r.output
-    assert "\x1b[" not in r.output                  # not a terminal: plain text
+    assert "\x1b[" not in r.output  # not a terminal: plain text
     lines = r.output.splitlines()
     assert len(lines) == 30 and all(len(line) <= 100 for line in lines)
     assert lines[0].split()[:3] == ["cuzk", "top", "prover-a"]
@@ -103,14 +105,15 @@ def test_once_prints_one_parsable_frame(boards):
     snap, prev = busy_snapshot(tick=1), busy_snapshot(tick=0)
     head = next(i for i, line in enumerate(lines) if line.startswith("WORKER"))
     cols = lines[head].split()
-    left, right = cols[:7], cols[-4:]          # between them: the utilisation gauge
+    left, right = cols[:7], cols[-4:]  # between them: the utilisation gauge
     assert left == ["WORKER", "DEVICE", "STATE", "JOB", "PART", "TIME", "UTIL"]
     assert right == ["GEN", "RST", "PID", "HB"]
     rows = []
-    for line in lines[head + 1: head + 1 + len(snap["gpu_workers"])]:
+    for line in lines[head + 1 : head + 1 + len(snap["gpu_workers"])]:
         cells = line.split()
-        rows.append(dict(zip(left, cells[:7], strict=True)) | dict(zip(right, cells[-4:],
-                                                                       strict=True)))
+        rows.append(
+            dict(zip(left, cells[:7], strict=True)) | dict(zip(right, cells[-4:], strict=True))
+        )
     for w, row in zip(snap["gpu_workers"], rows, strict=True):
         p = next(x for x in prev["gpu_workers"] if x["worker_id"] == w["worker_id"])
         util = (w["busy_secs"] - p["busy_secs"]) / (snap["now"] - prev["now"])
@@ -119,14 +122,15 @@ def test_once_prints_one_parsable_frame(boards):
         assert row["PID"] == str(w["pid"]) and row["GEN"] == str(w["generation"])
     m = re.search(r"done (\d+) ([\d.]+)/m", lines[1])
     assert m and int(m.group(1)) == snap["counters"]["total_completed"]
-    assert float(m.group(2)) == 60.0 * (snap["counters"]["total_completed"]
-                                        - prev["counters"]["total_completed"])
+    assert float(m.group(2)) == 60.0 * (
+        snap["counters"]["total_completed"] - prev["counters"]["total_completed"]
+    )
 
 
 def test_board_going_away_ends_cleanly(boards):
     boards.live = ["cuzk-1-aa"]
     boards.gone_after = 2
-    r = _top("-n", "5", "--interval", "0.1")         # not a tty: frames as text
+    r = _top("-n", "5", "--interval", "0.1")  # not a tty: frames as text
     assert r.exit_code == 0
     assert r.output.count("cuzk top  prover-a") == 2
     assert "went away" in r.output

@@ -47,8 +47,9 @@ def _frames():
         "top_idle_80x24": render(idle, 80, 24),
         "top_64slots_160x50": render(huge, 160, 50, derived=dhuge),
         "top_help_80x24": render(busy, 80, 24, derived=d, show_help=True),
-        "top_scrolled_80x24": render(big, 80, 24, derived=dbig, sort="progress", scroll=5,
-                                     paused=True),
+        "top_scrolled_80x24": render(
+            big, 80, 24, derived=dbig, sort="progress", scroll=5, paused=True
+        ),
     }
 
 
@@ -58,8 +59,7 @@ def test_golden_frame(name):
     text = frame.text()
     # the coloured form carries exactly the same characters
     assert "\x1b[" in frame.ansi()
-    assert [line.rstrip() for line in strip_ansi(frame.ansi()).splitlines()] == \
-        text.splitlines()
+    assert [line.rstrip() for line in strip_ansi(frame.ansi()).splitlines()] == text.splitlines()
     path = GOLDEN / f"{name}.txt"
     if os.environ.get("CUZK_UPDATE_GOLDEN"):
         path.parent.mkdir(exist_ok=True)
@@ -69,11 +69,20 @@ def test_golden_frame(name):
 
 
 @settings(max_examples=60, deadline=None)
-@given(width=st.integers(1, 220), height=st.integers(1, 70), seed=st.integers(0, 50),
-       n_pipes=st.integers(0, 40), n_dev=st.integers(1, 6), n_syn=st.integers(0, 10),
-       scroll=st.integers(0, 60), sort=st.sampled_from(SORTS), help_=st.booleans())
-def test_any_size_gives_exact_frame(width, height, seed, n_pipes, n_dev, n_syn, scroll, sort,
-                                    help_):
+@given(
+    width=st.integers(1, 220),
+    height=st.integers(1, 70),
+    seed=st.integers(0, 50),
+    n_pipes=st.integers(0, 40),
+    n_dev=st.integers(1, 6),
+    n_syn=st.integers(0, 10),
+    scroll=st.integers(0, 60),
+    sort=st.sampled_from(SORTS),
+    help_=st.booleans(),
+)
+def test_any_size_gives_exact_frame(
+    width, height, seed, n_pipes, n_dev, n_syn, scroll, sort, help_
+):
     snap, d = _pair(seed=seed, pipelines=n_pipes, devices=n_dev, synth_workers=n_syn)
     f = render(snap, width, height, derived=d, sort=sort, scroll=scroll, show_help=help_)
     assert len(f.lines) == height and all(len(line) == width for line in f.lines)
@@ -98,11 +107,12 @@ def test_wide_frame_shows_every_worker_job_and_partition():
         assert f" {w['pid']} " in text
     for p in snap["pipelines"]:
         line = rows.get(p["job_id"])
-        if line is None:      # scrolled off: the footer must say so
+        if line is None:  # scrolled off: the footer must say so
             assert f"/{len(snap['pipelines'])}" in f.lines[-1]
             continue
-        strip = "".join(GLYPHS[q["state"]] for q in sorted(p["partitions"],
-                                                           key=lambda q: q["index"]))
+        strip = "".join(
+            GLYPHS[q["state"]] for q in sorted(p["partitions"], key=lambda q: q["index"])
+        )
         assert line.rstrip().endswith(strip), (p["job_id"], strip, line)
 
 
@@ -115,7 +125,7 @@ def test_states_are_styled():
     # the stale highlight covers exactly the heartbeat cell of the stale worker (id 3: 7.5s)
     row = next(i for i, line in enumerate(f.lines) if line.split()[:1] == ["3"])
     stale = [(a, b) for a, b, s in f.styles[row] if s == "stale"]
-    assert len(stale) == 1 and f.lines[row][stale[0][0]:stale[0][1]].strip() == "7.5s"
+    assert len(stale) == 1 and f.lines[row][stale[0][0] : stale[0][1]].strip() == "7.5s"
 
 
 def test_torn_snapshot_and_pause_are_flagged():
@@ -130,13 +140,14 @@ def test_sorts_follow_their_keys():
     pipes = snap["pipelines"]
     rank = {"critical": 0, "high": 1, "normal": 2}
     by_prio = sort_pipelines(pipes, "priority")
-    keys = [(p["state"] in ("done", "failed", "cancelled"), rank[p["priority"]],
-             p["submitted_at"]) for p in by_prio]
+    keys = [
+        (p["state"] in ("done", "failed", "cancelled"), rank[p["priority"]], p["submitted_at"])
+        for p in by_prio
+    ]
     assert keys == sorted(keys)
     ages = [p["submitted_at"] for p in sort_pipelines(pipes, "age")]
     assert ages == sorted(ages)
-    prog = [p["partitions_done"] / p["total_partitions"]
-            for p in sort_pipelines(pipes, "progress")]
+    prog = [p["partitions_done"] / p["total_partitions"] for p in sort_pipelines(pipes, "progress")]
     assert prog == sorted(prog)
     order = ["running", "queued", "failed", "cancelled", "done"]
     states = [order.index(p["state"]) for p in sort_pipelines(pipes, "state")]
@@ -155,17 +166,25 @@ def test_scroll_is_clamped_and_pages():
 
 
 def test_utilisation_is_busy_delta_over_wall_delta():
-    prev = {"now": 100.0, "gpu_workers": [
-        {"worker_id": 0, "pid": 10, "busy_secs": 10.0},
-        {"worker_id": 1, "pid": 11, "busy_secs": 5.0},
-        {"worker_id": 2, "pid": 12, "busy_secs": 9.0},
-        {"worker_id": 3, "pid": 13, "busy_secs": 1.0}]}
-    cur = {"now": 102.0, "gpu_workers": [
-        {"worker_id": 0, "pid": 10, "busy_secs": 11.5},     # 1.5 of 2 s
-        {"worker_id": 1, "pid": 99, "busy_secs": 6.0},      # restarted: no figure
-        {"worker_id": 2, "pid": 12, "busy_secs": 0.5},      # went backwards: no figure
-        {"worker_id": 3, "pid": 13, "busy_secs": 4.0},      # 3 of 2 s: clamped
-        {"worker_id": 4, "pid": 14, "busy_secs": 1.0}]}     # new: no figure
+    prev = {
+        "now": 100.0,
+        "gpu_workers": [
+            {"worker_id": 0, "pid": 10, "busy_secs": 10.0},
+            {"worker_id": 1, "pid": 11, "busy_secs": 5.0},
+            {"worker_id": 2, "pid": 12, "busy_secs": 9.0},
+            {"worker_id": 3, "pid": 13, "busy_secs": 1.0},
+        ],
+    }
+    cur = {
+        "now": 102.0,
+        "gpu_workers": [
+            {"worker_id": 0, "pid": 10, "busy_secs": 11.5},  # 1.5 of 2 s
+            {"worker_id": 1, "pid": 99, "busy_secs": 6.0},  # restarted: no figure
+            {"worker_id": 2, "pid": 12, "busy_secs": 0.5},  # went backwards: no figure
+            {"worker_id": 3, "pid": 13, "busy_secs": 4.0},  # 3 of 2 s: clamped
+            {"worker_id": 4, "pid": 14, "busy_secs": 1.0},
+        ],
+    }  # new: no figure
     assert utilisation(prev, cur) == {0: 0.75, 3: 1.0}
     assert utilisation(None, cur) == {} and utilisation(cur, cur) == {}
 
@@ -196,9 +215,12 @@ def test_sample_is_consistent_like_a_board_snapshot():
         for s in snap["synthesis"]["workers"]:
             if s["state"] == "synthesizing":
                 named.setdefault(("synthesizing", s["job_id"], s["partition"]), []).append(s)
-        in_flight = {(q["state"], p["job_id"], q["index"]) for p in snap["pipelines"]
-                     for q in p["partitions"] if q["state"] in ("gpu", "finalizing",
-                                                                "synthesizing")}
+        in_flight = {
+            (q["state"], p["job_id"], q["index"])
+            for p in snap["pipelines"]
+            for q in p["partitions"]
+            if q["state"] in ("gpu", "finalizing", "synthesizing")
+        }
         assert set(named) == in_flight and all(len(v) == 1 for v in named.values())
 
 
@@ -214,7 +236,7 @@ def test_keys_drive_the_view():
     assert not v.paused
     v.key(ord("?"))
     assert v.show_help
-    v.key(ord("x"))                       # any key closes the help
+    v.key(ord("x"))  # any key closes the help
     assert not v.show_help
     v.page = 7
     v.key(curses.KEY_NPAGE)

@@ -53,7 +53,7 @@ class FakeNVML:
 
     def nvmlDeviceGetEnforcedPowerLimit(self, h):
         if h == 1:
-            raise RuntimeError("Not Supported")     # a field the device does not report
+            raise RuntimeError("Not Supported")  # a field the device does not report
         return 700_000
 
 
@@ -69,17 +69,34 @@ def test_rows_from_nvml(nvml):
     assert t.available
     rows = t.sample()
     assert rows == (
-        {"index": 0, "name": "NVIDIA H200", "util": 97, "mem_used": 2**30,
-         "mem_total": 80 * 2**30, "temp_c": 88, "power_w": 612.5, "power_limit_w": 700.0},
-        {"index": 1, "name": "NVIDIA L4", "util": 3, "mem_used": 2 * 2**30,
-         "mem_total": 80 * 2**30, "temp_c": 41, "power_w": 30.0, "power_limit_w": None})
-    assert t.sample() is rows and nvml.calls == 2     # within min_period: no new NVML calls
+        {
+            "index": 0,
+            "name": "NVIDIA H200",
+            "util": 97,
+            "mem_used": 2**30,
+            "mem_total": 80 * 2**30,
+            "temp_c": 88,
+            "power_w": 612.5,
+            "power_limit_w": 700.0,
+        },
+        {
+            "index": 1,
+            "name": "NVIDIA L4",
+            "util": 3,
+            "mem_used": 2 * 2**30,
+            "mem_total": 80 * 2**30,
+            "temp_c": 41,
+            "power_w": 30.0,
+            "power_limit_w": None,
+        },
+    )
+    assert t.sample() is rows and nvml.calls == 2  # within min_period: no new NVML calls
     t.close()
     assert nvml.shut and t.sample() == ()
 
 
 def test_absent_without_package_or_driver(monkeypatch):
-    monkeypatch.setitem(sys.modules, "pynvml", None)          # import fails
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # import fails
     assert Telemetry().sample() == () and not Telemetry().available
     monkeypatch.setitem(sys.modules, "pynvml", FakeNVML(fail_init=True))
     assert Telemetry().sample() == ()
@@ -98,6 +115,7 @@ def test_gpu_panel_only_with_telemetry(nvml):
     assert h200[:3] == ["0", "NVIDIA", "H200"] and "97%" in h200
     assert "1.0G/80.0G" in h200 and "88C" in h200 and "612/700W" in h200
     assert "3%" in l4 and "30W" in l4 and "41C" in l4
-    hot = [s for a, b, s in with_gpu.styles[head + 1]
-           if with_gpu.lines[head + 1][a:b].strip() == "88C"]
-    assert hot == ["warn"]                            # 85 C and above is highlighted
+    hot = [
+        s for a, b, s in with_gpu.styles[head + 1] if with_gpu.lines[head + 1][a:b].strip() == "88C"
+    ]
+    assert hot == ["warn"]  # 85 C and above is highlighted

@@ -23,9 +23,17 @@ from waiting import wait_for
 from cuzk.testing.simulate import Plan, Simulation
 
 ROOT = Path(__file__).resolve().parents[1]
-PLAN = Plan(devices=2, workers_per_device=2, finalizers_per_device=1, synth_slots=3,
-            synth_procs=1, active_jobs=5, gpu_s=(0.2, 0.6), synth_s=(0.2, 0.5),
-            instance="tmux-test")
+PLAN = Plan(
+    devices=2,
+    workers_per_device=2,
+    finalizers_per_device=1,
+    synth_slots=3,
+    synth_procs=1,
+    active_jobs=5,
+    gpu_s=(0.2, 0.6),
+    synth_s=(0.2, 0.5),
+    instance="tmux-test",
+)
 
 
 def _tmux() -> str:
@@ -34,15 +42,19 @@ def _tmux() -> str:
         return found
     if os.geteuid() == 0 and shutil.which("apt-get"):
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        for step in (["apt-get", "install", "-y", "-q", "tmux"],   # lists may be there
-                     ["apt-get", "update", "-q"],                    # a fresh image: fetch them
-                     ["apt-get", "install", "-y", "-q", "tmux"]):
+        for step in (
+            ["apt-get", "install", "-y", "-q", "tmux"],  # lists may be there
+            ["apt-get", "update", "-q"],  # a fresh image: fetch them
+            ["apt-get", "install", "-y", "-q", "tmux"],
+        ):
             subprocess.run(step, capture_output=True, timeout=300, env=env)
             found = shutil.which("tmux")
             if found:
                 return found
-    missing_tool("tmux is not installed and could not be installed (needs root and apt-get: "
-                 "apt-get install -y tmux)")
+    missing_tool(
+        "tmux is not installed and could not be installed (needs root and apt-get: "
+        "apt-get install -y tmux)"
+    )
 
 
 class Tmux:
@@ -52,8 +64,9 @@ class Tmux:
         self.exe, self.sock = exe, str(sock)
 
     def __call__(self, *args, check=True) -> str:
-        r = subprocess.run([self.exe, "-S", self.sock, *args], capture_output=True, text=True,
-                           timeout=20)
+        r = subprocess.run(
+            [self.exe, "-S", self.sock, *args], capture_output=True, text=True, timeout=20
+        )
         if check and r.returncode:
             raise AssertionError(f"tmux {' '.join(args)}: {r.stderr}")
         return r.stdout
@@ -68,8 +81,12 @@ class Tmux:
             seen[:] = self.capture(target)
             return pred(seen) and (seen,)
 
-        (lines,) = wait_for(matched, timeout, every=0.1,
-                            what=lambda: "the screen; last capture:\n" + "\n".join(seen))
+        (lines,) = wait_for(
+            matched,
+            timeout,
+            every=0.1,
+            what=lambda: "the screen; last capture:\n" + "\n".join(seen),
+        )
         return lines
 
 
@@ -77,7 +94,7 @@ def _section(lines: list[str], title: str) -> list[str]:
     """Rows under a section header up to the next header."""
     start = next(i for i, line in enumerate(lines) if line.startswith(title))
     out = []
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         if not line.strip() or line.split()[0] in ("FINALIZER", "SYNTH", "JOB", "KEY", "q"):
             break
         out.append(line)
@@ -92,8 +109,10 @@ def tmux(tmp_path):
 
 
 def _start_top(tmux: Tmux, session: str, board: str, marker: Path, w: int, h: int):
-    cmd = (f"cd {ROOT} && {sys.executable} -m cuzk.cli top --board {board} --interval 0.2; "
-           f"echo TOP_EXIT=$? > {marker}; sleep 60")
+    cmd = (
+        f"cd {ROOT} && {sys.executable} -m cuzk.cli top --board {board} --interval 0.2; "
+        f"echo TOP_EXIT=$? > {marker}; sleep 60"
+    )
     tmux("new-session", "-d", "-s", session, "-x", str(w), "-y", str(h), cmd)
 
 
@@ -101,16 +120,22 @@ def test_live_screen_in_tmux(tmux, tmp_path):
     marker = tmp_path / "exit1"
     with Simulation(PLAN) as sim:
         _start_top(tmux, "top", sim.name, marker, 100, 30)
-        first = tmux.wait_for("top", lambda ls: any(line.startswith("WORKER") for line in ls)
-                              and any("proving" in line for line in ls))
+        first = tmux.wait_for(
+            "top",
+            lambda ls: (
+                any(line.startswith("WORKER") for line in ls)
+                and any("proving" in line for line in ls)
+            ),
+        )
         assert first[0].startswith("cuzk top  tmux-test")
-        assert f"board {sim.name}" in first[0]                  # shown at width >= 100
+        assert f"board {sim.name}" in first[0]  # shown at width >= 100
 
         # workers and pipelines change between captures while the writers run
         workers, pipes = [_section(first, "WORKER")], [_section(first, "JOB")]
         deadline = time.monotonic() + 15
-        while time.monotonic() < deadline and (len(set(map(tuple, workers))) < 3
-                                               or len(set(map(tuple, pipes))) < 3):
+        while time.monotonic() < deadline and (
+            len(set(map(tuple, workers))) < 3 or len(set(map(tuple, pipes))) < 3
+        ):
             time.sleep(0.3)
             cap = tmux.capture("top")
             workers.append(_section(cap, "WORKER"))
@@ -138,17 +163,28 @@ def test_live_screen_in_tmux(tmux, tmp_path):
         tmux.wait_for("top", lambda ls: any(line.startswith("WORKER") for line in ls))
         # resize: the frame follows the terminal (KEY_RESIZE)
         tmux("resize-window", "-t", "top", "-x", "80", "-y", "24")
-        small = tmux.wait_for("top", lambda ls: len(ls) == 24 and ls[0].startswith("cuzk top")
-                              and "board " not in ls[0] and "jobs" in ls[-1])
+        small = tmux.wait_for(
+            "top",
+            lambda ls: (
+                len(ls) == 24
+                and ls[0].startswith("cuzk top")
+                and "board " not in ls[0]
+                and "jobs" in ls[-1]
+            ),
+        )
         assert all(len(line) <= 80 for line in small)
+
         # Down scrolls the pipeline window one row (footer: "jobs first-last/n"), once there
         # are more jobs than fit
         def window(lines):
             m = re.search(r"jobs (\d+)-(\d+)/(\d+)", lines[-1])
             return tuple(map(int, m.groups())) if m else None
 
-        first, _, _ = window(tmux.wait_for("top", lambda ls: window(ls) is not None
-                                           and window(ls)[1] < window(ls)[2]))
+        first, _, _ = window(
+            tmux.wait_for(
+                "top", lambda ls: window(ls) is not None and window(ls)[1] < window(ls)[2]
+            )
+        )
         tmux("send-keys", "-t", "top", "Down")
         tmux.wait_for("top", lambda ls: window(ls) is not None and window(ls)[0] == first + 1)
         tmux("send-keys", "-t", "top", "q")
@@ -163,7 +199,7 @@ def test_board_going_away_in_tmux(tmux, tmp_path):
     with Simulation(PLAN) as sim:
         _start_top(tmux, "gone", sim.name, marker, 90, 26)
         tmux.wait_for("gone", lambda ls: any(line.startswith("WORKER") for line in ls))
-        tmux("send-keys", "-t", "gone", "p")              # even a paused viewer notices
+        tmux("send-keys", "-t", "gone", "p")  # even a paused viewer notices
         tmux.wait_for("gone", lambda ls: "[PAUSED]" in ls[0])
     # the simulation stopped and unlinked its board, as `cuzk serve` does at shutdown
     deadline = time.monotonic() + 10
@@ -187,6 +223,6 @@ def test_sigterm_restores_the_terminal(tmux, tmp_path):
         deadline = time.monotonic() + 10
         while not marker.exists() and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert marker.read_text().strip() == "TOP_EXIT=0"     # not 143: it unwound
+        assert marker.read_text().strip() == "TOP_EXIT=0"  # not 143: it unwound
         # curses left the alternate screen: the frame is gone from the pane
         assert not any(line.startswith("WORKER") for line in tmux.capture("term"))

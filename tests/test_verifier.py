@@ -47,6 +47,7 @@ def py_g1(j):
 
 # --- a point on the twist outside G2 -------------------------------------------------------
 
+
 def _f2_sqrt(a):
     """A square root in Fq2 for q = 3 mod 4 (Adj and Rodriguez-Henriquez 2012, Alg. 9), or
     None."""
@@ -75,6 +76,7 @@ def twist_point_outside_g2():
 
 # --- valid proofs --------------------------------------------------------------------------
 
+
 def test_snarkjs_fixture_proofs_verify(any_circuit):
     for k in range(any_circuit.n_sets):
         assert verify_files(any_circuit.vk, any_circuit.public(k), any_circuit.proof(k))
@@ -99,11 +101,13 @@ def test_verifying_key_from_zkey_and_self_check(circuit_named):
     assert vk.alphabeta_12_json() == vk_json["vk_alphabeta_12"]
     p = Proof.from_json(proof)
     assert verify_with_zkey(zkey, parse_public(pub), (p.pi_a, p.pi_b, p.pi_c))
-    assert not verify_with_zkey(zkey, [int(pub[0]) + 1] + parse_public(pub)[1:],
-                                (p.pi_a, p.pi_b, p.pi_c))
+    assert not verify_with_zkey(
+        zkey, [int(pub[0]) + 1] + parse_public(pub)[1:], (p.pi_a, p.pi_b, p.pi_c)
+    )
 
 
 # --- invalid proofs: well-formed, the pairing check fails -----------------------------------
+
 
 def _neg_g1(j):
     return [j[0], str((q - int(j[1])) % q), "1"]
@@ -123,8 +127,10 @@ def _tamperings(circuit):
     case("pi_a negated", pi_a=_neg_g1(proof["pi_a"]))
     case("pi_c plus G1", pi_c=g1_ints(bn.add(py_g1(proof["pi_c"]), bn.G1)))
     pb = proof["pi_b"]
-    case("pi_b negated", pi_b=[pb[0], [str((q - int(pb[1][0])) % q), str((q - int(pb[1][1])) % q)],
-                               pb[2]])
+    case(
+        "pi_b negated",
+        pi_b=[pb[0], [str((q - int(pb[1][0])) % q), str((q - int(pb[1][1])) % q)], pb[2]],
+    )
     case("pi_a and pi_c swapped", pi_a=proof["pi_c"], pi_c=proof["pi_a"])
     case("pi_b from the other proof", pi_b=proof1["pi_b"])
     case("pi_a at infinity", pi_a=["0", "1", "0"])
@@ -163,32 +169,48 @@ def test_verdicts_agree_with_snarkjs(tools, circuit_named, tmp_path):
 
 # --- unusable input: a specific exception ---------------------------------------------------
 
+
 def _mutations():
     """(name, target, mutate(obj) -> new obj, expected exception)."""
+
     def setp(key, value):
         def f(o):
             o = copy.deepcopy(o)
             o[key] = value(o)
             return o
+
         return f
 
     bad_g2 = twist_point_outside_g2()
     return [
-        ("pi_a x not below q", "proof", setp("pi_a", lambda o: [str(q), o["pi_a"][1], "1"]),
-         NotInField),
-        ("pi_a off the curve", "proof",
-         setp("pi_a", lambda o: [o["pi_a"][0], str((int(o["pi_a"][1]) + 1) % q), "1"]),
-         NotOnCurve),
-        ("pi_b off the twist", "proof",
-         setp("pi_b", lambda o: [o["pi_b"][0], [o["pi_b"][1][1], o["pi_b"][1][0]], ["1", "0"]]),
-         NotOnCurve),
+        (
+            "pi_a x not below q",
+            "proof",
+            setp("pi_a", lambda o: [str(q), o["pi_a"][1], "1"]),
+            NotInField,
+        ),
+        (
+            "pi_a off the curve",
+            "proof",
+            setp("pi_a", lambda o: [o["pi_a"][0], str((int(o["pi_a"][1]) + 1) % q), "1"]),
+            NotOnCurve,
+        ),
+        (
+            "pi_b off the twist",
+            "proof",
+            setp("pi_b", lambda o: [o["pi_b"][0], [o["pi_b"][1][1], o["pi_b"][1][0]], ["1", "0"]]),
+            NotOnCurve,
+        ),
         ("pi_b outside G2", "proof", setp("pi_b", lambda o: bad_g2), NotInSubgroup),
         ("pi_b wrong shape", "proof", setp("pi_b", lambda o: o["pi_b"][0]), BadJson),
         ("pi_c hex string", "proof", setp("pi_c", lambda o: ["0x1", "0x2", "1"]), BadJson),
-        ("proof without pi_c", "proof", lambda o: {k: v for k, v in o.items() if k != "pi_c"},
-         BadJson),
-        ("proof protocol plonk", "proof", setp("protocol", lambda o: "plonk"),
-         UnsupportedProtocol),
+        (
+            "proof without pi_c",
+            "proof",
+            lambda o: {k: v for k, v in o.items() if k != "pi_c"},
+            BadJson,
+        ),
+        ("proof protocol plonk", "proof", setp("protocol", lambda o: "plonk"), UnsupportedProtocol),
         ("vk curve bls12381", "vk", setp("curve", lambda o: "bls12381"), UnsupportedProtocol),
         ("vk gamma2 outside G2", "vk", setp("vk_gamma_2", lambda o: bad_g2), NotInSubgroup),
         ("vk IC short", "vk", setp("IC", lambda o: o["IC"][:-1]), CountMismatch),
@@ -220,6 +242,7 @@ def test_unusable_input_raises_a_specific_error(circuit_named, name, target, mut
 
 
 # --- the command ---------------------------------------------------------------------------
+
 
 def _run(*args):
     result = CliRunner().invoke(verify_cmd, [str(a) for a in args])

@@ -34,8 +34,11 @@ def files(tmp_path, vk=None, public=None, proof=None, raw=None):
     d = tmp_path / f"case{next(_seq)}"  # a folder per case: cases() builds them all
     d.mkdir()
     out = {}
-    for name, src, obj in (("vk", TINY.vk, vk), ("public", TINY.public(0), public),
-                           ("proof", TINY.proof(0), proof)):
+    for name, src, obj in (
+        ("vk", TINY.vk, vk),
+        ("public", TINY.public(0), public),
+        ("proof", TINY.proof(0), proof),
+    ):
         p = d / f"{name}.json"
         if raw and name in raw:
             p.write_text(raw[name])
@@ -66,44 +69,85 @@ def cases(tmp_path):
     proof, public, vk = load(TINY.proof(0)), load(TINY.public(0)), load(TINY.vk)
     big_a = dict(proof, pi_a=[BIG, proof["pi_a"][1], "1"])
     return {
-        "100,000-digit string in pi_a": (files(tmp_path, proof=big_a), NotInField,
-                                         "100000-digit number"),
+        "100,000-digit string in pi_a": (
+            files(tmp_path, proof=big_a),
+            NotInField,
+            "100000-digit number",
+        ),
         "100,000-digit JSON number in pi_a": (
-            files(tmp_path, raw={"proof": json.dumps(proof).replace(
-                f'"{proof["pi_a"][0]}"', BIG)}), BadJson, "JSON number"),
-        "100,000-digit public signal": (files(tmp_path, public=[BIG] + public[1:]),
-                                        NotInField, "100000-digit number"),
+            files(tmp_path, raw={"proof": json.dumps(proof).replace(f'"{proof["pi_a"][0]}"', BIG)}),
+            BadJson,
+            "JSON number",
+        ),
+        "100,000-digit public signal": (
+            files(tmp_path, public=[BIG] + public[1:]),
+            NotInField,
+            "100000-digit number",
+        ),
         "100,000-digit JSON number as a public signal": (
-            files(tmp_path, raw={"public": "[" + BIG + "]"}), BadJson, "JSON number"),
-        "deeply nested proof": (files(tmp_path, raw={"proof": DEEP}), BadJson,
-                                "nested too deeply"),
-        "deeply nested public": (files(tmp_path, raw={"public": DEEP}), BadJson,
-                                 "nested too deeply"),
-        "deeply nested vk": (files(tmp_path, raw={"vk": '{"IC": ' + DEEP + "}"}),
-                             BadJson, "nested too deeply"),
-        "proof coordinates as JSON numbers": (files(tmp_path, proof=as_numbers(proof)),
-                                              BadJson, "JSON number"),
-        "public signals as JSON numbers": (files(tmp_path, public=as_numbers(public)),
-                                           BadJson, "JSON number"),
-        "vk points as JSON numbers": (files(tmp_path, vk=as_numbers(vk)), BadJson,
-                                      "JSON number"),
+            files(tmp_path, raw={"public": "[" + BIG + "]"}),
+            BadJson,
+            "JSON number",
+        ),
+        "deeply nested proof": (files(tmp_path, raw={"proof": DEEP}), BadJson, "nested too deeply"),
+        "deeply nested public": (
+            files(tmp_path, raw={"public": DEEP}),
+            BadJson,
+            "nested too deeply",
+        ),
+        "deeply nested vk": (
+            files(tmp_path, raw={"vk": '{"IC": ' + DEEP + "}"}),
+            BadJson,
+            "nested too deeply",
+        ),
+        "proof coordinates as JSON numbers": (
+            files(tmp_path, proof=as_numbers(proof)),
+            BadJson,
+            "JSON number",
+        ),
+        "public signals as JSON numbers": (
+            files(tmp_path, public=as_numbers(public)),
+            BadJson,
+            "JSON number",
+        ),
+        "vk points as JSON numbers": (files(tmp_path, vk=as_numbers(vk)), BadJson, "JSON number"),
         "a float": (files(tmp_path, public=[1.5] + public[1:]), BadJson, "JSON number"),
         "NaN": (files(tmp_path, raw={"public": "[NaN]"}), BadJson, "JSON number"),
-        "non-ASCII digits": (files(tmp_path, public=["\u0663"] + public[1:]), BadJson,
-                             "decimal string"),
-        "superscript digit": (files(tmp_path, public=["\u00b2"] + public[1:]), BadJson,
-                              "decimal string"),
-        "a 100,000-character protocol": (files(tmp_path, proof=dict(proof, protocol=BIG)),
-                                         Exception, "chars)"),
+        "non-ASCII digits": (
+            files(tmp_path, public=["\u0663"] + public[1:]),
+            BadJson,
+            "decimal string",
+        ),
+        "superscript digit": (
+            files(tmp_path, public=["\u00b2"] + public[1:]),
+            BadJson,
+            "decimal string",
+        ),
+        "a 100,000-character protocol": (
+            files(tmp_path, proof=dict(proof, protocol=BIG)),
+            Exception,
+            "chars)",
+        ),
     }
 
 
-NAMES = ["100,000-digit string in pi_a", "100,000-digit JSON number in pi_a",
-         "100,000-digit public signal", "100,000-digit JSON number as a public signal",
-         "deeply nested proof", "deeply nested public", "deeply nested vk",
-         "proof coordinates as JSON numbers", "public signals as JSON numbers",
-         "vk points as JSON numbers", "a float", "NaN", "non-ASCII digits",
-         "superscript digit", "a 100,000-character protocol"]
+NAMES = [
+    "100,000-digit string in pi_a",
+    "100,000-digit JSON number in pi_a",
+    "100,000-digit public signal",
+    "100,000-digit JSON number as a public signal",
+    "deeply nested proof",
+    "deeply nested public",
+    "deeply nested vk",
+    "proof coordinates as JSON numbers",
+    "public signals as JSON numbers",
+    "vk points as JSON numbers",
+    "a float",
+    "NaN",
+    "non-ASCII digits",
+    "superscript digit",
+    "a 100,000-character protocol",
+]
 
 
 @pytest.mark.parametrize("name", NAMES)

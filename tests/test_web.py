@@ -45,8 +45,9 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module", autouse=True)
 def chromium_present():
     if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
-        missing_tool(f"needs Debian's headless Chromium and its driver ({APT}; "
-                     "`make test` does it)")
+        missing_tool(
+            f"needs Debian's headless Chromium and its driver ({APT}; `make test` does it)"
+        )
 
 
 TOKEN = "t0k3n-for-the-web-panel-test-0123456789"
@@ -84,9 +85,21 @@ def roots(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(roots):
-    s = ServeProcess(roots["base"] / "serve.log", "--listen", "127.0.0.1:0", "--devices",
-                     "cpu:2", "--synth-workers", "1", "--memory-budget", "1GiB",
-                     "--key-root", roots["root"], "--log-level", "info")
+    s = ServeProcess(
+        roots["base"] / "serve.log",
+        "--listen",
+        "127.0.0.1:0",
+        "--devices",
+        "cpu:2",
+        "--synth-workers",
+        "1",
+        "--memory-budget",
+        "1GiB",
+        "--key-root",
+        roots["root"],
+        "--log-level",
+        "info",
+    )
     try:
         yield s.start()
         assert s.stop() == 0, s.log()
@@ -102,10 +115,18 @@ def browser(tmp_path_factory):
 
     opts = webdriver.ChromeOptions()
     opts.binary_location = CHROMIUM
-    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                "--no-first-run", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--window-size=1400,1100",
-                f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"):
+    for arg in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--window-size=1400,1100",
+        f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}",
+    ):
         opts.add_argument(arg)
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
@@ -118,8 +139,11 @@ def browser(tmp_path_factory):
 
 def open_panel(browser, url: str, query: str = ""):
     browser.get(url + "/" + query)
-    wait_for(lambda: browser.execute_script(
-        "return document.body.classList.contains('live')"), 30, "the first status drawn")
+    wait_for(
+        lambda: browser.execute_script("return document.body.classList.contains('live')"),
+        30,
+        "the first status drawn",
+    )
 
 
 def severe_console_errors(browser) -> list[str]:
@@ -128,9 +152,11 @@ def severe_console_errors(browser) -> list[str]:
 
 def witness_body(roots, n: int, **extra) -> dict:
     d = roots["root"] / "toyhash"
-    return {"key": str(d / "circuit.zkey"),
-            "witnesses": [{"path": str(d / f"witness_{k % 2}.wtns")} for k in range(n)],
-            **extra}
+    return {
+        "key": str(d / "circuit.zkey"),
+        "witnesses": [{"path": str(d / f"witness_{k % 2}.wtns")} for k in range(n)],
+        **extra,
+    }
 
 
 def submit(server, roots, n: int, **extra) -> str:
@@ -140,8 +166,7 @@ def submit(server, roots, n: int, **extra) -> str:
 
 
 def result(server, job_id: str) -> dict:
-    code, _, r = request(server.url, "GET", f"/v1/jobs/{job_id}/result?wait=240",
-                         timeout=260)
+    code, _, r = request(server.url, "GET", f"/v1/jobs/{job_id}/result?wait=240", timeout=260)
     assert code == 200 and r["finished"], r
     return r
 
@@ -149,7 +174,8 @@ def result(server, job_id: str) -> dict:
 def status_fetches(browser) -> int:
     return browser.execute_script(
         "return performance.getEntriesByType('resource')"
-        ".filter((e) => new URL(e.name).pathname === '/status').length")
+        ".filter((e) => new URL(e.name).pathname === '/status').length"
+    )
 
 
 # ------------------------------------------------------------------------------- tests
@@ -177,16 +203,20 @@ def test_page_is_served_without_token_and_polls_at_the_set_interval(server, brow
     assert severe_console_errors(browser) == []
 
 
-def test_panel_follows_partitioned_jobs_and_gpu_cells_have_their_worker(server, roots,
-                                                                         browser, tmp_path):
+def test_panel_follows_partitioned_jobs_and_gpu_cells_have_their_worker(
+    server, roots, browser, tmp_path
+):
     open_panel(browser, server.url, "?interval=0.2")
-    done_before = int(browser.find_element("id", "stat-completed")
-                      .find_element("class name", "v").text.split()[0])
+    done_before = int(
+        browser.find_element("id", "stat-completed").find_element("class name", "v").text.split()[0]
+    )
     # a mix like a prover's: a 16-partition snap update, a 10-partition PoRep, a window
     # PoSt at high priority; submitted back to back so they overlap
-    jobs = {submit(server, roots, 16, kind="snap-update"): 16,
-            submit(server, roots, 10, kind="porep-c2"): 10,
-            submit(server, roots, 1, kind="window-post", priority="high"): 1}
+    jobs = {
+        submit(server, roots, 16, kind="snap-update"): 16,
+        submit(server, roots, 10, kind="porep-c2"): 10,
+        submit(server, roots, 1, kind="window-post", priority="high"): 1,
+    }
     shot = Path(os.environ.get("CUZK_WEB_SCREENSHOT") or tmp_path / "panel-busy.png")
     best, shots = (0, 0), 0
     # 420 s: a cold Numba cache (kernels edited since the last run) costs minutes on 2 cores
@@ -204,17 +234,24 @@ def test_panel_follows_partitioned_jobs_and_gpu_cells_have_their_worker(server, 
             for c in row["cells"]:
                 cell_states.add(c["state"])
                 part = c["index"]
-                holders = {"gpu": s["workers"], "finalizing": s["finalizers"],
-                           "synthesizing": s["synth"]}.get(c["state"])
+                holders = {
+                    "gpu": s["workers"],
+                    "finalizing": s["finalizers"],
+                    "synthesizing": s["synth"],
+                }.get(c["state"])
                 if holders is not None:
                     named = [w for w in holders if w["job"] == job_id and w["part"] == part]
-                    assert len(named) == 1, (f"partition {part} of {job_id} is "
-                                             f"{c['state']} but the cards say {holders}")
+                    assert len(named) == 1, (
+                        f"partition {part} of {job_id} is {c['state']} but the cards say {holders}"
+                    )
                     assert named[0]["state"] != "idle" and job_id in named[0]["text"]
                     checked[c["state"]] += 1
         # and back: every busy card names a cell in the matching state
-        for kind, want in (("workers", "gpu"), ("finalizers", "finalizing"),
-                           ("synth", "synthesizing")):
+        for kind, want in (
+            ("workers", "gpu"),
+            ("finalizers", "finalizing"),
+            ("synth", "synthesizing"),
+        ):
             for w in s[kind]:
                 if w["state"] != "idle" and w["job"] in mine and mine[w["job"]]:
                     cell = [c for c in mine[w["job"]]["cells"] if c["index"] == w["part"]]
@@ -228,8 +265,9 @@ def test_panel_follows_partitioned_jobs_and_gpu_cells_have_their_worker(server, 
             shot.parent.mkdir(parents=True, exist_ok=True)
             assert browser.save_screenshot(str(shot))
             best, shots = score, shots + 1
-        if all(r and r["state"] == "done" for r in mine.values()) and \
-                all(w["state"] == "idle" for w in s["workers"] + s["finalizers"] + s["synth"]):
+        if all(r and r["state"] == "done" for r in mine.values()) and all(
+            w["state"] == "idle" for w in s["workers"] + s["finalizers"] + s["synth"]
+        ):
             break
         time.sleep(0.05)
     else:
@@ -255,14 +293,24 @@ def test_panel_follows_partitioned_jobs_and_gpu_cells_have_their_worker(server, 
             synth_ms = float(m.group(1)) * (1000 if m.group(2) == "s" else 1)
             assert abs(synth_ms - p["synth_ms"]) <= max(1.0, 0.01 * p["synth_ms"]), (c, p)
     # the header counted them
-    wait_for(lambda: int(browser.find_element("id", "stat-completed")
-                         .find_element("class name", "v").text.split()[0])
-             >= done_before + 3, 10, "the completed count")
+    wait_for(
+        lambda: (
+            int(
+                browser.find_element("id", "stat-completed")
+                .find_element("class name", "v")
+                .text.split()[0]
+            )
+            >= done_before + 3
+        ),
+        10,
+        "the completed count",
+    )
     # full ids: every job id on the page is whole in its text, title and copy target
     ids = browser.execute_script(
         "return Array.from(document.querySelectorAll('.idbox')).filter((b) => b.dataset.id)"
         ".map((b) => [b.dataset.id, b.querySelector('.id').textContent,"
-        " b.querySelector('.id').title])")
+        " b.querySelector('.id').title])"
+    )
     for job_id in jobs:
         assert [job_id, job_id, f"job {job_id}"] in ids
     assert severe_console_errors(browser) == []
@@ -273,21 +321,39 @@ def test_server_data_is_shown_as_text_never_as_markup(server, roots, browser):
     job_id = submit(server, roots, 1, kind=kind)
     result(server, job_id)
     open_panel(browser, server.url, "?interval=0.2")
-    row = wait_for(lambda: browser.find_elements("css selector", f'tr.job[data-job="{job_id}"]'),
-                   10, "the job's row")[0]
+    row = wait_for(
+        lambda: browser.find_elements("css selector", f'tr.job[data-job="{job_id}"]'),
+        10,
+        "the job's row",
+    )[0]
     assert row.find_element("css selector", "td.c-kind").text == kind
     assert browser.find_elements("id", "pwn") == []
     assert browser.execute_script("return document.querySelectorAll('i').length") == 0
 
 
 def test_token_is_asked_once_kept_in_the_tab_and_banner_shows_when_daemon_stops(
-        tmp_path, roots, browser):
+    tmp_path, roots, browser
+):
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN + "\n")
     token_file.chmod(0o600)
-    s = ServeProcess(tmp_path / "serve.log", "--listen", "127.0.0.1:0", "--devices", "cpu:1",
-                     "--synth-workers", "1", "--memory-budget", "256MiB", "--key-root",
-                     roots["root"], "--token-file", token_file, "--log-level", "info")
+    s = ServeProcess(
+        tmp_path / "serve.log",
+        "--listen",
+        "127.0.0.1:0",
+        "--devices",
+        "cpu:1",
+        "--synth-workers",
+        "1",
+        "--memory-budget",
+        "256MiB",
+        "--key-root",
+        roots["root"],
+        "--token-file",
+        token_file,
+        "--log-level",
+        "info",
+    )
     try:
         s.start()
         assert request(s.url, "GET", "/status")[0] == 401
@@ -299,14 +365,18 @@ def test_token_is_asked_once_kept_in_the_tab_and_banner_shows_when_daemon_stops(
         assert field.get_attribute("type") == "password"
         # a wrong token is refused and asked for again, and not kept
         field.send_keys("not-the-token-at-all\n")
-        wait_for(lambda: "refused" in browser.find_element("id", "token-why").text, 10,
-                 "the refusal")
+        wait_for(
+            lambda: "refused" in browser.find_element("id", "token-why").text, 10, "the refusal"
+        )
         assert form.is_displayed()
         assert browser.execute_script("return sessionStorage.getItem('cuzk.token')") is None
         # the right one: the panel appears, the token is in this tab's sessionStorage only
         browser.find_element("id", "token-input").send_keys(TOKEN + "\n")
-        wait_for(lambda: browser.execute_script(
-            "return document.body.classList.contains('live')"), 10, "the panel after the token")
+        wait_for(
+            lambda: browser.execute_script("return document.body.classList.contains('live')"),
+            10,
+            "the panel after the token",
+        )
         assert not form.is_displayed()
         assert browser.find_element("id", "instance").text == "cuzk"
         assert browser.execute_script("return sessionStorage.getItem('cuzk.token')") == TOKEN
@@ -315,8 +385,11 @@ def test_token_is_asked_once_kept_in_the_tab_and_banner_shows_when_daemon_stops(
         assert TOKEN not in browser.current_url
         # a reload in the same tab does not ask again
         browser.refresh()
-        wait_for(lambda: browser.execute_script(
-            "return document.body.classList.contains('live')"), 10, "the panel after reload")
+        wait_for(
+            lambda: browser.execute_script("return document.body.classList.contains('live')"),
+            10,
+            "the panel after reload",
+        )
         assert not browser.find_element("id", "token-form").is_displayed()
         banner = browser.find_element("id", "banner")
         assert not banner.is_displayed()

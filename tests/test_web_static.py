@@ -47,9 +47,10 @@ def parse_index() -> Tags:
     return t
 
 
-@pytest.mark.parametrize("name,ctype", [("index.html", "text/html"),
-                                        ("app.js", "text/javascript"),
-                                        ("style.css", "text/css")])
+@pytest.mark.parametrize(
+    "name,ctype",
+    [("index.html", "text/html"), ("app.js", "text/javascript"), ("style.css", "text/css")],
+)
 def test_files_served_with_their_types(name, ctype):
     resp = StaticFiles().get(name)
     assert resp.status == 200
@@ -60,8 +61,11 @@ def test_files_served_with_their_types(name, ctype):
 
 def test_only_same_origin_relative_assets():
     t = parse_index()
-    refs = [(tag, a.get("src") or a.get("href")) for tag, a in t.tags
-            if tag in ("script", "link", "img") and (a.get("src") or a.get("href"))]
+    refs = [
+        (tag, a.get("src") or a.get("href"))
+        for tag, a in t.tags
+        if tag in ("script", "link", "img") and (a.get("src") or a.get("href"))
+    ]
     assert ("script", "ui/app.js") in refs and ("link", "ui/style.css") in refs
     for tag, ref in refs:
         # relative to the page (so a reverse proxy may mount the panel under a prefix), or
@@ -71,15 +75,19 @@ def test_only_same_origin_relative_assets():
             StaticFiles().get(ref.removeprefix("ui/"))  # each one exists
     for name in FILES:
         text = WEB.joinpath(name).read_text()
-        assert not re.search(r"(https?:)?//[a-z0-9.-]+\.[a-z]{2,}/", text, re.I), \
+        assert not re.search(r"(https?:)?//[a-z0-9.-]+\.[a-z]{2,}/", text, re.I), (
             f"{name} refers to another origin"
+        )
         assert "@import" not in text
 
 
 def test_content_security_policy_allows_no_inline_code():
     t = parse_index()
-    csp = [a["content"] for tag, a in t.tags
-           if tag == "meta" and a.get("http-equiv", "").lower() == "content-security-policy"]
+    csp = [
+        a["content"]
+        for tag, a in t.tags
+        if tag == "meta" and a.get("http-equiv", "").lower() == "content-security-policy"
+    ]
     assert len(csp) == 1
     rules = dict((d.split()[0], d.split()[1:]) for d in csp[0].split(";") if d.strip())
     assert rules["default-src"] == ["'none'"]
@@ -92,13 +100,24 @@ def test_content_security_policy_allows_no_inline_code():
 def test_script_builds_dom_without_parsing_html():
     js = WEB.joinpath("app.js").read_text()
     code = re.sub(r"//[^\n]*", "", js)  # the header comment names what is not used
-    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(",
-                 "new Function", "setAttribute(\"on", "localStorage"):
+    for sink in (
+        "innerHTML",
+        "outerHTML",
+        "insertAdjacentHTML",
+        "document.write",
+        "eval(",
+        "new Function",
+        'setAttribute("on',
+        "localStorage",
+    ):
         assert sink not in code, sink
     assert "textContent" in code
     # the token lives in sessionStorage only, under one key
-    assert re.findall(r"sessionStorage\.(\w+)\(TOKEN_KEY", code) == \
-        ["getItem", "removeItem", "setItem"]
+    assert re.findall(r"sessionStorage\.(\w+)\(TOKEN_KEY", code) == [
+        "getItem",
+        "removeItem",
+        "setItem",
+    ]
 
 
 def test_every_id_the_script_uses_exists():
@@ -110,8 +129,20 @@ def test_every_id_the_script_uses_exists():
     assert made
 
 
-@pytest.mark.parametrize("name", ["../setup.cfg", "..", "web/../x.js", "/etc/passwd", "a b.js",
-                                  "index.py", "app.js/", ".hidden.js", "nope.js"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "../setup.cfg",
+        "..",
+        "web/../x.js",
+        "/etc/passwd",
+        "a b.js",
+        "index.py",
+        "app.js/",
+        ".hidden.js",
+        "nope.js",
+    ],
+)
 def test_no_path_leaves_the_folder(name):
     with pytest.raises(HttpError) as e:
         StaticFiles().get(name)

@@ -55,6 +55,7 @@ def run_cli(*args):
 
 # ---- inputs as snarkjs reads them ----
 
+
 def test_fnv1a64_known_values():
     # FNV-1a 64 reference values: offset basis for "", and the published vector for "a".
     assert fnv1a64("") == 0xCBF29CE484222325
@@ -63,25 +64,43 @@ def test_fnv1a64_known_values():
 
 
 def test_inputs_flatten_and_reduce_like_snarkjs():
-    got = parse_inputs({
-        "m": [[1, "2"], ["0x1f", -1]],
-        "n": "-5",
-        "big": str(R + 7),
-        "f": 1e3,
-        "t": True,
-        "sp": " 42 ",
-        "o": "0o17",
-        "b": "0b101",
-    })
-    assert got == [("m", [1, 2, 31, R - 1]), ("n", [R - 5]), ("big", [7]), ("f", [1000]),
-                   ("t", [1]), ("sp", [42]), ("o", [15]), ("b", [5])]
+    got = parse_inputs(
+        {
+            "m": [[1, "2"], ["0x1f", -1]],
+            "n": "-5",
+            "big": str(R + 7),
+            "f": 1e3,
+            "t": True,
+            "sp": " 42 ",
+            "o": "0o17",
+            "b": "0b101",
+        }
+    )
+    assert got == [
+        ("m", [1, 2, 31, R - 1]),
+        ("n", [R - 5]),
+        ("big", [7]),
+        ("f", [1000]),
+        ("t", [1]),
+        ("sp", [42]),
+        ("o", [15]),
+        ("b", [5]),
+    ]
 
 
-@pytest.mark.parametrize("value, said", [
-    ("abc", "is not a number"), ("1.5", "is not a number"), ("", "is not a number"),
-    ("-0x5", "is not a number"), (1.5, "is not an integer"), (None, "is null"),
-    ({"x": 1}, "is an object"), ([1, [2, "z"]], "x[1][1] = 'z'"),
-])
+@pytest.mark.parametrize(
+    "value, said",
+    [
+        ("abc", "is not a number"),
+        ("1.5", "is not a number"),
+        ("", "is not a number"),
+        ("-0x5", "is not a number"),
+        (1.5, "is not an integer"),
+        (None, "is null"),
+        ({"x": 1}, "is an object"),
+        ([1, [2, "z"]], "x[1][1] = 'z'"),
+    ],
+)
 def test_inputs_not_a_number(value, said):
     with pytest.raises(NotANumber, match=r"in\.json: .*") as e:
         parse_inputs({"x": value}, "in.json")
@@ -89,6 +108,7 @@ def test_inputs_not_a_number(value, said):
 
 
 # ---- witnesses byte-identical to snarkjs's ----
+
 
 @pytest.mark.parametrize("name", WITNESS_CIRCUITS)
 def test_witness_equals_snarkjs(name, tmp_path):
@@ -119,12 +139,26 @@ def test_wtns_calculate_process_imports_no_numpy(tmp_path):
     (its import is a third of the command's start-up)."""
     d = fx("bits")
     out = tmp_path / "w.wtns"
-    code = ("import sys; from cuzk.cli import main\n"
-            "try:\n    main()\nexcept SystemExit as e:\n    code = e.code\n"
-            "print('numpy' in sys.modules, code)")
-    p = subprocess.run([sys.executable, "-c", code, "wtns", "calculate", str(d / "circuit.wasm"),
-                        str(d / "input_1.json"), str(out)], capture_output=True, text=True,
-                       timeout=120)
+    code = (
+        "import sys; from cuzk.cli import main\n"
+        "try:\n    main()\nexcept SystemExit as e:\n    code = e.code\n"
+        "print('numpy' in sys.modules, code)"
+    )
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code,
+            "wtns",
+            "calculate",
+            str(d / "circuit.wasm"),
+            str(d / "input_1.json"),
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.stdout.split() == ["False", "0"], p.stdout + p.stderr
     assert out.read_bytes() == (d / "witness_1.wtns").read_bytes()
 
@@ -141,8 +175,9 @@ def test_calculator_reused_and_after_failure(tmp_path):
         w = calc.calculate(read_inputs(d / f"input_{k}.json"))
         assert np.array_equal(w, read_wtns(d / f"witness_{k}.wtns").values)
     with pytest.raises(WitnessError, match="assert failed"):
-        calc.calculate(parse_inputs({"m": [[1, 2, 3], [4, 5, 6]], "v": [7, 8, 9], "s": 11,
-                                     "limit": 10}))
+        calc.calculate(
+            parse_inputs({"m": [[1, 2, 3], [4, 5, 6]], "v": [7, 8, 9], "s": 11, "limit": 10})
+        )
     with pytest.raises(RuntimeError, match="failed before"):
         calc.calculate(read_inputs(d / "input_0.json"))
     fresh = circuit.calculator()
@@ -215,8 +250,13 @@ def _calc_fails(tmp_path, wasm, inputs, *expected):
 
 def test_missing_input_named(tmp_path):
     bad = {k: v for k, v in NESTED_OK.items() if k != "s"}
-    _calc_fails(tmp_path, fx("nested") / "circuit.wasm", bad, "input.json: missing input "
-                "signal s ", "has inputs m, v, limit, s")
+    _calc_fails(
+        tmp_path,
+        fx("nested") / "circuit.wasm",
+        bad,
+        "input.json: missing input signal s ",
+        "has inputs m, v, limit, s",
+    )
 
 
 def test_missing_input_without_sym(tmp_path):
@@ -224,8 +264,7 @@ def test_missing_input_without_sym(tmp_path):
     wasm.parent.mkdir()
     shutil.copy(fx("nested") / "circuit.wasm", wasm)
     bad = {k: v for k, v in NESTED_OK.items() if k != "limit"}
-    _calc_fails(tmp_path, wasm, bad, "missing input signals", "10 of the 11 input values",
-                "--sym")
+    _calc_fails(tmp_path, wasm, bad, "missing input signals", "10 of the 11 input values", "--sym")
 
 
 def test_missing_input_named_with_sym_option(tmp_path):
@@ -234,8 +273,9 @@ def test_missing_input_named_with_sym_option(tmp_path):
     shutil.copy(fx("nested") / "circuit.wasm", wasm)
     inp = tmp_path / "input.json"
     inp.write_text(json.dumps({k: v for k, v in NESTED_OK.items() if k != "limit"}))
-    r = run_cli("wtns", "calculate", "--sym", fx("nested") / "circuit.sym", wasm, inp,
-                tmp_path / "o.wtns")
+    r = run_cli(
+        "wtns", "calculate", "--sym", fx("nested") / "circuit.sym", wasm, inp, tmp_path / "o.wtns"
+    )
     assert r.exit_code == 1 and "missing input signal limit " in r.output, r.output
 
 
@@ -244,17 +284,23 @@ def test_circuit_log_goes_to_stderr(tmp_path, tools):
     """log() in a circuit: items joined by spaces, one line per log, on stderr (as snarkjs
     prints them on stdout); the witness is still snarkjs's."""
     src = tmp_path / "logs.circom"
-    src.write_text('pragma circom 2.1.0;\n'
-                   'template L() { signal input a; signal output b; b <== a * a;\n'
-                   '  log("square of", a, "is", b); log(a + 1); }\n'
-                   'component main = L();\n')
+    src.write_text(
+        "pragma circom 2.1.0;\n"
+        "template L() { signal input a; signal output b; b <== a * a;\n"
+        '  log("square of", a, "is", b); log(a + 1); }\n'
+        "component main = L();\n"
+    )
     interop.circom2(src, "--wasm", "-o", tmp_path)
     wasm = tmp_path / "logs_js" / "logs.wasm"
     inp = tmp_path / "in.json"
     inp.write_text('{"a": "7"}')
     out, ref = tmp_path / "o.wtns", tmp_path / "ref.wtns"
-    p = subprocess.run([sys.executable, "-m", "cuzk.cli", "wtns", "calculate", str(wasm),
-                        str(inp), str(out)], capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "cuzk.cli", "wtns", "calculate", str(wasm), str(inp), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode == 0, p.stderr
     assert p.stderr.splitlines() == ["square of 7 is 49", "8"]
     assert p.stdout == ""
@@ -264,28 +310,47 @@ def test_circuit_log_goes_to_stderr(tmp_path, tools):
 
 def test_unknown_signal(tmp_path):
     for name in ("q", "mv", "prod"):  # not a signal; an output; an intermediate signal
-        _calc_fails(tmp_path, fx("nested") / "circuit.wasm", {**NESTED_OK, name: 1},
-                    f"'{name}' is not an input signal of the circuit")
+        _calc_fails(
+            tmp_path,
+            fx("nested") / "circuit.wasm",
+            {**NESTED_OK, name: 1},
+            f"'{name}' is not an input signal of the circuit",
+        )
 
 
 def test_wrong_array_length(tmp_path):
-    _calc_fails(tmp_path, fx("nested") / "circuit.wasm", {**NESTED_OK, "v": [7, 8]},
-                "v has 2 values, but the circuit's v has 3")
-    _calc_fails(tmp_path, fx("nested") / "circuit.wasm",
-                {**NESTED_OK, "m": [[1, 2, 3], [4, 5, 6], [7]]},
-                "m has 7 values, but the circuit's m has 6")
+    _calc_fails(
+        tmp_path,
+        fx("nested") / "circuit.wasm",
+        {**NESTED_OK, "v": [7, 8]},
+        "v has 2 values, but the circuit's v has 3",
+    )
+    _calc_fails(
+        tmp_path,
+        fx("nested") / "circuit.wasm",
+        {**NESTED_OK, "m": [[1, 2, 3], [4, 5, 6], [7]]},
+        "m has 7 values, but the circuit's m has 6",
+    )
 
 
 def test_value_not_a_number(tmp_path):
-    _calc_fails(tmp_path, fx("nested") / "circuit.wasm",
-                {**NESTED_OK, "m": [[1, 2, 3], [4, "x5", 6]]}, "m[1][1] = 'x5' is not a number")
+    _calc_fails(
+        tmp_path,
+        fx("nested") / "circuit.wasm",
+        {**NESTED_OK, "m": [[1, 2, 3], [4, "x5", 6]]},
+        "m[1][1] = 'x5' is not a number",
+    )
     _calc_fails(tmp_path, fx("nested") / "circuit.wasm", "{not json", "not valid JSON")
     _calc_fails(tmp_path, fx("nested") / "circuit.wasm", "[1, 2]", "must be a JSON object")
 
 
 def test_failing_assert_shows_circom_message(tmp_path):
-    _calc_fails(tmp_path, fx("nested") / "circuit.wasm", {**NESTED_OK, "s": 10},
-                "the circuit's assert failed: Error in template Nested_0 line: 18")
+    _calc_fails(
+        tmp_path,
+        fx("nested") / "circuit.wasm",
+        {**NESTED_OK, "s": 10},
+        "the circuit's assert failed: Error in template Nested_0 line: 18",
+    )
 
 
 def test_not_a_circom_wasm(tmp_path):
@@ -320,8 +385,9 @@ def test_circuit_traps_and_foreign_versions(tmp_path):
     v3.write_bytes(fake_circom(version=3))
     _calc_fails(tmp_path, v3, {"a": 1}, "v3.wasm: a circom 3 witness calculator")
     c1 = tmp_path / "c1.wasm"
-    c1.write_bytes(wasmtime.wat2wasm('(module (func (export "getFrLen") (result i32) '
-                                     'i32.const 40))'))
+    c1.write_bytes(
+        wasmtime.wat2wasm('(module (func (export "getFrLen") (result i32) i32.const 40))')
+    )
     _calc_fails(tmp_path, c1, {"a": 1}, "c1.wasm: a circom 1 witness calculator")
     ok = tmp_path / "ok.wasm"
     ok.write_bytes(fake_circom())
@@ -332,21 +398,38 @@ def test_circuit_traps_and_foreign_versions(tmp_path):
 
 
 def test_missing_files_exit_1(tmp_path):
-    r = run_cli("wtns", "calculate", tmp_path / "none.wasm", fx("tiny") / "input_0.json",
-                tmp_path / "o.wtns")
+    r = run_cli(
+        "wtns",
+        "calculate",
+        tmp_path / "none.wasm",
+        fx("tiny") / "input_0.json",
+        tmp_path / "o.wtns",
+    )
     assert r.exit_code == 1 and "none.wasm" in r.output
-    r = run_cli("wtns", "calculate", fx("tiny") / "circuit.wasm", tmp_path / "none.json",
-                tmp_path / "o.wtns")
+    r = run_cli(
+        "wtns",
+        "calculate",
+        fx("tiny") / "circuit.wasm",
+        tmp_path / "none.json",
+        tmp_path / "o.wtns",
+    )
     assert r.exit_code == 1 and "none.json" in r.output
     assert not (tmp_path / "o.wtns").exists()
 
 
 # ---- fullprove ----
 
+
 def test_fullprove_rejects_wasm_of_another_circuit(tmp_path):
     proof, public = tmp_path / "proof.json", tmp_path / "public.json"
-    r = run_cli("fullprove", fx("tiny") / "input_0.json", fx("tiny") / "circuit.wasm",
-                fx("nested") / "circuit.zkey", proof, public)
+    r = run_cli(
+        "fullprove",
+        fx("tiny") / "input_0.json",
+        fx("tiny") / "circuit.wasm",
+        fx("nested") / "circuit.zkey",
+        proof,
+        public,
+    )
     assert r.exit_code == 1
     assert "circuit.wasm: has 4 wires but" in r.output and "nVars = 22" in r.output
     assert "not the same circuit" in r.output
@@ -357,8 +440,14 @@ def test_fullprove_bad_input_writes_nothing(tmp_path):
     inp = tmp_path / "in.json"
     inp.write_text(json.dumps({**NESTED_OK, "s": 99}))
     proof, public = tmp_path / "proof.json", tmp_path / "public.json"
-    r = run_cli("fullprove", inp, fx("nested") / "circuit.wasm", fx("nested") / "circuit.zkey",
-                proof, public)
+    r = run_cli(
+        "fullprove",
+        inp,
+        fx("nested") / "circuit.wasm",
+        fx("nested") / "circuit.zkey",
+        proof,
+        public,
+    )
     assert r.exit_code == 1 and "assert failed" in r.output
     assert not proof.exists() and not public.exists()
 
@@ -368,8 +457,15 @@ def test_fullprove_bad_input_writes_nothing(tmp_path):
 def test_fullprove_verifies_with_snarkjs(name, tmp_path, tools):
     d = fx(name)
     proof, public = tmp_path / "proof.json", tmp_path / "public.json"
-    r = run_cli("fullprove", d / "input_1.json", d / "circuit.wasm", d / "circuit.zkey",
-                proof, public, "--verify")
+    r = run_cli(
+        "fullprove",
+        d / "input_1.json",
+        d / "circuit.wasm",
+        d / "circuit.zkey",
+        proof,
+        public,
+        "--verify",
+    )
     assert r.exit_code == 0, r.output
     assert public.read_bytes() == d.joinpath("public_1.json").read_bytes()
     assert interop.groth16_verify(d / "verification_key.json", public, proof)
@@ -380,36 +476,49 @@ def test_fullprove_process_of_its_own(tmp_path, tools):
     """The real command line (its own process, exit without teardown) and its exit codes."""
     d = fx("nested")
     proof, public = tmp_path / "proof.json", tmp_path / "public.json"
-    cmd = [sys.executable, "-m", "cuzk.cli", "fullprove", d / "input_0.json",
-           d / "circuit.wasm", d / "circuit.zkey", proof, public]
+    cmd = [
+        sys.executable,
+        "-m",
+        "cuzk.cli",
+        "fullprove",
+        d / "input_0.json",
+        d / "circuit.wasm",
+        d / "circuit.zkey",
+        proof,
+        public,
+    ]
     env = dict(os.environ)
-    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=300,
-                       env=env)
+    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=300, env=env)
     assert p.returncode == 0, p.stderr
     assert interop.groth16_verify(d / "verification_key.json", public, proof)
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({**NESTED_OK, "zz": 1}))
     cmd[4] = bad
-    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=300,
-                       env=env)
+    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=300, env=env)
     assert p.returncode == 1
-    assert p.stderr.strip() == (f"cuzk fullprove: {bad}: 'zz' is not an input signal of the "
-                                "circuit circuit.wasm")
+    assert p.stderr.strip() == (
+        f"cuzk fullprove: {bad}: 'zz' is not an input signal of the circuit circuit.wasm"
+    )
 
 
 # ---- live snarkjs on the same files ----
+
 
 @pytest.mark.interop
 def test_input_forms_match_snarkjs(tmp_path, tools):
     """Hex strings, JSON numbers, negative values, values above r, nested arrays: the same
     bytes as `snarkjs wtns calculate` on the same input file."""
     inp = tmp_path / "forms.json"
-    inp.write_text(json.dumps({
-        "m": [["0x1F", -3, str(R + 5)], [12, "-77", "0xabcdef0123456789abcdef"]],
-        "v": [1e3, " 5 ", str(2**254)],
-        "s": "-2",
-        "limit": 9007199254740991,
-    }))
+    inp.write_text(
+        json.dumps(
+            {
+                "m": [["0x1F", -3, str(R + 5)], [12, "-77", "0xabcdef0123456789abcdef"]],
+                "v": [1e3, " 5 ", str(2**254)],
+                "s": "-2",
+                "limit": 9007199254740991,
+            }
+        )
+    )
     ours, theirs = tmp_path / "ours.wtns", tmp_path / "theirs.wtns"
     wasm = fx("nested") / "circuit.wasm"
     assert run_cli("wtns", "calculate", wasm, inp, ours).exit_code == 0
@@ -422,14 +531,16 @@ def test_input_forms_match_snarkjs(tmp_path, tools):
 def poseidon(tmp_path_factory, tools):
     """circomlib's Poseidon(3), compiled from npm's circomlib by circom2 (with its .sym)."""
     out = tmp_path_factory.mktemp("poseidon")
-    return interop.compile_circuit(CIRCUITS / "poseidon.circom", out,
-                                   include=interop.ROOT / ".tools" / "node_modules")
+    return interop.compile_circuit(
+        CIRCUITS / "poseidon.circom", out, include=interop.ROOT / ".tools" / "node_modules"
+    )
 
 
 @pytest.mark.interop
 def test_circomlib_poseidon_equals_snarkjs(poseidon, tmp_path):
-    for k, inputs in enumerate([{"inputs": [1, 2, 3]},
-                                {"inputs": [str(R - 1), "0x" + "ab" * 31, "-12345"]}]):
+    for k, inputs in enumerate(
+        [{"inputs": [1, 2, 3]}, {"inputs": [str(R - 1), "0x" + "ab" * 31, "-12345"]}]
+    ):
         inp = tmp_path / f"in{k}.json"
         inp.write_text(json.dumps(inputs))
         ours, theirs = tmp_path / f"ours{k}.wtns", tmp_path / f"theirs{k}.wtns"
@@ -442,8 +553,12 @@ def test_circomlib_poseidon_equals_snarkjs(poseidon, tmp_path):
     w = read_wtns(tmp_path / "ours0.wtns").values
     out = int.from_bytes(np.ascontiguousarray(w[1]).tobytes(), "little")
     assert out == 0x0E7732D89E6939C0FF03D5E58DAB6302F3230E269DC5B968F725DF34AB36D732
-    _calc_fails(tmp_path, poseidon.wasm, {"inputs": [1, 2]},
-                "inputs has 2 values, but the circuit's inputs has 3")
+    _calc_fails(
+        tmp_path,
+        poseidon.wasm,
+        {"inputs": [1, 2]},
+        "inputs has 2 values, but the circuit's inputs has 3",
+    )
     _calc_fails(tmp_path, poseidon.wasm, {}, "missing input signal inputs ")
 
 
@@ -454,8 +569,13 @@ def test_prime_not_bn254(prime, tmp_path, tools):
     src.write_text((CIRCUITS / "tiny.circom").read_text())
     interop.circom2(src, "--wasm", "--prime", prime, "-o", tmp_path)
     wasm = tmp_path / "tinyp_js" / "tinyp.wasm"
-    _calc_fails(tmp_path, wasm, {"a": 3, "b": 11}, "tinyp.wasm: compiled for the prime",
-                "BN254's scalar field r")
+    _calc_fails(
+        tmp_path,
+        wasm,
+        {"a": 3, "b": 11},
+        "tinyp.wasm: compiled for the prime",
+        "BN254's scalar field r",
+    )
 
 
 # ---- older circom 2 layouts (tests/fixtures/layouts/README.md) ----
@@ -468,8 +588,7 @@ def test_layout_witness_equals_snarkjs(layout, tmp_path):
     d = FIXTURES / "layouts" / layout
     for k in (0, 1):
         out = tmp_path / f"w{k}.wtns"
-        r = run_cli("wtns", "calculate", d / "circuit.wasm", fx("nested") / f"input_{k}.json",
-                    out)
+        r = run_cli("wtns", "calculate", d / "circuit.wasm", fx("nested") / f"input_{k}.json", out)
         assert r.exit_code == 0, r.output
         assert out.read_bytes() == (d / f"witness_{k}.wtns").read_bytes()
 
@@ -479,15 +598,26 @@ def test_layout_errors(layout, tmp_path):
     """Each error of the current layout, as far as the older .wasm (and its .sym) can tell."""
     wasm = FIXTURES / "layouts" / layout / "circuit.wasm"
     old = layout == "circom2-0.2.0"  # no getInputSignalSize
-    _calc_fails(tmp_path, wasm, {**NESTED_OK, "v": [7, 8]},
-                "v has 2 values, but the circuit's v has 3")
+    _calc_fails(
+        tmp_path, wasm, {**NESTED_OK, "v": [7, 8]}, "v has 2 values, but the circuit's v has 3"
+    )
     _calc_fails(tmp_path, wasm, {**NESTED_OK, "q": 1}, "'q' is not an input signal")
     missing = {k: v for k, v in NESTED_OK.items() if k != "s"}
-    _calc_fails(tmp_path, wasm, missing, *(
-        ["10 of the 11 input values", "cannot tell which signals are inputs"] if old else
-        ["missing input signal s "]))
-    message = ("Error in template Nested_0 line: 18" if layout == "circom2-0.2.12" else
-               "(no template or line: circom gives them since 2.0.7)")
+    _calc_fails(
+        tmp_path,
+        wasm,
+        missing,
+        *(
+            ["10 of the 11 input values", "cannot tell which signals are inputs"]
+            if old
+            else ["missing input signal s "]
+        ),
+    )
+    message = (
+        "Error in template Nested_0 line: 18"
+        if layout == "circom2-0.2.12"
+        else "(no template or line: circom gives them since 2.0.7)"
+    )
     _calc_fails(tmp_path, wasm, {**NESTED_OK, "s": 10}, "assert failed: " + message)
 
 
@@ -496,14 +626,19 @@ def test_oldest_layout_without_sym(tmp_path):
     wasm = tmp_path / "lone" / "circuit.wasm"
     wasm.parent.mkdir()
     shutil.copy(FIXTURES / "layouts" / "circom2-0.2.0" / "circuit.wasm", wasm)
-    _calc_fails(tmp_path, wasm, {**NESTED_OK, "q": 1}, "too many input values: q is not an "
-                "input or has more values", "(Too many signals set.)")
-    _calc_fails(tmp_path, wasm, {**NESTED_OK, "v": [7, 8]}, "missing input signals",
-                "10 of the 11")
+    _calc_fails(
+        tmp_path,
+        wasm,
+        {**NESTED_OK, "q": 1},
+        "too many input values: q is not an input or has more values",
+        "(Too many signals set.)",
+    )
+    _calc_fails(tmp_path, wasm, {**NESTED_OK, "v": [7, 8]}, "missing input signals", "10 of the 11")
     _calc_fails(tmp_path, wasm, {**NESTED_OK, "v": [7, 8, 9, 10]}, "too many input values")
 
 
 # ---- warm calculators for long-lived processes (cuzk.witness.pool) ----
+
 
 def test_pool_writes_into_shared_array_and_survives_bad_inputs(tmp_path):
     from cuzk.witness.pool import WitnessPool

@@ -12,8 +12,12 @@ from collections.abc import Callable
 from typing import Any
 
 
-def wait_for(pred: Callable[[], Any], timeout: float = 20.0,
-             what: str | Callable[[], str] = "the condition", every: float = 0.01) -> Any:
+def wait_for(
+    pred: Callable[[], Any],
+    timeout: float = 20.0,
+    what: str | Callable[[], str] = "the condition",
+    every: float = 0.01,
+) -> Any:
     """Call `pred` every `every` s until it returns something truthy, and return that.
 
     After `timeout` s raise AssertionError naming `what` (a string, or a function giving one
@@ -27,5 +31,6 @@ def wait_for(pred: Callable[[], Any], timeout: float = 20.0,
         if time.monotonic() >= deadline:
             break
         time.sleep(every)
-    raise AssertionError(f"timed out after {timeout} s waiting for "
-                         f"{what() if callable(what) else what}")
+    raise AssertionError(
+        f"timed out after {timeout} s waiting for {what() if callable(what) else what}"
+    )

@@ -27,6 +27,7 @@ _R_INV_R = pow(MONT_R, -1, FR_MODULUS)
 
 # ================================= integers and bytes =====================================
 
+
 def int_to_bytes32(x: int) -> bytes:
     """x (0 <= x < 2^256) as 32 little-endian bytes."""
     return int(x).to_bytes(32, "little")
@@ -56,6 +57,7 @@ def limbs_to_bytes(arr) -> bytes:
 
 
 # ================================== Montgomery form =======================================
+
 
 def fq(x: int) -> tuple:
     """The Montgomery limbs (tuple of 4 np.uint64) of x mod q."""
@@ -138,6 +140,7 @@ def fq2_array_to_ints(arr) -> list:
 # ======================================= points ===========================================
 # Integer form of an affine point: (x, y) for G1, ((x0, x1), (y0, y1)) for G2, None for the
 # point at infinity.
+
 
 def g1_from_ints(P) -> tuple:
     """(x, y) integers or None -> Montgomery affine (x, y); None -> (0, 0)."""
@@ -226,6 +229,7 @@ def g2_jacobian_to_ints(arr) -> list:
 # py_ecc.bn128 points are (x, y) or None; py_ecc.optimized_bn128 points are (x, y, z)
 # (homogeneous projective, z = 0 at infinity). Both carry FQ / FQ2 values.
 
+
 def _py_ecc_affine(P):
     if P is None:
         return None
@@ -273,6 +277,7 @@ def g2_to_py_ecc(a):
 
 
 # ============================ Python-level calls into the CPU build =======================
+
 
 def as_limbs(v):
     """Nested tuples/lists of integers -> the same nesting of tuples of np.uint64.

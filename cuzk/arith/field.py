@@ -39,6 +39,7 @@ ONE_BIT = np.uint64(1)
 
 # --- generic modular arithmetic over a modulus p given as limbs ---------------------------
 
+
 @device_fn
 def _mont_round(t0, t1, t2, t3, a0, a1, a2, a3, bi, p0, p1, p2, p3, inv):
     """One outer iteration of CIOS (Koç, Acar, Kaliski 1996, "Analyzing and comparing
@@ -90,6 +91,7 @@ _fr_mul_asm = T.mont_mul_asm(R_LIMBS, R_INV)
 if _fq_mul_asm is None or _fr_mul_asm is None:
     mont_mul = mont_mul_cios
 else:
+
     @device_fn
     def mont_mul(a, b, p, inv):
         """a*b*R^{-1} mod p: the assembly for Fq and Fr (p is a constant at every call site,
@@ -161,6 +163,7 @@ def mont_pow(a, e, one, p, inv):
 
 # --- Fq: the base field -------------------------------------------------------------------
 
+
 @device_fn
 def fq_mul(a, b):
     return mont_mul(a, b, Q_LIMBS, Q_INV)
@@ -222,6 +225,7 @@ def fq_one():
 
 # --- Fr: the scalar field -----------------------------------------------------------------
 
+
 @device_fn
 def fr_mul(a, b):
     return mont_mul(a, b, R_LIMBS, R_INV)
@@ -269,6 +273,7 @@ def fr_one():
 
 
 # --- Fq2 = Fq[u] / (u^2 + 1) --------------------------------------------------------------
+
 
 @device_fn
 def fq2_add(a, b):
@@ -343,6 +348,7 @@ def fq2_one():
 # --- array access: elements stored as rows of (n, k) uint64 arrays --------------------------
 # An Fq/Fr element occupies 4 consecutive columns (limbs, little-endian), an Fq2 element 8
 # (c0 limbs, then c1 limbs). Kernels of both targets read and write through these.
+
 
 @row_fn
 def load(arr, i, col):

@@ -65,6 +65,7 @@ G3_1, G3_2, G3_3, G3_4, G3_5 = GAMMA3[1:]
 
 # --- Fq2 helpers ---------------------------------------------------------------------------
 
+
 @device_fn
 def fq2_conj(a):
     """a^q for a in Fq2: c0 - c1 u."""
@@ -81,6 +82,7 @@ def fq2_mul_xi(a):
 
 
 # --- Fq6 = Fq2[v] / (v^3 - xi) -----------------------------------------------------------
+
 
 @device_fn
 def fq6_zero():
@@ -191,6 +193,7 @@ def fq6_inv(a):
 
 # --- Fq12 = Fq6[w] / (w^2 - v) -----------------------------------------------------------
 
+
 @device_fn
 def fq12_zero():
     return (fq6_zero(), fq6_zero())
@@ -270,6 +273,7 @@ def fq12_mul_line(f, l0, l1, l3):
 # In the w-power view a = sum_k a_k w^k, with a_k = c[k % 2][k // 2]:
 #   a^(q^n) = sum_k conj^n(a_k) * gamma_n[k] * w^k.
 
+
 @device_fn
 def fq12_frobenius(a):
     """a^q."""
@@ -301,6 +305,7 @@ def fq12_frobenius3(a):
 
 
 # --- the cyclotomic subgroup (elements with a^(q^6 + 1) = 1, a^(q^4 - q^2 + 1) = 1) --------
+
 
 @device_fn
 def _fq4_sqr(a, b):

@@ -237,6 +237,7 @@ def is_on_curve_affine(a):
 
 # ================================ array access ============================================
 
+
 @row_fn
 def load_affine(arr, i):
     return (f_load(arr, i, 0), f_load(arr, i, COORD_LIMBS))

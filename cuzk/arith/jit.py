@@ -258,7 +258,7 @@ class Build:
 
     @property
     def suffix(self) -> str:
-        """"" for the plain build, else "[v1,v2]" from the parameter values."""
+        """ "" for the plain build, else "[v1,v2]" from the parameter values."""
         return f"[{','.join(self.params_values)}]" if self.params else ""
 
     def param(self, name: str) -> str:
@@ -371,7 +371,7 @@ def building() -> Build:
 
 
 def default_device_target() -> str:
-    """"cuda" where a real GPU is present (or CUZK_TARGET=cuda), else "cpu"."""
+    """ "cuda" where a real GPU is present (or CUZK_TARGET=cuda), else "cpu"."""
     forced = os.environ.get("CUZK_TARGET")
     if forced:
         return forced

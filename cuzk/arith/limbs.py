@@ -94,6 +94,7 @@ _cache: dict = {}
 
 # --- x86-64 Montgomery multiplication (BMI2 + ADX) ------------------------------------------
 
+
 def _x86_mont_mul_asm() -> tuple[str, list[int]]:
     """AT&T text of a 4-limb CIOS Montgomery multiplication, and which outputs hold the result.
 
@@ -121,17 +122,25 @@ def _x86_mont_mul_asm() -> tuple[str, list[int]]:
         text += [f"movq $$0, {lo}", f"adoxq {lo}, {spare}"]
         text += [f"movq {q0}, %rdx", f"imulq 32({c}), %rdx", f"xorq {lo}, {lo}"]  # m = t0*INV
         for j, (dst, nxt) in enumerate(((q0, q1), (q1, q2), (q2, q3), (q3, spare))):
-            text += [f"mulxq {8 * j}({c}), {lo}, {hi}", f"adoxq {lo}, {dst}",
-                     f"adcxq {hi}, {nxt}"]
+            text += [f"mulxq {8 * j}({c}), {lo}, {hi}", f"adoxq {lo}, {dst}", f"adcxq {hi}, {nxt}"]
         text += [f"movq $$0, {lo}", f"adoxq {lo}, {spare}"]
         acc, spare = [q1, q2, q3, spare], q0
     q0, q1, q2, q3 = acc
     # s = acc - p into (spare, hi, lo, rdx); keep s where there was no borrow.
-    text += [f"movq {q0}, {spare}", f"subq 0({c}), {spare}", f"movq {q1}, {hi}",
-             f"sbbq 8({c}), {hi}", f"movq {q2}, {lo}", f"sbbq 16({c}), {lo}",
-             f"movq {q3}, %rdx", f"sbbq 24({c}), %rdx",
-             f"cmovncq {spare}, {q0}", f"cmovncq {hi}, {q1}", f"cmovncq {lo}, {q2}",
-             f"cmovncq %rdx, {q3}"]
+    text += [
+        f"movq {q0}, {spare}",
+        f"subq 0({c}), {spare}",
+        f"movq {q1}, {hi}",
+        f"sbbq 8({c}), {hi}",
+        f"movq {q2}, {lo}",
+        f"sbbq 16({c}), {lo}",
+        f"movq {q3}, %rdx",
+        f"sbbq 24({c}), %rdx",
+        f"cmovncq {spare}, {q0}",
+        f"cmovncq {hi}, {q1}",
+        f"cmovncq {lo}, {q2}",
+        f"cmovncq %rdx, {q3}",
+    ]
     return "\n".join(text), [int(r[1:]) for r in acc]
 
 
@@ -180,8 +189,9 @@ def x86_mont_mul(p: tuple, inv) -> object:
             slot = cgutils.alloca_once(builder, _I64)
             builder.store(args[4 + k], slot)
             slots.append(slot)
-        fnty = ir.FunctionType(ir.LiteralStructType([_I64] * 7),
-                               [_I64] * 4 + [_I64.as_pointer()] * 5)
+        fnty = ir.FunctionType(
+            ir.LiteralStructType([_I64] * 7), [_I64] * 4 + [_I64.as_pointer()] * 5
+        )
         # b's limbs as indirect memory operands ("*m", typed by elementtype): LLVM then knows
         # the text reads those slots, so the stores stay before it. The constant table is
         # never written, so a plain pointer is enough for it.

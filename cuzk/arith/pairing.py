@@ -44,11 +44,22 @@ fq2_add, fq2_sub, fq2_dbl, fq2_neg = F.fq2_add, F.fq2_sub, F.fq2_dbl, F.fq2_neg
 fq2_mul, fq2_sqr, fq2_mul_fq = F.fq2_mul, F.fq2_sqr, F.fq2_mul_fq
 fq2_conj = K.fq2_conj
 fq12_one, fq12_mul, fq12_sqr, fq12_inv, fq12_conj = (
-    K.fq12_one, K.fq12_mul, K.fq12_sqr, K.fq12_inv, K.fq12_conj)
+    K.fq12_one,
+    K.fq12_mul,
+    K.fq12_sqr,
+    K.fq12_inv,
+    K.fq12_conj,
+)
 fq12_mul_line, fq12_cyclotomic_sqr, fq12_is_one = (
-    K.fq12_mul_line, K.fq12_cyclotomic_sqr, K.fq12_is_one)
+    K.fq12_mul_line,
+    K.fq12_cyclotomic_sqr,
+    K.fq12_is_one,
+)
 fq12_frobenius, fq12_frobenius2, fq12_frobenius3 = (
-    K.fq12_frobenius, K.fq12_frobenius2, K.fq12_frobenius3)
+    K.fq12_frobenius,
+    K.fq12_frobenius2,
+    K.fq12_frobenius3,
+)
 
 # --- constants ---------------------------------------------------------------------------
 
@@ -98,6 +109,7 @@ U1 = np.uint64(1)
 
 
 # --- Miller loop steps -------------------------------------------------------------------
+
 
 @device_fn
 def miller_dbl_step(Tp, xP, yP):
@@ -164,6 +176,7 @@ def twist_frobenius2_neg(xQ, yQ):
 
 # --- array access (points arrive as uint64 arrays of Montgomery limbs) --------------------
 
+
 @device_fn
 def _fq_at(a, i, j):
     return (a[i, j, 0], a[i, j, 1], a[i, j, 2], a[i, j, 3])
@@ -171,8 +184,10 @@ def _fq_at(a, i, j):
 
 @device_fn
 def _fq2_at(a, i, j):
-    return ((a[i, j, 0, 0], a[i, j, 0, 1], a[i, j, 0, 2], a[i, j, 0, 3]),
-            (a[i, j, 1, 0], a[i, j, 1, 1], a[i, j, 1, 2], a[i, j, 1, 3]))
+    return (
+        (a[i, j, 0, 0], a[i, j, 0, 1], a[i, j, 0, 2], a[i, j, 0, 3]),
+        (a[i, j, 1, 0], a[i, j, 1, 1], a[i, j, 1, 2], a[i, j, 1, 3]),
+    )
 
 
 @device_fn
@@ -199,19 +214,31 @@ def fq12_load(a):
     """An Fq12 element from a (2, 3, 2, 4) uint64 array (a[i, j, h] = limbs of the c_h
     coefficient of the v^j w^i coefficient)."""
     return (
-        ((a[0, 0, 0, 0], a[0, 0, 0, 1], a[0, 0, 0, 2], a[0, 0, 0, 3]),
-         (a[0, 0, 1, 0], a[0, 0, 1, 1], a[0, 0, 1, 2], a[0, 0, 1, 3])),
-        ((a[0, 1, 0, 0], a[0, 1, 0, 1], a[0, 1, 0, 2], a[0, 1, 0, 3]),
-         (a[0, 1, 1, 0], a[0, 1, 1, 1], a[0, 1, 1, 2], a[0, 1, 1, 3])),
-        ((a[0, 2, 0, 0], a[0, 2, 0, 1], a[0, 2, 0, 2], a[0, 2, 0, 3]),
-         (a[0, 2, 1, 0], a[0, 2, 1, 1], a[0, 2, 1, 2], a[0, 2, 1, 3])),
+        (
+            (a[0, 0, 0, 0], a[0, 0, 0, 1], a[0, 0, 0, 2], a[0, 0, 0, 3]),
+            (a[0, 0, 1, 0], a[0, 0, 1, 1], a[0, 0, 1, 2], a[0, 0, 1, 3]),
+        ),
+        (
+            (a[0, 1, 0, 0], a[0, 1, 0, 1], a[0, 1, 0, 2], a[0, 1, 0, 3]),
+            (a[0, 1, 1, 0], a[0, 1, 1, 1], a[0, 1, 1, 2], a[0, 1, 1, 3]),
+        ),
+        (
+            (a[0, 2, 0, 0], a[0, 2, 0, 1], a[0, 2, 0, 2], a[0, 2, 0, 3]),
+            (a[0, 2, 1, 0], a[0, 2, 1, 1], a[0, 2, 1, 2], a[0, 2, 1, 3]),
+        ),
     ), (
-        ((a[1, 0, 0, 0], a[1, 0, 0, 1], a[1, 0, 0, 2], a[1, 0, 0, 3]),
-         (a[1, 0, 1, 0], a[1, 0, 1, 1], a[1, 0, 1, 2], a[1, 0, 1, 3])),
-        ((a[1, 1, 0, 0], a[1, 1, 0, 1], a[1, 1, 0, 2], a[1, 1, 0, 3]),
-         (a[1, 1, 1, 0], a[1, 1, 1, 1], a[1, 1, 1, 2], a[1, 1, 1, 3])),
-        ((a[1, 2, 0, 0], a[1, 2, 0, 1], a[1, 2, 0, 2], a[1, 2, 0, 3]),
-         (a[1, 2, 1, 0], a[1, 2, 1, 1], a[1, 2, 1, 2], a[1, 2, 1, 3])),
+        (
+            (a[1, 0, 0, 0], a[1, 0, 0, 1], a[1, 0, 0, 2], a[1, 0, 0, 3]),
+            (a[1, 0, 1, 0], a[1, 0, 1, 1], a[1, 0, 1, 2], a[1, 0, 1, 3]),
+        ),
+        (
+            (a[1, 1, 0, 0], a[1, 1, 0, 1], a[1, 1, 0, 2], a[1, 1, 0, 3]),
+            (a[1, 1, 1, 0], a[1, 1, 1, 1], a[1, 1, 1, 2], a[1, 1, 1, 3]),
+        ),
+        (
+            (a[1, 2, 0, 0], a[1, 2, 0, 1], a[1, 2, 0, 2], a[1, 2, 0, 3]),
+            (a[1, 2, 1, 0], a[1, 2, 1, 1], a[1, 2, 1, 2], a[1, 2, 1, 3]),
+        ),
     )
 
 
@@ -280,6 +307,7 @@ def miller_loop(ps, qs):
 
 
 # --- final exponentiation ----------------------------------------------------------------
+
 
 @device_fn
 def cyclotomic_exp_x(a):
@@ -368,6 +396,7 @@ def g2_array(points) -> np.ndarray:
 
 def fq12_from_array(a: np.ndarray) -> list:
     """A (2, 3, 2, 4) Montgomery-limb Fq12 array as nested lists of plain ints."""
+
     def fq(limbs):
         mont = int.from_bytes(np.ascontiguousarray(limbs).tobytes(), "little")
         return mont * _R_INV_Q % FQ_MODULUS
@@ -400,5 +429,6 @@ def multi_pairing(pairs) -> list:
 
 def pairing_check(pairs) -> bool:
     """True iff prod e(P_i, Q_i) = 1 over [(P_i, Q_i), ...]."""
-    return bool(pairing_product_is_one(g1_array([p for p, _ in pairs]),
-                                       g2_array([q for _, q in pairs])))
+    return bool(
+        pairing_product_is_one(g1_array([p for p, _ in pairs]), g2_array([q for _, q in pairs]))
+    )

@@ -8,7 +8,19 @@ from cuzk.board.slots import SlotTable, Token
 from cuzk.board.snapshot import JobView, PartitionView, SlotView, Snapshot
 
 __all__ = [
-    "Board", "BoardError", "BoardInfo", "JobView", "LAYOUT_VERSION", "Layout",
-    "PARTITION_STATES", "PartitionView", "SlotTable", "SlotView", "Snapshot", "Token",
-    "cleanup_stale", "list_boards", "read_record",
+    "Board",
+    "BoardError",
+    "BoardInfo",
+    "JobView",
+    "LAYOUT_VERSION",
+    "Layout",
+    "PARTITION_STATES",
+    "PartitionView",
+    "SlotTable",
+    "SlotView",
+    "Snapshot",
+    "Token",
+    "cleanup_stale",
+    "list_boards",
+    "read_record",
 ]

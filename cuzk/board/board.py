@@ -60,35 +60,73 @@ class Board:
         self.devices = SlotTable(self, "device")
         self.finalizers = SlotTable(self, "finalizer")
         self.synth = SlotTable(self, "synth")
-        self._tables = {"device": self.devices, "finalizer": self.finalizers,
-                        "synth": self.synth}
+        self._tables = {"device": self.devices, "finalizer": self.finalizers, "synth": self.synth}
         self._verified: dict = {}  # reader cache, see snapshot._verify
         self._plan = None  # reader constants, see snapshot._Plan
 
     # --- lifecycle ------------------------------------------------------------------------
     @classmethod
-    def create(cls, name: str | None = None, *, instance: str = "cuzk", device_slots: int,
-               finalizer_slots: int, synth_slots: int, job_rows: int = 64,
-               max_partitions: int = 32, key_rows: int = 16, by_use_rows: int = 8,
-               kind_rows: int = 8) -> Board:
+    def create(
+        cls,
+        name: str | None = None,
+        *,
+        instance: str = "cuzk",
+        device_slots: int,
+        finalizer_slots: int,
+        synth_slots: int,
+        job_rows: int = 64,
+        max_partitions: int = 32,
+        key_rows: int = 16,
+        by_use_rows: int = 8,
+        kind_rows: int = 8,
+    ) -> Board:
         """Create a new board segment (fails if `name` exists). Default name cuzk-<pid>-<hex>."""
-        layout = L.Layout(device_slots, finalizer_slots, synth_slots, job_rows, max_partitions,
-                          key_rows, by_use_rows, kind_rows)
+        layout = L.Layout(
+            device_slots,
+            finalizer_slots,
+            synth_slots,
+            job_rows,
+            max_partitions,
+            key_rows,
+            by_use_rows,
+            kind_rows,
+        )
         inst = L.pack_str(instance, L.INSTANCE_BYTES, "instance name")
         try:
             shm = S.open_segment(name or S.new_name(), create=True, size=layout.total_size)
         except FileExistsError:
-            raise BoardError(f"board {name!r} already exists (in use, or left by a process "
-                             "that is gone: segment.free_name removes such a one)") from None
+            raise BoardError(
+                f"board {name!r} already exists (in use, or left by a process "
+                "that is gone: segment.free_name removes such a one)"
+            ) from None
         buf = shm.buf
         pid = os.getpid()
         offs = layout.offsets
-        header = L.HEADER.pack(b"\0" * 8, L.LAYOUT_VERSION, L.HEADER_SIZE, layout.total_size,
-                               pid, time.time(), S.process_create_time(pid), *layout.counts(),
-                               *(offs[k] for k in ("device", "finalizer", "synth", "jobs",
-                                                   "partitions", "memory", "counters", "keys")),
-                               inst)
-        buf[:len(header)] = header
+        header = L.HEADER.pack(
+            b"\0" * 8,
+            L.LAYOUT_VERSION,
+            L.HEADER_SIZE,
+            layout.total_size,
+            pid,
+            time.time(),
+            S.process_create_time(pid),
+            *layout.counts(),
+            *(
+                offs[k]
+                for k in (
+                    "device",
+                    "finalizer",
+                    "synth",
+                    "jobs",
+                    "partitions",
+                    "memory",
+                    "counters",
+                    "keys",
+                )
+            ),
+            inst,
+        )
+        buf[: len(header)] = header
         # Write every record once, so each starts with a valid check and NaN "no value" floats.
         for kind in L.SLOT_KINDS:
             for i in range(layout.slots(kind)):
@@ -114,8 +152,9 @@ class Board:
             if h[0] != L.MAGIC:
                 raise BoardError(f"{name}: not a cuzk board (or still being created)")
             if h[1] != L.LAYOUT_VERSION:
-                raise BoardError(f"{name}: layout version {h[1]}, this code reads "
-                                 f"{L.LAYOUT_VERSION}")
+                raise BoardError(
+                    f"{name}: layout version {h[1]}, this code reads {L.LAYOUT_VERSION}"
+                )
             layout = L.Layout(*h[7:15])
             if layout.total_size != h[3] or shm.size < h[3]:
                 raise BoardError(f"{name}: size mismatch")
@@ -175,8 +214,9 @@ class Board:
             if r[1] != device_token.generation or r[2] != L.SLOT_BUSY:
                 self.control.count(stale_ends=1)
                 return None
-            ftok = self.finalizers.claim(finalizer_slot, L.unpack_str(r[7]), r[6],
-                                         from_token=device_token)
+            ftok = self.finalizers.claim(
+                finalizer_slot, L.unpack_str(r[7]), r[6], from_token=device_token
+            )
             self.devices.end(device_token)
         return ftok
 
@@ -185,8 +225,14 @@ class Board:
         return self._tables[token.kind].end(token, **partition_update)
 
     # --- control records: see ControlRecords ----------------------------------------------------
-    def job_add(self, job_id: str, kind: str, priority: str, n_partitions: int,
-                submitted_at: float | None = None) -> bool:
+    def job_add(
+        self,
+        job_id: str,
+        kind: str,
+        priority: str,
+        n_partitions: int,
+        submitted_at: float | None = None,
+    ) -> bool:
         """Put a job on the board; see ControlRecords.job_add."""
         return self.control.job_add(job_id, kind, priority, n_partitions, submitted_at)
 
@@ -194,13 +240,27 @@ class Board:
         """queued | running | done | failed | cancelled; see ControlRecords.job_set_state."""
         return self.control.job_set_state(job_id, state)
 
-    def partition_set(self, job_id: str, index: int, state: str | None = None, *,
-                      synth_ms: float | None = None, gpu_ms: float | None = None,
-                      finalize_ms: float | None = None, attempts: int | None = None) -> bool:
+    def partition_set(
+        self,
+        job_id: str,
+        index: int,
+        state: str | None = None,
+        *,
+        synth_ms: float | None = None,
+        gpu_ms: float | None = None,
+        finalize_ms: float | None = None,
+        attempts: int | None = None,
+    ) -> bool:
         """A partition's stored state and timings; see ControlRecords.partition_set."""
-        return self.control.partition_set(job_id, index, state, synth_ms=synth_ms,
-                                          gpu_ms=gpu_ms, finalize_ms=finalize_ms,
-                                          attempts=attempts)
+        return self.control.partition_set(
+            job_id,
+            index,
+            state,
+            synth_ms=synth_ms,
+            gpu_ms=gpu_ms,
+            finalize_ms=finalize_ms,
+            attempts=attempts,
+        )
 
     def count_completed(self, kind: str, n: int = 1) -> None:
         self.control.count(completed=kind, n=n)

@@ -73,7 +73,7 @@ class ControlRecords:
         payload = self._payload_at(off)
         seq = _SEQ.unpack_from(buf, off)[0]
         if seq & 1:
-            data = bytes(buf[off + 8:off + 8 + payload.size])
+            data = bytes(buf[off + 8 : off + 8 + payload.size])
             if crc32(data) == _CHECK.unpack_from(buf, off + 8 + payload.size)[0]:
                 fields = payload.unpack(data)  # the write completed except for its last store
             else:
@@ -94,12 +94,24 @@ class ControlRecords:
             self._count_locked(**inc)
 
     # counters payload field indexes
-    _C_RETRIES, _C_RESTARTS, _C_STALE, _C_QDEPTH, _C_TORN, _C_DROPPED, _C_NKINDS, \
-        _C_RECOVERED = range(8)
+    _C_RETRIES, _C_RESTARTS, _C_STALE, _C_QDEPTH, _C_TORN, _C_DROPPED, _C_NKINDS, _C_RECOVERED = (
+        range(8)
+    )
 
-    def _count_locked(self, *, retries=0, restarts=0, stale_ends=0, torn_repaired=0,
-                      jobs_dropped=0, recovered=0, queue_depth=None, completed=None,
-                      failed=None, n=1):
+    def _count_locked(
+        self,
+        *,
+        retries=0,
+        restarts=0,
+        stale_ends=0,
+        torn_repaired=0,
+        jobs_dropped=0,
+        recovered=0,
+        queue_depth=None,
+        completed=None,
+        failed=None,
+        n=1,
+    ):
         lay = self.layout
         off = lay.offsets["counters"]
         payload = lay.counters_payload
@@ -157,8 +169,8 @@ class ControlRecords:
         lay = self.layout
         items = list((by_use or {}).items())
         if len(items) > lay.by_use_rows:
-            keep = items[:lay.by_use_rows - 1]
-            keep.append(("other", sum(v for _, v in items[lay.by_use_rows - 1:])))
+            keep = items[: lay.by_use_rows - 1]
+            keep.append(("other", sum(v for _, v in items[lay.by_use_rows - 1 :])))
             items = keep
         f = [int(total), int(reserved), len(items)]
         for i in range(lay.by_use_rows):
@@ -183,12 +195,19 @@ class ControlRecords:
                 t = now - float(k["last_used_secs_ago"])
             else:
                 t = _NAN
-            devs = ",".join(k.get("devices") or []).encode()[:L.KEY_DEVICES_BYTES]
-            rows.append((L.pack_str(str(k["key_id"]), L.ID_BYTES, "key id"), int(k["bytes"]),
-                         devs, t, 1 if k.get("evictable") else 0))
+            devs = ",".join(k.get("devices") or []).encode()[: L.KEY_DEVICES_BYTES]
+            rows.append(
+                (
+                    L.pack_str(str(k["key_id"]), L.ID_BYTES, "key id"),
+                    int(k["bytes"]),
+                    devs,
+                    t,
+                    1 if k.get("evictable") else 0,
+                )
+            )
         if len(rows) > lay.key_rows:
             rows.sort(key=lambda r: -(r[3] if r[3] == r[3] else -1e300))
-            rows = rows[:lay.key_rows]
+            rows = rows[: lay.key_rows]
         f = [len(rows)]
         for i in range(lay.key_rows):
             f += list(rows[i]) if i < len(rows) else [b"", 0, b"", _NAN, 0]
@@ -225,8 +244,14 @@ class ControlRecords:
                     out.add(r[7].rstrip(b"\0"))
         return out
 
-    def job_add(self, job_id: str, kind: str, priority: str, n_partitions: int,
-                submitted_at: float | None = None) -> bool:
+    def job_add(
+        self,
+        job_id: str,
+        kind: str,
+        priority: str,
+        n_partitions: int,
+        submitted_at: float | None = None,
+    ) -> bool:
         """Put a job on the board (state queued, partitions pending). When the table is full the
         oldest finished job not named by a busy slot makes room; if there is none, the job is
         not shown (jobs_dropped counted) and False is returned: the board never stops proving."""
@@ -236,22 +261,32 @@ class ControlRecords:
             raise ValueError(f"priority must be one of {L.PRIORITIES}, got {priority!r}")
         lay = self.layout
         if not 1 <= n_partitions <= lay.max_partitions:
-            raise ValueError(f"job {job_id}: {n_partitions} partitions, the board holds 1.."
-                             f"{lay.max_partitions} per job")
+            raise ValueError(
+                f"job {job_id}: {n_partitions} partitions, the board holds 1.."
+                f"{lay.max_partitions} per job"
+            )
         submitted_at = time.time() if submitted_at is None else float(submitted_at)
         with self:
             if self.find_row(job, job_id) is not None:
                 raise ValueError(f"job {job_id} is already on the board")
-            rows = [L.JOB_PAYLOAD.unpack_from(self._buf, lay.job_offset(r) + 8)
-                    for r in range(lay.job_rows)]
+            rows = [
+                L.JOB_PAYLOAD.unpack_from(self._buf, lay.job_offset(r) + 8)
+                for r in range(lay.job_rows)
+            ]
             free = [r for r, f in enumerate(rows) if f[L.J_STATE] == L.J_FREE]
             if free:
                 row = free[0]
             else:
                 busy = self._busy_jobs()
-                done = [(f[L.J_FINISHED] if f[L.J_FINISHED] == f[L.J_FINISHED] else 0.0,
-                         f[L.J_SUBMITTED], r) for r, f in enumerate(rows)
-                        if f[L.J_STATE] in L.JOB_FINISHED and f[L.J_ID].rstrip(b"\0") not in busy]
+                done = [
+                    (
+                        f[L.J_FINISHED] if f[L.J_FINISHED] == f[L.J_FINISHED] else 0.0,
+                        f[L.J_SUBMITTED],
+                        r,
+                    )
+                    for r, f in enumerate(rows)
+                    if f[L.J_STATE] in L.JOB_FINISHED and f[L.J_ID].rstrip(b"\0") not in busy
+                ]
                 if not done:
                     self._count_locked(jobs_dropped=1)
                     return False
@@ -261,9 +296,21 @@ class ControlRecords:
             # partition records whose row generation differs from their job record's).
             for i in range(n_partitions):
                 self._write(lay.part_offset(row, i), L.PART_PAYLOAD, empty_part(rowgen))
-            self._write(lay.job_offset(row), L.JOB_PAYLOAD,
-                            (rowgen, job, kind_b, L.PRIORITIES.index(priority), L.J_QUEUED,
-                             n_partitions, submitted_at, _NAN, _NAN))
+            self._write(
+                lay.job_offset(row),
+                L.JOB_PAYLOAD,
+                (
+                    rowgen,
+                    job,
+                    kind_b,
+                    L.PRIORITIES.index(priority),
+                    L.J_QUEUED,
+                    n_partitions,
+                    submitted_at,
+                    _NAN,
+                    _NAN,
+                ),
+            )
             self._rows[job_id] = (row, rowgen)
             return True
 
@@ -291,9 +338,17 @@ class ControlRecords:
             self._write(off, L.JOB_PAYLOAD, f)
             return True
 
-    def partition_set(self, job_id: str, index: int, state: str | None = None, *,
-                      synth_ms: float | None = None, gpu_ms: float | None = None,
-                      finalize_ms: float | None = None, attempts: int | None = None) -> bool:
+    def partition_set(
+        self,
+        job_id: str,
+        index: int,
+        state: str | None = None,
+        *,
+        synth_ms: float | None = None,
+        gpu_ms: float | None = None,
+        finalize_ms: float | None = None,
+        attempts: int | None = None,
+    ) -> bool:
         """Update a partition's stored state (pending | synth_done | done | failed) and timings;
         None leaves a field as it is. synthesizing, gpu and finalizing are not stored: they come
         from the slot that names the partition (claim it instead). False if the job or the
@@ -309,7 +364,8 @@ class ControlRecords:
                 raise ValueError(
                     f"partition state {state!r} is derived from the slot that names the "
                     f"partition (claim a {kind} slot instead); partition_set stores pending, "
-                    f"synth_done, done, failed")
+                    f"synth_done, done, failed"
+                )
         job = L.pack_str(job_id, L.ID_BYTES, "job id")
         with self:
             row = self.find_row(job, job_id)

@@ -23,8 +23,8 @@ MAGIC = b"CUZKBRD\x00"
 LAYOUT_VERSION = 2  # 2: jobs_recovered in the counters record (was padding)
 NAME_PREFIX = "cuzk-"
 
-ID_BYTES = 48      # job ids, key ids (UTF-8, zero padded)
-LABEL_BYTES = 24   # proof kinds, memory-use labels, device strings are 8
+ID_BYTES = 48  # job ids, key ids (UTF-8, zero padded)
+LABEL_BYTES = 24  # proof kinds, memory-use labels, device strings are 8
 DEVICE_BYTES = 8
 INSTANCE_BYTES = 64
 KEY_DEVICES_BYTES = 32
@@ -48,19 +48,19 @@ JOB_FINISHED = frozenset((J_DONE, J_FAILED, J_CANCELLED))
 
 PRIORITIES = ("critical", "high", "normal")
 
-NONE_I32 = -1      # "no partition", "no slot"
-NAN = math.nan     # "no value" for float fields (JSON null)
+NONE_I32 = -1  # "no partition", "no slot"
+NAN = math.nan  # "no value" for float fields (JSON null)
 
 # --- record formats ------------------------------------------------------------------------------
 SEQ = struct.Struct("<Q")
 CHECK = struct.Struct("<I")
 
 HEADER = struct.Struct(
-    "<8s I I Q"      # magic, layout_version, header_size, total_size
-    " q d d"         # creator pid, started_at (unix), creator process create_time (pid-reuse guard)
-    " 8I"            # device, finalizer, synth slots, job rows, max partitions, key rows,
-                     # memory-use rows, kind rows
-    " 8Q"            # offsets: device, finalizer, synth, jobs, partitions, memory, counters, keys
+    "<8s I I Q"  # magic, layout_version, header_size, total_size
+    " q d d"  # creator pid, started_at (unix), creator process create_time (pid-reuse guard)
+    " 8I"  # device, finalizer, synth slots, job rows, max partitions, key rows,
+    # memory-use rows, kind rows
+    " 8Q"  # offsets: device, finalizer, synth, jobs, partitions, memory, counters, keys
     f" {INSTANCE_BYTES}s"
 )
 HEADER_SIZE = 256
@@ -71,35 +71,49 @@ CTL_DIRTY_OFFSET = 248
 
 # Worker slot (all three kinds share it).
 SLOT_PAYLOAD = struct.Struct(
-    "<Q"             # generation
-    " B 3x I"        # state, restarts
-    " q"             # pid of the owning process
-    " i i"           # device ordinal, partition index (-1 none)
+    "<Q"  # generation
+    " B 3x I"  # state, restarts
+    " q"  # pid of the owning process
+    " i i"  # device ordinal, partition index (-1 none)
     f" {ID_BYTES}s"  # job id
     f" {DEVICE_BYTES}s"  # device string: "cpu:0", "cuda:1"
-    " d d d"         # started_at (current claim), busy_secs (finished claims), heartbeat (unix)
-    " i 4x Q"        # handoff source: device slot and its generation (finalizers), else -1 / 0
+    " d d d"  # started_at (current claim), busy_secs (finished claims), heartbeat (unix)
+    " i 4x Q"  # handoff source: device slot and its generation (finalizers), else -1 / 0
 )
 # Field indexes into a SLOT_PAYLOAD tuple.
-(S_GEN, S_STATE, S_RESTARTS, S_PID, S_ORDINAL, S_PARTITION, S_JOB, S_DEVICE,
- S_STARTED, S_BUSY, S_HEARTBEAT, S_FROM_SLOT, S_FROM_GEN) = range(13)
+(
+    S_GEN,
+    S_STATE,
+    S_RESTARTS,
+    S_PID,
+    S_ORDINAL,
+    S_PARTITION,
+    S_JOB,
+    S_DEVICE,
+    S_STARTED,
+    S_BUSY,
+    S_HEARTBEAT,
+    S_FROM_SLOT,
+    S_FROM_GEN,
+) = range(13)
 
 JOB_PAYLOAD = struct.Struct(
-    "<Q"             # row generation (bumped each time the row gets a new job)
+    "<Q"  # row generation (bumped each time the row gets a new job)
     f" {ID_BYTES}s {LABEL_BYTES}s"  # job id, proof kind
-    " B B 2x I"      # priority, job state, number of partitions
-    " d d d"         # submitted_at, started_at, finished_at (unix; NaN = not yet)
+    " B B 2x I"  # priority, job state, number of partitions
+    " d d d"  # submitted_at, started_at, finished_at (unix; NaN = not yet)
 )
-(J_ROWGEN, J_ID, J_KIND, J_PRIORITY, J_STATE, J_NPART,
- J_SUBMITTED, J_STARTED, J_FINISHED) = range(9)
+(J_ROWGEN, J_ID, J_KIND, J_PRIORITY, J_STATE, J_NPART, J_SUBMITTED, J_STARTED, J_FINISHED) = range(
+    9
+)
 # Byte offsets inside a job record (after its seq) that readers scan without unpacking it.
 JOB_STATE_AT = 8 + struct.calcsize(f"<Q{ID_BYTES}s{LABEL_BYTES}sB")
 JOB_NPART_AT = 8 + struct.calcsize(f"<Q{ID_BYTES}s{LABEL_BYTES}sBB2x")
 
 PART_PAYLOAD = struct.Struct(
-    "<Q"             # row generation of the job this partition belongs to
-    " B 3x I"        # stored state, attempts
-    " d d d"         # synth_ms, gpu_ms, finalize_ms (NaN = not measured)
+    "<Q"  # row generation of the job this partition belongs to
+    " B 3x I"  # stored state, attempts
+    " d d d"  # synth_ms, gpu_ms, finalize_ms (NaN = not measured)
 )
 (P_ROWGEN, P_STATE, P_ATTEMPTS, P_SYNTH_MS, P_GPU_MS, P_FIN_MS) = range(6)
 
@@ -162,8 +176,16 @@ class Layout:
     kind_rows: int = 8
 
     def __post_init__(self):
-        for f in ("device_slots", "finalizer_slots", "synth_slots", "job_rows", "max_partitions",
-                  "key_rows", "by_use_rows", "kind_rows"):
+        for f in (
+            "device_slots",
+            "finalizer_slots",
+            "synth_slots",
+            "job_rows",
+            "max_partitions",
+            "key_rows",
+            "by_use_rows",
+            "kind_rows",
+        ):
             v = getattr(self, f)
             if not isinstance(v, int) or v < 0 or v > 1 << 16:
                 raise ValueError(f"board layout: {f} must be an int in [0, 65536], got {v!r}")
@@ -171,8 +193,11 @@ class Layout:
             raise ValueError("board layout: job_rows and max_partitions must be at least 1")
 
     def slots(self, kind: str) -> int:
-        return {"device": self.device_slots, "finalizer": self.finalizer_slots,
-                "synth": self.synth_slots}[kind]
+        return {
+            "device": self.device_slots,
+            "finalizer": self.finalizer_slots,
+            "synth": self.synth_slots,
+        }[kind]
 
     @functools.cached_property
     def memory_payload(self) -> struct.Struct:
@@ -220,8 +245,16 @@ class Layout:
         return self.offsets["partitions"] + (row * self.max_partitions + index) * PART_SIZE
 
     def counts(self) -> tuple[int, ...]:
-        return (self.device_slots, self.finalizer_slots, self.synth_slots, self.job_rows,
-                self.max_partitions, self.key_rows, self.by_use_rows, self.kind_rows)
+        return (
+            self.device_slots,
+            self.finalizer_slots,
+            self.synth_slots,
+            self.job_rows,
+            self.max_partitions,
+            self.key_rows,
+            self.by_use_rows,
+            self.kind_rows,
+        )
 
 
 def pack_str(s: str, n: int, what: str) -> bytes:

@@ -33,7 +33,7 @@ def write_record(buf, off: int, payload: L.struct.Struct, fields) -> int:
     _SEQ.pack_into(buf, off, odd)
     # payload and check in one copy: a writer killed between two stores leaves either the old
     # or the new pair, both self-consistent (see SlotTable.reclaim, ControlRecords._repair)
-    buf[off + 8:off + 8 + len(b)] = b
+    buf[off + 8 : off + 8 + len(b)] = b
     _SEQ.pack_into(buf, off, odd + 1)
     return odd + 1
 
@@ -46,14 +46,14 @@ def read_record(buf, off: int, record: L.struct.Struct, payload_size: int, tries
         s1 = _SEQ.unpack_from(buf, off)[0]
         if s1 & 1:
             continue
-        data = bytes(buf[off:off + record.size])
+        data = bytes(buf[off : off + record.size])
         s2 = _SEQ.unpack_from(buf, off)[0]
         if s1 != s2:
             continue
         r = record.unpack(data)
         if r[0] != s1:  # the copy itself saw another sequence than both probes
             continue
-        if crc32(data[8:8 + payload_size]) != r[-1]:
+        if crc32(data[8 : 8 + payload_size]) != r[-1]:
             return None, "torn"
         return r, "ok"
     return None, "busy"

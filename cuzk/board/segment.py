@@ -163,8 +163,15 @@ def read_info(name: str) -> BoardInfo | None:
         if h[0] != L.MAGIC:
             return None
         pid, started_at, ctime = h[4], h[5], h[6]
-        return BoardInfo(name=name, instance=L.unpack_str(h[-1]), pid=pid, started_at=started_at,
-                         layout_version=h[1], alive=pid_alive(pid, ctime), size=shm.size)
+        return BoardInfo(
+            name=name,
+            instance=L.unpack_str(h[-1]),
+            pid=pid,
+            started_at=started_at,
+            layout_version=h[1],
+            alive=pid_alive(pid, ctime),
+            size=shm.size,
+        )
     finally:
         shm.close()
 
@@ -242,10 +249,15 @@ def free_name(name: str, *, min_age: float = 5.0) -> bool:
         return unlink_segment(name)
     info = read_info(name)
     if info is not None:
-        raise NameInUse(f"board {name!r} is in use by a live process (pid {info.pid}, instance "
-                        f"{info.instance!r}); stop it or choose another --board name")
+        raise NameInUse(
+            f"board {name!r} is in use by a live process (pid {info.pid}, instance "
+            f"{info.instance!r}); stop it or choose another --board name"
+        )
     if stale is None:
-        raise NameInUse(f"shared-memory name {name!r} exists and is not a cuzk board; "
-                        "choose another --board name")
-    raise NameInUse(f"board {name!r} is being created by another process; choose another "
-                    "--board name")
+        raise NameInUse(
+            f"shared-memory name {name!r} exists and is not a cuzk board; "
+            "choose another --board name"
+        )
+    raise NameInUse(
+        f"board {name!r} is being created by another process; choose another --board name"
+    )

@@ -46,7 +46,6 @@ class Token(NamedTuple):
     kind: str = "device"
 
 
-
 class SlotTable:
     """The slots of one kind ("device", "finalizer", "synth") on a board."""
 
@@ -76,11 +75,12 @@ class SlotTable:
         """(payload fields, torn, seq) of a slot nobody else is writing now. Torn: a writer
         died inside it (odd seq) in the middle of the payload copy (check mismatch)."""
         r = _SLOT_R.unpack_from(self._buf, off)
-        torn = bool(r[0] & 1) and crc32(self._buf[off + 8:off + 8 + _SLOT_PSIZE]) != r[-1]
+        torn = bool(r[0] & 1) and crc32(self._buf[off + 8 : off + 8 + _SLOT_PSIZE]) != r[-1]
         return list(r[1:-1]), torn, r[0]
 
-    def register(self, slot: int, pid: int | None = None, *, ordinal: int = 0,
-                 device: str | None = None) -> Token:
+    def register(
+        self, slot: int, pid: int | None = None, *, ordinal: int = 0, device: str | None = None
+    ) -> Token:
         """A process starts owning `slot`: state idle, generation bumped (older tokens die).
 
         `ordinal` is the GPU ordinal (device workers, finalizers) or the worker number
@@ -111,8 +111,9 @@ class SlotTable:
             _write(self._buf, off, _SLOT_P, f)
         return Token(slot, gen, self.kind)
 
-    def claim(self, slot: int, job_id: str, partition: int, *,
-              from_token: Token | None = None) -> Token:
+    def claim(
+        self, slot: int, job_id: str, partition: int, *, from_token: Token | None = None
+    ) -> Token:
         """Mark `slot` busy on (job_id, partition); returns the token that can end it.
 
         For a finalizer, `from_token` is the device claim it takes the partition over from: this
@@ -136,12 +137,25 @@ class SlotTable:
             busy = r[10]
             if r[2] == _BUSY:  # claimed again without an end: the old claim is over now
                 busy += now - r[9]
-            b = _SLOT_P.pack(gen, _BUSY, r[3], r[4], r[5], partition, job, r[8], now, busy, now,
-                             _NONE if fs is None else fs, 0 if fg is None else fg)
+            b = _SLOT_P.pack(
+                gen,
+                _BUSY,
+                r[3],
+                r[4],
+                r[5],
+                partition,
+                job,
+                r[8],
+                now,
+                busy,
+                now,
+                _NONE if fs is None else fs,
+                0 if fg is None else fg,
+            )
             b += crc32(b).to_bytes(4, "little")
             odd = r[0] | 1
             _SEQ.pack_into(buf, off, odd)
-            buf[off + 8:off + _SLOT_END] = b
+            buf[off + 8 : off + _SLOT_END] = b
             _SEQ.pack_into(buf, off, odd + 1)
         return _new_token(Token, (slot, gen, self.kind))
 
@@ -168,12 +182,25 @@ class SlotTable:
             if partition_update:
                 self._control.partition_set(L.unpack_str(r[7]), r[6], **partition_update)
             now = _time()
-            b = _SLOT_P.pack(gen, _IDLE, r[3], r[4], r[5], _NONE, b"", r[8], _NAN,
-                             r[10] + (now - r[9]), now, _NONE, 0)
+            b = _SLOT_P.pack(
+                gen,
+                _IDLE,
+                r[3],
+                r[4],
+                r[5],
+                _NONE,
+                b"",
+                r[8],
+                _NAN,
+                r[10] + (now - r[9]),
+                now,
+                _NONE,
+                0,
+            )
             b += crc32(b).to_bytes(4, "little")
             odd = r[0] | 1
             _SEQ.pack_into(buf, off, odd)
-            buf[off + 8:off + _SLOT_END] = b
+            buf[off + 8 : off + _SLOT_END] = b
             _SEQ.pack_into(buf, off, odd + 1)
         return True
 
@@ -184,8 +211,9 @@ class SlotTable:
         off = self._off(slot)
         with self._lock:
             f = self._fields(off)
-            if token is not None and (f[L.S_GEN] != token.generation
-                                      or f[L.S_STATE] != _BUSY or token.kind != self.kind):
+            if token is not None and (
+                f[L.S_GEN] != token.generation or f[L.S_STATE] != _BUSY or token.kind != self.kind
+            ):
                 self._control.count(stale_ends=1)
                 return False
             f[L.S_HEARTBEAT] = time.time()

@@ -27,7 +27,7 @@ from cuzk.board import records as R
 class SlotView(NamedTuple):
     kind: str
     slot: int
-    state: str          # empty | idle | proving/finalizing/synthesizing | dead
+    state: str  # empty | idle | proving/finalizing/synthesizing | dead
     generation: int
     pid: int
     ordinal: int
@@ -35,7 +35,7 @@ class SlotView(NamedTuple):
     job_id: str | None
     partition: int | None
     started_at: float | None
-    busy_secs: float    # finished claims plus the current one up to the snapshot
+    busy_secs: float  # finished claims plus the current one up to the snapshot
     heartbeat: float | None
     restarts: int
     from_slot: int | None
@@ -48,7 +48,7 @@ class SlotView(NamedTuple):
 
 class PartitionView(NamedTuple):
     index: int
-    state: str          # derived: gpu/finalizing/synthesizing from slots, else stored
+    state: str  # derived: gpu/finalizing/synthesizing from slots, else stored
     stored_state: str
     synth_ms: float | None
     gpu_ms: float | None
@@ -82,13 +82,23 @@ class Snapshot:
     being written) a torn record would mean the sequence protocol is broken: never expected.
     Records are parsed on first use; the object is immutable."""
 
-    _FIELDS = ("board", "instance", "layout_version", "supervisor_pid", "started_at", "now",
-               "consistent", "attempts", "torn", "stable",
-               "layout",   # the board's Layout
-               "data",     # copy of the slot and job sections
-               "rows",     # (lo, hi): job rows lo..hi-1 span every row in use
-               "parts",    # copy of the partition records of rows lo..hi-1
-               "mem")      # copy of the memory, counters and keys records
+    _FIELDS = (
+        "board",
+        "instance",
+        "layout_version",
+        "supervisor_pid",
+        "started_at",
+        "now",
+        "consistent",
+        "attempts",
+        "torn",
+        "stable",
+        "layout",  # the board's Layout
+        "data",  # copy of the slot and job sections
+        "rows",  # (lo, hi): job rows lo..hi-1 span every row in use
+        "parts",  # copy of the partition records of rows lo..hi-1
+        "mem",
+    )  # copy of the memory, counters and keys records
 
     board: str
     instance: str
@@ -111,8 +121,10 @@ class Snapshot:
     __delattr__ = __setattr__
 
     def __repr__(self):
-        return (f"Snapshot(board={self.board!r}, now={self.now:.3f}, "
-                f"consistent={self.consistent}, attempts={self.attempts})")
+        return (
+            f"Snapshot(board={self.board!r}, now={self.now:.3f}, "
+            f"consistent={self.consistent}, attempts={self.attempts})"
+        )
 
     # --- raw records: tuples (seq, *payload, check) --------------------------------------------
     @cached_property
@@ -120,16 +132,31 @@ class Snapshot:
         lay = self.layout
         bad = set(self.torn)
         a0 = lay.offsets["device"]
-        recs = list(L.SLOT_RECORD.iter_unpack(memoryview(self.data)[:lay.offsets["jobs"] - a0]))
+        recs = list(L.SLOT_RECORD.iter_unpack(memoryview(self.data)[: lay.offsets["jobs"] - a0]))
         out = {}
         i0 = 0
         for kind in L.SLOT_KINDS:
             n = lay.slots(kind)
-            rs = recs[i0:i0 + n]
+            rs = recs[i0 : i0 + n]
             for i, r in enumerate(rs):
                 if r[0] & 1 or a0 + (i0 + i) * L.SLOT_SIZE in bad:  # being written, or torn
-                    rs[i] = (r[0], r[1], L.SLOT_EMPTY, 0, 0, 0, L.NONE_I32, b"", b"",
-                             math.nan, 0.0, math.nan, L.NONE_I32, 0, 0)
+                    rs[i] = (
+                        r[0],
+                        r[1],
+                        L.SLOT_EMPTY,
+                        0,
+                        0,
+                        0,
+                        L.NONE_I32,
+                        b"",
+                        b"",
+                        math.nan,
+                        0.0,
+                        math.nan,
+                        L.NONE_I32,
+                        0,
+                        0,
+                    )
             out[kind] = tuple(rs)
             i0 += n
         return out
@@ -141,9 +168,16 @@ class Snapshot:
         jrel = lay.offsets["jobs"] - lay.offsets["device"]
         lo, hi = self.rows
         return tuple(
-            (r, min(_U32.unpack_from(self.data, jrel + r * L.JOB_SIZE + L.JOB_NPART_AT)[0],
-                    lay.max_partitions))
-            for r in range(lo, hi) if self.data[jrel + r * L.JOB_SIZE + L.JOB_STATE_AT])
+            (
+                r,
+                min(
+                    _U32.unpack_from(self.data, jrel + r * L.JOB_SIZE + L.JOB_NPART_AT)[0],
+                    lay.max_partitions,
+                ),
+            )
+            for r in range(lo, hi)
+            if self.data[jrel + r * L.JOB_SIZE + L.JOB_STATE_AT]
+        )
 
     @cached_property
     def raw_jobs(self) -> tuple:
@@ -157,7 +191,7 @@ class Snapshot:
         for row, n in self.used:
             j = L.JOB_RECORD.unpack_from(self.data, jo - a0 + row * L.JOB_SIZE)
             base = (row - lo) * span
-            pr = list(L.PART_RECORD.iter_unpack(self.parts[base:base + n * L.PART_SIZE]))
+            pr = list(L.PART_RECORD.iter_unpack(self.parts[base : base + n * L.PART_SIZE]))
             if j[0] & 1 or jo + row * L.JOB_SIZE in bad:
                 continue
             for i, r in enumerate(pr):
@@ -195,7 +229,7 @@ class Snapshot:
         for r in self.raw_slots["finalizer"]:
             if r[2] == L.SLOT_BUSY and r[12] >= 0 and r[12] < len(dev):
                 d = dev[r[12]]
-                if (d[2] == L.SLOT_BUSY and d[1] == r[13] and d[6] == r[6] and d[7] == r[7]):
+                if d[2] == L.SLOT_BUSY and d[1] == r[13] and d[6] == r[6] and d[7] == r[7]:
                     out[r[12]] = r[9]
         return out
 
@@ -205,8 +239,23 @@ class Snapshot:
         busy_name = L.BUSY_NAME[kind]
         out = []
         for i, r in enumerate(self.raw_slots[kind]):
-            (_, gen, st, restarts, pid, ordinal, part, job, device, started, busy, hb, fs, fg,
-             _) = r
+            (
+                _,
+                gen,
+                st,
+                restarts,
+                pid,
+                ordinal,
+                part,
+                job,
+                device,
+                started,
+                busy,
+                hb,
+                fs,
+                fg,
+                _,
+            ) = r
             if st == L.SLOT_BUSY and i in handed:
                 busy += max(0.0, handed[i] - started)
                 st = L.SLOT_IDLE
@@ -215,11 +264,25 @@ class Snapshot:
                 busy += max(0.0, now - started)
             state = ("empty", "idle", busy_name, "dead")[st] if st < 4 else "empty"
             is_busy = st == L.SLOT_BUSY
-            out.append(SlotView(
-                kind, i, state, gen, pid, ordinal, L.unpack_str(device),
-                L.unpack_str(job) if is_busy else None, part if is_busy else None,
-                _opt(started) if is_busy else None, busy, _opt(hb), restarts,
-                fs if fs >= 0 else None, fg if fs >= 0 else None))
+            out.append(
+                SlotView(
+                    kind,
+                    i,
+                    state,
+                    gen,
+                    pid,
+                    ordinal,
+                    L.unpack_str(device),
+                    L.unpack_str(job) if is_busy else None,
+                    part if is_busy else None,
+                    _opt(started) if is_busy else None,
+                    busy,
+                    _opt(hb),
+                    restarts,
+                    fs if fs >= 0 else None,
+                    fg if fs >= 0 else None,
+                )
+            )
         return tuple(out)
 
     @cached_property
@@ -268,14 +331,29 @@ class Snapshot:
                 elif "synth" in kinds:
                     state = L.P_SYNTHESIZING
                 ok = p[1] == rowgen
-                pviews.append(PartitionView(
-                    i, L.PARTITION_STATES[state], L.PARTITION_STATES[stored],
-                    _opt(p[4]) if ok else None, _opt(p[5]) if ok else None,
-                    _opt(p[6]) if ok else None, p[3] if ok else 0))
-            out.append(JobView(job_id, L.unpack_str(kind),
-                               L.PRIORITIES[prio] if prio < len(L.PRIORITIES) else "normal",
-                               L.JOB_STATES[st] if st < len(L.JOB_STATES) else "queued",
-                               _opt(sub), _opt(started), _opt(finished), tuple(pviews)))
+                pviews.append(
+                    PartitionView(
+                        i,
+                        L.PARTITION_STATES[state],
+                        L.PARTITION_STATES[stored],
+                        _opt(p[4]) if ok else None,
+                        _opt(p[5]) if ok else None,
+                        _opt(p[6]) if ok else None,
+                        p[3] if ok else 0,
+                    )
+                )
+            out.append(
+                JobView(
+                    job_id,
+                    L.unpack_str(kind),
+                    L.PRIORITIES[prio] if prio < len(L.PRIORITIES) else "normal",
+                    L.JOB_STATES[st] if st < len(L.JOB_STATES) else "queued",
+                    _opt(sub),
+                    _opt(started),
+                    _opt(finished),
+                    tuple(pviews),
+                )
+            )
         out.sort(key=lambda j: (j.submitted_at or 0.0, j.job_id))
         return tuple(out)
 
@@ -298,12 +376,17 @@ class Snapshot:
         synthesizing/synthesis workers). Empty for every consistent snapshot."""
         bad = []
         parts = {(j.job_id, p.index): p.state for j in self.jobs for p in j.partitions}
-        for kind, pstate in (("device", "gpu"), ("finalizer", "finalizing"),
-                             ("synth", "synthesizing")):
+        for kind, pstate in (
+            ("device", "gpu"),
+            ("finalizer", "finalizing"),
+            ("synth", "synthesizing"),
+        ):
             for v in self.slots(kind):
                 if v.busy and parts.get((v.job_id, v.partition)) != pstate:
-                    bad.append(f"{kind} {v.slot} is {v.state} on {v.job_id}/{v.partition}, which"
-                               f" is {parts.get((v.job_id, v.partition), 'not on the board')}")
+                    bad.append(
+                        f"{kind} {v.slot} is {v.state} on {v.job_id}/{v.partition}, which"
+                        f" is {parts.get((v.job_id, v.partition), 'not on the board')}"
+                    )
             for (job_id, i), st in parts.items():
                 if st == pstate:
                     n = sum(1 for v in self._named.get((job_id, i), ()) if v.kind == kind)
@@ -317,8 +400,13 @@ class Snapshot:
         m = self.raw_memory
         total, reserved, n = m[1], m[2], m[3]
         by_use = {L.unpack_str(m[4 + 2 * i]): m[5 + 2 * i] for i in range(n)}
-        return {"total_bytes": total, "reserved_bytes": reserved, "used_bytes": reserved,
-                "available_bytes": max(0, total - reserved), "by_use": by_use}
+        return {
+            "total_bytes": total,
+            "reserved_bytes": reserved,
+            "used_bytes": reserved,
+            "available_bytes": max(0, total - reserved),
+            "by_use": by_use,
+        }
 
     @cached_property
     def counters(self) -> dict:
@@ -326,75 +414,138 @@ class Snapshot:
         retries, restarts, stale, qdepth, torn_repaired, dropped, nk, recovered = c[1:9]
         completed = {L.unpack_str(c[9 + 3 * i]): c[10 + 3 * i] for i in range(nk)}
         failed = {L.unpack_str(c[9 + 3 * i]): c[11 + 3 * i] for i in range(nk)}
-        return {"total_completed": sum(completed.values()),
-                "total_failed": sum(failed.values()),
-                "completed_by_kind": {k: v for k, v in completed.items() if v},
-                "failed_by_kind": {k: v for k, v in failed.items() if v},
-                "retries": retries, "restarts": restarts, "stale_ends_ignored": stale,
-                "queue_depth": qdepth, "torn_records_repaired": torn_repaired,
-                "jobs_not_shown": dropped, "jobs_recovered": recovered}
+        return {
+            "total_completed": sum(completed.values()),
+            "total_failed": sum(failed.values()),
+            "completed_by_kind": {k: v for k, v in completed.items() if v},
+            "failed_by_kind": {k: v for k, v in failed.items() if v},
+            "retries": retries,
+            "restarts": restarts,
+            "stale_ends_ignored": stale,
+            "queue_depth": qdepth,
+            "torn_records_repaired": torn_repaired,
+            "jobs_not_shown": dropped,
+            "jobs_recovered": recovered,
+        }
 
     @cached_property
     def keys(self) -> list[dict]:
         k = self.raw_keys
         out = []
         for i in range(k[1]):
-            key_id, nbytes, devs, last, evictable = k[2 + 5 * i:7 + 5 * i]
+            key_id, nbytes, devs, last, evictable = k[2 + 5 * i : 7 + 5 * i]
             d = L.unpack_str(devs)
-            out.append({"key_id": L.unpack_str(key_id), "bytes": nbytes,
-                        "devices": d.split(",") if d else [],
-                        "last_used_secs_ago": _ago(self.now, _opt(last)),
-                        "evictable": bool(evictable)})
+            out.append(
+                {
+                    "key_id": L.unpack_str(key_id),
+                    "bytes": nbytes,
+                    "devices": d.split(",") if d else [],
+                    "last_used_secs_ago": _ago(self.now, _opt(last)),
+                    "evictable": bool(evictable),
+                }
+            )
         return out
 
     def to_dict(self) -> dict:
         """The status JSON (GET /status, `cuzk top --json`); shape fixed in TEAM.md."""
         now = self.now
         synth_workers = [
-            {"worker_id": v.slot, "pid": v.pid,
-             "state": v.state if v.state != "empty" else "dead", "generation": v.generation,
-             "job_id": v.job_id, "partition": v.partition,
-             "started_secs_ago": _ago(now, v.started_at),
-             "heartbeat_age_secs": _ago(now, v.heartbeat), "restarts": v.restarts,
-             "busy_secs": v.busy_secs}
-            for v in self.synth if v.state != "empty"]
+            {
+                "worker_id": v.slot,
+                "pid": v.pid,
+                "state": v.state if v.state != "empty" else "dead",
+                "generation": v.generation,
+                "job_id": v.job_id,
+                "partition": v.partition,
+                "started_secs_ago": _ago(now, v.started_at),
+                "heartbeat_age_secs": _ago(now, v.heartbeat),
+                "restarts": v.restarts,
+                "busy_secs": v.busy_secs,
+            }
+            for v in self.synth
+            if v.state != "empty"
+        ]
         gpu_workers = [
-            {"worker_id": v.slot, "gpu_ordinal": v.ordinal, "device": v.device, "pid": v.pid,
-             "state": v.state, "generation": v.generation, "current_job": v.job_id,
-             "current_partition": v.partition, "started_secs_ago": _ago(now, v.started_at),
-             "busy_secs": v.busy_secs, "heartbeat_age_secs": _ago(now, v.heartbeat),
-             "restarts": v.restarts}
-            for v in self.devices if v.state != "empty"]
+            {
+                "worker_id": v.slot,
+                "gpu_ordinal": v.ordinal,
+                "device": v.device,
+                "pid": v.pid,
+                "state": v.state,
+                "generation": v.generation,
+                "current_job": v.job_id,
+                "current_partition": v.partition,
+                "started_secs_ago": _ago(now, v.started_at),
+                "busy_secs": v.busy_secs,
+                "heartbeat_age_secs": _ago(now, v.heartbeat),
+                "restarts": v.restarts,
+            }
+            for v in self.devices
+            if v.state != "empty"
+        ]
         finalizers = [
-            {"finalizer_id": v.slot, "gpu_ordinal": v.ordinal, "pid": v.pid, "state": v.state,
-             "generation": v.generation, "current_job": v.job_id,
-             "current_partition": v.partition, "started_secs_ago": _ago(now, v.started_at),
-             "heartbeat_age_secs": _ago(now, v.heartbeat), "restarts": v.restarts,
-             "device": v.device, "busy_secs": v.busy_secs, "from_worker": v.from_slot}
-            for v in self.finalizers if v.state != "empty"]
+            {
+                "finalizer_id": v.slot,
+                "gpu_ordinal": v.ordinal,
+                "pid": v.pid,
+                "state": v.state,
+                "generation": v.generation,
+                "current_job": v.job_id,
+                "current_partition": v.partition,
+                "started_secs_ago": _ago(now, v.started_at),
+                "heartbeat_age_secs": _ago(now, v.heartbeat),
+                "restarts": v.restarts,
+                "device": v.device,
+                "busy_secs": v.busy_secs,
+                "from_worker": v.from_slot,
+            }
+            for v in self.finalizers
+            if v.state != "empty"
+        ]
         pipelines = []
         for j in self.jobs:
-            pipelines.append({
-                "job_id": j.job_id, "proof_kind": j.kind, "priority": j.priority,
-                "state": j.state, "submitted_at": j.submitted_at,
-                "started_secs_ago": _ago(now, j.started_at if j.started_at is not None
-                                         else j.submitted_at),
-                "total_partitions": len(j.partitions),
-                "partitions_done": sum(p.state == "done" for p in j.partitions),
-                "partitions_failed": sum(p.state == "failed" for p in j.partitions),
-                "partitions": [{"index": p.index, "state": p.state, "synth_ms": p.synth_ms,
-                                "gpu_ms": p.gpu_ms, "finalize_ms": p.finalize_ms,
-                                "attempts": p.attempts} for p in j.partitions]})
+            pipelines.append(
+                {
+                    "job_id": j.job_id,
+                    "proof_kind": j.kind,
+                    "priority": j.priority,
+                    "state": j.state,
+                    "submitted_at": j.submitted_at,
+                    "started_secs_ago": _ago(
+                        now, j.started_at if j.started_at is not None else j.submitted_at
+                    ),
+                    "total_partitions": len(j.partitions),
+                    "partitions_done": sum(p.state == "done" for p in j.partitions),
+                    "partitions_failed": sum(p.state == "failed" for p in j.partitions),
+                    "partitions": [
+                        {
+                            "index": p.index,
+                            "state": p.state,
+                            "synth_ms": p.synth_ms,
+                            "gpu_ms": p.gpu_ms,
+                            "finalize_ms": p.finalize_ms,
+                            "attempts": p.attempts,
+                        }
+                        for p in j.partitions
+                    ],
+                }
+            )
         keys = self.keys
         return {
-            "instance": self.instance, "board": self.board,
-            "layout_version": self.layout_version, "supervisor_pid": self.supervisor_pid,
-            "started_at": self.started_at, "now": now,
-            "uptime_secs": max(0.0, now - self.started_at), "consistent": self.consistent,
+            "instance": self.instance,
+            "board": self.board,
+            "layout_version": self.layout_version,
+            "supervisor_pid": self.supervisor_pid,
+            "started_at": self.started_at,
+            "now": now,
+            "uptime_secs": max(0.0, now - self.started_at),
+            "consistent": self.consistent,
             "memory": self.memory,
-            "synthesis": {"max_concurrent": len(synth_workers),
-                          "active": sum(w["state"] == "synthesizing" for w in synth_workers),
-                          "workers": synth_workers},
+            "synthesis": {
+                "max_concurrent": len(synth_workers),
+                "active": sum(w["state"] == "synthesizing" for w in synth_workers),
+                "workers": synth_workers,
+            },
             "gpu_workers": gpu_workers,
             "finalizers": finalizers,
             "pipelines": pipelines,
@@ -425,9 +576,14 @@ class _Plan:
         self.job_state = slice(j + L.JOB_STATE_AT, None, L.JOB_SIZE)
         self.slot_low = slice(0, self.nslots * L.SLOT_SIZE, L.SLOT_SIZE)
         self.job_low = slice(j, None, L.JOB_SIZE)
-        self.ctl = [(o[k] - self.m0, p) for k, p in (("memory", lay.memory_payload),
-                                                     ("counters", lay.counters_payload),
-                                                     ("keys", lay.keys_payload))]
+        self.ctl = [
+            (o[k] - self.m0, p)
+            for k, p in (
+                ("memory", lay.memory_payload),
+                ("counters", lay.counters_payload),
+                ("keys", lay.keys_payload),
+            )
+        ]
 
 
 _ODD = bytes(i & 1 for i in range(256))  # bytes.translate table: byte -> its low bit
@@ -466,13 +622,42 @@ def collect(board, *, tries: int = 64, verify: bool | str = True) -> Snapshot:
         if 1 in low.translate(_ODD):
             continue
         torn = _verify(board, plan, verify, A, lo, P, M) if verify else ()
-        return Snapshot(board.name, board.instance, L.LAYOUT_VERSION, board.pid,
-                        board.started_at, now, not torn, attempt, torn, True, board.layout, A,
-                        (lo, max(hi, lo)), P, M)
+        return Snapshot(
+            board.name,
+            board.instance,
+            L.LAYOUT_VERSION,
+            board.pid,
+            board.started_at,
+            now,
+            not torn,
+            attempt,
+            torn,
+            True,
+            board.layout,
+            A,
+            (lo, max(hi, lo)),
+            P,
+            M,
+        )
     # No consistent cut: return the last copy; records being written are shown empty.
     torn = _verify(board, plan, "all", A, lo, P, M)
-    return Snapshot(board.name, board.instance, L.LAYOUT_VERSION, board.pid, board.started_at,
-                    now, False, attempt, torn, False, board.layout, A, (lo, max(hi, lo)), P, M)
+    return Snapshot(
+        board.name,
+        board.instance,
+        L.LAYOUT_VERSION,
+        board.pid,
+        board.started_at,
+        now,
+        False,
+        attempt,
+        torn,
+        False,
+        board.layout,
+        A,
+        (lo, max(hi, lo)),
+        P,
+        M,
+    )
 
 
 _time = time.time
@@ -481,8 +666,10 @@ _SEQ_AT = lambda data, off: L.SEQ.unpack_from(data, off)[0]  # noqa: E731
 
 
 def _check(data, rel: int, payload_size: int) -> bool:
-    return crc32(data[rel + 8:rel + 8 + payload_size]) == L.CHECK.unpack_from(
-        data, rel + 8 + payload_size)[0]
+    return (
+        crc32(data[rel + 8 : rel + 8 + payload_size])
+        == L.CHECK.unpack_from(data, rel + 8 + payload_size)[0]
+    )
 
 
 def _verify(board, plan, verify, A, lo, P, M) -> tuple:
@@ -505,8 +692,8 @@ def _verify(board, plan, verify, A, lo, P, M) -> tuple:
         cache["ctl"] = {}
     u64 = np.frombuffer(A, np.uint64)
     sseq = u64[plan.slot_seq]
-    jseq = u64[plan.job_seq][:plan.job_rows]
-    pseq = np.frombuffer(P, np.uint64)[::L.PART_SIZE // 8]
+    jseq = u64[plan.job_seq][: plan.job_rows]
+    pseq = np.frombuffer(P, np.uint64)[:: L.PART_SIZE // 8]
     torn = []
     mv = memoryview(A)
     a0 = plan.a0
@@ -531,7 +718,7 @@ def _verify(board, plan, verify, A, lo, P, M) -> tuple:
             torn.append(plan.jo + i * L.JOB_SIZE)
     if len(pseq):
         first = lo * plan.maxp  # index of the span's first partition record in the cache
-        cached = cache["parts"][first:first + len(pseq)]
+        cached = cache["parts"][first : first + len(pseq)]
         ch = range(len(pseq)) if full else (pseq != cached).nonzero()[0].tolist()
         pm = memoryview(P)
         for k in ch:

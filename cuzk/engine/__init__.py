@@ -6,7 +6,17 @@ from cuzk.engine.engine import Engine, EngineError, EngineStopped, UnknownJob, U
 from cuzk.engine.scheduler import Scheduler, WorkKey
 
 __all__ = [
-    "BudgetError", "Engine", "EngineConfig", "EngineError", "EngineStopped", "MemoryBudget",
-    "Scheduler", "UnknownJob", "UnknownKey", "WorkKey", "format_size", "parse_devices",
+    "BudgetError",
+    "Engine",
+    "EngineConfig",
+    "EngineError",
+    "EngineStopped",
+    "MemoryBudget",
+    "Scheduler",
+    "UnknownJob",
+    "UnknownKey",
+    "WorkKey",
+    "format_size",
+    "parse_devices",
     "parse_size",
 ]

@@ -105,5 +105,8 @@ class ChildProcess:
 
 
 def setup_logging(level: int) -> None:
-    logging.basicConfig(level=level, stream=sys.stderr,
-                        format="%(asctime)s %(process)d %(name)s %(levelname)s %(message)s")
+    logging.basicConfig(
+        level=level,
+        stream=sys.stderr,
+        format="%(asctime)s %(process)d %(name)s %(levelname)s %(message)s",
+    )

@@ -131,9 +131,9 @@ class DeviceProcess(child.ChildProcess):
         self.verifiers: dict[str, object] = {}
 
     def threads(self) -> list[tuple]:
-        return ([(functools.partial(self._worker, s), f"worker-{s}") for s in self.worker_slots]
-                + [(functools.partial(self._finalizer, s), f"finalizer-{s}")
-                   for s in self.fin_slots])
+        return [(functools.partial(self._worker, s), f"worker-{s}") for s in self.worker_slots] + [
+            (functools.partial(self._finalizer, s), f"finalizer-{s}") for s in self.fin_slots
+        ]
 
     def handle(self, msg) -> None:
         match msg:
@@ -163,8 +163,13 @@ class DeviceProcess(child.ChildProcess):
                 t0 = time.time()
                 self.dev.load_key(key)
                 self.keys[key.key_id] = key
-                self.chan.send(KeyLoaded(key.key_id, int(self.dev.resident_bytes(key.key_id)),
-                                         (time.time() - t0) * 1e3))
+                self.chan.send(
+                    KeyLoaded(
+                        key.key_id,
+                        int(self.dev.resident_bytes(key.key_id)),
+                        (time.time() - t0) * 1e3,
+                    )
+                )
             return key
 
     def _fail(self, item: _Item, stage: str, exc: BaseException, abc_intact=False) -> None:
@@ -191,8 +196,10 @@ class DeviceProcess(child.ChildProcess):
             proof = self.prover.prove_finish(item.key, item.partial, w)
             del w
             if self.self_verify and not self._verifier(item.key)(proof):
-                raise ProofRejected("self-verification rejected the proof: the witness does "
-                                    "not satisfy the key's circuit")
+                raise ProofRejected(
+                    "self-verification rejected the proof: the witness does "
+                    "not satisfy the key's circuit"
+                )
             proof_json = proof.to_json()
             public = [str(x) for x in proof.public]
         except Exception as exc:
@@ -203,8 +210,9 @@ class DeviceProcess(child.ChildProcess):
         ms = (time.time() - t0) * 1e3
         status.finish_end(token, ok=True, gpu_ms=item.gpu_ms, finalize_ms=ms)
         item.close()
-        self.chan.send(Done(item.work, proof_json, public, item.gpu_ms, ms, item.t_start,
-                            item.t_end))
+        self.chan.send(
+            Done(item.work, proof_json, public, item.gpu_ms, ms, item.t_start, item.t_end)
+        )
 
     def _worker(self, slot: int) -> None:
         while True:

@@ -81,11 +81,13 @@ class Dispatcher:
 
     def _seg(self, wk: WorkKey, use: str) -> str:
         self._seg_seq += 1
-        return buffers.segment_name(f"{wk.job_id}.{wk.partition}.{wk.attempt}.{use}."
-                                    f"{self._seg_seq}", self.books.pid)
+        return buffers.segment_name(
+            f"{wk.job_id}.{wk.partition}.{wk.attempt}.{use}.{self._seg_seq}", self.books.pid
+        )
 
-    def _send_synth(self, ch: ChildRecord, wk: WorkKey, job: JobRecord, k: KeyRecord,
-                    parts: dict) -> None:
+    def _send_synth(
+        self, ch: ChildRecord, wk: WorkKey, job: JobRecord, k: KeyRecord, parts: dict
+    ) -> None:
         b = self.books
         w = b.works[wk] = WorkRecord(wk, child=ch)
         b.budget.try_reserve(w.owner, parts)
@@ -158,9 +160,10 @@ class Dispatcher:
     def make_room(self, need: int, exclude: str) -> None:
         """Evict idle keys, least recently used first, until `need` bytes fit."""
         b = self.books
-        idle = sorted((k for k in b.keys.values()
-                       if k.charged and not k.live_jobs and k.key_id != exclude),
-                      key=lambda k: k.last_used)
+        idle = sorted(
+            (k for k in b.keys.values() if k.charged and not k.live_jobs and k.key_id != exclude),
+            key=lambda k: k.last_used,
+        )
         for k in idle:
             if b.budget.fits(need):
                 return
@@ -182,19 +185,38 @@ class Dispatcher:
         b.publish_keys()
 
     # ---------------------------------------------------------------- outcomes
-    def fail_stage(self, wk: WorkKey, reason: str, *, retry: bool, to_device: bool,
-                   failure: Failure | None = None, alone: bool = False) -> None:
+    def fail_stage(
+        self,
+        wk: WorkKey,
+        reason: str,
+        *,
+        retry: bool,
+        to_device: bool,
+        failure: Failure | None = None,
+        alone: bool = False,
+    ) -> None:
         """A stage of `wk` failed: retry it (to the device queue when `to_device`, else from a
         new synthesis) while attempts are left and `retry`, else fail its job — or only the
         partition, when `alone` (an input the circuit rejects)."""
         b = self.books
         job, p = b.job_of(wk)
         if failure is not None and failure.traceback and not alone:  # an input's fault
-            log.warning("job %s partition %d attempt %d failed: %s\n%s", wk.job_id,
-                        wk.partition, wk.attempt, reason, failure.traceback)
+            log.warning(
+                "job %s partition %d attempt %d failed: %s\n%s",
+                wk.job_id,
+                wk.partition,
+                wk.attempt,
+                reason,
+                failure.traceback,
+            )
         else:
-            log.warning("job %s partition %d attempt %d failed: %s", wk.job_id, wk.partition,
-                        wk.attempt, reason)
+            log.warning(
+                "job %s partition %d attempt %d failed: %s",
+                wk.job_id,
+                wk.partition,
+                wk.attempt,
+                reason,
+            )
         p.error = reason
         if alone or not retry or wk.attempt + 1 >= b.config.max_attempts:
             b.sched.give_up(wk)
@@ -206,8 +228,12 @@ class Dispatcher:
                 self.settle(job)
             else:
                 n = wk.attempt + 1
-                self.end_job(job, "failed", f"partition {wk.partition} failed after {n} "
-                             f"attempt{'s' if n > 1 else ''}: {reason}")
+                self.end_job(
+                    job,
+                    "failed",
+                    f"partition {wk.partition} failed after {n} "
+                    f"attempt{'s' if n > 1 else ''}: {reason}",
+                )
             return
         b.counters["retries"] += 1
         b.status.count_retry()
@@ -233,11 +259,16 @@ class Dispatcher:
             self.end_job(job, "done", None)
             return
         bad = [i for i, p in enumerate(job.partitions) if p.state == "failed"]
-        self.end_job(job, "failed", f"{len(bad)} of {len(job.partitions)} partition(s) failed "
-                     f"(partition {bad[0]}: {job.partitions[bad[0]].error})")
+        self.end_job(
+            job,
+            "failed",
+            f"{len(bad)} of {len(job.partitions)} partition(s) failed "
+            f"(partition {bad[0]}: {job.partitions[bad[0]].error})",
+        )
 
-    def end_job(self, job: JobRecord, state: str, error: str | None, *,
-                shutdown: bool = False) -> None:
+    def end_job(
+        self, job: JobRecord, state: str, error: str | None, *, shutdown: bool = False
+    ) -> None:
         """Finish a job (done, failed, cancelled): drop what is still queued, stop what runs at
         its next stage boundary, record the outcome, wake result() waiters. A job cancelled
         because the engine stops (`shutdown`) is not finished in the journal: it is re-queued
@@ -259,8 +290,12 @@ class Dispatcher:
             try:
                 b.journal.finish(job.job_id, state, job.finished_at, job.result())
             except Exception as exc:  # a full disk costs the record, never the supervisor
-                log.error("job %s: cannot record its outcome in the journal: %s (it will be "
-                          "proved again after a restart)", job.job_id, exc)
+                log.error(
+                    "job %s: cannot record its outcome in the journal: %s (it will be "
+                    "proved again after a restart)",
+                    job.job_id,
+                    exc,
+                )
         k = b.keys.get(job.key_id)
         if k is not None:
             k.live_jobs -= 1
@@ -273,7 +308,8 @@ class Dispatcher:
             b.counters["failed"] += 1
         b.event(state, job.job_id, -1, -1)
         (log.info if state == "done" else log.warning)(
-            "job %s %s%s", job.job_id, state, f": {error}" if error else "")
+            "job %s %s%s", job.job_id, state, f": {error}" if error else ""
+        )
         b.finished.append(job.job_id)
         while len(b.finished) > b.config.job_history:
             b.jobs.pop(b.finished.popleft(), None)

@@ -166,16 +166,20 @@ class Engine:
         if self._validated.get(stamp) != pk.key_id:
             t0 = time.perf_counter()
             pk.validate()
-            log.info("key %s validated in %.0f ms: %s", pk.key_id,
-                     (time.perf_counter() - t0) * 1e3, path)
+            log.info(
+                "key %s validated in %.0f ms: %s", pk.key_id, (time.perf_counter() - t0) * 1e3, path
+            )
             with b.lock:
                 self._validated[stamp] = pk.key_id
         if circuit is not None and circuit.witness_size != int(pk.n_vars):
             from cuzk.witness.errors import CircuitMismatch
 
-            raise CircuitMismatch(wasm, f"has {circuit.witness_size} wires but "
-                                        f"{os.path.basename(path)} has nVars = {pk.n_vars}: "
-                                        "not the same circuit")
+            raise CircuitMismatch(
+                wasm,
+                f"has {circuit.witness_size} wires but "
+                f"{os.path.basename(path)} has nVars = {pk.n_vars}: "
+                "not the same circuit",
+            )
         with b.lock:
             k = b.keys.get(pk.key_id)
             if k is not None:
@@ -186,15 +190,30 @@ class Engine:
             pb = int(pk.partition_bytes())
             abc = min(3 * 32 * int(pk.domain_size), pb)
             now = time.time()
-            k = b.keys[pk.key_id] = KeyRecord(pk.key_id, path, int(pk.n_vars),
-                                              int(pk.domain_size), int(pk.n_public),
-                                              int(pk.nbytes), pb, abc, now, now)
+            k = b.keys[pk.key_id] = KeyRecord(
+                pk.key_id,
+                path,
+                int(pk.n_vars),
+                int(pk.domain_size),
+                int(pk.n_public),
+                int(pk.nbytes),
+                pb,
+                abc,
+                now,
+                now,
+            )
             if circuit is not None:
                 k.wasm, k.wasm_bytes = wasm, int(circuit.instance_bytes)
             b.publish_keys()
-        log.info("key %s registered: %s (%d vars, domain %d, %s per partition)%s", pk.key_id,
-                 path, pk.n_vars, pk.domain_size, format_size(pb),
-                 f", circuit {wasm}" if wasm else "")
+        log.info(
+            "key %s registered: %s (%d vars, domain %d, %s per partition)%s",
+            pk.key_id,
+            path,
+            pk.n_vars,
+            pk.domain_size,
+            format_size(pb),
+            f", circuit {wasm}" if wasm else "",
+        )
         return pk.key_id
 
     def keys(self) -> list[dict]:
@@ -218,9 +237,18 @@ class Engine:
         return was
 
     # ================================================================ jobs
-    def submit(self, key_id: str, witnesses=None, kind: str = "default",
-               priority: str = "normal", *, inputs=None, job_id: str | None = None,
-               submitted_at: float | None = None, recovered: bool = False) -> str:
+    def submit(
+        self,
+        key_id: str,
+        witnesses=None,
+        kind: str = "default",
+        priority: str = "normal",
+        *,
+        inputs=None,
+        job_id: str | None = None,
+        submitted_at: float | None = None,
+        recovered: bool = False,
+    ) -> str:
         """Queue a job: one witness (bytes, or a path) per partition. Returns the job id.
 
         Or `inputs` instead of witnesses: one circuit input per partition (a JSON object, its
@@ -240,8 +268,16 @@ class Engine:
         if (witnesses is None) == (inputs is None):
             raise ValueError("a job has either witnesses or inputs")
         if inputs is not None:
-            return self._submit(key_id, self._circuit_inputs(inputs), kind, priority, job_id,
-                                submitted_at, recovered, circuit=True)
+            return self._submit(
+                key_id,
+                self._circuit_inputs(inputs),
+                kind,
+                priority,
+                job_id,
+                submitted_at,
+                recovered,
+                circuit=True,
+            )
         inputs = []
         for w in witnesses:
             if isinstance(w, (bytes, bytearray, memoryview)):
@@ -273,16 +309,18 @@ class Engine:
                 except (json.JSONDecodeError, UnicodeDecodeError) as e:
                     raise ValueError(f"{what}: not valid JSON: {e}") from None
             if not isinstance(x, dict):
-                raise ValueError(f"{what}: the circuit's inputs are a JSON object, got "
-                                 f"{type(x).__name__}")
+                raise ValueError(
+                    f"{what}: the circuit's inputs are a JSON object, got {type(x).__name__}"
+                )
             parse_inputs(x, what)  # NotANumber (a ValueError) for a value that is not one
             out.append(json.dumps(x, separators=(",", ":")).encode())
         if not out:
             raise ValueError("a job needs at least one input (one per partition)")
         return out
 
-    def _submit(self, key_id, inputs, kind, priority, job_id, submitted_at, recovered,
-                circuit: bool = False) -> str:
+    def _submit(
+        self, key_id, inputs, kind, priority, job_id, submitted_at, recovered, circuit: bool = False
+    ) -> str:
         b = self._books
         with b.lock:
             self._check_intake(key_id, inputs, circuit)
@@ -295,8 +333,9 @@ class Engine:
         submitted_at = time.time() if submitted_at is None else float(submitted_at)
         journal = b.journal if not recovered else None
         if journal is not None:  # durable before the id is handed out (fsync: outside the lock)
-            inputs = journal.accept(job_id, key_id, k.path, kind, priority, submitted_at, inputs,
-                                    wasm=wasm)
+            inputs = journal.accept(
+                job_id, key_id, k.path, kind, priority, submitted_at, inputs, wasm=wasm
+            )
         with b.lock:
             try:
                 self._check_intake(key_id, inputs, circuit)
@@ -304,8 +343,17 @@ class Engine:
                 if journal is not None:
                     journal.discard(job_id)
                 raise
-            job = JobRecord(job_id, key_id, kind, priority, inputs, submitted_at,
-                            [PartitionRecord() for _ in inputs], recovered=recovered, wasm=wasm)
+            job = JobRecord(
+                job_id,
+                key_id,
+                kind,
+                priority,
+                inputs,
+                submitted_at,
+                [PartitionRecord() for _ in inputs],
+                recovered=recovered,
+                wasm=wasm,
+            )
             b.jobs[job_id] = job
             k.live_jobs += 1
             b.sched.add_job(job_id, priority, len(inputs))
@@ -316,9 +364,15 @@ class Engine:
             b.event("submit", job_id, -1, -1)
             b.publish_queue()
         self._sup.wake()
-        log.info("job %s %s: %s, %s, %d partition(s)%s", job_id,
-                 "recovered" if recovered else "submitted", kind, priority, len(inputs),
-                 " from circuit inputs" if wasm else "")
+        log.info(
+            "job %s %s: %s, %s, %d partition(s)%s",
+            job_id,
+            "recovered" if recovered else "submitted",
+            kind,
+            priority,
+            len(inputs),
+            " from circuit inputs" if wasm else "",
+        )
         return job_id
 
     def _check_intake(self, key_id: str, inputs: list, circuit: bool = False) -> None:
@@ -330,14 +384,22 @@ class Engine:
         if k is None:
             raise UnknownKey(key_id)
         if circuit and k.wasm is None:
-            raise ValueError(f"key {key_id} has no circuit wasm: register it with its wasm "
-                             "to submit inputs, or submit witnesses")
+            raise ValueError(
+                f"key {key_id} has no circuit wasm: register it with its wasm "
+                "to submit inputs, or submit witnesses"
+            )
         biggest = max(len(x) if isinstance(x, bytes) else 0 for x in inputs)
-        need = (k.partition_bytes + biggest + (0 if k.charged else k.nbytes)
-                + (k.wasm_bytes if circuit else 0))
+        need = (
+            k.partition_bytes
+            + biggest
+            + (0 if k.charged else k.nbytes)
+            + (k.wasm_bytes if circuit else 0)
+        )
         if need > b.budget.total:
-            raise BudgetError(f"one partition needs {format_size(need)}, the memory budget is "
-                              f"{format_size(b.budget.total)}")
+            raise BudgetError(
+                f"one partition needs {format_size(need)}, the memory budget is "
+                f"{format_size(b.budget.total)}"
+            )
 
     def _job(self, job_id: str) -> JobRecord:
         job = self._books.jobs.get(job_id)
@@ -392,8 +454,10 @@ class Engine:
 
     def process_pids(self) -> dict[str, list[int]]:
         with self._books.lock:
-            return {"synth": [c.pid for c in self._books.synth],
-                    "device": [c.pid for c in self._books.devices]}
+            return {
+                "synth": [c.pid for c in self._books.synth],
+                "device": [c.pid for c in self._books.devices],
+            }
 
     def _prover(self):
         prover = importlib.import_module(self.config.prover)

@@ -40,8 +40,12 @@ class Failure(NamedTuple):
 
     @classmethod
     def of(cls, exc: BaseException) -> Failure:
-        return cls(type(exc).__name__, str(exc) or type(exc).__name__,
-                   "".join(traceback.format_exception(exc)), isinstance(exc, ValueError))
+        return cls(
+            type(exc).__name__,
+            str(exc) or type(exc).__name__,
+            "".join(traceback.format_exception(exc)),
+            isinstance(exc, ValueError),
+        )
 
     def __str__(self) -> str:
         return f"{self.type}: {self.message}"

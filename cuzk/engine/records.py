@@ -37,13 +37,21 @@ class KeyRecord:
     live_jobs: int = 0
 
     def to_dict(self, devices: list[ChildRecord], now: float) -> dict:
-        return {"key_id": self.key_id, "path": self.path, "n_vars": self.n_vars,
-                "domain_size": self.domain_size, "n_public": self.n_public,
-                "bytes": self.nbytes, "partition_bytes": self.partition_bytes,
-                "devices": [devices[i].device for i in sorted(self.devices)],
-                "live_jobs": self.live_jobs, "last_used_secs_ago": now - self.last_used,
-                "evictable": self.live_jobs == 0, "wasm": self.wasm,
-                "wasm_bytes": self.wasm_bytes}
+        return {
+            "key_id": self.key_id,
+            "path": self.path,
+            "n_vars": self.n_vars,
+            "domain_size": self.domain_size,
+            "n_public": self.n_public,
+            "bytes": self.nbytes,
+            "partition_bytes": self.partition_bytes,
+            "devices": [devices[i].device for i in sorted(self.devices)],
+            "live_jobs": self.live_jobs,
+            "last_used_secs_ago": now - self.last_used,
+            "evictable": self.live_jobs == 0,
+            "wasm": self.wasm,
+            "wasm_bytes": self.wasm_bytes,
+        }
 
 
 @dataclass
@@ -63,10 +71,18 @@ class PartitionRecord:
     error: str | None = None
 
     def to_dict(self, index: int) -> dict:
-        return {"index": index, "state": self.state, "attempts": self.attempts,
-                "synth_ms": self.synth_ms, "witness_ms": self.witness_ms,
-                "abc_ms": self.abc_ms, "gpu_ms": self.gpu_ms, "finalize_ms": self.finalize_ms,
-                "device": self.device, "error": self.error}
+        return {
+            "index": index,
+            "state": self.state,
+            "attempts": self.attempts,
+            "synth_ms": self.synth_ms,
+            "witness_ms": self.witness_ms,
+            "abc_ms": self.abc_ms,
+            "gpu_ms": self.gpu_ms,
+            "finalize_ms": self.finalize_ms,
+            "device": self.device,
+            "error": self.error,
+        }
 
 
 @dataclass
@@ -92,13 +108,21 @@ class JobRecord:
         return self.state in ("done", "failed", "cancelled")
 
     def to_dict(self, detail: bool) -> dict:
-        d = {"job_id": self.job_id, "key_id": self.key_id, "kind": self.kind,
-             "priority": self.priority, "state": self.state,
-             "submitted_at": self.submitted_at, "started_at": self.started_at,
-             "finished_at": self.finished_at, "error": self.error,
-             "total_partitions": len(self.partitions), "partitions_done": self.n_done,
-             "partitions_failed": sum(p.state == "failed" for p in self.partitions),
-             "recovered": self.recovered}
+        d = {
+            "job_id": self.job_id,
+            "key_id": self.key_id,
+            "kind": self.kind,
+            "priority": self.priority,
+            "state": self.state,
+            "submitted_at": self.submitted_at,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "error": self.error,
+            "total_partitions": len(self.partitions),
+            "partitions_done": self.n_done,
+            "partitions_failed": sum(p.state == "failed" for p in self.partitions),
+            "recovered": self.recovered,
+        }
         if detail:
             d["partitions"] = [p.to_dict(i) for i, p in enumerate(self.partitions)]
         return d

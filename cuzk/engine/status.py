@@ -54,8 +54,7 @@ class ChildStatus:
 
     def register_finalizer(self, slot: int, device_index: int, device: str) -> None:
         if self.board:
-            self.board.finalizers.register(slot, self.pid, ordinal=_ordinal(device),
-                                           device=device)
+            self.board.finalizers.register(slot, self.pid, ordinal=_ordinal(device), device=device)
             self._slots.append(("finalizer", slot))
 
     def heartbeat_loop(self) -> None:
@@ -92,8 +91,9 @@ class ChildStatus:
     def finish_end(self, token, *, ok: bool, gpu_ms: float, finalize_ms: float) -> None:
         """End a finalizer claim (or, synchronous proving, the worker's own claim)."""
         if token is not None:
-            self.board.end(token, state="done" if ok else "synth_done", gpu_ms=gpu_ms,
-                           finalize_ms=finalize_ms)
+            self.board.end(
+                token, state="done" if ok else "synth_done", gpu_ms=gpu_ms, finalize_ms=finalize_ms
+            )
 
 
 class SupervisorStatus:
@@ -112,11 +112,16 @@ class SupervisorStatus:
         if cfg.board_name:  # a name of any spelling, left by a daemon that is gone
             board_segment.free_name(cfg.board_name)
         n_dev = len(cfg.device_names)
-        board = Board.create(cfg.board_name, instance=cfg.instance,
-                             device_slots=n_dev * cfg.workers_per_device,
-                             finalizer_slots=n_dev * cfg.finalizers_per_device,
-                             synth_slots=cfg.synth_workers, job_rows=cfg.board_jobs,
-                             max_partitions=cfg.board_partitions, key_rows=cfg.board_keys)
+        board = Board.create(
+            cfg.board_name,
+            instance=cfg.instance,
+            device_slots=n_dev * cfg.workers_per_device,
+            finalizer_slots=n_dev * cfg.finalizers_per_device,
+            synth_slots=cfg.synth_workers,
+            job_rows=cfg.board_jobs,
+            max_partitions=cfg.board_partitions,
+            key_rows=cfg.board_keys,
+        )
         return cls(board, cfg)
 
     def close(self) -> None:
@@ -133,8 +138,13 @@ class SupervisorStatus:
     # -- jobs ------------------------------------------------------------------------------------
     def job_add(self, job) -> None:
         try:
-            self.board.job_add(job.job_id, job.kind, job.priority, len(job.partitions),
-                               submitted_at=job.submitted_at)
+            self.board.job_add(
+                job.job_id,
+                job.kind,
+                job.priority,
+                len(job.partitions),
+                submitted_at=job.submitted_at,
+            )
         except ValueError:
             pass  # more partitions than a board record holds: proved, just not shown
 
@@ -154,8 +164,15 @@ class SupervisorStatus:
     def partition(self, job, index: int) -> None:
         p = job.partitions[index]
         stored = p.state if p.state in ("pending", "synth_done", "done", "failed") else None
-        self.board.partition_set(job.job_id, index, stored, attempts=p.attempts,
-                                 synth_ms=p.synth_ms, gpu_ms=p.gpu_ms, finalize_ms=p.finalize_ms)
+        self.board.partition_set(
+            job.job_id,
+            index,
+            stored,
+            attempts=p.attempts,
+            synth_ms=p.synth_ms,
+            gpu_ms=p.gpu_ms,
+            finalize_ms=p.finalize_ms,
+        )
 
     # -- budget, keys, counters -----------------------------------------------------------------
     def set_memory(self, budget) -> None:
@@ -165,10 +182,18 @@ class SupervisorStatus:
             self.board.set_memory(m[0], m[1], dict(m[2]))
 
     def set_keys(self, keys, devices) -> None:
-        self.board.set_keys([{"key_id": k.key_id, "bytes": k.nbytes,
-                              "devices": [devices[i].device for i in sorted(k.devices)],
-                              "last_used": k.last_used, "evictable": k.live_jobs == 0}
-                             for k in keys])
+        self.board.set_keys(
+            [
+                {
+                    "key_id": k.key_id,
+                    "bytes": k.nbytes,
+                    "devices": [devices[i].device for i in sorted(k.devices)],
+                    "last_used": k.last_used,
+                    "evictable": k.live_jobs == 0,
+                }
+                for k in keys
+            ]
+        )
 
     def set_queue_depth(self, n: int) -> None:
         self.board.set_queue_depth(n)

@@ -135,11 +135,14 @@ class Supervisor:
         self._ctx = multiprocess.get_context("spawn")
         b.status = SupervisorStatus.create(cfg)
         self._child_opts = {
-            "prover": cfg.prover, "prover_options": cfg.prover_options,
-            "board_name": b.status.name, "log_level": logging.getLogger().level or 30,
+            "prover": cfg.prover,
+            "prover_options": cfg.prover_options,
+            "board_name": b.status.name,
+            "log_level": logging.getLogger().level or 30,
             "workers_per_device": cfg.workers_per_device,
             "finalizers_per_device": cfg.finalizers_per_device,
-            "split_prove": cfg.split_prove, "self_verify": cfg.self_verify,
+            "split_prove": cfg.split_prove,
+            "self_verify": cfg.self_verify,
         }
         b.synth = [ChildRecord("synth", i) for i in range(cfg.synth_workers)]
         b.devices = [ChildRecord("device", i, device=d) for i, d in enumerate(cfg.device_names)]
@@ -147,10 +150,16 @@ class Supervisor:
             for ch in b.children:
                 self._spawn(ch)
         b.status.set_memory(b.budget)
-        log.info("engine: %d synthesis process(es), devices %s x %d workers (split proving %s), "
-                 "memory budget %s, board %s", cfg.synth_workers, ",".join(cfg.device_names),
-                 cfg.workers_per_device, "on" if cfg.split_prove else "off",
-                 format_size(b.budget.total), b.status.name)
+        log.info(
+            "engine: %d synthesis process(es), devices %s x %d workers (split proving %s), "
+            "memory budget %s, board %s",
+            cfg.synth_workers,
+            ",".join(cfg.device_names),
+            cfg.workers_per_device,
+            "on" if cfg.split_prove else "off",
+            format_size(b.budget.total),
+            b.status.name,
+        )
 
     def _loop(self) -> None:
         b = self.books
@@ -205,10 +214,13 @@ class Supervisor:
         if ch.role == "synth":
             target, args = synth_main, (child_conn, os.getpid(), ch.index, self._child_opts)
         else:
-            target, args = device_main, (child_conn, os.getpid(), ch.index, ch.device,
-                                         self._child_opts)
-        proc = self._ctx.Process(target=target, args=args, daemon=True,
-                                 name=f"cuzk-{ch.role}-{ch.index}")
+            target, args = (
+                device_main,
+                (child_conn, os.getpid(), ch.index, ch.device, self._child_opts),
+            )
+        proc = self._ctx.Process(
+            target=target, args=args, daemon=True, name=f"cuzk-{ch.role}-{ch.index}"
+        )
         try:
             proc.start()
         except BaseException:
@@ -251,12 +263,15 @@ class Supervisor:
         now = time.time()
         expected = ch.state == "stopping"
         if ch.state == "starting" and not self.started.is_set():
-            self.start_error = RuntimeError(f"{ch.name} (pid {ch.pid}) died during start-up "
-                                            f"(exit {ch.proc.exitcode}); see its log above")
+            self.start_error = RuntimeError(
+                f"{ch.name} (pid {ch.pid}) died during start-up "
+                f"(exit {ch.proc.exitcode}); see its log above"
+            )
             self.started.set()
             self.request_stop(0)
-        (log.info if expected else log.error)("%s (pid %d) %s: %s", ch.name, ch.pid,
-                                              "stopped" if expected else "died", cause)
+        (log.info if expected else log.error)(
+            "%s (pid %d) %s: %s", ch.name, ch.pid, "stopped" if expected else "died", cause
+        )
         if ch.conn is not None:
             ch.conn.close()
         ch.conn, ch.proc = None, None
@@ -286,26 +301,38 @@ class Supervisor:
         b, cfg = self.books, self.books.config
         now = time.time()
         for ch in b.children:
-            if (ch.state == "dead" and now >= ch.next_start_at
-                    and b.drain_cancelled_at is None):  # a drain still needs its processes
+            if (
+                ch.state == "dead" and now >= ch.next_start_at and b.drain_cancelled_at is None
+            ):  # a drain still needs its processes
                 try:
                     self._spawn(ch)
                 except OSError as exc:  # no memory / process limit: try again later
                     ch.backoff = min(cfg.restart_backoff_max, max(1.0, ch.backoff * 2))
                     ch.next_start_at = now + ch.backoff
-                    log.error("%s could not be restarted: %s (next try in %.1f s)", ch.name,
-                              exc, ch.backoff)
+                    log.error(
+                        "%s could not be restarted: %s (next try in %.1f s)",
+                        ch.name,
+                        exc,
+                        ch.backoff,
+                    )
         if now - self._last_ping >= cfg.ping_interval:
             self._last_ping = now
             for ch in b.children:
                 if ch.state in ("ready", "starting") and ch.proc is not None:
                     # a starting child imports the prover and may compile or load kernels and
                     # open a CUDA context: it gets start_timeout, not the ping timeout
-                    limit = (cfg.hang_timeout if ch.state == "ready"
-                             else max(cfg.start_timeout, cfg.hang_timeout))
+                    limit = (
+                        cfg.hang_timeout
+                        if ch.state == "ready"
+                        else max(cfg.start_timeout, cfg.hang_timeout)
+                    )
                     if now - ch.last_pong > limit:
-                        log.error("%s (pid %d) answered no ping for %.0f s: killing it", ch.name,
-                                  ch.pid, now - ch.last_pong)
+                        log.error(
+                            "%s (pid %d) answered no ping for %.0f s: killing it",
+                            ch.name,
+                            ch.pid,
+                            now - ch.last_pong,
+                        )
                         b.event("hung", ch.role, ch.index, ch.pid)
                         try:
                             os.kill(ch.pid, signal.SIGKILL)
@@ -316,8 +343,7 @@ class Supervisor:
                         self.send(ch, Ping(now))
         if cfg.key_idle_evict_secs > 0:
             for k in b.keys.values():
-                if (k.charged and not k.live_jobs
-                        and now - k.last_used > cfg.key_idle_evict_secs):
+                if k.charged and not k.live_jobs and now - k.last_used > cfg.key_idle_evict_secs:
                     log.info("key %s idle for %.0f s: evicted", k.key_id, now - k.last_used)
                     self.dispatcher.evict(k)
 
@@ -354,13 +380,19 @@ class Supervisor:
                 job, _ = b.job_of(wk)
                 # Circuit inputs the circuit rejects (a missing signal, a failing assert) fail
                 # their partition alone and at once: the job's other partitions still prove.
-                d.fail_stage(wk, f"synthesis: {failure}", retry=not failure.input_error,
-                             to_device=False, failure=failure,
-                             alone=job.wasm is not None and failure.input_error)
+                d.fail_stage(
+                    wk,
+                    f"synthesis: {failure}",
+                    retry=not failure.input_error,
+                    to_device=False,
+                    failure=failure,
+                    alone=job.wasm is not None and failure.input_error,
+                )
             case Started(wk):
                 ch.inflight -= 1
-                b.event("gpu", wk.job_id, wk.partition, wk.attempt, ch.index, msg.t_start,
-                        msg.t_end)
+                b.event(
+                    "gpu", wk.job_id, wk.partition, wk.attempt, ch.index, msg.t_start, msg.t_end
+                )
                 d.free_part(wk, "abc")
                 _, p = b.job_of(wk)
                 if p is not None and b.sched.place(wk) == PROVING:
@@ -392,9 +424,13 @@ class Supervisor:
                 # the proof, the key file is unusable) fails the partition at once; crashes
                 # and other errors are retried.
                 w = b.works.get(wk)
-                d.fail_stage(wk, f"{stage}: {failure}", retry=not permanent,
-                             to_device=abc_intact and w is not None and "abc" in w.segs,
-                             failure=failure)
+                d.fail_stage(
+                    wk,
+                    f"{stage}: {failure}",
+                    retry=not permanent,
+                    to_device=abc_intact and w is not None and "abc" in w.segs,
+                    failure=failure,
+                )
             case Dropped(wk, stage):
                 ch.items.discard(wk)
                 if stage == "start":

@@ -81,8 +81,9 @@ class SynthesisProcess(child.ChildProcess):
                     from cuzk.witness.pool import WitnessPool
 
                     self.pool = WitnessPool()
-                self.pool.calculate_into(msg.wasm, data, w,
-                                         name=f"job {wk.job_id} partition {wk.partition} inputs")
+                self.pool.calculate_into(
+                    msg.wasm, data, w, name=f"job {wk.job_id} partition {wk.partition} inputs"
+                )
             else:
                 w_loaded = prover.load_witness(data, key)
                 np.copyto(w, w_loaded)

@@ -104,8 +104,7 @@ def load_json(f):
     text = f.read()
     if json_depth(text) > MAX_DEPTH:
         raise RecursionError(f"JSON nested deeper than {MAX_DEPTH} levels")
-    return json.loads(text, parse_int=JsonNumber, parse_float=JsonNumber,
-                      parse_constant=JsonNumber)
+    return json.loads(text, parse_int=JsonNumber, parse_float=JsonNumber, parse_constant=JsonNumber)
 
 
 def load(path, what: str):
@@ -134,7 +133,7 @@ def show(v, limit: int = 40) -> str:
     """A value for a one-line message: its repr, cut to `limit` characters."""
     text = repr(v)
     if len(text) > limit:
-        text = f"{text[:limit - 14]}... ({len(text)} chars)"
+        text = f"{text[: limit - 14]}... ({len(text)} chars)"
     return text
 
 
@@ -159,8 +158,11 @@ def parse_int(v, where: str) -> int:
     if type(v) is int and v >= 0:
         return v
     if isinstance(v, JsonNumber):
-        raise BadJson(where, f"expected a decimal string, got {show(v)} (snarkjs reads JSON "
-                             "numbers as doubles, which lose precision)")
+        raise BadJson(
+            where,
+            f"expected a decimal string, got {show(v)} (snarkjs reads JSON "
+            "numbers as doubles, which lose precision)",
+        )
     raise BadJson(where, f"expected a decimal string, got {show(v)}")
 
 
@@ -266,8 +268,9 @@ def parse_public(obj, n_public: int | None = None, where: str = "public.json") -
             raise NotInField(f"{where}[{i}]", f"{s} is not below the scalar field prime r")
         out.append(s)
     if n_public is not None and len(out) != n_public:
-        raise CountMismatch(where, f"{len(out)} public signals, but the key has nPublic = "
-                                   f"{n_public}")
+        raise CountMismatch(
+            where, f"{len(out)} public signals, but the key has nPublic = {n_public}"
+        )
     return out
 
 
@@ -276,32 +279,38 @@ def proof_from_json(obj, where: str = "proof.json"):
     points of the curve and the twist."""
     require_object(obj, where, ("pi_a", "pi_b", "pi_c"))
     check_protocol(obj, where)
-    return (g1_from_json(obj["pi_a"], f"{where}: pi_a"),
-            g2_from_json(obj["pi_b"], f"{where}: pi_b"),
-            g1_from_json(obj["pi_c"], f"{where}: pi_c"))
+    return (
+        g1_from_json(obj["pi_a"], f"{where}: pi_a"),
+        g2_from_json(obj["pi_b"], f"{where}: pi_b"),
+        g1_from_json(obj["pi_c"], f"{where}: pi_c"),
+    )
 
 
 def check_ic_count(ic, n_public: int, where: str) -> None:
     """CountMismatch unless the key has nPublic + 1 IC points."""
     if len(ic) != n_public + 1:
-        raise CountMismatch(where, f"IC has {len(ic)} points but nPublic = {n_public} "
-                                   f"needs {n_public + 1}")
+        raise CountMismatch(
+            where, f"IC has {len(ic)} points but nPublic = {n_public} needs {n_public + 1}"
+        )
 
 
 def vk_from_json(obj, where: str = "verification_key.json"):
     """snarkjs's verification_key.json object as (n_public, alpha1, beta2, gamma2, delta2,
     ic): points checked to lie on their curves, IC checked to number nPublic + 1
     (vk_alphabeta_12 is not read here)."""
-    require_object(obj, where, ("nPublic", "vk_alpha_1", "vk_beta_2", "vk_gamma_2",
-                                "vk_delta_2", "IC"))
+    require_object(
+        obj, where, ("nPublic", "vk_alpha_1", "vk_beta_2", "vk_gamma_2", "vk_delta_2", "IC")
+    )
     check_protocol(obj, where)
     n_public = parse_count(obj["nPublic"], f"{where}: nPublic")
     if not isinstance(obj["IC"], list) or not obj["IC"]:
         raise BadJson(f"{where}: IC", "expected a non-empty list of G1 points")
-    points = (g1_from_json(obj["vk_alpha_1"], f"{where}: vk_alpha_1"),
-              g2_from_json(obj["vk_beta_2"], f"{where}: vk_beta_2"),
-              g2_from_json(obj["vk_gamma_2"], f"{where}: vk_gamma_2"),
-              g2_from_json(obj["vk_delta_2"], f"{where}: vk_delta_2"))
+    points = (
+        g1_from_json(obj["vk_alpha_1"], f"{where}: vk_alpha_1"),
+        g2_from_json(obj["vk_beta_2"], f"{where}: vk_beta_2"),
+        g2_from_json(obj["vk_gamma_2"], f"{where}: vk_gamma_2"),
+        g2_from_json(obj["vk_delta_2"], f"{where}: vk_delta_2"),
+    )
     ic = [g1_from_json(p, f"{where}: IC[{i}]") for i, p in enumerate(obj["IC"])]
     check_ic_count(ic, n_public, where)
     return (n_public, *points, ic)
@@ -426,16 +435,22 @@ class VerificationKey:
     def __init__(self, path: os.PathLike | str):
         self.path = path = os.fspath(path)
         obj = load(path, "verification key")
-        (self.n_public, self.alpha1, self.beta2, self.gamma2, self.delta2,
-         self.ic) = vk_from_json(obj, path)
+        (self.n_public, self.alpha1, self.beta2, self.gamma2, self.delta2, self.ic) = vk_from_json(
+            obj, path
+        )
         ab = obj.get("vk_alphabeta_12")
         self.alphabeta = None
         if ab is not None:
             where = f"{path}: vk_alphabeta_12"
             shape = "[[[c0, c1] x3] x2] decimal strings"
             fq6s = _list(ab, 2, where, shape)
-            self.alphabeta = [[[parse_fq(c, where) for c in _list(pair, 2, where, shape)]
-                               for pair in _list(fq6, 3, where, shape)] for fq6 in fq6s]
+            self.alphabeta = [
+                [
+                    [parse_fq(c, where) for c in _list(pair, 2, where, shape)]
+                    for pair in _list(fq6, 3, where, shape)
+                ]
+                for fq6 in fq6s
+            ]
 
 
 def read_verification_key(path: os.PathLike | str) -> VerificationKey:

@@ -7,13 +7,20 @@ from cuzk.lazy import lazy_exports
 
 # public name -> the module of this package that defines it (imported on first use)
 _EXPORTS = {
-    "CpuDevice": "device", "CudaDevice": "device", "open_device": "device",
-    "ProvingKey": "key", "load_witness": "key",
-    "Partial": "stages", "Proof": "stages", "Synthesis": "stages", "prove": "stages",
-    "prove_finish": "stages", "prove_start": "stages", "synthesize": "stages",
+    "CpuDevice": "device",
+    "CudaDevice": "device",
+    "open_device": "device",
+    "ProvingKey": "key",
+    "load_witness": "key",
+    "Partial": "stages",
+    "Proof": "stages",
+    "Synthesis": "stages",
+    "prove": "stages",
+    "prove_finish": "stages",
+    "prove_start": "stages",
+    "synthesize": "stages",
     "first_unsatisfied": "synthesis",
 }
-
 
 
 def configure(options: dict) -> None:

@@ -40,8 +40,10 @@ def _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device):
 
             system = R1CS(r1cs)
             if system.n_wires != key.n_vars:
-                raise ProveError(f"{r1cs}: {system.n_wires} wires but {zkey} has "
-                                 f"nVars = {key.n_vars}: not the same circuit")
+                raise ProveError(
+                    f"{r1cs}: {system.n_wires} wires but {zkey} has "
+                    f"nVars = {key.n_vars}: not the same circuit"
+                )
             bad = first_unsatisfied(system, w)
             if bad is not None:
                 raise ProveError(f"{wtns}: witness does not satisfy constraint {bad} of {r1cs}")
@@ -58,38 +60,61 @@ def _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device):
         except FormatError as e:  # e.g. piB outside G2: pointsB2 holds a twist point
             raise ProveError(f"the proof does not verify: {e}") from None
         if not ok:
-            raise ProveError("the proof does not verify: the witness does not satisfy the "
-                             "circuit of this key, or the key is damaged (pass --r1cs to find "
-                             "a failing constraint)")
+            raise ProveError(
+                "the proof does not verify: the witness does not satisfy the "
+                "circuit of this key, or the key is damaged (pass --r1cs to find "
+                "a failing constraint)"
+            )
     write_proof(proof_json, *proof.points())
     write_public(public_json, proof.public)
     return proof
 
 
 @click.command("prove")
-@click.option("--r1cs", type=click.Path(exists=True, dir_okay=False),
-              help="The circuit's .r1cs: check every constraint before proving.")
-@click.option("--verify/--no-verify", default=True, show_default=True,
-              help="Verify the proof against the key's verification key before writing it "
-                   "(the pairing takes a few ms; loading it adds ~0.1-0.2 s of CPU to the "
-                   "command, see docs/prover.md). --no-verify skips the check; the key's "
-                   "points are validated either way.")
-@click.option("--device", default="cpu", show_default=True, metavar="cpu|cuda[:N]",
-              help="Where the NTT and G1 MSM kernels run.")
+@click.option(
+    "--r1cs",
+    type=click.Path(exists=True, dir_okay=False),
+    help="The circuit's .r1cs: check every constraint before proving.",
+)
+@click.option(
+    "--verify/--no-verify",
+    default=True,
+    show_default=True,
+    help="Verify the proof against the key's verification key before writing it "
+    "(the pairing takes a few ms; loading it adds ~0.1-0.2 s of CPU to the "
+    "command, see docs/prover.md). --no-verify skips the check; the key's "
+    "points are validated either way.",
+)
+@click.option(
+    "--device",
+    default="cpu",
+    show_default=True,
+    metavar="cpu|cuda[:N]",
+    help="Where the NTT and G1 MSM kernels run.",
+)
 @click.option("--timings", is_flag=True, help="Print per-phase timings to stderr.")
-@click.option("--server", metavar="URL", envvar="CUZK_SERVER", default=None,
-              help="Prove on the `cuzk serve` at URL (warm: no kernel loading here); ZKEY "
-                   "must lie under its key roots. [env CUZK_SERVER]")
-@click.option("--local", is_flag=True,
-              help="Prove in this process even when CUZK_SERVER is set.")
-@click.option("--token-file", metavar="FILE", envvar="CUZK_TOKEN_FILE",
-              help="With a server: file holding its API's bearer token. [env CUZK_TOKEN_FILE]")
+@click.option(
+    "--server",
+    metavar="URL",
+    envvar="CUZK_SERVER",
+    default=None,
+    help="Prove on the `cuzk serve` at URL (warm: no kernel loading here); ZKEY "
+    "must lie under its key roots. [env CUZK_SERVER]",
+)
+@click.option("--local", is_flag=True, help="Prove in this process even when CUZK_SERVER is set.")
+@click.option(
+    "--token-file",
+    metavar="FILE",
+    envvar="CUZK_TOKEN_FILE",
+    help="With a server: file holding its API's bearer token. [env CUZK_TOKEN_FILE]",
+)
 @click.argument("zkey", type=click.Path(dir_okay=False))
 @click.argument("wtns", type=click.Path(dir_okay=False))
 @click.argument("proof_json", type=click.Path(dir_okay=False, writable=True))
 @click.argument("public_json", type=click.Path(dir_okay=False, writable=True))
-def prove(zkey, wtns, proof_json, public_json, r1cs, verify, device, timings, server, local,
-          token_file):
+def prove(
+    zkey, wtns, proof_json, public_json, r1cs, verify, device, timings, server, local, token_file
+):
     """Prove ZKEY with witness WTNS; write PROOF_JSON and PUBLIC_JSON (snarkjs shapes).
 
     Outputs are written atomically and only for a good proof: a bad key (its points are
@@ -104,12 +129,20 @@ def prove(zkey, wtns, proof_json, public_json, r1cs, verify, device, timings, se
         from cuzk.groth16 import remote
 
         if remote.use_server(local):
-            remote.main(zkey, wtns, proof_json, public_json, server=server,
-                        token_file=token_file, r1cs=r1cs, device=device, timings=timings)
+            remote.main(
+                zkey,
+                wtns,
+                proof_json,
+                public_json,
+                server=server,
+                token_file=token_file,
+                r1cs=r1cs,
+                device=device,
+                timings=timings,
+            )
             return
     if timings:
-        logging.basicConfig(level=logging.DEBUG, stream=sys.stderr,
-                            format="%(name)s %(message)s")
+        logging.basicConfig(level=logging.DEBUG, stream=sys.stderr, format="%(name)s %(message)s")
         logging.getLogger("numba").setLevel(logging.WARNING)
     try:
         run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device)
@@ -132,8 +165,12 @@ def setup(r1cs, zkey, quiet):
     from cuzk.formats.errors import FormatError
     from cuzk.groth16.setup import setup as run_setup
 
-    click.secho("WARNING: `cuzk setup` is a single-party setup and is INSECURE for production "
-                "use: whoever knows its randomness can forge proofs.", fg="yellow", err=True)
+    click.secho(
+        "WARNING: `cuzk setup` is a single-party setup and is INSECURE for production "
+        "use: whoever knows its randomness can forge proofs.",
+        fg="yellow",
+        err=True,
+    )
     bar = {"last": -1.0}
 
     def progress(done, total):

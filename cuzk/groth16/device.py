@@ -29,8 +29,7 @@ def readonly(x: np.ndarray) -> np.ndarray:
 
 
 def _points(zkey, which: str) -> np.ndarray:
-    return {"a": zkey.points_a, "b1": zkey.points_b1, "c": zkey.points_c,
-            "h": zkey.points_h}[which]
+    return {"a": zkey.points_a, "b1": zkey.points_b1, "c": zkey.points_c, "h": zkey.points_h}[which]
 
 
 class CpuDevice:
@@ -89,13 +88,15 @@ class CudaDevice:
         try:
             require_cuda()
         except TargetUnavailable:
-            raise DeviceUnavailable(f"device cuda:{ordinal}: no CUDA GPU found on this machine "
-                                    "(numba.cuda sees none)") from None
+            raise DeviceUnavailable(
+                f"device cuda:{ordinal}: no CUDA GPU found on this machine (numba.cuda sees none)"
+            ) from None
         from numba import cuda
 
         if not 0 <= ordinal < len(cuda.gpus):
-            raise DeviceUnavailable(f"device cuda:{ordinal}: no such GPU "
-                                    f"({len(cuda.gpus)} CUDA GPU(s) visible)")
+            raise DeviceUnavailable(
+                f"device cuda:{ordinal}: no such GPU ({len(cuda.gpus)} CUDA GPU(s) visible)"
+            )
         self.ordinal = ordinal
         self.name = f"cuda:{ordinal}"
         cuda.select_device(ordinal)
@@ -112,8 +113,10 @@ class CudaDevice:
         dev = cuda.get_current_device()
         name = dev.name.decode() if isinstance(dev.name, bytes) else dev.name
         free, total = cuda.current_context().get_memory_info()
-        return (f"{self.name}: {name}, compute capability {dev.compute_capability}, "
-                f"{total / 2**30:.1f} GiB ({free / 2**30:.1f} GiB free)")
+        return (
+            f"{self.name}: {name}, compute capability {dev.compute_capability}, "
+            f"{total / 2**30:.1f} GiB ({free / 2**30:.1f} GiB free)"
+        )
 
     def load_key(self, key):
         """Place key's G1 point sets on this GPU (once); returns its ResidentKey."""
@@ -125,8 +128,8 @@ class CudaDevice:
                 # device=self.name: without it ResidentKey picks the default target, which is
                 # "cpu" under the simulator (the MSMs then got read-only host arrays)
                 rk = self._keys[key.key_id] = resident.ResidentKey(
-                    {w: _points(key.zkey, w) for w in G1_SETS}, device=self.name,
-                    key_id=key.key_id)
+                    {w: _points(key.zkey, w) for w in G1_SETS}, device=self.name, key_id=key.key_id
+                )
             return rk
 
     def evict_key(self, key_id: str) -> None:
@@ -139,8 +142,11 @@ class CudaDevice:
         return list(self._keys)
 
     def resident_bytes(self, key_id: str | None = None) -> int:
-        keys = [self._keys[key_id]] if key_id in self._keys else (
-            [] if key_id else list(self._keys.values()))
+        keys = (
+            [self._keys[key_id]]
+            if key_id in self._keys
+            else ([] if key_id else list(self._keys.values()))
+        )
         return sum(int(k.nbytes) for k in keys)
 
     def compute_h(self, a, b, c) -> np.ndarray:

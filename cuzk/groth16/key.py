@@ -23,8 +23,9 @@ class ProvingKey:
     def __init__(self, zkey: ZKey):
         self.zkey = zkey
         self.path = zkey.path
-        header = np.concatenate([zkey.alpha1, zkey.beta1, zkey.beta2, zkey.gamma2,
-                                 zkey.delta1, zkey.delta2]).tobytes()
+        header = np.concatenate(
+            [zkey.alpha1, zkey.beta1, zkey.beta2, zkey.gamma2, zkey.delta1, zkey.delta2]
+        ).tobytes()
         sizes = f"{zkey.n_vars}:{zkey.n_public}:{zkey.domain_size}:{len(zkey.coefficients)}"
         self.key_id = hashlib.blake2b(header + sizes.encode(), digest_size=8).hexdigest()
 
@@ -66,8 +67,7 @@ class ProvingKey:
     @property
     def points_nbytes(self) -> int:
         z = self.zkey
-        return sum(a.nbytes for a in (z.points_a, z.points_b1, z.points_b2, z.points_c,
-                                      z.points_h))
+        return sum(a.nbytes for a in (z.points_a, z.points_b1, z.points_b2, z.points_c, z.points_h))
 
     def witness_bytes(self) -> int:
         return self.n_vars * FR_BYTES
@@ -81,8 +81,10 @@ class ProvingKey:
         return self.witness_bytes() + self.abc_bytes() + self.domain_size * FR_BYTES
 
     def __repr__(self):
-        return (f"ProvingKey({self.key_id}, {self.path!r}, n_vars={self.n_vars}, "
-                f"domain=2^{self.domain_size.bit_length() - 1})")
+        return (
+            f"ProvingKey({self.key_id}, {self.path!r}, n_vars={self.n_vars}, "
+            f"domain=2^{self.domain_size.bit_length() - 1})"
+        )
 
 
 def load_witness(source, key: ProvingKey | None = None) -> np.ndarray:

@@ -44,11 +44,15 @@ REQUEST_WAIT = 600.0
 
 _KEY_UNUSABLE = "key: not a usable Groth16 proving key: "
 _WITNESS_UNUSABLE = "witnesses[0]: not a usable witness: "
-_WITNESS_COUNT = (r"witnesses\[0\]: the witness has (\d+) values but key \S+ "
-                  r"expects nVars = (\d+)")
-_NOT_VERIFIED = ("the proof does not verify: the witness does not satisfy the circuit of this "
-                 "key, or the key is damaged (prove with --local --r1cs R1CS to find a "
-                 "failing constraint)")
+_WITNESS_COUNT = (
+    r"witnesses\[0\]: the witness has (\d+) values but key \S+ "
+    r"expects nVars = (\d+)"
+)
+_NOT_VERIFIED = (
+    "the proof does not verify: the witness does not satisfy the circuit of this "
+    "key, or the key is damaged (prove with --local --r1cs R1CS to find a "
+    "failing constraint)"
+)
 
 
 class RemoteError(Exception):
@@ -68,15 +72,17 @@ def local_words(e, zkey, wtns, server: str) -> str:
     m = e.message if isinstance(e.message, str) else str(e)
     if e.status == 422:
         if m.startswith(_KEY_UNUSABLE):
-            return f"{zkey}: {m[len(_KEY_UNUSABLE):]}"
+            return f"{zkey}: {m[len(_KEY_UNUSABLE) :]}"
         if m.startswith(_WITNESS_UNUSABLE):
-            return f"{wtns}: {m[len(_WITNESS_UNUSABLE):]}"
+            return f"{wtns}: {m[len(_WITNESS_UNUSABLE) :]}"
         import re
 
         c = re.fullmatch(_WITNESS_COUNT, m)
         if c:
-            return (f"{wtns}: witness has {c.group(1)} values but the key {zkey} expects "
-                    f"nVars = {c.group(2)}")
+            return (
+                f"{wtns}: witness has {c.group(1)} values but the key {zkey} expects "
+                f"nVars = {c.group(2)}"
+            )
     return f"cuzk serve at {server} refused the proof: {e}"
 
 
@@ -97,11 +103,16 @@ def _proof_of(r: dict) -> tuple[dict, list]:
         proof, public = r["proofs"][0], r["public"][0]
     except (KeyError, IndexError, TypeError):
         proof = public = None
-    if not (isinstance(proof, dict) and {"pi_a", "pi_b", "pi_c"} <= set(proof)
-            and isinstance(public, list) and all(isinstance(s, str) and s.isdigit()
-                                                 for s in public)):
-        raise RemoteError(f"the daemon's job {r.get('job_id')} is done but its answer holds "
-                          "no proof.json / public.json")
+    if not (
+        isinstance(proof, dict)
+        and {"pi_a", "pi_b", "pi_c"} <= set(proof)
+        and isinstance(public, list)
+        and all(isinstance(s, str) and s.isdigit() for s in public)
+    ):
+        raise RemoteError(
+            f"the daemon's job {r.get('job_id')} is done but its answer holds "
+            "no proof.json / public.json"
+        )
     return proof, public
 
 
@@ -149,8 +160,7 @@ def prove_remote(client, zkey, wtns, proof_json, public_json) -> dict:
     return r
 
 
-def run(zkey, wtns, proof_json, public_json, *, server, token_file=None,
-        timings=False) -> int:
+def run(zkey, wtns, proof_json, public_json, *, server, token_file=None, timings=False) -> int:
     """Prove on `server` and write the files; the exit status (0; 1 with one line on
     stderr). Click-free: the console script's fast path and click's command both end here."""
     t0 = time.perf_counter()
@@ -169,10 +179,16 @@ def run(zkey, wtns, proof_json, public_json, *, server, token_file=None,
         return 1
     if timings:
         p = r["partitions"][0]
-        phases = ", ".join(f"{k} {p[f'{k}_ms']:.1f} ms" for k in ("synth", "gpu", "finalize")
-                           if p.get(f"{k}_ms") is not None)
-        print(f"cuzk prove: job {r['job_id']} on {client.server}: {phases}; request and "
-              f"files {1000 * (time.perf_counter() - t0):.1f} ms", file=sys.stderr)
+        phases = ", ".join(
+            f"{k} {p[f'{k}_ms']:.1f} ms"
+            for k in ("synth", "gpu", "finalize")
+            if p.get(f"{k}_ms") is not None
+        )
+        print(
+            f"cuzk prove: job {r['job_id']} on {client.server}: {phases}; request and "
+            f"files {1000 * (time.perf_counter() - t0):.1f} ms",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -230,8 +246,7 @@ def fast_args(argv: list[str], environ) -> dict | None:
         if os.path.exists(p) and not os.access(p, os.W_OK):
             return None
     zkey, wtns, proof_json, public_json = positional
-    return {"zkey": zkey, "wtns": wtns, "proof_json": proof_json, "public_json": public_json,
-            **got}
+    return {"zkey": zkey, "wtns": wtns, "proof_json": proof_json, "public_json": public_json, **got}
 
 
 def use_server(local: bool) -> bool:
@@ -249,19 +264,22 @@ def use_server(local: bool) -> bool:
     return False
 
 
-def main(zkey, wtns, proof_json, public_json, *, server, token_file, r1cs, device,
-         timings) -> None:
+def main(zkey, wtns, proof_json, public_json, *, server, token_file, r1cs, device, timings) -> None:
     """click's `cuzk prove` with a server: refuse the local prover's options (usage error,
     exit 2), prove, write, exit (0 written; 1 with one line on stderr)."""
     import click
 
     for name, given in (("--r1cs", r1cs is not None), ("--device", device != "cpu")):
         if given:
-            raise click.UsageError(f"{name} is an option of the local prover: with --server "
-                                   "(or CUZK_SERVER) the daemon's devices prove; add --local "
-                                   "to prove here", click.get_current_context())
-    code = run(zkey, wtns, proof_json, public_json, server=server, token_file=token_file,
-               timings=timings)
+            raise click.UsageError(
+                f"{name} is an option of the local prover: with --server "
+                "(or CUZK_SERVER) the daemon's devices prove; add --local "
+                "to prove here",
+                click.get_current_context(),
+            )
+    code = run(
+        zkey, wtns, proof_json, public_json, server=server, token_file=token_file, timings=timings
+    )
     if code:
         sys.exit(code)
     from cuzk.groth16.fast_exit import exit_now_if_a_process_of_its_own

@@ -108,7 +108,7 @@ def _generators():
 
     g1 = g1_to_limbs(G1_GENERATOR)
     g2 = g2_to_limbs(G2_GENERATOR)
-    g1t = ((tuple(g1[0:4]), tuple(g1[4:8])))
+    g1t = (tuple(g1[0:4]), tuple(g1[4:8]))
     g2t = ((tuple(g2[0:4]), tuple(g2[4:8])), (tuple(g2[8:12]), tuple(g2[12:16])))
     return g1t, g2t
 
@@ -207,8 +207,9 @@ def setup(r1cs_path, zkey_path, progress=None, log=None):
     log2n = n.bit_length() - 1
     if log2n > 27:
         raise ValueError(f"{r1cs_path}: domain 2^{log2n} needs a 2n domain beyond BN254's 2^28")
-    say(f"circuit: {n_constraints} constraints, {n_vars} wires, {n_public} public; "
-        f"domain 2^{log2n}")
+    say(
+        f"circuit: {n_constraints} constraints, {n_vars} wires, {n_public} public; domain 2^{log2n}"
+    )
 
     tau, alpha, beta, gamma, delta = (_random_nonzero() for _ in range(5))
     w = fr_roots_of_unity()
@@ -240,10 +241,10 @@ def setup(r1cs_path, zkey_path, progress=None, log=None):
     _from_mont_scaled(v, one, b_plain)
     ic = np.empty((n_public + 1, 4), dtype=np.uint64)
     cs = np.empty((n_vars - n_public - 1, 4), dtype=np.uint64)
-    _combine(u, v, ww, mont_r(alpha), mont_r(beta), mont_r(pow(gamma, -1, q)),
-             0, n_public + 1, ic)
-    _combine(u, v, ww, mont_r(alpha), mont_r(beta), mont_r(pow(delta, -1, q)),
-             n_public + 1, n_vars, cs)
+    _combine(u, v, ww, mont_r(alpha), mont_r(beta), mont_r(pow(gamma, -1, q)), 0, n_public + 1, ic)
+    _combine(
+        u, v, ww, mont_r(alpha), mont_r(beta), mont_r(pow(delta, -1, q)), n_public + 1, n_vars, cs
+    )
 
     # H: L'_{2i+1}(τ)/δ over the odd points x_i = ω_2n·ω^i of the 2n domain:
     # L'_{2i+1}(τ) = x_i (τ^{2n} − 1) / (2n (τ − x_i)).
@@ -273,14 +274,30 @@ def setup(r1cs_path, zkey_path, progress=None, log=None):
     alpha1, beta1, delta1 = fb.g1(scalars)
     beta2, gamma2, delta2 = fb.g2(np.array([int_to_limb_array(x) for x in (beta, gamma, delta)]))
     data = ZKeyData(
-        n_vars=n_vars, n_public=n_public, domain_size=n,
-        alpha1=alpha1, beta1=beta1, beta2=beta2, gamma2=gamma2, delta1=delta1, delta2=delta2,
-        ic=points_ic, coefficients=_coefficients(r1cs, n_public),
-        points_a=points_a, points_b1=points_b1, points_b2=points_b2, points_c=points_c,
+        n_vars=n_vars,
+        n_public=n_public,
+        domain_size=n,
+        alpha1=alpha1,
+        beta1=beta1,
+        beta2=beta2,
+        gamma2=gamma2,
+        delta1=delta1,
+        delta2=delta2,
+        ic=points_ic,
+        coefficients=_coefficients(r1cs, n_public),
+        points_a=points_a,
+        points_b1=points_b1,
+        points_b2=points_b2,
+        points_c=points_c,
         points_h=points_h,
     )
     write_zkey(zkey_path, data)
     seconds = time.perf_counter() - t_start
     say(f"wrote {zkey_path} in {seconds:.1f} s")
-    return {"constraints": n_constraints, "domain_size": n, "n_vars": n_vars,
-            "n_public": n_public, "seconds": seconds}
+    return {
+        "constraints": n_constraints,
+        "domain_size": n,
+        "n_vars": n_vars,
+        "n_public": n_public,
+        "seconds": seconds,
+    }

@@ -88,7 +88,7 @@ class Proof:
 def public_signals(key, w) -> list:
     from cuzk.formats.limbs import limbs_to_ints
 
-    return limbs_to_ints(w[1:key.n_public + 1])
+    return limbs_to_ints(w[1 : key.n_public + 1])
 
 
 def synthesize(key, w, out=None) -> Synthesis:
@@ -113,7 +113,7 @@ def prove_start(key, a, b, c, w, device) -> Partial:
     with phase("MSM B1", timings):
         msm_b1 = device.msm_g1(key, "b1", w)
     with phase("MSM C", timings):
-        msm_c = device.msm_g1(key, "c", w[n_pub + 1:])
+        msm_c = device.msm_g1(key, "c", w[n_pub + 1 :])
     with phase("MSM H", timings):
         msm_h = device.msm_g1(key, "h", h)
     return Partial(msm_a, msm_b1, msm_c, msm_h, timings)
@@ -139,8 +139,7 @@ def prove_finish(key, partial: Partial, w, r: int | None = None, s: int | None =
     r = random_scalar() if r is None else r
     s = random_scalar() if s is None else s
     with phase("assemble", timings):
-        pi_a, pi_b, pi_c = assemble(key.zkey, partial.a, partial.b1, partial.c, partial.h,
-                                    b2, r, s)
+        pi_a, pi_b, pi_c = assemble(key.zkey, partial.a, partial.b1, partial.c, partial.h, b2, r, s)
     return Proof(pi_a, pi_b, pi_c, public_signals(key, w), timings)
 
 

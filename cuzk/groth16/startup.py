@@ -36,8 +36,9 @@ def lean_cache_loads():
     from numba.core import caching
 
     cache = caching.Cache
-    if not (hasattr(cache, "_guard_against_spurious_io_errors")
-            and hasattr(cache, "_load_overload")):
+    if not (
+        hasattr(cache, "_guard_against_spurious_io_errors") and hasattr(cache, "_load_overload")
+    ):
         yield
         return
     import numba.cpython.hashing  # noqa: F401  (adds the hash-secret symbols to LLVM)

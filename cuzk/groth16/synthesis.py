@@ -32,8 +32,10 @@ def _evaluate_abc(matrix, constraint, signal, value, w, a, b, c):
             b[i, j] = np.uint64(0)
     for k in range(matrix.shape[0]):
         s = signal[k]
-        t = F.fr_mul((value[k, 0], value[k, 1], value[k, 2], value[k, 3]),
-                     (w[s, 0], w[s, 1], w[s, 2], w[s, 3]))
+        t = F.fr_mul(
+            (value[k, 0], value[k, 1], value[k, 2], value[k, 3]),
+            (w[s, 0], w[s, 1], w[s, 2], w[s, 3]),
+        )
         i = constraint[k]
         if matrix[k] == 0:
             acc = F.fr_add((a[i, 0], a[i, 1], a[i, 2], a[i, 3]), t)
@@ -54,8 +56,16 @@ def evaluate_abc(coefficients, witness, domain_size, out=None):
         a, b, c = (np.empty((domain_size, 4), dtype=np.uint64) for _ in range(3))
     else:
         a, b, c = out
-    _evaluate_abc(coefficients["matrix"], coefficients["constraint"], coefficients["signal"],
-                  coefficients["value"], witness, a, b, c)
+    _evaluate_abc(
+        coefficients["matrix"],
+        coefficients["constraint"],
+        coefficients["signal"],
+        coefficients["value"],
+        witness,
+        a,
+        b,
+        c,
+    )
     return a, b, c
 
 
@@ -65,8 +75,13 @@ def _row_dot(row_ptr, cols, vals, wm, i):
     acc = (np.uint64(0), np.uint64(0), np.uint64(0), np.uint64(0))
     for k in range(row_ptr[i], row_ptr[i + 1]):
         s = cols[k]
-        acc = F.fr_add(acc, F.fr_mul((vals[k, 0], vals[k, 1], vals[k, 2], vals[k, 3]),
-                                     (wm[s, 0], wm[s, 1], wm[s, 2], wm[s, 3])))
+        acc = F.fr_add(
+            acc,
+            F.fr_mul(
+                (vals[k, 0], vals[k, 1], vals[k, 2], vals[k, 3]),
+                (wm[s, 0], wm[s, 1], wm[s, 2], wm[s, 3]),
+            ),
+        )
     return acc
 
 
@@ -90,7 +105,17 @@ def first_unsatisfied(r1cs, witness) -> int | None:
     """The index of the first constraint (A·w)·(B·w) ≠ C·w, or None when all hold.
     ``witness`` is the (n_wires, 4) plain-form array."""
     A, B, C = r1cs.A, r1cs.B, r1cs.C
-    i = _first_unsatisfied(int(r1cs.n_constraints),
-                           A.row_ptr, A.cols, A.vals, B.row_ptr, B.cols, B.vals,
-                           C.row_ptr, C.cols, C.vals, np.ascontiguousarray(witness))
+    i = _first_unsatisfied(
+        int(r1cs.n_constraints),
+        A.row_ptr,
+        A.cols,
+        A.vals,
+        B.row_ptr,
+        B.cols,
+        B.vals,
+        C.row_ptr,
+        C.cols,
+        C.vals,
+        np.ascontiguousarray(witness),
+    )
     return None if i < 0 else int(i)

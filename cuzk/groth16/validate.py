@@ -55,8 +55,11 @@ def g1_first_bad(pts, first):
     for c in prange(first.shape[0]):
         first[c] = -1
         for i in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
-            if not (_below_q(pts, i, 0) and _below_q(pts, i, 4)
-                    and C.g1_is_on_curve_affine(C.g1_load_affine(pts, i))):
+            if not (
+                _below_q(pts, i, 0)
+                and _below_q(pts, i, 4)
+                and C.g1_is_on_curve_affine(C.g1_load_affine(pts, i))
+            ):
                 first[c] = i
                 break
 
@@ -68,9 +71,13 @@ def g2_first_bad(pts, first):
     for c in prange(first.shape[0]):
         first[c] = -1
         for i in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
-            if not (_below_q(pts, i, 0) and _below_q(pts, i, 4) and _below_q(pts, i, 8)
-                    and _below_q(pts, i, 12)
-                    and C.g2_is_on_curve_affine(C.g2_load_affine(pts, i))):
+            if not (
+                _below_q(pts, i, 0)
+                and _below_q(pts, i, 4)
+                and _below_q(pts, i, 8)
+                and _below_q(pts, i, 12)
+                and C.g2_is_on_curve_affine(C.g2_load_affine(pts, i))
+            ):
                 first[c] = i
                 break
 
@@ -105,7 +112,7 @@ def describe_bad_point(row) -> str:
     row = np.asarray(row, dtype=np.uint64)
     names = _COORDS[len(row)]
     for j, name in enumerate(names):
-        v = int.from_bytes(row[4 * j:4 * j + 4].tobytes(), "little")
+        v = int.from_bytes(row[4 * j : 4 * j + 4].tobytes(), "little")
         if v >= FQ_MODULUS:
             return f"coordinate {name} (Montgomery form) is not below the base field prime q"
     if len(row) == 8:
@@ -121,11 +128,22 @@ def check_points(path, name: str, pts: np.ndarray) -> None:
 
 
 # The header's points as snarkjs's verification key names them.
-HEADER_NAMES = {"alpha1": "vk_alpha_1", "beta1": "vk_beta_1", "beta2": "vk_beta_2",
-                "gamma2": "vk_gamma_2", "delta1": "vk_delta_1", "delta2": "vk_delta_2"}
+HEADER_NAMES = {
+    "alpha1": "vk_alpha_1",
+    "beta1": "vk_beta_1",
+    "beta2": "vk_beta_2",
+    "gamma2": "vk_gamma_2",
+    "delta1": "vk_delta_1",
+    "delta2": "vk_delta_2",
+}
 
-SECTIONS = (("pointsA", "points_a"), ("pointsB1", "points_b1"),
-            ("pointsB2", "points_b2"), ("pointsC", "points_c"), ("pointsH", "points_h"))
+SECTIONS = (
+    ("pointsA", "points_a"),
+    ("pointsB1", "points_b1"),
+    ("pointsB2", "points_b2"),
+    ("pointsC", "points_c"),
+    ("pointsH", "points_h"),
+)
 
 
 def validate_key(zkey):
@@ -149,7 +167,7 @@ def validate_key(zkey):
     try:
         vk = VerifyingKey.from_zkey(zkey)  # curve, twist, G2 subgroup, IC count
     except FormatError as e:
-        where = e.where[len(path) + 2:] if e.where.startswith(path + ": ") else e.where
+        where = e.where[len(path) + 2 :] if e.where.startswith(path + ": ") else e.where
         raise BadPoint(path, f"Groth16 header: {where}: {e.problem}") from None
     for name, attr in SECTIONS:
         check_points(path, name, getattr(zkey, attr))

@@ -65,10 +65,14 @@ R_PLAIN = int_to_limb_tuple(FR_MODULUS)
 def g2_in_subgroup(q):
     """[r]Q = O for an affine G2 point given as a (2, 2, 4) Montgomery array on the twist
     (the twist's group has order r * c2 with c2 > 1, so this is a real check)."""
-    x = ((q[0, 0, 0], q[0, 0, 1], q[0, 0, 2], q[0, 0, 3]),
-         (q[0, 1, 0], q[0, 1, 1], q[0, 1, 2], q[0, 1, 3]))
-    y = ((q[1, 0, 0], q[1, 0, 1], q[1, 0, 2], q[1, 0, 3]),
-         (q[1, 1, 0], q[1, 1, 1], q[1, 1, 2], q[1, 1, 3]))
+    x = (
+        (q[0, 0, 0], q[0, 0, 1], q[0, 0, 2], q[0, 0, 3]),
+        (q[0, 1, 0], q[0, 1, 1], q[0, 1, 2], q[0, 1, 3]),
+    )
+    y = (
+        (q[1, 0, 0], q[1, 0, 1], q[1, 0, 2], q[1, 0, 3]),
+        (q[1, 1, 0], q[1, 1, 1], q[1, 1, 2], q[1, 1, 3]),
+    )
     Qj = C.g2_from_affine((x, y))
     return C.g2_is_inf(C.g2_mul(Qj, R_PLAIN))
 
@@ -78,11 +82,19 @@ def groth16_product_is_one(neg_a, b, c, alpha1, vk_g2, ic, scalars):
     """e(-A, B) e(alpha1, beta2) e(vk_x, gamma2) e(C, delta2) == 1 with
     vk_x = IC_0 + sum_i s_i IC_i. G1 inputs (2, 4), ic (n+1, 2, 4): affine Montgomery limbs;
     b (2, 2, 4); vk_g2 (3, 2, 2, 4) = beta2, gamma2, delta2; scalars (n, 4) plain limbs."""
-    acc = C.g1_from_affine(((ic[0, 0, 0], ic[0, 0, 1], ic[0, 0, 2], ic[0, 0, 3]),
-                            (ic[0, 1, 0], ic[0, 1, 1], ic[0, 1, 2], ic[0, 1, 3])))
+    acc = C.g1_from_affine(
+        (
+            (ic[0, 0, 0], ic[0, 0, 1], ic[0, 0, 2], ic[0, 0, 3]),
+            (ic[0, 1, 0], ic[0, 1, 1], ic[0, 1, 2], ic[0, 1, 3]),
+        )
+    )
     for i in range(scalars.shape[0]):
-        p = C.g1_from_affine(((ic[i + 1, 0, 0], ic[i + 1, 0, 1], ic[i + 1, 0, 2], ic[i + 1, 0, 3]),
-                              (ic[i + 1, 1, 0], ic[i + 1, 1, 1], ic[i + 1, 1, 2], ic[i + 1, 1, 3])))
+        p = C.g1_from_affine(
+            (
+                (ic[i + 1, 0, 0], ic[i + 1, 0, 1], ic[i + 1, 0, 2], ic[i + 1, 0, 3]),
+                (ic[i + 1, 1, 0], ic[i + 1, 1, 1], ic[i + 1, 1, 2], ic[i + 1, 1, 3]),
+            )
+        )
         k = (scalars[i, 0], scalars[i, 1], scalars[i, 2], scalars[i, 3])
         acc = C.g1_add(acc, C.g1_mul(p, k))
     vk_x = C.g1_to_affine(acc)  # infinity becomes (0, 0), which the Miller loop skips
@@ -108,6 +120,7 @@ def _require_subgroup(p, where: str) -> None:
 
 # --- keys and proofs -----------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class VerifyingKey:
     """A checked Groth16 verifying key: affine int points (None = infinity), plus their
@@ -124,20 +137,32 @@ class VerifyingKey:
     _ic: np.ndarray = field(repr=False, compare=False)
 
     @classmethod
-    def from_points(cls, alpha1, beta2, gamma2, delta2, ic, n_public=None,
-                    where: str = "verifying key") -> VerifyingKey:
+    def from_points(
+        cls, alpha1, beta2, gamma2, delta2, ic, n_public=None, where: str = "verifying key"
+    ) -> VerifyingKey:
         """From affine int points; checks range, curve, subgroup and counts."""
         alpha1 = check_g1(alpha1, f"{where}: vk_alpha_1")
-        g2 = [check_g2(p, f"{where}: {name}") for p, name in
-              ((beta2, "vk_beta_2"), (gamma2, "vk_gamma_2"), (delta2, "vk_delta_2"))]
+        g2 = [
+            check_g2(p, f"{where}: {name}")
+            for p, name in ((beta2, "vk_beta_2"), (gamma2, "vk_gamma_2"), (delta2, "vk_delta_2"))
+        ]
         for p, name in zip(g2, ("vk_beta_2", "vk_gamma_2", "vk_delta_2"), strict=True):
             _require_subgroup(p, f"{where}: {name}")
         ic = tuple(check_g1(p, f"{where}: IC[{i}]") for i, p in enumerate(ic))
         if n_public is None:
             n_public = len(ic) - 1
         check_ic_count(ic, n_public, where)
-        return cls(n_public, alpha1, g2[0], g2[1], g2[2], ic,
-                   g1_array([alpha1])[0], g2_array(g2), g1_array(ic))
+        return cls(
+            n_public,
+            alpha1,
+            g2[0],
+            g2[1],
+            g2[2],
+            ic,
+            g1_array([alpha1])[0],
+            g2_array(g2),
+            g1_array(ic),
+        )
 
     @classmethod
     def from_json(cls, obj, where: str = "verification_key.json") -> VerifyingKey:
@@ -151,9 +176,14 @@ class VerifyingKey:
         from cuzk.formats.stored import g1_from_limbs, g2_from_limbs
 
         return cls.from_points(
-            g1_from_limbs(zkey.alpha1), g2_from_limbs(zkey.beta2), g2_from_limbs(zkey.gamma2),
-            g2_from_limbs(zkey.delta2), [g1_from_limbs(p) for p in zkey.ic],
-            int(zkey.n_public), os.fspath(getattr(zkey, "path", "zkey")))
+            g1_from_limbs(zkey.alpha1),
+            g2_from_limbs(zkey.beta2),
+            g2_from_limbs(zkey.gamma2),
+            g2_from_limbs(zkey.delta2),
+            [g1_from_limbs(p) for p in zkey.ic],
+            int(zkey.n_public),
+            os.fspath(getattr(zkey, "path", "zkey")),
+        )
 
     def alphabeta_12_json(self) -> list:
         """vk_alphabeta_12 for this key, in snarkjs's layout."""
@@ -184,6 +214,7 @@ class Proof:
 
 # --- verification --------------------------------------------------------------------------
 
+
 def verify(vk, public_signals, proof) -> bool:
     """True iff `proof` proves `public_signals` under `vk`; False if the pairing check fails.
 
@@ -197,18 +228,26 @@ def verify(vk, public_signals, proof) -> bool:
     signals = parse_public(public_signals, vk.n_public)
     a = proof.pi_a
     neg_a = None if a is None else (a[0], (Q - a[1]) % Q)
-    scalars = np.frombuffer(b"".join(s.to_bytes(32, "little") for s in signals),
-                            dtype=np.uint64).reshape(len(signals), 4)
-    return bool(groth16_product_is_one(
-        g1_array([neg_a])[0], g2_array([proof.pi_b])[0], g1_array([proof.pi_c])[0],
-        vk._alpha1, vk._g2, vk._ic, scalars))
+    scalars = np.frombuffer(
+        b"".join(s.to_bytes(32, "little") for s in signals), dtype=np.uint64
+    ).reshape(len(signals), 4)
+    return bool(
+        groth16_product_is_one(
+            g1_array([neg_a])[0],
+            g2_array([proof.pi_b])[0],
+            g1_array([proof.pi_c])[0],
+            vk._alpha1,
+            vk._g2,
+            vk._ic,
+            scalars,
+        )
+    )
 
 
 def verify_files(vk_json, public_json, proof_json) -> bool:
     """`snarkjs groth16 verify` on files: verification_key.json, public.json, proof.json."""
     vk = VerifyingKey.from_json(load(vk_json, "verification key"), os.fspath(vk_json))
-    public = parse_public(load(public_json, "public signals"), vk.n_public,
-                          os.fspath(public_json))
+    public = parse_public(load(public_json, "public signals"), vk.n_public, os.fspath(public_json))
     proof = Proof.from_json(load(proof_json, "proof"), os.fspath(proof_json))
     return verify(vk, public, proof)
 

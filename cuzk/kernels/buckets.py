@@ -41,6 +41,7 @@ F_ZERO, F_ONE = G.F_ZERO, G.F_ONE
 # Helpers work on rows of arrays: affine points of G.AFFINE_WIDTH limbs, prefix products of
 # G.COORD_LIMBS limbs.
 
+
 @inline_fn
 def pair_classify(P, Q):
     """(kind, denominator) of the affine sum P + Q (see the PAIR_* kinds)."""

@@ -58,6 +58,7 @@ def windows_for(c: int) -> int:
 
 # ======================================= scalars ==========================================
 
+
 @device_fn
 def scalar_load_reduced(scalars, i):
     """Scalar i as 4 limbs, reduced mod r (inputs may be any 256-bit value; snarkjs's are
@@ -129,6 +130,7 @@ def scalar_is_zero(scalars, i):
 
 
 # ================================ row copies ==============================================
+
 
 @inline_fn
 def point_row_copy(src, i, dst, j, negate):

@@ -49,6 +49,7 @@ SEGMENTS = 128  # bucket segments per window in msm_gX_bucket_reduce (at most H)
 
 # ================================ group-independent kernels ===============================
 
+
 def msm_signed_digits(points, scalars, c, K, digits):
     """digits[0:K, i] = the signed c-bit digits of scalars[i]; zeros where the scalar is
     zero or points[i] is infinity."""
@@ -125,12 +126,14 @@ I32 = types.Array(types.int32, 1, "C")
 I64 = types.Array(types.int64, 1, "C")
 E32 = types.Array(types.uint32, 1, "C")
 i64 = types.int64
-CUDA_KERNELS = KernelTable({
-    "msm_signed_digits": (msm_signed_digits, (U2, U2, i64, i64, I2)),
-    "msm_bucket_count": (msm_bucket_count, (I2, i64, I32)),
-    "msm_exclusive_scan": (msm_exclusive_scan, (I32, I64)),
-    "msm_bucket_scatter": (msm_bucket_scatter, (I2, i64, I64, I32, E32)),
-})
+CUDA_KERNELS = KernelTable(
+    {
+        "msm_signed_digits": (msm_signed_digits, (U2, U2, i64, i64, I2)),
+        "msm_bucket_count": (msm_bucket_count, (I2, i64, I32)),
+        "msm_exclusive_scan": (msm_exclusive_scan, (I32, I64)),
+        "msm_bucket_scatter": (msm_bucket_scatter, (I2, i64, I64, I32, E32)),
+    }
+)
 for _g in (1, 2):
     _sigs = {
         "bucket_accumulate": (U2, E32, I64, I32, U2),

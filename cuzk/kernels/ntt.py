@@ -123,6 +123,7 @@ def stage_indices(k, log_m, log_n, inverse):
 
 # --- lazy arithmetic (values below 4r; see the module docstring) -----------------------------
 
+
 @device_fn
 def _mont_round(t0, t1, t2, t3, a0, a1, a2, a3, bi):
     """t = (t + a b_i + m r) / 2^64, m = t_0 (-r^{-1}) mod 2^64: one CIOS iteration (Koc, Acar,
@@ -162,8 +163,12 @@ def sub_if_ge(a, m):
     d2, br = sbb(a[2], m[2], br)
     d3, br = sbb(a[3], m[3], br)
     keep = br * _ONES  # all ones when a < m (a product: no wrap-around, which the simulator flags)
-    return (d0 ^ ((d0 ^ a[0]) & keep), d1 ^ ((d1 ^ a[1]) & keep),
-            d2 ^ ((d2 ^ a[2]) & keep), d3 ^ ((d3 ^ a[3]) & keep))
+    return (
+        d0 ^ ((d0 ^ a[0]) & keep),
+        d1 ^ ((d1 ^ a[1]) & keep),
+        d2 ^ ((d2 ^ a[2]) & keep),
+        d3 ^ ((d3 ^ a[3]) & keep),
+    )
 
 
 @device_fn
@@ -197,6 +202,7 @@ def reduce_lazy(a):
 
 
 # --- butterflies ----------------------------------------------------------------------------
+
 
 @device_fn
 def dit_butterfly(u, v, w, twiddled, flip, final):

@@ -42,6 +42,7 @@ SIMULATOR_THREADS = 16  # the simulator runs each thread as a Python thread
 
 # --- kernels (plain Python functions; CUDA_KERNELS below compiles them) --------------------
 
+
 def ntt_bit_reverse(x, log_n):
     """x[i] <-> x[rev(i)]."""
     i = cuda.grid(1)
@@ -79,8 +80,9 @@ def ntt_dit_stage(a, b, c, nvec, tw, log_m, log_n, inverse):
         elif v == 2:
             x = c
         i, i2, e, flip = K.stage_indices(k & (half - 1), log_m, log_n, inverse)
-        s, d = K.dit_butterfly(load(x, i), load(x, i2), load(tw, e), e != 0, flip,
-                               log_m == log_n - 1)
+        s, d = K.dit_butterfly(
+            load(x, i), load(x, i2), load(tw, e), e != 0, flip, log_m == log_n - 1
+        )
         store(x, i, s)
         store(x, i2, d)
 
@@ -127,8 +129,9 @@ def ntt_dit_block(a, b, c, nvec, tw, log_b, log_n, inverse):
     cuda.syncthreads()
     for log_m in range(log_b):
         i, i2, e, flip = K.stage_indices(t, log_m, log_n, inverse)
-        s, d = K.dit_butterfly(load(xs, i), load(xs, i2), load(tw, e), e != 0, flip,
-                               log_m == log_n - 1)
+        s, d = K.dit_butterfly(
+            load(xs, i), load(xs, i2), load(tw, e), e != 0, flip, log_m == log_n - 1
+        )
         store(xs, i, s)
         store(xs, i2, d)
         cuda.syncthreads()
@@ -158,8 +161,9 @@ def ntt_coset_block(a, b, c, nvec, tw, g_rev, log_b, log_n):
     cuda.syncthreads()
     for log_m in range(log_b):
         i, i2, e, flip = K.stage_indices(t, log_m, log_n, False)
-        s, d = K.dit_butterfly(load(xs, i), load(xs, i2), load(tw, e), e != 0, flip,
-                               log_m == log_n - 1)
+        s, d = K.dit_butterfly(
+            load(xs, i), load(xs, i2), load(tw, e), e != 0, flip, log_m == log_n - 1
+        )
         store(xs, i, s)
         store(xs, i2, d)
         cuda.syncthreads()
@@ -183,8 +187,9 @@ def ntt_quotient(h, a, b, c, consts):
     consts = [n (Montgomery), n^{-2} (plain)]."""
     i = cuda.grid(1)
     if i < a.shape[0]:
-        store(h, i, K.quotient(load(a, i), load(b, i), load(c, i), load(consts, 0),
-                               load(consts, 1)))
+        store(
+            h, i, K.quotient(load(a, i), load(b, i), load(c, i), load(consts, 0), load(consts, 1))
+        )
 
 
 _V = types.Array(types.uint64, 2, "C")  # an (n, 4) vector of elements, or a table
@@ -192,23 +197,25 @@ _I = types.int64
 _B = types.boolean
 _STAGE = (_V, _V, _V, _I, _V, _I, _I, _B)
 # name -> (python function, argument types); tests/test_ptx.py compiles each for sm_90.
-CUDA_KERNELS = KernelTable({
-    "ntt_bit_reverse": (ntt_bit_reverse, (_V, _I)),
-    "ntt_bit_reverse_scale": (ntt_bit_reverse_scale, (_V, _I, _V)),
-    "ntt_dit_stage": (ntt_dit_stage, _STAGE),
-    "ntt_dif_stage": (ntt_dif_stage, _STAGE),
-    "ntt_dit_block": (ntt_dit_block, _STAGE),
-    "ntt_coset_block": (ntt_coset_block, (_V, _V, _V, _I, _V, _V, _I, _I)),
-    "ntt_coset_shift": (ntt_coset_shift, (_V, _V, _I, _B)),
-    "ntt_quotient": (ntt_quotient, (_V, _V, _V, _V, _V)),
-})
+CUDA_KERNELS = KernelTable(
+    {
+        "ntt_bit_reverse": (ntt_bit_reverse, (_V, _I)),
+        "ntt_bit_reverse_scale": (ntt_bit_reverse_scale, (_V, _I, _V)),
+        "ntt_dit_stage": (ntt_dit_stage, _STAGE),
+        "ntt_dif_stage": (ntt_dif_stage, _STAGE),
+        "ntt_dit_block": (ntt_dit_block, _STAGE),
+        "ntt_coset_block": (ntt_coset_block, (_V, _V, _V, _I, _V, _V, _I, _I)),
+        "ntt_coset_shift": (ntt_coset_shift, (_V, _V, _I, _B)),
+        "ntt_quotient": (ntt_quotient, (_V, _V, _V, _V, _V)),
+    }
+)
 # Kernels that multiply field elements: their PTX must hold the 64-bit high product.
 CUDA_KERNELS.expect = {name: ["mul.hi.u64"] for name in CUDA_KERNELS if name != "ntt_bit_reverse"}
 kernel = CUDA_KERNELS.kernel  # compiled at first launch; cached on disk on a GPU
 
 
-
 # --- resident tables ------------------------------------------------------------------------
+
 
 class DeviceTables:
     """The NTT tables of each domain size, resident on one device: twiddles tw (n/2 x 32
@@ -277,6 +284,7 @@ def device_tables(device_id: int | None = None) -> DeviceTables:
 
 # --- launches -------------------------------------------------------------------------------
 
+
 def _launch(name: str, count: int, stream):
     """Kernel ``name`` configured with one thread per item of ``count``."""
     threads = SIMULATOR_THREADS if cuda_simulated() else THREADS
@@ -294,7 +302,8 @@ def _dit(vs, tables, log_n, inverse, block_log=None, stream=0):
     log_b = _block_log(log_n, block_log)
     tw = tables["tw"]
     kernel("ntt_dit_block")[nvec << (log_n - log_b), 1 << (log_b - 1), stream](
-        a, b, c, nvec, tw, log_b, log_n, inverse)
+        a, b, c, nvec, tw, log_b, log_n, inverse
+    )
     stage = _launch("ntt_dit_stage", nvec << (log_n - 1), stream)
     for log_m in range(log_b, log_n):
         stage(a, b, c, nvec, tw, log_m, log_n, inverse)
@@ -311,8 +320,9 @@ def _device(x):
 def _log_n(x) -> int:
     n = x.shape[0]
     if len(x.shape) != 2 or x.shape[1] != 4 or n < 1 or n & (n - 1):
-        raise ValueError(f"expected an (n, 4) uint64 vector with n a power of two, got "
-                         f"{tuple(x.shape)}")
+        raise ValueError(
+            f"expected an (n, 4) uint64 vector with n a power of two, got {tuple(x.shape)}"
+        )
     return n.bit_length() - 1
 
 
@@ -386,7 +396,8 @@ def compute_h(a, b, c, out=None, block_log: int | None = None, stream=0):
         for log_m in range(log_n - 1, log_b - 1, -1):
             stage(da, db, dc, 3, tw, log_m, log_n, True)
         kernel("ntt_coset_block")[3 << (log_n - log_b), 1 << (log_b - 1), stream](
-            da, db, dc, 3, tw, tables["g_rev"], log_b, log_n)
+            da, db, dc, 3, tw, tables["g_rev"], log_b, log_n
+        )
         stage = _launch("ntt_dit_stage", 3 << (log_n - 1), stream)
         for log_m in range(log_b, log_n):
             stage(da, db, dc, 3, tw, log_m, log_n, False)

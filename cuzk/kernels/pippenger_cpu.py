@@ -26,8 +26,7 @@ BUCKET_CHUNK = 256
 
 
 @T.njit()
-def window_sum(points, digits, w, H, wins, buf_a, buf_b, acc, kinds, sums, counts, starts,
-                active):
+def window_sum(points, digits, w, H, wins, buf_a, buf_b, acc, kinds, sums, counts, starts, active):
     """Window w: bucket sort, batch-affine rounds, weighted bucket sum into wins[w].
     buf_a, buf_b: (n, W) scratch; acc: (n // 2 + 1, W // 2); kinds: (n // 2 + 1,);
     sums: (H, W); counts, starts, active: (H + 1,) — reused from window to window."""
@@ -105,8 +104,9 @@ def pippenger(points, scalars, c, threads, out):
         starts = np.empty(H + 1, np.int64)
         active = np.empty(H + 1, np.int64)
         for w in range(t, K, T):
-            window_sum(points, digits, w, H, wins, buf_a, buf_b, acc, kinds, sums, counts,
-                       starts, active)
+            window_sum(
+                points, digits, w, H, wins, buf_a, buf_b, acc, kinds, sums, counts, starts, active
+            )
     B.windows_combine(wins, K, c, out)
 
 

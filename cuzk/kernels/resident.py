@@ -27,16 +27,30 @@ import numpy as np
 
 from cuzk.kernels.points import G1_WIDTH, G2_WIDTH, ResidentPoints
 
-__all__ = ["ResidentPoints", "ResidentKey", "ResidentKeys", "place_points", "parse_device",
-           "device_name", "gpu_context", "ZKEY_SETS", "G1_WIDTH", "G2_WIDTH"]
+__all__ = [
+    "ResidentPoints",
+    "ResidentKey",
+    "ResidentKeys",
+    "place_points",
+    "parse_device",
+    "device_name",
+    "gpu_context",
+    "ZKEY_SETS",
+    "G1_WIDTH",
+    "G2_WIDTH",
+]
 # short set names -> cuzk.formats.zkey.ZKey attributes
 ZKEY_SETS = {
-    "a": "points_a", "b1": "points_b1", "b2": "points_b2", "c": "points_c", "h": "points_h",
+    "a": "points_a",
+    "b1": "points_b1",
+    "b2": "points_b2",
+    "c": "points_c",
+    "h": "points_h",
 }
 
 
 def parse_device(device: str | None) -> tuple[str, int]:
-    """"cpu" / "cpu:N" -> ("cpu", 0); "cuda:N" -> ("cuda", N); "cuda" -> the current CUDA
+    """ "cpu" / "cpu:N" -> ("cpu", 0); "cuda:N" -> ("cuda", N); "cuda" -> the current CUDA
     device; None -> cuzk.arith.jit.default_device_target() ("cuda" where a real GPU is present)."""
     if device is None:
         from cuzk.arith.jit import default_device_target
@@ -153,8 +167,9 @@ class ResidentKey:
         try:
             return self.sets[name]
         except KeyError:
-            raise KeyError(f"key {self.key_id!r} has no resident point set {name!r} "
-                           f"(has {sorted(self.sets)})") from None
+            raise KeyError(
+                f"key {self.key_id!r} has no resident point set {name!r} (has {sorted(self.sets)})"
+            ) from None
 
     def touch(self) -> None:
         self.last_used = time.monotonic()
@@ -267,8 +282,16 @@ class ResidentKeys:
         now = time.monotonic()
         by_id: dict[str, dict] = {}
         for (key_id, dev), key in sorted(self._keys.items()):
-            row = by_id.setdefault(key_id, {"key_id": key_id, "bytes": 0, "devices": [],
-                                            "last_used_secs_ago": None, "evictable": True})
+            row = by_id.setdefault(
+                key_id,
+                {
+                    "key_id": key_id,
+                    "bytes": 0,
+                    "devices": [],
+                    "last_used_secs_ago": None,
+                    "evictable": True,
+                },
+            )
             row["bytes"] += key.nbytes
             row["devices"].append(dev)
             ago = now - key.last_used

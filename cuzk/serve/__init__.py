@@ -8,8 +8,12 @@ from cuzk.lazy import lazy_exports
 
 # public name -> the module of this package that defines it
 _EXPORTS = {
-    "ApiError": "client", "Client": "client", "ClientError": "client", "Unreachable": "client",
-    "Config": "config", "ConfigError": "config",
+    "ApiError": "client",
+    "Client": "client",
+    "ClientError": "client",
+    "Unreachable": "client",
+    "Config": "config",
+    "ConfigError": "config",
 }
 
 __all__ = sorted(_EXPORTS)

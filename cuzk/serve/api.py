@@ -28,8 +28,13 @@ log = logging.getLogger("cuzk.serve")
 KEY_ID = re.compile(r"^[0-9a-f]{16}$")
 MAX_PARTITIONS = 4096  # witnesses per job
 MAX_KIND_BYTES = 24  # the board's label width
-JOB_FIELDS = {"key": True, "witnesses": False, "inputs": False, "kind": False,
-              "priority": False}  # witnesses or inputs, not both
+JOB_FIELDS = {
+    "key": True,
+    "witnesses": False,
+    "inputs": False,
+    "kind": False,
+    "priority": False,
+}  # witnesses or inputs, not both
 PROVE_FIELDS = {**JOB_FIELDS, "timeout": False}
 JOB_STATES = ("queued", "running", "done", "failed", "cancelled")
 
@@ -37,8 +42,11 @@ JOB_STATES = ("queued", "running", "done", "failed", "cancelled")
 def _fields(body: dict, spec: dict[str, bool], what: str) -> None:
     unknown = sorted(set(body) - set(spec))
     if unknown:
-        raise HttpError(400, f"{what}: unknown field(s) {', '.join(map(repr, unknown))} "
-                             f"(allowed: {', '.join(spec)})")
+        raise HttpError(
+            400,
+            f"{what}: unknown field(s) {', '.join(map(repr, unknown))} "
+            f"(allowed: {', '.join(spec)})",
+        )
     missing = [k for k, required in spec.items() if required and k not in body]
     if missing:
         raise HttpError(400, f"{what}: missing field(s) {', '.join(map(repr, missing))}")
@@ -58,8 +66,7 @@ def _seconds(value, name: str, limit: float) -> float:
     try:
         x = float(value)
     except (TypeError, ValueError):
-        raise HttpError(400, f"{name} must be a number of seconds, got {value!r}"[:300]) \
-            from None
+        raise HttpError(400, f"{name} must be a number of seconds, got {value!r}"[:300]) from None
     if not x >= 0 or x == float("inf"):
         raise HttpError(400, f"{name} must be a finite number of seconds >= 0, got {value!r}")
     return min(x, limit)
@@ -74,11 +81,17 @@ def resolve_under_roots(path, roots: list[str], what: str) -> str:
     if "\x00" in path:
         raise HttpError(400, f"{what}: a path must not contain NUL")
     if not os.path.isabs(path):
-        raise HttpError(400, f"{what}: {path!r} is not an absolute path (the server's working "
-                             "directory is not yours)")
+        raise HttpError(
+            400,
+            f"{what}: {path!r} is not an absolute path (the server's working "
+            "directory is not yours)",
+        )
     if not roots:
-        raise HttpError(403, f"{what}: the server has no key roots, so it accepts no paths "
-                             "(start it with --key-root DIR)")
+        raise HttpError(
+            403,
+            f"{what}: the server has no key roots, so it accepts no paths "
+            "(start it with --key-root DIR)",
+        )
     real = os.path.realpath(path)
     if not any(os.path.commonpath([real, root]) == root for root in roots):
         raise HttpError(403, f"{what}: {path!r} is outside the key roots")
@@ -90,8 +103,9 @@ def resolve_under_roots(path, roots: list[str], what: str) -> str:
 class Api:
     """The routes of one serve process, over one Engine."""
 
-    def __init__(self, engine, config, metrics=None, static: StaticFiles | None = None,
-                 journal=None):
+    def __init__(
+        self, engine, config, metrics=None, static: StaticFiles | None = None, journal=None
+    ):
         self.engine = engine
         self.config = config
         self.metrics = metrics
@@ -133,8 +147,11 @@ class Api:
     # ---------------------------------------------------------------- health, status, metrics
     def healthz(self, req: Request):
         ok = self.engine.running and not self.draining
-        body = {"status": "ok" if ok else "draining", "pid": os.getpid(),
-                "uptime_secs": round(time.time() - self.started_at, 3)}
+        body = {
+            "status": "ok" if ok else "draining",
+            "pid": os.getpid(),
+            "uptime_secs": round(time.time() - self.started_at, 3),
+        }
         return (200 if ok else 503), body
 
     def status(self, req: Request):
@@ -167,19 +184,20 @@ class Api:
         cache_key = (real, st.st_mtime_ns, st.st_size)
         with self._lock:
             key_id = self._key_paths.get(cache_key)
-        if (key_id is not None and wasm is None
-                and any(k["key_id"] == key_id for k in self.engine.keys())):
+        if (
+            key_id is not None
+            and wasm is None
+            and any(k["key_id"] == key_id for k in self.engine.keys())
+        ):
             return key_id
         from cuzk.witness.errors import WitnessError
 
         try:
             key_id = self.engine.register_key(real, wasm=wasm)
         except WitnessError as e:
-            raise HttpError(422, f"wasm: not a usable circuit for this key: {e.problem}"
-                            ) from None
+            raise HttpError(422, f"wasm: not a usable circuit for this key: {e.problem}") from None
         except FormatError as e:
-            raise HttpError(422, f"{what}: not a usable Groth16 proving key: "
-                                 f"{e.problem}") from None
+            raise HttpError(422, f"{what}: not a usable Groth16 proving key: {e.problem}") from None
         except OSError as e:
             raise HttpError(422, f"{what}: cannot read {path!r}: {e.strerror or e}") from None
         with self._lock:
@@ -217,16 +235,24 @@ class Api:
         request with circuit inputs, ("inputs", list of JSON objects) in place of witnesses."""
         _fields(body, spec, "job")
         if ("witnesses" in body) == ("inputs" in body):
-            raise HttpError(400, "job: give either 'witnesses' (one .wtns per partition) or "
-                                 "'inputs' (one circuit input object per partition)")
+            raise HttpError(
+                400,
+                "job: give either 'witnesses' (one .wtns per partition) or "
+                "'inputs' (one circuit input object per partition)",
+            )
         kind = _str_field(body, "kind", "default")
         if len(kind.encode()) > MAX_KIND_BYTES or not kind.isprintable():
-            raise HttpError(400, f"kind must be a printable label of 1 to {MAX_KIND_BYTES} "
-                                 f"bytes, got {kind!r}"[:200])
+            raise HttpError(
+                400,
+                f"kind must be a printable label of 1 to {MAX_KIND_BYTES} bytes, got {kind!r}"[
+                    :200
+                ],
+            )
         priority = body.get("priority", "normal")
         if priority not in PRIORITIES:
-            raise HttpError(400, f"priority must be one of {', '.join(PRIORITIES)}, got "
-                                 f"{priority!r}"[:200])
+            raise HttpError(
+                400, f"priority must be one of {', '.join(PRIORITIES)}, got {priority!r}"[:200]
+            )
         key = _str_field(body, "key")
         if KEY_ID.match(key):
             key_id = key
@@ -240,13 +266,12 @@ class Api:
         if not isinstance(ws, list):
             raise HttpError(400, f"witnesses must be a list, got {type(ws).__name__}")
         if not ws:
-            raise HttpError(400, "witnesses: a job needs at least one witness (one per "
-                                 "partition)")
+            raise HttpError(400, "witnesses: a job needs at least one witness (one per partition)")
         if len(ws) > MAX_PARTITIONS:
-            raise HttpError(400, f"witnesses: {len(ws)} partitions, at most {MAX_PARTITIONS} "
-                                 "per job")
-        return key_id, [self._witness(w, i, key_info) for i, w in enumerate(ws)], kind, \
-            priority
+            raise HttpError(
+                400, f"witnesses: {len(ws)} partitions, at most {MAX_PARTITIONS} per job"
+            )
+        return key_id, [self._witness(w, i, key_info) for i, w in enumerate(ws)], kind, priority
 
     @staticmethod
     def _inputs(ins, key_info: dict) -> list:
@@ -255,16 +280,21 @@ class Api:
         if not ins:
             raise HttpError(400, "inputs: a job needs at least one input (one per partition)")
         if len(ins) > MAX_PARTITIONS:
-            raise HttpError(400, f"inputs: {len(ins)} partitions, at most {MAX_PARTITIONS} "
-                                 "per job")
+            raise HttpError(400, f"inputs: {len(ins)} partitions, at most {MAX_PARTITIONS} per job")
         for i, x in enumerate(ins):
             if not isinstance(x, dict):
-                raise HttpError(400, f"inputs[{i}]: expected a JSON object of the circuit's "
-                                     f"input signals, got {type(x).__name__}")
+                raise HttpError(
+                    400,
+                    f"inputs[{i}]: expected a JSON object of the circuit's "
+                    f"input signals, got {type(x).__name__}",
+                )
         if not key_info.get("wasm"):
-            raise HttpError(400, f"key {key_info['key_id']} has no circuit wasm: register it "
-                                 "with its circuit's wasm (POST /v1/keys with \"wasm\") to "
-                                 "submit inputs")
+            raise HttpError(
+                400,
+                f"key {key_info['key_id']} has no circuit wasm: register it "
+                'with its circuit\'s wasm (POST /v1/keys with "wasm") to '
+                "submit inputs",
+            )
         return ins
 
     def _witness(self, w, i: int, key_info: dict):
@@ -276,8 +306,9 @@ class Api:
         if isinstance(w, str):
             w = {"path": w}
         if not isinstance(w, dict) or len(w) != 1 or next(iter(w)) not in ("data", "path"):
-            raise HttpError(400, f"{what}: expected {{\"data\": BASE64}} or {{\"path\": "
-                                 "PATH} (or a path string)")
+            raise HttpError(
+                400, f'{what}: expected {{"data": BASE64}} or {{"path": PATH}} (or a path string)'
+            )
         if "data" in w:
             if isinstance(w["data"], Upload):  # decoded as the body arrived (serve.body)
                 if not w["data"].valid:
@@ -307,16 +338,18 @@ class Api:
         finally:
             witness = None  # drop the mapping before the engine opens the file
         if n != key_info["n_vars"]:
-            raise HttpError(422, f"{what}: the witness has {n} values but key "
-                                 f"{key_info['key_id']} expects nVars = {key_info['n_vars']}")
+            raise HttpError(
+                422,
+                f"{what}: the witness has {n} values but key "
+                f"{key_info['key_id']} expects nVars = {key_info['n_vars']}",
+            )
         return source
 
     def _submit(self, body: dict, spec: dict) -> str:
         key_id, witnesses, kind, priority = self._job_request(body, spec)
         try:
             if isinstance(witnesses, tuple):  # ("inputs", [...])
-                return self.engine.submit(key_id, inputs=witnesses[1], kind=kind,
-                                          priority=priority)
+                return self.engine.submit(key_id, inputs=witnesses[1], kind=kind, priority=priority)
             return self.engine.submit(key_id, witnesses, kind=kind, priority=priority)
         except EngineStopped as e:
             raise HttpError(503, f"not taking jobs: {e}", {"Retry-After": "5"}) from None
@@ -345,8 +378,11 @@ class Api:
             r = self._journalled(job_id)
             if r is not None:
                 return {k: v for k, v in r.items() if k not in ("proofs", "public")}
-            raise HttpError(404, f"unknown job id {job_id!r} (never submitted, or finished "
-                                 "and dropped from the history)"[:300]) from None
+            raise HttpError(
+                404,
+                f"unknown job id {job_id!r} (never submitted, or finished "
+                "and dropped from the history)"[:300],
+            ) from None
 
     def list_jobs(self, req: Request):
         state = req.arg("state")
@@ -391,7 +427,6 @@ class Api:
 
     def prove(self, req: Request):
         body = req.json()
-        wait = _seconds(body.get("timeout", self.config.max_wait), "timeout",
-                        self.config.max_wait)
+        wait = _seconds(body.get("timeout", self.config.max_wait), "timeout", self.config.max_wait)
         job_id = self._submit(body, PROVE_FIELDS)
         return self._wait_result(job_id, wait)

@@ -151,7 +151,7 @@ class JsonBody:
                     self._keep(b'"')
             elif self.state == self.STR:
                 if self.escape:  # the byte after a backslash, whatever it is
-                    self._keep(chunk[pos:pos + 1])
+                    self._keep(chunk[pos : pos + 1])
                     pos += 1
                     self.escape = False
                     continue
@@ -159,7 +159,7 @@ class JsonBody:
                 if end < 0:
                     self._keep(chunk[pos:])
                     return
-                self._keep(chunk[pos:end + 1])
+                self._keep(chunk[pos : end + 1])
                 pos = end + 1
                 if chunk[end] == 0x5C:  # backslash
                     self.escape = True
@@ -197,7 +197,7 @@ class JsonBody:
 
     def _is_data_value(self) -> bool:
         start, end = self.last_str
-        if start < 0 or self.skeleton[start:end + 1] != b'"data"':
+        if start < 0 or self.skeleton[start : end + 1] != b'"data"':
             return False
         return _DATA_KEY.fullmatch(self.skeleton, end + 1) is not None
 

@@ -21,6 +21,7 @@ from cuzk.serve.config import EX_CONFIG, SETTINGS
 EXIT_FAILED, EXIT_REFUSED, EXIT_UNREACHABLE = 1, 2, 3
 CTX = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
+
 def config_options(f):
     """The serve settings as options (default None = not given; see cuzk.serve.config)."""
     for s in reversed(SETTINGS):
@@ -28,16 +29,21 @@ def config_options(f):
         default = "[]" if s.default == [] else s.default
         help_text = f"{s.help} [env {s.env}; default: {default}]"
         if s.name == "self_verify":
-            f = click.option("--self-verify/--no-self-verify", "self_verify", default=None,
-                             help=help_text)(f)
+            f = click.option(
+                "--self-verify/--no-self-verify", "self_verify", default=None, help=help_text
+            )(f)
         elif s.name in ("key_roots", "allow_hosts"):
-            f = click.option(flag, s.name, multiple=True, metavar=s.metavar,
-                             help=help_text)(f)
+            f = click.option(flag, s.name, multiple=True, metavar=s.metavar, help=help_text)(f)
         else:
             f = click.option(flag, s.name, default=None, metavar=s.metavar, help=help_text)(f)
-    return click.option("--config", "config_file", metavar="FILE", default=None,
-                        help="TOML configuration file (keys as the option names with "
-                             "underscores). [env CUZK_CONFIG]")(f)
+    return click.option(
+        "--config",
+        "config_file",
+        metavar="FILE",
+        default=None,
+        help="TOML configuration file (keys as the option names with "
+        "underscores). [env CUZK_CONFIG]",
+    )(f)
 
 
 def _load_config(command: str, config_file, settings):
@@ -84,11 +90,20 @@ def config_show(as_json, config_file, **settings):
 
 # ---------------------------------------------------------------------------- clients
 def client_options(f):
-    f = click.option("--token-file", metavar="FILE", envvar="CUZK_TOKEN_FILE",
-                     help="File holding the API's bearer token. [env CUZK_TOKEN_FILE]")(f)
-    return click.option("--server", metavar="URL", envvar="CUZK_SERVER",
-                        default="http://127.0.0.1:9820", show_default=True,
-                        help="cuzk serve address. [env CUZK_SERVER]")(f)
+    f = click.option(
+        "--token-file",
+        metavar="FILE",
+        envvar="CUZK_TOKEN_FILE",
+        help="File holding the API's bearer token. [env CUZK_TOKEN_FILE]",
+    )(f)
+    return click.option(
+        "--server",
+        metavar="URL",
+        envvar="CUZK_SERVER",
+        default="http://127.0.0.1:9820",
+        show_default=True,
+        help="cuzk serve address. [env CUZK_SERVER]",
+    )(f)
 
 
 def _client(server, token_file, command: str):
@@ -121,37 +136,67 @@ def _call(command: str, fn, *args, **kw):
 
 @click.command("submit", context_settings=CTX)
 @client_options
-@click.option("--kind", default="default", show_default=True,
-              help="Job kind label (e.g. winning-post, window-post, snap-update, porep-c2).")
-@click.option("--priority", type=click.Choice(["critical", "high", "normal"]),
-              default="normal", show_default=True,
-              help="Scheduling priority: critical before high before normal; FIFO within.")
+@click.option(
+    "--kind",
+    default="default",
+    show_default=True,
+    help="Job kind label (e.g. winning-post, window-post, snap-update, porep-c2).",
+)
+@click.option(
+    "--priority",
+    type=click.Choice(["critical", "high", "normal"]),
+    default="normal",
+    show_default=True,
+    help="Scheduling priority: critical before high before normal; FIFO within.",
+)
 @click.option("--wait", is_flag=True, help="Wait for the proofs and write them to --out.")
-@click.option("--timeout", type=click.FloatRange(min=0), default=None,
-              help="With --wait: give up after this many seconds (exit 1). [default: none]")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=".",
-              show_default=True, help="With --wait: where proof-<i>.json and public-<i>.json "
-              "(partition i from 0) are written.")
-@click.option("--paths", is_flag=True, help="Send witness paths (the server reads them under "
-              "its key roots) instead of uploading the files.")
-@click.option("--input", "as_inputs", is_flag=True, help="The files are circuit inputs "
-              "(input.json, as snarkjs takes them), one per partition: the server computes "
-              "the witnesses with the key's circuit wasm (see --wasm).")
-@click.option("--wasm", type=click.Path(dir_okay=False), default=None,
-              help="Register ZKEY (a path) with its circuit's wasm (circom --wasm; a path "
-              "under the server's key roots) before submitting.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="With --wait: give up after this many seconds (exit 1). [default: none]",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    default=".",
+    show_default=True,
+    help="With --wait: where proof-<i>.json and public-<i>.json (partition i from 0) are written.",
+)
+@click.option(
+    "--paths",
+    is_flag=True,
+    help="Send witness paths (the server reads them under "
+    "its key roots) instead of uploading the files.",
+)
+@click.option(
+    "--input",
+    "as_inputs",
+    is_flag=True,
+    help="The files are circuit inputs "
+    "(input.json, as snarkjs takes them), one per partition: the server computes "
+    "the witnesses with the key's circuit wasm (see --wasm).",
+)
+@click.option(
+    "--wasm",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Register ZKEY (a path) with its circuit's wasm (circom --wasm; a path "
+    "under the server's key roots) before submitting.",
+)
 @click.argument("zkey")
 @click.argument("wtns", nargs=-1, required=True)
-def submit(server, token_file, kind, priority, wait, timeout, out_dir, paths, as_inputs, wasm,
-           zkey, wtns):
+def submit(
+    server, token_file, kind, priority, wait, timeout, out_dir, paths, as_inputs, wasm, zkey, wtns
+):
     """Submit a job: proving key ZKEY (a path under the server's key roots, or a key id) and
     one witness WTNS per partition (with --input: one circuit input JSON per partition).
     Prints the job id; with --wait, writes the proofs and exits 1 if any partition failed."""
     inputs = None
     if as_inputs:
         if paths:
-            _fail("submit", "--paths is for witnesses; --input files are always sent",
-                  EXIT_REFUSED)
+            _fail("submit", "--paths is for witnesses; --input files are always sent", EXIT_REFUSED)
         inputs = [_read_input(f) for f in wtns]
     else:
         for w in wtns:
@@ -160,17 +205,23 @@ def submit(server, token_file, kind, priority, wait, timeout, out_dir, paths, as
     client = _client(server, token_file, "submit")
     if wasm is not None:
         if not os.path.exists(zkey):
-            _fail("submit", f"--wasm registers a key file: {zkey}: no such file",
-                  EXIT_REFUSED)
+            _fail("submit", f"--wasm registers a key file: {zkey}: no such file", EXIT_REFUSED)
         _call("submit", client.register_key, zkey, wasm)
-    job = _call("submit", client.submit, zkey, list(wtns) if inputs is None else None,
-                kind=kind, priority=priority, upload=not paths, inputs=inputs)
+    job = _call(
+        "submit",
+        client.submit,
+        zkey,
+        list(wtns) if inputs is None else None,
+        kind=kind,
+        priority=priority,
+        upload=not paths,
+        inputs=inputs,
+    )
     job_id = job["job_id"]
     if not wait:
         click.echo(job_id)
         return
-    click.echo(f"job {job_id}: {job['total_partitions']} partition(s) submitted; waiting",
-               err=True)
+    click.echo(f"job {job_id}: {job['total_partitions']} partition(s) submitted; waiting", err=True)
     r = _call("submit", client.wait, job_id, timeout)
     sys.exit(write_result(r, out_dir))
 
@@ -185,8 +236,11 @@ def _read_input(path) -> dict:
     except (ValueError, RecursionError) as e:
         _fail("submit", f"{path}: not valid JSON: {e}", EXIT_REFUSED)
     if not isinstance(obj, dict):
-        _fail("submit", f"{path}: the circuit's inputs are a JSON object, got "
-                        f"{type(obj).__name__}", EXIT_REFUSED)
+        _fail(
+            "submit",
+            f"{path}: the circuit's inputs are a JSON object, got {type(obj).__name__}",
+            EXIT_REFUSED,
+        )
     return obj
 
 
@@ -196,8 +250,9 @@ def write_result(r: dict, out_dir) -> int:
     from cuzk.formats.snarkjs_json import dumps
 
     if not r.get("finished"):
-        click.echo(f"cuzk submit: job {r['job_id']} is still {r['state']} after the timeout",
-                   err=True)
+        click.echo(
+            f"cuzk submit: job {r['job_id']} is still {r['state']} after the timeout", err=True
+        )
         return EXIT_FAILED
     os.makedirs(out_dir, exist_ok=True)
     written = 0
@@ -212,19 +267,28 @@ def write_result(r: dict, out_dir) -> int:
     if r["state"] == "done" and not failed:
         click.echo(f"job {r['job_id']} done: {written}/{n} proofs written to {out_dir}")
         return 0
-    click.echo(f"job {r['job_id']} {r['state']}: {written}/{n} proofs written to {out_dir}"
-               + (f"; {r['error']}" if r.get("error") else ""), err=True)
+    click.echo(
+        f"job {r['job_id']} {r['state']}: {written}/{n} proofs written to {out_dir}"
+        + (f"; {r['error']}" if r.get("error") else ""),
+        err=True,
+    )
     for p in failed:
-        click.echo(f"  partition {p['index']}: {p['state']}"
-                   + (f" ({p['error']})" if p.get("error") else ""), err=True)
+        click.echo(
+            f"  partition {p['index']}: {p['state']}"
+            + (f" ({p['error']})" if p.get("error") else ""),
+            err=True,
+        )
     return EXIT_FAILED
 
 
 @click.command("jobs", context_settings=CTX)
 @client_options
-@click.option("--state", type=click.Choice(["queued", "running", "done", "failed",
-                                            "cancelled"]), default=None,
-              help="Only jobs in this state.")
+@click.option(
+    "--state",
+    type=click.Choice(["queued", "running", "done", "failed", "cancelled"]),
+    default=None,
+    help="Only jobs in this state.",
+)
 @click.option("--json", "as_json", is_flag=True, help="The API's JSON list.")
 def jobs(server, token_file, state, as_json):
     """List the server's jobs (live ones and recent history), oldest first."""
@@ -236,8 +300,10 @@ def jobs(server, token_file, state, as_json):
     click.echo(f"{'JOB':16}  {'KIND':14} {'PRIORITY':8} {'STATE':9} {'DONE':>9}  ERROR")
     for j in items:
         done = f"{j['partitions_done']}/{j['total_partitions']}"
-        click.echo(f"{j['job_id']:16}  {j['kind'][:14]:14} {j['priority']:8} {j['state']:9} "
-                   f"{done:>9}  {j.get('error') or ''}")
+        click.echo(
+            f"{j['job_id']:16}  {j['kind'][:14]:14} {j['priority']:8} {j['state']:9} "
+            f"{done:>9}  {j.get('error') or ''}"
+        )
 
 
 @click.command("cancel", context_settings=CTX)
@@ -270,5 +336,14 @@ def status(server, token_file, as_json, width, height):
     from cuzk.serve.client import HttpSource
     from cuzk.top.main import run
 
-    sys.exit(_call("status", run, source=HttpSource(client), once=True, interval=0.5,
-                   width=width, height=height))
+    sys.exit(
+        _call(
+            "status",
+            run,
+            source=HttpSource(client),
+            once=True,
+            interval=0.5,
+            width=width,
+            height=height,
+        )
+    )

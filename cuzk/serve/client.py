@@ -48,15 +48,20 @@ class _BadAnswer(ValueError):
     a cuzk serve)."""
 
 
-def _socket_exchange(url: str, method: str, data: bytes | None, headers: dict,
-                     timeout: float) -> tuple[int, bytes]:
+def _socket_exchange(
+    url: str, method: str, data: bytes | None, headers: dict, timeout: float
+) -> tuple[int, bytes]:
     """(status, body) of one HTTP/1.1 request on a fresh connection, any status."""
     u = urlsplit(url)
     host, port = u.hostname, u.port or 80
     target = (u.path or "/") + (f"?{u.query}" if u.query else "")
     netloc = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    lines = [f"{method} {target} HTTP/1.1", f"Host: {netloc}", "Connection: close",
-             f"Content-Length: {len(data or b'')}"]
+    lines = [
+        f"{method} {target} HTTP/1.1",
+        f"Host: {netloc}",
+        "Connection: close",
+        f"Content-Length: {len(data or b'')}",
+    ]
     lines += [f"{k}: {v}" for k, v in headers.items()]
     request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (data or b"")
     # an ASCII name as bytes: getaddrinfo would otherwise import the idna codec (~2 ms)
@@ -72,35 +77,39 @@ def _socket_exchange(url: str, method: str, data: bytes | None, headers: dict,
             if head_end >= 0:
                 head = bytes(buf[:head_end]).decode("latin-1").split("\r\n")
                 parts = head[0].split(" ", 2)
-                if len(parts) < 2 or not parts[0].startswith("HTTP/1.") \
-                        or not parts[1].isdigit():
+                if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
                     raise _BadAnswer(f"not an HTTP answer: {head[0][:80]!r}")
                 status = int(parts[1])
                 if 100 <= status < 200:  # an interim answer (100 Continue): the next one
-                    del buf[:head_end + 4]
+                    del buf[: head_end + 4]
                     continue
                 fields = dict(h.split(":", 1) for h in head[1:] if ":" in h)
                 length = {k.strip().lower(): v.strip() for k, v in fields.items()}.get(
-                    "content-length")
-                body = buf[head_end + 4:]
+                    "content-length"
+                )
+                body = buf[head_end + 4 :]
                 while length is None or len(body) < int(length):
                     chunk = s.recv(1 << 16)
                     if not chunk:
                         if length is not None:
-                            raise _BadAnswer(f"the answer ended after {len(body)} of "
-                                             f"{length} bytes")
+                            raise _BadAnswer(
+                                f"the answer ended after {len(body)} of {length} bytes"
+                            )
                         break
                     body += chunk
-                return status, bytes(body if length is None else body[:int(length)])
+                return status, bytes(body if length is None else body[: int(length)])
             chunk = s.recv(1 << 16)
             if not chunk:
-                raise _BadAnswer("the connection closed before an answer"
-                                 + (f" ({len(buf)} bytes of a head)" if buf else ""))
+                raise _BadAnswer(
+                    "the connection closed before an answer"
+                    + (f" ({len(buf)} bytes of a head)" if buf else "")
+                )
             buf += chunk
 
 
-def _urllib_exchange(url: str, method: str, data: bytes | None, headers: dict,
-                     timeout: float) -> tuple[int, bytes]:
+def _urllib_exchange(
+    url: str, method: str, data: bytes | None, headers: dict, timeout: float
+) -> tuple[int, bytes]:
     """(status, body) of one request through urllib (https), any status."""
     import urllib.error
     import urllib.request
@@ -114,8 +123,7 @@ def _urllib_exchange(url: str, method: str, data: bytes | None, headers: dict,
 
 
 class Client:
-    def __init__(self, server: str | None = None, token: str | None = None,
-                 timeout: float = 60.0):
+    def __init__(self, server: str | None = None, token: str | None = None, timeout: float = 60.0):
         self.server = (server or os.environ.get("CUZK_SERVER") or DEFAULT_SERVER).rstrip("/")
         if "://" not in self.server:
             self.server = "http://" + self.server
@@ -123,8 +131,9 @@ class Client:
         self.timeout = timeout
 
     # ---------------------------------------------------------------- transport
-    def request(self, method: str, path: str, body=None, *, timeout: float | None = None,
-                raw: bool = False):
+    def request(
+        self, method: str, path: str, body=None, *, timeout: float | None = None, raw: bool = False
+    ):
         """(status, JSON body) of one request; ApiError on 4xx/5xx."""
         data = None
         headers = {"Accept": "application/json"}
@@ -135,8 +144,9 @@ class Client:
             headers["Authorization"] = f"Bearer {self.token}"
         exchange = _socket_exchange if self.server.startswith("http://") else _urllib_exchange
         try:
-            status, payload = exchange(self.server + path, method, data, headers,
-                                       timeout or self.timeout)
+            status, payload = exchange(
+                self.server + path, method, data, headers, timeout or self.timeout
+            )
         except (OSError, ValueError) as e:
             reason = getattr(e, "reason", e)
             raise Unreachable(f"cannot reach cuzk serve at {self.server}: {reason}") from None
@@ -189,25 +199,45 @@ class Client:
                 return {"data": base64.b64encode(f.read()).decode()}
         return {"path": os.path.abspath(w)}
 
-    def job_body(self, key, witnesses, kind="default", priority="normal",
-                 upload: bool = True, inputs=None) -> dict:
+    def job_body(
+        self, key, witnesses, kind="default", priority="normal", upload: bool = True, inputs=None
+    ) -> dict:
         """`inputs` (one JSON object of circuit inputs per partition) instead of witnesses:
         the key must be registered with its circuit's wasm."""
         if not isinstance(key, str) or os.path.exists(key):
             key = os.path.abspath(key)  # a path; else a key id
         if inputs is not None:
             return {"key": key, "inputs": list(inputs), "kind": kind, "priority": priority}
-        return {"key": key, "witnesses": [self.witness_entry(w, upload) for w in witnesses],
-                "kind": kind, "priority": priority}
+        return {
+            "key": key,
+            "witnesses": [self.witness_entry(w, upload) for w in witnesses],
+            "kind": kind,
+            "priority": priority,
+        }
 
-    def submit(self, key, witnesses=None, kind="default", priority="normal",
-               upload: bool = True, inputs=None) -> dict:
+    def submit(
+        self,
+        key,
+        witnesses=None,
+        kind="default",
+        priority="normal",
+        upload: bool = True,
+        inputs=None,
+    ) -> dict:
         """Queue a job (witnesses, or circuit `inputs`); returns the job (with "job_id")."""
-        return self.request("POST", "/v1/jobs", self.job_body(key, witnesses, kind, priority,
-                                                              upload, inputs))[1]
+        return self.request(
+            "POST", "/v1/jobs", self.job_body(key, witnesses, kind, priority, upload, inputs)
+        )[1]
 
-    def prove(self, key, witnesses, kind="default", priority="normal", upload: bool = True,
-              timeout: float = 600.0) -> dict:
+    def prove(
+        self,
+        key,
+        witnesses,
+        kind="default",
+        priority="normal",
+        upload: bool = True,
+        timeout: float = 600.0,
+    ) -> dict:
         body = {**self.job_body(key, witnesses, kind, priority, upload), "timeout": timeout}
         return self.request("POST", "/v1/prove", body, timeout=timeout + 30)[1]
 

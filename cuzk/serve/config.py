@@ -81,16 +81,17 @@ def _duration(v) -> float:
     if isinstance(v, str):
         s = v.strip().lower()
         for unit in sorted(_DURATION_UNITS, key=len, reverse=True):
-            if s.endswith(unit) and s[:-len(unit)].strip():
+            if s.endswith(unit) and s[: -len(unit)].strip():
                 try:
-                    return _seconds(float(s[:-len(unit)]) * _DURATION_UNITS[unit])
+                    return _seconds(float(s[: -len(unit)]) * _DURATION_UNITS[unit])
                 except ValueError:
                     break
     try:
         return _seconds(v)
     except ValueError:
-        raise ValueError(f"expected seconds or a duration such as 30m, 12h, 7d, got "
-                         f"{v!r}") from None
+        raise ValueError(
+            f"expected seconds or a duration such as 30m, 12h, 7d, got {v!r}"
+        ) from None
 
 
 def _bool(v) -> bool:
@@ -190,8 +191,10 @@ def _host_names(v) -> list[str]:
     for item in _items(v, ",", "host names"):
         name = _str(item).lower().removesuffix(".")
         if not _HOST_NAME.match(name):
-            raise ValueError(f"{item!r} is not a host name (letters, digits, '-', '_' and "
-                             "dots; no port, no brackets)")
+            raise ValueError(
+                f"{item!r} is not a host name (letters, digits, '-', '_' and "
+                "dots; no port, no brackets)"
+            )
         if name not in names:
             names.append(name)
     return names
@@ -224,58 +227,153 @@ class Setting:
 
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("listen", "127.0.0.1:9820", _str, "Address to listen on, HOST:PORT (port 0: any "
-            "free port). A non-loopback address requires --token-file.", "HOST:PORT"),
-    Setting("devices", "auto", _devices, "Proving devices: auto (every GPU, else one CPU "
-            "device), cpu:N (N CPU device processes) or GPU ordinals such as 0,1.",
-            "auto|cpu:N|0,1"),
-    Setting("synth_workers", 0, _count(0), "Synthesis processes (0: CPU cores - 1, at "
-            "least 1).", "N"),
+    Setting(
+        "listen",
+        "127.0.0.1:9820",
+        _str,
+        "Address to listen on, HOST:PORT (port 0: any "
+        "free port). A non-loopback address requires --token-file.",
+        "HOST:PORT",
+    ),
+    Setting(
+        "devices",
+        "auto",
+        _devices,
+        "Proving devices: auto (every GPU, else one CPU "
+        "device), cpu:N (N CPU device processes) or GPU ordinals such as 0,1.",
+        "auto|cpu:N|0,1",
+    ),
+    Setting(
+        "synth_workers", 0, _count(0), "Synthesis processes (0: CPU cores - 1, at least 1).", "N"
+    ),
     Setting("workers_per_device", 2, _count(1), "prove_start loops per device process.", "N"),
-    Setting("finalizers_per_device", 2, _count(1), "prove_finish threads per device "
-            "process.", "N"),
-    Setting("memory_budget", "auto", _memory_budget, "Host memory for keys and partitions in "
-            "flight: auto (RAM minus a margin) or a size such as 16GiB.", "auto|SIZE"),
-    Setting("key_roots", [], _key_roots, "Directory under which proving keys and witness files "
-            "given by path may lie (symlinks are resolved first). Repeatable; in TOML a list, "
-            "in CUZK_KEY_ROOTS separated by ':'.", "DIR", "--key-root"),
-    Setting("board", None, _opt_str, "Status board (shared-memory) name; default: derived "
-            "from the instance and pid.", "NAME"),
+    Setting("finalizers_per_device", 2, _count(1), "prove_finish threads per device process.", "N"),
+    Setting(
+        "memory_budget",
+        "auto",
+        _memory_budget,
+        "Host memory for keys and partitions in "
+        "flight: auto (RAM minus a margin) or a size such as 16GiB.",
+        "auto|SIZE",
+    ),
+    Setting(
+        "key_roots",
+        [],
+        _key_roots,
+        "Directory under which proving keys and witness files "
+        "given by path may lie (symlinks are resolved first). Repeatable; in TOML a list, "
+        "in CUZK_KEY_ROOTS separated by ':'.",
+        "DIR",
+        "--key-root",
+    ),
+    Setting(
+        "board",
+        None,
+        _opt_str,
+        "Status board (shared-memory) name; default: derived from the instance and pid.",
+        "NAME",
+    ),
     Setting("instance", "cuzk", _str, "Instance name shown on the board and in logs.", "NAME"),
-    Setting("token_file", None, _opt_str, "File holding the bearer token that API requests "
-            "must present (Authorization: Bearer ...).", "FILE"),
+    Setting(
+        "token_file",
+        None,
+        _opt_str,
+        "File holding the bearer token that API requests must present (Authorization: Bearer ...).",
+        "FILE",
+    ),
     Setting("log_level", "info", _log_level, "Log level.", "|".join(LOG_LEVELS)),
-    Setting("self_verify", True, _bool, "Verify every proof with the project's verifier "
-            "before returning it (a few ms per proof; a witness that does not satisfy the "
-            "circuit then fails its partition instead of returning an invalid proof).", "BOOL"),
-    Setting("max_body", 256 * 1024**2, _size, "Largest request body accepted (witnesses are "
-            "uploaded base64 inside JSON, 4/3 of their size).", "SIZE"),
-    Setting("max_wait", 600.0, _seconds, "Longest a request may wait for a result "
-            "(?wait=, one-shot prove).", "SECS"),
-    Setting("max_connections", 1024, _count(1), "Open HTTP connections; beyond it the "
-            "longest-idle keep-alive connection is closed, or, when none is idle, the new one "
-            "is answered 503.", "N"),
-    Setting("header_timeout", 10.0, _seconds, "Seconds a request's line and headers may take "
-            "to arrive (from the connection's opening, or a later request's first byte); "
-            "then the connection is closed.", "SECS"),
-    Setting("body_memory", 512 * 1024**2, _size, "Bytes of request bodies in flight (by "
-            "Content-Length), also charged to the memory budget; a body that does not fit "
-            "waits up to 5 s, then gets 503. At least max_body.", "SIZE"),
-    Setting("allow_hosts", [], _host_names, "Without a token, a Host name served besides "
-            "loopback addresses and localhost (DNS-rebinding defence). Repeatable; in TOML a "
-            "list, in CUZK_ALLOW_HOSTS separated by ','.", "NAME", "--allow-host"),
-    Setting("drain_timeout", 30.0, _seconds, "On SIGTERM: seconds running jobs get to finish "
-            "before they are cancelled.", "SECS"),
-    Setting("state_dir", None, _opt_str, "Directory of the job journal (accepted jobs and "
-            "finished results, SQLite), the spool of uploaded witnesses and a lock (one daemon "
-            "per directory); default $XDG_STATE_HOME/cuzk, else ~/.local/state/cuzk.", "DIR"),
-    Setting("keep_results", 86400.0, _duration, "How long finished jobs and their proofs "
-            "stay in the journal, fetchable by id (seconds, or 30m, 12h, 7d).", "DURATION"),
+    Setting(
+        "self_verify",
+        True,
+        _bool,
+        "Verify every proof with the project's verifier "
+        "before returning it (a few ms per proof; a witness that does not satisfy the "
+        "circuit then fails its partition instead of returning an invalid proof).",
+        "BOOL",
+    ),
+    Setting(
+        "max_body",
+        256 * 1024**2,
+        _size,
+        "Largest request body accepted (witnesses are "
+        "uploaded base64 inside JSON, 4/3 of their size).",
+        "SIZE",
+    ),
+    Setting(
+        "max_wait",
+        600.0,
+        _seconds,
+        "Longest a request may wait for a result (?wait=, one-shot prove).",
+        "SECS",
+    ),
+    Setting(
+        "max_connections",
+        1024,
+        _count(1),
+        "Open HTTP connections; beyond it the "
+        "longest-idle keep-alive connection is closed, or, when none is idle, the new one "
+        "is answered 503.",
+        "N",
+    ),
+    Setting(
+        "header_timeout",
+        10.0,
+        _seconds,
+        "Seconds a request's line and headers may take "
+        "to arrive (from the connection's opening, or a later request's first byte); "
+        "then the connection is closed.",
+        "SECS",
+    ),
+    Setting(
+        "body_memory",
+        512 * 1024**2,
+        _size,
+        "Bytes of request bodies in flight (by "
+        "Content-Length), also charged to the memory budget; a body that does not fit "
+        "waits up to 5 s, then gets 503. At least max_body.",
+        "SIZE",
+    ),
+    Setting(
+        "allow_hosts",
+        [],
+        _host_names,
+        "Without a token, a Host name served besides "
+        "loopback addresses and localhost (DNS-rebinding defence). Repeatable; in TOML a "
+        "list, in CUZK_ALLOW_HOSTS separated by ','.",
+        "NAME",
+        "--allow-host",
+    ),
+    Setting(
+        "drain_timeout",
+        30.0,
+        _seconds,
+        "On SIGTERM: seconds running jobs get to finish before they are cancelled.",
+        "SECS",
+    ),
+    Setting(
+        "state_dir",
+        None,
+        _opt_str,
+        "Directory of the job journal (accepted jobs and "
+        "finished results, SQLite), the spool of uploaded witnesses and a lock (one daemon "
+        "per directory); default $XDG_STATE_HOME/cuzk, else ~/.local/state/cuzk.",
+        "DIR",
+    ),
+    Setting(
+        "keep_results",
+        86400.0,
+        _duration,
+        "How long finished jobs and their proofs "
+        "stay in the journal, fetchable by id (seconds, or 30m, 12h, 7d).",
+        "DURATION",
+    ),
 )
 BY_NAME = {s.name: s for s in SETTINGS}
 TOML_ALIASES = {"key_root": "key_roots", "board_name": "board", "allow_host": "allow_hosts"}
-ENV_ALIASES = {"key_roots": ENV_PREFIX + "KEY_ROOT",  # the flag's singular name works too
-               "allow_hosts": ENV_PREFIX + "ALLOW_HOST"}
+ENV_ALIASES = {
+    "key_roots": ENV_PREFIX + "KEY_ROOT",  # the flag's singular name works too
+    "allow_hosts": ENV_PREFIX + "ALLOW_HOST",
+}
 
 
 class Config:
@@ -286,8 +384,9 @@ class Config:
     `engine_config()` are available.
     """
 
-    def __init__(self, config_file: str | None = None, env: Mapping[str, str] | None = None,
-                 **flags):
+    def __init__(
+        self, config_file: str | None = None, env: Mapping[str, str] | None = None, **flags
+    ):
         unknown = set(flags) - set(BY_NAME)
         if unknown:
             raise TypeError(f"unknown setting(s): {', '.join(sorted(unknown))}")
@@ -320,8 +419,10 @@ class Config:
             name = key.replace("-", "_")
             name = TOML_ALIASES.get(name, name)
             if name not in BY_NAME:
-                raise ConfigError(f"config file {path}: unknown setting {key!r} (known: "
-                                  f"{', '.join(s.name for s in SETTINGS)})")
+                raise ConfigError(
+                    f"config file {path}: unknown setting {key!r} (known: "
+                    f"{', '.join(s.name for s in SETTINGS)})"
+                )
             values[name] = v
         return values, path
 
@@ -356,23 +457,30 @@ class Config:
             self.state_dir = default_state_dir(self.env)
         self.state_dir = os.path.abspath(os.path.expanduser(self.state_dir))
         if self.body_memory < self.max_body:
-            raise ConfigError(f"body_memory ({self.sources['body_memory']}) is "
-                              f"{format_size(self.body_memory)}, less than max_body "
-                              f"({format_size(self.max_body)}): a body of max_body could "
-                              "never be read")
+            raise ConfigError(
+                f"body_memory ({self.sources['body_memory']}) is "
+                f"{format_size(self.body_memory)}, less than max_body "
+                f"({format_size(self.max_body)}): a body of max_body could "
+                "never be read"
+            )
         self.token = self._read_token() if self.token_file else None
         if not is_loopback(self.host) and self.token is None:
             raise ConfigError(
                 f"listen {self.host}:{self.port} ({self.sources['listen']}) is not a loopback "
                 "address: other machines could submit jobs, so a bearer token is required "
-                "(--token-file FILE, CUZK_TOKEN_FILE or token_file in the config file)")
+                "(--token-file FILE, CUZK_TOKEN_FILE or token_file in the config file)"
+            )
         try:
             self._engine_config = EngineConfig(
-                devices=self.devices, synth_workers=self.synth_workers,
+                devices=self.devices,
+                synth_workers=self.synth_workers,
                 workers_per_device=self.workers_per_device,
                 finalizers_per_device=self.finalizers_per_device,
-                memory_budget=self.memory_budget, board_name=self.board,
-                instance=self.instance, self_verify=self.self_verify).validated()
+                memory_budget=self.memory_budget,
+                board_name=self.board,
+                instance=self.instance,
+                self_verify=self.self_verify,
+            ).validated()
         except ValueError as e:
             raise ConfigError(f"engine: {e}") from None
         self.loaded = True
@@ -385,16 +493,20 @@ class Config:
             with open(path, encoding="utf-8") as f:
                 token = f.read().strip()
         except OSError as e:
-            raise ConfigError(f"token_file {path} ({self.sources['token_file']}): "
-                              f"{e.strerror or e}") from None
+            raise ConfigError(
+                f"token_file {path} ({self.sources['token_file']}): {e.strerror or e}"
+            ) from None
         except UnicodeDecodeError:
             raise ConfigError(f"token_file {path}: not UTF-8 text") from None
         if len(token) < 16 or any(c.isspace() for c in token):
-            raise ConfigError(f"token_file {path}: the token must be one word of at least 16 "
-                              "characters (e.g. `openssl rand -hex 32 > FILE`)")
+            raise ConfigError(
+                f"token_file {path}: the token must be one word of at least 16 "
+                "characters (e.g. `openssl rand -hex 32 > FILE`)"
+            )
         if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
             logging.getLogger("cuzk.serve").warning(
-                "token file %s is readable by group or others (chmod 600 it)", path)
+                "token file %s is readable by group or others (chmod 600 it)", path
+            )
         return token
 
     # -------------------------------------------------------------------- views
@@ -423,8 +535,10 @@ class Config:
             if s.name in resolved and str(resolved[s.name]) != str(entry["value"]):
                 entry["resolved"] = resolved[s.name]
             out[s.name] = entry
-        out["token"] = {"value": "set" if self.token else "none",
-                        "source": self.sources["token_file"]}
+        out["token"] = {
+            "value": "set" if self.token else "none",
+            "source": self.sources["token_file"],
+        }
         return out
 
     def to_toml(self) -> str:

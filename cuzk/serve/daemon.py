@@ -36,8 +36,11 @@ PRUNE_EVERY_MAX = 600.0  # seconds between two prunings of the journal at most
 
 
 def setup_logging(level: str) -> None:
-    logging.basicConfig(level=getattr(logging, level.upper()), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=getattr(logging, level.upper()),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
+    )
     logging.getLogger().setLevel(getattr(logging, level.upper()))
     logging.getLogger("numba").setLevel(logging.WARNING)
 
@@ -54,12 +57,15 @@ def describe_device(name: str, cfg) -> str:
             h = pynvml.nvmlDeviceGetHandleByIndex(int(name.split(":")[1]))
             gpu = pynvml.nvmlDeviceGetName(h)
             mem = pynvml.nvmlDeviceGetMemoryInfo(h).total
-            what = f"CUDA {gpu.decode() if isinstance(gpu, bytes) else gpu}, " \
-                   f"{mem / 1024**3:.0f} GiB"
+            what = (
+                f"CUDA {gpu.decode() if isinstance(gpu, bytes) else gpu}, {mem / 1024**3:.0f} GiB"
+            )
         except Exception:
             pass
-    return (f"device {name}: {what}; {cfg.workers_per_device} prove_start loop(s), "
-            f"{cfg.finalizers_per_device} finalizer thread(s)")
+    return (
+        f"device {name}: {what}; {cfg.workers_per_device} prove_start loop(s), "
+        f"{cfg.finalizers_per_device} finalizer thread(s)"
+    )
 
 
 class Daemon:
@@ -109,11 +115,17 @@ class Daemon:
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
         try:
-            self.server = Server((cfg.host, cfg.port), Router(), token=cfg.token,
-                                 max_body=cfg.max_body, max_connections=cfg.max_connections,
-                                 loopback_only=cfg.token is None, allow_hosts=cfg.allow_hosts,
-                                 header_timeout=cfg.header_timeout,
-                                 body_memory=cfg.body_memory)
+            self.server = Server(
+                (cfg.host, cfg.port),
+                Router(),
+                token=cfg.token,
+                max_body=cfg.max_body,
+                max_connections=cfg.max_connections,
+                loopback_only=cfg.token is None,
+                allow_hosts=cfg.allow_hosts,
+                header_timeout=cfg.header_timeout,
+                body_memory=cfg.body_memory,
+            )
         except OSError as e:
             log.error("cannot listen on %s:%d: %s", cfg.host, cfg.port, e.strerror or e)
             return EX_STARTUP
@@ -122,8 +134,10 @@ class Daemon:
 
             try:
                 if free_name(ecfg.board_name):
-                    log.info("board %s: removed the stale board of a daemon that is gone",
-                             ecfg.board_name)
+                    log.info(
+                        "board %s: removed the stale board of a daemon that is gone",
+                        ecfg.board_name,
+                    )
             except NameInUse as e:
                 log.error("cannot start: %s", e)
                 self.server.server_close()
@@ -139,8 +153,11 @@ class Daemon:
             return EX_STARTUP
         for name in ecfg.device_names:
             log.info(describe_device(name, ecfg))
-        log.info("board %s (watch it with: cuzk top --board %s)", self.engine.board_name,
-                 self.engine.board_name)
+        log.info(
+            "board %s (watch it with: cuzk top --board %s)",
+            self.engine.board_name,
+            self.engine.board_name,
+        )
         if not cfg.key_roots:
             log.warning("no --key-root: keys and witnesses given by path are refused")
         else:
@@ -151,11 +168,18 @@ class Daemon:
         self._recover()
         self.server.router = self.api.router()
         self.server.memory.budget = self.engine.budget  # request bodies count in the budget
-        thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.2},
-                                  name="cuzk-http", daemon=True)
+        thread = threading.Thread(
+            target=self.server.serve_forever,
+            kwargs={"poll_interval": 0.2},
+            name="cuzk-http",
+            daemon=True,
+        )
         thread.start()
-        log.info("listening on %s (token %s)", self.server.url,
-                 "required" if cfg.token else "not required: loopback only")
+        log.info(
+            "listening on %s (token %s)",
+            self.server.url,
+            "required" if cfg.token else "not required: loopback only",
+        )
         try:
             clean = self._wait()
         finally:
@@ -190,13 +214,15 @@ class Daemon:
                 if not draining:
                     draining = True
                     self.api.draining = True
-                    log.info("%s: draining (running jobs get %.0f s; a second signal stops "
-                             "at once)", name, self.config.drain_timeout)
+                    log.info(
+                        "%s: draining (running jobs get %.0f s; a second signal stops at once)",
+                        name,
+                        self.config.drain_timeout,
+                    )
                     self.engine.request_stop(self.config.drain_timeout)
                 else:
                     log.info("%s again: stopping now", name)
                     self.engine.request_stop(0)
-
 
     # ------------------------------------------------------------------ the journal
     def _prune(self) -> None:
@@ -223,16 +249,30 @@ class Daemon:
             try:
                 key_id, inputs = self._recovered_request(e)
                 if e.wasm is not None:  # circuit inputs
-                    self.engine.submit(key_id, inputs=inputs, kind=e.kind,
-                                       priority=e.priority, job_id=e.job_id,
-                                       submitted_at=e.submitted_at, recovered=True)
+                    self.engine.submit(
+                        key_id,
+                        inputs=inputs,
+                        kind=e.kind,
+                        priority=e.priority,
+                        job_id=e.job_id,
+                        submitted_at=e.submitted_at,
+                        recovered=True,
+                    )
                 else:
-                    self.engine.submit(key_id, inputs, kind=e.kind, priority=e.priority,
-                                       job_id=e.job_id, submitted_at=e.submitted_at,
-                                       recovered=True)
+                    self.engine.submit(
+                        key_id,
+                        inputs,
+                        kind=e.kind,
+                        priority=e.priority,
+                        job_id=e.job_id,
+                        submitted_at=e.submitted_at,
+                        recovered=True,
+                    )
             except EngineStopped:  # the engine died: the rest stays in the journal
-                log.error("engine stopped during recovery; %d job(s) left in the journal",
-                          len(entries) - ok - len(failed))
+                log.error(
+                    "engine stopped during recovery; %d job(s) left in the journal",
+                    len(entries) - ok - len(failed),
+                )
                 return
             except _Unrecoverable as exc:
                 reason = str(exc)
@@ -246,9 +286,13 @@ class Daemon:
             log.warning("job %s: %s", e.job_id, reason)
             self.journal.finish(e.job_id, "failed", time.time(), _failed_result(e, reason))
             failed.append(e.job_id)
-        log.info("journal %s: %d unfinished job(s) re-queued under their ids%s in %.0f ms",
-                 self.journal.path, ok, f", {len(failed)} failed" if failed else "",
-                 (time.monotonic() - t0) * 1e3)
+        log.info(
+            "journal %s: %d unfinished job(s) re-queued under their ids%s in %.0f ms",
+            self.journal.path,
+            ok,
+            f", {len(failed)} failed" if failed else "",
+            (time.monotonic() - t0) * 1e3,
+        )
 
     def _recovered_request(self, e) -> tuple[str, list]:
         from cuzk.serve.api import resolve_under_roots
@@ -266,17 +310,21 @@ class Daemon:
                 elif "spool" in x:
                     p = self.journal.spool_path(x["spool"])
                     if not os.path.isfile(p):
-                        raise _Unrecoverable(f"witnesses[{i}]: the uploaded witness is missing "
-                                             f"from the spool ({p})")
+                        raise _Unrecoverable(
+                            f"witnesses[{i}]: the uploaded witness is missing from the spool ({p})"
+                        )
                     inputs.append(p)
                 else:
-                    inputs.append(resolve_under_roots(x["path"], self.config.key_roots,
-                                                      f"witnesses[{i}]"))
+                    inputs.append(
+                        resolve_under_roots(x["path"], self.config.key_roots, f"witnesses[{i}]")
+                    )
         except HttpError as exc:
             raise _Unrecoverable(exc.message) from None
         if key_id != e.key_id:
-            raise _Unrecoverable(f"key {e.key_path} changed since the job was accepted (key id "
-                                 f"{key_id}, was {e.key_id})")
+            raise _Unrecoverable(
+                f"key {e.key_path} changed since the job was accepted (key id "
+                f"{key_id}, was {e.key_id})"
+            )
         return key_id, inputs
 
 
@@ -288,15 +336,38 @@ def _failed_result(e, reason: str) -> dict:
     """The result record of a journalled job that could not be re-queued (shape of
     Engine.result())."""
     n = len(e.inputs)
-    return {"job_id": e.job_id, "key_id": e.key_id, "kind": e.kind, "priority": e.priority,
-            "state": "failed", "submitted_at": e.submitted_at, "started_at": None,
-            "finished_at": time.time(), "error": reason, "total_partitions": n,
-            "partitions_done": 0, "partitions_failed": 0, "recovered": True,
-            "partitions": [{"index": i, "state": "cancelled", "attempts": 0, "synth_ms": None,
-                            "witness_ms": None, "abc_ms": None, "gpu_ms": None,
-                            "finalize_ms": None, "device": None, "error": None}
-                           for i in range(n)],
-            "proofs": [None] * n, "public": [None] * n}
+    return {
+        "job_id": e.job_id,
+        "key_id": e.key_id,
+        "kind": e.kind,
+        "priority": e.priority,
+        "state": "failed",
+        "submitted_at": e.submitted_at,
+        "started_at": None,
+        "finished_at": time.time(),
+        "error": reason,
+        "total_partitions": n,
+        "partitions_done": 0,
+        "partitions_failed": 0,
+        "recovered": True,
+        "partitions": [
+            {
+                "index": i,
+                "state": "cancelled",
+                "attempts": 0,
+                "synth_ms": None,
+                "witness_ms": None,
+                "abc_ms": None,
+                "gpu_ms": None,
+                "finalize_ms": None,
+                "device": None,
+                "error": None,
+            }
+            for i in range(n)
+        ],
+        "proofs": [None] * n,
+        "public": [None] * n,
+    }
 
 
 def run(config: Config) -> int:

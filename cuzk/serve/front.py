@@ -80,8 +80,9 @@ class _Pool:
 
     def __init__(self, n: int, name: str):
         self._q: queue.SimpleQueue = queue.SimpleQueue()
-        self._threads = [threading.Thread(target=self._work, name=f"{name}-{i}", daemon=True)
-                         for i in range(n)]
+        self._threads = [
+            threading.Thread(target=self._work, name=f"{name}-{i}", daemon=True) for i in range(n)
+        ]
         for t in self._threads:
             t.start()
 
@@ -138,8 +139,10 @@ class BodyMemory:
     def try_take(self, n: int) -> tuple[object | None, str]:
         """(a ticket, "") when `n` bytes fit, else (None, the reason)."""
         if self.used + n > self.cap:
-            return None, (f"request bodies in flight hold {self.used} of {self.cap} bytes "
-                          f"(body_memory); this one needs {n}")
+            return None, (
+                f"request bodies in flight hold {self.used} of {self.cap} bytes "
+                f"(body_memory); this one needs {n}"
+            )
         owner = ("http-body", next(self._ids))
         if self.budget is not None and n > CHARGE_MIN:
             from cuzk.engine.budget import BudgetError
@@ -149,8 +152,10 @@ class BodyMemory:
             except BudgetError:
                 return None, f"a body of {n} bytes exceeds the whole memory budget"
             if not ok:
-                return None, (f"the memory budget is full ({self.budget.reserved} of "
-                              f"{self.budget.total} bytes reserved); this body needs {n}")
+                return None, (
+                    f"the memory budget is full ({self.budget.reserved} of "
+                    f"{self.budget.total} bytes reserved); this body needs {n}"
+                )
         self.used += n
         self.high_water = max(self.high_water, self.used)
         return (owner, n), ""
@@ -187,11 +192,21 @@ class Server:
     """The HTTP server: bind at construction (a busy port fails at once), serve_forever() in
     a thread, shutdown() from another, server_close() at the end (as socketserver's)."""
 
-    def __init__(self, address: tuple[str, int], router: Router, *, token: str | None = None,
-                 max_body: int = 256 * 1024**2, max_connections: int = 1024,
-                 loopback_only: bool = True, allow_hosts=(), header_timeout: float =
-                 HEADER_TIMEOUT, idle_timeout: float = IDLE_TIMEOUT,
-                 body_memory: int = 512 * 1024**2, workers: int = WORKERS):
+    def __init__(
+        self,
+        address: tuple[str, int],
+        router: Router,
+        *,
+        token: str | None = None,
+        max_body: int = 256 * 1024**2,
+        max_connections: int = 1024,
+        loopback_only: bool = True,
+        allow_hosts=(),
+        header_timeout: float = HEADER_TIMEOUT,
+        idle_timeout: float = IDLE_TIMEOUT,
+        body_memory: int = 512 * 1024**2,
+        workers: int = WORKERS,
+    ):
         self.router = router
         self.token = token
         self.max_body = max_body
@@ -255,8 +270,9 @@ class Server:
         self._stop = asyncio.Event()
         self._pool = self._pool or _Pool(self._workers, "cuzk-http")
         self._quick = self._quick or _Pool(QUICK_WORKERS, "cuzk-http-quick")
-        server = await asyncio.start_server(self._connection, sock=self.socket,
-                                            limit=STREAM_LIMIT, backlog=1024)
+        server = await asyncio.start_server(
+            self._connection, sock=self.socket, limit=STREAM_LIMIT, backlog=1024
+        )
         try:
             await self._stop.wait()
         finally:
@@ -270,8 +286,11 @@ class Server:
         conn = _Conn(reader, writer)
         if len(self._conns) >= self.max_connections and not self._evict_idle():
             self.stats["refused"] += 1
-            writer.write(_raw_response(503, {"error": "too many connections; retry later"},
-                                       {"Retry-After": "1"}))
+            writer.write(
+                _raw_response(
+                    503, {"error": "too many connections; retry later"}, {"Retry-After": "1"}
+                )
+            )
             await self._close(conn)
             return
         self._conns[conn] = None
@@ -353,18 +372,26 @@ class Server:
                         break
                     searched = len(conn.buf)
                     if searched > MAX_HEAD:
-                        await self._answer(conn, None, error_response(
-                            431, f"request head larger than {MAX_HEAD} bytes"), close=True)
+                        await self._answer(
+                            conn,
+                            None,
+                            error_response(431, f"request head larger than {MAX_HEAD} bytes"),
+                            close=True,
+                        )
                         raise _Close
                     await self._fill(conn)
         except TimeoutError:
             self.stats["head_timeouts"] += 1
             if conn.buf:  # a request had begun: say why it ends (best effort, no waiting)
-                conn.writer.write(_raw_response(408, {"error": "request head not received "
-                                                      f"within {self.header_timeout:g} s"}))
+                conn.writer.write(
+                    _raw_response(
+                        408,
+                        {"error": f"request head not received within {self.header_timeout:g} s"},
+                    )
+                )
             raise _Close from None
-        raw = bytes(conn.buf[:m.start()])
-        del conn.buf[:m.end()]
+        raw = bytes(conn.buf[: m.start()])
+        del conn.buf[: m.end()]
         conn.requests += 1
         return await self._parse_head(conn, raw)
 
@@ -419,8 +446,9 @@ class Server:
         """Check, read the body, run the handler, answer; True to keep the connection."""
         hdrs = head.headers
         length_text = hdrs.get("Content-Length")
-        body_read = (length_text is None or length_text.strip() == "0") and \
-            not hdrs.get("Transfer-Encoding")
+        body_read = (length_text is None or length_text.strip() == "0") and not hdrs.get(
+            "Transfer-Encoding"
+        )
         close = not head.keep_alive
         ticket, parser, resp = None, None, None
         try:
@@ -433,18 +461,25 @@ class Server:
             n = self._body_length(hdrs)
             ctype = (hdrs.get("Content-Type") or "").split(";")[0].strip().lower()
             if n > RAW_BODY_MAX and ctype != JSON_TYPE:
-                raise HttpError(415, f"Content-Type must be {JSON_TYPE} for a body of {n} "
-                                     f"bytes, got {ctype or 'none'}")
+                raise HttpError(
+                    415,
+                    f"Content-Type must be {JSON_TYPE} for a body of {n} "
+                    f"bytes, got {ctype or 'none'}",
+                )
             if n:
-                expect = (hdrs.get("Expect") or "").lower() == "100-continue" and \
-                    head.version >= "HTTP/1.1"
+                expect = (
+                    hdrs.get("Expect") or ""
+                ).lower() == "100-continue" and head.version >= "HTTP/1.1"
                 ticket, reason = await self._take_memory(n)
                 if ticket is None:
                     if not expect:  # the client is sending it anyway: read it into nothing,
                         await self._discard(conn, n)  # so that it sees the answer
                         body_read = True
-                    raise HttpError(503, f"too many uploads in flight: {reason}; retry later",
-                                    {"Retry-After": "2"})
+                    raise HttpError(
+                        503,
+                        f"too many uploads in flight: {reason}; retry later",
+                        {"Retry-After": "2"},
+                    )
                 if expect:
                     conn.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
                 if ctype == JSON_TYPE:
@@ -454,8 +489,7 @@ class Server:
                 body, uploads = b"", {}
             body_read = True
             try:
-                query = urllib.parse.parse_qs(url.query, keep_blank_values=True,
-                                              max_num_fields=64)
+                query = urllib.parse.parse_qs(url.query, keep_blank_values=True, max_num_fields=64)
             except ValueError as e:
                 raise HttpError(400, f"bad query string: {e}") from None
             req = Request(head.command, path, query, hdrs, body, params, uploads)
@@ -469,8 +503,7 @@ class Server:
             raise
         except Exception as e:
             log.exception("%s %s: unhandled error", head.command, head.target)
-            resp = error_response(500, f"internal error ({type(e).__name__}); see the "
-                                       "server log")
+            resp = error_response(500, f"internal error ({type(e).__name__}); see the server log")
         finally:
             if parser is not None:
                 parser.close()
@@ -493,8 +526,11 @@ class Server:
             raise HttpError(400, f"bad Content-Length: {length!r}")
         n = int(length)
         if n > self.max_body:
-            raise HttpError(413, f"request body of {n} bytes exceeds the limit of "
-                                 f"{self.max_body} bytes", limit=self.max_body)
+            raise HttpError(
+                413,
+                f"request body of {n} bytes exceeds the limit of {self.max_body} bytes",
+                limit=self.max_body,
+            )
         return n
 
     async def _take_memory(self, n: int) -> tuple[object | None, str]:
@@ -532,8 +568,7 @@ class Server:
                     async with asyncio.timeout(self.idle_timeout):
                         data = await conn.reader.read(min(left, 1 << 20))
                 except TimeoutError:
-                    raise HttpError(408, f"body stalled after {n - left} of {n} bytes") \
-                        from None
+                    raise HttpError(408, f"body stalled after {n - left} of {n} bytes") from None
                 if not data:
                     raise HttpError(400, f"body ended after {n - left} of {n} bytes")
             elif len(conn.buf) <= left:
@@ -553,8 +588,7 @@ class Server:
             return bytes(raw), {}
         return parser.finish()
 
-    async def _answer(self, conn: _Conn, head: _Head | None, resp: Response,
-                      close: bool) -> None:
+    async def _answer(self, conn: _Conn, head: _Head | None, resp: Response, close: bool) -> None:
         command = head.command if head is not None else ""
         status = resp.status
         try:
@@ -562,9 +596,13 @@ class Server:
         except ValueError:
             phrase = ""
         version = "HTTP/1.1" if head is None or head.version != "HTTP/1.0" else "HTTP/1.0"
-        lines = [f"{version} {status} {phrase}", "Server: cuzk",
-                 f"Date: {formatdate(usegmt=True)}", f"Content-Type: {resp.content_type}",
-                 f"Content-Length: {len(resp.body)}"]
+        lines = [
+            f"{version} {status} {phrase}",
+            "Server: cuzk",
+            f"Date: {formatdate(usegmt=True)}",
+            f"Content-Type: {resp.content_type}",
+            f"Content-Length: {len(resp.body)}",
+        ]
         lines += [f"{k}: {v}" for k, v in resp.headers.items()]
         if close:
             lines.append("Connection: close")
@@ -574,8 +612,15 @@ class Server:
         if command != "HEAD" and status >= 200 and status not in (204, 304):
             data += resp.body
         if head is not None:
-            access_log.debug('%s "%s %s %s" %d %d', conn.peer, command, head.target,
-                             head.version, status, len(resp.body))
+            access_log.debug(
+                '%s "%s %s %s" %d %d',
+                conn.peer,
+                command,
+                head.target,
+                head.version,
+                status,
+                len(resp.body),
+            )
         conn.writer.write(data)
         try:
             async with asyncio.timeout(self.idle_timeout):
@@ -595,8 +640,12 @@ def _call(handler, req: Request) -> Response:
 
 def _raw_response(status: int, obj: dict, headers: dict | None = None) -> bytes:
     r = Response.json(obj, status, headers)
-    lines = [f"HTTP/1.1 {status} {HTTPStatus(status).phrase}", f"Content-Type: {JSON_TYPE}",
-             f"Content-Length: {len(r.body)}", "Connection: close"]
+    lines = [
+        f"HTTP/1.1 {status} {HTTPStatus(status).phrase}",
+        f"Content-Type: {JSON_TYPE}",
+        f"Content-Length: {len(r.body)}",
+        "Connection: close",
+    ]
     lines += [f"{k}: {v}" for k, v in r.headers.items()]
     return ("\r\n".join(lines) + "\r\n\r\n").encode() + r.body
 
@@ -613,5 +662,9 @@ def _raise_fd_limit(want: int) -> None:
         except (ValueError, OSError):
             target = soft
     if target < want:
-        log.warning("open-files limit %d is below max_connections + 512 = %d; raise it "
-                    "(ulimit -n, LimitNOFILE=)", target, want)
+        log.warning(
+            "open-files limit %d is below max_connections + 512 = %d; raise it "
+            "(ulimit -n, LimitNOFILE=)",
+            target,
+            want,
+        )

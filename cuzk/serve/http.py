@@ -85,8 +85,7 @@ class Response:
         return cls(status, body, JSON_TYPE, headers or {})
 
 
-def error_response(status: int, message: str, headers: dict | None = None,
-                   **extra) -> Response:
+def error_response(status: int, message: str, headers: dict | None = None, **extra) -> Response:
     return Response.json({"error": message, **extra}, status, headers)
 
 
@@ -100,8 +99,11 @@ class Route:
     regex: re.Pattern = None
 
     def __post_init__(self):
-        rx = re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", re.escape(self.pattern).replace(
-            r"\{", "{").replace(r"\}", "}"))
+        rx = re.sub(
+            r"\{(\w+)\}",
+            r"(?P<\1>[^/]+)",
+            re.escape(self.pattern).replace(r"\{", "{").replace(r"\}", "}"),
+        )
         self.regex = re.compile(f"^{rx}$")
 
 
@@ -109,8 +111,9 @@ class Router:
     def __init__(self):
         self.routes: list[Route] = []
 
-    def add(self, method: str, pattern: str, handler, auth: bool = True,
-            quick: bool = False) -> None:
+    def add(
+        self, method: str, pattern: str, handler, auth: bool = True, quick: bool = False
+    ) -> None:
         self.routes.append(Route(method.upper(), pattern, handler, auth, quick))
 
     def match(self, method: str, path: str) -> tuple[Route, dict]:
@@ -122,9 +125,12 @@ class Router:
                     return r, {k: urllib.parse.unquote(v) for k, v in m.groupdict().items()}
                 allowed.append(r.method)
         if allowed:
-            raise HttpError(405, f"method {method} not allowed on {path} (allowed: "
-                                 f"{', '.join(sorted(set(allowed)))})",
-                            {"Allow": ", ".join(sorted(set(allowed)))})
+            raise HttpError(
+                405,
+                f"method {method} not allowed on {path} (allowed: "
+                f"{', '.join(sorted(set(allowed)))})",
+                {"Allow": ", ".join(sorted(set(allowed)))},
+            )
         raise HttpError(404, f"no such resource: {path}")
 
 
@@ -137,11 +143,18 @@ class StaticFiles:
     work from a wheel as well as a checkout. Absent files are a JSON 404.
     """
 
-    TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
-             ".css": "text/css; charset=utf-8", ".json": "application/json",
-             ".svg": "image/svg+xml", ".png": "image/png", ".ico": "image/x-icon",
-             ".txt": "text/plain; charset=utf-8", ".map": "application/json",
-             ".yaml": "application/yaml"}
+    TYPES = {
+        ".html": "text/html; charset=utf-8",
+        ".js": "text/javascript; charset=utf-8",
+        ".css": "text/css; charset=utf-8",
+        ".json": "application/json",
+        ".svg": "image/svg+xml",
+        ".png": "image/png",
+        ".ico": "image/x-icon",
+        ".txt": "text/plain; charset=utf-8",
+        ".map": "application/json",
+        ".yaml": "application/yaml",
+    }
     NAME = re.compile(r"^(?:[A-Za-z0-9_-][A-Za-z0-9._-]*/)?[A-Za-z0-9_-][A-Za-z0-9._-]*$")
 
     def __init__(self, package: str = "cuzk.serve", folder: str = "web"):
@@ -158,10 +171,15 @@ class StaticFiles:
             node = resources.files(self.package).joinpath(self.folder, *name.split("/"))
             data = node.read_bytes()
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError, ModuleNotFoundError):
-            raise HttpError(404, f"no such file: {name} (the web panel is not installed)"
-                            if name == "index.html" else f"no such file: {name}") from None
-        return Response(200, data, ctype, {"Cache-Control": "no-cache",
-                                           "X-Content-Type-Options": "nosniff"})
+            raise HttpError(
+                404,
+                f"no such file: {name} (the web panel is not installed)"
+                if name == "index.html"
+                else f"no such file: {name}",
+            ) from None
+        return Response(
+            200, data, ctype, {"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"}
+        )
 
     def index(self, req: Request) -> Response:
         return self.get("index.html")
@@ -215,9 +233,12 @@ def check_host(server, headers) -> None:
     if host is None or not host.strip():
         return
     if not host_allowed(host, server.allow_hosts):
-        raise HttpError(403, f"Host {host.strip()!r} is not a loopback name; this daemon has "
-                             "no token and serves loopback names only (or the names given "
-                             "with --allow-host)")
+        raise HttpError(
+            403,
+            f"Host {host.strip()!r} is not a loopback name; this daemon has "
+            "no token and serves loopback names only (or the names given "
+            "with --allow-host)",
+        )
 
 
 def check_auth(server, headers) -> None:
@@ -226,9 +247,12 @@ def check_auth(server, headers) -> None:
         return
     got = headers.get("Authorization") or ""
     scheme, _, value = got.partition(" ")
-    ok = scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(),
-                                                            token.encode())
+    ok = scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), token.encode())
     if not ok:
-        raise HttpError(401, "missing or wrong bearer token" if got else
-                        "this API requires a bearer token (Authorization: Bearer ...)",
-                        {"WWW-Authenticate": 'Bearer realm="cuzk"'})
+        raise HttpError(
+            401,
+            "missing or wrong bearer token"
+            if got
+            else "this API requires a bearer token (Authorization: Bearer ...)",
+            {"WWW-Authenticate": 'Bearer realm="cuzk"'},
+        )

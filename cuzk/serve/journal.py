@@ -154,8 +154,17 @@ class Journal:
             self._sync = sync
         return self._db
 
-    def accept(self, job_id: str, key_id: str, key_path: str, kind: str, priority: str,
-               submitted_at: float, inputs: list, wasm: str | None = None) -> list:
+    def accept(
+        self,
+        job_id: str,
+        key_id: str,
+        key_path: str,
+        kind: str,
+        priority: str,
+        submitted_at: float,
+        inputs: list,
+        wasm: str | None = None,
+    ) -> list:
         """Record an accepted job durably. `inputs`: per partition the witness bytes (written
         to the spool) or a path (recorded as is); with `wasm`, circuit inputs (JSON bytes,
         recorded in the row with the wasm's path). Returns the inputs for the engine: spool
@@ -175,7 +184,7 @@ class Journal:
                     try:
                         view = memoryview(w)
                         while view:
-                            view = view[os.write(fd, view):]
+                            view = view[os.write(fd, view) :]
                         os.fsync(fd)
                     finally:
                         os.close(fd)
@@ -190,10 +199,19 @@ class Journal:
             with self._mutex:
                 db = self._tx("FULL")
                 with db:
-                    db.execute("INSERT INTO jobs (job_id, key_id, key_path, kind, priority, "
-                               "submitted_at, inputs, state) VALUES (?,?,?,?,?,?,?,'accepted')",
-                               (job_id, key_id, key_path, kind, priority, submitted_at,
-                                json.dumps(recorded)))
+                    db.execute(
+                        "INSERT INTO jobs (job_id, key_id, key_path, kind, priority, "
+                        "submitted_at, inputs, state) VALUES (?,?,?,?,?,?,?,'accepted')",
+                        (
+                            job_id,
+                            key_id,
+                            key_path,
+                            kind,
+                            priority,
+                            submitted_at,
+                            json.dumps(recorded),
+                        ),
+                    )
         except BaseException as e:
             for path in written:
                 _unlink(path)
@@ -223,9 +241,10 @@ class Journal:
             db = self._tx("NORMAL")
             with db:
                 row = db.execute("SELECT inputs FROM jobs WHERE job_id=?", (job_id,)).fetchone()
-                db.execute("UPDATE jobs SET state=?, finished_at=?, result=? WHERE job_id=?",
-                           (state, finished_at, json.dumps(result, separators=(",", ":")),
-                            job_id))
+                db.execute(
+                    "UPDATE jobs SET state=?, finished_at=?, result=? WHERE job_id=?",
+                    (state, finished_at, json.dumps(result, separators=(",", ":")), job_id),
+                )
         if row:
             self._unlink_spool(json.loads(row[0]))
 
@@ -241,11 +260,13 @@ class Journal:
         with self._mutex:
             db = self._tx("NORMAL")
             with db:
-                n = db.execute("DELETE FROM jobs WHERE state != 'accepted' AND finished_at < ?",
-                               (cutoff,)).rowcount
+                n = db.execute(
+                    "DELETE FROM jobs WHERE state != 'accepted' AND finished_at < ?", (cutoff,)
+                ).rowcount
         if n:
-            log.info("journal: %d finished job(s) older than %s pruned", n,
-                     _human(self.keep_results))
+            log.info(
+                "journal: %d finished job(s) older than %s pruned", n, _human(self.keep_results)
+            )
         return n
 
     # ------------------------------------------------------------------ reads
@@ -261,8 +282,9 @@ class Journal:
     def result(self, job_id: str) -> dict | None:
         """A finished job's result as it was recorded (None: unknown, unfinished or pruned)."""
         with self._mutex:
-            row = self._db.execute("SELECT result FROM jobs WHERE job_id=? AND state != "
-                                   "'accepted'", (job_id,)).fetchone()
+            row = self._db.execute(
+                "SELECT result FROM jobs WHERE job_id=? AND state != 'accepted'", (job_id,)
+            ).fetchone()
         return json.loads(row[0]) if row and row[0] else None
 
     def spool_path(self, name: str) -> str:
@@ -317,8 +339,9 @@ def _lock(state_dir: str) -> int:
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     except OSError as e:
-        raise JournalError(f"state directory {state_dir}: cannot open {LOCK_NAME}: "
-                           f"{e.strerror or e}") from None
+        raise JournalError(
+            f"state directory {state_dir}: cannot open {LOCK_NAME}: {e.strerror or e}"
+        ) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as e:
@@ -327,10 +350,13 @@ def _lock(state_dir: str) -> int:
         finally:
             os.close(fd)
         if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-            raise JournalError(f"state directory {state_dir} is in use by another cuzk serve "
-                               f"(pid {other}); give each daemon its own --state-dir") from None
-        raise JournalError(f"state directory {state_dir}: cannot lock it: "
-                           f"{e.strerror or e}") from None
+            raise JournalError(
+                f"state directory {state_dir} is in use by another cuzk serve "
+                f"(pid {other}); give each daemon its own --state-dir"
+            ) from None
+        raise JournalError(
+            f"state directory {state_dir}: cannot lock it: {e.strerror or e}"
+        ) from None
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     return fd
@@ -340,11 +366,9 @@ def _connect(path: str) -> sqlite3.Connection:
     """Open (or create) the journal database and check what it is. JournalError otherwise."""
     fresh = not os.path.exists(path) or os.path.getsize(path) == 0
     what = f"job journal {path}"
-    advice = ("move it aside to start with an empty journal (the jobs it holds are then not "
-              "resumed)")
+    advice = "move it aside to start with an empty journal (the jobs it holds are then not resumed)"
     try:
-        db = sqlite3.connect(path, timeout=10.0, isolation_level=None,
-                             check_same_thread=False)
+        db = sqlite3.connect(path, timeout=10.0, isolation_level=None, check_same_thread=False)
     except sqlite3.Error as e:
         raise JournalError(f"{what}: cannot open it: {e}") from None
     try:
@@ -352,19 +376,22 @@ def _connect(path: str) -> sqlite3.Connection:
         if fresh:
             db.execute("PRAGMA journal_mode=WAL")
             with db:
-                db.executescript(f"BEGIN; {SCHEMA} PRAGMA application_id={APPLICATION_ID}; "
-                                 f"PRAGMA user_version={SCHEMA_VERSION}; COMMIT;")
+                db.executescript(
+                    f"BEGIN; {SCHEMA} PRAGMA application_id={APPLICATION_ID}; "
+                    f"PRAGMA user_version={SCHEMA_VERSION}; COMMIT;"
+                )
             db.execute("PRAGMA synchronous=FULL")
             _fsync_dir(os.path.dirname(path))
             return db
         app = db.execute("PRAGMA application_id").fetchone()[0]
         version = db.execute("PRAGMA user_version").fetchone()[0]
         if app != APPLICATION_ID:
-            raise JournalError(f"{what} is not a cuzk journal (application_id {app:#x}); "
-                               f"{advice}")
+            raise JournalError(f"{what} is not a cuzk journal (application_id {app:#x}); {advice}")
         if version > SCHEMA_VERSION:
-            raise JournalError(f"{what} has schema version {version}, newer than this cuzk's "
-                               f"{SCHEMA_VERSION}: run the cuzk that wrote it, or {advice}")
+            raise JournalError(
+                f"{what} has schema version {version}, newer than this cuzk's "
+                f"{SCHEMA_VERSION}: run the cuzk that wrote it, or {advice}"
+            )
         if version < SCHEMA_VERSION:  # no older schema has ever been released
             raise JournalError(f"{what} has unknown schema version {version}; {advice}")
         check = db.execute("PRAGMA quick_check").fetchall()

@@ -38,31 +38,46 @@ class SnapshotCollector:
     def collect(self):
         s = self._snapshot()
         c = s.get("counters") or {}
-        done = CounterMetricFamily("cuzk_jobs_completed", "Jobs whose every partition was "
-                                   "proved, by kind.", labels=["kind"])
+        done = CounterMetricFamily(
+            "cuzk_jobs_completed",
+            "Jobs whose every partition was proved, by kind.",
+            labels=["kind"],
+        )
         for kind, n in sorted((c.get("completed_by_kind") or {}).items()):
             done.add_metric([kind], n)
         yield done
-        failed = CounterMetricFamily("cuzk_jobs_failed", "Jobs that failed (a partition "
-                                     "failed after its retries), by kind.", labels=["kind"])
+        failed = CounterMetricFamily(
+            "cuzk_jobs_failed",
+            "Jobs that failed (a partition failed after its retries), by kind.",
+            labels=["kind"],
+        )
         for kind, n in sorted((c.get("failed_by_kind") or {}).items()):
             failed.add_metric([kind], n)
         yield failed
-        yield CounterMetricFamily("cuzk_jobs_recovered", "Unfinished jobs re-queued from the "
-                                  "job journal when the daemon started again.",
-                                  value=c.get("jobs_recovered") or 0)
-        yield CounterMetricFamily("cuzk_partition_retries", "Partition attempts retried.",
-                                  value=c.get("retries") or 0)
-        yield CounterMetricFamily("cuzk_process_restarts", "Synthesis and device processes "
-                                  "restarted after dying or hanging.",
-                                  value=c.get("restarts") or 0)
-        yield CounterMetricFamily("cuzk_stale_ends_ignored", "Board slot ends refused because "
-                                  "their generation token was stale.",
-                                  value=c.get("stale_ends_ignored") or 0)
-        yield GaugeMetricFamily("cuzk_queue_depth", "Partitions waiting for synthesis or a "
-                                "device.", value=c.get("queue_depth") or 0)
-        busy = GaugeMetricFamily("cuzk_workers_busy", "Workers busy now, by role.",
-                                 labels=["role"])
+        yield CounterMetricFamily(
+            "cuzk_jobs_recovered",
+            "Unfinished jobs re-queued from the job journal when the daemon started again.",
+            value=c.get("jobs_recovered") or 0,
+        )
+        yield CounterMetricFamily(
+            "cuzk_partition_retries", "Partition attempts retried.", value=c.get("retries") or 0
+        )
+        yield CounterMetricFamily(
+            "cuzk_process_restarts",
+            "Synthesis and device processes restarted after dying or hanging.",
+            value=c.get("restarts") or 0,
+        )
+        yield CounterMetricFamily(
+            "cuzk_stale_ends_ignored",
+            "Board slot ends refused because their generation token was stale.",
+            value=c.get("stale_ends_ignored") or 0,
+        )
+        yield GaugeMetricFamily(
+            "cuzk_queue_depth",
+            "Partitions waiting for synthesis or a device.",
+            value=c.get("queue_depth") or 0,
+        )
+        busy = GaugeMetricFamily("cuzk_workers_busy", "Workers busy now, by role.", labels=["role"])
         total = GaugeMetricFamily("cuzk_workers", "Workers, by role.", labels=["role"])
         roles = {
             "device": (s.get("gpu_workers") or [], ("proving",)),
@@ -75,27 +90,41 @@ class SnapshotCollector:
         yield busy
         yield total
         m = s.get("memory") or {}
-        yield GaugeMetricFamily("cuzk_memory_reserved_bytes", "Memory budget reserved now.",
-                                value=m.get("reserved_bytes") or 0)
-        yield GaugeMetricFamily("cuzk_memory_total_bytes", "Memory budget total.",
-                                value=m.get("total_bytes") or 0)
-        by_use = GaugeMetricFamily("cuzk_memory_reserved_by_use_bytes", "Memory budget "
-                                   "reserved now, by use.", labels=["use"])
+        yield GaugeMetricFamily(
+            "cuzk_memory_reserved_bytes",
+            "Memory budget reserved now.",
+            value=m.get("reserved_bytes") or 0,
+        )
+        yield GaugeMetricFamily(
+            "cuzk_memory_total_bytes", "Memory budget total.", value=m.get("total_bytes") or 0
+        )
+        by_use = GaugeMetricFamily(
+            "cuzk_memory_reserved_by_use_bytes",
+            "Memory budget reserved now, by use.",
+            labels=["use"],
+        )
         for use, n in sorted((m.get("by_use") or {}).items()):
             by_use.add_metric([use], n)
         yield by_use
-        states = GaugeMetricFamily("cuzk_pipelines", "Jobs on the board, by state.",
-                                   labels=["state"])
+        states = GaugeMetricFamily(
+            "cuzk_pipelines", "Jobs on the board, by state.", labels=["state"]
+        )
         counts: dict[str, int] = {}
         for p in s.get("pipelines") or []:
             counts[p.get("state")] = counts.get(p.get("state"), 0) + 1
         for st in ("queued", "running", "done", "failed", "cancelled"):
             states.add_metric([st], counts.get(st, 0))
         yield states
-        yield GaugeMetricFamily("cuzk_keys_resident", "Proving keys resident on devices.",
-                                value=len(s.get("keys") or []))
-        yield GaugeMetricFamily("cuzk_uptime_seconds", "Seconds since the engine started.",
-                                value=s.get("uptime_secs") or 0)
+        yield GaugeMetricFamily(
+            "cuzk_keys_resident",
+            "Proving keys resident on devices.",
+            value=len(s.get("keys") or []),
+        )
+        yield GaugeMetricFamily(
+            "cuzk_uptime_seconds",
+            "Seconds since the engine started.",
+            value=s.get("uptime_secs") or 0,
+        )
 
 
 class Metrics:
@@ -105,17 +134,33 @@ class Metrics:
         self.engine = engine
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(SnapshotCollector(engine.snapshot))
-        self.duration = Histogram("cuzk_job_duration_seconds", "Seconds from submission to "
-                                  "the last partition's proof, for completed jobs, by kind.",
-                                  ["kind"], buckets=DURATION_BUCKETS, registry=self.registry)
+        self.duration = Histogram(
+            "cuzk_job_duration_seconds",
+            "Seconds from submission to the last partition's proof, for completed jobs, by kind.",
+            ["kind"],
+            buckets=DURATION_BUCKETS,
+            registry=self.registry,
+        )
         self.partition_device = Histogram(
-            "cuzk_partition_device_seconds", "Seconds a partition spent in prove_start on a "
-            "device, by kind.", ["kind"], buckets=DURATION_BUCKETS, registry=self.registry)
+            "cuzk_partition_device_seconds",
+            "Seconds a partition spent in prove_start on a device, by kind.",
+            ["kind"],
+            buckets=DURATION_BUCKETS,
+            registry=self.registry,
+        )
         # One proof per partition: a job of N partitions yields N proofs (or failures).
-        self.proofs_done = Counter("cuzk_proofs_completed", "Proofs (partitions) completed, "
-                                   "by kind.", ["kind"], registry=self.registry)
-        self.proofs_failed = Counter("cuzk_proofs_failed", "Proofs (partitions) that failed, "
-                                     "by kind.", ["kind"], registry=self.registry)
+        self.proofs_done = Counter(
+            "cuzk_proofs_completed",
+            "Proofs (partitions) completed, by kind.",
+            ["kind"],
+            registry=self.registry,
+        )
+        self.proofs_failed = Counter(
+            "cuzk_proofs_failed",
+            "Proofs (partitions) that failed, by kind.",
+            ["kind"],
+            registry=self.registry,
+        )
         self._seen: set[str] = set()
         self._interval = interval
         self._stop = threading.Event()
@@ -143,14 +188,14 @@ class Metrics:
             live = set()
             for j in jobs:
                 live.add(j["job_id"])
-                if j["job_id"] in self._seen or j["state"] not in ("done", "failed",
-                                                                    "cancelled"):
+                if j["job_id"] in self._seen or j["state"] not in ("done", "failed", "cancelled"):
                     continue
                 self._seen.add(j["job_id"])
                 self._count_proofs(j)
                 if j["state"] == "done" and j.get("finished_at") and j.get("submitted_at"):
                     self.duration.labels(j["kind"]).observe(
-                        max(0.0, j["finished_at"] - j["submitted_at"]))
+                        max(0.0, j["finished_at"] - j["submitted_at"])
+                    )
                     try:
                         detail = self.engine.job(j["job_id"])
                     except KeyError:

@@ -37,8 +37,16 @@ def _partitions(board, lock, state, prefix: str, n_parts: int):
         return state["todo"].popleft()
 
 
-def writer_main(name: str, proc: int, n_threads: int, stop, results, seed: int,
-                n_parts: int = 6, pause_every: int = 0) -> None:
+def writer_main(
+    name: str,
+    proc: int,
+    n_threads: int,
+    stop,
+    results,
+    seed: int,
+    n_parts: int = 6,
+    pause_every: int = 0,
+) -> None:
     """Threads t = 0..n_threads-1 own synth, device and finalizer slot proc*n_threads + t.
 
     pause_every: sleep a little after this many partitions (0: never), so that readers also
@@ -50,8 +58,7 @@ def writer_main(name: str, proc: int, n_threads: int, stop, results, seed: int,
     board = Board.attach(name)
     lock = threading.Lock()
     state = {"todo": deque(), "jobs": 0, "left": {}, "dropped": 0}
-    counts = {"partitions": 0, "stale_ends": 0, "stale_rejected": 0, "jobs_done": 0,
-              "writes": 0}
+    counts = {"partitions": 0, "stale_ends": 0, "stale_rejected": 0, "jobs_done": 0, "writes": 0}
     count_lock = threading.Lock()
 
     def work(t: int):
@@ -61,8 +68,7 @@ def writer_main(name: str, proc: int, n_threads: int, stop, results, seed: int,
         board.devices.register(slot, ordinal=proc, device=f"cpu:{proc}")
         board.finalizers.register(slot, ordinal=proc)
         old = []
-        mine = {"partitions": 0, "stale_ends": 0, "stale_rejected": 0, "jobs_done": 0,
-                "writes": 3}
+        mine = {"partitions": 0, "stale_ends": 0, "stale_rejected": 0, "jobs_done": 0, "writes": 3}
         while not stop.is_set():
             job, p = _partitions(board, lock, state, f"w{proc}", n_parts)
             st = board.synth.claim(slot, job, p)
@@ -164,8 +170,8 @@ def hang_in_slot_write(name: str, kind: str, slot: int, conn) -> None:
     off = board.layout.slot_offset(kind, slot)
     buf = board._buf
     seq = L.SEQ.unpack_from(buf, off)[0]
-    L.SEQ.pack_into(buf, off, seq + 1)                     # writer inside
-    buf[off + 8:off + 8 + 24] = b"\xff" * 24                # half a payload
+    L.SEQ.pack_into(buf, off, seq + 1)  # writer inside
+    buf[off + 8 : off + 8 + 24] = b"\xff" * 24  # half a payload
     conn.send(tuple(tok))
     while True:
         time.sleep(60)
@@ -184,7 +190,7 @@ def hang_in_control_write(name: str, job_id: str, index: int, conn) -> None:
     L.SEQ.pack_into(buf, L.CTL_DIRTY_OFFSET, off + 1)
     seq = L.SEQ.unpack_from(buf, off)[0]
     L.SEQ.pack_into(buf, off, seq + 1)
-    buf[off + 8:off + 8 + 12] = b"\xee" * 12
+    buf[off + 8 : off + 8 + 12] = b"\xee" * 12
     conn.send("inside")
     while True:
         time.sleep(60)
@@ -218,8 +224,15 @@ def create_and_wait(conn, name: str, instance: str) -> None:
     """Create a board, report its name, and wait (to be killed: a stale board for cleanup)."""
     from cuzk.board import Board
 
-    board = Board.create(name, instance=instance, device_slots=1, finalizer_slots=1,
-                         synth_slots=1, job_rows=2, max_partitions=2)
+    board = Board.create(
+        name,
+        instance=instance,
+        device_slots=1,
+        finalizer_slots=1,
+        synth_slots=1,
+        job_rows=2,
+        max_partitions=2,
+    )
     conn.send(board.name)
     try:
         conn.recv()

@@ -54,8 +54,14 @@ class ProvingKey:
             assert d.get("double_key") == 1
         except Exception:
             raise ValueError(f"{path}: not a double-prover key file") from None
-        return cls(str(path), hashlib.sha256(raw).hexdigest()[:16], int(d["n_vars"]),
-                   int(d["domain_size"]), int(d["n_public"]), int(d.get("nbytes", len(raw))))
+        return cls(
+            str(path),
+            hashlib.sha256(raw).hexdigest()[:16],
+            int(d["n_vars"]),
+            int(d["domain_size"]),
+            int(d["n_public"]),
+            int(d.get("nbytes", len(raw))),
+        )
 
     def validate(self) -> None:
         """Nothing to check: the double's key has no points."""
@@ -67,8 +73,9 @@ class ProvingKey:
         return {"protocol": "double", "key_id": self.key_id}
 
 
-def write_key(path, n_vars: int = 64, domain_size: int = 128, n_public: int = 2,
-              nbytes: int | None = None) -> None:
+def write_key(
+    path, n_vars: int = 64, domain_size: int = 128, n_public: int = 2, nbytes: int | None = None
+) -> None:
     """A key file; `nbytes` pretends the key is that large (for budget and eviction tests)."""
     d = {"double_key": 1, "n_vars": n_vars, "domain_size": domain_size, "n_public": n_public}
     if nbytes is not None:
@@ -227,8 +234,11 @@ def prove_start(key: ProvingKey, a, b, c, w, device: Device) -> Partial:
 def prove_finish(key: ProvingKey, partial: Partial, w) -> Proof:
     _maybe_fault("finish", w)
     time.sleep(_options.get("finish_secs", 0.0))
-    return Proof(partial.abc_sha256, witness_digest(w),
-                 [str(_limbs_to_int(w[i])) for i in range(1, 1 + key.n_public)])
+    return Proof(
+        partial.abc_sha256,
+        witness_digest(w),
+        [str(_limbs_to_int(w[i])) for i in range(1, 1 + key.n_public)],
+    )
 
 
 def verify(vk: dict, public, proof) -> bool:
@@ -238,5 +248,8 @@ def verify(vk: dict, public, proof) -> bool:
 def expected_proof(witness: bytes, key: ProvingKey) -> dict:
     """What a correct engine returns for this witness (the test's independent reference)."""
     w = _parse(witness)
-    return {"protocol": "double", "abc_sha256": abc_digest(*expected_abc(w, key.domain_size)),
-            "w_sha256": witness_digest(w)}
+    return {
+        "protocol": "double",
+        "abc_sha256": abc_digest(*expected_abc(w, key.domain_size)),
+        "w_sha256": witness_digest(w),
+    }

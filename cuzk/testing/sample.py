@@ -19,14 +19,15 @@ KINDS = {
     "porep-c2": (10, "normal"),
 }
 GIB = 2**30
-NOW = 1_764_400_000.0        # a fixed clock so frames are reproducible
+NOW = 1_764_400_000.0  # a fixed clock so frames are reproducible
 
 
 def _partition(index, state, rng):
     synthesized = state not in ("pending", "synthesizing")
     gpu_done = state in ("done", "finalizing")
     return {
-        "index": index, "state": state,
+        "index": index,
+        "state": state,
         "synth_ms": round(rng.uniform(800, 2500), 1) if synthesized else None,
         "gpu_ms": round(rng.uniform(1500, 4000), 1) if gpu_done else None,
         "finalize_ms": round(rng.uniform(100, 400), 1) if state == "done" else None,
@@ -34,9 +35,18 @@ def _partition(index, state, rng):
     }
 
 
-def busy_snapshot(*, devices: int = 2, workers_per_device: int = 2, finalizers: int = 2,
-                  synth_workers: int = 4, pipelines: int = 8, keys: int = 2, seed: int = 7,
-                  tick: int = 0, device_kind: str = "cuda") -> dict:
+def busy_snapshot(
+    *,
+    devices: int = 2,
+    workers_per_device: int = 2,
+    finalizers: int = 2,
+    synth_workers: int = 4,
+    pipelines: int = 8,
+    keys: int = 2,
+    seed: int = 7,
+    tick: int = 0,
+    device_kind: str = "cuda",
+) -> dict:
     """A loaded prover's status snapshot (plain dict, JSON-ready)."""
     rng = random.Random(seed)
     now = NOW + tick
@@ -55,8 +65,15 @@ def busy_snapshot(*, devices: int = 2, workers_per_device: int = 2, finalizers: 
         kind = rng.choice(list(KINDS))
         total, prio = KINDS[kind]
         age = 4.0 + (pipelines - j) * rng.uniform(6, 20)
-        jobs.append({"job_id": f"job-{1000 + j:04d}-{kind}", "proof_kind": kind,
-                     "priority": prio, "submitted_at": round(now - age, 3), "total": total})
+        jobs.append(
+            {
+                "job_id": f"job-{1000 + j:04d}-{kind}",
+                "proof_kind": kind,
+                "priority": prio,
+                "submitted_at": round(now - age, 3),
+                "total": total,
+            }
+        )
     jobs.sort(key=lambda p: p["submitted_at"])
 
     out_pipes = []
@@ -93,58 +110,91 @@ def busy_snapshot(*, devices: int = 2, workers_per_device: int = 2, finalizers: 
                 else:
                     states.append("pending")
         started = None if state == "queued" else round(now - job["submitted_at"] - 0.4, 3)
-        out_pipes.append({
-            "job_id": job["job_id"], "proof_kind": job["proof_kind"], "priority": job["priority"],
-            "state": state, "submitted_at": job["submitted_at"], "started_secs_ago": started,
-            "total_partitions": total, "partitions_done": states.count("done"),
-            "partitions_failed": states.count("failed"),
-            "partitions": [_partition(i, s, rng) for i, s in enumerate(states)],
-        })
+        out_pipes.append(
+            {
+                "job_id": job["job_id"],
+                "proof_kind": job["proof_kind"],
+                "priority": job["priority"],
+                "state": state,
+                "submitted_at": job["submitted_at"],
+                "started_secs_ago": started,
+                "total_partitions": total,
+                "partitions_done": states.count("done"),
+                "partitions_failed": states.count("failed"),
+                "partitions": [_partition(i, s, rng) for i, s in enumerate(states)],
+            }
+        )
 
     gpu_workers = []
     for w in range(n_dev):
         job = dev_job.get(w)
         stale = w == n_dev - 1 and n_dev > 2
-        gpu_workers.append({
-            "worker_id": w, "gpu_ordinal": w // workers_per_device,
-            "device": f"{device_kind}:{w // workers_per_device}", "pid": 41000 + w,
-            "state": "proving" if job else "idle", "generation": 100 + 7 * w + (3 if job else 0),
-            "current_job": job[0]["job_id"] if job else None,
-            "current_partition": job[1] if job else None,
-            "started_secs_ago": round(rng.uniform(0.2, 3.5), 2) if job else None,
-            "busy_secs": round(uptime * 0.8 * (duty[w] or 0.3) + tick * duty[w], 3),
-            "heartbeat_age_secs": 7.5 if stale else round(rng.uniform(0.0, 0.9), 2),
-            "restarts": 1 if stale else 0,
-        })
+        gpu_workers.append(
+            {
+                "worker_id": w,
+                "gpu_ordinal": w // workers_per_device,
+                "device": f"{device_kind}:{w // workers_per_device}",
+                "pid": 41000 + w,
+                "state": "proving" if job else "idle",
+                "generation": 100 + 7 * w + (3 if job else 0),
+                "current_job": job[0]["job_id"] if job else None,
+                "current_partition": job[1] if job else None,
+                "started_secs_ago": round(rng.uniform(0.2, 3.5), 2) if job else None,
+                "busy_secs": round(uptime * 0.8 * (duty[w] or 0.3) + tick * duty[w], 3),
+                "heartbeat_age_secs": 7.5 if stale else round(rng.uniform(0.0, 0.9), 2),
+                "restarts": 1 if stale else 0,
+            }
+        )
     fins = []
     for f in range(finalizers):
         job = fin_job.get(f)
-        fins.append({
-            "finalizer_id": f, "gpu_ordinal": f % max(1, devices), "pid": 40990,
-            "state": "finalizing" if job else "idle", "generation": 50 + f,
-            "current_job": job[0]["job_id"] if job else None,
-            "current_partition": job[1] if job else None,
-            "started_secs_ago": round(rng.uniform(0.05, 0.4), 2) if job else None,
-        })
+        fins.append(
+            {
+                "finalizer_id": f,
+                "gpu_ordinal": f % max(1, devices),
+                "pid": 40990,
+                "state": "finalizing" if job else "idle",
+                "generation": 50 + f,
+                "current_job": job[0]["job_id"] if job else None,
+                "current_partition": job[1] if job else None,
+                "started_secs_ago": round(rng.uniform(0.05, 0.4), 2) if job else None,
+            }
+        )
     synth = []
     for s in range(synth_workers):
         job = syn_job.get(s)
-        synth.append({
-            "worker_id": s, "pid": 42000 + s,
-            "state": "synthesizing" if job else "idle", "generation": 30 + 2 * s,
-            "job_id": job[0]["job_id"] if job else None, "partition": job[1] if job else None,
-            "started_secs_ago": round(rng.uniform(0.1, 2.0), 2) if job else None,
-            "heartbeat_age_secs": round(rng.uniform(0.0, 0.9), 2), "restarts": 0,
-        })
-    key_rows = [{
-        "key_id": f"{kind}-v{1 + i}", "bytes": int(rng.uniform(0.4, 3.0) * GIB),
-        "devices": [f"{device_kind}:{d}" for d in range(devices)],
-        "last_used_secs_ago": round(rng.uniform(0.5, 90), 1), "evictable": i % 2 == 1,
-    } for i, kind in enumerate(list(KINDS)[:keys])]
+        synth.append(
+            {
+                "worker_id": s,
+                "pid": 42000 + s,
+                "state": "synthesizing" if job else "idle",
+                "generation": 30 + 2 * s,
+                "job_id": job[0]["job_id"] if job else None,
+                "partition": job[1] if job else None,
+                "started_secs_ago": round(rng.uniform(0.1, 2.0), 2) if job else None,
+                "heartbeat_age_secs": round(rng.uniform(0.0, 0.9), 2),
+                "restarts": 0,
+            }
+        )
+    key_rows = [
+        {
+            "key_id": f"{kind}-v{1 + i}",
+            "bytes": int(rng.uniform(0.4, 3.0) * GIB),
+            "devices": [f"{device_kind}:{d}" for d in range(devices)],
+            "last_used_secs_ago": round(rng.uniform(0.5, 90), 1),
+            "evictable": i % 2 == 1,
+        }
+        for i, kind in enumerate(list(KINDS)[:keys])
+    ]
 
     by_use = {
-        "abc": sum(1 for p in out_pipes for q in p["partitions"]
-                   if q["state"] in ("synthesizing", "synth_done")) * int(0.75 * GIB),
+        "abc": sum(
+            1
+            for p in out_pipes
+            for q in p["partitions"]
+            if q["state"] in ("synthesizing", "synth_done")
+        )
+        * int(0.75 * GIB),
         "prove": len(dev_job) * int(0.6 * GIB) + len(fin_job) * int(0.2 * GIB),
         "srs": sum(k["bytes"] for k in key_rows),
     }
@@ -155,11 +205,21 @@ def busy_snapshot(*, devices: int = 2, workers_per_device: int = 2, finalizers: 
         kind = list(KINDS)[i % len(KINDS)]
         done_by_kind[kind] = done_by_kind.get(kind, 0) + 1
     return {
-        "instance": "prover-a", "board": "cuzk-board-prover-a", "layout_version": 1,
-        "supervisor_pid": 40990, "started_at": now - uptime, "now": now, "uptime_secs": uptime,
+        "instance": "prover-a",
+        "board": "cuzk-board-prover-a",
+        "layout_version": 1,
+        "supervisor_pid": 40990,
+        "started_at": now - uptime,
+        "now": now,
+        "uptime_secs": uptime,
         "consistent": True,
-        "memory": {"total_bytes": total, "reserved_bytes": reserved, "used_bytes": reserved,
-                   "available_bytes": total - reserved, "by_use": by_use},
+        "memory": {
+            "total_bytes": total,
+            "reserved_bytes": reserved,
+            "used_bytes": reserved,
+            "available_bytes": total - reserved,
+            "by_use": by_use,
+        },
         "synthesis": {"max_concurrent": synth_workers, "active": len(syn_job), "workers": synth},
         "gpu_workers": gpu_workers,
         "finalizers": fins,
@@ -167,10 +227,18 @@ def busy_snapshot(*, devices: int = 2, workers_per_device: int = 2, finalizers: 
         "keys": key_rows,
         "allocations": {"srs": key_rows, "pce": []},
         "counters": {
-            "total_completed": sum(done_by_kind.values()), "total_failed": 3 + tick // 4,
-            "completed_by_kind": done_by_kind, "failed_by_kind": {"porep-c2": 3 + tick // 4},
-            "retries": 5, "restarts": 1, "stale_ends_ignored": 17 + tick,
-            "queue_depth": sum(1 for p in out_pipes for q in p["partitions"]
-                               if q["state"] in ("pending", "synth_done")),
+            "total_completed": sum(done_by_kind.values()),
+            "total_failed": 3 + tick // 4,
+            "completed_by_kind": done_by_kind,
+            "failed_by_kind": {"porep-c2": 3 + tick // 4},
+            "retries": 5,
+            "restarts": 1,
+            "stale_ends_ignored": 17 + tick,
+            "queue_depth": sum(
+                1
+                for p in out_pipes
+                for q in p["partitions"]
+                if q["state"] in ("pending", "synth_done")
+            ),
         },
     }

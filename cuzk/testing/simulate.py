@@ -23,8 +23,12 @@ import threading
 import time
 from dataclasses import dataclass
 
-KINDS = {"winning-post": (1, "critical"), "window-post": (1, "high"),
-         "snap-update": (16, "normal"), "porep-c2": (10, "normal")}
+KINDS = {
+    "winning-post": (1, "critical"),
+    "window-post": (1, "high"),
+    "snap-update": (16, "normal"),
+    "porep-c2": (10, "normal"),
+}
 GIB = 2**30
 
 
@@ -37,7 +41,7 @@ class Plan:
     finalizers_per_device: int = 1
     synth_slots: int = 4
     synth_procs: int = 2
-    active_jobs: int = 6          # jobs kept on the go
+    active_jobs: int = 6  # jobs kept on the go
     job_rows: int = 64
     max_partitions: int = 16
     synth_s: tuple = (0.3, 0.8)
@@ -151,7 +155,7 @@ def _device_main(name, ordinal, dev_slots, fin_slots, gpu_q, done_q, stop_r, pla
             tok = board.claim_device(slot, job, part)
             t, _ = draw(plan.gpu_s)
             _work(t, stop, board.devices, slot, plan.heartbeat_s)
-            while True:                         # wait for a free finalizer, heartbeating
+            while True:  # wait for a free finalizer, heartbeating
                 try:
                     fslot = free_fins.get(timeout=plan.heartbeat_s)
                     break
@@ -160,8 +164,9 @@ def _device_main(name, ordinal, dev_slots, fin_slots, gpu_q, done_q, stop_r, pla
                     if stop.is_set():
                         return
             ftok = board.handoff(tok, fslot)
-            th = threading.Thread(target=finalize, args=(ftok, fslot, job, part, kind, 1000 * t),
-                                  daemon=True)
+            th = threading.Thread(
+                target=finalize, args=(ftok, fslot, job, part, kind, 1000 * t), daemon=True
+            )
             th.start()
             finishing.append(th)
             finishing[:] = [x for x in finishing if x.is_alive()]
@@ -171,7 +176,7 @@ def _device_main(name, ordinal, dev_slots, fin_slots, gpu_q, done_q, stop_r, pla
         t.start()
     for t in threads:
         t.join()
-    for t in list(finishing):         # finalizers still writing (stop cuts their sleep short)
+    for t in list(finishing):  # finalizers still writing (stop cuts their sleep short)
         t.join()
     board.close()
 
@@ -200,29 +205,60 @@ class Simulation:
         p = self.plan
         n_dev = p.devices * p.workers_per_device
         n_fin = p.devices * p.finalizers_per_device
-        self.board = Board.create(self._name, instance=p.instance, device_slots=n_dev,
-                                  finalizer_slots=n_fin, synth_slots=p.synth_slots,
-                                  job_rows=p.job_rows, max_partitions=p.max_partitions)
+        self.board = Board.create(
+            self._name,
+            instance=p.instance,
+            device_slots=n_dev,
+            finalizer_slots=n_fin,
+            synth_slots=p.synth_slots,
+            job_rows=p.job_rows,
+            max_partitions=p.max_partitions,
+        )
         self._name = self.board.name
         ctx = mp.get_context("spawn")
-        self._stop = threading.Event()                      # this process's threads
-        stop_r, self._stop_w = ctx.Pipe(duplex=False)        # the writer processes
+        self._stop = threading.Event()  # this process's threads
+        stop_r, self._stop_w = ctx.Pipe(duplex=False)  # the writer processes
         self._synth_q, self._gpu_q, self._done_q = ctx.Queue(), ctx.Queue(), ctx.Queue()
         self._queues = (self._synth_q, self._gpu_q, self._done_q)
         for i in range(max(1, min(p.synth_procs, p.synth_slots))):
             slots = list(range(i, p.synth_slots, max(1, min(p.synth_procs, p.synth_slots))))
-            self._procs.append(ctx.Process(
-                target=_synth_main, daemon=True, name=f"sim-synth-{i}",
-                args=(self.name, slots, self._synth_q, self._gpu_q, stop_r, p,
-                      self.seed * 1000 + i)))
+            self._procs.append(
+                ctx.Process(
+                    target=_synth_main,
+                    daemon=True,
+                    name=f"sim-synth-{i}",
+                    args=(
+                        self.name,
+                        slots,
+                        self._synth_q,
+                        self._gpu_q,
+                        stop_r,
+                        p,
+                        self.seed * 1000 + i,
+                    ),
+                )
+            )
         for d in range(p.devices):
             dev_slots = list(range(d * p.workers_per_device, (d + 1) * p.workers_per_device))
-            fin_slots = list(range(d * p.finalizers_per_device,
-                                   (d + 1) * p.finalizers_per_device))
-            self._procs.append(ctx.Process(
-                target=_device_main, daemon=True, name=f"sim-device-{d}",
-                args=(self.name, d, dev_slots, fin_slots, self._gpu_q, self._done_q,
-                      stop_r, p, self.seed * 2000 + d)))
+            fin_slots = list(range(d * p.finalizers_per_device, (d + 1) * p.finalizers_per_device))
+            self._procs.append(
+                ctx.Process(
+                    target=_device_main,
+                    daemon=True,
+                    name=f"sim-device-{d}",
+                    args=(
+                        self.name,
+                        d,
+                        dev_slots,
+                        fin_slots,
+                        self._gpu_q,
+                        self._done_q,
+                        stop_r,
+                        p,
+                        self.seed * 2000 + d,
+                    ),
+                )
+            )
         for proc in self._procs:
             proc.start()
         stop_r.close()
@@ -236,10 +272,18 @@ class Simulation:
         jobs: dict[str, dict] = {}
         serial = 0
         kinds = [k for k, (n, _) in KINDS.items() if n <= p.max_partitions]
-        board.set_keys([{"key_id": f"{k}.zkey", "bytes": int((0.3 + 0.2 * i) * GIB),
-                         "devices": [f"cpu:{d}" for d in range(p.devices)],
-                         "last_used_secs_ago": 0.0, "evictable": i % 2 == 1}
-                        for i, k in enumerate(kinds)])
+        board.set_keys(
+            [
+                {
+                    "key_id": f"{k}.zkey",
+                    "bytes": int((0.3 + 0.2 * i) * GIB),
+                    "devices": [f"cpu:{d}" for d in range(p.devices)],
+                    "last_used_secs_ago": 0.0,
+                    "evictable": i % 2 == 1,
+                }
+                for i, k in enumerate(kinds)
+            ]
+        )
         last_meta = 0.0
         while not self._stop.is_set():
             while sum(1 for j in jobs.values() if not j["finished"]) < p.active_jobs:
@@ -266,18 +310,20 @@ class Simulation:
                     (board.count_completed if not j["failed"] else board.count_failed)(kind)
             if time.monotonic() - last_meta > 0.25:
                 last_meta = time.monotonic()
-                in_flight = sum(j["n"] - j["done"] - j["failed"]
-                                for j in jobs.values() if not j["finished"])
+                in_flight = sum(
+                    j["n"] - j["done"] - j["failed"] for j in jobs.values() if not j["finished"]
+                )
                 # a/b/c vectors for partitions being synthesized or waiting for a device, and
                 # the smaller proving reservation of those on a device or in a finalizer
                 held = min(in_flight, 2 * p.synth_slots)
-                on_device = min(in_flight, p.devices * (p.workers_per_device
-                                                        + p.finalizers_per_device))
+                on_device = min(
+                    in_flight, p.devices * (p.workers_per_device + p.finalizers_per_device)
+                )
                 by_use = {"abc": held * GIB // 2, "prove": on_device * GIB // 4}
                 board.set_memory(16 * GIB, sum(by_use.values()), by_use)
                 board.set_queue_depth(self._synth_q.qsize())
             for job_id in [k for k, j in jobs.items() if j["finished"]][:-16]:
-                del jobs[job_id]          # the board keeps finished rows until reused
+                del jobs[job_id]  # the board keeps finished rows until reused
 
     def stop(self) -> None:
         """Stop the writers, then unlink the board (what `cuzk serve` does at shutdown).
@@ -287,11 +333,11 @@ class Simulation:
         if self._stop is not None:
             self._stop.set()
         if self._stop_w is not None:
-            self._stop_w.close()          # EOF on every writer's stop pipe
+            self._stop_w.close()  # EOF on every writer's stop pipe
         if self._thread is not None:
             self._thread.join(timeout=5)
         for proc in self._procs:
-            if proc.pid is None:          # never started
+            if proc.pid is None:  # never started
                 continue
             proc.join(timeout=5)
             if proc.is_alive():
@@ -323,8 +369,10 @@ def main() -> None:  # pragma: no cover - interactive
     import sys
 
     with Simulation() as sim:
-        print(f"simulating on board {sim.name}; run: cuzk top --board {sim.name}  (Ctrl-C stops)",
-              file=sys.stderr)
+        print(
+            f"simulating on board {sim.name}; run: cuzk top --board {sim.name}  (Ctrl-C stops)",
+            file=sys.stderr,
+        )
         try:
             while True:
                 time.sleep(1)

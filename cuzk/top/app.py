@@ -55,12 +55,12 @@ class View:
     scroll: int = 0
     paused: bool = False
     show_help: bool = False
-    page: int = 1                  # pipeline rows on screen, from the last frame
+    page: int = 1  # pipeline rows on screen, from the last frame
 
     def key(self, k: int) -> bool:
         if k in (ord("q"), ord("Q")):
             return False
-        if self.show_help:         # any other key closes the help
+        if self.show_help:  # any other key closes the help
             self.show_help = False
             return True
         if k in (ord("?"), ord("h")):
@@ -80,19 +80,36 @@ class View:
         elif k in (curses.KEY_HOME, ord("g")):
             self.scroll = 0
         elif k in (curses.KEY_END, ord("G")):
-            self.scroll = 1 << 30      # render() clamps to the last page
+            self.scroll = 1 << 30  # render() clamps to the last page
         return True
 
     def frame(self, snap: dict, derived: Derived, width: int, height: int) -> Frame:
-        f = render(snap, width, height, derived=derived, sort=self.sort, scroll=self.scroll,
-                   paused=self.paused, show_help=self.show_help)
+        f = render(
+            snap,
+            width,
+            height,
+            derived=derived,
+            sort=self.sort,
+            scroll=self.scroll,
+            paused=self.paused,
+            show_help=self.show_help,
+        )
         if not self.show_help:
             self.scroll, self.page = f.scroll, f.page
         return f
 
 
-def run_text(sampler: Sampler, *, interval: float, iterations: int | None, once: bool,
-             width: int, height: int, color: bool, out=None) -> int:
+def run_text(
+    sampler: Sampler,
+    *,
+    interval: float,
+    iterations: int | None,
+    once: bool,
+    width: int,
+    height: int,
+    color: bool,
+    out=None,
+) -> int:
     """Plain frames to a stream: `--once`, or any run whose stdout is not a terminal.
     `--once` waits one interval between two samples so UTIL and rates have a value."""
     out = out or sys.stdout
@@ -135,8 +152,7 @@ def run_json(source, *, interval: float, iterations: int | None, out=None) -> in
     return 0
 
 
-def run_curses(sampler: Sampler, *, interval: float, iterations: int | None,
-               color: bool) -> int:
+def run_curses(sampler: Sampler, *, interval: float, iterations: int | None, color: bool) -> int:
     """The live screen. Returns the exit status; prints why it stopped when the board went."""
     message = []
     # The terminal's own size (ioctl), not LINES/COLUMNS from the environment: shells and
@@ -179,14 +195,16 @@ def _loop(stdscr, sampler: Sampler, interval: float, iterations, color: bool, me
                 message.append(str(gone))
                 return
             samples += 1
-            next_at = max(next_at + interval, now + interval / 2)   # keep the cadence
+            next_at = max(next_at + interval, now + interval / 2)  # keep the cadence
             dirty = True
         elif view.paused and now >= next_at:
             # paused: no sampling, but a board that went away still ends the viewer
             alive = getattr(sampler.source, "alive", None)
             if alive is not None and not alive():
-                message.append(f"cuzk status board {getattr(sampler.source, 'name', '')!r} "
-                               "went away (cuzk serve stopped)")
+                message.append(
+                    f"cuzk status board {getattr(sampler.source, 'name', '')!r} "
+                    "went away (cuzk serve stopped)"
+                )
                 return
             next_at = now + interval
         if dirty:
@@ -214,9 +232,16 @@ class Painter:
     """Paints a Frame with curses attributes derived from the same style table as ANSI."""
 
     # ANSI colour number -> curses colour
-    COLOURS = {0: curses.COLOR_BLACK, 1: curses.COLOR_RED, 2: curses.COLOR_GREEN,
-               3: curses.COLOR_YELLOW, 4: curses.COLOR_BLUE, 5: curses.COLOR_MAGENTA,
-               6: curses.COLOR_CYAN, 7: curses.COLOR_WHITE}
+    COLOURS = {
+        0: curses.COLOR_BLACK,
+        1: curses.COLOR_RED,
+        2: curses.COLOR_GREEN,
+        3: curses.COLOR_YELLOW,
+        4: curses.COLOR_BLUE,
+        5: curses.COLOR_MAGENTA,
+        6: curses.COLOR_CYAN,
+        7: curses.COLOR_WHITE,
+    }
 
     def __init__(self, color: bool):
         self.color = color and curses.has_colors()
@@ -229,7 +254,7 @@ class Painter:
                 self.default = curses.COLOR_BLACK
         self.pairs: dict[tuple[int, int], int] = {}
         self.attrs = {name: self._attr(sgr) for name, sgr in ANSI_SGR.items()}
-        self._shown: Frame | None = None      # what the screen holds now
+        self._shown: Frame | None = None  # what the screen holds now
 
     def invalidate(self) -> None:
         """Forget what is on screen (after a resize): the next paint redraws every line."""
@@ -250,7 +275,7 @@ class Painter:
                 bg = self.COLOURS[code - 40]
         if not self.color or (fg is None and bg is None):
             if not self.color and bg is not None:
-                attr |= curses.A_REVERSE          # keep "stale" visible in monochrome
+                attr |= curses.A_REVERSE  # keep "stale" visible in monochrome
             return attr
         key = (self.default if fg is None else fg, self.default if bg is None else bg)
         if key not in self.pairs:
@@ -295,4 +320,4 @@ def _put(stdscr, y, x, text, attr):
     try:
         stdscr.addstr(y, x, text, attr)
     except curses.error:
-        pass    # writing the bottom-right cell moves the cursor off screen; the text is drawn
+        pass  # writing the bottom-right cell moves the cursor off screen; the text is drawn

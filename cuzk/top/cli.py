@@ -5,25 +5,56 @@ from __future__ import annotations
 import click
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"],
-                                 "auto_envvar_prefix": "CUZK_TOP"})
-@click.option("--board", "board", metavar="NAME", default=None,
-              help="Status board (shared-memory name) to watch; default: the only live one.")
-@click.option("--interval", type=click.FloatRange(min=0.1, clamp=True), default=1.0,
-              show_default=True, help="Seconds between samples (values below 0.1 become 0.1).")
-@click.option("-n", "--iterations", type=click.IntRange(min=1), default=None,
-              help="Exit after this many samples (default: run until q).")
-@click.option("--once", is_flag=True,
-              help="Print one plain-text frame and exit (waits one interval so utilisation "
-                   "and rates have a value).")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print the snapshot JSON (the same body as GET /status) and exit; "
-                   "with -n, one JSON line per sample.")
+@click.command(
+    context_settings={"help_option_names": ["-h", "--help"], "auto_envvar_prefix": "CUZK_TOP"}
+)
+@click.option(
+    "--board",
+    "board",
+    metavar="NAME",
+    default=None,
+    help="Status board (shared-memory name) to watch; default: the only live one.",
+)
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0.1, clamp=True),
+    default=1.0,
+    show_default=True,
+    help="Seconds between samples (values below 0.1 become 0.1).",
+)
+@click.option(
+    "-n",
+    "--iterations",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Exit after this many samples (default: run until q).",
+)
+@click.option(
+    "--once",
+    is_flag=True,
+    help="Print one plain-text frame and exit (waits one interval so utilisation "
+    "and rates have a value).",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the snapshot JSON (the same body as GET /status) and exit; "
+    "with -n, one JSON line per sample.",
+)
 @click.option("--no-color", is_flag=True, help="No colours (bold and reverse video remain).")
-@click.option("--width", type=click.IntRange(min=20), default=None,
-              help="Frame width for --once or a pipe [default: the terminal's, else 80].")
-@click.option("--height", type=click.IntRange(min=5), default=None,
-              help="Frame height for --once or a pipe [default: the terminal's, else 24].")
+@click.option(
+    "--width",
+    type=click.IntRange(min=20),
+    default=None,
+    help="Frame width for --once or a pipe [default: the terminal's, else 80].",
+)
+@click.option(
+    "--height",
+    type=click.IntRange(min=5),
+    default=None,
+    help="Frame height for --once or a pipe [default: the terminal's, else 24].",
+)
 def top(**options):
     """Live view of a cuzk prover: device workers, finalizers, synthesis, pipelines, keys.
 
@@ -31,4 +62,5 @@ def top(**options):
     Keys: q quit, p pause, s cycle sort, ? help, arrows / PgUp / PgDn scroll the pipelines.
     """
     from cuzk.top.main import run
+
     raise SystemExit(run(**options))

@@ -47,7 +47,7 @@ class RateWindow:
         c = snapshot.get("counters") or {}
         now = float(snapshot.get("now") or 0.0)
         if self.samples and now < self.samples[-1][0]:
-            self.samples.clear()          # a different board or a clock jump: start over
+            self.samples.clear()  # a different board or a clock jump: start over
         self.samples.append((now, c.get("total_completed") or 0, c.get("total_failed") or 0))
         # Keep one sample at or before the window start so the window is fully covered.
         while len(self.samples) > 2 and self.samples[1][0] <= now - self.window_secs:
@@ -67,13 +67,14 @@ class RateWindow:
 class Derived:
     """Everything the renderer needs besides the snapshot itself."""
 
-    util: dict = field(default_factory=dict)           # worker_id -> busy fraction
+    util: dict = field(default_factory=dict)  # worker_id -> busy fraction
     completed_per_min: float | None = None
     failed_per_min: float | None = None
-    gpus: tuple = ()                                    # GPU telemetry rows (telemetry.py)
+    gpus: tuple = ()  # GPU telemetry rows (telemetry.py)
 
     @classmethod
-    def between(cls, prev: dict | None, cur: dict, rates: RateWindow | None = None,
-                gpus=()) -> Derived:
+    def between(
+        cls, prev: dict | None, cur: dict, rates: RateWindow | None = None, gpus=()
+    ) -> Derived:
         done, failed = rates.per_minute() if rates else (None, None)
         return cls(utilisation(prev, cur), done, failed, tuple(gpus))

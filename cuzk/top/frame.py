@@ -16,14 +16,14 @@ from dataclasses import dataclass, field
 ANSI_SGR: dict[str, str] = {
     "bold": "1",
     "dim": "2",
-    "header": "7",            # section column headers: reverse video, like htop
+    "header": "7",  # section column headers: reverse video, like htop
     "title": "1;36",
     "key": "1;36",
     "idle": "2",
-    "busy": "1;32",            # proving / synthesizing
+    "busy": "1;32",  # proving / synthesizing
     "finalizing": "1;35",
     "dead": "1;31",
-    "stale": "1;33;41",       # heartbeat older than the stale threshold
+    "stale": "1;33;41",  # heartbeat older than the stale threshold
     "warn": "1;33",
     "bad": "1;31",
     "good": "32",
@@ -55,9 +55,9 @@ class Frame:
     height: int
     lines: tuple[str, ...]
     styles: tuple[tuple[tuple[int, int, str], ...], ...]
-    scroll: int = 0            # pipeline scroll offset after clamping to what fits
-    page: int = 0              # pipeline rows visible (PgUp/PgDn step)
-    pipelines: int = 0         # pipeline rows in total
+    scroll: int = 0  # pipeline scroll offset after clamping to what fits
+    page: int = 0  # pipeline rows visible (PgUp/PgDn step)
+    pipelines: int = 0  # pipeline rows in total
 
     def text(self) -> str:
         """Plain text, trailing blanks removed from every line."""

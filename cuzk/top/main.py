@@ -11,9 +11,18 @@ from cuzk.top.source import AttachError, BoardSource, choose
 from cuzk.top.telemetry import Telemetry
 
 
-def run(*, board: str | None = None, interval: float = 1.0, iterations: int | None = None,
-        once: bool = False, as_json: bool = False, no_color: bool = False,
-        width: int | None = None, height: int | None = None, source=None) -> int:
+def run(
+    *,
+    board: str | None = None,
+    interval: float = 1.0,
+    iterations: int | None = None,
+    once: bool = False,
+    as_json: bool = False,
+    no_color: bool = False,
+    width: int | None = None,
+    height: int | None = None,
+    source=None,
+) -> int:
     """Exit status of one `cuzk top` run. `source` (anything with read() -> snapshot dict)
     replaces the board, for tests and demos."""
     interval = max(INTERVAL_FLOOR, float(interval))
@@ -38,9 +47,15 @@ def run(*, board: str | None = None, interval: float = 1.0, iterations: int | No
                 # on a terminal, one line less than the screen: the prompt after the frame
                 # must not push its header off
                 lines = size.lines - 1 if tty and once else size.lines
-                return run_text(sampler, interval=interval, iterations=iterations, once=once,
-                                width=width or size.columns, height=height or lines,
-                                color=color and tty)
+                return run_text(
+                    sampler,
+                    interval=interval,
+                    iterations=iterations,
+                    once=once,
+                    width=width or size.columns,
+                    height=height or lines,
+                    color=color and tty,
+                )
             return run_curses(sampler, interval=interval, iterations=iterations, color=color)
         finally:
             telemetry.close()

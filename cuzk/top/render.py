@@ -40,22 +40,34 @@ MIN_WIDTH, MIN_HEIGHT = 40, 10
 GLYPHS = {
     "pending": ".",
     "synthesizing": "s",
-    "synth_done": "w",      # synthesized, waiting for a device
+    "synth_done": "w",  # synthesized, waiting for a device
     "gpu": "G",
     "finalizing": "f",
     "done": "#",
     "failed": "X",
 }
 LEGEND_WORDS = {
-    "pending": "pending", "synthesizing": "synth", "synth_done": "wait", "gpu": "gpu",
-    "finalizing": "finalize", "done": "done", "failed": "failed",
+    "pending": "pending",
+    "synthesizing": "synth",
+    "synth_done": "wait",
+    "gpu": "gpu",
+    "finalizing": "finalize",
+    "done": "done",
+    "failed": "failed",
 }
 PRIORITY_RANK = {"critical": 0, "high": 1, "normal": 2}
 PRIORITY_SHORT = {"critical": "crit", "high": "high", "normal": "norm"}
 JOB_STATE_RANK = {"running": 0, "queued": 1, "failed": 2, "cancelled": 3, "done": 4}
 STATE_STYLE = {
-    "idle": "idle", "proving": "busy", "synthesizing": "busy", "finalizing": "finalizing",
-    "dead": "dead", "running": "busy", "queued": "warn", "done": "good", "failed": "bad",
+    "idle": "idle",
+    "proving": "busy",
+    "synthesizing": "busy",
+    "finalizing": "finalizing",
+    "dead": "dead",
+    "running": "busy",
+    "queued": "warn",
+    "done": "good",
+    "failed": "bad",
     "cancelled": "dim",
 }
 
@@ -81,34 +93,62 @@ def _job_cells(w: dict, job_key: str, part_key: str) -> tuple:
     if not _busy(w.get("state")):
         return "-", "-", "-"
     part = w.get(part_key)
-    return (w.get(job_key) or "-", "-" if part is None else str(part),
-            fmt.secs(w.get("started_secs_ago")))
+    return (
+        w.get(job_key) or "-",
+        "-" if part is None else str(part),
+        fmt.secs(w.get("started_secs_ago")),
+    )
 
 
 def _workers(snap: dict, d: Derived, width: int, room: int) -> Section:
     workers = sorted(snap.get("gpu_workers") or (), key=lambda w: num(w.get("worker_id")))
     k, width = columns_for(len(workers), width, 76, room)
-    t = Table([
-        Col("WORKER", 6, ">"), Col("DEVICE", 7, prio=3), Col("STATE", 8),
-        Col("JOB", 8, flex=28), Col("PART", 4, ">"), Col("TIME", 6, ">", prio=1),
-        Col("UTIL", 4, ">"), Col("UTIL%", 12, prio=6, flex=20), Col("GEN", 5, ">", prio=4),
-        Col("RST", 3, ">", prio=2), Col("PID", 7, ">", prio=5), Col("HB", 5, ">", prio=1),
-    ], width)
+    t = Table(
+        [
+            Col("WORKER", 6, ">"),
+            Col("DEVICE", 7, prio=3),
+            Col("STATE", 8),
+            Col("JOB", 8, flex=28),
+            Col("PART", 4, ">"),
+            Col("TIME", 6, ">", prio=1),
+            Col("UTIL", 4, ">"),
+            Col("UTIL%", 12, prio=6, flex=20),
+            Col("GEN", 5, ">", prio=4),
+            Col("RST", 3, ">", prio=2),
+            Col("PID", 7, ">", prio=5),
+            Col("HB", 5, ">", prio=1),
+        ],
+        width,
+    )
+
     def draw(w):
         job, part, on = _job_cells(w, "current_job", "current_partition")
         u = d.util.get(w.get("worker_id"))
         dev = w.get("device") or f"gpu:{w.get('gpu_ordinal')}"
-        return t.row([
-            str(w.get("worker_id")), dev, _state(w.get("state")), job, part, on,
-            fmt.pct(u), util_bar(u), str(w.get("generation", "-")),
-            (str(w.get("restarts", 0)), "warn" if w.get("restarts") else None),
-            str(w.get("pid") or "-"), _heartbeat(w.get("heartbeat_age_secs"), w.get("state")),
-        ])
+        return t.row(
+            [
+                str(w.get("worker_id")),
+                dev,
+                _state(w.get("state")),
+                job,
+                part,
+                on,
+                fmt.pct(u),
+                util_bar(u),
+                str(w.get("generation", "-")),
+                (str(w.get("restarts", 0)), "warn" if w.get("restarts") else None),
+                str(w.get("pid") or "-"),
+                _heartbeat(w.get("heartbeat_age_secs"), w.get("state")),
+            ]
+        )
 
     rows = Rows(workers, draw, "no device workers")
     busy = sum(1 for w in workers if _busy(w.get("state")))
-    summary = Line().add("WORKER ", "header").add(
-        f" {busy}/{len(workers)} busy: {count_states(workers) or 'none'}")
+    summary = (
+        Line()
+        .add("WORKER ", "header")
+        .add(f" {busy}/{len(workers)} busy: {count_states(workers) or 'none'}")
+    )
     return Section(t.header(), rows, summary, "workers", k, width)
 
 
@@ -117,17 +157,34 @@ def _finalizers(snap: dict, width: int, room: int) -> Section | None:
     if not fins:
         return None
     k, width = columns_for(len(fins), width, 70, room)
-    t = Table([
-        Col("FINALIZER", 9, ">"), Col("GPU", 3, ">", prio=2), Col("STATE", 10),
-        Col("JOB", 8, flex=28), Col("PART", 4, ">"), Col("TIME", 6, ">", prio=1),
-        Col("GEN", 5, ">", prio=3), Col("PID", 7, ">", prio=4),
-    ], width)
+    t = Table(
+        [
+            Col("FINALIZER", 9, ">"),
+            Col("GPU", 3, ">", prio=2),
+            Col("STATE", 10),
+            Col("JOB", 8, flex=28),
+            Col("PART", 4, ">"),
+            Col("TIME", 6, ">", prio=1),
+            Col("GEN", 5, ">", prio=3),
+            Col("PID", 7, ">", prio=4),
+        ],
+        width,
+    )
+
     def draw(f):
         job, part, on = _job_cells(f, "current_job", "current_partition")
-        return t.row([
-            str(f.get("finalizer_id")), str(f.get("gpu_ordinal", "-")), _state(f.get("state")),
-            job, part, on, str(f.get("generation", "-")), str(f.get("pid") or "-"),
-        ])
+        return t.row(
+            [
+                str(f.get("finalizer_id")),
+                str(f.get("gpu_ordinal", "-")),
+                _state(f.get("state")),
+                job,
+                part,
+                on,
+                str(f.get("generation", "-")),
+                str(f.get("pid") or "-"),
+            ]
+        )
 
     rows = Rows(fins, draw)
     summary = Line().add("FINALIZER", "header").add(f" {len(fins)}: {count_states(fins)}")
@@ -141,44 +198,77 @@ def _synthesis(snap: dict, width: int, room: int) -> Section | None:
         return None
     active = f"ACTIVE {syn.get('active', 0)}/{syn.get('max_concurrent', len(workers))}"
     k, width = columns_for(len(workers), width, 74, room)
-    t = Table([
-        Col("SYNTH", 6, ">"), Col(active, 12), Col("JOB", 8, flex=28), Col("PART", 4, ">"),
-        Col("TIME", 6, ">", prio=1), Col("GEN", 5, ">", prio=4), Col("RST", 3, ">", prio=2),
-        Col("PID", 7, ">", prio=5), Col("HB", 5, ">", prio=1),
-    ], width)
+    t = Table(
+        [
+            Col("SYNTH", 6, ">"),
+            Col(active, 12),
+            Col("JOB", 8, flex=28),
+            Col("PART", 4, ">"),
+            Col("TIME", 6, ">", prio=1),
+            Col("GEN", 5, ">", prio=4),
+            Col("RST", 3, ">", prio=2),
+            Col("PID", 7, ">", prio=5),
+            Col("HB", 5, ">", prio=1),
+        ],
+        width,
+    )
+
     def draw(w):
         job, part, on = _job_cells(w, "job_id", "partition")
-        return t.row([
-            str(w.get("worker_id")), _state(w.get("state")), job, part, on,
-            str(w.get("generation", "-")),
-            (str(w.get("restarts", 0)), "warn" if w.get("restarts") else None),
-            str(w.get("pid") or "-"), _heartbeat(w.get("heartbeat_age_secs"), w.get("state")),
-        ])
+        return t.row(
+            [
+                str(w.get("worker_id")),
+                _state(w.get("state")),
+                job,
+                part,
+                on,
+                str(w.get("generation", "-")),
+                (str(w.get("restarts", 0)), "warn" if w.get("restarts") else None),
+                str(w.get("pid") or "-"),
+                _heartbeat(w.get("heartbeat_age_secs"), w.get("state")),
+            ]
+        )
 
     rows = Rows(workers, draw, "no synthesis workers")
-    summary = Line().add("SYNTH ", "header").add(
-        f" {active.lower()}: {count_states(workers) or 'none'}")
+    summary = (
+        Line().add("SYNTH ", "header").add(f" {active.lower()}: {count_states(workers) or 'none'}")
+    )
     return Section(t.header(), rows, summary, "synthesis workers", k, width)
 
 
 def _gpus(d: Derived, width: int) -> Section | None:
     if not d.gpus:
         return None
-    t = Table([
-        Col("GPU", 3, ">"), Col("NAME", 8, prio=3, flex=24), Col("UTIL", 4, ">"),
-        Col("UTIL%", 12, prio=4, flex=20), Col("MEMORY", 13, ">"), Col("TEMP", 4, ">", prio=1),
-        Col("POWER", 9, ">", prio=2),
-    ], width)
+    t = Table(
+        [
+            Col("GPU", 3, ">"),
+            Col("NAME", 8, prio=3, flex=24),
+            Col("UTIL", 4, ">"),
+            Col("UTIL%", 12, prio=4, flex=20),
+            Col("MEMORY", 13, ">"),
+            Col("TEMP", 4, ">", prio=1),
+            Col("POWER", 9, ">", prio=2),
+        ],
+        width,
+    )
+
     def draw(g):
         u = None if g.get("util") is None else g["util"] / 100.0
         temp = g.get("temp_c")
         power, limit = g.get("power_w"), g.get("power_limit_w")
-        return t.row([
-            str(g.get("index")), g.get("name") or "-", fmt.pct(u), util_bar(u),
-            f"{fmt.bytes_(g.get('mem_used'))}/{fmt.bytes_(g.get('mem_total'))}",
-            ("-" if temp is None else f"{temp:.0f}C", "warn" if (temp or 0) >= 85 else None),
-            "-" if power is None else (f"{power:.0f}/{limit:.0f}W" if limit else f"{power:.0f}W"),
-        ])
+        return t.row(
+            [
+                str(g.get("index")),
+                g.get("name") or "-",
+                fmt.pct(u),
+                util_bar(u),
+                f"{fmt.bytes_(g.get('mem_used'))}/{fmt.bytes_(g.get('mem_total'))}",
+                ("-" if temp is None else f"{temp:.0f}C", "warn" if (temp or 0) >= 85 else None),
+                "-"
+                if power is None
+                else (f"{power:.0f}/{limit:.0f}W" if limit else f"{power:.0f}W"),
+            ]
+        )
 
     rows = Rows(d.gpus, draw)
     avg = sum(g.get("util") or 0 for g in d.gpus) / len(d.gpus)
@@ -188,6 +278,7 @@ def _gpus(d: Derived, width: int) -> Section | None:
 
 def _strip(parts: list):
     """One glyph per partition, runs of one state drawn as one styled segment."""
+
     def draw(width):
         states = [p.get("state") for p in parts]
         cut = len(states) > width
@@ -201,6 +292,7 @@ def _strip(parts: list):
             else:
                 runs.append((glyph, "p_" + str(st)))
         return runs + [("+", "dim")] if cut else runs
+
     return draw
 
 
@@ -215,21 +307,28 @@ def _legend() -> Line:
 
 def sort_pipelines(pipelines, sort: str) -> list:
     """Pipelines in the order named by `sort` (one of SORTS)."""
+
     def submitted(p):
         return num(p.get("submitted_at"))
+
     def finished(p):
         return p.get("state") in ("done", "failed", "cancelled")
+
     if sort == "age":
         key = lambda p: (submitted(p), str(p.get("job_id")))  # noqa: E731
     elif sort == "progress":
+
         def key(p):
             total = p.get("total_partitions") or 0
             return ((p.get("partitions_done") or 0) / total if total else 1.0, submitted(p))
     elif sort == "state":
         key = lambda p: (JOB_STATE_RANK.get(p.get("state"), 9), submitted(p))  # noqa: E731
     else:  # priority: the scheduler's order, finished jobs last
-        key = lambda p: (finished(p), PRIORITY_RANK.get(p.get("priority"), 9),  # noqa: E731
-                         submitted(p))
+        key = lambda p: (  # noqa: E731
+            finished(p),
+            PRIORITY_RANK.get(p.get("priority"), 9),
+            submitted(p),
+        )
     return sorted(pipelines or (), key=key)
 
 
@@ -237,29 +336,44 @@ def _pipelines(snap: dict, width: int, sort: str):
     now = num(snap.get("now"))
     pipes = sort_pipelines(snap.get("pipelines"), sort)
     longest = max((len(p.get("partitions") or ()) for p in pipes), default=0)
-    t = Table([
-        Col("JOB", 8, flex=24), Col("KIND", 12, prio=2), Col("PRIO", 4),
-        Col("STATE", 9, prio=3), Col("AGE", 6, ">", prio=1), Col("DONE", 7, ">"),
-        Col("PARTITIONS", 10, flex=max(0, longest - 10), grow=-1),
-    ], width)
+    t = Table(
+        [
+            Col("JOB", 8, flex=24),
+            Col("KIND", 12, prio=2),
+            Col("PRIO", 4),
+            Col("STATE", 9, prio=3),
+            Col("AGE", 6, ">", prio=1),
+            Col("DONE", 7, ">"),
+            Col("PARTITIONS", 10, flex=max(0, longest - 10), grow=-1),
+        ],
+        width,
+    )
+
     def draw(p):
-        done, total, failed = (p.get("partitions_done") or 0, p.get("total_partitions") or 0,
-                               p.get("partitions_failed") or 0)
+        done, total, failed = (
+            p.get("partitions_done") or 0,
+            p.get("total_partitions") or 0,
+            p.get("partitions_failed") or 0,
+        )
         submitted = p.get("submitted_at")
         age = now - submitted if submitted else p.get("started_secs_ago")
         prio = p.get("priority")
-        return t.row([
-            p.get("job_id"), p.get("proof_kind") or "-",
-            (PRIORITY_SHORT.get(prio, prio or "-"), "warn" if prio == "critical" else None),
-            _state(p.get("state")), fmt.secs(age),
-            (f"{done}/{total}" + (f"!{failed}" if failed else ""), "bad" if failed else None),
-            _strip(sorted(p.get("partitions") or (), key=lambda q: num(q.get("index")))),
-        ])
+        return t.row(
+            [
+                p.get("job_id"),
+                p.get("proof_kind") or "-",
+                (PRIORITY_SHORT.get(prio, prio or "-"), "warn" if prio == "critical" else None),
+                _state(p.get("state")),
+                fmt.secs(age),
+                (f"{done}/{total}" + (f"!{failed}" if failed else ""), "bad" if failed else None),
+                _strip(sorted(p.get("partitions") or (), key=lambda q: num(q.get("index")))),
+            ]
+        )
 
     rows = Rows(pipes, draw)
     legend = _legend()
     header = t.header()
-    if len(header) + len(legend) <= width:     # the legend fits on the header line
+    if len(header) + len(legend) <= width:  # the legend fits on the header line
         header.add(" " * (width - len(header) - len(legend)))
         for text, style in legend.parts:
             header.add(text, style)
@@ -321,8 +435,13 @@ def _footer(frame_info: dict, *, sort: str, paused: bool) -> Line:
     line = Line()
     if frame_info.get("help"):
         return line.add(" any key", "key").add(" closes the help   ").add("q", "key").add(" quit")
-    for key, what in (("q", "quit"), ("p", "resume" if paused else "pause"),
-                      ("s", f"sort:{sort}"), ("?", "help"), ("arrows", "scroll")):
+    for key, what in (
+        ("q", "quit"),
+        ("p", "resume" if paused else "pause"),
+        ("s", f"sort:{sort}"),
+        ("?", "help"),
+        ("arrows", "scroll"),
+    ):
         line.add(" ").add(key, "key").add(" " + what)
     n, first, last = frame_info["n"], frame_info["first"], frame_info["last"]
     line.add(f"   jobs {first}-{last}/{n}" if n else "   no jobs", "dim")
@@ -355,14 +474,26 @@ def _help(width: int) -> list[Line]:
     for text, style in _legend().parts:
         legend.add(text, style)
     lines.append(legend)
-    lines.append(Line().add(" ").add(f"{'KEY':<10}", "key")
-                 .add(" resident proving keys: size, devices, idle time, evictable"))
+    lines.append(
+        Line()
+        .add(" ")
+        .add(f"{'KEY':<10}", "key")
+        .add(" resident proving keys: size, devices, idle time, evictable")
+    )
     return lines
 
 
-def render(snapshot: dict, width: int, height: int, *, derived: Derived | None = None,
-           sort: str = "priority", scroll: int = 0, paused: bool = False,
-           show_help: bool = False) -> Frame:
+def render(
+    snapshot: dict,
+    width: int,
+    height: int,
+    *,
+    derived: Derived | None = None,
+    sort: str = "priority",
+    scroll: int = 0,
+    paused: bool = False,
+    show_help: bool = False,
+) -> Frame:
     """Draw one frame of `cuzk top` from a status snapshot (the `GET /status` JSON shape)."""
     d = derived or Derived()
     if sort not in SORTS:
@@ -376,9 +507,14 @@ def render(snapshot: dict, width: int, height: int, *, derived: Derived | None =
     if show_help:
         body = _help(width)[:room]
         info = {"n": len(snapshot.get("pipelines") or ()), "help": True}
-        return build([*head, *body, *[Line()] * (room - len(body)),
-                      _footer(info, sort=sort, paused=paused)], width, height,
-                     scroll=scroll, page=0, pipelines=info["n"])
+        return build(
+            [*head, *body, *[Line()] * (room - len(body)), _footer(info, sort=sort, paused=paused)],
+            width,
+            height,
+            scroll=scroll,
+            page=0,
+            pipelines=info["n"],
+        )
 
     p_header, p_rows, p_legend = _pipelines(snapshot, width, sort)
     sections = {
@@ -389,7 +525,7 @@ def render(snapshot: dict, width: int, height: int, *, derived: Derived | None =
         "keys": _keys(snapshot, width),
     }
     sections = {k: v for k, v in sections.items() if v is not None}
-    p_fixed = 1 + (1 if p_legend else 0)            # header (+ legend line)
+    p_fixed = 1 + (1 if p_legend else 0)  # header (+ legend line)
     p_want = p_fixed + max(1, len(p_rows))
     p_min = p_fixed + min(max(3, room // 4), max(1, len(p_rows)))
 
@@ -402,12 +538,23 @@ def render(snapshot: dict, width: int, height: int, *, derived: Derived | None =
             alloc[k] = 1
     # Growth: no panel may crowd out the pipelines at first (caps), then each takes what it
     # wants in priority order, and the pipelines take whatever is left (they scroll).
-    caps = {"workers": max(6, room // 2), "finalizers": max(4, room // 5),
-            "synthesis": max(4, room // 4)}
-    steps = [("workers", caps["workers"]), ("pipelines", p_min), ("gpus", None),
-             ("finalizers", caps["finalizers"]), ("synthesis", caps["synthesis"]),
-             ("keys", None), ("workers", None), ("finalizers", None), ("synthesis", None),
-             ("pipelines", p_want)]
+    caps = {
+        "workers": max(6, room // 2),
+        "finalizers": max(4, room // 5),
+        "synthesis": max(4, room // 4),
+    }
+    steps = [
+        ("workers", caps["workers"]),
+        ("pipelines", p_min),
+        ("gpus", None),
+        ("finalizers", caps["finalizers"]),
+        ("synthesis", caps["synthesis"]),
+        ("keys", None),
+        ("workers", None),
+        ("finalizers", None),
+        ("synthesis", None),
+        ("pipelines", p_want),
+    ]
     for k, cap in steps:
         if k not in alloc:
             continue
@@ -421,11 +568,10 @@ def render(snapshot: dict, width: int, height: int, *, derived: Derived | None =
     n = alloc["pipelines"]
     visible = max(0, n - p_fixed)
     top_row = max(0, min(scroll, len(p_rows) - max(1, visible)))
-    shown = p_rows[top_row:top_row + visible]
+    shown = p_rows[top_row : top_row + visible]
     if n == 1:
         busy = sum(1 for r in snapshot.get("pipelines") or () if r.get("state") == "running")
-        p_lines = [Line().add("JOB ", "header").add(
-            f" {len(p_rows)} jobs, {busy} running")]
+        p_lines = [Line().add("JOB ", "header").add(f" {len(p_rows)} jobs, {busy} running")]
     elif n > 1:
         p_lines = [p_header, *shown]
         if not p_rows:
@@ -434,8 +580,7 @@ def render(snapshot: dict, width: int, height: int, *, derived: Derived | None =
         if p_legend:
             p_lines.append(p_legend)
         p_lines = p_lines[:n]
-    info = {"n": len(p_rows), "first": top_row + 1 if shown else 0,
-            "last": top_row + len(shown)}
+    info = {"n": len(p_rows), "first": top_row + 1 if shown else 0, "last": top_row + len(shown)}
 
     body: list[Line] = []
     for k in ("workers", "gpus", "finalizers", "synthesis"):
@@ -445,22 +590,42 @@ def render(snapshot: dict, width: int, height: int, *, derived: Derived | None =
     if "keys" in sections:
         body += sections["keys"].lines(alloc["keys"])
     body += [Line()] * (room - len(body))
-    return build([*head, *body, _footer(info, sort=sort, paused=paused)], width, height,
-                 scroll=top_row, page=max(1, visible), pipelines=len(p_rows))
+    return build(
+        [*head, *body, _footer(info, sort=sort, paused=paused)],
+        width,
+        height,
+        scroll=top_row,
+        page=max(1, visible),
+        pipelines=len(p_rows),
+    )
 
 
 def _keys(snap: dict, width: int) -> Section | None:
     keys = sorted(snap.get("keys") or (), key=lambda k: str(k.get("key_id")))
     if not keys:
         return None
-    t = Table([
-        Col("KEY", 8, flex=40), Col("SIZE", 6, ">"), Col("DEVICES", 8, prio=1, flex=30),
-        Col("IDLE", 6, ">"), Col("EVICT", 5, prio=2),
-    ], width)
-    rows = Rows(keys, lambda k: t.row([
-        k.get("key_id"), fmt.bytes_(k.get("bytes")), ",".join(k.get("devices") or ()) or "-",
-        fmt.secs(k.get("last_used_secs_ago")), "yes" if k.get("evictable") else "no",
-    ]))
+    t = Table(
+        [
+            Col("KEY", 8, flex=40),
+            Col("SIZE", 6, ">"),
+            Col("DEVICES", 8, prio=1, flex=30),
+            Col("IDLE", 6, ">"),
+            Col("EVICT", 5, prio=2),
+        ],
+        width,
+    )
+    rows = Rows(
+        keys,
+        lambda k: t.row(
+            [
+                k.get("key_id"),
+                fmt.bytes_(k.get("bytes")),
+                ",".join(k.get("devices") or ()) or "-",
+                fmt.secs(k.get("last_used_secs_ago")),
+                "yes" if k.get("evictable") else "no",
+            ]
+        ),
+    )
     total = sum(k.get("bytes") or 0 for k in keys)
     summary = Line().add("KEY ", "header").add(f" {len(keys)} resident, {fmt.bytes_(total)}")
     return Section(t.header(), rows, summary, "keys")

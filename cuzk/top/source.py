@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 
 # Exit codes of `cuzk top` (besides 0 = normal exit, including "board went away").
-EXIT_NO_BOARD = 3          # no live board, or the named one does not exist
-EXIT_AMBIGUOUS = 4         # several live boards and no --board
+EXIT_NO_BOARD = 3  # no live board, or the named one does not exist
+EXIT_AMBIGUOUS = 4  # several live boards and no --board
 
 
 class AttachError(Exception):
@@ -30,6 +30,7 @@ class BoardGone(Exception):
 
 def _board_api():
     from cuzk import board  # imported lazily: `cuzk top --help` needs no shared memory
+
     return board
 
 
@@ -41,11 +42,16 @@ def choose(name: str | None) -> str:
     if len(live) == 1:
         return live[0]
     if not live:
-        raise AttachError("no live cuzk status board found (is `cuzk serve` running on this "
-                          "machine?); pass --board NAME to name one", EXIT_NO_BOARD)
+        raise AttachError(
+            "no live cuzk status board found (is `cuzk serve` running on this "
+            "machine?); pass --board NAME to name one",
+            EXIT_NO_BOARD,
+        )
     listing = "\n".join(f"  {n}" for n in sorted(live))
-    raise AttachError(f"{len(live)} live cuzk status boards; choose one with --board NAME:\n"
-                      f"{listing}", EXIT_AMBIGUOUS)
+    raise AttachError(
+        f"{len(live)} live cuzk status boards; choose one with --board NAME:\n{listing}",
+        EXIT_AMBIGUOUS,
+    )
 
 
 def _board_name(entry) -> str:
@@ -69,9 +75,12 @@ class BoardSource:
         try:
             self.board = api.Board.attach(name)
         except FileNotFoundError:
-            raise AttachError(f"no cuzk status board named {name!r} (see `ls /dev/shm`; "
-                              "is `cuzk serve` running?)", EXIT_NO_BOARD) from None
-        except api.BoardError as err:      # not a board, or a layout this code cannot read
+            raise AttachError(
+                f"no cuzk status board named {name!r} (see `ls /dev/shm`; "
+                "is `cuzk serve` running?)",
+                EXIT_NO_BOARD,
+            ) from None
+        except api.BoardError as err:  # not a board, or a layout this code cannot read
             raise AttachError(f"cannot read {name!r}: {err}", EXIT_NO_BOARD) from None
         self._supervisor_pid = None
 
@@ -86,7 +95,7 @@ class BoardSource:
             except ProcessLookupError:
                 return False
             except PermissionError:
-                pass            # alive, owned by another user
+                pass  # alive, owned by another user
         return True
 
     def read(self) -> dict:

@@ -22,9 +22,11 @@ class Telemetry:
         self._last_at = float("-inf")
         try:
             import pynvml  # nvidia-ml-py
+
             pynvml.nvmlInit()
-            self._handles = [pynvml.nvmlDeviceGetHandleByIndex(i)
-                             for i in range(pynvml.nvmlDeviceGetCount())]
+            self._handles = [
+                pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())
+            ]
             self._nvml = pynvml
         except Exception:  # no package, no driver, no device: telemetry is absent, not an error
             self._nvml, self._handles = None, []

@@ -29,14 +29,16 @@ class Col:
     align: str = "<"
     prio: int = 0
     flex: int = 0
-    grow: int = 0            # flexible columns grow in (grow, position) order
+    grow: int = 0  # flexible columns grow in (grow, position) order
 
 
 def fit_columns(cols: list[Col], width: int) -> list[tuple[int, int]]:
     """(column index, cell width) of the columns that fit in `width`, in display order."""
     keep = list(range(len(cols)))
+
     def used():
         return sum(cols[i].width for i in keep) + max(0, len(keep) - 1)
+
     while keep and used() > width:
         keep.remove(max(keep, key=lambda i: (cols[i].prio, i)))
     widths = {i: cols[i].width for i in keep}
@@ -123,7 +125,7 @@ class Section:
     header: Line
     rows: Rows
     summary: Line
-    what: str = "rows"             # noun for the '+k more' line
+    what: str = "rows"  # noun for the '+k more' line
     columns: int = 1
     col_width: int = 0
 
@@ -147,9 +149,13 @@ class Section:
         if k == 1:
             body = rows
         else:
-            body = [side_by_side([rows[c * per_col + r] for c in range(k)
-                                   if c * per_col + r < len(rows)], self.col_width)
-                    for r in range(per_col)]
+            body = [
+                side_by_side(
+                    [rows[c * per_col + r] for c in range(k) if c * per_col + r < len(rows)],
+                    self.col_width,
+                )
+                for r in range(per_col)
+            ]
         header = self.header if k == 1 else side_by_side([self.header] * k, self.col_width)
         return [header, *body, *([more] if more else [])]
 
@@ -210,12 +216,14 @@ def count_states(items, key="state") -> str:
 
 def util_bar(u):
     """A [=====   ] bar drawn to its cell's width; u in 0..1, or None for no figure."""
+
     def draw(width):
         inner = max(0, width - 2)
         if u is None:
             return [("[", "dim"), ("-".center(inner), "dim"), ("]", "dim")]
         style = "bar" if u < 0.5 else "bar_mid" if u < 0.85 else "bar_high"
         return [("[", None), (fmt.bar(u, inner), style), ("]", None)]
+
     return draw
 
 

@@ -62,14 +62,33 @@ EXCEPTION_CODES = {
 
 # The imports snarkjs's circom_runtime supplies; a module asking for anything else is not a
 # circom witness calculator (snarkjs would fail to instantiate it).
-RUNTIME_IMPORTS = frozenset({
-    "exceptionHandler", "printErrorMessage", "writeBufferMessage", "showSharedRWMemory",
-    "printDebug", "error", "log", "logGetSignal", "logSetSignal", "logStartComponent",
-    "logFinishComponent",
-})
-REQUIRED_EXPORTS = ("getVersion", "getFieldNumLen32", "getRawPrime", "readSharedRWMemory",
-                    "writeSharedRWMemory", "init", "setInputSignal", "getWitnessSize",
-                    "getInputSize", "getWitness")
+RUNTIME_IMPORTS = frozenset(
+    {
+        "exceptionHandler",
+        "printErrorMessage",
+        "writeBufferMessage",
+        "showSharedRWMemory",
+        "printDebug",
+        "error",
+        "log",
+        "logGetSignal",
+        "logSetSignal",
+        "logStartComponent",
+        "logFinishComponent",
+    }
+)
+REQUIRED_EXPORTS = (
+    "getVersion",
+    "getFieldNumLen32",
+    "getRawPrime",
+    "readSharedRWMemory",
+    "writeSharedRWMemory",
+    "init",
+    "setInputSignal",
+    "getWitnessSize",
+    "getInputSize",
+    "getWitness",
+)
 
 # The helper, in two builds. Both import the four functions below; the "direct" build also
 # imports the circuit's memory (wasm multi-memory) and copies each value straight from the
@@ -164,9 +183,9 @@ def _helper(engine, direct: bool):
 
         wat = _HELPER_WAT.format(
             memory_import='(import "circuit" "memory" (memory $circuit 1))' if direct else "",
-            gather_direct=_GATHER_DIRECT if direct else "")
-        module = _helper_modules.setdefault(direct, wasmtime.Module(engine,
-                                                                   wasmtime.wat2wasm(wat)))
+            gather_direct=_GATHER_DIRECT if direct else "",
+        )
+        module = _helper_modules.setdefault(direct, wasmtime.Module(engine, wasmtime.wat2wasm(wat)))
     return module
 
 
@@ -200,8 +219,12 @@ class Circuit:
     Facts read from a first instance: `version` (major, minor, patch), `prime`,
     `witness_size` (wires, = the zkey's nVars), `input_size` (input values)."""
 
-    def __init__(self, wasm_path: os.PathLike | str, sym: os.PathLike | str | None = None,
-                 code: bytes | None = None):
+    def __init__(
+        self,
+        wasm_path: os.PathLike | str,
+        sym: os.PathLike | str | None = None,
+        code: bytes | None = None,
+    ):
         from cuzk.witness.cache import engine, load_module
 
         self.path = Path(wasm_path)
@@ -209,8 +232,11 @@ class Circuit:
         if code is None:
             code = self.path.read_bytes()
         if code[:4] != b"\0asm":
-            raise NotACircuit(self.path, "not a WebAssembly module (a circom 2 witness "
-                                         "calculator .wasm from `circom --wasm` is expected)")
+            raise NotACircuit(
+                self.path,
+                "not a WebAssembly module (a circom 2 witness "
+                "calculator .wasm from `circom --wasm` is expected)",
+            )
         self.load_stats: dict = {}
         self._sym_signals = None
         try:
@@ -231,23 +257,34 @@ class Circuit:
         import wasmtime
 
         for imp in self.module.imports:
-            if imp.module == "runtime" and imp.name in RUNTIME_IMPORTS and isinstance(
-                    imp.type, wasmtime.FuncType):
+            if (
+                imp.module == "runtime"
+                and imp.name in RUNTIME_IMPORTS
+                and isinstance(imp.type, wasmtime.FuncType)
+            ):
                 continue
             if (imp.module, imp.name) == ("env", "memory") and isinstance(
-                    imp.type, wasmtime.MemoryType):
+                imp.type, wasmtime.MemoryType
+            ):
                 continue
-            raise NotACircuit(self.path, f"imports {imp.module}.{imp.name}, which circom's "
-                                         "runtime does not provide: not a circom witness "
-                                         "calculator")
+            raise NotACircuit(
+                self.path,
+                f"imports {imp.module}.{imp.name}, which circom's "
+                "runtime does not provide: not a circom witness "
+                "calculator",
+            )
         exports = {e.name for e in self.module.exports}
         if "getVersion" not in exports and "getFrLen" in exports:
-            raise NotACircuit(self.path, "a circom 1 witness calculator: cuzk runs circom 2 "
-                                         "circuits (recompile with circom 2)")
+            raise NotACircuit(
+                self.path,
+                "a circom 1 witness calculator: cuzk runs circom 2 "
+                "circuits (recompile with circom 2)",
+            )
         missing = [n for n in REQUIRED_EXPORTS if n not in exports]
         if missing:
-            raise NotACircuit(self.path, f"exports no {', '.join(missing)}: not a circom 2 "
-                                         "witness calculator")
+            raise NotACircuit(
+                self.path, f"exports no {', '.join(missing)}: not a circom 2 witness calculator"
+            )
 
     @property
     def instance_bytes(self) -> int:
@@ -315,15 +352,24 @@ class WitnessCalculator:
         except (wasmtime.WasmtimeError, wasmtime.Trap) as e:
             raise NotACircuit(self.path, f"cannot be instantiated: {_first_line(e)}") from None
         ex = self.instance.exports(self.store)
-        self.ex = {name: ex[name] for name in (*REQUIRED_EXPORTS, "getMinorVersion",
-                                               "getPatchVersion", "getMessageChar",
-                                               "getInputSignalSize", "memory")
-                   if name in ex}
+        self.ex = {
+            name: ex[name]
+            for name in (
+                *REQUIRED_EXPORTS,
+                "getMinorVersion",
+                "getPatchVersion",
+                "getMessageChar",
+                "getInputSignalSize",
+                "memory",
+            )
+            if name in ex
+        }
         s = self.store
         major = self.ex["getVersion"](s)
         if major != 2:
-            raise NotACircuit(self.path, f"a circom {major} witness calculator: cuzk runs "
-                                         "circom 2 circuits")
+            raise NotACircuit(
+                self.path, f"a circom {major} witness calculator: cuzk runs circom 2 circuits"
+            )
         minor = self.ex["getMinorVersion"](s) if "getMinorVersion" in self.ex else 0
         patch = self.ex["getPatchVersion"](s) if "getPatchVersion" in self.ex else 0
         self.version = (major, minor, patch)
@@ -331,19 +377,27 @@ class WitnessCalculator:
         self.ex["getRawPrime"](s)
         self.prime = self._read_shared()
         if self.n32 != N32 or self.prime != FR_MODULUS:
-            raise WrongCircuitPrime(self.path, f"compiled for the prime {self.prime:#x} "
-                                               f"({self.n32 * 32} bits): cuzk proves over "
-                                               "BN254's scalar field r (circom --prime bn128)")
+            raise WrongCircuitPrime(
+                self.path,
+                f"compiled for the prime {self.prime:#x} "
+                f"({self.n32 * 32} bits): cuzk proves over "
+                "BN254's scalar field r (circom --prime bn128)",
+            )
         self.witness_size = self.ex["getWitnessSize"](s)
         self.input_size = self.ex["getInputSize"](s)
-        funcs = [self.ex["getWitness"], self.ex["readSharedRWMemory"],
-                 self.ex["writeSharedRWMemory"], self.ex["setInputSignal"]]
+        funcs = [
+            self.ex["getWitness"],
+            self.ex["readSharedRWMemory"],
+            self.ex["writeSharedRWMemory"],
+            self.ex["setInputSignal"],
+        ]
         start = ex.get("getSharedRWMemoryStart")
         self.direct = direct and start is not None and "memory" in self.ex
         if self.direct:
             self.shared_rw_start = start(s)
-            self.helper = wasmtime.Instance(self.store, _helper(circuit.engine, True),
-                                            [*funcs, self.ex["memory"]])
+            self.helper = wasmtime.Instance(
+                self.store, _helper(circuit.engine, True), [*funcs, self.ex["memory"]]
+            )
         else:
             self.helper = wasmtime.Instance(self.store, _helper(circuit.engine, False), funcs)
         hx = self.helper.exports(self.store)
@@ -367,16 +421,21 @@ class WitnessCalculator:
             return 0 if len(results) == 1 else [0] * len(results)
 
         if name == "exceptionHandler":
+
             def exception_handler(code):
                 text = EXCEPTION_CODES.get(code, "Unknown error.")
                 said = "; ".join(m.strip() for m in self._error_text if m.strip())
                 raise _CircuitAbort(code, f"{text} {said}" if said else text)
+
             return exception_handler
         if name == "printErrorMessage":
+
             def print_error_message():
                 self._error_text.append(self._message())
+
             return print_error_message
         if name == "writeBufferMessage":
+
             def write_buffer_message():
                 msg = self._message()
                 if msg == "\n":
@@ -384,8 +443,10 @@ class WitnessCalculator:
                     self._log_items.clear()
                 else:
                     self._log_items.append(msg)
+
             return write_buffer_message
         if name == "showSharedRWMemory":
+
             def show_shared_rw_memory():
                 value = str(self._read_shared())
                 major, minor, patch = getattr(self, "version", (2, 0, 0))
@@ -393,14 +454,18 @@ class WitnessCalculator:
                     self._log_items.append(value)
                 else:
                     self._emit(value)
+
             return show_shared_rw_memory
         if name == "error":  # circom 1
+
             def error(code, *args):
                 raise _CircuitAbort(code, f"circuit error {code} {' '.join(map(str, args))}")
+
             return error
 
         def ignored(*args):  # printDebug, log, log*Signal, log*Component: nothing to do
             return reply()
+
         return ignored
 
     def _message(self) -> str:
@@ -490,8 +555,9 @@ class WitnessCalculator:
             self._gather(s, 0, self.witness_size)
         except Exception as e:
             self.broken = True
-            raise AssertFailed(input_path, f"reading the witness failed: {_first_line(e)}"
-                               ) from None
+            raise AssertFailed(
+                input_path, f"reading the witness failed: {_first_line(e)}"
+            ) from None
         self.timings = {"run_s": t1 - t0, "gather_s": time.perf_counter() - t1}
         return self._memory(self.witness_size * N8)
 
@@ -503,8 +569,11 @@ class WitnessCalculator:
         2^20-wire witness into a new bytes object measured ~60 ns a value, into memory
         already mapped ~3 ns, hence views."""
         address = self._run(inputs, input_path)
-        return memoryview((ctypes.c_char * (self.witness_size * N8)).from_address(
-            address)).cast("B").toreadonly()
+        return (
+            memoryview((ctypes.c_char * (self.witness_size * N8)).from_address(address))
+            .cast("B")
+            .toreadonly()
+        )
 
     def calculate_bytes(self, inputs: list[tuple[str, list[int]]], input_path=None) -> bytes:
         """The witness of `inputs` as bytes (a copy of witness_view)."""
@@ -538,12 +607,17 @@ class WitnessCalculator:
             if can_check or sym is not None:
                 size = self.input_signal_size(name) if can_check else sym.get(name)
                 if size is None:
-                    raise UnknownInput(input_path, f"{name!r} is not an input signal of the "
-                                                   f"circuit {self.path.name}")
+                    raise UnknownInput(
+                        input_path,
+                        f"{name!r} is not an input signal of the circuit {self.path.name}",
+                    )
                 if size != len(values):
-                    raise WrongLength(input_path, f"{name} has {len(values)} value"
-                                                  f"{'s' if len(values) != 1 else ''}, but "
-                                                  f"the circuit's {name} has {size}")
+                    raise WrongLength(
+                        input_path,
+                        f"{name} has {len(values)} value"
+                        f"{'s' if len(values) != 1 else ''}, but "
+                        f"the circuit's {name} has {size}",
+                    )
             total += len(values)
         if can_check and total < self.input_size:
             raise MissingInput(input_path, self._missing_text(inputs, total))
@@ -566,33 +640,46 @@ class WitnessCalculator:
             missing = [n for n in names if n not in have]
             if missing:
                 plural = "s" if len(missing) > 1 else ""
-                return (f"missing input signal{plural} {', '.join(missing)} (the circuit "
-                        f"{self.path.name} has inputs {', '.join(names)})")
-        why = ("the circuit's .sym file, from circom --sym, next to the .wasm would name "
-               "them" if "getInputSignalSize" in self.ex else "this circuit's circom, before "
-               "getInputSignalSize, cannot tell which signals are inputs")
-        return (f"missing input signals: the inputs set {given} of the {self.input_size} "
-                f"input values of {self.path.name} ({why})")
+                return (
+                    f"missing input signal{plural} {', '.join(missing)} (the circuit "
+                    f"{self.path.name} has inputs {', '.join(names)})"
+                )
+        why = (
+            "the circuit's .sym file, from circom --sym, next to the .wasm would name them"
+            if "getInputSignalSize" in self.ex
+            else "this circuit's circom, before "
+            "getInputSignalSize, cannot tell which signals are inputs"
+        )
+        return (
+            f"missing input signals: the inputs set {given} of the {self.input_size} "
+            f"input values of {self.path.name} ({why})"
+        )
 
     def _input_error(self, e: _CircuitAbort, names: list[str], input_path) -> WitnessError:
         k = int(self._done.value(self.store))
         name = names[k] if k < len(names) else "?"
         text = " ".join(e.text.split())  # one line: circom's messages end in newlines
         if e.code == 1:
-            return UnknownInput(input_path, f"{name!r} is not an input signal of the circuit "
-                                            f"{self.path.name}")
+            return UnknownInput(
+                input_path, f"{name!r} is not an input signal of the circuit {self.path.name}"
+            )
         if e.code == 2:  # all inputs were set before this value
-            return WrongLength(input_path, f"too many input values: {name} is not an input or "
-                                           f"has more values than the circuit's {name} "
-                                           f"({text})")
+            return WrongLength(
+                input_path,
+                f"too many input values: {name} is not an input or "
+                f"has more values than the circuit's {name} "
+                f"({text})",
+            )
         if e.code == 6:
-            return WrongLength(input_path, f"{name} has more values than the circuit's "
-                                           f"{name} ({text})")
+            return WrongLength(
+                input_path, f"{name} has more values than the circuit's {name} ({text})"
+            )
         if e.code == 4:
-            detail = text[len(EXCEPTION_CODES[4]):].strip() or (
+            detail = text[len(EXCEPTION_CODES[4]) :].strip() or (
                 "(no template or line: circom gives them since 2.0.7)"
-                if "getMessageChar" not in self.ex or not self._prints_errors else
-                "(circom gave no message)")
+                if "getMessageChar" not in self.ex or not self._prints_errors
+                else "(circom gave no message)"
+            )
             return AssertFailed(input_path, "the circuit's assert failed: " + detail)
         return AssertFailed(input_path, f"the circuit failed: {text}")
 

@@ -6,8 +6,10 @@ import sys
 
 import click
 
-_SYM_HELP = ("The circuit's .sym (circom --sym), used only to name missing inputs; found "
-             "next to the .wasm (or one folder up, circom's layout) when not given.")
+_SYM_HELP = (
+    "The circuit's .sym (circom --sym), used only to name missing inputs; found "
+    "next to the .wasm (or one folder up, circom's layout) when not given."
+)
 
 
 def run_calculate(wasm, input_json, out_wtns, sym=None) -> memoryview:
@@ -31,17 +33,24 @@ def check_same_circuit(circuit, zkey) -> None:
     from cuzk.witness.errors import CircuitMismatch
 
     if circuit.prime != zkey.r:
-        raise CircuitMismatch(circuit.path, f"computes over the prime {circuit.prime:#x} but "
-                                            f"{zkey.path} is for {zkey.r:#x}: not the same "
-                                            "circuit")
+        raise CircuitMismatch(
+            circuit.path,
+            f"computes over the prime {circuit.prime:#x} but "
+            f"{zkey.path} is for {zkey.r:#x}: not the same "
+            "circuit",
+        )
     if circuit.witness_size != zkey.n_vars:
-        raise CircuitMismatch(circuit.path, f"has {circuit.witness_size} wires but "
-                                            f"{zkey.path} has nVars = {zkey.n_vars}: not the "
-                                            "same circuit")
+        raise CircuitMismatch(
+            circuit.path,
+            f"has {circuit.witness_size} wires but "
+            f"{zkey.path} has nVars = {zkey.n_vars}: not the "
+            "same circuit",
+        )
 
 
-def run_fullprove(input_json, wasm, zkey, proof_json, public_json, verify=True,
-                  device="cpu", sym=None):
+def run_fullprove(
+    input_json, wasm, zkey, proof_json, public_json, verify=True, device="cpu", sym=None
+):
     """Witness from input_json, then the proof (cuzk.groth16.cli.run_prove), as snarkjs's
     `groth16 fullprove`. Checks first that wasm and zkey belong to the same circuit.
     Writes proof_json and public_json only for a proof; returns the Proof."""
@@ -92,10 +101,19 @@ def calculate(circuit_wasm, input_json, out_wtns, sym):
 
 
 @click.command("fullprove")
-@click.option("--verify/--no-verify", default=True, show_default=True,
-              help="Verify the proof before writing it, as `cuzk prove` does.")
-@click.option("--device", default="cpu", show_default=True, metavar="cpu|cuda[:N]",
-              help="Where the NTT and G1 MSM kernels run.")
+@click.option(
+    "--verify/--no-verify",
+    default=True,
+    show_default=True,
+    help="Verify the proof before writing it, as `cuzk prove` does.",
+)
+@click.option(
+    "--device",
+    default="cpu",
+    show_default=True,
+    metavar="cpu|cuda[:N]",
+    help="Where the NTT and G1 MSM kernels run.",
+)
 @click.option("--sym", type=click.Path(dir_okay=False), help=_SYM_HELP)
 @click.argument("input_json", type=click.Path(dir_okay=False))
 @click.argument("circuit_wasm", type=click.Path(dir_okay=False))
@@ -114,8 +132,7 @@ def fullprove(input_json, circuit_wasm, zkey, proof_json, public_json, verify, d
     from cuzk.groth16.fast_exit import exit_now_if_a_process_of_its_own
 
     try:
-        run_fullprove(input_json, circuit_wasm, zkey, proof_json, public_json, verify,
-                      device, sym)
+        run_fullprove(input_json, circuit_wasm, zkey, proof_json, public_json, verify, device, sym)
     except (ProveError, FormatError, OSError, ValueError) as e:
         click.echo(f"cuzk fullprove: {e}", err=True)
         sys.exit(1)

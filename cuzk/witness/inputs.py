@@ -51,10 +51,16 @@ def to_integer(value, where: str, path=None) -> int:
         if _INTEGER.fullmatch(text):
             return int(text, 0) if text[:2].lower() in ("0x", "0o", "0b") else int(text)
         shown = value if len(value) <= 40 else value[:37] + "..."
-        raise NotANumber(path, f"{where} = {shown!r} is not a number (decimal or 0x-hex "
-                               "integer expected)")
-    kind = "null" if value is None else "an object" if isinstance(value, dict) else type(
-        value).__name__
+        raise NotANumber(
+            path, f"{where} = {shown!r} is not a number (decimal or 0x-hex integer expected)"
+        )
+    kind = (
+        "null"
+        if value is None
+        else "an object"
+        if isinstance(value, dict)
+        else type(value).__name__
+    )
     raise NotANumber(path, f"{where} is {kind}, not a number")
 
 
@@ -76,8 +82,9 @@ def flatten(name: str, value, path=None, prime: int = FR_MODULUS) -> list[int]:
 def parse_inputs(obj, path=None, prime: int = FR_MODULUS) -> list[tuple[str, list[int]]]:
     """[(signal name, flat values mod prime)] in the order of the JSON object's keys."""
     if not isinstance(obj, dict):
-        raise WitnessError(path, "the inputs must be a JSON object of signal names, not "
-                                 f"{type(obj).__name__}")
+        raise WitnessError(
+            path, f"the inputs must be a JSON object of signal names, not {type(obj).__name__}"
+        )
     return [(name, flatten(name, value, path, prime)) for name, value in obj.items()]
 
 

@@ -17,10 +17,14 @@ N8 = 32
 
 def wtns_header(count: int) -> bytes:
     """Everything of a .wtns before its values."""
-    return (b"wtns" + struct.pack("<II", 2, 2)
-            + struct.pack("<IQI", 1, 4 + N8 + 4, N8) + FR_MODULUS.to_bytes(N8, "little")
-            + struct.pack("<I", count)
-            + struct.pack("<IQ", 2, N8 * count))
+    return (
+        b"wtns"
+        + struct.pack("<II", 2, 2)
+        + struct.pack("<IQI", 1, 4 + N8 + 4, N8)
+        + FR_MODULUS.to_bytes(N8, "little")
+        + struct.pack("<I", count)
+        + struct.pack("<IQ", 2, N8 * count)
+    )
 
 
 def write_wtns_bytes(path, values) -> None:
