@@ -23,7 +23,6 @@ from numba import njit
 from bench import plots as P
 from bench.tables import busy_note, find_row, table, target
 from cuzk.arith import curve as C
-from cuzk.kernels import msm as M
 
 G1_SIZES = {
     "smoke": [8],
@@ -90,7 +89,7 @@ def _g1_rows(start, step, n):
     out = np.empty((n, 8), np.uint64)
     P = start
     for i in range(n):
-        M.g1_affine_store(out, i, C.g1_to_affine(P))
+        C.g1_store_affine(out, i, C.g1_to_affine(P))
         P = C.g1_add(P, step)
     return out
 
@@ -100,7 +99,7 @@ def _g2_rows(start, step, n):
     out = np.empty((n, 16), np.uint64)
     P = start
     for i in range(n):
-        M.g2_affine_store(out, i, C.g2_to_affine(P))
+        C.g2_store_affine(out, i, C.g2_to_affine(P))
         P = C.g2_add(P, step)
     return out
 
