@@ -16,7 +16,7 @@ import pytest
 
 from cuzk.serve.http import HttpError, StaticFiles
 
-WEB = resources.files("cuzk").joinpath("web")
+WEB = resources.files("cuzk.serve").joinpath("web")
 FILES = ("index.html", "app.js", "style.css")
 
 
