@@ -357,21 +357,7 @@ def targets(get) -> list[dict]:
     return out
 
 
-SUMMARY_COLUMNS = [
-    "family",
-    "log2n",
-    "constraints",
-    "cuzk_cmd_s",
-    "cuzk_warm_s",
-    "rapidsnark_s",
-    "snarkjs_s",
-    "cmd_vs_rapidsnark",
-    "warm_vs_rapidsnark",
-    "speedup_vs_snarkjs",
-    "startup_s",
-    "cuzk_rss_mib",
-    "rapidsnark_rss_mib",
-]
+SUMMARY_COLUMNS = [c for c in ROW_COLUMNS if c != "snarkjs_rss_mib"]
 
 
 def summary(get) -> list[str]:

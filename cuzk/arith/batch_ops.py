@@ -192,7 +192,6 @@ else:
         },
         expect={name: ["mul.hi.u64"] for name, op in TABLE.items() if not op.cheap},
     )
-    _NAMES = {fn: name for name, fn in KERNELS.items()}
 
     def _is_device_array(a):
         # numba device arrays, on a GPU and in the simulator (which lacks cuda.is_cuda_array)
@@ -220,7 +219,7 @@ else:
             out = cuda.device_array(n, dtype=np.bool_)
         else:
             out = cuda.device_array((n, out_width), dtype=np.uint64)
-        CUDA_KERNELS.launch(_NAMES[fn], n, *args, out)
+        CUDA_KERNELS.launch(fn.__name__, n, *args, out)  # the op's name (see _define)
         return out if on_device else out.copy_to_host()
 
 

@@ -249,7 +249,7 @@ class Build:
     def __repr__(self):
         return f"<Build {self.target.name}{self.suffix}>"
 
-    def __getattr__(self, name):  # name, simulated, prims, mont_mul_asm, ...
+    def __getattr__(self, name):  # name, simulated, prims, mont_mul_asm, load, ...
         return getattr(self.target, name)
 
     @property
@@ -301,9 +301,6 @@ class Build:
         """Name a CUDA kernel's Python function for its build and return it uncompiled: the
         module that launches it compiles it (disk-cached by that name on a GPU)."""
         return self._named(fn)
-
-    def load(self, module_name: str, **params: str) -> types.ModuleType:
-        return self.target.load(module_name, **params)
 
 
 # Compute capability assumed for device functions compiled on a machine with no CUDA driver
