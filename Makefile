@@ -25,16 +25,17 @@ $(TOOLS)/.installed: tools/package.json
 tools: $(TOOLS)/.installed
 
 # Debian packages the tests drive: tmux (a real `cuzk top` run) and headless Chromium with its
-# driver (the web panel); GNU time for the prove benchmark's peak-RSS figures. Installed when
+# driver (the web panel); GNU time for the prove benchmark's peak-RSS figures; iproute2's `ip`
+# (the cluster tests bring up loopback in a network namespace of their own). Installed when
 # missing, if this is a root shell with apt-get; otherwise the tests that need them skip with
 # the reason.
-SYSTEM_BINARIES := tmux chromium chromedriver /usr/bin/time
+SYSTEM_BINARIES := tmux chromium chromedriver /usr/bin/time ip
 system-deps:
 	@missing=""; for b in $(SYSTEM_BINARIES); do command -v $$b >/dev/null 2>&1 || missing="$$missing $$b"; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing Debian packages for:$$missing"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux chromium chromium-driver time >/dev/null; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux chromium chromium-driver time iproute2 >/dev/null; \
 	  else echo "note: missing$$missing (not root or no apt-get): tests needing them will skip"; fi; \
 	fi
 
