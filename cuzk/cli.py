@@ -15,6 +15,7 @@ from cuzk import __version__
 # name -> "module:attribute" of a click.Command. Keep sorted by name.
 COMMANDS: dict[str, str] = {
     "cancel": "cuzk.serve.cli:cancel",
+    "cluster": "cuzk.cluster.join:cluster",
     "config": "cuzk.serve.cli:config",
     "export-vk": "cuzk.formats.cli:export_vk",
     "fullprove": "cuzk.witness.cli:fullprove",
