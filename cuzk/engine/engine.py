@@ -138,6 +138,10 @@ class Engine:
     def running(self) -> bool:
         return self._sup.running
 
+    def health(self) -> tuple[bool, dict]:
+        """(serving, detail) for GET /healthz: one machine serves while it runs."""
+        return self.running, {}
+
     # ================================================================ keys
     def register_key(self, path, wasm=None) -> str:
         """Open a proving key once for this instance; returns its key id (same file -> same id).

@@ -146,11 +146,14 @@ class Api:
 
     # ---------------------------------------------------------------- health, status, metrics
     def healthz(self, req: Request):
-        ok = self.engine.running and not self.draining
+        serving, detail = self.engine.health()
+        stopping = self.draining or not self.engine.running
+        ok = serving and not stopping
         body = {
-            "status": "ok" if ok else "draining",
+            "status": "ok" if ok else "draining" if stopping else "no prover node alive",
             "pid": os.getpid(),
             "uptime_secs": round(time.time() - self.started_at, 3),
+            **detail,
         }
         return (200 if ok else 503), body
 

@@ -140,7 +140,14 @@ def is_loopback(host: str) -> bool:
 
 def _devices(v) -> str:
     s = _str(v).lower()
-    parse_devices(s)  # raises ValueError with the reason
+    parse_devices(s, n_gpus=1 << 16)  # the form; load() checks the GPUs exist (not with --ray)
+    return s
+
+
+def _module(v) -> str:
+    s = _str(v)
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*", s):
+        raise ValueError(f"expected a Python module name, got {v!r}")
     return s
 
 
@@ -351,6 +358,41 @@ SETTINGS: tuple[Setting, ...] = (
         "SECS",
     ),
     Setting(
+        "ray",
+        None,
+        _opt_str,
+        "Run as the gateway of a farm on a Ray cluster: the head's HOST:PORT, or auto (the "
+        "cluster this machine belongs to). The proving runs on every machine that joined "
+        "with the cuzk_node resource (cuzk cluster join); --devices, --synth-workers, "
+        "--workers-per-device, --finalizers-per-device and --memory-budget are then each "
+        "machine's settings, unless it joined with its own. See docs/cluster.md.",
+        "ADDRESS|auto",
+    ),
+    Setting(
+        "affinity_wait",
+        2.0,
+        _seconds,
+        "With --ray: seconds a partition waits for a node that holds its key before it may "
+        "go to one that must load it.",
+        "SECS",
+    ),
+    Setting(
+        "node_wait_timeout",
+        0.0,
+        _duration,
+        "With --ray: how long jobs wait while no prover node is alive before they fail "
+        "(0: they wait).",
+        "DURATION",
+    ),
+    Setting(
+        "prover",
+        "cuzk.groth16",
+        _module,
+        "Module implementing the prover contract (cuzk.engine.contract); tests and "
+        "benchmarks use cuzk.testing.prover_double, which does no curve work.",
+        "MODULE",
+    ),
+    Setting(
         "state_dir",
         None,
         _opt_str,
@@ -472,7 +514,8 @@ class Config:
             )
         try:
             self._engine_config = EngineConfig(
-                devices=self.devices,
+                # a gateway proves nothing itself: the devices are each node's
+                devices="cpu:1" if self.ray else self.devices,
                 synth_workers=self.synth_workers,
                 workers_per_device=self.workers_per_device,
                 finalizers_per_device=self.finalizers_per_device,
@@ -480,6 +523,7 @@ class Config:
                 board_name=self.board,
                 instance=self.instance,
                 self_verify=self.self_verify,
+                prover=self.prover,
             ).validated()
         except ValueError as e:
             raise ConfigError(f"engine: {e}") from None
@@ -515,6 +559,20 @@ class Config:
         self._require_loaded()
         return dataclasses.replace(self._engine_config)
 
+    def node_settings(self) -> dict:
+        """With --ray: the engine settings each node starts with, unresolved (a machine
+        resolves auto and counts its own cores and memory)."""
+        self._require_loaded()
+        return {
+            "devices": self.devices,
+            "synth_workers": self.synth_workers,
+            "workers_per_device": self.workers_per_device,
+            "finalizers_per_device": self.finalizers_per_device,
+            "memory_budget": self.memory_budget,
+            "self_verify": self.self_verify,
+            "prover": self.prover,
+        }
+
     def _require_loaded(self):
         if not self.loaded:
             raise RuntimeError("Config.load() first")
@@ -529,6 +587,9 @@ class Config:
             "memory_budget": f"{ec.memory_budget} bytes ({format_size(ec.memory_budget)})",
             "listen": f"{self.host}:{self.port}",
         }
+        if self.ray:  # each node resolves its own
+            for name in ("devices", "synth_workers"):
+                resolved[name] = "per node"
         out = {}
         for s in SETTINGS:
             entry = {"value": getattr(self, s.name), "source": self.sources[s.name]}

@@ -129,7 +129,7 @@ class Daemon:
         except OSError as e:
             log.error("cannot listen on %s:%d: %s", cfg.host, cfg.port, e.strerror or e)
             return EX_STARTUP
-        if ecfg.board_name:  # a live board's name is refused here, in one line
+        if ecfg.board_name and not cfg.ray:  # a live board's name is refused here, in one line
             from cuzk.board.segment import NameInUse, free_name
 
             try:
@@ -143,7 +143,19 @@ class Daemon:
                 self.server.server_close()
                 return EX_STARTUP
         try:
-            self.engine = Engine(ecfg, journal=self.journal)
+            if cfg.ray:  # the gateway of a farm: the same API, backed by Ray node engines
+                from cuzk.cluster.gateway import ClusterEngine
+
+                self.engine = ClusterEngine(
+                    ecfg,
+                    address=cfg.ray,
+                    journal=self.journal,
+                    nodes=cfg.node_settings(),
+                    affinity_wait=cfg.affinity_wait,
+                    node_wait_timeout=cfg.node_wait_timeout,
+                )
+            else:
+                self.engine = Engine(ecfg, journal=self.journal)
             self.engine.start(timeout=600)
         except Exception as e:
             log.error("engine failed to start: %s", e)
@@ -151,13 +163,24 @@ class Daemon:
             if self.engine is not None:
                 self.engine.stop(0)
             return EX_STARTUP
-        for name in ecfg.device_names:
-            log.info(describe_device(name, ecfg))
-        log.info(
-            "board %s (watch it with: cuzk top --board %s)",
-            self.engine.board_name,
-            self.engine.board_name,
-        )
+        if cfg.ray:
+            alive, detail = self.engine.health()
+            log.info(
+                "farm on the Ray cluster at %s: %d of %d prover node(s) attached; nodes use "
+                "devices %s (unless joined with their own)",
+                cfg.ray,
+                detail["nodes_alive"],
+                detail["nodes"],
+                cfg.devices,
+            )
+        else:
+            for name in ecfg.device_names:
+                log.info(describe_device(name, ecfg))
+            log.info(
+                "board %s (watch it with: cuzk top --board %s)",
+                self.engine.board_name,
+                self.engine.board_name,
+            )
         if not cfg.key_roots:
             log.warning("no --key-root: keys and witnesses given by path are refused")
         else:
