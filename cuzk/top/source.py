@@ -164,7 +164,7 @@ class ServerSource:
                     raise AttachError(
                         f"token file {token_file}: {e.strerror or e}", EXIT_REFUSED
                     ) from None
-            client = Client(server, token, timeout=30.0)
+            client = Client(server, token, timeout=10.0)  # a live view: no long hangs
         self.client = client
         self.name = client.server
         self._first: dict | None = None
