@@ -202,3 +202,74 @@ def split_response(raw: bytes) -> tuple[int, dict]:
     head, _, body = raw.partition(b"\r\n\r\n")
     status = int(head.split(b" ")[1])
     return status, json.loads(body) if body.strip() else {}
+
+
+class StatusServer:
+    """A stand-in for a cuzk serve (or a farm's gateway) on 127.0.0.1: a tiny http.server in a
+    thread answering GET /status with `snapshot()` (a function, called per request, or a dict)
+    serialised as cuzk serve does. `token` set: requests without `Authorization: Bearer token`
+    get 401 with a JSON reason, as from the daemon. `answer` set to (status, content type,
+    bytes) replaces every answer (garbage, errors); `files` maps other paths to (content type,
+    bytes) (the web panel's files). `requests` counts the GET /status answered."""
+
+    def __init__(self, snapshot, token: str | None = None, files: dict | None = None):
+        self.snapshot, self.token, self.files = snapshot, token, files or {}
+        self.answer: tuple[int, str, bytes] | None = None
+        self.requests = 0
+        self.httpd = None
+
+    def __enter__(self) -> StatusServer:
+        import http.server
+        import threading
+
+        owner = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                status, ctype, body = owner._answer(self.path, self.headers.get("Authorization"))
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def _answer(self, path: str, auth: str | None) -> tuple[int, str, bytes]:
+        js = "application/json"
+        path = path.split("?", 1)[0]
+        if self.answer is not None:
+            return self.answer
+        if path in self.files:
+            return (200, *self.files[path])
+        if self.token and auth != f"Bearer {self.token}":
+            return 401, js, b'{"error":"missing or wrong bearer token"}'
+        if path != "/status":
+            return 404, js, b'{"error":"not found"}'
+        self.requests += 1
+        snap = self.snapshot() if callable(self.snapshot) else self.snapshot
+        return 200, js, json.dumps(snap, separators=(",", ":"), allow_nan=False).encode()
+
+
+def closed_port_url() -> str:
+    """An http:// URL on loopback where nothing listens (a port bound, then released)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}"

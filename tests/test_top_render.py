@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cuzk.testing.sample import busy_snapshot
+from cuzk.testing.sample import busy_snapshot, farm_snapshot
 from cuzk.top import Derived, RateWindow, render, strip_ansi, utilisation
 from cuzk.top.app import View
 from cuzk.top.render import GLYPHS, MIN_HEIGHT, MIN_WIDTH, SORTS, sort_pipelines
@@ -41,12 +41,19 @@ def _frames():
     big, dbig = _pair(**BIG)
     huge, dhuge = _pair(**HUGE)
     idle = busy_snapshot(pipelines=0, finalizers=0, keys=0)
+    farm_a, farm_b = farm_snapshot(finalizers=4), farm_snapshot(tick=1, finalizers=4)
+    rates = RateWindow()
+    rates.add(farm_a)
+    rates.add(farm_b)
+    dfarm = Derived.between(farm_a, farm_b, rates)
     return {
         "top_busy_80x24": render(busy, 80, 24, derived=d),
         "top_busy_160x50": render(big, 160, 50, derived=dbig),
         "top_idle_80x24": render(idle, 80, 24),
         "top_64slots_160x50": render(huge, 160, 50, derived=dhuge),
         "top_help_80x24": render(busy, 80, 24, derived=d, show_help=True),
+        "top_farm_80x24": render(farm_b, 80, 24, derived=dfarm),
+        "top_farm_160x50": render(farm_b, 160, 50, derived=dfarm),
         "top_scrolled_80x24": render(
             big, 80, 24, derived=dbig, sort="progress", scroll=5, paused=True
         ),

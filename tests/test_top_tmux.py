@@ -2,6 +2,8 @@
 
 capture-pane must show device workers and pipelines changing between captures; s, p, ? and a
 resize change the screen; q exits 0; when the board goes away top exits 0 with a message.
+Over HTTP (--server, a stand-in farm gateway): the NODE panel and columns on the live screen,
+q exits 0, a gateway that stops answering ends top with its reason and status 3.
 tmux comes from apt (`apt-get install -y tmux`); the test installs it when it is missing and
 it can (root), and skips saying why only when it cannot.
 """
@@ -18,8 +20,10 @@ from pathlib import Path
 
 import pytest
 from need_tool import missing_tool
+from serve_harness import StatusServer
 from waiting import wait_for
 
+from cuzk.testing.sample import farm_snapshot
 from cuzk.testing.simulate import Plan, Simulation
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -226,3 +230,33 @@ def test_sigterm_restores_the_terminal(tmux, tmp_path):
         assert marker.read_text().strip() == "TOP_EXIT=0"  # not 143: it unwound
         # curses left the alternate screen: the frame is gone from the pane
         assert not any(line.startswith("WORKER") for line in tmux.capture("term"))
+
+
+def test_farm_over_http_in_tmux(tmux, tmp_path):
+    ticks = iter(range(10**6))
+    with StatusServer(lambda: farm_snapshot(tick=next(ticks))) as server:
+        ids = [n["node_id"][:8] for n in farm_snapshot()["nodes"]]
+        for session, ending, code in (("farm", "q", 0), ("lost", "502", 3)):
+            marker = tmp_path / f"exit-{session}"
+            cmd = (
+                f"cd {ROOT} && {sys.executable} -m cuzk.cli top --server {server.url} "
+                f"--interval 0.2; echo TOP_EXIT=$? > {marker}; sleep 60"
+            )
+            tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", cmd)
+            lines = tmux.wait_for(session, lambda ls: any(line.startswith("NODE") for line in ls))
+            nodes = _section(lines, "NODE")
+            assert [row.split()[0] for row in nodes[:3]] == ids
+            assert [row.split()[2] for row in nodes[:3]] == ["alive", "alive", "dead"]
+            assert _section(lines, "WORKER")[0].split()[1] == ids[0]
+            # the clock moves: the uptime in the header follows the statuses read
+            tmux.wait_for(session, lambda ls, first=lines[0]: ls[0] != first)
+            if ending == "q":
+                tmux("send-keys", "-t", session, "q")
+            else:
+                server.answer = (502, "application/json", b'{"error":"gateway lost"}')
+            wait_for(marker.exists, 10, f"top to exit ({session})")
+            assert marker.read_text().strip() == f"TOP_EXIT={code}"
+            if code:
+                screen = "\n".join(tmux.capture(session))
+                assert f"cuzk top: {server.url}/status: HTTP 502: gateway lost" in screen
+                server.answer = None

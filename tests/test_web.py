@@ -15,7 +15,10 @@ jobs run. What is checked:
 - full job ids are on the page (text, title, data-id), hover texts carry the timings;
 - server data cannot inject markup (a job kind that is an HTML tag shows as text);
 - a daemon with a token: the page asks once, keeps the token in the tab only, and a wrong
-  token is asked again; when the daemon stops, the banner says so.
+  token is asked again; when the daemon stops, the banner says so;
+- a farm gateway's status (a stand-in serving cuzk.testing.sample.farm_snapshot): device
+  cards grouped by node under a heading with host, alive state and incarnation; without
+  `nodes`, no node boxes.
 
 Set CUZK_WEB_SCREENSHOT=docs/img/panel-busy.png to refresh the screenshot in the docs.
 """
@@ -33,8 +36,10 @@ import pytest
 from conftest import fixture_circuit
 from need_tool import missing_tool
 from selenium.webdriver.common.keys import Keys
-from serve_harness import ServeProcess, request
+from serve_harness import ServeProcess, StatusServer, request
 from waiting import wait_for
+
+from cuzk.testing.sample import busy_snapshot, farm_snapshot
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 APT = "apt-get install -y chromium chromium-driver"
@@ -416,3 +421,91 @@ def test_token_is_asked_once_kept_in_the_tab_and_banner_shows_when_daemon_stops(
         assert browser.execute_script("return document.body.classList.contains('down')")
     finally:
         s.kill()
+
+
+def panel_files() -> dict:
+    """The panel's files at the paths cuzk serve gives them (for a stand-in server)."""
+    from cuzk.serve.http import StaticFiles
+
+    files = {}
+    for path, name in (
+        ("/", "index.html"),
+        ("/ui/app.js", "app.js"),
+        ("/ui/style.css", "style.css"),
+    ):
+        resp = StaticFiles().get(name)
+        files[path] = (resp.content_type, resp.body)
+    return files
+
+
+NODES_JS = """
+return Array.from(document.querySelectorAll("#devices > .node")).map((n) => ({
+  node: n.dataset.node, alive: n.dataset.alive, incarnation: n.dataset.incarnation,
+  cls: n.className, head: n.querySelector(".node-head").textContent,
+  workers: Array.from(n.querySelectorAll(".card.worker")).map((c) =>
+    [c.dataset.node, c.dataset.workerId, c.dataset.state, c.dataset.job]),
+  finalizers: Array.from(n.querySelectorAll(".card.finalizer")).map((c) =>
+    [c.dataset.node, c.dataset.finalizerId, c.dataset.state])}));
+"""
+
+
+def test_farm_groups_device_cards_by_node(browser):
+    ticks = iter(range(10**6))
+    severe_console_errors(browser)  # read out what earlier tests left in the log
+    with StatusServer(lambda: farm_snapshot(tick=next(ticks)), files=panel_files()) as s:
+        open_panel(browser, s.url, "?interval=0.2")
+        snap = farm_snapshot()
+        nodes = wait_for(
+            lambda: (got := browser.execute_script(NODES_JS)) and len(got) == 3 and got,
+            10,
+            "three node boxes",
+        )
+        assert [n["node"] for n in nodes] == [n["node_id"] for n in snap["nodes"]]
+        for box, n in zip(nodes, snap["nodes"], strict=True):
+            state = "alive" if n["alive"] else "dead"
+            assert box["alive"] == state and state in box["cls"].split()
+            assert box["incarnation"] == str(n["incarnation"])
+            head = box["head"]
+            assert head.startswith(f"node {n['node_id'][:8]} · {n['host']} · {state}"), head
+            assert f"incarnation {n['incarnation']}" in head
+            # the node's workers and finalizers, and only those, in its box (ids repeat
+            # across nodes: every node numbers its own)
+            assert sorted((w[1], w[2], w[3] or None) for w in box["workers"]) == sorted(
+                (str(w["worker_id"]), w["state"], w["current_job"])
+                for w in snap["gpu_workers"]
+                if w["node"] == n["node_id"]
+            )
+            assert {w[0] for w in box["workers"] + box["finalizers"]} <= {n["node_id"]}
+            assert len(box["finalizers"]) == sum(
+                f["node"] == n["node_id"] for f in snap["finalizers"]
+            )
+        assert nodes[2]["workers"] == [] and "1m35s" in nodes[2]["head"]
+        # synthesis cards (ids repeat across nodes too) all drawn, each naming its node
+        synth = browser.execute_script(
+            "return Array.from(document.querySelectorAll('.card.synth'))"
+            ".map((c) => [c.dataset.node, c.dataset.workerId])"
+        )
+        assert sorted(synth) == sorted(
+            [w["node"], str(w["worker_id"])] for w in snap["synthesis"]["workers"]
+        )
+        # a partition's hover text names its node
+        title = browser.execute_script(
+            "return document.querySelector('.cell[data-state=gpu]').title"
+        )
+        assert " · node " in title
+        # one machine again (a snapshot without nodes): device groups straight in #devices
+        s.snapshot = lambda: busy_snapshot(tick=next(ticks))
+        wait_for(
+            lambda: browser.execute_script(
+                "return document.querySelectorAll('#devices > .node').length === 0"
+                " && document.querySelectorAll('#devices > .device').length === 2"
+            ),
+            10,
+            "the one-machine device groups",
+        )
+        assert (
+            browser.execute_script("return document.querySelectorAll('.card[data-node]').length")
+            == 0
+        )
+        assert severe_console_errors(browser) == []
+        browser.get("about:blank")  # stop polling before the stand-in goes

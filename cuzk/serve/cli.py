@@ -333,14 +333,14 @@ def status(server, token_file, as_json, width, height):
     if as_json:
         click.echo(json.dumps(snap, indent=1))
         return
-    from cuzk.serve.client import HttpSource
     from cuzk.top.main import run
+    from cuzk.top.source import ServerSource
 
     sys.exit(
         _call(
             "status",
             run,
-            source=HttpSource(client),
+            source=ServerSource(client=client),
             once=True,
             interval=0.5,
             width=width,

@@ -265,13 +265,3 @@ class Client:
             r = self.result(job_id, wait=left)
             if r.get("finished") or (deadline is not None and time.time() >= deadline):
                 return r
-
-
-class HttpSource:
-    """A snapshot source for cuzk.top (anything with read()) that reads GET /status."""
-
-    def __init__(self, client: Client):
-        self.client = client
-
-    def read(self) -> dict:
-        return self.client.status()

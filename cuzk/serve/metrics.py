@@ -4,6 +4,12 @@ Gauges and counters are read from one status snapshot per scrape (a custom colle
 figures are the board's, not a second set of books). Durations are not on the board: a small
 watcher thread notices jobs as they finish (Engine.jobs() keeps a bounded history, polled
 every `interval` seconds) and observes their submit-to-finish time in a histogram by kind.
+
+A farm gateway's snapshot (it lists `nodes`; every worker and partition names its `node`)
+adds cuzk_nodes and cuzk_nodes_alive, and a `node` label (the node id) on cuzk_workers,
+cuzk_workers_busy and the cuzk_proofs_* counters: one series per node, whose sum is the
+farm's figure. A one-machine snapshot has no nodes: its metrics are those of a local daemon,
+names and labels alike.
 """
 
 from __future__ import annotations
@@ -77,18 +83,15 @@ class SnapshotCollector:
             "Partitions waiting for synthesis or a device.",
             value=c.get("queue_depth") or 0,
         )
-        busy = GaugeMetricFamily("cuzk_workers_busy", "Workers busy now, by role.", labels=["role"])
-        total = GaugeMetricFamily("cuzk_workers", "Workers, by role.", labels=["role"])
-        roles = {
-            "device": (s.get("gpu_workers") or [], ("proving",)),
-            "finalizer": (s.get("finalizers") or [], ("finalizing",)),
-            "synthesis": ((s.get("synthesis") or {}).get("workers") or [], ("synthesizing",)),
-        }
-        for role, (workers, busy_states) in roles.items():
-            busy.add_metric([role], sum(w.get("state") in busy_states for w in workers))
-            total.add_metric([role], len(workers))
-        yield busy
-        yield total
+        nodes = s.get("nodes")
+        if nodes is not None:  # a farm's gateway
+            yield GaugeMetricFamily("cuzk_nodes", "Nodes of the farm.", value=len(nodes))
+            yield GaugeMetricFamily(
+                "cuzk_nodes_alive",
+                "Nodes of the farm alive now.",
+                value=sum(1 for n in nodes if n.get("alive")),
+            )
+        yield from self._workers(s, nodes)
         m = s.get("memory") or {}
         yield GaugeMetricFamily(
             "cuzk_memory_reserved_bytes",
@@ -126,6 +129,33 @@ class SnapshotCollector:
             value=s.get("uptime_secs") or 0,
         )
 
+    @staticmethod
+    def _workers(s: dict, nodes):
+        """cuzk_workers_busy and cuzk_workers by role; on a farm by role and node (every node
+        listed, so a dead one reads 0)."""
+        by = ["role"] if nodes is None else ["role", "node"]
+        busy = GaugeMetricFamily("cuzk_workers_busy", "Workers busy now, by role.", labels=by)
+        total = GaugeMetricFamily("cuzk_workers", "Workers, by role.", labels=by)
+        roles = {
+            "device": (s.get("gpu_workers") or [], ("proving",)),
+            "finalizer": (s.get("finalizers") or [], ("finalizing",)),
+            "synthesis": ((s.get("synthesis") or {}).get("workers") or [], ("synthesizing",)),
+        }
+        for role, (workers, busy_states) in roles.items():
+            if nodes is None:
+                busy.add_metric([role], sum(w.get("state") in busy_states for w in workers))
+                total.add_metric([role], len(workers))
+                continue
+            ids = [n.get("node_id") for n in nodes]
+            ids += sorted({w.get("node") for w in workers} - set(ids), key=str)
+            for node in ids:
+                mine = [w for w in workers if w.get("node") == node]
+                label = [role, node or ""]
+                busy.add_metric(label, sum(w.get("state") in busy_states for w in mine))
+                total.add_metric(label, len(mine))
+        yield busy
+        yield total
+
 
 class Metrics:
     """The /metrics registry of one serve process, and its job-duration watcher."""
@@ -148,19 +178,10 @@ class Metrics:
             buckets=DURATION_BUCKETS,
             registry=self.registry,
         )
-        # One proof per partition: a job of N partitions yields N proofs (or failures).
-        self.proofs_done = Counter(
-            "cuzk_proofs_completed",
-            "Proofs (partitions) completed, by kind.",
-            ["kind"],
-            registry=self.registry,
-        )
-        self.proofs_failed = Counter(
-            "cuzk_proofs_failed",
-            "Proofs (partitions) that failed, by kind.",
-            ["kind"],
-            registry=self.registry,
-        )
+        # One proof per partition: a job of N partitions yields N proofs (or failures). Made
+        # at the first observation, once the engine's snapshot says whether it is a farm's.
+        self.proofs_done = self.proofs_failed = None
+        self.farm: bool | None = None
         self._seen: set[str] = set()
         self._interval = interval
         self._stop = threading.Event()
@@ -181,9 +202,28 @@ class Metrics:
             except Exception:  # never let metrics take anything down
                 log.exception("metrics watcher")
 
+    def _proof_counters(self) -> None:
+        """The cuzk_proofs_* counters: by kind, and on a farm's gateway by kind and node."""
+        self.farm = self.engine.snapshot().get("nodes") is not None
+        by = ["kind", "node"] if self.farm else ["kind"]
+        self.proofs_done = Counter(
+            "cuzk_proofs_completed",
+            "Proofs (partitions) completed, by kind.",
+            by,
+            registry=self.registry,
+        )
+        self.proofs_failed = Counter(
+            "cuzk_proofs_failed",
+            "Proofs (partitions) that failed, by kind.",
+            by,
+            registry=self.registry,
+        )
+
     def observe_finished(self) -> None:
         """Observe the durations of jobs that finished since the last call (idempotent)."""
         with self._lock:
+            if self.proofs_done is None:
+                self._proof_counters()
             jobs = self.engine.jobs()
             live = set()
             for j in jobs:
@@ -210,12 +250,15 @@ class Metrics:
             parts = self.engine.job(j["job_id"]).get("partitions") or []
         except KeyError:
             return
-        done = sum(1 for p in parts if p.get("state") == "done")
-        failed = sum(1 for p in parts if p.get("state") == "failed")
-        if done:
-            self.proofs_done.labels(j["kind"]).inc(done)
-        if failed:
-            self.proofs_failed.labels(j["kind"]).inc(failed)
+        for state, counter in (("done", self.proofs_done), ("failed", self.proofs_failed)):
+            counts: dict[tuple, int] = {}
+            for p in parts:
+                if p.get("state") == state:
+                    # on a farm, the node that proved it ("" when the gateway did not say)
+                    label = (j["kind"], p.get("node") or "") if self.farm else (j["kind"],)
+                    counts[label] = counts.get(label, 0) + 1
+            for label, n in sorted(counts.items()):
+                counter.labels(*label).inc(n)
 
     def render(self) -> tuple[bytes, str]:
         """(body, content type) of a scrape."""

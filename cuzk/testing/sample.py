@@ -242,3 +242,64 @@ def busy_snapshot(
             ),
         },
     }
+
+
+def farm_snapshot(*, nodes: int = 3, dead: int = 1, tick: int = 0, seed: int = 7, **kw) -> dict:
+    """A farm gateway's status snapshot: busy_snapshot(**kw) spread over `nodes` machines
+    (the last `dead` of them gone, with no workers), in the shape of the cluster contract:
+    a top-level `nodes` list and a `node` on every worker, finalizer, synthesis worker and
+    partition (None while a partition waits in the gateway). Every node numbers its own
+    workers from 0, as separate engines do, so worker ids repeat across nodes."""
+    kw.setdefault("devices", 2 * (nodes - dead))
+    snap = busy_snapshot(tick=tick, seed=seed, **kw)
+    rng = random.Random(seed + 1)
+    ids = ["".join(rng.choice("0123456789abcdef") for _ in range(56)) for _ in range(nodes)]
+    live = ids[: nodes - dead]
+    per_node = max(1, -(-kw["devices"] // len(live)))  # devices on each live node
+    now = snap["now"]
+
+    def on(node_of_ordinal, items, id_key):
+        counts: dict[str, int] = {}
+        holder = {}
+        for it in items:
+            node = node_of_ordinal(it)
+            it[id_key] = counts.get(node, 0)
+            counts[node] = it[id_key] + 1
+            it["node"] = node
+            if it.get("gpu_ordinal") is not None:
+                it["gpu_ordinal"] %= per_node
+                if it.get("device"):
+                    it["device"] = it["device"].split(":")[0] + f":{it['gpu_ordinal']}"
+            job = it.get("current_job") or it.get("job_id")
+            part = it.get("current_partition", it.get("partition"))
+            if job is not None:
+                holder[(job, part)] = node
+        return holder
+
+    holders = {}
+    holders |= on(lambda w: live[w["gpu_ordinal"] // per_node], snap["gpu_workers"], "worker_id")
+    holders |= on(lambda f: live[f["gpu_ordinal"] // per_node], snap["finalizers"], "finalizer_id")
+    synth = snap["synthesis"]["workers"]
+    holders |= on(lambda w: live[w["worker_id"] % len(live)], synth, "worker_id")
+    for p in snap["pipelines"]:
+        for q in p["partitions"]:
+            node = holders.get((p["job_id"], q["index"]))
+            if node is None and q["state"] not in ("pending", "synth_done"):
+                node = live[(sum(map(ord, p["job_id"])) + q["index"]) % len(live)]  # ran there
+            q["node"] = node
+    snap["nodes"] = [
+        {
+            "node_id": node,
+            "host": f"10.0.0.{11 + n}",
+            "alive": node in live,
+            "devices": [f"cuda:{d}" for d in range(per_node)],
+            "incarnation": 2 if n == 1 else 1,
+            "last_seen": round(now - (0.2 + 0.1 * n if node in live else 95.0), 3),
+            "outstanding": sum(
+                1 for w in snap["gpu_workers"] if w["node"] == node and w["state"] != "idle"
+            ),
+            "capacity": 2 * per_node if node in live else 0,
+        }
+        for n, node in enumerate(ids)
+    ]
+    return snap

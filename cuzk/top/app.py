@@ -132,6 +132,7 @@ def run_text(
             n += 1
     except BoardGone as gone:
         print(f"cuzk top: {gone}", file=sys.stderr)
+        return gone.code
     except KeyboardInterrupt:
         pass
     return 0
@@ -149,11 +150,13 @@ def run_json(source, *, interval: float, iterations: int | None, out=None) -> in
             out.flush()
     except BoardGone as gone:
         print(f"cuzk top: {gone}", file=sys.stderr)
+        return gone.code
     return 0
 
 
 def run_curses(sampler: Sampler, *, interval: float, iterations: int | None, color: bool) -> int:
-    """The live screen. Returns the exit status; prints why it stopped when the board went."""
+    """The live screen. Returns the exit status; prints why it stopped when the board went
+    (or the server stopped answering)."""
     message = []
     # The terminal's own size (ioctl), not LINES/COLUMNS from the environment: shells and
     # multiplexers export those at whatever size they once had, and ncurses prefers them
@@ -170,6 +173,7 @@ def run_curses(sampler: Sampler, *, interval: float, iterations: int | None, col
         signal.signal(signal.SIGTERM, previous)
     if message:
         print(f"cuzk top: {message[0]}", file=sys.stderr)
+        return getattr(message[0], "code", 0)
     return 0
 
 
@@ -192,7 +196,7 @@ def _loop(stdscr, sampler: Sampler, interval: float, iterations, color: bool, me
             try:
                 snap, derived = sampler.sample()
             except BoardGone as gone:
-                message.append(str(gone))
+                message.append(gone)
                 return
             samples += 1
             next_at = max(next_at + interval, now + interval / 2)  # keep the cadence

@@ -16,6 +16,21 @@ import click
     help="Status board (shared-memory name) to watch; default: the only live one.",
 )
 @click.option(
+    "--server",
+    metavar="URL",
+    envvar=["CUZK_TOP_SERVER", "CUZK_SERVER"],
+    default=None,
+    help="Read GET URL/status of a cuzk serve (a farm's gateway, another machine) instead "
+    "of the board. [env CUZK_SERVER]",
+)
+@click.option(
+    "--token-file",
+    metavar="FILE",
+    envvar=["CUZK_TOP_TOKEN_FILE", "CUZK_TOKEN_FILE"],
+    default=None,
+    help="With --server: file holding the API's bearer token. [env CUZK_TOKEN_FILE]",
+)
+@click.option(
     "--interval",
     type=click.FloatRange(min=0.1, clamp=True),
     default=1.0,
@@ -55,12 +70,25 @@ import click
     default=None,
     help="Frame height for --once or a pipe [default: the terminal's, else 24].",
 )
-def top(**options):
+@click.pass_context
+def top(ctx, **options):
     """Live view of a cuzk prover: device workers, finalizers, synthesis, pipelines, keys.
 
-    Reads the status board in shared memory directly (no HTTP, no locks on writers).
+    Reads the status board in shared memory directly (no HTTP, no locks on writers), or with
+    --server the GET /status of a cuzk serve (a farm's gateway adds its nodes).
     Keys: q quit, p pause, s cycle sort, ? help, arrows / PgUp / PgDn scroll the pipelines.
     """
     from cuzk.top.main import run
+
+    if options["board"] and options["server"]:
+        # the one given on the command line wins; a --board beats a server named only in the
+        # environment (CUZK_SERVER may be set for the client commands)
+        given = {
+            k: ctx.get_parameter_source(k) is click.core.ParameterSource.COMMANDLINE
+            for k in ("board", "server")
+        }
+        if given["board"] and given["server"]:
+            raise click.UsageError("--board and --server exclude each other")
+        options["board" if given["server"] else "server"] = None
 
     raise SystemExit(run(**options))

@@ -10,29 +10,35 @@ from collections import deque
 from dataclasses import dataclass, field
 
 
-def utilisation(prev: dict | None, cur: dict) -> dict[int, float]:
+def worker_key(w: dict):
+    """What names a device worker across snapshots: its id, or (node, id) on a farm's gateway,
+    where every node numbers its own workers."""
+    return (w.get("node"), w.get("worker_id")) if "node" in w else w.get("worker_id")
+
+
+def utilisation(prev: dict | None, cur: dict) -> dict:
     """Busy fraction of each device worker between two snapshots.
 
     u_w = (busy_secs_w(cur) - busy_secs_w(prev)) / (now(cur) - now(prev)), clamped to [0, 1].
-    A worker is left out (shown as "-") when it has no previous sample, when its slot was
-    taken by another process (pid changed) or when its busy time went backwards (slot
-    reclaimed and counters reset): no honest figure exists for that interval.
+    Keyed by worker_key(). A worker is left out (shown as "-") when it has no previous sample,
+    when its slot was taken by another process (pid changed) or when its busy time went
+    backwards (slot reclaimed and counters reset): no honest figure exists for that interval.
     """
     if not prev:
         return {}
     dt = float(cur.get("now") or 0.0) - float(prev.get("now") or 0.0)
     if dt <= 0:
         return {}
-    before = {w.get("worker_id"): w for w in prev.get("gpu_workers") or ()}
-    out: dict[int, float] = {}
+    before = {worker_key(w): w for w in prev.get("gpu_workers") or ()}
+    out: dict = {}
     for w in cur.get("gpu_workers") or ():
-        p = before.get(w.get("worker_id"))
+        p = before.get(worker_key(w))
         if p is None or p.get("pid") != w.get("pid"):
             continue
         b0, b1 = p.get("busy_secs"), w.get("busy_secs")
         if b0 is None or b1 is None or b1 < b0:
             continue
-        out[w.get("worker_id")] = min(1.0, max(0.0, (b1 - b0) / dt))
+        out[worker_key(w)] = min(1.0, max(0.0, (b1 - b0) / dt))
     return out
 
 
@@ -67,7 +73,7 @@ class RateWindow:
 class Derived:
     """Everything the renderer needs besides the snapshot itself."""
 
-    util: dict = field(default_factory=dict)  # worker_id -> busy fraction
+    util: dict = field(default_factory=dict)  # worker_key -> busy fraction
     completed_per_min: float | None = None
     failed_per_min: float | None = None
     gpus: tuple = ()  # GPU telemetry rows (telemetry.py)

@@ -1,4 +1,5 @@
-"""Runs `cuzk top` from parsed options: choose the board, then the JSON, text or curses mode."""
+"""Runs `cuzk top` from parsed options: choose the source (the board, or a server's GET /status),
+then the JSON, text or curses mode."""
 
 from __future__ import annotations
 
@@ -7,13 +8,15 @@ import shutil
 import sys
 
 from cuzk.top.app import INTERVAL_FLOOR, Sampler, run_curses, run_json, run_text
-from cuzk.top.source import AttachError, BoardSource, choose
+from cuzk.top.source import AttachError, BoardSource, ServerSource, choose
 from cuzk.top.telemetry import Telemetry
 
 
 def run(
     *,
     board: str | None = None,
+    server: str | None = None,
+    token_file: str | None = None,
     interval: float = 1.0,
     iterations: int | None = None,
     once: bool = False,
@@ -23,12 +26,16 @@ def run(
     height: int | None = None,
     source=None,
 ) -> int:
-    """Exit status of one `cuzk top` run. `source` (anything with read() -> snapshot dict)
-    replaces the board, for tests and demos."""
+    """Exit status of one `cuzk top` run. The snapshots come from `server`'s GET /status when
+    given (with the token in `token_file`), else from the board. `source` (anything with
+    read() -> snapshot dict) replaces both, for tests and demos."""
     interval = max(INTERVAL_FLOOR, float(interval))
     if source is None:
         try:
-            source = BoardSource(choose(board))
+            if server:
+                source = ServerSource(server, token_file).open()
+            else:
+                source = BoardSource(choose(board))
         except AttachError as err:
             print(f"cuzk top: {err}", file=sys.stderr)
             return err.code

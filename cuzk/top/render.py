@@ -12,6 +12,7 @@ pipelines at least a quarter, then the other panels); a panel short of room shri
 side by side, and the pipelines take what is left and scroll:
 
     header      instance, supervisor pid, uptime; memory bar, queue depth, done/failed rates
+    NODE        a farm's machines (only when the snapshot has `nodes`: a gateway's status)
     WORKER      device workers: state, job, partition, time on it, utilisation, gen, pid, heartbeat
     GPU         NVML telemetry (only when a GPU and nvidia-ml-py exist)
     FINALIZER   finalizer threads: what each is finishing
@@ -19,12 +20,17 @@ side by side, and the pipelines take what is left and scroll:
     JOB         pipelines: kind, priority, age, done/total, a glyph per partition
     KEY         resident proving keys
     footer      keys, sort, scroll position
+
+A farm gateway's snapshot (cluster contract: top-level `nodes`, a `node` on every worker,
+finalizer, synthesis worker and partition) adds the NODE panel and a NODE column (the node id
+cut to NODE_ID_CHARS) to the worker, finalizer, synthesis and job tables; without `nodes` the
+screen is the one-machine screen, cell for cell.
 """
 
 from __future__ import annotations
 
 from cuzk.top import fmt
-from cuzk.top.derive import Derived
+from cuzk.top.derive import Derived, worker_key
 from cuzk.top.frame import Frame, Line, build
 from cuzk.top.widgets import Col, Rows, Section, Table, columns_for, count_states, num, util_bar
 
@@ -35,6 +41,9 @@ SORTS = ("priority", "age", "progress", "state")
 STALE_SECS = 5.0
 
 MIN_WIDTH, MIN_HEIGHT = 40, 10
+
+# A node id (a Ray node id: 56 hex digits) is shown by its first characters.
+NODE_ID_CHARS = 8
 
 # Partition state -> glyph, in pipeline order. ASCII so that every terminal and locale shows it.
 GLYPHS = {
@@ -89,6 +98,44 @@ def _heartbeat(age, state) -> tuple[str, str | None]:
     return fmt.secs(age), None
 
 
+def short_node(node_id) -> str:
+    """A node id as the screen shows it ('-' for none: a partition queued in the gateway)."""
+    return str(node_id)[:NODE_ID_CHARS] if node_id else "-"
+
+
+def _farm(snap: dict) -> bool:
+    """A farm gateway's snapshot (it lists its nodes); else one machine's."""
+    return snap.get("nodes") is not None
+
+
+def _by_node(snap: dict, items, id_key: str) -> list:
+    """Items in id order; on a farm grouped by node first, in the order of `nodes`."""
+    if not _farm(snap):
+        return sorted(items or (), key=lambda it: num(it.get(id_key)))
+    rank = {n.get("node_id"): k for k, n in enumerate(snap.get("nodes") or ())}
+    return sorted(
+        items or (),
+        key=lambda it: (
+            rank.get(it.get("node"), len(rank)),
+            str(it.get("node")),
+            num(it.get(id_key)),
+        ),
+    )
+
+
+def _node_col(farm: bool, cols: list, at: int, prio: int) -> list:
+    """cols with the NODE column inserted at `at` on a farm; unchanged otherwise."""
+    if farm:
+        cols.insert(at, Col("NODE", NODE_ID_CHARS, prio=prio))
+    return cols
+
+
+def _node_cell(farm: bool, cells: list, at: int, item: dict) -> list:
+    if farm:
+        cells.insert(at, short_node(item.get("node")))
+    return cells
+
+
 def _job_cells(w: dict, job_key: str, part_key: str) -> tuple:
     if not _busy(w.get("state")):
         return "-", "-", "-"
@@ -101,9 +148,11 @@ def _job_cells(w: dict, job_key: str, part_key: str) -> tuple:
 
 
 def _workers(snap: dict, d: Derived, width: int, room: int) -> Section:
-    workers = sorted(snap.get("gpu_workers") or (), key=lambda w: num(w.get("worker_id")))
-    k, width = columns_for(len(workers), width, 76, room)
-    t = Table(
+    farm = _farm(snap)
+    workers = _by_node(snap, snap.get("gpu_workers"), "worker_id")
+    k, width = columns_for(len(workers), width, 76 + (NODE_ID_CHARS + 1) * farm, room)
+    cols = _node_col(
+        farm,
         [
             Col("WORKER", 6, ">"),
             Col("DEVICE", 7, prio=3),
@@ -118,29 +167,30 @@ def _workers(snap: dict, d: Derived, width: int, room: int) -> Section:
             Col("PID", 7, ">", prio=5),
             Col("HB", 5, ">", prio=1),
         ],
-        width,
+        1,
+        prio=3,
     )
+    t = Table(cols, width)
 
     def draw(w):
         job, part, on = _job_cells(w, "current_job", "current_partition")
-        u = d.util.get(w.get("worker_id"))
+        u = d.util.get(worker_key(w))
         dev = w.get("device") or f"gpu:{w.get('gpu_ordinal')}"
-        return t.row(
-            [
-                str(w.get("worker_id")),
-                dev,
-                _state(w.get("state")),
-                job,
-                part,
-                on,
-                fmt.pct(u),
-                util_bar(u),
-                str(w.get("generation", "-")),
-                (str(w.get("restarts", 0)), "warn" if w.get("restarts") else None),
-                str(w.get("pid") or "-"),
-                _heartbeat(w.get("heartbeat_age_secs"), w.get("state")),
-            ]
-        )
+        cells = [
+            str(w.get("worker_id")),
+            dev,
+            _state(w.get("state")),
+            job,
+            part,
+            on,
+            fmt.pct(u),
+            util_bar(u),
+            str(w.get("generation", "-")),
+            (str(w.get("restarts", 0)), "warn" if w.get("restarts") else None),
+            str(w.get("pid") or "-"),
+            _heartbeat(w.get("heartbeat_age_secs"), w.get("state")),
+        ]
+        return t.row(_node_cell(farm, cells, 1, w))
 
     rows = Rows(workers, draw, "no device workers")
     busy = sum(1 for w in workers if _busy(w.get("state")))
@@ -152,12 +202,61 @@ def _workers(snap: dict, d: Derived, width: int, room: int) -> Section:
     return Section(t.header(), rows, summary, "workers", k, width)
 
 
+def _nodes(snap: dict, width: int) -> Section | None:
+    """A farm's machines: id, host, alive, devices, incarnation (actor restarts + 1), time
+    since the gateway last heard from it, and outstanding / capacity when the gateway says."""
+    if not _farm(snap):
+        return None
+    nodes = list(snap.get("nodes") or ())
+    now = snap.get("now")
+    load = any("outstanding" in n or "capacity" in n for n in nodes)
+    cols = [
+        Col("NODE", NODE_ID_CHARS),
+        Col("HOST", 8, prio=2, flex=16),
+        Col("STATE", 5),
+        Col("DEVICES", 7, prio=3, flex=24),
+        Col("INC", 3, ">", prio=4),
+        Col("SEEN", 6, ">", prio=1),
+    ]
+    if load:
+        cols.append(Col("LOAD", 7, ">", prio=1))
+    t = Table(cols, width)
+
+    def draw(n):
+        alive = bool(n.get("alive"))
+        seen = n.get("last_seen")
+        ago = None if seen is None or now is None else max(0.0, now - seen)
+        cells = [
+            short_node(n.get("node_id")),
+            n.get("host") or "-",
+            ("alive", "busy") if alive else ("dead", "dead"),
+            ",".join(n.get("devices") or ()) or "-",
+            str(n.get("incarnation", "-")),
+            (fmt.secs(ago), "stale" if alive and ago is not None and ago > STALE_SECS else None),
+        ]
+        if load:
+            out, cap = n.get("outstanding"), n.get("capacity")
+            cells.append(f"{'-' if out is None else out}/{'-' if cap is None else cap}")
+        return t.row(cells)
+
+    alive = sum(1 for n in nodes if n.get("alive"))
+    summary = (
+        Line()
+        .add("NODE ", "header")
+        .add(f" {len(nodes)} nodes: {alive} alive")
+        .add(f", {len(nodes) - alive} dead" if alive < len(nodes) else "", "bad")
+    )
+    return Section(t.header(), Rows(nodes, draw, "no nodes"), summary, "nodes")
+
+
 def _finalizers(snap: dict, width: int, room: int) -> Section | None:
-    fins = sorted(snap.get("finalizers") or (), key=lambda f: num(f.get("finalizer_id")))
+    farm = _farm(snap)
+    fins = _by_node(snap, snap.get("finalizers"), "finalizer_id")
     if not fins:
         return None
-    k, width = columns_for(len(fins), width, 70, room)
-    t = Table(
+    k, width = columns_for(len(fins), width, 70 + (NODE_ID_CHARS + 1) * farm, room)
+    cols = _node_col(
+        farm,
         [
             Col("FINALIZER", 9, ">"),
             Col("GPU", 3, ">", prio=2),
@@ -168,23 +267,24 @@ def _finalizers(snap: dict, width: int, room: int) -> Section | None:
             Col("GEN", 5, ">", prio=3),
             Col("PID", 7, ">", prio=4),
         ],
-        width,
+        1,
+        prio=2,
     )
+    t = Table(cols, width)
 
     def draw(f):
         job, part, on = _job_cells(f, "current_job", "current_partition")
-        return t.row(
-            [
-                str(f.get("finalizer_id")),
-                str(f.get("gpu_ordinal", "-")),
-                _state(f.get("state")),
-                job,
-                part,
-                on,
-                str(f.get("generation", "-")),
-                str(f.get("pid") or "-"),
-            ]
-        )
+        cells = [
+            str(f.get("finalizer_id")),
+            str(f.get("gpu_ordinal", "-")),
+            _state(f.get("state")),
+            job,
+            part,
+            on,
+            str(f.get("generation", "-")),
+            str(f.get("pid") or "-"),
+        ]
+        return t.row(_node_cell(farm, cells, 1, f))
 
     rows = Rows(fins, draw)
     summary = Line().add("FINALIZER", "header").add(f" {len(fins)}: {count_states(fins)}")
@@ -193,12 +293,14 @@ def _finalizers(snap: dict, width: int, room: int) -> Section | None:
 
 def _synthesis(snap: dict, width: int, room: int) -> Section | None:
     syn = snap.get("synthesis") or {}
-    workers = sorted(syn.get("workers") or (), key=lambda w: num(w.get("worker_id")))
+    farm = _farm(snap)
+    workers = _by_node(snap, syn.get("workers"), "worker_id")
     if not workers and not syn:
         return None
     active = f"ACTIVE {syn.get('active', 0)}/{syn.get('max_concurrent', len(workers))}"
-    k, width = columns_for(len(workers), width, 74, room)
-    t = Table(
+    k, width = columns_for(len(workers), width, 74 + (NODE_ID_CHARS + 1) * farm, room)
+    cols = _node_col(
+        farm,
         [
             Col("SYNTH", 6, ">"),
             Col(active, 12),
@@ -210,24 +312,25 @@ def _synthesis(snap: dict, width: int, room: int) -> Section | None:
             Col("PID", 7, ">", prio=5),
             Col("HB", 5, ">", prio=1),
         ],
-        width,
+        1,
+        prio=3,
     )
+    t = Table(cols, width)
 
     def draw(w):
         job, part, on = _job_cells(w, "job_id", "partition")
-        return t.row(
-            [
-                str(w.get("worker_id")),
-                _state(w.get("state")),
-                job,
-                part,
-                on,
-                str(w.get("generation", "-")),
-                (str(w.get("restarts", 0)), "warn" if w.get("restarts") else None),
-                str(w.get("pid") or "-"),
-                _heartbeat(w.get("heartbeat_age_secs"), w.get("state")),
-            ]
-        )
+        cells = [
+            str(w.get("worker_id")),
+            _state(w.get("state")),
+            job,
+            part,
+            on,
+            str(w.get("generation", "-")),
+            (str(w.get("restarts", 0)), "warn" if w.get("restarts") else None),
+            str(w.get("pid") or "-"),
+            _heartbeat(w.get("heartbeat_age_secs"), w.get("state")),
+        ]
+        return t.row(_node_cell(farm, cells, 1, w))
 
     rows = Rows(workers, draw, "no synthesis workers")
     summary = (
@@ -332,22 +435,40 @@ def sort_pipelines(pipelines, sort: str) -> list:
     return sorted(pipelines or (), key=key)
 
 
+def _job_nodes(snap: dict, parts: list):
+    """The NODE cell of a job on a farm: the nodes its partitions are or were on, by short
+    id when they fit the cell, else how many."""
+    rank = {n.get("node_id"): k for k, n in enumerate(snap.get("nodes") or ())}
+    nodes = sorted(
+        {q.get("node") for q in parts if q.get("node")}, key=lambda n: (rank.get(n, len(rank)), n)
+    )
+
+    def draw(width):
+        text = ",".join(short_node(n) for n in nodes) or "-"
+        if len(text) > width:
+            text = f"{len(nodes)} nodes"
+        return [(text, None)]
+
+    return draw
+
+
 def _pipelines(snap: dict, width: int, sort: str):
     now = num(snap.get("now"))
+    farm = _farm(snap)
     pipes = sort_pipelines(snap.get("pipelines"), sort)
     longest = max((len(p.get("partitions") or ()) for p in pipes), default=0)
-    t = Table(
-        [
-            Col("JOB", 8, flex=24),
-            Col("KIND", 12, prio=2),
-            Col("PRIO", 4),
-            Col("STATE", 9, prio=3),
-            Col("AGE", 6, ">", prio=1),
-            Col("DONE", 7, ">"),
-            Col("PARTITIONS", 10, flex=max(0, longest - 10), grow=-1),
-        ],
-        width,
-    )
+    cols = [
+        Col("JOB", 8, flex=24),
+        Col("KIND", 12, prio=2),
+        Col("PRIO", 4),
+        Col("STATE", 9, prio=3),
+        Col("AGE", 6, ">", prio=1),
+        Col("DONE", 7, ">"),
+        Col("PARTITIONS", 10, flex=max(0, longest - 10), grow=-1),
+    ]
+    if farm:
+        cols.insert(6, Col("NODE", NODE_ID_CHARS, prio=2, flex=2 * NODE_ID_CHARS + 2))
+    t = Table(cols, width)
 
     def draw(p):
         done, total, failed = (
@@ -358,17 +479,19 @@ def _pipelines(snap: dict, width: int, sort: str):
         submitted = p.get("submitted_at")
         age = now - submitted if submitted else p.get("started_secs_ago")
         prio = p.get("priority")
-        return t.row(
-            [
-                p.get("job_id"),
-                p.get("proof_kind") or "-",
-                (PRIORITY_SHORT.get(prio, prio or "-"), "warn" if prio == "critical" else None),
-                _state(p.get("state")),
-                fmt.secs(age),
-                (f"{done}/{total}" + (f"!{failed}" if failed else ""), "bad" if failed else None),
-                _strip(sorted(p.get("partitions") or (), key=lambda q: num(q.get("index")))),
-            ]
-        )
+        parts = sorted(p.get("partitions") or (), key=lambda q: num(q.get("index")))
+        cells = [
+            p.get("job_id"),
+            p.get("proof_kind") or "-",
+            (PRIORITY_SHORT.get(prio, prio or "-"), "warn" if prio == "critical" else None),
+            _state(p.get("state")),
+            fmt.secs(age),
+            (f"{done}/{total}" + (f"!{failed}" if failed else ""), "bad" if failed else None),
+            _strip(parts),
+        ]
+        if farm:
+            cells.insert(6, _job_nodes(snap, parts))
+        return t.row(cells)
 
     rows = Rows(pipes, draw)
     legend = _legend()
@@ -468,8 +591,15 @@ HELP = [
 ]
 
 
-def _help(width: int) -> list[Line]:
-    lines = [Line().add(" ").add(f"{key:<10}", "key").add(" " + text) for key, text in HELP]
+FARM_HELP = [
+    ("NODE", "the farm's machines: INC = incarnation (restarts + 1), SEEN = last"),
+    ("", "status from it, LOAD = outstanding / capacity; node ids cut to 8"),
+]
+
+
+def _help(width: int, farm: bool = False) -> list[Line]:
+    entries = HELP[:10] + FARM_HELP + HELP[10:] if farm else HELP
+    lines = [Line().add(" ").add(f"{key:<10}", "key").add(" " + text) for key, text in entries]
     legend = Line().add(" " * 11)
     for text, style in _legend().parts:
         legend.add(text, style)
@@ -505,7 +635,7 @@ def render(
     head = _header(snapshot, d, width, paused=paused, tall=height >= 40)
     room = height - len(head) - 1
     if show_help:
-        body = _help(width)[:room]
+        body = _help(width, farm=_farm(snapshot))[:room]
         info = {"n": len(snapshot.get("pipelines") or ()), "help": True}
         return build(
             [*head, *body, *[Line()] * (room - len(body)), _footer(info, sort=sort, paused=paused)],
@@ -518,6 +648,7 @@ def render(
 
     p_header, p_rows, p_legend = _pipelines(snapshot, width, sort)
     sections = {
+        "nodes": _nodes(snapshot, width),
         "workers": _workers(snapshot, d, width, room),
         "gpus": _gpus(d, width),
         "finalizers": _finalizers(snapshot, width, room),
@@ -531,7 +662,7 @@ def render(
 
     # Allocate rows: one per section first, then grow in priority order; pipelines last.
     alloc = {k: 0 for k in (*sections, "pipelines")}
-    order = ["workers", "pipelines", "gpus", "finalizers", "synthesis", "keys"]
+    order = ["nodes", "workers", "pipelines", "gpus", "finalizers", "synthesis", "keys"]
     order = [k for k in order if k in alloc]
     for k in order:
         if room - sum(alloc.values()) > 0:
@@ -539,17 +670,20 @@ def render(
     # Growth: no panel may crowd out the pipelines at first (caps), then each takes what it
     # wants in priority order, and the pipelines take whatever is left (they scroll).
     caps = {
+        "nodes": max(4, room // 4),
         "workers": max(6, room // 2),
         "finalizers": max(4, room // 5),
         "synthesis": max(4, room // 4),
     }
     steps = [
+        ("nodes", caps["nodes"]),
         ("workers", caps["workers"]),
         ("pipelines", p_min),
         ("gpus", None),
         ("finalizers", caps["finalizers"]),
         ("synthesis", caps["synthesis"]),
         ("keys", None),
+        ("nodes", None),
         ("workers", None),
         ("finalizers", None),
         ("synthesis", None),
@@ -583,7 +717,7 @@ def render(
     info = {"n": len(p_rows), "first": top_row + 1 if shown else 0, "last": top_row + len(shown)}
 
     body: list[Line] = []
-    for k in ("workers", "gpus", "finalizers", "synthesis"):
+    for k in ("nodes", "workers", "gpus", "finalizers", "synthesis"):
         if k in sections:
             body += sections[k].lines(alloc[k])
     body += p_lines

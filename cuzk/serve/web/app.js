@@ -10,7 +10,10 @@
 // - nodes are kept and updated in place by key (worker id, job id, partition index), so a
 //   hover tooltip or a selection survives the next poll;
 // - an API token (asked for on HTTP 401) is kept in sessionStorage only: this tab, this
-//   origin, gone when the tab closes.
+//   origin, gone when the tab closes;
+// - a farm gateway's snapshot (a top-level `nodes` list, a `node` on every worker, finalizer,
+//   synthesis worker and partition) groups the device cards by node, under a heading per
+//   node; without `nodes` the page is the one-machine page.
 (function () {
   "use strict";
 
@@ -30,7 +33,13 @@
   const JOB_STATE_RANK = { running: 0, queued: 1, failed: 2, cancelled: 3, done: 4 };
   const FINISHED = new Set(["done", "failed", "cancelled"]);
 
+  const NODE_ID_CHARS = 8;         // a node id is shown by its first characters (as in cuzk top)
+
   const $ = (id) => document.getElementById(id);
+  const shortNode = (id) => (id ? String(id).slice(0, NODE_ID_CHARS) : "-");
+  // What names a worker across snapshots: its id, or node and id on a farm (every node
+  // numbers its own workers).
+  const workerKey = (w) => ("node" in w ? w.node + "/" + w.worker_id : w.worker_id);
 
   // ------------------------------------------------------------------ formats (top/fmt.py)
   function fmtBytes(n) {
@@ -301,13 +310,13 @@
     if (!prev) return out;
     const dt = (cur.now || 0) - (prev.now || 0);
     if (dt <= 0) return out;
-    const before = new Map((prev.gpu_workers || []).map((w) => [w.worker_id, w]));
+    const before = new Map((prev.gpu_workers || []).map((w) => [workerKey(w), w]));
     for (const w of cur.gpu_workers || []) {
-      const p = before.get(w.worker_id);
+      const p = before.get(workerKey(w));
       if (!p || p.pid !== w.pid) continue;
       const b0 = p.busy_secs, b1 = w.busy_secs;
       if (b0 === null || b0 === undefined || b1 === null || b1 === undefined || b1 < b0) continue;
-      out.set(w.worker_id, Math.min(1, Math.max(0, (b1 - b0) / dt)));
+      out.set(workerKey(w), Math.min(1, Math.max(0, (b1 - b0) / dt)));
     }
     return out;
   }
@@ -474,7 +483,8 @@
     setData(card, "workerId", w.worker_id);
     cardState(card, w.state, w.current_job, w.current_partition);
     setText(card._f.on, busy(w.state) ? fmtSecs(w.started_secs_ago) : "-");
-    const u = util.has(w.worker_id) ? util.get(w.worker_id) : null;
+    if ("node" in w) setData(card, "node", w.node || "");
+    const u = util.has(workerKey(w)) ? util.get(workerKey(w)) : null;
     const fill = card._f.util.querySelector(".fill");
     fill.style.width = (u === null ? 0 : 100 * u).toFixed(1) + "%";
     setClass(fill, "fill " + (u === null ? "" : u < 0.5 ? "lo" : u < 0.85 ? "mid" : "hi"));
@@ -488,6 +498,7 @@
   function updateFinalizer(card, f) {
     setText(card._name, "finalizer " + f.finalizer_id);
     setData(card, "finalizerId", f.finalizer_id);
+    if ("node" in f) setData(card, "node", f.node || "");
     cardState(card, f.state, f.current_job, f.current_partition);
     setText(card._f.on, busy(f.state) ? fmtSecs(f.started_secs_ago) : "-");
     setText(card._f.from, busy(f.state) && f.from_worker !== null && f.from_worker !== undefined ? f.from_worker : "-");
@@ -506,6 +517,55 @@
   function drawDevices(snap, util) {
     const workers = (snap.gpu_workers || []).slice().sort((a, b) => num(a.worker_id) - num(b.worker_id));
     const fins = (snap.finalizers || []).slice().sort((a, b) => num(a.finalizer_id) - num(b.finalizer_id));
+    if (Array.isArray(snap.nodes)) drawNodes(snap, workers, fins, util);
+    else drawDeviceGroups($("devices"), workers, fins, util);
+    $("devices-empty").hidden = workers.length + fins.length > 0 || (snap.nodes || []).length > 0;
+    const nBusy = workers.filter((w) => busy(w.state)).length;
+    setText($("devices-summary"), workers.length ? nBusy + "/" + workers.length + " workers busy: " + countStates(workers) : "");
+  }
+
+  // A farm: one box per node (in the order of `nodes`; a node named by a worker but not
+  // listed comes last), headed by its host, alive state, incarnation and last status, holding
+  // that node's device groups.
+  function drawNodes(snap, workers, fins, util) {
+    const nodes = snap.nodes.slice();
+    const listed = new Set(nodes.map((n) => n.node_id));
+    for (const it of workers.concat(fins)) {
+      if (!listed.has(it.node)) {
+        listed.add(it.node);
+        nodes.push({ node_id: it.node, host: null, alive: null });
+      }
+    }
+    sync($("devices"), nodes, (n) => "node:" + n.node_id, () => {
+      const title = h("h3", { cls: "node-head" });
+      const groups = h("div", { cls: "devices" });
+      const el = h("div", { cls: "node" }, title, groups);
+      el._title = title;
+      el._groups = groups;
+      return el;
+    }, (el, n) => {
+      const mine = workers.filter((w) => w.node === n.node_id);
+      const myFins = fins.filter((f) => f.node === n.node_id);
+      const state = n.alive === true ? "alive" : n.alive === false ? "dead" : "unknown";
+      setClass(el, "node " + state);
+      setData(el, "node", n.node_id || "");
+      setData(el, "alive", state);
+      setData(el, "incarnation", n.incarnation ?? "");
+      const seen = n.last_seen !== undefined && n.last_seen !== null && snap.now ? snap.now - n.last_seen : null;
+      const parts = ["node " + shortNode(n.node_id), n.host || "?", state];
+      if (n.incarnation !== undefined) parts.push("incarnation " + n.incarnation);
+      parts.push((n.devices || []).join(", ") || "no devices");
+      if (seen !== null) parts.push("seen " + fmtSecs(seen) + " ago");
+      if (n.outstanding !== undefined || n.capacity !== undefined) {
+        parts.push((n.outstanding ?? "-") + "/" + (n.capacity ?? "-") + " outstanding");
+      }
+      setText(el._title, parts.join(" · "));
+      setTitle(el._title, "node " + (n.node_id || "?"));
+      drawDeviceGroups(el._groups, mine, myFins, util);
+    });
+  }
+
+  function drawDeviceGroups(container, workers, fins, util) {
     // Group by device ordinal; finalizers carry the ordinal, workers also the device name.
     const groups = new Map();
     const group = (ord) => {
@@ -520,7 +580,7 @@
     for (const f of fins) group(f.gpu_ordinal).finalizers.push(f);
     const list = Array.from(groups.values()).sort((a, b) => num(a.ordinal) - num(b.ordinal));
 
-    sync($("devices"), list, (g) => g.ordinal, () => {
+    sync(container, list, (g) => g.ordinal, () => {
       const title = h("h3");
       const cards = h("div", { cls: "cards" });
       const finCards = h("div", { cls: "cards finalizers" });
@@ -540,17 +600,15 @@
       sync(el._fins, g.finalizers, (f) => f.finalizer_id, () => makeCard("finalizer", FINALIZER_FIELDS),
         updateFinalizer);
     });
-    $("devices-empty").hidden = list.length > 0;
-    const nBusy = workers.filter((w) => busy(w.state)).length;
-    setText($("devices-summary"), workers.length ? nBusy + "/" + workers.length + " workers busy: " + countStates(workers) : "");
   }
 
   function drawSynthesis(snap) {
     const syn = snap.synthesis || {};
     const workers = (syn.workers || []).slice().sort((a, b) => num(a.worker_id) - num(b.worker_id));
-    sync($("synth"), workers, (w) => w.worker_id, () => makeCard("synth", SYNTH_FIELDS), (card, w) => {
-      setText(card._name, "synth " + w.worker_id);
+    sync($("synth"), workers, workerKey, () => makeCard("synth", SYNTH_FIELDS), (card, w) => {
+      setText(card._name, "synth " + w.worker_id + ("node" in w ? " · " + shortNode(w.node) : ""));
       setData(card, "workerId", w.worker_id);
+      if ("node" in w) setData(card, "node", w.node || "");
       cardState(card, w.state, w.job_id, w.partition);
       setText(card._f.on, busy(w.state) ? fmtSecs(w.started_secs_ago) : "-");
       setText(card._f.generation, w.generation ?? "-");
@@ -584,6 +642,7 @@
 
   function cellTitle(jobId, q) {
     return "job " + jobId + " · partition " + q.index + ": " + q.state +
+      ("node" in q ? " · node " + shortNode(q.node) : "") +
       "\nsynthesis " + fmtMs(q.synth_ms) + " · device " + fmtMs(q.gpu_ms) +
       " · finalize " + fmtMs(q.finalize_ms) + " · attempts " + (q.attempts ?? "-");
   }
@@ -626,6 +685,7 @@
       setText(cell, GLYPHS[q.state] || "?");
       setData(cell, "index", q.index);
       setData(cell, "state", q.state);
+      if ("node" in q) setData(cell, "node", q.node || "");
       setTitle(cell, cellTitle(p.job_id, q));
     });
   }
