@@ -199,7 +199,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def test_a_killed_node_actor_is_restarted_reattached_and_its_work_retried(farm, key):
+def test_a_killed_node_actor_is_restarted_reattached_and_its_work_retried(farm, key, tmp_path):
     import ray
 
     gw = gateway(farm, prover_options={**STAGES, "start_secs": 0.3})
@@ -218,10 +218,12 @@ def test_a_killed_node_actor_is_restarted_reattached_and_its_work_retried(farm, 
         for wk in lost:
             assert r["partitions"][wk.partition]["attempts"] > 1
         wait_for(lambda: n.alive and n.incarnation == before + 1, timeout=120)
-        # the restarted node takes work again
+        # the restarted node takes work again (a key resident nowhere: spread by load)
+        fresh = str(tmp_path / "fresh.key")
+        double.write_key(fresh, n_vars=64, domain_size=512)
         ws2 = witnesses(9, 900)
-        r2 = gw.result(gw.submit(kid, ws2), timeout=120)
-        check_proofs(key, r2, ws2)
+        r2 = gw.result(gw.submit(gw.register_key(fresh), ws2), timeout=120)
+        check_proofs(fresh, r2, ws2)
         assert victim.node_id in {p["node"] for p in r2["partitions"]}
         assert gw.snapshot()["counters"]["restarts"] >= 1
     finally:

@@ -20,6 +20,7 @@ import socket
 import time
 
 import pytest
+from cluster_harness import farm as start_farm
 from conftest import fixture_circuit
 from prometheus_client.parser import text_string_to_metric_families
 from serve_harness import (
@@ -32,10 +33,13 @@ from serve_harness import (
     split_response,
     warm_kernels,
 )
+from waiting import wait_for
 
 from cuzk.groth16.verifier import verify
 
-TINY, MULCHAIN, TOYHASH = (fixture_circuit(n) for n in ("tiny", "mulchain", "toyhash"))
+TINY, MULCHAIN, TOYHASH, BITS = (
+    fixture_circuit(n) for n in ("tiny", "mulchain", "toyhash", "bits")
+)
 
 
 def b64(path) -> str:
@@ -49,7 +53,7 @@ def roots(tmp_path_factory):
     root, outside = base / "keys", base / "outside"
     root.mkdir()
     outside.mkdir()
-    for c in (TINY, MULCHAIN, TOYHASH):
+    for c in (TINY, MULCHAIN, TOYHASH, BITS):
         d = root / c.name
         d.mkdir()
         for f in ("circuit.zkey", "witness_0.wtns", "witness_1.wtns", "bad_witness.wtns"):
@@ -63,10 +67,20 @@ def roots(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def server(roots):
+def farm():
+    """Two prover nodes on a Ray cluster on this machine, for the gateway runs."""
+    yield from start_farm(2)
+
+
+@pytest.fixture(scope="module", params=["local", "gateway"])
+def server(request, roots):
+    """The daemon every API test talks to: one machine (`local`), or the gateway of a farm
+    of two prover nodes (`cuzk serve --ray`, the same flags, which each node uses)."""
     warm_kernels(TINY, TOYHASH)
+    farm = ["--ray", request.getfixturevalue("farm").address] if request.param == "gateway" else []
     s = ServeProcess(
-        roots["base"] / "serve.log",
+        roots["base"] / f"serve-{request.param}.log",
+        *farm,
         "--listen",
         "127.0.0.1:0",
         "--devices",
@@ -83,6 +97,10 @@ def server(roots):
         "--log-level",
         "info",
     ).start()
+    s.machines = 1
+    if farm:
+        s.machines = 2
+        wait_for(lambda: request(s.url, "GET", "/healthz")[2].get("nodes_alive") == 2, 180)
     yield from serving(s)
 
 
@@ -154,10 +172,31 @@ def test_job_life_cycle(server, roots):
     pipe = [p for p in snap["pipelines"] if p["job_id"] == job_id]
     assert pipe and pipe[0]["state"] == "done" and pipe[0]["partitions_done"] == 3
     assert snap["counters"]["completed_by_kind"]["window-post"] >= 1
-    assert len(snap["gpu_workers"]) == 4 and {w["device"] for w in snap["gpu_workers"]} == {
+    assert len(snap["gpu_workers"]) == 4 * server.machines and {
+        w["device"] for w in snap["gpu_workers"]
+    } == {
         "cpu:0",
         "cpu:1",
     }
+
+
+@pytest.mark.slow
+def test_every_proof_verifies_with_snarkjs(server, roots, tools, tmp_path):
+    """Real circuits end to end (on both nodes of the farm for the gateway): snarkjs accepts
+    every proof. BITS is used by no other test, so its key is resident nowhere yet and the
+    gateway spreads its partitions by load."""
+    from interop import groth16_verify
+
+    sets = (0, 1) * 4
+    code, _, r = post(server, "/v1/prove", job_body(roots, BITS, sets))
+    assert code == 200, r
+    check_proofs(BITS, r, sets)
+    if server.machines > 1:
+        assert len({p["node"] for p in r["partitions"]}) == server.machines, r["partitions"]
+    for i, (proof, public) in enumerate(zip(r["proofs"], r["public"], strict=True)):
+        (tmp_path / f"proof_{i}.json").write_text(json.dumps(proof))
+        (tmp_path / f"public_{i}.json").write_text(json.dumps(public))
+        assert groth16_verify(BITS.vk, tmp_path / f"public_{i}.json", tmp_path / f"proof_{i}.json")
 
 
 def test_result_not_ready_then_cancel(server, roots):
@@ -217,8 +256,8 @@ def test_metrics(server, roots):
     # two jobs of two partitions each: four proofs
     assert _metric(server, "cuzk_proofs_completed_total", kind="snap-update") == proofs_before + 4
     assert _metric(server, "cuzk_job_duration_seconds_count", kind="snap-update") == before + 2
-    assert _metric(server, "cuzk_memory_total_bytes") == 1024**3
-    assert _metric(server, "cuzk_workers", role="device") == 4
+    assert _metric(server, "cuzk_memory_total_bytes") == server.machines * 1024**3
+    assert _metric(server, "cuzk_workers", role="device") == server.machines * 4
     assert _metric(server, "cuzk_workers_busy", role="device") is not None
     assert _metric(server, "cuzk_queue_depth") is not None
     assert _metric(server, "cuzk_process_restarts_total") == 0
@@ -230,10 +269,14 @@ def test_metrics(server, roots):
 def _metric(server, name, **labels):
     code, _, text = get(server, "/metrics")
     assert code == 200
-    for fam in text_string_to_metric_families(text.decode()):
-        for s in fam.samples:
-            if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()):
-                return s.value
+    found = [
+        s.value
+        for fam in text_string_to_metric_families(text.decode())
+        for s in fam.samples
+        if s.name == name and all(s.labels.get(k) == v for k, v in labels.items())
+    ]
+    if found:  # a farm has one series per node: their sum
+        return sum(found)
     return 0.0 if name.endswith(("_total", "_count")) else None
 
 

@@ -51,7 +51,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from cuzk.cluster.node import node_actor, parse_local_job_id
+from cuzk.cluster.node import node_actor
 from cuzk.engine.budget import MemoryBudget
 from cuzk.engine.config import PRIORITIES, EngineConfig
 from cuzk.engine.engine import EngineError, EngineStopped, UnknownJob, UnknownKey
@@ -207,6 +207,10 @@ class ClusterEngine:
         from cuzk.cluster.settings import NAMESPACE
 
         self._ray = ray
+        # ray.init installs its own SIGTERM/SIGINT handlers in the main thread (they kill the
+        # process): the daemon's, which drain, are put back.
+        main = threading.current_thread() is threading.main_thread()
+        saved = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)} if main else {}
         try:
             ray.init(
                 address=self.address,
@@ -217,6 +221,10 @@ class ClusterEngine:
             )
         except Exception as e:  # ConnectionError, ValueError: no cluster at that address
             raise EngineError(f"cannot connect to the Ray cluster at {self.address}: {e}") from e
+        finally:
+            for sig, handler in saved.items():
+                if handler is not None:
+                    signal.signal(sig, handler)
         self._thread = threading.Thread(target=self._loop, name="cuzk-gateway", daemon=True)
         self._thread.start()
         log.info("gateway %s attached to the Ray cluster at %s", self.epoch, self.address)
@@ -431,9 +439,7 @@ class ClusterEngine:
         submitted_at = time.time() if submitted_at is None else float(submitted_at)
         journal = self.journal if not recovered else None
         if journal is not None:  # durable before the id is handed out
-            journal.accept(
-                job_id, key_id, k.path, kind, priority, submitted_at, items, wasm=k.wasm
-            )
+            journal.accept(job_id, key_id, k.path, kind, priority, submitted_at, items, wasm=k.wasm)
         with self.lock:
             try:
                 self._check_intake(key_id, circuit)
@@ -693,9 +699,7 @@ class ClusterEngine:
         if t is None or self.node_wait_timeout <= 0 or now - t < self.node_wait_timeout:
             return
         for job in [j for j in self.jobs_.values() if not j.finished]:
-            self._end_job(
-                job, "failed", f"no prover node alive for {self.node_wait_timeout:.0f} s"
-            )
+            self._end_job(job, "failed", f"no prover node alive for {self.node_wait_timeout:.0f} s")
 
     # ---------------------------------------------------------------- dispatch
     def _dispatch(self) -> None:
@@ -703,19 +707,19 @@ class ClusterEngine:
         if not any(n.free > 0 for n in self.nodes.values()):
             return
         now = time.time()
+        chosen: dict[WorkKey, NodeRecord] = {}
+
+        def accept(wk: WorkKey) -> bool:
+            node = self._place(wk, now)
+            if node is not None:
+                chosen[wk] = node
+            return node is not None
+
         while True:
-            chosen = {}
-
-            def accept(wk: WorkKey) -> bool:
-                node = self._place(wk, now)
-                if node is not None:
-                    chosen[wk] = node
-                return node is not None
-
             wk = self.sched.pop(SYNTH_QUEUE, accept)
             if wk is None:
                 return
-            self._send(wk, chosen[wk])
+            self._send(wk, chosen.pop(wk))
             if not any(n.free > 0 for n in self.nodes.values()):
                 return
 
@@ -802,10 +806,11 @@ class ClusterEngine:
                 return
             job = self.jobs_[wk.job_id]
             if error is not None:
-                if _actor_gone(ray, error):
+                why = f"node {node_id[:8]}: {_cause(ray, error)}"
+                self._retry(wk, why)
+                if _actor_gone(ray, error):  # and the rest of what it holds
                     self._lose(n, f"its actor failed: {_cause(ray, error)}")
-                    return
-                self._retry(wk, f"node {node_id[:8]}: {_cause(ray, error)}")
+                self._dispatch()
                 return
             if value["state"] == "done":
                 self._partition_done(job, wk, value)

@@ -144,6 +144,17 @@ def _devices(v) -> str:
     return s
 
 
+def _json_object(v) -> dict:
+    if isinstance(v, str):
+        try:
+            v = json.loads(v) if v.strip() else {}
+        except json.JSONDecodeError as e:
+            raise ValueError(f"not valid JSON: {e}") from None
+    if not isinstance(v, dict):
+        raise ValueError(f"expected a JSON object, got {type(v).__name__}")
+    return v
+
+
 def _module(v) -> str:
     s = _str(v)
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*", s):
@@ -393,6 +404,14 @@ SETTINGS: tuple[Setting, ...] = (
         "MODULE",
     ),
     Setting(
+        "prover_options",
+        {},
+        _json_object,
+        "A JSON object handed to the prover's configure() in every process (the prover "
+        'double\'s stage times, for instance: {"start_secs": 0.1}).',
+        "JSON",
+    ),
+    Setting(
         "state_dir",
         None,
         _opt_str,
@@ -524,6 +543,7 @@ class Config:
                 instance=self.instance,
                 self_verify=self.self_verify,
                 prover=self.prover,
+                prover_options=self.prover_options,
             ).validated()
         except ValueError as e:
             raise ConfigError(f"engine: {e}") from None
@@ -571,6 +591,7 @@ class Config:
             "memory_budget": self.memory_budget,
             "self_verify": self.self_verify,
             "prover": self.prover,
+            "prover_options": self.prover_options,
         }
 
     def _require_loaded(self):
@@ -625,4 +646,6 @@ def _toml_value(v) -> str:
         return repr(v)
     if isinstance(v, list):
         return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):  # as its JSON text, which the setting parses back
+        return json.dumps(json.dumps(v))
     return json.dumps(str(v))  # a TOML basic string is a JSON string for these values
