@@ -78,12 +78,15 @@ def test_healthz_and_status_show_the_farm(gateway, farm):
     assert "farm on the Ray cluster" in gateway.log()
 
 
-def test_many_jobs_from_eight_threads_complete_once_and_critical_goes_first(gateway, root):
+def test_many_jobs_from_eight_threads_complete_once_and_critical_goes_first(
+    gateway, root, tmp_path
+):
     """200 jobs of mixed priorities submitted over HTTP from 8 threads at once: every job
     completes exactly once with its own proofs, and critical jobs wait less than normal
     ones (p95 of submission-to-finish)."""
     key = str(root / "double.key")
     pk = double.ProvingKey.open(key)
+    tmp = tmp_path
     priorities = ["critical", "high", "normal", "normal", "normal"]
     submitted: dict[str, tuple] = {}
     seen = collections.Counter()
@@ -94,7 +97,10 @@ def test_many_jobs_from_eight_threads_complete_once_and_critical_goes_first(gate
         try:
             for i in range(25):
                 n = 1 + (t + i) % 3
-                ws = [double.make_witness(64, 100_000 * t + 100 * i + k) for k in range(n)]
+                ws = [
+                    double.make_wtns(64, 100_000 * t + 100 * i + k, tmp / f"{t}.{i}.{k}.wtns")
+                    for k in range(n)
+                ]
                 prio = priorities[(t + i) % len(priorities)]
                 body = {"key": key, "witnesses": [{"data": b64(w)} for w in ws]}
                 body["priority"] = prio

@@ -87,6 +87,7 @@ class GatewayKey:
     wasm: str | None
     meta: dict  # the key's record as the first node that registered it reported it
     unreadable: dict = field(default_factory=dict)  # node id -> why it cannot use the key
+    checked: set = field(default_factory=set)  # node ids that registered it (can use it)
     live_jobs: int = 0
     last_used: float = field(default_factory=time.time)
 
@@ -340,6 +341,10 @@ class ClusterEngine:
             for node_id in refs:
                 if node_id not in errors:
                     k.unreadable.pop(node_id, None)
+                    k.checked.add(node_id)
+            for n in self.nodes.values():  # attached meanwhile: checked like any newcomer
+                if n.alive and n.node_id not in refs:
+                    self._check_keys(n)
         log.info(
             "key %s registered: %s on %d of %d node(s)%s",
             key_id,
@@ -674,7 +679,32 @@ class ClusterEngine:
                 n.capacity,
             )
             self._event("node_up", n.node_id, n.incarnation, -1)
+            self._check_keys(n)
             self.changed.notify_all()
+
+    def _check_keys(self, n: NodeRecord) -> None:
+        """Have a node that attached register the keys it has not checked yet: until it
+        answers, none of their work goes there."""
+        for k in self.keys_.values():
+            if n.node_id in k.checked or n.node_id in k.unreadable:
+                continue
+            try:
+                ref = n.actor.register_key.remote(k.path, k.wasm)
+            except Exception as e:
+                log.warning("node %s: cannot check key %s: %s", n.node_id[:8], k.key_id, e)
+                continue
+            self.inflight[ref] = ("register", n.node_id, k.key_id)
+
+    def _key_checked(self, node_id: str, key_id: str, error) -> None:
+        k = self.keys_.get(key_id)
+        if k is None:
+            return
+        if error is None:
+            k.checked.add(node_id)
+            k.unreadable.pop(node_id, None)
+            return
+        k.unreadable[node_id] = f"{type(error).__name__}: {error}"
+        log.warning("key %s: node %s cannot use it: %s", key_id, node_id[:8], error)
 
     def _lose(self, n: NodeRecord, why: str) -> None:
         """A node is gone (or restarted): its outstanding partitions go back to the queue."""
@@ -727,7 +757,7 @@ class ClusterEngine:
         """The node for a partition now, or None to leave it queued (see the docstring)."""
         job = self.jobs_[wk.job_id]
         k = self.keys_[job.key_id]
-        usable = [n for n in self.nodes.values() if n.alive and n.node_id not in k.unreadable]
+        usable = [n for n in self.nodes.values() if n.alive and n.node_id in k.checked]
         room = [n for n in usable if n.free > 0]
         if not room:
             return None
@@ -755,11 +785,10 @@ class ClusterEngine:
         job = self.jobs_[wk.job_id]
         k = self.keys_[job.key_id]
         p = job.partitions[wk.partition]
-        item = job.inputs[wk.partition]
-        if isinstance(item, bytes):
-            if p.witness_ref is None:
-                p.witness_ref = self._ray.put(item)  # once; a retry sends the same object
-            item = p.witness_ref
+        item = p.witness_ref if p.witness_ref is not None else job.inputs[wk.partition]
+        if isinstance(item, bytes):  # into the object store once; a retry sends the same object
+            item = p.witness_ref = self._ray.put(item)
+            job.inputs[wk.partition] = None  # the gateway keeps no copy
         p.attempts = wk.attempt + 1
         p.node = n.node_id
         p.state = "running"
@@ -794,6 +823,10 @@ class ClusterEngine:
                 return
             what, node_id, wk = tag
             n = self.nodes.get(node_id)
+            if what == "register":
+                if not (error is not None and _actor_gone(ray, error)):
+                    self._key_checked(node_id, wk, None if error is None else _cause(ray, error))
+                return
             if what in ("attach", "status"):
                 if n is not None:
                     self._node_answer(n, what, value, error)

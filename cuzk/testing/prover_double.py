@@ -11,7 +11,8 @@ a process that hangs without answering pings), once (guarded by a marker file) o
 
 Key file: JSON {"double_key": 1, "n_vars": N, "domain_size": D, "n_public": P}.
 Witness: b"DBLW" + N*32 bytes of little-endian 4x64-bit limbs (the plain-form array that
-load_witness returns); w[0] carries an optional fault (see make_witness).
+load_witness returns); w[0] carries an optional fault (see make_witness). A snarkjs .wtns
+(make_wtns) is accepted too, without faults: the HTTP API checks that container.
 """
 
 from __future__ import annotations
@@ -104,8 +105,27 @@ def make_witness(n_vars: int, seed: int, fault: dict | None = None) -> bytes:
     return MAGIC + w.tobytes()
 
 
+def make_wtns(n_vars: int, seed: int, path) -> bytes:
+    """A real .wtns file (snarkjs's container, values below r, w[0] = 1) of pseudo-random
+    values from `seed`, for tests that go through the HTTP API, which checks the container;
+    the double proves it like its own format. Returns the file's bytes."""
+    from cuzk.formats.wtns import write_wtns
+
+    rng = np.random.default_rng(seed)
+    w = rng.integers(0, 2**63, size=(n_vars, 4), dtype=np.uint64)
+    w[:, 3] %= np.uint64(0x30644E72E131A029)  # below r's top limb: every value below r
+    w[0] = (1, 0, 0, 0)
+    write_wtns(path, w)
+    with open(path, "rb") as f:
+        return f.read()
+
+
 def _parse(data) -> np.ndarray:
     data = bytes(data)
+    if data[:4] == b"wtns":  # a snarkjs witness file (make_wtns)
+        from cuzk.formats.wtns import read_wtns
+
+        return np.array(read_wtns("<witness>", data=data).values)
     if data[:4] != MAGIC:
         raise ValueError("not a double-prover witness (bad magic)")
     body = data[4:]
