@@ -508,10 +508,12 @@ def summary(get) -> list[str]:
     if not o or not f:
         return []
     return [
-        f"cluster: dispatch overhead per partition median {fmt(o['overhead_median_ms'])} ms, "
-        f"p99 {fmt(o['overhead_p99_ms'])} ms; a node lost holding {f['lost_partitions']} "
-        f"partition(s): detected in {fmt(f['detect_s'])} s, all running elsewhere in "
-        f"{fmt(f['failover_s'])} s."
+        f"**The farm** (suite cluster, {o['nodes']} prover nodes on this machine): the "
+        f"gateway adds {fmt(o['overhead_median_ms'])} ms to a partition (median; p99 "
+        f"{fmt(o['overhead_p99_ms'])} ms) over the node's own time; a node taken away "
+        f"holding {f['lost_partitions']} partition(s) is noticed after {fmt(f['detect_s'])} s "
+        f"and all of them run elsewhere after {fmt(f['failover_s'])} s.",
+        "",
     ]
 
 
