@@ -24,7 +24,18 @@ DOCS = ROOT / "docs"
 IMG = DOCS / "img"
 
 # The order suites appear in the report.
-SUITE_ORDER = ("arith", "ntt", "msm", "pairing", "prove", "prove-server", "engine", "board", "top")
+SUITE_ORDER = (
+    "arith",
+    "ntt",
+    "msm",
+    "pairing",
+    "prove",
+    "prove-server",
+    "engine",
+    "cluster",
+    "board",
+    "top",
+)
 PROFILE_ORDER = ("quick", "full", "gpu", "smoke")
 
 

@@ -48,6 +48,11 @@ SUITES = {
         "in-process witness time, host overhead per value",
         None,
     ),
+    "cluster": (
+        "bench.bench_cluster",
+        "the farm on Ray: throughput by nodes, dispatch overhead, a node's death",
+        None,
+    ),
     "board": ("bench.bench_board", "status board write and snapshot costs", None),
     "top": ("bench.bench_top", "cuzk top CPU use", None),
 }

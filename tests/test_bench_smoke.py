@@ -7,6 +7,7 @@ is that each suite runs end to end through `python -m bench` and writes what the
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -25,6 +26,7 @@ from bench.tables import targets_table
 
 ROOT = Path(__file__).resolve().parent.parent
 NEEDS_NODE_TOOLS = {"prove", "prove-server", "pairing", "witness"}  # snarkjs, circom2
+NEEDS_NETNS = {"cluster"}  # Ray, in a loopback-only network namespace (root, iproute2)
 # shared-memory names that embed their creator's pid: status boards and engine buffers
 SHM_PID = re.compile(r"^(?:cuzk-(\d+)-|cuzkbuf\.(\d+)\.)")
 
@@ -40,6 +42,15 @@ def _bench(*args, timeout=300, env=None):
     )
 
 
+def _cluster_unavailable() -> str | None:
+    from cuzk.testing import netns
+
+    why = netns.available()
+    if why is None and importlib.util.find_spec("ray") is None:
+        why = "ray is not installed"
+    return why
+
+
 def _shm_names() -> set[str]:
     try:
         return set(os.listdir("/dev/shm"))
@@ -49,10 +60,12 @@ def _shm_names() -> set[str]:
 
 @pytest.fixture(scope="module")
 def smoke_run(tmp_path_factory):
-    """One smoke run of every suite (about 40 s with a warm Numba cache); without snarkjs
-    and circom2 (no npm), of every suite that does not run them."""
+    """One smoke run of every suite (about 70 s with a warm Numba cache); without snarkjs
+    and circom2 (no npm), of every suite that does not run them; without root or Ray, of
+    every suite but cluster."""
     results = tmp_path_factory.mktemp("bench-results")
     suites = [s for s in SUITES if interop.install_tools() or s not in NEEDS_NODE_TOOLS]
+    suites = [s for s in suites if s not in NEEDS_NETNS or _cluster_unavailable() is None]
     before = _shm_names()
     p = _bench(
         "--profile",

@@ -72,6 +72,7 @@ class ClusterPartition(PartitionRecord):
 
     node: str | None = None
     queued_at: float = 0.0
+    node_secs: float | None = None  # the node's own time for it (prove() call, in the actor)
     witness_ref: object = None  # Ray ObjectRef of the witness bytes, while needed
 
     def to_dict(self, index: int) -> dict:
@@ -859,6 +860,7 @@ class ClusterEngine:
         p.state, p.proof, p.public, p.error = "done", r["proof"], r["public"], None
         for f in ("synth_ms", "witness_ms", "abc_ms", "gpu_ms", "finalize_ms", "device"):
             setattr(p, f, r.get(f))
+        p.node_secs = r.get("node_secs")
         p.witness_ref = None  # the object store may drop the witness now
         job.n_done += 1
         self._event("done", job.job_id, wk.partition, wk.attempt)
