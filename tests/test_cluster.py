@@ -148,6 +148,25 @@ def test_partitions_of_a_key_go_to_the_node_where_it_is_resident(farm, key, tmp_
         gw.stop(0)
 
 
+def test_a_machine_that_joined_with_its_own_settings_keeps_them(farm, key):
+    """`cuzk cluster join --devices cpu:2` records the setting as a Ray node label: that
+    node's engine runs two devices while the gateway's flags say cpu:1 for the others."""
+    from cuzk.cluster.settings import to_labels
+
+    extra = farm.add_node(**to_labels({"devices": "cpu:2"}))
+    gw = gateway(farm)
+    try:
+        n = gw.nodes[extra.node_id]
+        assert n.devices == ["cpu:0", "cpu:1"] and n.capacity == 2 * 3
+        assert all(m.devices == ["cpu:0"] for m in gw.nodes.values() if m is not n and m.alive)
+        kid = gw.register_key(key)
+        ws = witnesses(12, 1200)
+        check_proofs(key, gw.result(gw.submit(kid, ws), timeout=120), ws)
+    finally:
+        gw.stop(0)
+        farm.remove_node(extra)
+
+
 # ------------------------------------------------------------------------------ failures
 def leftover_buffers(pids) -> list[str]:
     names = os.listdir("/dev/shm")

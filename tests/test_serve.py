@@ -100,7 +100,7 @@ def server(request, roots):
     s.machines = 1
     if farm:
         s.machines = 2
-        wait_for(lambda: request(s.url, "GET", "/healthz")[2].get("nodes_alive") == 2, 180)
+        wait_for(lambda: get(s, "/healthz")[2].get("nodes_alive") == 2, 180)
     yield from serving(s)
 
 
@@ -628,6 +628,9 @@ def test_openapi_is_served(server):
     code, h, body = get(server, "/openapi.yaml")
     assert code == 200 and h["content-type"] == "application/yaml"
     assert body.startswith(b"openapi: 3") and b"/v1/jobs/{job_id}/result:" in body
+    yaml = pytest.importorskip("yaml")  # PyYAML comes with ray (the test extra)
+    spec = yaml.safe_load(body)  # valid YAML: a flow mapping once hid an unquoted {job_id}
+    assert "/healthz" in spec["paths"] and "/v1/prove" in spec["paths"]
 
 
 def test_cli_status(server):

@@ -550,6 +550,7 @@ class ClusterEngine:
                         break
                     if now >= next_poll:
                         self._poll(now)
+                        self._check_unusable_keys()
                         next_poll = now + self.poll_interval
                     self._dispatch()
                     self._check_no_node(now)
@@ -632,7 +633,10 @@ class ClusterEngine:
         try:
             if n.actor is None:
                 n.actor = node_actor(n.node_id, self.node_config, self.epoch)
-            ref = n.actor.attach.remote(self.epoch) if what == "attach" else n.actor.status.remote()
+            if what == "attach":
+                ref = n.actor.attach.remote(self.epoch, self.node_config)
+            else:
+                ref = n.actor.status.remote()
         except Exception as e:
             n.error = f"{type(e).__name__}: {e}"
             n.next_attach = time.time() + ATTACH_RETRY
@@ -724,6 +728,18 @@ class ClusterEngine:
         n.outstanding.clear()
         if not any(m.alive for m in self.nodes.values()) and self._no_node_since is None:
             self._no_node_since = time.time()
+
+    def _check_unusable_keys(self) -> None:
+        """A queued job whose key every live node has refused fails with their reasons."""
+        alive = [n for n in self.nodes.values() if n.alive]
+        if not alive:
+            return
+        for job in [j for j in self.jobs_.values() if not j.finished]:
+            k = self.keys_.get(job.key_id)
+            if k is None or not all(n.node_id in k.unreadable for n in alive):
+                continue
+            reasons = "; ".join(f"{nid[:8]}: {why}" for nid, why in k.unreadable.items())
+            self._end_job(job, "failed", f"no prover node can use key {k.key_id} ({reasons})")
 
     def _check_no_node(self, now: float) -> None:
         t = self._no_node_since

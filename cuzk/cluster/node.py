@@ -62,35 +62,44 @@ class NodeEngine:
         import ray
 
         from cuzk.cluster.settings import from_labels
-        from cuzk.engine import Engine
-        from cuzk.engine.config import EngineConfig
 
         ctx = ray.get_runtime_context()
         self.node_id = ctx.get_node_id()
-        own = from_labels(_flat_labels(ctx.get_node_labels()))
-        self.settings = {**settings, **own}
-        self.own_settings = sorted(own)
+        self.own = from_labels(_flat_labels(ctx.get_node_labels()))
         self.instance = uuid.uuid4().hex[:12]
         self.started_at = time.time()
         self.epoch = epoch
         self._lock = threading.Lock()
         self._keys: dict[tuple, str] = {}  # (path, wasm, size, mtime_ns) -> key id
-        fields = {f for f in EngineConfig.__dataclass_fields__}
-        cfg = EngineConfig(
-            **{k: v for k, v in self.settings.items() if k in fields},
-        )
-        cfg.instance = f"node-{self.node_id[:8]}"
-        cfg.board_name = None
-        self.engine = Engine(cfg).start(timeout=600)
         self.host = socket.gethostname()
         self.address = ray.util.get_node_ip_address()
+        self.engine = None
+        self._start_engine(settings)
+
+    def _start_engine(self, settings: dict) -> None:
+        """(Re)start the local engine with the gateway's settings, this machine's own on top."""
+        from cuzk.engine import Engine
+        from cuzk.engine.config import EngineConfig
+
+        self.gateway_settings = dict(settings)
+        self.settings = {**settings, **self.own}
+        fields = set(EngineConfig.__dataclass_fields__)
+        cfg = EngineConfig(**{k: v for k, v in self.settings.items() if k in fields})
+        cfg.instance = f"node-{self.node_id[:8]}"
+        cfg.board_name = None
+        if self.engine is not None:
+            self.engine.stop(0)
+            with self._lock:
+                self._keys.clear()
+        self.engine = Engine(cfg).start(timeout=600)
         log.info(
-            "node engine %s (instance %s) on %s: devices %s, board %s",
+            "node engine %s (instance %s) on %s: devices %s, board %s%s",
             self.node_id[:8],
             self.instance,
             self.host,
             ",".join(self.engine.config.device_names),
             self.engine.board_name,
+            f"; this machine's own settings: {', '.join(sorted(self.own))}" if self.own else "",
         )
 
     # ------------------------------------------------------------------ identity, liveness
@@ -106,13 +115,15 @@ class NodeEngine:
             "devices": list(c.device_names),
             "capacity": len(c.device_names) * (c.workers_per_device + 1),
             "board": self.engine.board_name,
-            "own_settings": self.own_settings,
+            "own_settings": sorted(self.own),
             "epoch": self.epoch,
             "running": self.engine.running,
         }
 
-    def attach(self, epoch: str) -> dict:
-        """Serve the gateway of `epoch` from now on: the work of any other is cancelled."""
+    def attach(self, epoch: str, settings: dict | None = None) -> dict:
+        """Serve the gateway of `epoch` from now on: the work of any other is cancelled, and
+        the engine restarts when the gateway's settings differ from those it runs with (a
+        gateway restarted with other flags; an actor Ray restarted with its first ones)."""
         with self._lock:
             self.epoch = epoch
         dropped = 0
@@ -121,6 +132,9 @@ class NodeEngine:
                 dropped += self.engine.cancel(j["job_id"])
         if dropped:
             log.info("attached to gateway %s: %d stale partition(s) cancelled", epoch, dropped)
+        if settings is not None and settings != self.gateway_settings:
+            log.info("gateway %s has other settings: the engine restarts with them", epoch)
+            self._start_engine(settings)
         return self.status()
 
     def _owned(self, local: str, epoch: str) -> bool:
