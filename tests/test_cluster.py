@@ -144,6 +144,16 @@ def test_partitions_of_a_key_go_to_the_node_where_it_is_resident(farm, key, tmp_
         r = gw.result(gw.submit(kid, ws), timeout=120)
         check_proofs(str(other), r, ws)
         assert {p["node"] for p in r["partitions"]} == {home}
+        # a key that every live node refuses (as when its file is gone on every machine):
+        # its job fails with their reasons instead of waiting in the queue
+        with gw.lock:
+            k = gw.keys_[kid]
+            for n in gw.nodes.values():
+                if n.alive:
+                    k.checked.discard(n.node_id)
+                    k.unreadable[n.node_id] = "OSError: no such file"
+        r = gw.result(gw.submit(kid, witnesses(2, 80)), timeout=30)
+        assert r["state"] == "failed" and "no prover node can use key" in r["error"], r
     finally:
         gw.stop(0)
 
