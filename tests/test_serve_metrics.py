@@ -1,7 +1,7 @@
 """GET /metrics from an engine's snapshot: a farm gateway's (nodes, node fields) adds node
 figures and a `node` label; a one-machine snapshot keeps the local daemon's names and labels.
 
-The engine is a stand-in with the three methods Metrics reads (snapshot, jobs, job), serving
+The engine is a stand-in with the methods Metrics reads (snapshot, jobs, job, health), serving
 the synthetic snapshots of cuzk.testing.sample; tests/test_serve.py::test_metrics checks the
 same families on a real daemon proving real jobs.
 """
@@ -22,6 +22,10 @@ class Engine:
 
     def snapshot(self) -> dict:
         return self.snap
+
+    def health(self) -> tuple[bool, dict]:  # a farm's gateway tells its nodes here
+        nodes = self.snap.get("nodes")
+        return True, {} if nodes is None else {"nodes": len(nodes)}
 
     def jobs(self) -> list[dict]:
         return [

@@ -64,6 +64,7 @@ POLL_INTERVAL = 0.5  # seconds between two status requests to a node
 WAIT_SLICE = 0.005  # seconds the loop waits on Ray per turn while work is out
 REGISTER_TIMEOUT = 600.0  # seconds a node may take to open and validate a key
 ATTACH_RETRY = 2.0  # seconds between two attempts to attach a node whose actor failed
+ANSWER_TIMEOUT = 60.0  # seconds a node may leave a status call unanswered before it is lost
 
 
 @dataclass
@@ -111,6 +112,7 @@ class NodeRecord:
     outstanding: dict = field(default_factory=dict)  # WorkKey -> instance it was sent to
     status: dict | None = None  # the last status() reply
     pending: str | None = None  # "attach" | "status" while a call is out
+    pending_since: float = 0.0
     next_attach: float = 0.0
     error: str | None = None  # why the node is not alive, when it is not
 
@@ -620,6 +622,8 @@ class ClusterEngine:
             if was and not n.ray_alive:
                 self._lose(n, "Ray reports its machine gone")
         for n in self.nodes.values():
+            if n.pending == "status" and n.alive and now - n.pending_since > ANSWER_TIMEOUT:
+                self._lose(n, f"no answer to a status call for {ANSWER_TIMEOUT:.0f} s")
             if not n.ray_alive or n.pending is not None:
                 continue
             if n.actor is None or not n.alive:
@@ -642,7 +646,7 @@ class ClusterEngine:
             n.next_attach = time.time() + ATTACH_RETRY
             n.actor = None
             return
-        n.pending = what
+        n.pending, n.pending_since = what, time.time()
         self.inflight[ref] = (what, n.node_id, None)
 
     def _node_answer(self, n: NodeRecord, what: str, value, error) -> None:
@@ -656,6 +660,8 @@ class ClusterEngine:
             n.actor = None if _actor_gone(self._ray, error) else n.actor
             n.next_attach = time.time() + ATTACH_RETRY
             return
+        if not n.ray_alive:
+            return  # a late answer from a machine Ray has since declared gone
         info = value["info"]
         if info["instance"] != n.instance:
             if n.instance is not None:

@@ -179,7 +179,7 @@ class Metrics:
             registry=self.registry,
         )
         # One proof per partition: a job of N partitions yields N proofs (or failures). Made
-        # at the first observation, once the engine's snapshot says whether it is a farm's.
+        # at the first observation, once the engine's health says whether it is a farm's.
         self.proofs_done = self.proofs_failed = None
         self.farm: bool | None = None
         self._seen: set[str] = set()
@@ -204,7 +204,7 @@ class Metrics:
 
     def _proof_counters(self) -> None:
         """The cuzk_proofs_* counters: by kind, and on a farm's gateway by kind and node."""
-        self.farm = self.engine.snapshot().get("nodes") is not None
+        self.farm = "nodes" in self.engine.health()[1]  # never raises, even once stopped
         by = ["kind", "node"] if self.farm else ["kind"]
         self.proofs_done = Counter(
             "cuzk_proofs_completed",
