@@ -53,8 +53,8 @@ from dataclasses import dataclass, field
 
 from cuzk.cluster.node import node_actor
 from cuzk.engine.budget import MemoryBudget
-from cuzk.engine.config import PRIORITIES, EngineConfig
-from cuzk.engine.engine import EngineError, EngineStopped, UnknownJob, UnknownKey
+from cuzk.engine.config import EngineConfig
+from cuzk.engine.engine import EngineError, EngineStopped, UnknownJob, UnknownKey, job_request
 from cuzk.engine.records import JobRecord, PartitionRecord
 from cuzk.engine.scheduler import SYNTH_QUEUE, Scheduler, WorkKey
 
@@ -412,32 +412,9 @@ class ClusterEngine:
         recovered: bool = False,
     ) -> str:
         """Queue a job (see Engine.submit: the same arguments, errors and journal)."""
-        from cuzk.engine.engine import Engine
-
-        if priority not in PRIORITIES:
-            raise ValueError(f"priority must be one of {', '.join(PRIORITIES)}, got {priority!r}")
-        kind = str(kind)
-        if not kind or len(kind.encode()) > 24:
-            raise ValueError("kind must be a label of 1 to 24 bytes")
-        if (witnesses is None) == (inputs is None):
-            raise ValueError("a job has either witnesses or inputs")
-        circuit = inputs is not None
-        if circuit:
-            items = Engine._circuit_inputs(inputs)
-        else:
-            items = []
-            for w in witnesses:
-                if isinstance(w, (bytes, bytearray, memoryview)):
-                    items.append(bytes(w))
-                elif isinstance(w, (str, os.PathLike)):
-                    p = os.path.abspath(os.fspath(w))
-                    if not os.path.isfile(p):
-                        raise ValueError(f"witness file not found: {p}")
-                    items.append(self._spooled(p))
-                else:
-                    raise ValueError(f"a witness is bytes or a path, got {type(w).__name__}")
-            if not items:
-                raise ValueError("a job needs at least one witness")
+        kind, items, circuit = job_request(witnesses, inputs, kind, priority)
+        if not circuit:  # a path of the journal's spool travels as its bytes
+            items = [self._spooled(x) if isinstance(x, str) else x for x in items]
         with self.lock:
             k = self._check_intake(key_id, circuit)
             if job_id is None:
@@ -887,7 +864,7 @@ class ClusterEngine:
         job.n_done += 1
         self._event("done", job.job_id, wk.partition, wk.attempt)
         if job.n_done + job.n_failed == len(job.partitions):
-            self._settle_job(job)
+            self._end_job(job, *job.outcome())
 
     def _partition_failed(self, job: JobRecord, wk: WorkKey, r: dict) -> None:
         """The node proved and failed it (after its own retries): the input's fault."""
@@ -904,7 +881,7 @@ class ClusterEngine:
         if job.wasm is not None:  # an input the circuit rejects: the rest goes on
             job.n_failed += 1
             if job.n_done + job.n_failed == len(job.partitions):
-                self._settle_job(job)
+                self._end_job(job, *job.outcome())
             return
         self._end_job(job, "failed", f"partition {wk.partition} failed: {r['error']}")
 
@@ -936,18 +913,6 @@ class ClusterEngine:
         new = self.sched.retry(wk, SYNTH_QUEUE)
         p.state, p.node, p.queued_at = "pending", None, time.time()
         self._event("retry", wk.job_id, wk.partition, new.attempt)
-
-    def _settle_job(self, job: JobRecord) -> None:
-        if not job.n_failed:
-            self._end_job(job, "done", None)
-            return
-        bad = [i for i, p in enumerate(job.partitions) if p.state == "failed"]
-        self._end_job(
-            job,
-            "failed",
-            f"{len(bad)} of {len(job.partitions)} partition(s) failed "
-            f"(partition {bad[0]}: {job.partitions[bad[0]].error})",
-        )
 
     def _end_job(self, job: JobRecord, state: str, error: str | None, *, shutdown=False) -> None:
         """Finish a job: drop what is queued, cancel what runs on nodes, record, wake."""

@@ -255,16 +255,7 @@ class Dispatcher:
         """End a job whose every partition is done or failed alone."""
         if job.n_done + job.n_failed < len(job.partitions):
             return
-        if not job.n_failed:
-            self.end_job(job, "done", None)
-            return
-        bad = [i for i, p in enumerate(job.partitions) if p.state == "failed"]
-        self.end_job(
-            job,
-            "failed",
-            f"{len(bad)} of {len(job.partitions)} partition(s) failed "
-            f"(partition {bad[0]}: {job.partitions[bad[0]].error})",
-        )
+        self.end_job(job, *job.outcome())
 
     def end_job(
         self, job: JobRecord, state: str, error: str | None, *, shutdown: bool = False

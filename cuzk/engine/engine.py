@@ -64,6 +64,60 @@ class UnknownKey(KeyError):
     pass
 
 
+def job_request(witnesses, inputs, kind, priority) -> tuple[str, list, bool]:
+    """A job's arguments checked and normalised, as Engine.submit takes them: (kind, items,
+    circuit). Items: witness bytes or absolute paths of existing files, or (circuit) compact
+    JSON bytes of circuit inputs. Raises ValueError naming the first bad argument."""
+    if priority not in PRIORITIES:
+        raise ValueError(f"priority must be one of {', '.join(PRIORITIES)}, got {priority!r}")
+    kind = str(kind)
+    if not kind or len(kind.encode()) > 24:
+        raise ValueError("kind must be a label of 1 to 24 bytes")
+    if (witnesses is None) == (inputs is None):
+        raise ValueError("a job has either witnesses or inputs")
+    if inputs is not None:
+        return kind, circuit_inputs(inputs), True
+    items = []
+    for w in witnesses:
+        if isinstance(w, (bytes, bytearray, memoryview)):
+            items.append(bytes(w))
+        elif isinstance(w, (str, os.PathLike)):
+            p = os.path.abspath(os.fspath(w))
+            if not os.path.isfile(p):
+                raise ValueError(f"witness file not found: {p}")
+            items.append(p)
+        else:
+            raise ValueError(f"a witness is bytes or a path, got {type(w).__name__}")
+    if not items:
+        raise ValueError("a job needs at least one witness")
+    return kind, items, False
+
+
+def circuit_inputs(objs) -> list[bytes]:
+    """Circuit inputs as compact JSON bytes, one per partition, values checked."""
+    import json
+
+    from cuzk.witness.inputs import parse_inputs
+
+    out = []
+    for i, x in enumerate(objs):
+        what = f"inputs[{i}]"
+        if isinstance(x, (bytes, bytearray, str)):
+            try:
+                x = json.loads(x)
+            except (json.JSONDecodeError, UnicodeDecodeError) as e:
+                raise ValueError(f"{what}: not valid JSON: {e}") from None
+        if not isinstance(x, dict):
+            raise ValueError(
+                f"{what}: the circuit's inputs are a JSON object, got {type(x).__name__}"
+            )
+        parse_inputs(x, what)  # NotANumber (a ValueError) for a value that is not one
+        out.append(json.dumps(x, separators=(",", ":")).encode())
+    if not out:
+        raise ValueError("a job needs at least one input (one per partition)")
+    return out
+
+
 class Engine:
     """The proving engine. `Engine(config).start()`, then register keys and submit jobs.
 
@@ -264,63 +318,10 @@ class Engine:
         With a journal, the job is recorded durably (uploads spooled to files) before it is
         queued, so the id returned survives a crash. `job_id`, `submitted_at` and
         `recovered=True` re-queue a job the journal already holds, under its original id."""
-        if priority not in PRIORITIES:
-            raise ValueError(f"priority must be one of {', '.join(PRIORITIES)}, got {priority!r}")
-        kind = str(kind)
-        if not kind or len(kind.encode()) > 24:
-            raise ValueError("kind must be a label of 1 to 24 bytes")
-        if (witnesses is None) == (inputs is None):
-            raise ValueError("a job has either witnesses or inputs")
-        if inputs is not None:
-            return self._submit(
-                key_id,
-                self._circuit_inputs(inputs),
-                kind,
-                priority,
-                job_id,
-                submitted_at,
-                recovered,
-                circuit=True,
-            )
-        inputs = []
-        for w in witnesses:
-            if isinstance(w, (bytes, bytearray, memoryview)):
-                inputs.append(bytes(w))
-            elif isinstance(w, (str, os.PathLike)):
-                p = os.path.abspath(os.fspath(w))
-                if not os.path.isfile(p):
-                    raise ValueError(f"witness file not found: {p}")
-                inputs.append(p)
-            else:
-                raise ValueError(f"a witness is bytes or a path, got {type(w).__name__}")
-        if not inputs:
-            raise ValueError("a job needs at least one witness")
-        return self._submit(key_id, inputs, kind, priority, job_id, submitted_at, recovered)
-
-    @staticmethod
-    def _circuit_inputs(objs) -> list[bytes]:
-        """Circuit inputs as compact JSON bytes, one per partition, values checked."""
-        import json
-
-        from cuzk.witness.inputs import parse_inputs
-
-        out = []
-        for i, x in enumerate(objs):
-            what = f"inputs[{i}]"
-            if isinstance(x, (bytes, bytearray, str)):
-                try:
-                    x = json.loads(x)
-                except (json.JSONDecodeError, UnicodeDecodeError) as e:
-                    raise ValueError(f"{what}: not valid JSON: {e}") from None
-            if not isinstance(x, dict):
-                raise ValueError(
-                    f"{what}: the circuit's inputs are a JSON object, got {type(x).__name__}"
-                )
-            parse_inputs(x, what)  # NotANumber (a ValueError) for a value that is not one
-            out.append(json.dumps(x, separators=(",", ":")).encode())
-        if not out:
-            raise ValueError("a job needs at least one input (one per partition)")
-        return out
+        kind, items, circuit = job_request(witnesses, inputs, kind, priority)
+        return self._submit(
+            key_id, items, kind, priority, job_id, submitted_at, recovered, circuit=circuit
+        )
 
     def _submit(
         self, key_id, inputs, kind, priority, job_id, submitted_at, recovered, circuit: bool = False

@@ -127,6 +127,16 @@ class JobRecord:
             d["partitions"] = [p.to_dict(i) for i, p in enumerate(self.partitions)]
         return d
 
+    def outcome(self) -> tuple[str, str | None]:
+        """(state, error) of a job whose every partition is done or failed alone."""
+        if not self.n_failed:
+            return "done", None
+        bad = [i for i, p in enumerate(self.partitions) if p.state == "failed"]
+        return "failed", (
+            f"{len(bad)} of {len(self.partitions)} partition(s) failed "
+            f"(partition {bad[0]}: {self.partitions[bad[0]].error})"
+        )
+
     def result(self) -> dict:
         """The job with its proofs and public signals, ordered by partition."""
         d = self.to_dict(detail=True)
