@@ -94,7 +94,7 @@ def msm_fn(target, group):
     return m.msm_g1 if group == "g1" else m.msm_g2
 
 
-def exponent_check(target, group, a, k, c=None, points=None):
+def exponent_check(target, group, a, k, c=None, points=None, lanes=None):
     """MSM of points a_i G with scalars k_i (ints; a_i None = infinity) against
     (sum k_i a_i) G from py_ecc."""
     gen, rows, _ = GROUPS[group]
@@ -102,7 +102,10 @@ def exponent_check(target, group, a, k, c=None, points=None):
         inf = ob.Z1 if group == "g1" else ob.Z2
         points = rows([inf if ai is None else ob.multiply(gen, ai) for ai in a])
     total = sum(ki * ai for ki, ai in zip(k, a, strict=True) if ai is not None) % R
-    got = msm_fn(target, group)(points, scalar_rows(k), **({"c": c} if c else {}))
+    options = {"c": c} if c else {}
+    if lanes is not None:
+        options["lanes"] = lanes
+    got = msm_fn(target, group)(points, scalar_rows(k), **options)
     assert got.dtype == np.uint64 and got.shape == (GROUPS[group][2],)
     assert row_to_ints(got) == py_ecc_ints(ob.multiply(gen, total))
     return got
@@ -243,6 +246,26 @@ def test_g1_cpu_mmap_view_is_not_copied(tmp_path, progression_4096):
         del view
     finally:
         mm.close()
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+def test_cpu_bucket_sums_in_lanes(group):
+    """The batch-affine bucket sums (cuzk.kernels.buckets.bucket_lanes_sum) against the
+    exponent sum for every lane count from one lane per bucket to one lane, and the Jacobian
+    running sums (lanes=0): empty buckets (the lanes' running sums double), buckets that
+    cancel to infinity, and lane totals that cancel each other."""
+    gen, rows, _ = GROUPS[group]
+    P5, P7 = ob.multiply(gen, 5), ob.multiply(gen, 7)
+    a = [5] * 6 + [R - 5] * 6 + [7, 7, None, 7]
+    pts = [P5] * 6 + [ob.neg(P5)] * 6 + [P7, P7, ob.Z1 if group == "g1" else ob.Z2, P7]
+    # Several points per bucket; P5 and -P5 with equal scalars cancel inside their buckets;
+    # 41 and 62 have negative digits with a carry at c = 6.
+    k = [9, 9, 41, 31, 31, 2] * 2 + [3, 3, 5, 62]
+    points = rows(pts)
+    for c in (3, 6):
+        H = 1 << (c - 1)
+        for lanes in (0, H, H // 2, 2, 1):
+            exponent_check("cpu", group, a, k, c=c, points=points, lanes=lanes)
 
 
 # ------------------------------------------ G2 --------------------------------------------

@@ -34,6 +34,7 @@ row_fn = T.row_fn
 mac, adc, sbb, mul_lo = T.prims
 
 Z = np.uint64(0)
+ALL_ONES = np.uint64(0xFFFFFFFFFFFFFFFF)  # br * ALL_ONES: a borrow (0 or 1) as a mask, no overflow
 ONE_BIT = np.uint64(1)
 
 
@@ -67,9 +68,15 @@ def _reduce_once(t0, t1, t2, t3, p):
     s1, br = sbb(t1, p[1], br)
     s2, br = sbb(t2, p[2], br)
     s3, br = sbb(t3, p[3], br)
-    if br == Z:
-        return (s0, s1, s2, s3)
-    return (t0, t1, t2, t3)
+    # Branch-free select (keep = all ones when t < p): the outcome is data-dependent, so a
+    # branch here mispredicts half the time.
+    keep = br * ALL_ONES
+    return (
+        s0 ^ ((s0 ^ t0) & keep),
+        s1 ^ ((s1 ^ t1) & keep),
+        s2 ^ ((s2 ^ t2) & keep),
+        s3 ^ ((s3 ^ t3) & keep),
+    )
 
 
 @device_fn
@@ -120,12 +127,13 @@ def mod_sub(a, b, p):
     d1, br = sbb(a[1], b[1], br)
     d2, br = sbb(a[2], b[2], br)
     d3, br = sbb(a[3], b[3], br)
-    if br == Z:
-        return (d0, d1, d2, d3)
-    d0, c = adc(d0, p[0], Z)
-    d1, c = adc(d1, p[1], c)
-    d2, c = adc(d2, p[2], c)
-    d3, c = adc(d3, p[3], c)
+    # Add p back under a mask instead of a branch (a borrow is data-dependent: see
+    # _reduce_once).
+    mask = br * ALL_ONES
+    d0, c = adc(d0, p[0] & mask, Z)
+    d1, c = adc(d1, p[1] & mask, c)
+    d2, c = adc(d2, p[2] & mask, c)
+    d3, c = adc(d3, p[3] & mask, c)
     return (d0, d1, d2, d3)
 
 

@@ -163,3 +163,79 @@ def windows_combine(wins, K, c, out):
             acc = G.dbl(acc)
         acc = G.add(acc, G.load(wins, w))
     G.store_affine(out, 0, G.to_affine(acc))
+
+
+# ============ bucket sums in batch-affine lanes (CPU): sum_m m B_m with cheap additions =====
+# The running sums R += B_m, S += R cost two Jacobian additions per bucket (~27 field
+# multiplications). Cutting the buckets into L lanes of s = H / L consecutive buckets and
+# running every lane's two sums side by side turns each step into two batches of L affine
+# additions sharing one inversion each (~6 multiplications apiece plus the inversion's share).
+# Lane l (buckets l s + 1 .. (l + 1) s) ends with R_l = sum of its buckets and
+# S_l = sum (m - l s) B_m, so sum_m m B_m = sum_l S_l + s sum_l l R_l; the last sum is the
+# same running-sum trick over the L lane totals, in Jacobian coordinates.
+
+
+@inline_fn
+def _pair_forward(P, Q, acc, k):
+    """Pair (P, Q) as the k-th of a batch: acc[k] = acc[k-1] * its denominator (prefix
+    product; acc[-1] = 1; pairs needing no inversion repeat acc[k-1]). Returns its kind."""
+    kind, den = pair_classify(P, Q)
+    if k == 0:
+        prev = F_ONE
+    else:
+        prev = f_load(acc, k - 1, 0)
+    if kind <= PAIR_DBL:
+        prev = f_mul(prev, den)
+    f_store(acc, k, 0, prev)
+    return kind
+
+
+@inline_fn
+def _rows_add(X, Y, y0, stride, L, acc, kinds):
+    """X[l] += Y[y0 + l * stride] for l < L (affine rows, (0, 0) = infinity), one inversion."""
+    for l in range(L):
+        kinds[l] = _pair_forward(G.load_affine(X, l), G.load_affine(Y, y0 + l * stride), acc, l)
+    running = f_inv(f_load(acc, L - 1, 0))
+    for l in range(L - 1, -1, -1):
+        P = G.load_affine(X, l)
+        Q = G.load_affine(Y, y0 + l * stride)
+        kind = kinds[l]
+        d_inv = F_ONE
+        if kind <= PAIR_DBL:
+            if l == 0:
+                d_inv = running
+            else:
+                d_inv = f_mul(running, f_load(acc, l - 1, 0))
+            if kind == PAIR_ADD:
+                running = f_mul(running, f_sub(Q[0], P[0]))
+            else:
+                running = f_mul(running, f_dbl(P[1]))
+        G.store_affine(X, l, affine_add_given_inverse(P, Q, kind, d_inv))
+
+
+@device_fn
+def bucket_lanes_sum(sums, H, L, R, S, acc, kinds, wins, w):
+    """wins[w] = sum_{m=1..H} m * sums[m-1] (affine bucket sums, (0, 0) = empty) as a
+    Jacobian row, in L lanes of batch-affine running sums (H, L powers of two, L <= H).
+    R, S: (L, AFFINE_WIDTH) scratch; acc: (L, COORD_LIMBS); kinds: (L,)."""
+    s = H // L
+    R[:L] = 0
+    S[:L] = 0
+    for t in range(s):
+        # bucket (l + 1) s - t is row (l + 1) s - t - 1 = l s + (s - 1 - t)
+        _rows_add(R, sums, s - 1 - t, s, L, acc, kinds)
+        _rows_add(S, R, 0, 1, L, acc, kinds)
+    # sum_l S_l + s * sum_l l R_l
+    total = G.inf()
+    run = G.inf()
+    weighted = G.inf()
+    for l in range(L - 1, -1, -1):
+        total = G.add_mixed(total, G.load_affine(S, l))
+        if l > 0:
+            run = G.add_mixed(run, G.load_affine(R, l))
+            weighted = G.add(weighted, run)
+    step = s
+    while step > 1:
+        weighted = G.dbl(weighted)
+        step >>= 1
+    G.store(wins, w, G.add(total, weighted))

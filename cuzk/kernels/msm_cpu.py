@@ -13,11 +13,13 @@ Work plan (see cuzk.kernels.msm for the algorithms):
    for zero scalars and points at infinity (so they are skipped everywhere after);
 2. windows run in parallel (numba prange): each counting-sorts its points into buckets
    (negating the points of negative digits), adds pairs within buckets in batch-affine
-   rounds until one point per bucket is left, and sums m * B_m with running sums;
+   rounds until one point per bucket is left, and sums m * B_m with running sums kept in
+   LANES batch-affine lanes (cuzk.kernels.buckets.bucket_lanes_sum);
 3. Horner over the window sums, one inversion to affine.
 Memory per thread: two sorted copies of a window's points (2 x 64 n bytes for G1,
 2 x 128 n for G2) plus n/2 prefix products (32 or 64 bytes each), reused window after
-window; plus the (K, n) int32 digits shared by all: ~160 n + 4 K n bytes for G1.
+window, and two rows per lane for the bucket sums; plus the (K, n) int32 digits shared by
+all: ~160 n + 4 K n bytes for G1.
 """
 
 import os
@@ -44,12 +46,19 @@ PIPPENGER = {
 
 # Cost model of one window, in Fq multiplications: a batch-affine addition ~ 5M + 1S plus
 # its bookkeeping (~150 ns against 14 ns per multiplication, measured), an inversion ~ 400M
-# per batch round, and per bucket the running sums (one mixed and one full Jacobian
-# addition, ~560 ns measured) plus sorting and copying. The bucket weight is fitted so the
-# choice matches the best measured c at 2^16 (c = 11; 11..15 span 293..350 ms of CPU time).
+# per batch round, and per bucket the two batch-affine additions of the lanes' running sums
+# plus sorting and copying. The bucket weight is fitted so the choice matches the best
+# measured c (2 threads, lanes of 128: G1 c = 12 at 2^15 points ~ 24.6k, 12..15 flat at
+# ~98k; G2 best at 12..14).
 _COST_AFFINE_ADD = 9.0
-_COST_BUCKET = 60.0
+_COST_BUCKET = 25.0
 _COST_INVERSION = 400.0
+
+# Lanes of the batch-affine bucket sums (cuzk.kernels.buckets.bucket_lanes_sum), a power of
+# two; lanes=0 selects the Jacobian running sums (cuzk.kernels.buckets.bucket_weighted_sum).
+# Measured per bucket at H = 4096, one thread: Jacobian 780-860 ns; lanes of 64: 760 ns,
+# 128 or 256: 470 ns (one inversion per 128 additions), 512: 550 ns.
+LANES = 128
 
 
 def window_bits(n: int) -> int:
@@ -99,7 +108,7 @@ def _check(points, scalars, width, name):
     return points, scalars
 
 
-def _msm(points, scalars, g, width, name, c):
+def _msm(points, scalars, g, width, name, c, lanes=None):
     points, scalars = _check(points, scalars, width, name)
     out = np.zeros((1, width), np.uint64)
     if points.shape[0] == 0:
@@ -107,15 +116,18 @@ def _msm(points, scalars, g, width, name, c):
     c = int(c or window_bits(points.shape[0]))
     if not 2 <= c <= 24:
         raise ValueError(f"{name}: window width c = {c} outside 2..24")
-    PIPPENGER[g].pippenger(points, scalars, c, get_num_threads(), out)
+    lanes = LANES if lanes is None else int(lanes)
+    if lanes < 0 or lanes & (lanes - 1):
+        raise ValueError(f"{name}: lanes = {lanes} is not 0 or a power of two")
+    PIPPENGER[g].pippenger(points, scalars, c, lanes, get_num_threads(), out)
     return out[0]
 
 
-def msm_g1(points, scalars, c: int | None = None) -> np.ndarray:
+def msm_g1(points, scalars, c: int | None = None, lanes: int | None = None) -> np.ndarray:
     """sum_i scalars[i] * points[i] over G1 as an (8,) affine row (zeros = infinity)."""
-    return _msm(points, scalars, 1, G1_WIDTH, "msm_g1", c)
+    return _msm(points, scalars, 1, G1_WIDTH, "msm_g1", c, lanes)
 
 
-def msm_g2(points, scalars, c: int | None = None) -> np.ndarray:
+def msm_g2(points, scalars, c: int | None = None, lanes: int | None = None) -> np.ndarray:
     """sum_i scalars[i] * points[i] over G2 as a (16,) affine row (zeros = infinity)."""
-    return _msm(points, scalars, 2, G2_WIDTH, "msm_g2", c)
+    return _msm(points, scalars, 2, G2_WIDTH, "msm_g2", c, lanes)

@@ -4,8 +4,8 @@
 of cuzk.kernels.msm_cpu (the public entry points, which pick the build). Windows run in
 parallel (numba prange): each counting-sorts its points into buckets (negating the points of
 negative digits), adds pairs within buckets in batch-affine rounds until one point per bucket
-is left (cuzk.kernels.buckets), and sums m * B_m with running sums; then Horner over the window
-sums and one inversion to affine.
+is left (cuzk.kernels.buckets), and sums m * B_m with running sums (in batch-affine lanes, or
+Jacobian when lanes = 0); then Horner over the window sums and one inversion to affine.
 """
 
 import numpy as np
@@ -26,7 +26,24 @@ BUCKET_CHUNK = 256
 
 
 @T.njit()
-def window_sum(points, digits, w, H, wins, buf_a, buf_b, acc, kinds, sums, counts, starts, active):
+def window_sum(
+    points,
+    digits,
+    w,
+    H,
+    L,
+    wins,
+    buf_a,
+    buf_b,
+    acc,
+    kinds,
+    sums,
+    counts,
+    starts,
+    active,
+    lanes_r,
+    lanes_s,
+):
     """Window w: bucket sort, batch-affine rounds, weighted bucket sum into wins[w].
     buf_a, buf_b: (n, W) scratch; acc: (n // 2 + 1, W // 2); kinds: (n // 2 + 1,);
     sums: (H, W); counts, starts, active: (H + 1,) — reused from window to window."""
@@ -75,17 +92,21 @@ def window_sum(points, digits, w, H, wins, buf_a, buf_b, acc, kinds, sums, count
                     active[na_next] = m
                     na_next += 1
             na = na_next
-    B.bucket_weighted_sum(sums, H, wins, w)
+    if L == 0:
+        B.bucket_weighted_sum(sums, H, wins, w)
+    else:
+        B.bucket_lanes_sum(sums, H, L, lanes_r, lanes_s, acc, kinds, wins, w)
 
 
 @T.njit(parallel=True)
-def pippenger(points, scalars, c, threads, out):
+def pippenger(points, scalars, c, lanes, threads, out):
     """out[0] = sum_i scalars[i] * points[i] in this build's group, window width c, windows
     spread over ``threads`` threads."""
     n = points.shape[0]
     W = points.shape[1]
     K = (255 + c - 1) // c
     H = 1 << (c - 1)
+    L = min(H, lanes)
     digits = np.zeros((K, n), np.int32)
     for i in prange(n):
         if not (M.point_row_is_zero(points, i) or M.scalar_is_zero(scalars, i)):
@@ -97,15 +118,32 @@ def pippenger(points, scalars, c, threads, out):
     for t in prange(T):
         buf_a = np.empty((n, W), np.uint64)
         buf_b = np.empty((n, W), np.uint64)
-        acc = np.empty((n // 2 + 1, W // 2), np.uint64)
-        kinds = np.empty(n // 2 + 1, np.int64)
+        acc = np.empty((max(n // 2, L) + 1, W // 2), np.uint64)
+        kinds = np.empty(max(n // 2, L) + 1, np.int64)
         sums = np.empty((H, W), np.uint64)
         counts = np.empty(H + 1, np.int64)
         starts = np.empty(H + 1, np.int64)
         active = np.empty(H + 1, np.int64)
+        lanes_r = np.empty((max(L, 1), W), np.uint64)
+        lanes_s = np.empty((max(L, 1), W), np.uint64)
         for w in range(t, K, T):
             window_sum(
-                points, digits, w, H, wins, buf_a, buf_b, acc, kinds, sums, counts, starts, active
+                points,
+                digits,
+                w,
+                H,
+                L,
+                wins,
+                buf_a,
+                buf_b,
+                acc,
+                kinds,
+                sums,
+                counts,
+                starts,
+                active,
+                lanes_r,
+                lanes_s,
             )
     B.windows_combine(wins, K, c, out)
 
