@@ -268,6 +268,18 @@ def test_cpu_bucket_sums_in_lanes(group):
             exponent_check("cpu", group, a, k, c=c, points=points, lanes=lanes)
 
 
+@pytest.mark.parametrize("group", ["g1", "g2"])
+def test_cpu_top_window_at_its_largest_digits(group):
+    """The top window gets only the buckets its digits can reach (2^(254 - c (K - 1)), the
+    bits left above the other windows plus a carry): scalars near r and 2^253 reach them,
+    at widths leaving 0, 1 and 2 bits up there."""
+    a = [3, 5, 7, 11, 13]
+    k = [R - 1, R - 2, 2**253, 2**253 + 2**252 - 1, 2**254 - 2**200 - R]
+    assert all(0 <= ki < R for ki in k)
+    for c in (2, 11, 12):
+        exponent_check("cpu", group, a, k, c=c)
+
+
 # ------------------------------------------ G2 --------------------------------------------
 
 

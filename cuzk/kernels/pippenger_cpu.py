@@ -107,6 +107,9 @@ def pippenger(points, scalars, c, lanes, threads, out):
     K = (255 + c - 1) // c
     H = 1 << (c - 1)
     L = min(H, lanes)
+    # Scalars are below r < 2^254, so the top window's digits are at most 2^(254 - c (K - 1))
+    # (its bits plus a carry): it needs only that many buckets.
+    H_top = min(H, 1 << max(254 - c * (K - 1), 0))
     digits = np.zeros((K, n), np.int32)
     for i in prange(n):
         if not (M.point_row_is_zero(points, i) or M.scalar_is_zero(scalars, i)):
@@ -127,12 +130,13 @@ def pippenger(points, scalars, c, lanes, threads, out):
         lanes_r = np.empty((max(L, 1), W), np.uint64)
         lanes_s = np.empty((max(L, 1), W), np.uint64)
         for w in range(t, K, T):
+            Hw = H if w < K - 1 else H_top
             window_sum(
                 points,
                 digits,
                 w,
-                H,
-                L,
+                Hw,
+                min(L, Hw),
                 wins,
                 buf_a,
                 buf_b,
