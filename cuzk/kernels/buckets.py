@@ -78,11 +78,10 @@ def affine_add_given_inverse(P, Q, kind, inv):
 
 
 @inline_fn
-def chain_forward(pts, i, acc, k):
-    """Pair (pts[i], pts[i+1]) as the k-th of a batch: acc[k] = acc[k-1] * denominator
-    (prefix product; acc[-1] = 1; pairs needing no inversion repeat acc[k-1]). Returns the
-    pair's kind."""
-    kind, den = pair_classify(G.load_affine(pts, i), G.load_affine(pts, i + 1))
+def pair_forward(P, Q, acc, k):
+    """Pair (P, Q) as the k-th of a batch: acc[k] = acc[k-1] * its denominator (prefix
+    product; acc[-1] = 1; pairs needing no inversion repeat acc[k-1]). Returns its kind."""
+    kind, den = pair_classify(P, Q)
     if k == 0:
         prev = F_ONE
     else:
@@ -94,12 +93,9 @@ def chain_forward(pts, i, acc, k):
 
 
 @inline_fn
-def chain_backward(pts, i, acc, k, kind, running, out, o):
-    """Backward step of the batch for pair k = (pts[i], pts[i+1]): with running =
-    1 / (d_0 ... d_k), d_k^{-1} = running * acc[k-1]; out[o] = the sum; returns
-    running * d_k = 1 / (d_0 ... d_{k-1})."""
-    P = G.load_affine(pts, i)
-    Q = G.load_affine(pts, i + 1)
+def pair_backward(P, Q, acc, k, kind, running):
+    """Backward step of the batch for pair k = (P, Q): with running = 1 / (d_0 ... d_k),
+    d_k^{-1} = running * acc[k-1]. Returns (P + Q, running * d_k = 1 / (d_0 ... d_{k-1}))."""
     d_inv = F_ONE
     if kind <= PAIR_DBL:
         if k == 0:
@@ -111,8 +107,7 @@ def chain_backward(pts, i, acc, k, kind, running, out, o):
         else:
             den = f_dbl(P[1])
         running = f_mul(running, den)
-    G.store_affine(out, o, affine_add_given_inverse(P, Q, kind, d_inv))
-    return running
+    return affine_add_given_inverse(P, Q, kind, d_inv), running
 
 
 @device_fn
@@ -126,7 +121,8 @@ def batch_affine_round(pts, out, counts, starts, active, na, acc, kinds):
         m = active[a]
         s = starts[m]
         for p in range(counts[m] >> 1):
-            kinds[k] = chain_forward(pts, s + 2 * p, acc, k)
+            i = s + 2 * p
+            kinds[k] = pair_forward(G.load_affine(pts, i), G.load_affine(pts, i + 1), acc, k)
             k += 1
     running = f_inv(f_load(acc, k - 1, 0))  # the one inversion of the batch
     for a in range(na - 1, -1, -1):
@@ -136,7 +132,11 @@ def batch_affine_round(pts, out, counts, starts, active, na, acc, kinds):
         half = cnt >> 1
         for p in range(half - 1, -1, -1):
             k -= 1
-            running = chain_backward(pts, s + 2 * p, acc, k, kinds[k], running, out, s + p)
+            i = s + 2 * p
+            R, running = pair_backward(
+                G.load_affine(pts, i), G.load_affine(pts, i + 1), acc, k, kinds[k], running
+            )
+            G.store_affine(out, s + p, R)
         if cnt & 1:
             point_row_copy(pts, s + cnt - 1, out, s + half, False)
         counts[m] = (cnt + 1) >> 1
@@ -176,41 +176,16 @@ def windows_combine(wins, K, c, out):
 
 
 @inline_fn
-def _pair_forward(P, Q, acc, k):
-    """Pair (P, Q) as the k-th of a batch: acc[k] = acc[k-1] * its denominator (prefix
-    product; acc[-1] = 1; pairs needing no inversion repeat acc[k-1]). Returns its kind."""
-    kind, den = pair_classify(P, Q)
-    if k == 0:
-        prev = F_ONE
-    else:
-        prev = f_load(acc, k - 1, 0)
-    if kind <= PAIR_DBL:
-        prev = f_mul(prev, den)
-    f_store(acc, k, 0, prev)
-    return kind
-
-
-@inline_fn
 def _rows_add(X, Y, y0, stride, L, acc, kinds):
     """X[l] += Y[y0 + l * stride] for l < L (affine rows, (0, 0) = infinity), one inversion."""
     for l in range(L):
-        kinds[l] = _pair_forward(G.load_affine(X, l), G.load_affine(Y, y0 + l * stride), acc, l)
+        kinds[l] = pair_forward(G.load_affine(X, l), G.load_affine(Y, y0 + l * stride), acc, l)
     running = f_inv(f_load(acc, L - 1, 0))
     for l in range(L - 1, -1, -1):
-        P = G.load_affine(X, l)
-        Q = G.load_affine(Y, y0 + l * stride)
-        kind = kinds[l]
-        d_inv = F_ONE
-        if kind <= PAIR_DBL:
-            if l == 0:
-                d_inv = running
-            else:
-                d_inv = f_mul(running, f_load(acc, l - 1, 0))
-            if kind == PAIR_ADD:
-                running = f_mul(running, f_sub(Q[0], P[0]))
-            else:
-                running = f_mul(running, f_dbl(P[1]))
-        G.store_affine(X, l, affine_add_given_inverse(P, Q, kind, d_inv))
+        R, running = pair_backward(
+            G.load_affine(X, l), G.load_affine(Y, y0 + l * stride), acc, l, kinds[l], running
+        )
+        G.store_affine(X, l, R)
 
 
 @device_fn

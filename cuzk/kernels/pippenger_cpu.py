@@ -26,27 +26,12 @@ BUCKET_CHUNK = 256
 
 
 @T.njit()
-def window_sum(
-    points,
-    digits,
-    w,
-    H,
-    L,
-    wins,
-    buf_a,
-    buf_b,
-    acc,
-    kinds,
-    sums,
-    counts,
-    starts,
-    active,
-    lanes_r,
-    lanes_s,
-):
-    """Window w: bucket sort, batch-affine rounds, weighted bucket sum into wins[w].
-    buf_a, buf_b: (n, W) scratch; acc: (n // 2 + 1, W // 2); kinds: (n // 2 + 1,);
-    sums: (H, W); counts, starts, active: (H + 1,) — reused from window to window."""
+def window_sum(points, digits, w, H, L, wins, scratch):
+    """Window w: bucket sort, batch-affine rounds, bucket sum (in L lanes, or Jacobian running
+    sums when L = 0) into wins[w]; H buckets. scratch (reused from window to window, see
+    pippenger): buf_a, buf_b (n, W); acc (n // 2 + 1, W // 2); kinds (n // 2 + 1,); sums
+    (H, W); counts, starts, active (H + 1,); lanes_r, lanes_s (L, W)."""
+    buf_a, buf_b, acc, kinds, sums, counts, starts, active, lanes_r, lanes_s = scratch
     n = points.shape[0]
     counts[:] = 0
     for i in range(n):
@@ -119,36 +104,21 @@ def pippenger(points, scalars, c, lanes, threads, out):
     # scratch once (fresh allocations per window cost page faults: ~10% at 2^16).
     T = max(1, min(threads, K))
     for t in prange(T):
-        buf_a = np.empty((n, W), np.uint64)
-        buf_b = np.empty((n, W), np.uint64)
-        acc = np.empty((max(n // 2, L) + 1, W // 2), np.uint64)
-        kinds = np.empty(max(n // 2, L) + 1, np.int64)
-        sums = np.empty((H, W), np.uint64)
-        counts = np.empty(H + 1, np.int64)
-        starts = np.empty(H + 1, np.int64)
-        active = np.empty(H + 1, np.int64)
-        lanes_r = np.empty((max(L, 1), W), np.uint64)
-        lanes_s = np.empty((max(L, 1), W), np.uint64)
+        scratch = (
+            np.empty((n, W), np.uint64),  # buf_a
+            np.empty((n, W), np.uint64),  # buf_b
+            np.empty((max(n // 2, L) + 1, W // 2), np.uint64),  # acc
+            np.empty(max(n // 2, L) + 1, np.int64),  # kinds
+            np.empty((H, W), np.uint64),  # sums
+            np.empty(H + 1, np.int64),  # counts
+            np.empty(H + 1, np.int64),  # starts
+            np.empty(H + 1, np.int64),  # active
+            np.empty((max(L, 1), W), np.uint64),  # lanes_r
+            np.empty((max(L, 1), W), np.uint64),  # lanes_s
+        )
         for w in range(t, K, T):
             Hw = H if w < K - 1 else H_top
-            window_sum(
-                points,
-                digits,
-                w,
-                Hw,
-                min(L, Hw),
-                wins,
-                buf_a,
-                buf_b,
-                acc,
-                kinds,
-                sums,
-                counts,
-                starts,
-                active,
-                lanes_r,
-                lanes_s,
-            )
+            window_sum(points, digits, w, Hw, min(L, Hw), wins, scratch)
     B.windows_combine(wins, K, c, out)
 
 
