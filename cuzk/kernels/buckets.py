@@ -143,15 +143,22 @@ def batch_affine_round(pts, out, counts, starts, active, na, acc, kinds):
 
 
 @device_fn
-def bucket_weighted_sum(sums, H, wins, w):
-    """wins[w] = sum_{m=1..H} m * sums[m-1] (affine bucket sums, (0, 0) = empty), as a
-    Jacobian row, by running sums from the top bucket down: R += B_m; S += R."""
+def weighted_rows_sum(rows, first, count):
+    """sum_{m=1..count} m * rows[first + m - 1] (affine rows, (0, 0) = infinity) as a Jacobian
+    point, by running sums from the top row down: R += B_m; S += R."""
     R = G.inf()
     S = G.inf()
-    for m in range(H - 1, -1, -1):
-        R = G.add_mixed(R, G.load_affine(sums, m))
+    for m in range(count - 1, -1, -1):
+        R = G.add_mixed(R, G.load_affine(rows, first + m))
         S = G.add(S, R)
-    G.store(wins, w, S)
+    return S
+
+
+@device_fn
+def bucket_weighted_sum(sums, H, wins, w):
+    """wins[w] = sum_{m=1..H} m * sums[m-1] (affine bucket sums, (0, 0) = empty), as a
+    Jacobian row (weighted_rows_sum)."""
+    G.store(wins, w, weighted_rows_sum(sums, 0, H))
 
 
 @device_fn
@@ -172,7 +179,7 @@ def windows_combine(wins, K, c, out):
 # additions sharing one inversion each (~6 multiplications apiece plus the inversion's share).
 # Lane l (buckets l s + 1 .. (l + 1) s) ends with R_l = sum of its buckets and
 # S_l = sum (m - l s) B_m, so sum_m m B_m = sum_l S_l + s sum_l l R_l; the last sum is the
-# same running-sum trick over the L lane totals, in Jacobian coordinates.
+# same running-sum trick over the L lane totals (weighted_rows_sum), in Jacobian coordinates.
 
 
 @inline_fn
@@ -202,13 +209,9 @@ def bucket_lanes_sum(sums, H, L, R, S, acc, kinds, wins, w):
         _rows_add(S, R, 0, 1, L, acc, kinds)
     # sum_l S_l + s * sum_l l R_l
     total = G.inf()
-    run = G.inf()
-    weighted = G.inf()
-    for l in range(L - 1, -1, -1):
+    for l in range(L):
         total = G.add_mixed(total, G.load_affine(S, l))
-        if l > 0:
-            run = G.add_mixed(run, G.load_affine(R, l))
-            weighted = G.add(weighted, run)
+    weighted = weighted_rows_sum(R, 1, L - 1)  # sum_{l=1..L-1} l R_l
     step = s
     while step > 1:
         weighted = G.dbl(weighted)
