@@ -94,7 +94,7 @@ def msm_fn(target, group):
     return m.msm_g1 if group == "g1" else m.msm_g2
 
 
-def exponent_check(target, group, a, k, c=None, points=None, lanes=None):
+def exponent_check(target, group, a, k, c=None, points=None, lanes=None, chunk_rows=None):
     """MSM of points a_i G with scalars k_i (ints; a_i None = infinity) against
     (sum k_i a_i) G from py_ecc."""
     gen, rows, _ = GROUPS[group]
@@ -105,6 +105,8 @@ def exponent_check(target, group, a, k, c=None, points=None, lanes=None):
     options = {"c": c} if c else {}
     if lanes is not None:
         options["lanes"] = lanes
+    if chunk_rows is not None:
+        options["rows"] = chunk_rows
     got = msm_fn(target, group)(points, scalar_rows(k), **options)
     assert got.dtype == np.uint64 and got.shape == (GROUPS[group][2],)
     assert row_to_ints(got) == py_ecc_ints(ob.multiply(gen, total))
@@ -266,6 +268,29 @@ def test_cpu_bucket_sums_in_lanes(group):
         H = 1 << (c - 1)
         for lanes in (0, H, H // 2, 2, 1):
             exponent_check("cpu", group, a, k, c=c, points=points, lanes=lanes)
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+def test_cpu_chunks_and_buckets_in_pieces(group):
+    """Chunks smaller than a window's points (cuzk.kernels.pippenger_cpu): buckets that do not
+    fit the rest of a chunk move to the next one, and a bucket with more points than a chunk
+    is added up in pieces, each piece starting from the sum of the ones before (a skewed
+    window: equal scalars). Pieces that cancel to infinity, doubling across pieces, points
+    at infinity and zero scalars ride along."""
+    gen, to_rows, _ = GROUPS[group]
+    inf = ob.Z1 if group == "g1" else ob.Z2
+    rng = random.Random(21)
+    a = [rng.randrange(1, 50) for _ in range(40)] + [9] * 8 + [R - 9] * 8 + [None, 4]
+    pts = [inf if ai is None else ob.multiply(gen, ai) for ai in a]
+    # One scalar for most points (a heavy bucket in every window), a few others, and 0.
+    k = [123456789] * 44 + [rng.randrange(R) for _ in range(12)] + [77, 0]
+    points = to_rows(pts)
+    for rows in (2, 3, 5, 16, 10_000):
+        for c in (3, 8):
+            exponent_check("cpu", group, a, k, c=c, points=points, chunk_rows=rows)
+        exponent_check("cpu", group, a, k, c=3, points=points, chunk_rows=rows, lanes=0)
+    with pytest.raises(ValueError, match="at least 2 rows"):
+        msm_fn("cpu", group)(points, scalar_rows(k), rows=1)
 
 
 @pytest.mark.parametrize("group", ["g1", "g2"])

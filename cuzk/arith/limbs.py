@@ -212,6 +212,44 @@ def x86_mont_mul(p: tuple, inv) -> object:
     return mont_mul_x86
 
 
+def cpu_prefetch_row() -> object:
+    """A Numba CPU intrinsic prefetch_row(array, i): a hint (llvm.prefetch, read, keep in all
+    cache levels) that row i of a 2-D array (its first and last byte) will be read soon.
+    Nothing is read or checked: a row past the end is a harmless hint. A gather through an
+    index list (the MSM's chunks) issues it some rows ahead, so the reads' misses overlap."""
+    if "prefetch" not in _cache:
+        from numba import types
+        from numba.core import cgutils
+        from numba.extending import intrinsic
+
+        def codegen(context, builder, sig, args):
+            aryty = sig.args[0]
+            ary = context.make_array(aryty)(context, builder, args[0])
+            strides = cgutils.unpack_tuple(builder, ary.strides, aryty.ndim)
+            offset = builder.mul(args[1], strides[0])
+            start = builder.add(builder.ptrtoint(ary.data, _I64), offset)
+            # the row's last byte too: a G2 row (128 bytes), or an unaligned G1 row of a
+            # mapped zkey, spans two cache lines
+            last = builder.add(start, builder.sub(strides[0], ir.Constant(_I64, 1)))
+            i8p = ir.IntType(8).as_pointer()
+            i32 = ir.IntType(32)
+            fnty = ir.FunctionType(ir.VoidType(), [i8p] + [i32] * 3)
+            fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+            hint = [ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)]
+            for address in (start, last):
+                builder.call(fn, [builder.inttoptr(address, i8p)] + hint)
+            return context.get_dummy_value()
+
+        @intrinsic
+        def prefetch_row(typingctx, ary, i):
+            if not isinstance(ary, types.Array) or ary.ndim != 2:
+                return None
+            return types.void(ary, types.intp), codegen
+
+        _cache["prefetch"] = prefetch_row
+    return _cache["prefetch"]
+
+
 def cpu_primitives() -> Primitives:
     """Intrinsics for Numba's CPU target."""
     if "cpu" not in _cache:

@@ -11,15 +11,15 @@ Montgomery) little-endian limbs, as in a .wtns file. The result uses the same en
 Work plan (see cuzk.kernels.msm for the algorithms):
 1. one parallel pass over the points writes the K signed digits of every scalar, leaving 0
    for zero scalars and points at infinity (so they are skipped everywhere after);
-2. windows run in parallel (numba prange): each counting-sorts its points into buckets
-   (negating the points of negative digits), adds pairs within buckets in batch-affine
-   rounds until one point per bucket is left, and sums m * B_m with running sums kept in
-   LANES batch-affine lanes (cuzk.kernels.buckets.bucket_lanes_sum);
+2. windows run in parallel (numba prange): each counting-sorts its point indices into
+   buckets, then gathers the points bucket chunk by bucket chunk (negating the points of
+   negative digits), adds pairs within buckets in batch-affine rounds until one point per
+   bucket is left, and sums m * B_m with running sums kept in LANES batch-affine lanes
+   (cuzk.kernels.buckets.bucket_lanes_sum);
 3. Horner over the window sums, one inversion to affine.
-Memory per thread: two sorted copies of a window's points (2 x 64 n bytes for G1,
-2 x 128 n for G2) plus n/2 prefix products (32 or 64 bytes each), reused window after
-window, and two rows per lane for the bucket sums; plus the (K, n) int32 digits shared by
-all: ~160 n + 4 K n bytes for G1.
+Memory: the (K, n) int32 digits shared by all threads, and per thread an (n,) int32 sort
+order, two chunk buffers of CHUNK_BYTES, the H bucket sums and two rows per lane, reused
+window after window: ~4 K n + 4 n T bytes plus ~3 MiB per thread.
 """
 
 import os
@@ -59,6 +59,15 @@ _COST_INVERSION = 400.0
 # Measured per bucket at H = 4096, one thread: Jacobian 780-860 ns; lanes of 64: 760 ns,
 # 128 or 256: 470 ns (one inversion per 128 additions), 512: 550 ns.
 LANES = 128
+
+# Bytes of each of a window's two chunk buffers (cuzk.kernels.pippenger_cpu): a chunk of
+# buckets is gathered from the points, through the window's sort order, just before its
+# rounds, so a thread's scratch is two 1 MiB buffers (16384 G1 rows, 8192 G2 rows) and an
+# (n,) int32 order instead of two sorted copies of all n points (at 2^17 in G2: 2 x 12.6 MiB
+# per thread). A chunk of BUCKET_CHUNK buckets of random scalars is well below that up to
+# 2^20 points; a bucket with more points than a chunk (a skewed window: many equal scalars)
+# is added up in pieces, each starting from the sum of the ones before.
+CHUNK_BYTES = 1 << 20
 
 
 def window_bits(n: int) -> int:
@@ -108,7 +117,7 @@ def _check(points, scalars, width, name):
     return points, scalars
 
 
-def _msm(points, scalars, g, width, name, c, lanes=None):
+def _msm(points, scalars, g, width, name, c, lanes=None, rows=None):
     points, scalars = _check(points, scalars, width, name)
     out = np.zeros((1, width), np.uint64)
     if points.shape[0] == 0:
@@ -119,15 +128,22 @@ def _msm(points, scalars, g, width, name, c, lanes=None):
     lanes = LANES if lanes is None else int(lanes)
     if lanes < 0 or lanes & (lanes - 1):
         raise ValueError(f"{name}: lanes = {lanes} is not 0 or a power of two")
-    PIPPENGER[g].pippenger(points, scalars, c, lanes, get_num_threads(), out)
+    rows = CHUNK_BYTES // (8 * width) if rows is None else int(rows)
+    if rows < 2:
+        raise ValueError(f"{name}: rows = {rows}: a chunk needs at least 2 rows")
+    PIPPENGER[g].pippenger(points, scalars, c, lanes, rows, get_num_threads(), out)
     return out[0]
 
 
-def msm_g1(points, scalars, c: int | None = None, lanes: int | None = None) -> np.ndarray:
+def msm_g1(
+    points, scalars, c: int | None = None, lanes: int | None = None, rows: int | None = None
+) -> np.ndarray:
     """sum_i scalars[i] * points[i] over G1 as an (8,) affine row (zeros = infinity)."""
-    return _msm(points, scalars, 1, G1_WIDTH, "msm_g1", c, lanes)
+    return _msm(points, scalars, 1, G1_WIDTH, "msm_g1", c, lanes, rows)
 
 
-def msm_g2(points, scalars, c: int | None = None, lanes: int | None = None) -> np.ndarray:
+def msm_g2(
+    points, scalars, c: int | None = None, lanes: int | None = None, rows: int | None = None
+) -> np.ndarray:
     """sum_i scalars[i] * points[i] over G2 as a (16,) affine row (zeros = infinity)."""
-    return _msm(points, scalars, 2, G2_WIDTH, "msm_g2", c, lanes)
+    return _msm(points, scalars, 2, G2_WIDTH, "msm_g2", c, lanes, rows)

@@ -12,27 +12,36 @@ import numpy as np
 from numba import prange
 
 from cuzk.arith.jit import building
+from cuzk.arith.limbs import cpu_prefetch_row
 
 T = building()
 GROUP = T.param("group")
 B = T.load("cuzk.kernels.buckets", group=GROUP)
 M = T.load("cuzk.kernels.msm")
+prefetch_row = cpu_prefetch_row()
 
-# Buckets whose batch-affine rounds run together: 256 G1 buckets of ~32 points at 2^15 are
+# Buckets whose batch-affine rounds run together (at most: a chunk also closes when its
+# buffers are full, msm_cpu.CHUNK_BYTES): 256 G1 buckets of ~32 points at 2^15 are
 # ~0.5 MiB of rows, an L2's worth (measured at 2^15, one thread: 280-285 ms all at once,
 # 254-263 ms in chunks of 256, 278-284 ms in chunks of 64: smaller batches share the
 # inversion among fewer pairs).
 BUCKET_CHUNK = 256
+# How many rows ahead a chunk's gather prefetches (the points are read in bucket order, i.e.
+# at random: without it the gather waited on each row's cache miss).
+PREFETCH = 16
 
 
 @T.njit()
 def window_sum(points, digits, w, H, L, wins, scratch):
     """Window w: bucket sort, batch-affine rounds, bucket sum (in L lanes, or Jacobian running
     sums when L = 0) into wins[w]; H buckets. scratch (reused from window to window, see
-    pippenger): buf_a, buf_b (n, W); acc (n // 2 + 1, W // 2); kinds (n // 2 + 1,); sums
-    (H, W); counts, starts, active (H + 1,); lanes_r, lanes_s (L, W)."""
-    buf_a, buf_b, acc, kinds, sums, counts, starts, active, lanes_r, lanes_s = scratch
+    pippenger): order (n,) int32; buf_a, buf_b (R, W) with R = min(n, rows);
+    acc (R // 2 + 1, W // 2); kinds (R // 2 + 1,); sums (H, W); counts, starts (H + 1,);
+    slot_start, slot_count, slot_bucket, active (BUCKET_CHUNK,); lanes_r, lanes_s (L, W)."""
+    order, buf_a, buf_b, acc, kinds, sums, counts, starts = scratch[0:8]
+    slot_start, slot_count, slot_bucket, active, lanes_r, lanes_s = scratch[8:14]
     n = points.shape[0]
+    rows = buf_a.shape[0]
     counts[:] = 0
     for i in range(n):
         counts[abs(digits[w, i])] += 1
@@ -40,41 +49,73 @@ def window_sum(points, digits, w, H, L, wins, scratch):
     for m in range(1, H + 1):
         starts[m] = total
         total += counts[m]
-    sums[:] = 0  # bucket m at row m - 1; all zeros = empty
-    pts = buf_a
-    out = buf_b
-    cursor = active  # the cursors of the sort, then the list of buckets still to add up
-    for m in range(1, H + 1):
-        cursor[m] = starts[m]
+    # Counting sort of the point indices by bucket (~i for a negative digit: the point is
+    # negated when gathered); starts[m] is bucket m's cursor meanwhile, then moved back.
     for i in range(n):
         d = digits[w, i]
         if d != 0:
             m = abs(d)
-            M.point_row_copy(points, i, pts, cursor[m], d < 0)
-            cursor[m] += 1
-    # Buckets in chunks whose points fit in the L2 cache: every round of a chunk runs before
-    # the next chunk starts (the two buffers swap per round, so each chunk starts from buf_a).
-    for m0 in range(1, H + 1, BUCKET_CHUNK):
-        m1 = min(m0 + BUCKET_CHUNK, H + 1)
+            order[starts[m]] = i if d > 0 else ~i
+            starts[m] += 1
+    for m in range(1, H + 1):
+        starts[m] -= counts[m]
+    sums[:] = 0  # bucket m at row m - 1; all zeros = empty
+    m = 1
+    done = 0  # points of bucket m already added up into sums[m - 1]
+    while m <= H:
+        # Gather a chunk: whole buckets while they fit, or a piece of one that alone does not.
+        na = 0
+        fill = 0
+        while m <= H and na < BUCKET_CHUNK:
+            left = counts[m] - done
+            if left == 0:
+                m += 1
+                done = 0
+                continue
+            if left == 1 and done == 0:  # a bucket of one point is its own sum
+                k = order[starts[m]]
+                M.point_row_copy(points, k if k >= 0 else ~k, sums, m - 1, k < 0)
+                m += 1
+                continue
+            carried = 1 if done > 0 else 0  # the sum of the bucket's pieces so far
+            take = left
+            if left + carried > rows - fill:
+                if fill > 0:
+                    break  # the bucket goes to the next chunk
+                take = rows - carried  # a piece of a bucket bigger than a chunk
+            slot_start[na] = fill
+            slot_count[na] = take + carried
+            slot_bucket[na] = m
+            active[na] = na
+            na += 1
+            if carried:
+                M.point_row_copy(sums, m - 1, buf_a, fill, False)
+                fill += 1
+            base = starts[m] + done
+            for j in range(take):
+                ahead = order[min(base + j + PREFETCH, total - 1)]
+                prefetch_row(points, ahead if ahead >= 0 else ~ahead)
+                k = order[base + j]
+                M.point_row_copy(points, k if k >= 0 else ~k, buf_a, fill, k < 0)
+                fill += 1
+            done += take
+            if done < counts[m]:
+                break  # the rest of the bucket starts the next chunk
+            m += 1
+            done = 0
+        # Every round of the chunk before the next one (the buffers swap per round).
         pts = buf_a
         out = buf_b
-        na = 0
-        for m in range(m0, m1):
-            if counts[m] == 1:
-                M.point_row_copy(pts, starts[m], sums, m - 1, False)
-            elif counts[m] >= 2:
-                active[na] = m
-                na += 1
         while na > 0:
-            B.batch_affine_round(pts, out, counts, starts, active, na, acc, kinds)
+            B.batch_affine_round(pts, out, slot_count, slot_start, active, na, acc, kinds)
             pts, out = out, pts
             na_next = 0
             for a in range(na):
-                m = active[a]
-                if counts[m] == 1:
-                    M.point_row_copy(pts, starts[m], sums, m - 1, False)
+                s = active[a]
+                if slot_count[s] == 1:
+                    M.point_row_copy(pts, slot_start[s], sums, slot_bucket[s] - 1, False)
                 else:
-                    active[na_next] = m
+                    active[na_next] = s
                     na_next += 1
             na = na_next
     if L == 0:
@@ -84,9 +125,9 @@ def window_sum(points, digits, w, H, L, wins, scratch):
 
 
 @T.njit(parallel=True)
-def pippenger(points, scalars, c, lanes, threads, out):
-    """out[0] = sum_i scalars[i] * points[i] in this build's group, window width c, windows
-    spread over ``threads`` threads."""
+def pippenger(points, scalars, c, lanes, rows, threads, out):
+    """out[0] = sum_i scalars[i] * points[i] in this build's group, window width c, chunks of
+    at most ``rows`` rows (see msm_cpu.CHUNK_BYTES), windows spread over ``threads`` threads."""
     n = points.shape[0]
     W = points.shape[1]
     K = (255 + c - 1) // c
@@ -103,16 +144,21 @@ def pippenger(points, scalars, c, lanes, threads, out):
     # One group of windows per thread (w = t, t + T, ...), so each thread allocates its
     # scratch once (fresh allocations per window cost page faults: ~10% at 2^16).
     T = max(1, min(threads, K))
+    R = max(min(n, rows), 2)
     for t in prange(T):
         scratch = (
-            np.empty((n, W), np.uint64),  # buf_a
-            np.empty((n, W), np.uint64),  # buf_b
-            np.empty((max(n // 2, L) + 1, W // 2), np.uint64),  # acc
-            np.empty(max(n // 2, L) + 1, np.int64),  # kinds
+            np.empty(n, np.int32),  # order
+            np.empty((R, W), np.uint64),  # buf_a
+            np.empty((R, W), np.uint64),  # buf_b
+            np.empty((max(R // 2, L) + 1, W // 2), np.uint64),  # acc
+            np.empty(max(R // 2, L) + 1, np.int64),  # kinds
             np.empty((H, W), np.uint64),  # sums
             np.empty(H + 1, np.int64),  # counts
             np.empty(H + 1, np.int64),  # starts
-            np.empty(H + 1, np.int64),  # active
+            np.empty(BUCKET_CHUNK, np.int64),  # slot_start
+            np.empty(BUCKET_CHUNK, np.int64),  # slot_count
+            np.empty(BUCKET_CHUNK, np.int64),  # slot_bucket
+            np.empty(BUCKET_CHUNK, np.int64),  # active
             np.empty((max(L, 1), W), np.uint64),  # lanes_r
             np.empty((max(L, 1), W), np.uint64),  # lanes_s
         )
