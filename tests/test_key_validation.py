@@ -180,7 +180,9 @@ def test_the_engine_validates_a_key_once_per_file_and_refuses_a_damaged_one(tmp_
 
     calls = []
     real = validate.validate_key
-    monkeypatch.setattr(validate, "validate_key", lambda z: calls.append(z.path) or real(z))
+    monkeypatch.setattr(
+        validate, "validate_key", lambda z, *done: calls.append(z.path) or real(z, *done)
+    )
     good = tmp_path / "good.zkey"
     shutil.copy(MULCHAIN.zkey, good)
     bad = damaged(tmp_path, good, section_offset(good, POINTS_H) + 64 * 5 + 56)

@@ -278,19 +278,28 @@ def poly(x, k):
 def test_lean_cache_loads_compiles_on_a_miss_loads_on_a_hit_and_restores(tmp_path):
     """Inside the block a kernel not in the cache still compiles (Numba's compiler refreshes
     its target itself), a cached one loads without the refresh in a fresh process and runs
-    right, and Numba's own loader is back after the block (also after nested blocks)."""
+    right, and Numba's own loader is back after the block (also after nested blocks).
+    A cached kernel loads from its object code alone (its bitcode unparsed); a function
+    compiled later that calls it gets the bitcode parsed then, and runs right."""
     from numba.core import caching
+    from numba.core.codegen import CPUCodeLibrary
 
     from cuzk.groth16.startup import lean_cache_loads
 
     (tmp_path / "leankernel.py").write_text(_KERNEL_SOURCE)
     script = (
         "import sys, numpy as np; sys.path.insert(0, sys.argv[1]);"
+        "from numba import njit\n"
         "from cuzk.groth16.startup import lean_cache_loads\n"
         "with lean_cache_loads():\n"
         "    import leankernel\n"
         "    print(leankernel.poly(np.arange(5, dtype=np.int64), 3).tolist(),"
         " len(leankernel.poly.stats.cache_hits))\n"
+        "lib = leankernel.poly.overloads[leankernel.poly.signatures[0]].library\n"
+        "deferred = hasattr(lib, '_cuzk_bitcode')\n"
+        "caller = njit(lambda x, k: leankernel.poly(x, k)[2])\n"
+        "print(deferred, caller(np.arange(5, dtype=np.int64), 1), hasattr(lib, '_cuzk_bitcode'),"
+        " len(leankernel.poly.overloads))\n"
     )
     env = {"NUMBA_CACHE_DIR": str(tmp_path / "cache")}
     import os
@@ -308,14 +317,35 @@ def test_lean_cache_loads_compiles_on_a_miss_loads_on_a_hit_and_restores(tmp_pat
         for _ in range(2)
     ]
     assert [r.returncode for r in runs] == [0, 0], runs[0].stderr + runs[1].stderr
-    assert runs[0].stdout.split() == ["[3,", "4,", "7,", "12,", "19]", "0"]  # compiled
-    assert runs[1].stdout.split() == ["[3,", "4,", "7,", "12,", "19]", "1"]  # loaded
+    # compiled (nothing deferred), then loaded with its bitcode deferred until the caller
+    # compiled against it
+    assert runs[0].stdout.split() == ["[3,", "4,", "7,", "12,", "19]"] + "0 False 5 False 1".split()
+    assert runs[1].stdout.split() == ["[3,", "4,", "7,", "12,", "19]"] + "1 True 5 False 1".split()
     original = caching.Cache.load_overload
+    unserialize = CPUCodeLibrary.__dict__["_unserialize"]
     with lean_cache_loads():
         with lean_cache_loads():
             assert caching.Cache.load_overload is not original
         assert caching.Cache.load_overload is not original
+        assert CPUCodeLibrary.__dict__["_unserialize"] is not unserialize
     assert caching.Cache.load_overload is original
+    assert CPUCodeLibrary.__dict__["_unserialize"] is unserialize
+
+
+def test_elf_symbols_of_a_cached_kernel_name_its_entry_points():
+    """The symbols a deferred load registers come from the object's ELF symbol table: they
+    include what Numba looks up (the function and its CPython wrapper); non-ELF gives None."""
+    from numba import njit
+
+    from cuzk.groth16.startup import _elf_defined_symbols
+
+    f = njit(lambda x: x * 3 + 1)
+    assert f(2) == 7
+    cres = f.overloads[f.signatures[0]]
+    names = _elf_defined_symbols(cres.library._get_compiled_object())
+    assert cres.fndesc.llvm_func_name in names
+    assert cres.fndesc.llvm_cpython_wrapper_name in names
+    assert _elf_defined_symbols(b"not an object file" * 4) is None
 
 
 def test_stages_with_fixed_blinding_equal_the_pure_python_reference(circuit_named):
@@ -373,3 +403,83 @@ def test_the_prove_command_module_loads_before_numpy():
         "cuzk.groth16.synthesis",
         "True",
     ]
+
+
+def _mapped_kib(path) -> int:
+    """KiB of this process's resident pages mapped from the file at path (Linux smaps)."""
+    total, current = 0, None
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            parts = line.split()
+            if "-" in parts[0] and len(parts) >= 5:  # a mapping's header line
+                current = parts[5] if len(parts) > 5 else None
+            elif parts[0] == "Rss:" and current == str(path):
+                total += int(parts[1])
+    return total
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/smaps"), reason="Linux smaps")
+def test_a_key_read_once_drops_its_pages_and_a_resident_one_keeps_them(circuit_named, tmp_path):
+    """ProvingKey.open(resident=False) (the `cuzk prove` process): done_with drops what a step
+    has read from the process's resident set, and the sections read again are intact; a
+    resident key (the daemon's) keeps its pages."""
+    from cuzk.groth16.key import POINT_SECTIONS
+
+    zkey = tmp_path / "k.zkey"
+    shutil.copy(circuit_named("toyhash").zkey, zkey)
+    sections = (*POINT_SECTIONS, "coefficients")
+    for resident in (False, True):
+        key = ProvingKey.open(zkey, resident=resident)
+        sums = {s: int(np.asarray(getattr(key.zkey, s)).view(np.uint8).sum()) for s in sections}
+        read = _mapped_kib(zkey.resolve())
+        assert read >= 200, read  # the toyhash key's sections are ~350 KiB
+        key.done_with(*sections)
+        left = _mapped_kib(zkey.resolve())
+        if resident:
+            assert left == read
+        else:
+            assert left <= read // 4, (read, left)
+        again = {s: int(np.asarray(getattr(key.zkey, s)).view(np.uint8).sum()) for s in sections}
+        assert again == sums
+        del key
+
+
+def test_prove_frees_b_and_c_after_h_and_a_one_shot_device_keeps_no_tables(small_circuit):
+    """prove(): once h is computed (in a's storage on the CPU) nothing holds b and c while
+    the MSMs run; a one-shot device builds the NTT's tables for its proof and drops them."""
+    import weakref
+
+    from cuzk.groth16 import open_device, prove
+    from cuzk.groth16.verifier import verify_with_zkey
+    from cuzk.kernels import ntt_cpu
+
+    ntt_cpu.clear_tables()
+    device = open_device("cpu", one_shot=True)
+    refs, alive = [], []
+
+    class Spy:
+        def compute_h(self, a, b, c):
+            refs.extend([weakref.ref(b), weakref.ref(c)])
+            return device.compute_h(a, b, c)
+
+        def msm_g1(self, key, which, scalars):
+            alive.append(sum(r() is not None for r in refs))
+            return device.msm_g1(key, which, scalars)
+
+    key = ProvingKey.open(small_circuit.zkey)
+    proof = prove(key, load_witness(small_circuit.witness(0), key), Spy())
+    assert len(refs) == 2 and alive == [0, 0, 0, 0]
+    assert ntt_cpu.tables_nbytes() == 0
+    assert verify_with_zkey(key.zkey, proof.public, proof.points())
+
+
+def test_a_one_shot_process_returns_freed_arrays_to_the_system():
+    """glibc's mmap threshold is pinned (so freed MSM scratch leaves the process) where
+    glibc is the C library."""
+    import platform
+
+    from cuzk.groth16.startup import return_freed_arrays_to_the_system
+
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        pytest.skip("glibc only")
+    assert return_freed_arrays_to_the_system() is True

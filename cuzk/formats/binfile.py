@@ -128,6 +128,26 @@ class BinFile:
         """A read-only numpy view of `count` items of `dtype` at `offset` (no copy)."""
         return np.frombuffer(self.mm, dtype=dtype, count=count, offset=offset)
 
+    def release(self, view: np.ndarray) -> None:
+        """Drop this process's pages of `view` (a view into the map): they leave its resident
+        set and stay in the page cache, so a later read faults them back in from there
+        (MADV_DONTNEED on a shared read-only map). For a process that reads a section once
+        (a one-shot prover); does nothing for a buffer that is not a map, or where the
+        platform has no madvise. The pages at the view's ends may hold neighbouring data:
+        dropping those costs a fault at most, never their contents."""
+        if not isinstance(self.mm, mmap.mmap) or not hasattr(self.mm, "madvise"):
+            return
+        if view.size == 0:
+            return
+        base = np.frombuffer(self.mm, np.uint8, count=1).ctypes.data
+        start = view.ctypes.data - base
+        end = start + view.nbytes
+        if start < 0 or end > self.file_size:
+            raise ValueError(f"{self.path}: view is not inside the map")
+        page = mmap.PAGESIZE
+        start -= start % page
+        self.mm.madvise(mmap.MADV_DONTNEED, start, min(end, self.file_size) - start)
+
     def limbs(self, offset: int, rows: int, limbs_per_row: int) -> np.ndarray:
         """A (rows, limbs_per_row) read-only uint64 view at `offset` (no copy)."""
         return self.view(offset, np.dtype("<u8"), rows * limbs_per_row).reshape(rows, limbs_per_row)

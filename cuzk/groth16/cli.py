@@ -20,8 +20,9 @@ def run_prove(zkey, wtns, proof_json, public_json, r1cs=None, verify=True, devic
     The key's points are validated when it is opened (header points on the curve / twist, G2
     ones in the subgroup, every point section on its curve); with `verify` the proof is
     checked against the key's own verification key before anything is written."""
-    from cuzk.groth16.startup import lean_cache_loads
+    from cuzk.groth16.startup import lean_cache_loads, return_freed_arrays_to_the_system
 
+    return_freed_arrays_to_the_system()
     with lean_cache_loads():
         return _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device)
 
@@ -32,7 +33,7 @@ def _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device):
     from cuzk.groth16 import ProvingKey, first_unsatisfied, load_witness, open_device, prove
 
     try:
-        key = ProvingKey.open(zkey)
+        key = ProvingKey.open(zkey, resident=False)  # read once: see ProvingKey.done_with
         vk = key.validate()
         w = load_witness(wtns, key)
         if r1cs is not None:
@@ -49,7 +50,7 @@ def _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device):
                 raise ProveError(f"{wtns}: witness does not satisfy constraint {bad} of {r1cs}")
     except FormatError as e:
         raise ProveError(str(e)) from None
-    dev = open_device(device)
+    dev = open_device(device, one_shot=True)
     proof = prove(key, w, dev)
     if verify:
         from cuzk.groth16.verifier import Proof

@@ -33,12 +33,14 @@ def _points(zkey, which: str) -> np.ndarray:
 
 
 class CpuDevice:
-    """Numba CPU kernels; resident keys are the mapped arrays (no copy, no extra bytes)."""
+    """Numba CPU kernels; resident keys are the mapped arrays (no copy, no extra bytes).
+    keep_tables=False: the NTT's tables are not kept for later proofs (a one-shot process)."""
 
     kind = "cpu"
 
-    def __init__(self, ordinal: int = 0):
+    def __init__(self, ordinal: int = 0, keep_tables: bool = True):
         self.ordinal = ordinal
+        self.keep_tables = keep_tables
         self.name = f"cpu:{ordinal}" if ordinal else "cpu"
         self._keys: dict[str, object] = {}
         self._lock = threading.Lock()
@@ -65,7 +67,7 @@ class CpuDevice:
     def compute_h(self, a, b, c) -> np.ndarray:
         from cuzk.kernels import ntt_cpu
 
-        return ntt_cpu.compute_h(a, b, c)
+        return ntt_cpu.compute_h(a, b, c, keep_tables=self.keep_tables)
 
     def msm_g1(self, key, which: str, scalars) -> np.ndarray:
         from cuzk.kernels import msm_cpu
@@ -161,15 +163,16 @@ class CudaDevice:
         return self.load_key(key).msm(which, scalars)
 
 
-def open_device(spec: str = "cpu"):
-    """A device from "cpu", "cpu:N", "cuda" or "cuda:N"."""
+def open_device(spec: str = "cpu", one_shot: bool = False):
+    """A device from "cpu", "cpu:N", "cuda" or "cuda:N". one_shot: it serves one proof (a
+    `cuzk prove` process), so it keeps nothing for later ones."""
     kind, _, ordinal = str(spec).partition(":")
     try:
         n = int(ordinal) if ordinal else 0
     except ValueError:
         raise ValueError(f"bad device {spec!r}: expected cpu, cpu:N, cuda or cuda:N") from None
     if kind == "cpu":
-        return CpuDevice(n)
+        return CpuDevice(n, keep_tables=not one_shot)
     if kind == "cuda":
         return CudaDevice(n)
     raise ValueError(f"bad device {spec!r}: expected cpu, cpu:N, cuda or cuda:N")

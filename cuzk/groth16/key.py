@@ -11,6 +11,7 @@ from cuzk.formats.wtns import read_wtns
 from cuzk.formats.zkey import ZKey
 
 FR_BYTES = 32
+POINT_SECTIONS = ("points_a", "points_b1", "points_b2", "points_c", "points_h")
 
 
 class ProvingKey:
@@ -18,10 +19,16 @@ class ProvingKey:
 
     key_id is a short digest of the Groth16 header (α, β, γ, δ and the sizes): two keys with
     the same id are the same setup, whatever their paths.
+
+    A resident key (the default: a daemon's) keeps the pages it has read mapped. A key opened
+    with resident=False is read section by section by a one-shot process: done_with() drops
+    a section's pages from the process once a step has read it (they stay in the page cache),
+    so the process never holds the whole key at once.
     """
 
-    def __init__(self, zkey: ZKey):
+    def __init__(self, zkey: ZKey, resident: bool = True):
         self.zkey = zkey
+        self.resident = resident
         self.path = zkey.path
         header = np.concatenate(
             [zkey.alpha1, zkey.beta1, zkey.beta2, zkey.gamma2, zkey.delta1, zkey.delta2]
@@ -30,10 +37,20 @@ class ProvingKey:
         self.key_id = hashlib.blake2b(header + sizes.encode(), digest_size=8).hexdigest()
 
     @classmethod
-    def open(cls, path: os.PathLike | str) -> ProvingKey:
+    def open(cls, path: os.PathLike | str, resident: bool = True) -> ProvingKey:
         """Map the key (header, section sizes and coefficient indices are checked; its points
-        are not: call validate() once per key file)."""
-        return cls(ZKey(path))
+        are not: call validate() once per key file). resident=False: see done_with()."""
+        return cls(ZKey(path), resident)
+
+    def done_with(self, *sections: str) -> None:
+        """This process has read the named sections ("coefficients", "points_a", "points_b1",
+        "points_b2", "points_c", "points_h") for now: for a key that is not resident, drop
+        their pages from the process (a later read faults them back in from the page cache).
+        Nothing for a resident key."""
+        if self.resident:
+            return
+        for name in sections:
+            self.zkey.file.release(getattr(self.zkey, name))
 
     def validate(self):
         """Check every point of the key (cuzk.groth16.validate: header points on the curve or
@@ -44,7 +61,7 @@ class ProvingKey:
         if vk is None:
             from cuzk.groth16.validate import validate_key
 
-            vk = self._vk = validate_key(self.zkey)
+            vk = self._vk = validate_key(self.zkey, self.done_with)
         return vk
 
     def verification_key(self):
@@ -67,7 +84,7 @@ class ProvingKey:
     @property
     def points_nbytes(self) -> int:
         z = self.zkey
-        return sum(a.nbytes for a in (z.points_a, z.points_b1, z.points_b2, z.points_c, z.points_h))
+        return sum(getattr(z, name).nbytes for name in POINT_SECTIONS)
 
     def witness_bytes(self) -> int:
         return self.n_vars * FR_BYTES

@@ -91,6 +91,14 @@ def public_signals(key, w) -> list:
     return limbs_to_ints(w[1 : key.n_public + 1])
 
 
+def done_with(key, *sections: str) -> None:
+    """Tell a key that a step has read these sections (a one-shot process's key drops their
+    pages, see ProvingKey.done_with); keys of other provers may lack the method."""
+    release = getattr(key, "done_with", None)
+    if release is not None:
+        release(*sections)
+
+
 def synthesize(key, w, out=None) -> Synthesis:
     """a = A·w, b = B·w, c = a∘b on the domain (Montgomery form), and w[1..nPublic]."""
     timings: dict = {}
@@ -99,23 +107,39 @@ def synthesize(key, w, out=None) -> Synthesis:
     with phase("synthesize", timings):
         # read-only: one compiled build for mapped and shared-memory witnesses alike
         a, b, c = evaluate_abc(key.zkey.coefficients, readonly(w), key.domain_size, out=out)
+    done_with(key, "coefficients")
     return Synthesis(a, b, c, public_signals(key, w), timings)
 
 
 def prove_start(key, a, b, c, w, device) -> Partial:
     """The device stage: h from a, b, c (a, b, c may be overwritten), then the G1 MSMs."""
     timings: dict = {}
-    n_pub = key.n_public
+    return g1_msms(key, compute_h([a, b, c], device, timings), w, device, timings)
+
+
+def compute_h(abc: list, device, timings: dict):
+    """h from [a, b, c] (taken out of the list: when the caller holds no other reference,
+    b and c are freed once h is computed, h reusing a's storage on the CPU)."""
+    a, b, c = abc
+    abc.clear()
     with phase("compute H (NTT pipeline)", timings):
-        h = device.compute_h(a, b, c)
+        return device.compute_h(a, b, c)
+
+
+def g1_msms(key, h, w, device, timings: dict) -> Partial:
+    """The G1 MSMs of prove_start: A, B1, C over the witness, H over h."""
     with phase("MSM A", timings):
         msm_a = device.msm_g1(key, "a", w)
+    done_with(key, "points_a")
     with phase("MSM B1", timings):
         msm_b1 = device.msm_g1(key, "b1", w)
+    done_with(key, "points_b1")
     with phase("MSM C", timings):
-        msm_c = device.msm_g1(key, "c", w[n_pub + 1 :])
+        msm_c = device.msm_g1(key, "c", w[key.n_public + 1 :])
+    done_with(key, "points_c")
     with phase("MSM H", timings):
         msm_h = device.msm_g1(key, "h", h)
+    done_with(key, "points_h")
     return Partial(msm_a, msm_b1, msm_c, msm_h, timings)
 
 
@@ -136,6 +160,7 @@ def prove_finish(key, partial: Partial, w, r: int | None = None, s: int | None =
     timings = dict(partial.timings)
     with phase("MSM B2 (G2)", timings):
         b2 = msm_cpu.msm_g2(key.zkey.points_b2, readonly(w))
+    done_with(key, "points_b2")
     r = random_scalar() if r is None else r
     s = random_scalar() if s is None else s
     with phase("assemble", timings):
@@ -150,6 +175,9 @@ def prove(key, w, device=None) -> Proof:
     if device is None or isinstance(device, str):
         device = open_device(device or "cpu")
     syn = synthesize(key, w)
-    partial = prove_start(key, syn.a, syn.b, syn.c, w, device)
-    partial.timings = {**syn.timings, **partial.timings}
+    abc = [syn.a, syn.b, syn.c]
+    syn.a = syn.b = syn.c = None  # so compute_h holds the only references
+    h = compute_h(abc, device, syn.timings)
+    partial = g1_msms(key, h, w, device, syn.timings)
+    del h  # not needed by the G2 MSM
     return prove_finish(key, partial, w)

@@ -146,9 +146,11 @@ SECTIONS = (
 )
 
 
-def validate_key(zkey):
+def validate_key(zkey, done_with=None):
     """Check every point of a cuzk.formats ZKey (see the module's doc); return its checked
-    cuzk.groth16.verifier.VerifyingKey, ready to verify proofs made with the key."""
+    cuzk.groth16.verifier.VerifyingKey, ready to verify proofs made with the key.
+    done_with(attr) is called after each point section is checked (a one-shot process drops
+    its pages: cuzk.groth16.key.ProvingKey.done_with)."""
     from cuzk.groth16.verifier import VerifyingKey
 
     path = os.fspath(zkey.path)
@@ -171,4 +173,6 @@ def validate_key(zkey):
         raise BadPoint(path, f"Groth16 header: {where}: {e.problem}") from None
     for name, attr in SECTIONS:
         check_points(path, name, getattr(zkey, attr))
+        if done_with is not None:
+            done_with(attr)
     return vk

@@ -430,14 +430,22 @@ def coset_shift(x: np.ndarray, log2n: int, inverse: bool = False) -> np.ndarray:
     return x
 
 
-def compute_h(a: np.ndarray, b: np.ndarray, c: np.ndarray, out: np.ndarray | None = None):
+def compute_h(
+    a: np.ndarray,
+    b: np.ndarray,
+    c: np.ndarray,
+    out: np.ndarray | None = None,
+    keep_tables: bool = True,
+):
     """Groth16 quotient evaluations h_i = A(g w^i) B(g w^i) - C(g w^i) on the coset g = w_{2n}
     of the domain where a, b, c hold A, B, C's evaluations (Montgomery form). Returns h as
     plain-form (n, 4) uint64 in ``out`` (default: a's storage); a, b, c are overwritten.
 
     The iNTTs run as DIF (natural in, bit-reversed out) without their 1/n, the coset step
     scales in bit-reversed order, the NTTs run as DIT (bit-reversed in, natural out); the
-    three 1/n and the final from-Montgomery fold into the pointwise step."""
+    three 1/n and the final from-Montgomery fold into the pointwise step. keep_tables=False:
+    the domain's tables, unless already cached, are built for this call and dropped after
+    it (a one-shot process: 6 MiB at 2^17)."""
     log_n = domain_log2(a)
     if domain_log2(b) != log_n or domain_log2(c) != log_n:
         raise ValueError("a, b, c differ in size")
@@ -445,7 +453,9 @@ def compute_h(a: np.ndarray, b: np.ndarray, c: np.ndarray, out: np.ndarray | Non
         out = a
     elif domain_log2(out) != log_n:
         raise ValueError("out differs in size from a")
-    t = tables(log_n)
+    t = _tables.get(log_n)
+    if t is None:
+        t = tables(log_n) if keep_tables else Tables(log_n)
     if log_n == 0:  # n = 1: the transforms and the coset factor g^0 are identities
         _quotient(out, a, b, c, t.n_mont, t.inv_n2_plain)
         return out
