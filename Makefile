@@ -11,6 +11,7 @@ $(VENV)/.installed: setup.cfg setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip setuptools wheel
 	$(VENV)/bin/pip install --quiet -e '.[test,bench]'
+	$(VENV)/bin/python -m compileall -q cuzk  # bytecode, as a regular install writes it
 	touch $@
 
 install: $(VENV)/.installed

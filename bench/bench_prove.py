@@ -34,6 +34,7 @@ from pathlib import Path
 
 from bench import plots as P
 from bench.circuits import BIN, ROOT, circuit
+from bench.machine import compile_bytecode
 from bench.tables import find_row, fmt, table, target
 
 # (family, log2n) per profile: the squaring chain at every size, toyhash for continuity.
@@ -266,6 +267,7 @@ ROW_COLUMNS = [
 
 def run(profile: str = "quick") -> dict:
     device = "cuda" if profile == "gpu" else "cpu"
+    compile_bytecode()  # the commands run as installed (see bench.machine.compile_bytecode)
     rapidsnark, origin = find_rapidsnark()
     rows, phases = [], []
     for family, log2n in CIRCUITS[profile]:

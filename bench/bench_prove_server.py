@@ -32,6 +32,7 @@ from bench.bench_prove import (
     find_rapidsnark,
 )
 from bench.circuits import WORK, circuit
+from bench.machine import compile_bytecode
 from bench.tables import find_row, fmt, table, target
 
 
@@ -180,6 +181,7 @@ ROW_COLUMNS = [
 def run(profile: str = "quick") -> dict:
     from cuzk.serve.client import Client
 
+    compile_bytecode()  # the commands run as installed (see bench.machine.compile_bytecode)
     rapidsnark, origin = find_rapidsnark()
     rows = []
     with tempfile.TemporaryDirectory(prefix="cuzk-bench-serve-") as folder:

@@ -294,6 +294,20 @@ def test_cpu_chunks_and_buckets_in_pieces(group):
 
 
 @pytest.mark.parametrize("group", ["g1", "g2"])
+def test_cpu_digits_at_the_ends_of_their_type(group):
+    """Digits are int16 up to c = 16 (cuzk.kernels.msm_cpu.digit_dtype): a window value of
+    2^15 recodes to -2^15, the type's most negative value (whose abs overflows int16), and
+    2^15 - 1 to the largest; c = 17 takes int32."""
+    from cuzk.kernels.msm_cpu import digit_dtype
+
+    assert digit_dtype(16) == np.int16 and digit_dtype(17) == np.int32
+    a = [3, 5, 7, 11, 13, 17]
+    k = [2**15, 2**15 - 1, 2**31 + 2**15, (2**15 << 16) + 2**15, R - 1, R - 2**15]
+    for c in (15, 16, 17):
+        exponent_check("cpu", group, a, k, c=c)
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
 def test_cpu_top_window_at_its_largest_digits(group):
     """The top window gets only the buckets its digits can reach (2^(254 - c (K - 1)), the
     bits left above the other windows plus a carry): scalars near r and 2^253 reach them,

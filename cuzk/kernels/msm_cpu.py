@@ -17,9 +17,9 @@ Work plan (see cuzk.kernels.msm for the algorithms):
    bucket is left, and sums m * B_m with running sums kept in LANES batch-affine lanes
    (cuzk.kernels.buckets.bucket_lanes_sum);
 3. Horner over the window sums, one inversion to affine.
-Memory: the (K, n) int32 digits shared by all threads, and per thread an (n,) int32 sort
-order, two chunk buffers of CHUNK_BYTES, the H bucket sums and two rows per lane, reused
-window after window: ~4 K n + 4 n T bytes plus ~3 MiB per thread.
+Memory: the (K, n) int16 digits (int32 when c > 16) shared by all threads, and per thread
+an (n,) int32 sort order, two chunk buffers of CHUNK_BYTES, the H bucket sums and two rows
+per lane, reused window after window: ~2 K n + 4 n T bytes plus ~3 MiB per thread.
 """
 
 import os
@@ -68,6 +68,13 @@ LANES = 128
 # 2^20 points; a bucket with more points than a chunk (a skewed window: many equal scalars)
 # is added up in pieces, each starting from the sum of the ones before.
 CHUNK_BYTES = 1 << 20
+
+
+def digit_dtype(c: int):
+    """The digits' type for window width c: int16 up to c = 16 (a digit of a lower window is
+    in [-2^(c-1), 2^(c-1)), the top window's at most 2^(254 - c (K - 1)) <= 2^14 there), so
+    the (K, n) digits take 2 bytes a point per window (at 2^17: 5 MiB instead of 10)."""
+    return np.int16 if c <= 16 else np.int32
 
 
 def window_bits(n: int) -> int:
@@ -131,7 +138,8 @@ def _msm(points, scalars, g, width, name, c, lanes=None, rows=None):
     rows = CHUNK_BYTES // (8 * width) if rows is None else int(rows)
     if rows < 2:
         raise ValueError(f"{name}: rows = {rows}: a chunk needs at least 2 rows")
-    PIPPENGER[g].pippenger(points, scalars, c, lanes, rows, get_num_threads(), out)
+    digits = np.zeros((windows_for(c), points.shape[0]), digit_dtype(c))
+    PIPPENGER[g].pippenger(points, scalars, c, lanes, rows, get_num_threads(), digits, out)
     return out[0]
 
 

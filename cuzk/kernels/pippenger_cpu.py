@@ -44,7 +44,7 @@ def window_sum(points, digits, w, H, L, wins, scratch):
     rows = buf_a.shape[0]
     counts[:] = 0
     for i in range(n):
-        counts[abs(digits[w, i])] += 1
+        counts[abs(np.int64(digits[w, i]))] += 1  # int64: abs(-2^15) overflows int16
     total = 0
     for m in range(1, H + 1):
         starts[m] = total
@@ -52,7 +52,7 @@ def window_sum(points, digits, w, H, L, wins, scratch):
     # Counting sort of the point indices by bucket (~i for a negative digit: the point is
     # negated when gathered); starts[m] is bucket m's cursor meanwhile, then moved back.
     for i in range(n):
-        d = digits[w, i]
+        d = np.int64(digits[w, i])
         if d != 0:
             m = abs(d)
             order[starts[m]] = i if d > 0 else ~i
@@ -125,9 +125,10 @@ def window_sum(points, digits, w, H, L, wins, scratch):
 
 
 @T.njit(parallel=True)
-def pippenger(points, scalars, c, lanes, rows, threads, out):
+def pippenger(points, scalars, c, lanes, rows, threads, digits, out):
     """out[0] = sum_i scalars[i] * points[i] in this build's group, window width c, chunks of
-    at most ``rows`` rows (see msm_cpu.CHUNK_BYTES), windows spread over ``threads`` threads."""
+    at most ``rows`` rows (see msm_cpu.CHUNK_BYTES), windows spread over ``threads`` threads.
+    digits: (K, n) zeros, K = ceil(255 / c), int16 (c <= 16) or int32 (see msm_cpu)."""
     n = points.shape[0]
     W = points.shape[1]
     K = (255 + c - 1) // c
@@ -136,7 +137,6 @@ def pippenger(points, scalars, c, lanes, rows, threads, out):
     # Scalars are below r < 2^254, so the top window's digits are at most 2^(254 - c (K - 1))
     # (its bits plus a carry): it needs only that many buckets.
     H_top = min(H, 1 << max(254 - c * (K - 1), 0))
-    digits = np.zeros((K, n), np.int32)
     for i in prange(n):
         if not (M.point_row_is_zero(points, i) or M.scalar_is_zero(scalars, i)):
             M.scalar_signed_digits(scalars, i, c, K, digits)
