@@ -306,17 +306,25 @@ def test_lean_cache_loads_compiles_on_a_miss_loads_on_a_hit_and_restores(tmp_pat
     import subprocess
     import sys
 
-    runs = [
-        subprocess.run(
+    def run():
+        return subprocess.run(
             [sys.executable, "-c", script, str(tmp_path)],
             capture_output=True,
             text=True,
             timeout=600,
             env={**os.environ, **env},
         )
-        for _ in range(2)
-    ]
+
+    runs = [run(), run()]
     assert [r.returncode for r in runs] == [0, 0], runs[0].stderr + runs[1].stderr
+    # Numba's runtime: compiled and written by the first process, loaded by the second; a
+    # damaged file is compiled again and rewritten
+    (runtime,) = (tmp_path / "cache" / "cuzk-runtime").glob("numba-runtime-*.nrt")
+    written = runtime.read_bytes()
+    runtime.write_bytes(b"damaged")
+    again = run()
+    assert again.returncode == 0 and again.stdout == runs[1].stdout, again.stderr
+    assert runtime.read_bytes() == written
     # compiled (nothing deferred), then loaded with its bitcode deferred until the caller
     # compiled against it
     assert runs[0].stdout.split() == ["[3,", "4,", "7,", "12,", "19]"] + "0 False 5 False 1".split()

@@ -29,6 +29,7 @@ imports of numpy and numba themselves.
 from __future__ import annotations
 
 import contextlib
+import os
 import struct
 import threading
 
@@ -53,10 +54,15 @@ def lean_cache_loads():
     from numba.core.cpu import CPUContext
     from numba.core.runtime import rtsys
 
+    if not hasattr(rtsys, "_init"):
+        yield
+        return
+
     def load_overload(self, sig, target_context):
         if not isinstance(target_context, CPUContext):  # e.g. CUDA: Numba's own way
             return _original(self, sig, target_context)
-        rtsys.initialize(target_context)
+        if not rtsys._init:
+            _initialize_runtime(target_context)
         with self._guard_against_spurious_io_errors():
             return self._load_overload(sig, target_context)
 
@@ -78,6 +84,76 @@ def lean_cache_loads():
                     from numba.core.codegen import CPUCodeLibrary
 
                     CPUCodeLibrary._unserialize = _original_unserialize
+
+
+def _initialize_runtime(ctx) -> None:
+    """Numba's runtime (NRT) for ctx, its machine code loaded from a file of its own when one
+    was written before: Numba compiles the runtime's functions from LLVM IR in every process
+    (30-50 ms of a `cuzk prove` command). The file holds what Numba's own cache holds for a
+    kernel (the library's object code and bitcode), under a name keyed by the Numba,
+    llvmlite and Python versions and the CPU (Numba's codegen.magic_tuple()); anything wrong
+    with it and the runtime is compiled as Numba compiles it."""
+    import pickle
+
+    from numba.core.runtime import nrtdynmod, rtsys
+
+    path = _runtime_cache_path(ctx)
+    compile_nrt_functions = nrtdynmod.compile_nrt_functions
+
+    def load_or_compile(context):
+        if path is not None and path.exists():
+            try:
+                return context.codegen().unserialize_library(pickle.loads(path.read_bytes()))
+            except Exception:  # unreadable or stale: compile instead
+                pass
+        if path is None or not hasattr(nrtdynmod, "create_nrt_module"):
+            return compile_nrt_functions(context)
+        # compile_nrt_functions with the object code kept, as Numba keeps a kernel's
+        ir_module, library = nrtdynmod.create_nrt_module(context)
+        library.enable_object_caching()
+        library.add_ir_module(ir_module)
+        library.finalize()
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        try:
+            tmp.write_bytes(pickle.dumps(library.serialize_using_object_code()))
+            os.replace(tmp, path)
+        except Exception:  # a read-only install: compiled every time, as Numba does
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+        return library
+
+    with _lock:
+        nrtdynmod.compile_nrt_functions = load_or_compile
+        try:
+            rtsys.initialize(ctx)
+        finally:
+            nrtdynmod.compile_nrt_functions = compile_nrt_functions
+
+
+def _runtime_cache_path(ctx):
+    """Where _initialize_runtime keeps the runtime's machine code: beside Numba's cache
+    (NUMBA_CACHE_DIR) or this package's __pycache__; None when it cannot be written."""
+    import hashlib
+    import sys
+    from pathlib import Path
+
+    import llvmlite
+    import numba
+    from numba.core import config
+
+    key = repr((numba.__version__, llvmlite.__version__, sys.version, ctx.codegen().magic_tuple()))
+    folder = (
+        Path(config.CACHE_DIR) / "cuzk-runtime"
+        if config.CACHE_DIR
+        else Path(__file__).resolve().parent / "__pycache__"
+    )
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    if not os.access(folder, os.W_OK):
+        return None
+    return folder / f"numba-runtime-{hashlib.sha256(key.encode()).hexdigest()[:16]}.nrt"
 
 
 def _defer_bitcode():
