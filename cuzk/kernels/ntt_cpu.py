@@ -453,9 +453,7 @@ def compute_h(
         out = a
     elif domain_log2(out) != log_n:
         raise ValueError("out differs in size from a")
-    t = _tables.get(log_n)
-    if t is None:
-        t = tables(log_n) if keep_tables else Tables(log_n)
+    t = tables(log_n) if keep_tables else _tables.get(log_n) or Tables(log_n)
     if log_n == 0:  # n = 1: the transforms and the coset factor g^0 are identities
         _quotient(out, a, b, c, t.n_mont, t.inv_n2_plain)
         return out

@@ -131,7 +131,7 @@ def pippenger(points, scalars, c, lanes, rows, threads, digits, out):
     digits: (K, n) zeros, K = ceil(255 / c), int16 (c <= 16) or int32 (see msm_cpu)."""
     n = points.shape[0]
     W = points.shape[1]
-    K = (255 + c - 1) // c
+    K = digits.shape[0]  # ceil(255 / c), allocated by the caller (msm_cpu)
     H = 1 << (c - 1)
     L = min(H, lanes)
     # Scalars are below r < 2^254, so the top window's digits are at most 2^(254 - c (K - 1))
