@@ -21,6 +21,8 @@ at infinity (the result is the other one), P = -P' (infinity), and P = P' (doubl
 slope 3x^2 / 2y; the denominator 2y is never 0 on BN254, whose groups have odd order).
 """
 
+import numpy as np
+
 from cuzk.arith.jit import building
 from cuzk.kernels.msm import PAIR_ADD, PAIR_DBL, PAIR_INF, PAIR_TAKE_P, PAIR_TAKE_Q
 
@@ -159,6 +161,26 @@ def bucket_weighted_sum(sums, H, wins, w):
     """wins[w] = sum_{m=1..H} m * sums[m-1] (affine bucket sums, (0, 0) = empty), as a
     Jacobian row (weighted_rows_sum)."""
     G.store(wins, w, weighted_rows_sum(sums, 0, H))
+
+
+@device_fn
+def double_and_add(points, scalars, out):
+    """out[0] = affine(sum_i scalars[i] points[i]) by the binary method with shared doublings
+    (Straus): one doubling per scalar bit (scalars reduced mod r < 2^254: 254 bits), one mixed
+    addition per set bit of each scalar, all in Jacobian coordinates: no inversion but the
+    last. For a handful of points (the proof's blinding sums) this beats the bucket method,
+    whose every window pays inversions (cuzk.kernels.msm_cpu.window_bits picks it, as c = 1)."""
+    n = points.shape[0]
+    acc = G.inf()
+    for bit in range(253, -1, -1):
+        acc = G.dbl(acc)
+        limb = bit >> 6
+        shift = np.uint64(bit & 63)
+        for i in range(n):
+            s = M.scalar_load_reduced(scalars, i)
+            if (s[limb] >> shift) & np.uint64(1):
+                acc = G.add_mixed(acc, G.load_affine(points, i))
+    G.store_affine(out, 0, G.to_affine(acc))
 
 
 @device_fn

@@ -53,6 +53,13 @@ PIPPENGER = {
 _COST_AFFINE_ADD = 9.0
 _COST_BUCKET = 25.0
 _COST_INVERSION = 400.0
+# The binary method (c = 1, buckets.double_and_add) in the same units: a Jacobian doubling
+# ~ 7M, a mixed addition ~ 11M, and it runs on one thread where the buckets use all. It needs
+# no inversion, so it wins for a handful of points: the proof's blinding sums (3 to 5 points)
+# took ~1 ms each by buckets, 0.1-0.3 ms by it (2 threads, measured); the two cross near 32
+# points in G2 and 64 in G1, and the model switches at 27.
+_COST_DOUBLING = 8.0
+_COST_MIXED_ADD = 20.0
 
 # Lanes of the batch-affine bucket sums (cuzk.kernels.buckets.bucket_lanes_sum), a power of
 # two; lanes=0 selects the Jacobian running sums (cuzk.kernels.buckets.bucket_weighted_sum).
@@ -78,10 +85,10 @@ def digit_dtype(c: int):
 
 
 def window_bits(n: int) -> int:
-    """The window width c minimising the cost model for n points (c in 2..20)."""
-    if n <= 1:
-        return 2
-    best_c, best = 2, float("inf")
+    """The window width c minimising the cost model for n points: 1 (the binary method) or
+    2..20 (buckets)."""
+    best_c = 1
+    best = 254 * _COST_DOUBLING + n * 127 * _COST_MIXED_ADD  # about half the bits are set
     for c in range(2, 21):
         H = 1 << (c - 1)
         per_bucket = max(n / H, 1.0)
@@ -130,15 +137,16 @@ def _msm(points, scalars, g, width, name, c, lanes=None, rows=None):
     if points.shape[0] == 0:
         return out[0]
     c = int(c or window_bits(points.shape[0]))
-    if not 2 <= c <= 24:
-        raise ValueError(f"{name}: window width c = {c} outside 2..24")
+    if not 1 <= c <= 24:
+        raise ValueError(f"{name}: window width c = {c} outside 1..24")
     lanes = LANES if lanes is None else int(lanes)
     if lanes < 0 or lanes & (lanes - 1):
         raise ValueError(f"{name}: lanes = {lanes} is not 0 or a power of two")
     rows = CHUNK_BYTES // (8 * width) if rows is None else int(rows)
     if rows < 2:
         raise ValueError(f"{name}: rows = {rows}: a chunk needs at least 2 rows")
-    digits = np.zeros((windows_for(c), points.shape[0]), digit_dtype(c))
+    # (c = 1, the binary method, reads the scalars' bits directly: no digits)
+    digits = np.zeros((0 if c == 1 else windows_for(c), points.shape[0]), digit_dtype(c))
     PIPPENGER[g].pippenger(points, scalars, c, lanes, rows, get_num_threads(), digits, out)
     return out[0]
 

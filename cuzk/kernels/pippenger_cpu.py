@@ -128,7 +128,12 @@ def window_sum(points, digits, w, H, L, wins, scratch):
 def pippenger(points, scalars, c, lanes, rows, threads, digits, out):
     """out[0] = sum_i scalars[i] * points[i] in this build's group, window width c, chunks of
     at most ``rows`` rows (see msm_cpu.CHUNK_BYTES), windows spread over ``threads`` threads.
-    digits: (K, n) zeros, K = ceil(255 / c), int16 (c <= 16) or int32 (see msm_cpu)."""
+    digits: (K, n) zeros, K = ceil(255 / c), int16 (c <= 16) or int32 (see msm_cpu).
+    c = 1 is the binary method (buckets.double_and_add: windows of one bit share the
+    doublings; no digits, no buckets)."""
+    if c == 1:
+        B.double_and_add(points, scalars, out)
+        return
     n = points.shape[0]
     W = points.shape[1]
     K = digits.shape[0]  # ceil(255 / c), allocated by the caller (msm_cpu)
