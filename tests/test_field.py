@@ -271,3 +271,35 @@ def test_assembly_can_be_turned_off():
     )
     env = {**__import__("os").environ, "CUZK_NO_ASM": "1"}
     assert subprocess.run([sys.executable, "-c", code], env=env).returncode == 0
+
+
+# --- the CPU's atomic counter (cuzk.arith.limbs.cpu_fetch_add) ------------------------------
+
+
+def test_fetch_add_hands_each_ticket_out_once():
+    """Threads of a parallel loop taking tickets from one counter (as the MSM's windows are
+    taken) each get distinct ones, and together all of them: no ticket lost or taken twice."""
+    from numba import get_num_threads, njit, prange
+
+    from cuzk.arith.limbs import cpu_fetch_add
+
+    fetch_add = cpu_fetch_add()
+
+    @njit(parallel=True, cache=False)
+    def take(n, threads, taken, by):
+        ticket = np.empty(1, np.int64)  # as in pippenger_cpu (see there: not np.zeros)
+        ticket[0] = 0
+        for t in prange(threads):
+            k = fetch_add(ticket, 0, 1)
+            while k < n:
+                taken[k] += 1
+                by[k] = t
+                k = fetch_add(ticket, 0, 1)
+        return ticket[0]
+
+    n, threads = 20000, max(2, get_num_threads())
+    taken, by = np.zeros(n, np.int64), np.full(n, -1, np.int64)
+    end = take(n, threads, taken, by)
+    assert (taken == 1).all()
+    assert end == n + threads  # each thread's last ticket was past the end
+    assert set(np.unique(by)) <= set(range(threads))

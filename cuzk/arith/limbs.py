@@ -250,6 +250,32 @@ def cpu_prefetch_row() -> object:
     return _cache["prefetch"]
 
 
+def cpu_fetch_add() -> object:
+    """A Numba CPU intrinsic fetch_add(array, i, v) -> the value of array[i] (a 1-D int64
+    array) before v was added to it, atomically (LLVM atomicrmw add, sequentially
+    consistent). Threads of a parallel loop take work items from a shared counter with it:
+    whoever is free takes the next one (numba's prange splits its range evenly up front)."""
+    if "fetch_add" not in _cache:
+        from numba import types
+        from numba.core import cgutils
+        from numba.extending import intrinsic
+
+        def codegen(context, builder, sig, args):
+            aryty = sig.args[0]
+            ary = context.make_array(aryty)(context, builder, args[0])
+            ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]])
+            return builder.atomic_rmw("add", ptr, args[2], "seq_cst")
+
+        @intrinsic
+        def fetch_add(typingctx, ary, i, v):
+            if not (isinstance(ary, types.Array) and ary.ndim == 1 and ary.dtype == types.int64):
+                return None
+            return types.int64(ary, types.intp, types.int64), codegen
+
+        _cache["fetch_add"] = fetch_add
+    return _cache["fetch_add"]
+
+
 def cpu_primitives() -> Primitives:
     """Intrinsics for Numba's CPU target."""
     if "cpu" not in _cache:

@@ -12,13 +12,14 @@ import numpy as np
 from numba import prange
 
 from cuzk.arith.jit import building
-from cuzk.arith.limbs import cpu_prefetch_row
+from cuzk.arith.limbs import cpu_fetch_add, cpu_prefetch_row
 
 T = building()
 GROUP = T.param("group")
 B = T.load("cuzk.kernels.buckets", group=GROUP)
 M = T.load("cuzk.kernels.msm")
 prefetch_row = cpu_prefetch_row()
+fetch_add = cpu_fetch_add()
 
 # Buckets whose batch-affine rounds run together (at most: a chunk also closes when its
 # buffers are full, msm_cpu.CHUNK_BYTES): 256 G1 buckets of ~32 points at 2^15 are
@@ -146,10 +147,16 @@ def pippenger(points, scalars, c, lanes, rows, threads, digits, out):
         if not (M.point_row_is_zero(points, i) or M.scalar_is_zero(scalars, i)):
             M.scalar_signed_digits(scalars, i, c, K, digits)
     wins = np.empty((K, 3 * (W // 2)), np.uint64)
-    # One group of windows per thread (w = t, t + T, ...), so each thread allocates its
-    # scratch once (fresh allocations per window cost page faults: ~10% at 2^16).
+    # T workers, each allocating its scratch once (fresh allocations per window cost page
+    # faults: ~10% at 2^16), take windows from a shared counter: whoever is free takes the
+    # next, so a thread slowed by another process on the machine does fewer windows instead
+    # of holding up the rest (the top window, the cheapest, goes last).
     T = max(1, min(threads, K))
     R = max(min(n, rows), 2)
+    # (np.empty and a store: the parallel pass turns np.zeros into a loop of its own, after
+    # which a read of a counter so made gave 0 in a test: tests/test_field.py)
+    ticket = np.empty(1, np.int64)
+    ticket[0] = 0
     for t in prange(T):
         scratch = (
             np.empty(n, np.int32),  # order
@@ -167,9 +174,11 @@ def pippenger(points, scalars, c, lanes, rows, threads, digits, out):
             np.empty((max(L, 1), W), np.uint64),  # lanes_r
             np.empty((max(L, 1), W), np.uint64),  # lanes_s
         )
-        for w in range(t, K, T):
+        w = fetch_add(ticket, 0, 1)
+        while w < K:
             Hw = H if w < K - 1 else H_top
             window_sum(points, digits, w, Hw, min(L, Hw), wins, scratch)
+            w = fetch_add(ticket, 0, 1)
     B.windows_combine(wins, K, c, out)
 
 
