@@ -157,7 +157,7 @@ def pippenger(points, scalars, c, lanes, rows, threads, digits, out):
     # which a read of a counter so made gave 0 in a test: tests/test_field.py)
     ticket = np.empty(1, np.int64)
     ticket[0] = 0
-    for t in prange(T):
+    for _worker in prange(T):
         scratch = (
             np.empty(n, np.int32),  # order
             np.empty((R, W), np.uint64),  # buf_a
