@@ -35,7 +35,7 @@ from pathlib import Path
 from bench import plots as P
 from bench.circuits import BIN, ROOT, circuit
 from bench.machine import compile_bytecode
-from bench.tables import find_row, fmt, table, target
+from bench.tables import fmt, squarechain_row, table, target
 
 # (family, log2n) per profile: the squaring chain at every size, toyhash for continuity.
 CIRCUITS = {
@@ -303,18 +303,13 @@ def targets(get) -> list[dict]:
     <= 1.0x rapidsnark's and the in-process proof (the daemon's case) <= 0.5x at 2^15 and up,
     peak RSS <= 2x at 2^17 and up (squaring-chain circuits)."""
     prove = get()
-    rows = (prove or {}).get("rows") or []
     have = bool((prove or {}).get("rapidsnark", {}).get("installed"))
     why = "" if have or not prove else "rapidsnark not built here (README: rapidsnark as a peer)"
     out = []
     for log2n in (15, 17, 19):
-        r = find_row(rows, family="squarechain", log2n=log2n)
-        where = ""
-        if r is None and log2n == 19:  # the full profile's size
-            r = find_row((get("full") or {}).get("rows") or [], family="squarechain", log2n=19)
-            if r is None:
-                continue
-            where = " (full profile)"
+        r, where = squarechain_row(get, log2n)
+        if r is None and log2n == 19:
+            continue  # no full-profile run
         ok = bool(r and have)
         note = (
             f"cuzk {fmt(r['cuzk_cmd_s'])} s, rapidsnark {fmt(r['rapidsnark_s'])} s, "

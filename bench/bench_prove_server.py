@@ -33,7 +33,7 @@ from bench.bench_prove import (
 )
 from bench.circuits import WORK, circuit
 from bench.machine import compile_bytecode
-from bench.tables import find_row, fmt, table, target
+from bench.tables import fmt, squarechain_row, table, target
 
 
 def start_daemon(folder: str) -> tuple[subprocess.Popen, str]:
@@ -207,18 +207,13 @@ def targets(get) -> list[dict]:
     """Issue #16's target 3: the whole `cuzk prove --server` command (warm daemon) <= 1.0x
     rapidsnark's whole command at every size from 2^12 (squaring-chain circuits)."""
     server = get()
-    rows = (server or {}).get("rows") or []
     have = bool((server or {}).get("rapidsnark", {}).get("installed"))
     why = "" if have or not server else "rapidsnark not built here (README: rapidsnark as a peer)"
     out = []
     for log2n in (12, 15, 17, 19):
-        r = find_row(rows, family="squarechain", log2n=log2n)
-        where = ""
-        if r is None and log2n == 19:  # the full profile's size
-            r = find_row((get("full") or {}).get("rows") or [], family="squarechain", log2n=19)
-            if r is None:
-                continue
-            where = " (full profile)"
+        r, where = squarechain_row(get, log2n)
+        if r is None and log2n == 19:
+            continue  # no full-profile run
         ok = bool(r and have)
         note = (
             f"command {fmt(r['server_cmd_s'])} s (daemon {fmt(r['daemon_job_s'])} s, "
