@@ -191,8 +191,9 @@ def test_g1_shape_errors():
         msm_cpu.msm_g1(np.zeros((2, 16), np.uint64), np.zeros((2, 4), np.uint64))
     with pytest.raises(ValueError, match="2 points but 3 scalars"):
         msm_cpu.msm_g1(np.zeros((2, 8), np.uint64), np.zeros((3, 4), np.uint64))
-    with pytest.raises(ValueError, match="outside 2..24"):
-        msm_cpu.msm_g1(np.zeros((2, 8), np.uint64), np.zeros((2, 4), np.uint64), c=40)
+    for c in (40, -1):  # 1 is the binary method, 2..24 buckets (c = 0 means the default)
+        with pytest.raises(ValueError, match="outside 1..24"):
+            msm_cpu.msm_g1(np.zeros((2, 8), np.uint64), np.zeros((2, 4), np.uint64), c=c)
 
 
 def _progression(n, a0, step):
