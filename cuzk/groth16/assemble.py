@@ -11,7 +11,7 @@ Each line is a multi-scalar multiplication of three to five points, so it runs o
 MSM kernel the proof has loaded already, in the very build the big MSMs use (read-only
 C-contiguous arrays): a separate compiled assembly kernel cost a `cuzk prove` process ~10 ms
 of CPU to load from Numba's cache for ~1 ms of work. For so few points that kernel takes the
-binary method (cuzk.kernels.msm_cpu.window_bits gives c = 1), 0.1-0.3 ms a line; its bucket
+binary method (cuzk.kernels.msm_cpu.window_bits gives c = 1), 0.1-0.2 ms a line; its bucket
 method paid inversions in every window, ~1.5 ms a line (measured: the four lines 6.7 ms
 before, 1.9 ms after, 2^12).
 """

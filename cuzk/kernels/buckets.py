@@ -164,12 +164,13 @@ def bucket_weighted_sum(sums, H, wins, w):
 
 
 @device_fn
-def double_and_add(points, scalars, out):
-    """out[0] = affine(sum_i scalars[i] points[i]) by the binary method with shared doublings
-    (Straus): one doubling per scalar bit (scalars reduced mod r < 2^254: 254 bits), one mixed
-    addition per set bit of each scalar, all in Jacobian coordinates: no inversion but the
-    last. For a handful of points (the proof's blinding sums) this beats the bucket method,
-    whose every window pays inversions (cuzk.kernels.msm_cpu.window_bits picks it, as c = 1)."""
+def double_and_add(points, reduced, out):
+    """out[0] = affine(sum_i reduced[i] points[i]) by the binary method with shared doublings
+    (Straus), for scalars already reduced mod r (< 2^254: 254 bits; msm.scalar_load_reduced):
+    one doubling per scalar bit, one mixed addition per set bit of each scalar, all in
+    Jacobian coordinates: no inversion but the last. For a handful of points (the proof's
+    blinding sums) this beats the bucket method, whose every window pays inversions
+    (cuzk.kernels.msm_cpu.window_bits picks it, as c = 1)."""
     n = points.shape[0]
     acc = G.inf()
     for bit in range(253, -1, -1):
@@ -177,8 +178,7 @@ def double_and_add(points, scalars, out):
         limb = bit >> 6
         shift = np.uint64(bit & 63)
         for i in range(n):
-            s = M.scalar_load_reduced(scalars, i)
-            if (s[limb] >> shift) & np.uint64(1):
+            if (reduced[i, limb] >> shift) & np.uint64(1):
                 acc = G.add_mixed(acc, G.load_affine(points, i))
     G.store_affine(out, 0, G.to_affine(acc))
 

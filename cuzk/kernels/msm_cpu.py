@@ -56,7 +56,7 @@ _COST_INVERSION = 400.0
 # The binary method (c = 1, buckets.double_and_add) in the same units: a Jacobian doubling
 # ~ 7M, a mixed addition ~ 11M, and it runs on one thread where the buckets use all. It needs
 # no inversion, so it wins for a handful of points: the proof's blinding sums (3 to 5 points)
-# took ~1 ms each by buckets, 0.1-0.3 ms by it (2 threads, measured); the two cross near 32
+# took ~1 ms each by buckets, 0.1-0.2 ms by it (2 threads, measured); the two cross near 32
 # points in G2 and 64 in G1, and the model switches at 27.
 _COST_DOUBLING = 8.0
 _COST_MIXED_ADD = 20.0

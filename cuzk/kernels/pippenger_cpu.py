@@ -132,10 +132,15 @@ def pippenger(points, scalars, c, lanes, rows, threads, digits, out):
     digits: (K, n) zeros, K = ceil(255 / c), int16 (c <= 16) or int32 (see msm_cpu).
     c = 1 is the binary method (buckets.double_and_add: windows of one bit share the
     doublings; no digits, no buckets)."""
-    if c == 1:
-        B.double_and_add(points, scalars, out)
-        return
     n = points.shape[0]
+    if c == 1:
+        reduced = np.empty((n, 4), np.uint64)  # each scalar reduced once, not once a bit
+        for i in range(n):
+            s = M.scalar_load_reduced(scalars, i)
+            for k in range(4):
+                reduced[i, k] = s[k]
+        B.double_and_add(points, reduced, out)
+        return
     W = points.shape[1]
     K = digits.shape[0]  # ceil(255 / c), allocated by the caller (msm_cpu)
     H = 1 << (c - 1)
