@@ -328,9 +328,10 @@ SETTINGS: tuple[Setting, ...] = (
         "max_connections",
         1024,
         _count(1),
-        "Open HTTP connections; beyond it the "
-        "longest-idle keep-alive connection is closed, or, when none is idle, the new one "
-        "is answered 503.",
+        "Open HTTP connections; beyond it the connection "
+        "waiting longest without a complete request head (one that never spoke, an idle "
+        "keep-alive one, then one whose head is still arriving) is closed, or, when every "
+        "connection is busy with a request, the new one is answered 503.",
         "N",
     ),
     Setting(

@@ -13,12 +13,17 @@ Why this and not the stdlib's thread per connection: a connection that is idle o
 head one byte at a time held a thread and one of 64 slots, so 64 such clients locked
 everyone out (issue 17). Here a waiting connection is a suspended coroutine (a few KB); the
 head must be complete `header_timeout` seconds after the connection opened (or after the
-first byte of a later keep-alive request), else it is closed; an idle keep-alive connection
-is closed first when the connection cap is reached. Threads are spent only on complete
-requests. Why not uvicorn or aiohttp: handlers block on the engine, so a thread pool is
-needed anyway, and both answer malformed requests themselves with plain-text bodies, where
-this API promises JSON for every error (docs/api.md); the parsing and answers below follow
-http.server's, so behaviour seen by clients is unchanged. Standard library only.
+first byte of a later keep-alive request), else it is closed. At the connection cap, a
+connection holding no complete request head is closed to make room: the one that has waited
+longest among those that sent nothing (never-speaking new ones, idle keep-alive ones), else
+among those whose head is still arriving (issue 29: 1,100 silent connections reopened as
+they closed had shut /healthz out). Threads are spent only on complete requests. Why not
+uvicorn or aiohttp: handlers block on the engine, so a thread pool is needed anyway, and both
+answer malformed requests themselves with plain-text bodies, where this API promises JSON for
+every error (docs/api.md). Why not h11 for the parsing alone: see docs/api.md; the head is
+parsed as http.server parses it, with RFC 9112's refusals added (400 for a folded or
+malformed header line, two Host or two Content-Length headers, an absolute-form target whose
+host is not this server's). Standard library only.
 
 Memory: the Content-Length of every body being read or handled is taken from BodyMemory (a cap,
 `body_memory`) and, for bodies over CHARGE_MIN, from the engine's memory budget (use
@@ -54,6 +59,7 @@ from cuzk.serve.http import (
     check_auth,
     check_host,
     error_response,
+    host_allowed,
 )
 
 log = logging.getLogger("cuzk.serve")
@@ -71,6 +77,8 @@ WORKERS = 64  # threads for handlers that may block (result waits, submissions)
 QUICK_WORKERS = 4  # threads for quick routes (/healthz, /status, /metrics, static files)
 METHODS = {"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"}
 _HEAD_END = re.compile(rb"\r?\n\r?\n")
+_ABSOLUTE = re.compile(r"(?i)https?://")
+_FIELD = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+:[^\x00\r\n]*")  # RFC 9110 5.1, 5.5
 
 
 # ---------------------------------------------------------------------------- worker pool
@@ -169,14 +177,16 @@ class BodyMemory:
 
 # ---------------------------------------------------------------------------- connections
 class _Conn:
-    __slots__ = ("reader", "writer", "peer", "buf", "idle_since", "requests")
+    __slots__ = ("reader", "writer", "peer", "buf", "waiting_since", "requests")
 
     def __init__(self, reader, writer):
         self.reader, self.writer = reader, writer
         peer = writer.get_extra_info("peername")
         self.peer = peer[0] if peer else "?"
         self.buf = bytearray()
-        self.idle_since: float | None = None  # set while waiting for a keep-alive request
+        # set while no complete request head is in hand (a new connection, an idle keep-alive
+        # one, a head still arriving): such a connection may be evicted at the cap
+        self.waiting_since: float | None = time.monotonic()
         self.requests = 0
 
 
@@ -284,11 +294,13 @@ class Server:
     # ------------------------------------------------------------------ one connection
     async def _connection(self, reader, writer) -> None:
         conn = _Conn(reader, writer)
-        if len(self._conns) >= self.max_connections and not self._evict_idle():
+        if len(self._conns) >= self.max_connections and not self._evict_waiting():
             self.stats["refused"] += 1
             writer.write(
                 _raw_response(
-                    503, {"error": "too many connections; retry later"}, {"Retry-After": "1"}
+                    503,
+                    {"error": "too many connections; retry later"},
+                    {"Retry-After": "1"},
                 )
             )
             await self._close(conn)
@@ -309,12 +321,15 @@ class Server:
             self._conns.pop(conn, None)
             await self._close(conn)
 
-    def _evict_idle(self) -> bool:
-        """Close the longest-idle keep-alive connection to make room; False if none."""
-        idle = [c for c in self._conns if c.idle_since is not None]
-        if not idle:
+    def _evict_waiting(self) -> bool:
+        """Make room by closing a connection that holds no complete request head: the one
+        that has waited longest among those that sent nothing of their next request (new
+        connections that never spoke, idle keep-alive ones), else among those whose head is
+        still arriving; False if every connection is busy with a request."""
+        waiting = [c for c in self._conns if c.waiting_since is not None]
+        if not waiting:
             return False
-        c = min(idle, key=lambda c: c.idle_since)
+        c = min(waiting, key=lambda c: (bool(c.buf), c.waiting_since))
         self._conns.pop(c, None)
         self.stats["evicted"] += 1
         c.writer.close()
@@ -354,15 +369,14 @@ class Server:
     async def _read_head(self, conn: _Conn) -> _Head | None:
         """The next request's head, parsed; None when the client closed an idle connection.
         Errors in the head are answered here (as http.server does) and end the connection."""
+        if conn.requests:
+            conn.waiting_since = time.monotonic()  # cheap and evictable until its head is in
         if conn.requests and not conn.buf:
-            conn.idle_since = time.monotonic()  # idle keep-alive: cheap, evictable
             try:
                 async with asyncio.timeout(self.idle_timeout):
                     await self._fill(conn)
             except (_Close, ConnectionError, TimeoutError):
                 return None
-            finally:
-                conn.idle_since = None
         searched = 0
         try:
             async with asyncio.timeout(self.header_timeout):
@@ -393,6 +407,7 @@ class Server:
         raw = bytes(conn.buf[: m.start()])
         del conn.buf[: m.end()]
         conn.requests += 1
+        conn.waiting_since = None
         return await self._parse_head(conn, raw)
 
     async def _parse_head(self, conn: _Conn, raw: bytes) -> _Head | None:
@@ -422,12 +437,25 @@ class Server:
         h.command, h.target = words[0], words[1]
         if len(words) == 2 and h.command != "GET":
             await self._fail(conn, 400, f"Bad HTTP/0.9 request type ({h.command!r})")
+        for field in rest.split(b"\n") if rest else ():
+            field = field.removesuffix(b"\r")
+            if not _FIELD.fullmatch(field):  # RFC 9112 5: name ":" value, no folding
+                what = "a folded header line" if field[:1] in (b" ", b"\t") else "a header line"
+                text = field[:80].decode("iso-8859-1")
+                await self._fail(conn, 400, f"malformed request head: {what} {text!r}")
         try:
             h.headers = http.client.parse_headers(io.BytesIO(rest + b"\r\n\r\n"))
         except http.client.LineTooLong as e:
             await self._fail(conn, 431, f"Line too long: {e}")
         except http.client.HTTPException as e:
             await self._fail(conn, 431, f"Too many headers: {e}")
+        for name in (
+            "Host",
+            "Content-Length",
+        ):  # RFC 9112 3.2, 6.3: one of each at most
+            values = h.headers.get_all(name) or []
+            if len(values) > 1:
+                await self._fail(conn, 400, f"{len(values)} {name} headers; send one")
         conntype = (h.headers.get("Connection") or "").lower()
         if conntype == "close":
             h.keep_alive = False
@@ -452,8 +480,7 @@ class Server:
         close = not head.keep_alive
         ticket, parser, resp = None, None, None
         try:
-            url = urllib.parse.urlsplit(head.target)
-            path = url.path if url.path.startswith("/") else "/" + url.path
+            path, query_text = self._target(head.target, hdrs)
             check_host(self, hdrs)
             route, params = self.router.match(head.command, path)
             if route.auth:
@@ -489,7 +516,7 @@ class Server:
                 body, uploads = b"", {}
             body_read = True
             try:
-                query = urllib.parse.parse_qs(url.query, keep_blank_values=True, max_num_fields=64)
+                query = urllib.parse.parse_qs(query_text, keep_blank_values=True, max_num_fields=64)
             except ValueError as e:
                 raise HttpError(400, f"bad query string: {e}") from None
             req = Request(head.command, path, query, hdrs, body, params, uploads)
@@ -513,6 +540,39 @@ class Server:
             close = True  # an unread body would be parsed as the next request
         await self._answer(conn, head, resp, close=close)
         return not close
+
+    def _target(self, target: str, hdrs) -> tuple[str, str]:
+        """(path, query) of a request target. In absolute form (`http://HOST/path`, RFC 9112
+        3.2.2) its host takes the place of the Host header, so it is checked as Host is:
+        without a token only a loopback name or an --allow-host name is served (else 400)."""
+        m = _ABSOLUTE.match(target)
+        if m is None:
+            if "://" in target.partition("?")[0]:
+                raise HttpError(400, f"unsupported request target {target[:200]!r}")
+            path, _, query = target.partition("?")
+            return (path if path.startswith("/") else "/" + path), query
+        url = urllib.parse.urlsplit(target)
+        authority = url.netloc
+        if not authority or "@" in authority:
+            raise HttpError(
+                400,
+                f"request target {target[:200]!r}: the authority must be HOST[:PORT]",
+            )
+        if (
+            self.token is None
+            and self.loopback_only
+            and not host_allowed(authority, self.allow_hosts)
+        ):
+            raise HttpError(
+                400,
+                f"request target {target[:200]!r} names host {authority!r}, not this server "
+                "(without a token: a loopback name, localhost or an --allow-host name)",
+            )
+        if "Host" in hdrs:
+            hdrs.replace_header("Host", authority)
+        else:
+            hdrs["Host"] = authority
+        return url.path or "/", url.query
 
     def _body_length(self, hdrs) -> int:
         if hdrs.get("Transfer-Encoding"):
