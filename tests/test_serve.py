@@ -693,11 +693,31 @@ def test_token_required_and_checked(roots, tmp_path):
         assert p.returncode == 2 and "401" in p.stderr
         p = run_cli("jobs", "--server", url, env=cli_env(CUZK_TOKEN_FILE=str(tf)))
         assert p.returncode == 0 and r["job_id"] in p.stdout
-        # the connection cap: four idle connections fill it, the fifth gets 503 at once
+        # the connection cap: four connections that never speak fill it; a fifth is served,
+        # the one that waited longest closed to make room (issue 29)
+        ask = b"GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n"
         socks = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(4)]
         time.sleep(0.3)
         try:
-            status, out = split_response(raw_exchange(url, b"GET /healthz HTTP/1.1\r\n\r\n"))
+            status, out = split_response(raw_exchange(url, ask))
+            assert status == 200, out
+            try:
+                assert socks[0].recv(1) == b""
+            except ConnectionResetError:
+                pass
+            # four connections busy with a request (bodies still arriving) are never closed
+            # for another: the fifth gets 503 at once
+            for sk in socks:
+                sk.close()
+            socks = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(4)]
+            for sk in socks:
+                sk.sendall(
+                    b"POST /v1/jobs HTTP/1.1\r\nAuthorization: Bearer "
+                    + token.encode()
+                    + b"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"
+                )
+            time.sleep(0.3)
+            status, out = split_response(raw_exchange(url, ask))
             assert status == 503 and "too many connections" in out["error"]
         finally:
             for sk in socks:

@@ -1,6 +1,9 @@
 """The HTTP front of `cuzk serve` without a daemon (issue 17): the Host check, the streamed
 JSON body, and the asyncio Server over a stand-in router (head deadline, idle connections
-evicted at the cap, quick routes while every worker is busy, body memory and the budget).
+evicted at the cap, quick routes while every worker is busy, body memory and the budget),
+and issue 29's: bodies that hold what has arrived and keep a minimum rate, never-speaking
+connections evicted at the cap, RFC 9112's refusals of two Host headers and foreign
+absolute-form targets.
 
 The same properties against a real daemon (300 idle and 70 slow-header connections, four
 200 MB uploads, DNS rebinding, board names) are in tests/test_serve_slow.py.
@@ -358,3 +361,251 @@ def test_uploads_stream_and_bodies_over_the_cap_get_503(front):
     # a large body that is not JSON is refused before it is read
     s.sendall(b"POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2000000\r\n\r\n")
     assert b"415" in s.recv(65536)
+
+
+# ------------------------------------------------------------------------------ issue 29
+def test_body_memory_grows_with_arrival_and_younger_bodies_give_way():
+    MiB = 1024**2
+    budget = MemoryBudget(6 * MiB)
+    m = BodyMemory(4 * MiB)
+    m.budget = budget
+    old, young, done = m.ticket(), m.ticket(), m.ticket()
+    assert m.grow(old, MiB) == (True, "") and budget.reserved == 0  # not over CHARGE_MIN yet
+    assert m.grow(young, MiB)[0] and m.grow(done, MiB)[0]
+    m.done_reading(done)  # its handler runs: never cut
+    assert m.grow(old, MiB)[0] and budget.by_use() == {"uploads": 2 * MiB}  # all of it, now
+    # full (4 of 4 MiB): the old body grows by cutting the younger one still arriving
+    assert m.grow(old, MiB) == (True, "")
+    assert young.cut and "older body" in young.cut and young.held == 0 and m.cuts == 1
+    assert m.grow(young, 1)[0] is False  # a cut body stays cut
+    # nothing younger left to cut (`done` is complete): the cap says no, nothing changes
+    ok, reason = m.grow(old, MiB)
+    assert not ok and "body_memory" in reason and old.held == 3 * MiB and done.cut is None
+    # a young body cannot cut an older one
+    newest = m.ticket()
+    ok, reason = m.grow(newest, MiB)
+    assert not ok and old.cut is None and m.used == 4 * MiB
+    # the budget: the engine holds most of it; cutting younger bodies is the only way in
+    m.give_back(done)
+    budget.try_reserve("keys", {"keys": 3 * MiB})
+    ok, reason = m.grow(old, MiB)
+    assert not ok and "memory budget is full" in reason
+    for t in (old, newest):
+        m.give_back(t)
+        m.give_back(t)  # twice: nothing more
+    assert m.used == 0 and budget.reserved == 3 * MiB and m.high_water == 4 * MiB
+
+
+def _post_head(path: str, n: int) -> bytes:
+    return (
+        b"POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n" % (path.encode(), n)
+    )
+
+
+def _read_all(s, within: float = 20) -> bytes:
+    s.settimeout(within)
+    out = b""
+    try:
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            out += d
+    except (ConnectionResetError, TimeoutError):
+        pass
+    return out
+
+
+def test_trickling_bodies_hold_little_and_are_cut_below_the_minimum_rate(front):
+    """Issue 29 item 1: two clients declaring the largest body and sending a byte now and
+    then held all of body_memory (and the budget): every other POST got 503."""
+    make, _ = front
+    MiB = 1024**2
+    srv = make(max_body=256 * MiB, body_memory=512 * MiB, body_timeout=1.5, body_min_rate=1000)
+    srv.memory.budget = budget = MemoryBudget(600 * MiB)
+    port = srv.server_address[1]
+    trickle = []
+    for _ in range(2):
+        t = socket.create_connection(("127.0.0.1", port))
+        t.sendall(_post_head("/echo", 256 * MiB) + b'{"witnesses": [')
+        trickle.append(t)
+    opened = time.monotonic()
+    small = json.dumps({"witnesses": [{"data": "QUJD"}]}).encode()
+    took = []
+    for _ in range(3):
+        time.sleep(0.2)
+        for t in trickle:
+            t.sendall(b" ")
+        t0 = time.monotonic()
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        s.sendall(_post_head("/echo", len(small)) + small)
+        assert b"200 OK" in s.recv(65536)
+        took.append(time.monotonic() - t0)
+        s.close()
+    assert max(took) < 2, took  # no waiting for room at all
+    assert srv.memory.used == 2 * MiB and budget.reserved == 0, srv.memory.used  # 1 MiB each
+    # below 1000 bytes/s once the 1.5 s of grace are over: cut with 408 and a JSON reason
+    outs = [_read_all(t) for t in trickle]
+    cut_after = time.monotonic() - opened
+    for out in outs:
+        assert out.startswith(b"HTTP/1.1 408 "), out[:200]
+        reason = json.loads(out.partition(b"\r\n\r\n")[2])["error"]
+        assert "body too slow" in reason and "body_min_rate" in reason, reason
+    assert 1.5 <= cut_after < 8, cut_after
+    assert srv.memory.used == 0 and srv.stats["body_timeouts"] == 2
+    # a body that keeps the rate may take longer than the grace: 12 kB in 4 pieces over 3 s
+    body = json.dumps({"witnesses": [{"data": base64.b64encode(bytes(9000)).decode()}]}).encode()
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(_post_head("/echo", len(body)))
+    for i in range(4):
+        s.sendall(body[i * len(body) // 4 : (i + 1) * len(body) // 4])
+        time.sleep(0.75)
+    assert b'"sizes":[9000]' in s.recv(65536)
+    s.close()
+
+
+def test_an_older_body_cuts_a_younger_one_when_memory_is_short(front):
+    """Two large bodies growing together cannot hold each other up: the younger gives way
+    (503 with the reason, after its body is read into nothing), the older is served."""
+    make, _ = front
+    MiB = 1024**2
+    srv = make(max_body=4 * MiB, body_memory=4 * MiB)
+    port = srv.server_address[1]
+    blob = random.Random(2).randbytes(2_200_000)
+    payload = json.dumps({"witnesses": [{"data": base64.b64encode(blob).decode()}]}).encode()
+    assert 2.5 * MiB < len(payload) < 4 * MiB
+    old = socket.create_connection(("127.0.0.1", port), timeout=20)
+    old.sendall(_post_head("/echo", len(payload)) + payload[: 2 * MiB - 10])
+    time.sleep(0.3)
+    young = socket.create_connection(("127.0.0.1", port), timeout=20)
+    young.sendall(_post_head("/echo", len(payload)) + payload[: 2 * MiB - 10])
+    time.sleep(0.3)
+    assert srv.memory.used == 4 * MiB  # both hold 2 MiB: neither can finish beside the other
+    old.sendall(payload[2 * MiB - 10 :])
+    assert b'"sizes":[2200000]' in old.recv(1 << 20)
+    young.sendall(payload[2 * MiB - 10 :])
+    out = young.recv(1 << 20)
+    assert b"503 Service Unavailable" in out and b"older body needed the room" in out, out
+    assert srv.memory.cuts == 1 and srv.memory.used == 0
+    # the connection is kept (its body was read to the end): the retry is served
+    young.sendall(_post_head("/echo", len(payload)) + payload)
+    assert b'"sizes":[2200000]' in young.recv(1 << 20)
+
+
+def test_silent_connections_at_the_cap_do_not_shut_out_health(front):
+    """Issue 29 item 2: connections that never send a byte filled the cap and were not
+    evicted as idle keep-alive ones are: /healthz got 503 on 29 of 30 polls."""
+    make, _ = front
+    cap = 40
+    srv = make(max_connections=cap, header_timeout=5.0)
+    port = srv.server_address[1]
+    silent = [socket.create_connection(("127.0.0.1", port)) for _ in range(cap + 10)]
+    stop = threading.Event()
+    reopened = []
+
+    def hold():  # reopen each silent connection as soon as the server closes it
+        while not stop.is_set():
+            for i, s in enumerate(silent):
+                s.setblocking(False)
+                try:
+                    gone = s.recv(1) == b""
+                except BlockingIOError:
+                    gone = False
+                except OSError:
+                    gone = True
+                if gone:
+                    s.close()
+                    silent[i] = socket.create_connection(("127.0.0.1", port))
+                    reopened.append(i)
+            time.sleep(0.01)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    codes = []
+    try:
+        time.sleep(0.3)
+        for _ in range(20):
+            try:
+                codes.append(_get(port)[0])
+            except OSError as e:
+                codes.append(repr(e))
+            time.sleep(0.05)
+        payload = json.dumps({"witnesses": [{"data": "QUJD"}]}).encode()
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        s.sendall(_post_head("/echo", len(payload)) + payload)
+        echo = s.recv(65536)
+        s.close()
+    finally:
+        stop.set()
+        t.join()
+        for s in silent:
+            s.close()
+    assert codes.count(200) >= 0.9 * len(codes), codes
+    assert b'"sizes":[3]' in echo
+    assert srv.stats["evicted"] >= 10 and reopened and srv.stats["refused"] == 0
+    # connections busy with a request are never evicted: at the cap with none waiting, 503
+    busy = make(max_connections=2, workers=2)
+    port = busy.server_address[1]
+    slow = [socket.create_connection(("127.0.0.1", port)) for _ in range(2)]
+    for s in slow:
+        s.sendall(b"GET /slow HTTP/1.1\r\nHost: localhost\r\n\r\n")
+    time.sleep(0.3)
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+    out = _read_all(s, 5)
+    assert out.startswith(b"HTTP/1.1 503 ") and b"too many connections" in out
+    assert busy.stats["refused"] == 1
+    for c in slow + [s]:
+        c.close()
+
+
+@pytest.mark.parametrize(
+    "head, status, reason",
+    [
+        (b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example\r\n", 400, "2 Host"),
+        (b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nhost: 127.0.0.1\r\n", 400, "2 Host"),
+        (b"GET http://evil.example/healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n", 400, "evil.example"),
+        (b"GET HTTP://evil.example:80/healthz HTTP/1.1\r\nHost: localhost\r\n", 400, "names host"),
+        (b"GET https://127.0.0.1.rebind.example/ HTTP/1.1\r\nHost: 127.0.0.1\r\n", 400, "not this"),
+        (b"GET http://127.0.0.1@evil.example/healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n", 400, "HOST"),
+        (b"GET http:///healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n", 400, "authority"),
+        (b"GET ftp://127.0.0.1/healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n", 400, "unsupported"),
+        (b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A: 1\r\n  folded\r\n", 400, "folded"),
+        (b"GET /healthz HTTP/1.1\r\nHost : evil.example\r\n", 400, "malformed request head"),
+        (b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A: a\rb\r\n", 400, "malformed"),
+        (
+            b"POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 3\r\n"
+            b"Content-Length: 30\r\n",
+            400,
+            "2 Content-Length",
+        ),
+        # RFC 9112 3.2.2: an absolute-form target's host takes the place of Host
+        (b"GET http://127.0.0.1:9/healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n", 200, None),
+        (b"GET http://localhost/healthz?x=1 HTTP/1.1\r\nHost: evil.example\r\n", 200, None),
+        (b"GET http://prover7/healthz HTTP/1.1\r\n", 200, None),
+        (b"GET /healthz HTTP/1.1\r\nHost: evil.example\r\n", 403, "not a loopback name"),
+    ],
+)
+def test_request_heads_refused_as_rfc_9112_says(front, head, status, reason):
+    """Issue 29 item 8: two Host headers (the loopback one first) and an absolute-form
+    target naming a foreign host were served; every refusal is a JSON reason."""
+    make, _ = front
+    srv = make(allow_hosts=("prover7",))
+    with socket.create_connection(srv.server_address[:2], timeout=10) as s:
+        s.sendall(head + b"Connection: close\r\n\r\n")
+        out = _read_all(s, 10)
+    head_out, _, body = out.partition(b"\r\n\r\n")
+    assert int(head_out.split()[1]) == status, out
+    assert b"Content-Type: application/json" in head_out
+    obj = json.loads(body)
+    assert (reason in obj["error"]) if reason else obj == {"status": "ok"}, obj
+
+
+def test_absolute_form_with_a_token_is_served_on_any_host(front):
+    """With a token (any listen address) the Host is not checked, nor then the target's."""
+    make, _ = front
+    srv = make(token="t" * 20, loopback_only=False)
+    with socket.create_connection(srv.server_address[:2], timeout=10) as s:
+        s.sendall(b"GET http://prover.example/healthz HTTP/1.1\r\nConnection: close\r\n\r\n")
+        assert _read_all(s, 10).startswith(b"HTTP/1.1 200 ")

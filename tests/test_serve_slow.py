@@ -10,6 +10,10 @@
   Measured on the 2-core development machine: +167 MiB with body_memory = 256 MiB (one body
   at a time, the others wait 5 s, then get 503); before, the same four bodies raised the peak
   from 49 to 2,734 MiB.
+- Issue 29: two clients declaring 256 MiB bodies and sending a byte now and then, then
+  1,100 connections that never speak, reopened as they close: a third client's job is
+  accepted (201) within 10 s, /healthz answers 200 on >= 90 % of polls, the trickling bodies
+  are cut with 408 once below body_min_rate. Before: 503 after 5 s; /healthz 503 on 29 of 30.
 - DNS rebinding: a Host such as 127.0.0.1.rebind.example is refused (403) on every route,
   before any body is read, and no job is created; --allow-host names are served.
 - A stale board of any name is cleaned at start; a live one is refused with one line.
@@ -20,6 +24,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import resource
 import secrets
 import shutil
 import signal
@@ -177,6 +182,125 @@ def test_idle_and_slow_header_connections_do_not_starve_health(server):
     )
     # the silent ones were closed at their deadline too; the idle keep-alive ones stay open
     assert request(server.url, "GET", "/healthz")[0] == 200
+
+
+# ------------------------------------------------------------------------------ issue 29
+@pytest.mark.slow
+def test_trickling_uploads_and_silent_floods_do_not_lock_jobs_out(tmp_path):
+    """Two clients declaring 256 MiB bodies and sending a byte now and then, then 1,100
+    connections that never speak, reopened as the server closes them: a third client's job is
+    accepted (201) within 10 s, /healthz answers 200 on >= 90 % of polls. Before: the job
+    POSTs got 503 after 5 s, /healthz 503 on 29 of 30 polls (issue 29, items 1 and 2)."""
+    from cuzk.testing import prover_double
+
+    (tmp_path / "keys").mkdir()
+    prover_double.write_key(tmp_path / "keys" / "k.json")
+    wtns = prover_double.make_wtns(64, 1, tmp_path / "w.wtns")
+    job = {
+        "key": str(tmp_path / "keys" / "k.json"),
+        "witnesses": [{"data": base64.b64encode(wtns).decode()}],
+    }
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = 1100 + 256
+    if soft != resource.RLIM_INFINITY and soft < want:
+        if hard != resource.RLIM_INFINITY and hard < want:
+            pytest.skip(f"open-files hard limit {hard} < {want}")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    s = ServeProcess(
+        tmp_path / "flood.log",
+        "--listen",
+        "127.0.0.1:0",
+        "--devices",
+        "cpu:1",
+        "--synth-workers",
+        "1",
+        "--memory-budget",
+        "1GiB",
+        "--key-root",
+        tmp_path / "keys",
+        "--prover",
+        "cuzk.testing.prover_double",
+        "--body-timeout",
+        "3",
+        "--body-min-rate",
+        "1KiB",
+    ).start()
+    port = s.hostport[1]
+    conns = []
+    try:
+        # ---- item 1: two trickling maximum-size bodies
+        trickle = []
+        for _ in range(2):
+            c = socket.create_connection(("127.0.0.1", port), timeout=20)
+            c.sendall(
+                b"POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json"
+                b"\r\nContent-Length: 268435456\r\n\r\n{"
+            )
+            trickle.append(c)
+        took = []
+        for _ in range(3):
+            time.sleep(0.3)
+            for c in trickle:
+                c.sendall(b" ")
+            t0 = time.monotonic()
+            code, _, out = request(s.url, "POST", "/v1/jobs", job, timeout=10)
+            took.append(time.monotonic() - t0)
+            assert code == 201, out
+        for c in trickle:  # cut once below 1 KiB/s after 3 s, with a JSON reason
+            got = b""
+            while chunk := c.recv(65536):
+                got += chunk
+            assert got.startswith(b"HTTP/1.1 408 "), got[:300]
+            assert b"body too slow" in got
+            c.close()
+        # ---- item 2: 1,100 silent connections held and reopened
+        conns = [socket.create_connection(("127.0.0.1", port)) for _ in range(1100)]
+        stop = threading.Event()
+
+        def hold():
+            while not stop.is_set():
+                for i, c in enumerate(conns):
+                    c.setblocking(False)
+                    try:
+                        gone = c.recv(1) == b""
+                    except BlockingIOError:
+                        gone = False
+                    except OSError:
+                        gone = True
+                    if gone:
+                        c.close()
+                        conns[i] = socket.create_connection(("127.0.0.1", port))
+                time.sleep(0.02)
+
+        t = threading.Thread(target=hold)
+        t.start()
+        polls = []
+        try:
+            time.sleep(0.5)
+            for _ in range(12):
+                try:
+                    polls.append(request(s.url, "GET", "/healthz", timeout=5)[0])
+                except OSError as e:
+                    polls.append(repr(e))
+                time.sleep(0.25)
+            code, _, out = request(s.url, "POST", "/v1/jobs", job, timeout=10)
+        finally:
+            stop.set()
+            t.join()
+        assert polls.count(200) >= 0.9 * len(polls), polls
+        assert code == 201, out
+        print(
+            f"job POSTs beside two trickling bodies: {max(took) * 1000:.0f} ms at most; "
+            f"/healthz under 1,100 silent connections: {polls.count(200)}/{len(polls)} 200"
+        )
+    finally:
+        for c in conns:
+            c.close()
+        try:
+            assert s.stop() == 0, s.log()
+            assert "Traceback" not in s.log()
+        finally:
+            s.kill()
 
 
 # ------------------------------------------------------------------------------ DNS rebinding

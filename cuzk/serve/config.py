@@ -178,6 +178,11 @@ def _size(v) -> int:
     return n
 
 
+def _rate(v) -> int:
+    """Bytes per second from a size such as 64KiB; 0 turns the check off."""
+    return parse_size(v)
+
+
 def _items(v, sep: str, what: str) -> list:
     """A list setting given as a list, or as one string of items separated by `sep`."""
     if isinstance(v, str):
@@ -328,9 +333,10 @@ SETTINGS: tuple[Setting, ...] = (
         "max_connections",
         1024,
         _count(1),
-        "Open HTTP connections; beyond it the "
-        "longest-idle keep-alive connection is closed, or, when none is idle, the new one "
-        "is answered 503.",
+        "Open HTTP connections; beyond it the connection "
+        "waiting longest without a complete request head (one that never spoke, an idle "
+        "keep-alive one, then one whose head is still arriving) is closed, or, when every "
+        "connection is busy with a request, the new one is answered 503.",
         "N",
     ),
     Setting(
@@ -346,9 +352,27 @@ SETTINGS: tuple[Setting, ...] = (
         "body_memory",
         512 * 1024**2,
         _size,
-        "Bytes of request bodies in flight (by "
-        "Content-Length), also charged to the memory budget; a body that does not fit "
-        "waits up to 5 s, then gets 503. At least max_body.",
+        "Bytes of request bodies in flight (each "
+        "holds what has arrived, rounded up to the next MiB), also charged to the memory "
+        "budget; a body that cannot grow waits up to 5 s (younger bodies still arriving "
+        "give way to it), then gets 503. At least max_body.",
+        "SIZE",
+    ),
+    Setting(
+        "body_timeout",
+        20.0,
+        _seconds,
+        "Seconds of grace a request body gets before it must keep body_min_rate; each "
+        "body_min_rate bytes that arrive add a second (as Apache's mod_reqtimeout). A body "
+        "that falls behind is cut with 408.",
+        "SECS",
+    ),
+    Setting(
+        "body_min_rate",
+        64 * 1024,
+        _rate,
+        "Bytes per second a request body must average once body_timeout has passed "
+        "(0: no minimum; a body then only may not stall for 60 s).",
         "SIZE",
     ),
     Setting(

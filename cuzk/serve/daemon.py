@@ -125,6 +125,8 @@ class Daemon:
                 allow_hosts=cfg.allow_hosts,
                 header_timeout=cfg.header_timeout,
                 body_memory=cfg.body_memory,
+                body_timeout=cfg.body_timeout,
+                body_min_rate=cfg.body_min_rate,
             )
         except OSError as e:
             log.error("cannot listen on %s:%d: %s", cfg.host, cfg.port, e.strerror or e)

@@ -13,18 +13,26 @@ Why this and not the stdlib's thread per connection: a connection that is idle o
 head one byte at a time held a thread and one of 64 slots, so 64 such clients locked
 everyone out (issue 17). Here a waiting connection is a suspended coroutine (a few KB); the
 head must be complete `header_timeout` seconds after the connection opened (or after the
-first byte of a later keep-alive request), else it is closed; an idle keep-alive connection
-is closed first when the connection cap is reached. Threads are spent only on complete
-requests. Why not uvicorn or aiohttp: handlers block on the engine, so a thread pool is
-needed anyway, and both answer malformed requests themselves with plain-text bodies, where
-this API promises JSON for every error (docs/api.md); the parsing and answers below follow
-http.server's, so behaviour seen by clients is unchanged. Standard library only.
+first byte of a later keep-alive request), else it is closed. At the connection cap, a
+connection holding no complete request head is closed to make room: the one that has waited
+longest among those that sent nothing (never-speaking new ones, idle keep-alive ones), else
+among those whose head is still arriving (issue 29: 1,100 silent connections reopened as
+they closed had shut /healthz out). Threads are spent only on complete requests. Why not
+uvicorn or aiohttp: handlers block on the engine, so a thread pool is needed anyway, and both
+answer malformed requests themselves with plain-text bodies, where this API promises JSON for
+every error (docs/api.md). Why not h11 for the parsing alone: see docs/api.md; the head is
+parsed as http.server parses it, with RFC 9112's refusals added (400 for a folded or
+malformed header line, two Host or two Content-Length headers, an absolute-form target whose
+host is not this server's). Standard library only.
 
-Memory: the Content-Length of every body being read or handled is taken from BodyMemory (a cap,
-`body_memory`) and, for bodies over CHARGE_MIN, from the engine's memory budget (use
-"uploads") before a byte of it is read; a body that does not fit waits up to BODY_WAIT
-seconds, then gets 503 with the reason. What a request holds is bounded by its Content-Length:
-the JSON skeleton, and the uploads read back one at a time from their spool file.
+Memory: a body holds a reservation in BodyMemory (a cap, `body_memory`) and, once over
+CHARGE_MIN, in the engine's memory budget (use "uploads"), grown BODY_STEP at a time ahead of
+what has arrived, so a client that declares 256 MiB and sends a byte now and then holds
+1 MiB, not 256 (issue 29). A body that cannot grow waits up to BODY_WAIT seconds, cutting
+younger bodies still arriving if that makes room, then gets 503 with the reason. After
+`body_timeout` seconds a body must keep arriving at `body_min_rate` bytes/s on average (as
+Apache's mod_reqtimeout), else it is cut with 408. What a request holds is bounded by its
+Content-Length: the JSON skeleton, and the uploads read back one at a time from their spool.
 """
 
 from __future__ import annotations
@@ -54,6 +62,7 @@ from cuzk.serve.http import (
     check_auth,
     check_host,
     error_response,
+    host_allowed,
 )
 
 log = logging.getLogger("cuzk.serve")
@@ -66,11 +75,16 @@ STREAM_LIMIT = 256 * 1024  # socket bytes buffered per connection before reading
 LINGER = 1.0  # seconds a closing connection's unread input is drained (see _close)
 BODY_WAIT = 5.0  # how long a body waits for BodyMemory before 503
 CHARGE_MIN = 1024**2  # bodies above this are charged to the engine's memory budget too
+BODY_STEP = 1024**2  # a body's reservation grows by this, ahead of what has arrived
+BODY_TIMEOUT = 20.0  # default: seconds of grace before a body must keep BODY_MIN_RATE
+BODY_MIN_RATE = 64 * 1024  # default: bytes/s a body must average after BODY_TIMEOUT
 RAW_BODY_MAX = 1024**2  # larger bodies must be JSON (every route that reads one wants JSON)
 WORKERS = 64  # threads for handlers that may block (result waits, submissions)
 QUICK_WORKERS = 4  # threads for quick routes (/healthz, /status, /metrics, static files)
 METHODS = {"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"}
 _HEAD_END = re.compile(rb"\r?\n\r?\n")
+_ABSOLUTE = re.compile(r"(?i)https?://")
+_FIELD = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+:[^\x00\r\n]*")  # RFC 9110 5.1, 5.5
 
 
 # ---------------------------------------------------------------------------- worker pool
@@ -124,59 +138,118 @@ def _settle(fut: asyncio.Future, res, exc) -> None:
 
 
 # ---------------------------------------------------------------------------- body memory
+class Ticket:
+    """One body's reservation: `held` bytes of BodyMemory, `charged` of them in the budget.
+    `reading` until the whole body has arrived; `cut` is the reason when an older body took
+    its room (BodyMemory.grow), after which it holds nothing."""
+
+    __slots__ = ("owner", "seq", "held", "charged", "reading", "cut")
+
+    def __init__(self, seq: int):
+        self.owner = ("http-body", seq)
+        self.seq, self.held, self.charged = seq, 0, 0
+        self.reading, self.cut = True, None
+
+
 class BodyMemory:
-    """Bytes of request bodies in flight: at most `cap`, and (bodies over CHARGE_MIN) charged
-    to the engine's MemoryBudget (`budget`, set once the engine runs) under "uploads".
-    Used from the loop thread only; the budget itself is thread-safe."""
+    """Bytes of request bodies in flight: at most `cap`, and (a body once it holds over
+    CHARGE_MIN) charged to the engine's MemoryBudget (`budget`, set once the engine runs)
+    under "uploads". A body holds what has arrived, rounded up to the next STEP, not its
+    Content-Length: a client that declares 256 MiB and sends a byte a minute holds one STEP.
+    When a body cannot grow, bodies younger than it that are still arriving give way (they
+    are cut, oldest kept: two large bodies can then never hold each other up); bodies whose
+    handler runs are never cut. Used from the loop thread only; the budget is thread-safe."""
 
     def __init__(self, cap: int):
         self.cap = int(cap)
         self.used = 0
         self.high_water = 0
         self.budget = None
-        self._ids = itertools.count()
+        self.cuts = 0
+        self._seq = itertools.count()
+        self._live: dict[int, Ticket] = {}  # seq -> ticket, oldest first
 
-    def try_take(self, n: int) -> tuple[object | None, str]:
-        """(a ticket, "") when `n` bytes fit, else (None, the reason)."""
+    def ticket(self) -> Ticket:
+        t = Ticket(next(self._seq))
+        self._live[t.seq] = t
+        return t
+
+    def try_take(self, n: int) -> tuple[Ticket | None, str]:
+        """A new ticket holding `n` bytes, or (None, the reason)."""
+        t = self.ticket()
+        ok, reason = self.grow(t, n)
+        if not ok:
+            self.give_back(t)
+            return None, reason
+        return t, ""
+
+    def grow(self, t: Ticket, n: int) -> tuple[bool, str]:
+        """Add `n` bytes to `t` (True, ""), cutting younger arriving bodies if that makes
+        room, or (False, the reason) without growing."""
+        if t.cut is not None:
+            return False, t.cut
+        total = t.held + n
+        charge = total - t.charged if total > CHARGE_MIN and self.budget is not None else 0
+        if charge and total > self.budget.total:
+            return False, f"a body of {total} bytes exceeds the whole memory budget"
+        younger = [
+            y for s, y in self._live.items() if s > t.seq and y.reading and y.cut is None and y.held
+        ]
         if self.used + n > self.cap:
-            return None, (
-                f"request bodies in flight hold {self.used} of {self.cap} bytes "
-                f"(body_memory); this one needs {n}"
-            )
-        owner = ("http-body", next(self._ids))
-        if self.budget is not None and n > CHARGE_MIN:
-            from cuzk.engine.budget import BudgetError
-
-            try:
-                ok = self.budget.try_reserve(owner, {"uploads": n})
-            except BudgetError:
-                return None, f"a body of {n} bytes exceeds the whole memory budget"
-            if not ok:
-                return None, (
-                    f"the memory budget is full ({self.budget.reserved} of "
-                    f"{self.budget.total} bytes reserved); this body needs {n}"
+            if self.used + n - sum(y.held for y in younger) > self.cap:
+                return False, (
+                    f"request bodies in flight hold {self.used} of {self.cap} bytes "
+                    f"(body_memory); this one needs {n} more"
                 )
+        if charge and charge > self.budget.available:
+            if charge > self.budget.available + sum(y.charged for y in younger):
+                return False, (
+                    f"the memory budget is full ({self.budget.reserved} of "
+                    f"{self.budget.total} bytes reserved); this body needs {charge} more"
+                )
+        for y in reversed(younger):  # youngest first, only as many as it takes
+            if self.used + n <= self.cap and (not charge or charge <= self.budget.available):
+                break
+            self.give_back(y, f"an older body needed the room (body_memory {self.cap} bytes)")
+            self.cuts += 1
+        if self.used + n > self.cap:
+            return False, f"request bodies in flight hold {self.used} of {self.cap} bytes"
+        if charge and not self.budget.try_reserve(t.owner, {"uploads": charge}):
+            return False, "the memory budget is full"  # the engine took it meanwhile
+        t.charged += charge
+        t.held = total
         self.used += n
         self.high_water = max(self.high_water, self.used)
-        return (owner, n), ""
+        return True, ""
 
-    def give_back(self, ticket) -> None:
-        owner, n = ticket
-        self.used -= n
-        if self.budget is not None and n > CHARGE_MIN:
-            self.budget.release(owner)
+    def done_reading(self, t: Ticket) -> None:
+        """The whole body has arrived: from now on it is never cut."""
+        t.reading = False
+
+    def give_back(self, t: Ticket, cut: str | None = None) -> None:
+        """Release everything `t` holds (again: nothing); `cut` marks it as cut, with why."""
+        if cut is not None and t.cut is None:
+            t.cut = cut
+        self._live.pop(t.seq, None)
+        self.used -= t.held
+        t.held = 0
+        if t.charged and self.budget is not None:
+            self.budget.release(t.owner)
+        t.charged = 0
 
 
 # ---------------------------------------------------------------------------- connections
 class _Conn:
-    __slots__ = ("reader", "writer", "peer", "buf", "idle_since", "requests")
+    __slots__ = ("reader", "writer", "peer", "buf", "waiting_since", "requests")
 
     def __init__(self, reader, writer):
         self.reader, self.writer = reader, writer
         peer = writer.get_extra_info("peername")
         self.peer = peer[0] if peer else "?"
         self.buf = bytearray()
-        self.idle_since: float | None = None  # set while waiting for a keep-alive request
+        # set while no complete request head is in hand (a new connection, an idle keep-alive
+        # one, a head still arriving): such a connection may be evicted at the cap
+        self.waiting_since: float | None = time.monotonic()
         self.requests = 0
 
 
@@ -186,6 +259,37 @@ class _Close(Exception):
 
 class _Head:
     __slots__ = ("command", "target", "version", "headers", "keep_alive")
+
+
+class _Inflow:
+    """A body being read: its size, what has arrived, its reservation and its clock."""
+
+    __slots__ = ("server", "n", "got", "ticket", "parser", "start", "paused")
+
+    def __init__(self, server: Server, n: int):
+        self.server, self.n, self.got = server, n, 0
+        self.ticket = server.memory.ticket()
+        self.parser: B.JsonBody | None = None
+        self.start = time.monotonic()
+        self.paused = 0.0  # seconds spent waiting for room: not the client's fault
+
+    @property
+    def left(self) -> int:
+        return self.n - self.got
+
+    def deadline(self) -> float:
+        """When the body falls below the minimum rate: body_timeout, plus one second for
+        every body_min_rate bytes arrived (as Apache's mod_reqtimeout body=...,MinRate=...)."""
+        rate = self.server.body_min_rate
+        if rate <= 0:
+            return float("inf")
+        return self.start + self.paused + self.server.body_timeout + self.got / rate
+
+
+def _too_many(reason: str) -> HttpError:
+    return HttpError(
+        503, f"too many uploads in flight: {reason}; retry later", {"Retry-After": "2"}
+    )
 
 
 class Server:
@@ -205,6 +309,8 @@ class Server:
         header_timeout: float = HEADER_TIMEOUT,
         idle_timeout: float = IDLE_TIMEOUT,
         body_memory: int = 512 * 1024**2,
+        body_timeout: float = BODY_TIMEOUT,
+        body_min_rate: int = BODY_MIN_RATE,
         workers: int = WORKERS,
     ):
         self.router = router
@@ -216,8 +322,16 @@ class Server:
         self.header_timeout = header_timeout
         self.idle_timeout = idle_timeout
         self.memory = BodyMemory(body_memory)
+        self.body_timeout = body_timeout
+        self.body_min_rate = body_min_rate
         self._workers = workers
-        self.stats = {"refused": 0, "evicted": 0, "head_timeouts": 0, "body_waits": 0}
+        self.stats = {
+            "refused": 0,
+            "evicted": 0,
+            "head_timeouts": 0,
+            "body_waits": 0,
+            "body_timeouts": 0,
+        }
         _raise_fd_limit(max_connections + 512)
         family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
         self.socket = socket.socket(family, socket.SOCK_STREAM)
@@ -284,7 +398,7 @@ class Server:
     # ------------------------------------------------------------------ one connection
     async def _connection(self, reader, writer) -> None:
         conn = _Conn(reader, writer)
-        if len(self._conns) >= self.max_connections and not self._evict_idle():
+        if len(self._conns) >= self.max_connections and not self._evict_waiting():
             self.stats["refused"] += 1
             writer.write(
                 _raw_response(
@@ -309,12 +423,15 @@ class Server:
             self._conns.pop(conn, None)
             await self._close(conn)
 
-    def _evict_idle(self) -> bool:
-        """Close the longest-idle keep-alive connection to make room; False if none."""
-        idle = [c for c in self._conns if c.idle_since is not None]
-        if not idle:
+    def _evict_waiting(self) -> bool:
+        """Make room by closing a connection that holds no complete request head: the one
+        that has waited longest among those that sent nothing of their next request (new
+        connections that never spoke, idle keep-alive ones), else among those whose head is
+        still arriving; False if every connection is busy with a request."""
+        waiting = [c for c in self._conns if c.waiting_since is not None]
+        if not waiting:
             return False
-        c = min(idle, key=lambda c: c.idle_since)
+        c = min(waiting, key=lambda c: (bool(c.buf), c.waiting_since))
         self._conns.pop(c, None)
         self.stats["evicted"] += 1
         c.writer.close()
@@ -354,15 +471,14 @@ class Server:
     async def _read_head(self, conn: _Conn) -> _Head | None:
         """The next request's head, parsed; None when the client closed an idle connection.
         Errors in the head are answered here (as http.server does) and end the connection."""
+        if conn.requests:
+            conn.waiting_since = time.monotonic()  # cheap and evictable until its head is in
         if conn.requests and not conn.buf:
-            conn.idle_since = time.monotonic()  # idle keep-alive: cheap, evictable
             try:
                 async with asyncio.timeout(self.idle_timeout):
                     await self._fill(conn)
             except (_Close, ConnectionError, TimeoutError):
                 return None
-            finally:
-                conn.idle_since = None
         searched = 0
         try:
             async with asyncio.timeout(self.header_timeout):
@@ -393,6 +509,7 @@ class Server:
         raw = bytes(conn.buf[: m.start()])
         del conn.buf[: m.end()]
         conn.requests += 1
+        conn.waiting_since = None
         return await self._parse_head(conn, raw)
 
     async def _parse_head(self, conn: _Conn, raw: bytes) -> _Head | None:
@@ -422,12 +539,22 @@ class Server:
         h.command, h.target = words[0], words[1]
         if len(words) == 2 and h.command != "GET":
             await self._fail(conn, 400, f"Bad HTTP/0.9 request type ({h.command!r})")
+        for field in rest.split(b"\n") if rest else ():
+            field = field.removesuffix(b"\r")
+            if not _FIELD.fullmatch(field):  # RFC 9112 5: name ":" value, no folding
+                what = "a folded header line" if field[:1] in (b" ", b"\t") else "a header line"
+                text = field[:80].decode("iso-8859-1")
+                await self._fail(conn, 400, f"malformed request head: {what} {text!r}")
         try:
             h.headers = http.client.parse_headers(io.BytesIO(rest + b"\r\n\r\n"))
         except http.client.LineTooLong as e:
             await self._fail(conn, 431, f"Line too long: {e}")
         except http.client.HTTPException as e:
             await self._fail(conn, 431, f"Too many headers: {e}")
+        for name in ("Host", "Content-Length"):  # RFC 9112 3.2, 6.3: one of each at most
+            values = h.headers.get_all(name) or []
+            if len(values) > 1:
+                await self._fail(conn, 400, f"{len(values)} {name} headers; send one")
         conntype = (h.headers.get("Connection") or "").lower()
         if conntype == "close":
             h.keep_alive = False
@@ -450,10 +577,9 @@ class Server:
             "Transfer-Encoding"
         )
         close = not head.keep_alive
-        ticket, parser, resp = None, None, None
+        inflow, resp = None, None
         try:
-            url = urllib.parse.urlsplit(head.target)
-            path = url.path if url.path.startswith("/") else "/" + url.path
+            path, query_text = self._target(head.target, hdrs)
             check_host(self, hdrs)
             route, params = self.router.match(head.command, path)
             if route.auth:
@@ -470,26 +596,22 @@ class Server:
                 expect = (
                     hdrs.get("Expect") or ""
                 ).lower() == "100-continue" and head.version >= "HTTP/1.1"
-                ticket, reason = await self._take_memory(n)
-                if ticket is None:
+                inflow = _Inflow(self, n)
+                ok, reason = await self._grow(inflow, min(n, BODY_STEP))
+                if not ok:
                     if not expect:  # the client is sending it anyway: read it into nothing,
-                        await self._discard(conn, n)  # so that it sees the answer
-                        body_read = True
-                    raise HttpError(
-                        503,
-                        f"too many uploads in flight: {reason}; retry later",
-                        {"Retry-After": "2"},
-                    )
+                        await self._discard(conn, inflow)  # so that it sees the answer
+                    raise _too_many(reason)
                 if expect:
                     conn.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
                 if ctype == JSON_TYPE:
-                    parser = B.JsonBody()
-                body, uploads = await self._read_body(conn, n, parser)
+                    inflow.parser = B.JsonBody()
+                body, uploads = await self._read_body(conn, inflow)
             else:
                 body, uploads = b"", {}
             body_read = True
             try:
-                query = urllib.parse.parse_qs(url.query, keep_blank_values=True, max_num_fields=64)
+                query = urllib.parse.parse_qs(query_text, keep_blank_values=True, max_num_fields=64)
             except ValueError as e:
                 raise HttpError(400, f"bad query string: {e}") from None
             req = Request(head.command, path, query, hdrs, body, params, uploads)
@@ -505,14 +627,47 @@ class Server:
             log.exception("%s %s: unhandled error", head.command, head.target)
             resp = error_response(500, f"internal error ({type(e).__name__}); see the server log")
         finally:
-            if parser is not None:
-                parser.close()
-            if ticket is not None:
-                self.memory.give_back(ticket)
+            if inflow is not None:
+                body_read = body_read or inflow.got == inflow.n
+                if inflow.parser is not None:
+                    inflow.parser.close()
+                self.memory.give_back(inflow.ticket)
         if not body_read:
             close = True  # an unread body would be parsed as the next request
         await self._answer(conn, head, resp, close=close)
         return not close
+
+    def _target(self, target: str, hdrs) -> tuple[str, str]:
+        """(path, query) of a request target. In absolute form (`http://HOST/path`, RFC 9112
+        3.2.2) its host takes the place of the Host header, so it is checked as Host is:
+        without a token only a loopback name or an --allow-host name is served (else 400)."""
+        m = _ABSOLUTE.match(target)
+        if m is None:
+            if "://" in target.partition("?")[0]:
+                raise HttpError(400, f"unsupported request target {target[:200]!r}")
+            path, _, query = target.partition("?")
+            return (path if path.startswith("/") else "/" + path), query
+        url = urllib.parse.urlsplit(target)
+        authority = url.netloc
+        if not authority or "@" in authority:
+            raise HttpError(
+                400, f"request target {target[:200]!r}: the authority must be HOST[:PORT]"
+            )
+        if (
+            self.token is None
+            and self.loopback_only
+            and not host_allowed(authority, self.allow_hosts)
+        ):
+            raise HttpError(
+                400,
+                f"request target {target[:200]!r} names host {authority!r}, not this server "
+                "(without a token: a loopback name, localhost or an --allow-host name)",
+            )
+        if "Host" in hdrs:
+            hdrs.replace_header("Host", authority)
+        else:
+            hdrs["Host"] = authority
+        return url.path or "/", url.query
 
     def _body_length(self, hdrs) -> int:
         if hdrs.get("Transfer-Encoding"):
@@ -533,50 +688,81 @@ class Server:
             )
         return n
 
-    async def _take_memory(self, n: int) -> tuple[object | None, str]:
-        """(ticket, "") once `n` body bytes fit, waiting up to BODY_WAIT; (None, reason)."""
-        deadline = time.monotonic() + BODY_WAIT
+    async def _grow(self, inflow: _Inflow, k: int) -> tuple[bool, str]:
+        """Add `k` bytes to a body's reservation, waiting up to BODY_WAIT for room (the time
+        spent waiting does not count against the body's minimum rate); (ok, reason)."""
+        t0 = time.monotonic()
+        deadline = t0 + BODY_WAIT
         waited = False
-        while True:
-            ticket, reason = self.memory.try_take(n)
-            if ticket is not None or time.monotonic() >= deadline:
-                return ticket, reason
-            if not waited:
-                self.stats["body_waits"] += 1
-                waited = True
-            await asyncio.sleep(0.05)
+        try:
+            while True:
+                ok, reason = self.memory.grow(inflow.ticket, k)
+                if ok or inflow.ticket.cut is not None or time.monotonic() >= deadline:
+                    return ok, reason
+                if not waited:
+                    self.stats["body_waits"] += 1
+                    waited = True
+                await asyncio.sleep(0.05)
+        finally:
+            inflow.paused += time.monotonic() - t0
 
-    async def _discard(self, conn: _Conn, n: int) -> None:
-        """Read `n` body bytes and drop them (memory: one socket read at a time)."""
-        take = min(n, len(conn.buf))
-        del conn.buf[:take]
-        left = n - take
-        while left:
-            async with asyncio.timeout(self.idle_timeout):
-                data = await conn.reader.read(min(left, 1 << 20))
-            if not data:
-                raise _Close
-            left -= len(data)
+    async def _chunk(self, conn: _Conn, inflow: _Inflow, most: int) -> bytes:
+        """The next at most `most` bytes of the body: buffered ones first, else from the
+        socket within the stall limit (idle_timeout) and the minimum rate's deadline."""
+        if conn.buf:
+            data = bytes(conn.buf[:most])
+            del conn.buf[:most]
+            return data
+        now = time.monotonic()
+        deadline = inflow.deadline()
+        wait = min(self.idle_timeout, deadline - now)
+        try:
+            if wait <= 0:
+                raise TimeoutError
+            async with asyncio.timeout(wait):
+                data = await conn.reader.read(most)
+        except TimeoutError:
+            self.stats["body_timeouts"] += 1
+            n, got, took = inflow.n, inflow.got, time.monotonic() - inflow.start
+            if time.monotonic() >= deadline:
+                raise HttpError(
+                    408,
+                    f"body too slow: {got} of {n} bytes in {took:.0f} s; after "
+                    f"{self.body_timeout:g} s a body must arrive at {self.body_min_rate} "
+                    "bytes/s on average (body_timeout, body_min_rate)",
+                ) from None
+            raise HttpError(
+                408, f"body stalled after {got} of {n} bytes ({self.idle_timeout:g} s)"
+            ) from None
+        if not data:
+            raise HttpError(400, f"body ended after {inflow.got} of {inflow.n} bytes")
+        return data
 
-    async def _read_body(self, conn: _Conn, n: int, parser: B.JsonBody | None):
-        """(body, uploads): the raw bytes, or for JSON the skeleton and its uploads."""
+    async def _discard(self, conn: _Conn, inflow: _Inflow) -> None:
+        """Read the rest of a body and drop it (memory: one socket read at a time), so that
+        its sender sees the answer; a sender too slow for that is answered and closed."""
+        try:
+            while inflow.got < inflow.n:
+                inflow.got += len(await self._chunk(conn, inflow, min(inflow.left, 1 << 20)))
+        except HttpError:
+            pass  # the answer says why the body was refused; the connection closes
+
+    async def _read_body(self, conn: _Conn, inflow: _Inflow):
+        """(body, uploads): the raw bytes, or for JSON the skeleton and its uploads. The
+        body's reservation grows by BODY_STEP ahead of what has arrived."""
+        parser, ticket = inflow.parser, inflow.ticket
         raw = bytearray() if parser is None else None
-        left = n
-        while left:
-            if not conn.buf:
-                try:
-                    async with asyncio.timeout(self.idle_timeout):
-                        data = await conn.reader.read(min(left, 1 << 20))
-                except TimeoutError:
-                    raise HttpError(408, f"body stalled after {n - left} of {n} bytes") from None
-                if not data:
-                    raise HttpError(400, f"body ended after {n - left} of {n} bytes")
-            elif len(conn.buf) <= left:
-                data, conn.buf = bytes(conn.buf), bytearray()
-            else:
-                data = bytes(conn.buf[:left])
-                del conn.buf[:left]
-            left -= len(data)
+        while inflow.got < inflow.n:
+            if ticket.cut is not None or inflow.got >= ticket.held:
+                ok, reason = await self._grow(inflow, min(inflow.left, BODY_STEP))
+                if not ok:
+                    await self._discard(conn, inflow)
+                    raise _too_many(reason)
+            room = ticket.held - inflow.got
+            data = await self._chunk(conn, inflow, min(inflow.left, room, 1 << 20))
+            inflow.got += len(data)
+            if ticket.cut is not None:
+                continue  # cut while reading: the next turn drops the rest and answers 503
             if parser is None:
                 raw += data
                 continue
@@ -584,6 +770,9 @@ class Server:
                 parser.feed(data)
             except B.BodyTooLarge as e:
                 raise HttpError(413, f"request body: {e}") from None
+        self.memory.done_reading(ticket)
+        if ticket.cut is not None:
+            raise _too_many(ticket.cut)
         if parser is None:
             return bytes(raw), {}
         return parser.finish()
