@@ -452,6 +452,30 @@ def test_fullprove_bad_input_writes_nothing(tmp_path):
     assert not proof.exists() and not public.exists()
 
 
+def test_fullprove_writes_both_outputs_or_neither(tmp_path, monkeypatch):
+    """As `cuzk prove`: one file for both refused before any work, a public.json that cannot
+    be written (/dev/full: written in place, and full) leaves no proof.json."""
+    monkeypatch.chdir(tmp_path)
+    d = fx("tiny")
+    for second in ("out.json", "./out.json"):
+        r = run_cli(
+            "fullprove",
+            d / "input_0.json",
+            d / "circuit.wasm",
+            d / "circuit.zkey",
+            "out.json",
+            second,
+        )
+        assert r.exit_code == 1 and len(r.output.strip().splitlines()) == 1, r.output
+        assert f"out.json and {second} are the same file" in r.output
+    args = (d / "input_0.json", d / "circuit.wasm", d / "circuit.zkey", "proof.json")
+    r = run_cli("fullprove", *args, "/dev/full")
+    assert r.exit_code == 1 and r.output == "cuzk fullprove: /dev/full: No space left on device\n"
+    r = run_cli("fullprove", *args, "nodir/public.json")
+    assert r.exit_code == 1 and "nodir/public.json: no such directory" in r.output
+    assert os.listdir(tmp_path) == []
+
+
 @pytest.mark.interop
 @pytest.mark.parametrize("name", ["nested", "toyhash"])
 def test_fullprove_verifies_with_snarkjs(name, tmp_path, tools):
