@@ -479,6 +479,44 @@ def test_a_device_node_is_written_in_place_never_replaced(tmp_path):
         assert stat.S_ISCHR(os.lstat(dev).st_mode)
 
 
+# --- limits on JSON from outside (cuzk.formats.json_limits) -------------------------------
+def _depth(v) -> int:
+    if isinstance(v, list):
+        return 1 + max(map(_depth, v), default=0)
+    if isinstance(v, dict):
+        return 1 + max(map(_depth, v.values()), default=0)
+    return 0
+
+
+_json_values = st.recursive(
+    st.none() | st.integers() | st.text(alphabet='[]{}"\\ab', max_size=6),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.text(alphabet='[]{}"\\ab', max_size=4), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+@given(_json_values, st.integers(0, 6), st.booleans())
+def test_nested_deeper_than_counts_brackets_outside_strings(v, limit, as_bytes):
+    """Against the parsed value's depth, with brackets, quotes and backslashes in its strings."""
+    from cuzk.formats.json_limits import nested_deeper_than
+
+    text = json.dumps(v)
+    assert nested_deeper_than(text.encode() if as_bytes else text, limit) == (_depth(v) > limit)
+
+
+def test_nested_deeper_than_is_linear_on_hostile_text():
+    from cuzk.formats.json_limits import MAX_DEPTH, nested_deeper_than
+
+    assert nested_deeper_than("[" * 10**6, MAX_DEPTH)  # stops at the first 513 brackets
+    assert not nested_deeper_than("[" * 512 + "]" * 512)
+    assert nested_deeper_than(b"[" * 513 + b"]" * 513)
+    assert not nested_deeper_than('["' + "[" * 10**5 + '"]')  # inside a string
+    assert not nested_deeper_than("[[1], [2]], " * 10**5)  # many brackets, shallow
+
+
 # --- conversions ---------------------------------------------------------------------------
 
 

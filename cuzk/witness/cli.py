@@ -89,9 +89,10 @@ def calculate(circuit_wasm, input_json, out_wtns, sym):
     """Calculate the witness of INPUT_JSON for CIRCUIT_WASM (circom 2) into OUT_WTNS.
 
     The file is the one `snarkjs wtns calculate` writes, byte for byte. Bad inputs (a missing
-    or unknown signal, a wrong array length, a value that is not a number, a failing assert
-    in the circuit) or a wasm that is not a BN254 circom 2 circuit exit 1 with the reason,
-    and nothing is written.
+    or unknown signal, a wrong array length, a value that is not a number or has more than
+    4,300 digits, a failing assert in the circuit, a file that is not JSON: not UTF-8 text,
+    nested more than 512 deep) or a wasm that is not a BN254 circom 2 circuit exit 1 with
+    the reason, and nothing is written.
     """
     from cuzk.formats.errors import FormatError
 
