@@ -626,4 +626,7 @@ def test_serve_makes_its_state_directory_private(tmp_path):
         assert f"state directory {state} is open to group or others (mode 0755)" in warning
         assert "is in use by another cuzk serve" in refusal
     finally:
-        assert s.stop() == 0, s.log()
+        try:
+            assert s.stop() == 0, s.log()
+        finally:
+            s.kill()
