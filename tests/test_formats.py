@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import mmap
 import os
+import stat
 
 import numpy as np
 import pytest
@@ -42,7 +43,7 @@ from cuzk.formats import (
     write_zkey,
     zkey_coef_to_int,
 )
-from cuzk.formats.atomic import atomic_writer
+from cuzk.formats.atomic import OutputError, Target, atomic_writer, check_outputs, write_outputs
 from cuzk.formats.snarkjs_json import dumps, fq12_from_py_ecc
 
 fq = st.integers(min_value=0, max_value=BN254_Q - 1)
@@ -299,6 +300,221 @@ def test_atomic_writer_into_a_missing_directory_names_the_target(tmp_path):
     with pytest.raises(FileNotFoundError) as e, atomic_writer(target, "w") as f:
         f.write("never")
     assert e.value.filename == str(target) and ".tmp" not in str(e.value)
+
+
+# --- outputs written all or nothing (cuzk.formats.atomic.write_outputs) ---------------------
+AS_ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="mknod of a device node needs root")
+
+
+def _listing(d) -> list[str]:
+    return sorted(os.listdir(d))
+
+
+def test_write_outputs_writes_both(tmp_path):
+    a, b = tmp_path / "proof.json", tmp_path / "public.json"
+    b.write_text("old public")
+    write_outputs([(a, "A"), (b, b"B")])
+    assert (a.read_text(), b.read_text()) == ("A", "B")
+    assert oct(a.stat().st_mode & 0o777) == "0o644" and _listing(tmp_path) == [a.name, b.name]
+
+
+@pytest.mark.parametrize("spelling", ["same", "dotdot", "symlink", "hardlink", "absolute"])
+def test_one_file_for_both_outputs_is_refused(tmp_path, spelling, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    a = tmp_path / "out.json"
+    a.write_text("old")
+    b = {
+        "same": "out.json",
+        "dotdot": "sub/../out.json",
+        "symlink": "link.json",
+        "hardlink": "hard.json",
+        "absolute": str(a),
+    }[spelling]
+    if spelling == "symlink":
+        os.symlink("out.json", "link.json")
+    if spelling == "hardlink":
+        os.link("out.json", "hard.json")
+    before = _listing(tmp_path)
+    with pytest.raises(OutputError) as e:
+        write_outputs([("out.json", "proof"), (b, "public")])
+    assert str(e.value) == f"out.json and {b} are the same file: give each output its own path"
+    assert a.read_text() == "old" and _listing(tmp_path) == before
+    with pytest.raises(OutputError):  # the early check says the same
+        check_outputs("out.json", b)
+
+
+def test_a_missing_or_unwritable_directory_writes_neither(tmp_path):
+    a = tmp_path / "proof.json"
+    a.write_text("old proof")
+    with pytest.raises(OutputError, match=r"nodir/public.json: no such directory .*/nodir$"):
+        write_outputs([(a, "A"), (tmp_path / "nodir" / "public.json", "B")])
+    assert a.read_text() == "old proof" and _listing(tmp_path) == ["proof.json"]
+    with pytest.raises(OutputError, match="is a directory"):
+        write_outputs([(a, "A"), (tmp_path, "B")])
+    if os.geteuid() != 0:  # root writes into a 0555 directory
+        ro = tmp_path / "ro"
+        ro.mkdir(mode=0o555)
+        with pytest.raises(OutputError, match="ro is not writable"):
+            write_outputs([(a, "A"), (ro / "public.json", "B")])
+        assert a.read_text() == "old proof"
+
+
+def test_a_second_file_that_cannot_be_created_removes_the_first(tmp_path, monkeypatch):
+    """The directory passes the check, then creating the temporary file fails (a full disk,
+    a permission taken away meanwhile): no temporary file is left, no target touched."""
+    import tempfile
+
+    real = tempfile.mkstemp
+    calls = []
+
+    def mkstemp(*a, **kw):
+        calls.append(kw["prefix"])
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        return real(*a, **kw)
+
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    a = tmp_path / "proof.json"
+    a.write_text("old proof")
+    with pytest.raises(OutputError, match=r"public.json: No space left on device$"):
+        write_outputs([(a, "A"), (tmp_path / "public.json", "B")])
+    assert a.read_text() == "old proof" and _listing(tmp_path) == ["proof.json"]
+
+
+@pytest.mark.parametrize("first_existed", [True, False])
+def test_a_failed_second_rename_restores_the_first(tmp_path, monkeypatch, first_existed):
+    real = os.replace
+    a, b = tmp_path / "proof.json", tmp_path / "public.json"
+    if first_existed:
+        a.write_text("old proof")
+    b.write_text("old public")
+
+    def replace(src, dst):
+        if os.fspath(dst) == str(b) and str(src).endswith(".tmp"):
+            raise OSError(30, "Read-only file system")
+        return real(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(OutputError, match="public.json: Read-only file system"):
+        write_outputs([(a, "A"), (b, "B")])
+    assert b.read_text() == "old public"
+    if first_existed:
+        assert a.read_text() == "old proof"
+    else:
+        assert not a.exists()
+    assert _listing(tmp_path) == (["proof.json"] if first_existed else []) + ["public.json"]
+
+
+def test_a_symlinked_output_stays_a_link(tmp_path):
+    (tmp_path / "store").mkdir()
+    link = tmp_path / "proof.json"
+    link.symlink_to(tmp_path / "store" / "p.json")  # dangling: the file is made where it points
+    write_outputs([(link, "A"), (tmp_path / "public.json", "B")])
+    assert link.is_symlink() and (tmp_path / "store" / "p.json").read_text() == "A"
+    with atomic_writer(link, "w") as f:
+        f.write("C")
+    assert link.is_symlink() and link.read_text() == "C"
+
+
+def test_a_fifo_is_written_in_place(tmp_path):
+    import threading
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    write_outputs([(fifo, "A"), (tmp_path / "public.json", "B")])
+    reader.join(10)
+    assert got == [b"A"] and (tmp_path / "public.json").read_text() == "B"
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_stdout_through_proc_is_written_in_place(tmp_path):
+    """/dev/stdout and /dev/fd/N lead to /proc/self/fd/N: a pipe is written, and a regular file
+    (the shell's `> file`) is appended to, never replaced (the shell's descriptor would be
+    left on a deleted file). The test's own link stands in for /dev/stdout."""
+    r, w = os.pipe()
+    out = tmp_path / "stdout"
+    out.symlink_to(f"/proc/self/fd/{w}")
+    try:
+        assert Target.of(out).in_place and Target.of("/dev/stdout").in_place
+        write_outputs([(out, "proof\n"), (tmp_path / "public.json", "B")])
+        assert os.read(r, 100) == b"proof\n" and out.is_symlink()
+    finally:
+        os.close(r), os.close(w)
+    shell = tmp_path / "shell.txt"
+    with open(shell, "w") as f:
+        f.write("before\n")
+        f.flush()
+        out.unlink()
+        out.symlink_to(f"/proc/self/fd/{f.fileno()}")
+        inode = os.fstat(f.fileno()).st_ino
+        write_outputs([(out, "proof\n"), (tmp_path / "public.json", "B")])
+    assert shell.read_text() == "before\nproof\n" and shell.stat().st_ino == inode
+
+
+def test_dev_full_fails_in_place_and_writes_neither(tmp_path):
+    assert Target.of("/dev/full").in_place  # checked first: never rename over /dev/full
+    with pytest.raises(OutputError, match=r"^/dev/full: No space left on device$"):
+        write_outputs([(tmp_path / "proof.json", "A"), ("/dev/full", "B")])
+    assert _listing(tmp_path) == []
+    with pytest.raises(OSError, match="No space left on device"), atomic_writer("/dev/full") as f:
+        f.write(b"x")
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+
+
+@AS_ROOT
+def test_a_device_node_is_written_in_place_never_replaced(tmp_path):
+    full, null = tmp_path / "full", tmp_path / "null"
+    os.mknod(full, 0o666 | stat.S_IFCHR, os.makedev(1, 7))
+    os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    with pytest.raises(OutputError, match=r"full: No space left on device$"):
+        write_outputs([(full, "A"), (tmp_path / "public.json", "B")])
+    assert _listing(tmp_path) == ["full", "null"]
+    write_outputs([(null, "A"), (tmp_path / "public.json", "B")])
+    assert (tmp_path / "public.json").read_text() == "B"
+    for dev in (full, null):
+        assert stat.S_ISCHR(os.lstat(dev).st_mode)
+
+
+# --- limits on JSON from outside (cuzk.formats.json_limits) -------------------------------
+def _depth(v) -> int:
+    if isinstance(v, list):
+        return 1 + max(map(_depth, v), default=0)
+    if isinstance(v, dict):
+        return 1 + max(map(_depth, v.values()), default=0)
+    return 0
+
+
+_json_values = st.recursive(
+    st.none() | st.integers() | st.text(alphabet='[]{}"\\ab', max_size=6),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.text(alphabet='[]{}"\\ab', max_size=4), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+@given(_json_values, st.integers(0, 6), st.booleans())
+def test_nested_deeper_than_counts_brackets_outside_strings(v, limit, as_bytes):
+    """Against the parsed value's depth, with brackets, quotes and backslashes in its strings."""
+    from cuzk.formats.json_limits import nested_deeper_than
+
+    text = json.dumps(v)
+    assert nested_deeper_than(text.encode() if as_bytes else text, limit) == (_depth(v) > limit)
+
+
+def test_nested_deeper_than_is_linear_on_hostile_text():
+    from cuzk.formats.json_limits import MAX_DEPTH, nested_deeper_than
+
+    assert nested_deeper_than("[" * 10**6, MAX_DEPTH)  # stops at the first 513 brackets
+    assert not nested_deeper_than("[" * 512 + "]" * 512)
+    assert nested_deeper_than(b"[" * 513 + b"]" * 513)
+    assert not nested_deeper_than('["' + "[" * 10**5 + '"]')  # inside a string
+    assert not nested_deeper_than("[[1], [2]], " * 10**5)  # many brackets, shallow
 
 
 # --- conversions ---------------------------------------------------------------------------

@@ -18,6 +18,7 @@ import re
 import shutil
 import signal
 import sqlite3
+import stat
 import time
 
 import pytest
@@ -164,6 +165,54 @@ def test_one_daemon_per_state_directory(tmp_path):
     finally:
         j.close()
     Journal.open(tmp_path).close()  # released with its holder
+
+
+def _modes(base) -> dict[str, int]:
+    """{path under base: permission bits} of everything under base."""
+    out = {}
+    for root, dirs, files in os.walk(base):
+        for n in dirs + files:
+            p = os.path.join(root, n)
+            out[os.path.relpath(p, base)] = stat.S_IMODE(os.lstat(p).st_mode)
+    return out
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o000, 0o277])
+def test_state_directory_private_whatever_the_umask(tmp_path, umask, caplog):
+    """The state directory and the parents it creates 0700, every file in it 0600 (the
+    journal, its -wal and -shm, the lock, spooled witnesses), even under umask 0; a directory
+    the daemon made itself is not warned about."""
+    old = os.umask(umask)
+    try:
+        j = Journal.open(tmp_path / "a" / "b" / "state")
+        try:
+            j.accept("0001", "k", "/k.zkey", "default", "normal", 1.0, [b"private witness"])
+            modes = _modes(tmp_path / "a")
+        finally:
+            j.close()
+    finally:
+        os.umask(old)
+    dirs = {"b", "b/state", "b/state/spool"}
+    files = {"lock", DB_NAME, DB_NAME + "-wal", DB_NAME + "-shm", "spool/0001.0.wtns"}
+    assert modes == {**{d: 0o700 for d in dirs}, **{f"b/state/{f}": 0o600 for f in files}}
+    assert stat.S_IMODE(os.stat(tmp_path / "a").st_mode) == 0o700
+    assert "open to group or others" not in caplog.text
+
+
+def test_an_open_state_directory_is_warned_about_and_its_files_made_private(tmp_path, caplog):
+    """A state directory left 0755 (by hand, or by an older cuzk, which also left the journal
+    0644): a warning at start, the directory left as the operator set it, the files 0600."""
+    state = tmp_path / "state"
+    Journal.open(state).close()
+    state.chmod(0o755)
+    (state / DB_NAME).chmod(0o644)
+    (state / "spool" / "old.0.wtns").write_bytes(b"x")  # swept: no job needs it
+    with caplog.at_level("WARNING", logger="cuzk.serve"):
+        Journal.open(state).close()
+    assert f"state directory {state} is open to group or others (mode 0755)" in caplog.text
+    assert "chmod 700 it" in caplog.text
+    assert stat.S_IMODE(state.stat().st_mode) == 0o755
+    assert stat.S_IMODE((state / DB_NAME).stat().st_mode) == 0o600
 
 
 def test_retention_prunes_only_old_finished_jobs(tmp_path):
@@ -530,7 +579,7 @@ def test_sigkill_then_restart_completes_every_job_once(tmp_path):
 @pytest.mark.parametrize("damage", ["garbage", "newer"])
 def test_serve_refuses_a_bad_journal_in_one_line(tmp_path, damage):
     state = tmp_path / "state"
-    state.mkdir()
+    state.mkdir(mode=0o700)  # private: no warning line besides the refusal
     path = state / DB_NAME
     if damage == "garbage":
         path.write_bytes(b"\x00garbage, not a journal\xff" * 500)
@@ -547,3 +596,37 @@ def test_serve_refuses_a_bad_journal_in_one_line(tmp_path, damage):
     assert len(lines) == 1 and reason in lines[0] and str(path) in lines[0], p.stderr
     assert "move it aside" in lines[0]
     assert path.read_bytes() == before
+
+
+def test_serve_makes_its_state_directory_private(tmp_path):
+    """`cuzk serve --state-dir` under umask 0: the directory and its created parents 0700, the
+    journal's files 0600 while it runs; a second daemon on it, once it is opened to others,
+    is refused (exit 78) after the warning."""
+    state = tmp_path / "a" / "b" / "state"
+    root = tmp_path / "keys"
+    root.mkdir()
+    old = os.umask(0)
+    try:
+        s = ServeProcess(tmp_path / "serve.log", *serve_args(root, state)).start()
+    finally:
+        os.umask(old)
+    try:
+        modes = _modes(tmp_path / "a")
+        assert stat.S_IMODE((tmp_path / "a").stat().st_mode) == 0o700
+        for d in ("b", "b/state", "b/state/spool"):
+            assert modes.pop(d) == 0o700, d
+        assert modes == {
+            f"b/state/{f}": 0o600 for f in ("lock", DB_NAME, DB_NAME + "-wal", DB_NAME + "-shm")
+        }
+        assert "open to group or others" not in s.log()
+        state.chmod(0o755)
+        p = run_cli("serve", *serve_args(root, state), timeout=120)
+        assert p.returncode == 78, p.stderr
+        warning, refusal = p.stderr.strip().splitlines()
+        assert f"state directory {state} is open to group or others (mode 0755)" in warning
+        assert "is in use by another cuzk serve" in refusal
+    finally:
+        try:
+            assert s.stop() == 0, s.log()
+        finally:
+            s.kill()

@@ -555,6 +555,43 @@ def test_an_answer_without_a_good_proof_writes_nothing(answer, words, tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+def test_outputs_checked_before_the_request_and_written_both_or_neither(tmp_path, monkeypatch):
+    """One file for both, or a missing folder: refused before anything is sent; a public.json
+    that cannot be written (/dev/full, written in place) leaves no proof.json."""
+    from cuzk.formats.atomic import OutputError
+    from cuzk.groth16.remote import prove_remote
+
+    monkeypatch.chdir(tmp_path)
+    proof, public = json.loads(TINY.proof(0).read_text()), json.loads(TINY.public(0).read_text())
+    for outs, words in [
+        (("p.json", "p.json"), "p.json and p.json are the same file"),
+        (("p.json", str(tmp_path / "p.json")), f"p.json and {tmp_path}/p.json are the same"),
+        (("p.json", "nodir/q.json"), "nodir/q.json: no such directory"),
+    ]:
+        c = StubClient(done(proof, public))
+        with pytest.raises(OutputError, match=re.escape(words)):
+            prove_remote(c, TINY.zkey, TINY.witness(0), *outs)
+        assert c.calls == [] and os.listdir(tmp_path) == []
+    c = StubClient(done(proof, public))
+    with pytest.raises(OutputError, match="^/dev/full: No space left on device$"):
+        prove_remote(c, TINY.zkey, TINY.witness(0), "p.json", "/dev/full")
+    assert c.calls == [("prove", True)] and os.listdir(tmp_path) == []
+
+
+def test_one_file_for_both_refused_by_both_paths(daemon, tmp_path):
+    d = daemon.root / "tiny"
+    before = n_jobs(daemon)
+    out = tmp_path / "out.json"
+    for via, second in (("console", out), ("click", f"{tmp_path}/./out.json")):
+        p = remote(daemon, d / "circuit.zkey", d / "witness_0.wtns", out, second, via=via)
+        assert p.returncode == 1, p.stderr
+        assert (
+            p.stderr
+            == f"cuzk prove: {out} and {second} are the same file: give each output its own path\n"
+        )
+    assert os.listdir(tmp_path) == [] and n_jobs(daemon) == before
+
+
 def test_interrupted_as_click_answers_it(tmp_path):
     """Ctrl-C while the daemon proves: "Aborted!" and exit 1 on both paths, nothing written."""
     import signal

@@ -180,6 +180,52 @@ def test_prove_bad_inputs_named_error_no_output(circuit_named, tmp_path, damage)
     assert not proof.exists() and not public.exists()
 
 
+def _one_line_error(r, *words):
+    assert r.exit_code == 1, r.output
+    assert r.output.startswith("cuzk prove: ") and len(r.output.strip().splitlines()) == 1
+    for w in words:
+        assert w in r.output, r.output
+
+
+def test_prove_writes_both_outputs_or_neither(circuit_named, tmp_path, monkeypatch):
+    """One file for both (two spellings too) is refused before proving; a public.json that
+    cannot be written (a missing folder, /dev/full) leaves no proof.json either."""
+    import os
+
+    c = circuit_named("tiny")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "out.json").write_text("old")
+    for second in ("out.json", "sub/../out.json", str(tmp_path / "out.json")):
+        r = _prove([c.zkey, c.witness(0), "out.json", second])
+        _one_line_error(r, f"out.json and {second} are the same file")
+    assert sorted(os.listdir(tmp_path)) == ["out.json", "sub"]
+    assert (tmp_path / "out.json").read_text() == "old"
+    r = _prove([c.zkey, c.witness(0), "proof.json", "nodir/public.json"])
+    _one_line_error(r, "nodir/public.json: no such directory")
+    r = _prove([c.zkey, c.witness(0), "proof.json", "/dev/full"])
+    _one_line_error(r, "/dev/full: No space left on device")
+    assert sorted(os.listdir(tmp_path)) == ["out.json", "sub"]
+
+
+@pytest.mark.skipif(__import__("os").geteuid() != 0, reason="mknod of a device node needs root")
+def test_prove_into_a_device_node_writes_it_in_place(circuit_named, tmp_path):
+    import os
+    import stat
+
+    c = circuit_named("tiny")
+    full, null = tmp_path / "full", tmp_path / "null"
+    os.mknod(full, 0o666 | stat.S_IFCHR, os.makedev(1, 7))  # copies of /dev/full, /dev/null
+    os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    public = tmp_path / "public.json"
+    _one_line_error(_prove([c.zkey, c.witness(0), full, public]), "No space left on device")
+    assert not public.exists()
+    r = _prove([c.zkey, c.witness(0), null, public])
+    assert r.exit_code == 0, r.output
+    assert json.loads(public.read_text()) == json.loads(c.public(0).read_text())
+    assert stat.S_ISCHR(os.lstat(full).st_mode) and stat.S_ISCHR(os.lstat(null).st_mode)
+
+
 def test_synthesis_into_reused_buffers_overwrites_them(small_circuit):
     """The engine hands synthesize shared-memory buffers that still hold the last partition:
     a, b, c must come out the same as into fresh arrays."""
@@ -259,6 +305,24 @@ def test_prove_as_a_process_writes_proofs_that_verify(any_circuit, tmp_path):
         tmp_path / "qp.json",
     )
     assert p.returncode == 1 and p.stderr.startswith("cuzk prove: ")
+
+
+def test_prove_process_writes_the_proof_to_dev_stdout(circuit_named, tmp_path):
+    """`cuzk prove Z W /dev/stdout public.json | ...`: the proof goes down the pipe, and
+    /dev/stdout stays what it is (checked first: never a rename over it)."""
+    import os
+
+    from cuzk.formats.atomic import Target
+    from cuzk.groth16.verifier import VerifyingKey, verify
+
+    assert Target.of("/dev/stdout").in_place
+    c = circuit_named("tiny")
+    public = tmp_path / "public.json"
+    p = _cuzk_process("prove", c.zkey, c.witness(0), "/dev/stdout", public)
+    assert p.returncode == 0, p.stderr
+    vk = VerifyingKey.from_zkey(ProvingKey.open(c.zkey).zkey)
+    assert verify(vk, json.loads(public.read_text()), json.loads(p.stdout))
+    assert os.path.islink("/dev/stdout") and os.listdir(tmp_path) == ["public.json"]
 
 
 _KERNEL_SOURCE = """

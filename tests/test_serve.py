@@ -791,3 +791,34 @@ def test_sigterm_while_busy_exits_cleanly(roots, tmp_path):
         assert s.leftover_segments() == []
     finally:
         s.kill()
+
+
+# ------------------------------------------------------------------------------ submit --out
+def test_submit_writes_each_proof_with_its_public_or_neither(tmp_path, capsys):
+    """`cuzk submit --wait --out DIR`: proof-i.json and public-i.json both or neither; an out
+    folder that cannot be written is one line and exit 1, no traceback."""
+    from cuzk.serve.cli import write_result
+
+    proof = json.loads(TINY.proof(0).read_text())
+    public = json.loads(TINY.public(0).read_text())
+    r = {
+        "job_id": "j1",
+        "state": "done",
+        "finished": True,
+        "error": None,
+        "total_partitions": 2,
+        "proofs": [proof, proof],
+        "public": [public, public],
+        "partitions": [{"index": i, "state": "done", "error": None} for i in range(2)],
+    }
+    (tmp_path / "file").write_text("not a folder")
+    assert write_result(r, tmp_path / "file") == 1
+    err = capsys.readouterr().err
+    assert err.startswith("cuzk submit: job j1 done, but its proofs cannot be written to ")
+    assert len(err.splitlines()) == 1
+    out = tmp_path / "out"
+    (out / "public-1.json").mkdir(parents=True)  # the second pair cannot be written
+    assert write_result(r, out) == 1
+    assert "(1 written): " in capsys.readouterr().err
+    assert sorted(os.listdir(out)) == ["proof-0.json", "public-0.json", "public-1.json"]
+    assert json.loads((out / "public-0.json").read_text()) == public

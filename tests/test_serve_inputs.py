@@ -183,6 +183,46 @@ def test_inputs_need_a_key_with_wasm_and_a_valid_body(server, roots):
     assert get(server, "/healthz")[0] == 200
 
 
+def test_hostile_inputs_over_http_are_400_with_a_reason(server, roots):
+    """The hostile input files of `cuzk wtns calculate` (tests/test_witness.py) as job bodies:
+    each a 400 with a JSON reason (not a 500), and the daemon keeps serving."""
+    code, _, nested = register(server, roots)
+    head = (
+        b'{"key": "%s", "inputs": [{"m": [[1, 2, 3], [4, 5, 6]], "v": [7, 8, 9], "limit": 10, '
+        % (nested["key_id"].encode())
+    )
+    deep = 10**5
+    for tail, text in [
+        (b'"s": ' + b"7" * 10**6 + b"}]}", "malformed JSON: a number of 1000000 digits"),
+        (b'"s": "' + b"7" * 10**6 + b'"}]}', "inputs[0]: s has 1000000 digits"),
+        (b'"s": ' + b"[" * deep + b"]" * deep + b"}]}", "nested more than 512 deep"),
+        (b'"s": ' + b'{"a": ' * deep + b"1" + b"}" * deep + b"}]}", "nested more than 512 deep"),
+        (b'"s": ' + b"[" * 600 + b"5" + b"]" * 600 + b"}]}", "nested more than 512 deep"),
+        (b'"s": "caf\xe9"}]}', "malformed JSON"),
+    ]:
+        code, _, body = request(
+            server.url,
+            "POST",
+            "/v1/jobs",
+            raw=head + tail,
+            headers={"Content-Type": "application/json"},
+        )
+        assert code == 400 and text in body["error"], (tail[:40], code, body)
+        assert len(body["error"].splitlines()) == 1
+    # nested 500 deep, within MAX_DEPTH: flattened as snarkjs does (s = [[...[5]]] is s = 5),
+    # with no recursion to run out of stack on
+    code, _, job = request(
+        server.url,
+        "POST",
+        "/v1/jobs",
+        raw=head + b'"s": ' + b"[" * 496 + b"5" + b"]" * 496 + b"}]}",
+        headers={"Content-Type": "application/json"},
+    )
+    assert code == 201, job
+    assert wait_result(server, job["job_id"])["state"] == "done"
+    assert get(server, "/healthz")[0] == 200
+
+
 # ------------------------------------------------------------------------------ proving
 def test_inputs_job_proves(server, roots):
     code, _, key = register(server, roots)

@@ -20,6 +20,8 @@ import interop
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from wasm_fakes import fake_circom
 
 from cuzk.cli import main as cli
@@ -105,6 +107,122 @@ def test_inputs_not_a_number(value, said):
     with pytest.raises(NotANumber, match=r"in\.json: .*") as e:
         parse_inputs({"x": value}, "in.json")
     assert said in str(e.value)
+
+
+# ---- hostile input files: one line naming the file (and field), exit 1, nothing written ----
+def _deep(n: int, kind: str) -> bytes:
+    if kind == "arrays":
+        return b'{"a": ' + b"[" * n + b"]" * n + b"}"
+    return b'{"a": ' + b'{"b": ' * n + b"1" + b"}" * n + b"}"
+
+
+HOSTILE = {
+    "arrays 10^5 deep": (_deep(10**5, "arrays"), "nested more than 512 deep"),
+    "objects 10^5 deep": (_deep(10**5, "objects"), "nested more than 512 deep"),
+    "objects 3 deep": (_deep(3, "objects"), "a is an object, not a number"),
+    "10^6-digit number": (b'{"a": 3, "b": ' + b"7" * 10**6 + b"}", "b has 1000000 digits"),
+    "10^6-digit string": (b'{"a": "-' + b"7" * 10**6 + b'", "b": 1}', "a has 1000000 digits"),
+    "long number in an array": (b'{"a": [1, ' + b"9" * 5000 + b"]}", "a[1] has 5000 digits"),
+    "latin-1 bytes": (b'{"a": "caf\xe9", "b": 1}', "not UTF-8 text (byte 0xe9 at offset 10)"),
+    "cut UTF-8": (b'{"a": 3, "b": "\xc3"}', "not UTF-8 text"),
+    "bad UTF-16": (b'\xff\xfe{\x00"', "not UTF-16 text"),
+}
+
+
+def _hostile_run(tmp_path, command: str, data: bytes):
+    """`cuzk COMMAND` on an input file holding `data`: (result, input path, outputs)."""
+    inp = tmp_path / "in.json"
+    inp.write_bytes(data)
+    d = fx("tiny")
+    if command == "wtns calculate":
+        outs = [tmp_path / "out.wtns"]
+        args = ["wtns", "calculate", d / "circuit.wasm", inp, *outs]
+    else:
+        outs = [tmp_path / "proof.json", tmp_path / "public.json"]
+        args = ["fullprove", inp, d / "circuit.wasm", d / "circuit.zkey", *outs]
+    r = CliRunner().invoke(cli, [str(a) for a in args])
+    return r, inp, outs
+
+
+def _assert_one_line_refusal(r, command, inp, outs, words=""):
+    assert isinstance(r.exception, SystemExit) and r.exit_code == 1, (r.exception, r.output)
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in r.output, r.output
+    assert lines[0].startswith(f"cuzk {command}: {inp}: "), lines[0]
+    assert words in lines[0], lines[0]
+    assert not any(o.exists() for o in outs)
+
+
+@pytest.mark.parametrize("command", ["wtns calculate", "fullprove"])
+@pytest.mark.parametrize("case", list(HOSTILE))
+def test_hostile_input_files_one_line_exit_1(case, command, tmp_path):
+    data, words = HOSTILE[case]
+    r, inp, outs = _hostile_run(tmp_path, command, data)
+    _assert_one_line_refusal(r, command, inp, outs, words)
+
+
+def test_utf16_and_utf8_bom_inputs_read_as_utf8(tmp_path):
+    """A deliberate difference from snarkjs (docs/witness.md): PowerShell's `>` writes UTF-16
+    with a byte-order mark; the witness is the same as from the UTF-8 file."""
+    d = fx("tiny")
+    text = (d / "input_0.json").read_text()
+    for i, data in enumerate((text.encode("utf-16"), b"\xef\xbb\xbf" + text.encode())):
+        (tmp_path / f"in{i}.json").write_bytes(data)
+        out = tmp_path / f"w{i}.wtns"
+        assert run_cli("wtns", "calculate", d / "circuit.wasm", tmp_path / f"in{i}.json", out)
+        assert out.read_bytes() == (d / "witness_0.wtns").read_bytes()
+
+
+_json_text = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner),
+    max_leaves=5,
+).map(json.dumps)
+_hostile = st.one_of(
+    # nested deeper than MAX_DEPTH (512), or just about as deep
+    st.builds(_deep, st.integers(400, 3 * 10**5), st.sampled_from(["arrays", "objects"])),
+    # a decimal number or string longer than MAX_DIGITS, anywhere in a signal's array
+    st.builds(
+        lambda n, sign, quoted, pad: (
+            b'{"a": '
+            + b"[" * pad
+            + (b'"' if quoted else b"")
+            + sign
+            + b"1" * n
+            + (b'"' if quoted else b"")
+            + b"]" * pad
+            + b"}"
+        ),
+        st.integers(4301, 2 * 10**5),
+        st.sampled_from([b"", b"-"]),
+        st.booleans(),
+        st.integers(0, 3),
+    ),
+    # JSON text with bytes that are not UTF-8 spliced in
+    st.builds(
+        lambda t, at, junk: t.encode()[:at] + junk + t.encode()[at:],
+        _json_text,
+        st.integers(0, 40),
+        st.sampled_from([b"\xff", b"\xe9", b"\xc3", b"\x80", b"\xed\xa0\x80", b"\xf8"]),
+    ),
+    # any other JSON that is not an object of numbers
+    _json_text.filter(lambda t: t != "{}").map(str.encode),
+)
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=_hostile, command=st.sampled_from(["wtns calculate", "fullprove"]))
+def test_hostile_input_property(data, command, tmp_path):
+    """Generated hostile input files: every one a one-line refusal naming the file, exit 1, no
+    traceback, no output file (tmp_path is shared by the examples: each cleans up)."""
+    for f in tmp_path.iterdir():
+        f.unlink()
+    r, inp, outs = _hostile_run(tmp_path, command, data)
+    _assert_one_line_refusal(r, command, inp, outs)
 
 
 # ---- witnesses byte-identical to snarkjs's ----
@@ -450,6 +568,30 @@ def test_fullprove_bad_input_writes_nothing(tmp_path):
     )
     assert r.exit_code == 1 and "assert failed" in r.output
     assert not proof.exists() and not public.exists()
+
+
+def test_fullprove_writes_both_outputs_or_neither(tmp_path, monkeypatch):
+    """As `cuzk prove`: one file for both refused before any work, a public.json that cannot
+    be written (/dev/full: written in place, and full) leaves no proof.json."""
+    monkeypatch.chdir(tmp_path)
+    d = fx("tiny")
+    for second in ("out.json", "./out.json"):
+        r = run_cli(
+            "fullprove",
+            d / "input_0.json",
+            d / "circuit.wasm",
+            d / "circuit.zkey",
+            "out.json",
+            second,
+        )
+        assert r.exit_code == 1 and len(r.output.strip().splitlines()) == 1, r.output
+        assert f"out.json and {second} are the same file" in r.output
+    args = (d / "input_0.json", d / "circuit.wasm", d / "circuit.zkey", "proof.json")
+    r = run_cli("fullprove", *args, "/dev/full")
+    assert r.exit_code == 1 and r.output == "cuzk fullprove: /dev/full: No space left on device\n"
+    r = run_cli("fullprove", *args, "nodir/public.json")
+    assert r.exit_code == 1 and "nodir/public.json: no such directory" in r.output
+    assert os.listdir(tmp_path) == []
 
 
 @pytest.mark.interop

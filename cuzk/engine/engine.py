@@ -97,22 +97,22 @@ def circuit_inputs(objs) -> list[bytes]:
     """Circuit inputs as compact JSON bytes, one per partition, values checked."""
     import json
 
-    from cuzk.witness.inputs import parse_inputs
+    from cuzk.witness.inputs import loads_inputs, parse_inputs
 
     out = []
     for i, x in enumerate(objs):
         what = f"inputs[{i}]"
         if isinstance(x, (bytes, bytearray, str)):
-            try:
-                x = json.loads(x)
-            except (json.JSONDecodeError, UnicodeDecodeError) as e:
-                raise ValueError(f"{what}: not valid JSON: {e}") from None
+            x = loads_inputs(x, what)  # WitnessError (a ValueError), one line
         if not isinstance(x, dict):
             raise ValueError(
                 f"{what}: the circuit's inputs are a JSON object, got {type(x).__name__}"
             )
         parse_inputs(x, what)  # NotANumber (a ValueError) for a value that is not one
-        out.append(json.dumps(x, separators=(",", ":")).encode())
+        try:
+            out.append(json.dumps(x, separators=(",", ":")).encode())
+        except RecursionError:  # parse_inputs refuses nested objects; arrays deeper than this
+            raise ValueError(f"{what}: arrays nested too deeply") from None
     if not out:
         raise ValueError("a job needs at least one input (one per partition)")
     return out

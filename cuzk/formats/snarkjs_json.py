@@ -27,7 +27,7 @@ import os
 import re
 
 from cuzk.arith.constants import FQ_MODULUS, FR_MODULUS, G1_B, G2_B, fq2_inv_int, fq2_mul_int
-from cuzk.formats.atomic import atomic_write_text
+from cuzk.formats.atomic import atomic_write_text, write_outputs
 from cuzk.formats.errors import BadJson, CountMismatch, NotInField, NotOnCurve, UnsupportedProtocol
 from cuzk.formats.stored import g1_from_limbs, g2_from_limbs
 
@@ -347,6 +347,17 @@ def public_to_json(signals) -> list[str]:
 def write_public(path: os.PathLike | str, signals) -> None:
     """Write public.json atomically: the public signals w[1..nPublic] as decimal strings."""
     _write(path, public_to_json(signals))
+
+
+def write_proof_and_public(proof_path, public_path, points, signals) -> None:
+    """Write proof.json and public.json, both or neither (cuzk.formats.atomic.write_outputs):
+    `points` is (pi_a, pi_b, pi_c) as for write_proof."""
+    write_outputs(
+        [
+            (proof_path, dumps(proof_to_json(*points))),
+            (public_path, dumps(public_to_json(signals))),
+        ]
+    )
 
 
 def read_public(path: os.PathLike | str) -> list[int]:

@@ -15,7 +15,8 @@ class ProveError(Exception):
 
 
 def run_prove(zkey, wtns, proof_json, public_json, r1cs=None, verify=True, device="cpu"):
-    """Prove and write proof_json / public_json atomically; raise on any reason not to.
+    """Prove and write proof_json / public_json atomically, both or neither; raise on any
+    reason not to (OutputError, an OSError, for outputs that cannot be written).
 
     The key's points are validated when it is opened (header points on the curve / twist, G2
     ones in the subgroup, every point section on its curve); with `verify` the proof is
@@ -28,8 +29,9 @@ def run_prove(zkey, wtns, proof_json, public_json, r1cs=None, verify=True, devic
 
 
 def _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device):
+    from cuzk.formats.atomic import check_outputs
     from cuzk.formats.errors import FormatError
-    from cuzk.formats.snarkjs_json import write_proof, write_public
+    from cuzk.formats.snarkjs_json import write_proof_and_public
     from cuzk.groth16 import ProvingKey, first_unsatisfied, load_witness, open_device, prove
 
     try:
@@ -50,6 +52,7 @@ def _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device):
                 raise ProveError(f"{wtns}: witness does not satisfy constraint {bad} of {r1cs}")
     except FormatError as e:
         raise ProveError(str(e)) from None
+    check_outputs(proof_json, public_json)  # before the work: one file twice, a missing folder
     dev = open_device(device, one_shot=True)
     proof = prove(key, w, dev)
     if verify:
@@ -66,8 +69,7 @@ def _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device):
                 "circuit of this key, or the key is damaged (pass --r1cs to find "
                 "a failing constraint)"
             )
-    write_proof(proof_json, *proof.points())
-    write_public(public_json, proof.public)
+    write_proof_and_public(proof_json, public_json, proof.points(), proof.public)
     return proof
 
 
@@ -118,9 +120,11 @@ def prove(
 ):
     """Prove ZKEY with witness WTNS; write PROOF_JSON and PUBLIC_JSON (snarkjs shapes).
 
-    Outputs are written atomically and only for a good proof: a bad key (its points are
-    validated when it is opened) or witness, an unsatisfied constraint (--r1cs) or a proof
-    that fails verification (on unless --no-verify) exits 1 with the reason.
+    Outputs are written atomically, both or neither, and only for a good proof: a bad key
+    (its points are validated when it is opened) or witness, an unsatisfied constraint
+    (--r1cs), a proof that fails verification (on unless --no-verify) or outputs that cannot
+    be written (one file for both, a missing folder) exit 1 with the reason. A device or
+    pipe (/dev/stdout) is written in place.
 
     Where it proves: --local, else --server URL, else $CUZK_SERVER, else here. On a server
     (`cuzk serve`, docs/prover.md) the same files, messages and exit statuses; the daemon

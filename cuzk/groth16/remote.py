@@ -17,7 +17,9 @@ prove`, which calls `main` here. It keeps the local command's contract:
   default);
 - proof.json and public.json as snarkjs writes them (the daemon answers with the same
   objects the local writers write; they are dumped as cuzk.formats.snarkjs_json.dumps does),
-  atomically, and only for a good proof.
+  atomically, both or neither (cuzk.formats.atomic.write_outputs), and only for a good proof;
+  outputs that could not be written (one file twice, a missing folder) are refused before
+  the request.
 
 How the witness travels (measured, docs/prover.md): uploaded as base64 inside the JSON body
 costs ~10 ms of encoding and decoding per MiB on each side; a path costs nothing but lets
@@ -126,15 +128,17 @@ def prove_remote(client, zkey, wtns, proof_json, public_json) -> dict:
     """Prove on the daemon behind `client` (a cuzk.serve.client.Client); write the files.
 
     Returns the daemon's result (job, partitions with their phase times). Raises OSError for
-    a file the local path could not read either, RemoteError for everything else."""
-    from cuzk.formats.atomic import atomic_write_text
+    a file the local path could not read either or an output that cannot be written
+    (OutputError), RemoteError for everything else."""
+    from cuzk.formats.atomic import check_outputs, write_outputs
     from cuzk.serve.client import ApiError, ClientError
 
-    with open(zkey, "rb"):  # the local path's order: the key, then the witness
+    with open(zkey, "rb"):  # the local path's order: the key, then the witness, the outputs
         pass
     with open(wtns, "rb") as f:
         by_path = is_loopback(client.server) and os.fstat(f.fileno()).st_size >= PATH_MIN_BYTES
         witness = None if by_path else f.read()
+    check_outputs(proof_json, public_json)
 
     def ask(w, upload: bool) -> dict:
         r = client.prove(zkey, [w], upload=upload, timeout=REQUEST_WAIT)
@@ -155,8 +159,7 @@ def prove_remote(client, zkey, wtns, proof_json, public_json) -> dict:
     except ClientError as e:
         raise RemoteError(str(e)) from None
     proof, public = _proof_of(r)
-    atomic_write_text(proof_json, dumps(proof))
-    atomic_write_text(public_json, dumps(public))
+    write_outputs([(proof_json, dumps(proof)), (public_json, dumps(public))])
     return r
 
 

@@ -22,6 +22,8 @@ import re
 import secrets
 import tempfile
 
+from cuzk.formats.json_limits import MAX_DEPTH, MAX_DIGITS, nested_deeper_than
+
 SKELETON_LIMIT = 8 * 1024**2  # JSON outside the "data" strings (keys, paths, options)
 _DATA_KEY = re.compile(rb"\s*:\s*")
 
@@ -235,10 +237,23 @@ def _next_special(chunk: bytes, pos: int) -> int:
     return b if b >= 0 else q
 
 
+def _parse_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_DIGITS:
+        raise ValueError(
+            f"a number of {len(text.lstrip('-'))} digits (at most {MAX_DIGITS}; "
+            "circuit inputs are taken mod r, which has 77)"
+        )
+    return int(text)
+
+
 def loads(skeleton: bytes, uploads: dict[str, Upload]):
-    """json.loads of a skeleton, each "data" marker replaced by its Upload."""
+    """json.loads of a skeleton, each "data" marker replaced by its Upload. ValueError (a
+    JSONDecodeError, nesting deeper than MAX_DEPTH, a number of more than MAX_DIGITS digits)
+    for a body that is not one (cuzk.formats.json_limits)."""
+    if nested_deeper_than(skeleton, MAX_DEPTH):
+        raise ValueError(f"arrays or objects nested more than {MAX_DEPTH} deep")
     if not uploads:
-        return json.loads(skeleton)
+        return json.loads(skeleton, parse_int=_parse_int)
 
     def hook(d: dict) -> dict:
         v = d.get("data")
@@ -246,4 +261,4 @@ def loads(skeleton: bytes, uploads: dict[str, Upload]):
             d["data"] = uploads[v]
         return d
 
-    return json.loads(skeleton, object_hook=hook)
+    return json.loads(skeleton, object_hook=hook, parse_int=_parse_int)

@@ -246,7 +246,7 @@ def _read_input(path) -> dict:
 
 def write_result(r: dict, out_dir) -> int:
     """Write proof-<i>.json / public-<i>.json for each proved partition; exit status."""
-    from cuzk.formats.atomic import atomic_write_text
+    from cuzk.formats.atomic import write_outputs
     from cuzk.formats.snarkjs_json import dumps
 
     if not r.get("finished"):
@@ -254,14 +254,26 @@ def write_result(r: dict, out_dir) -> int:
             f"cuzk submit: job {r['job_id']} is still {r['state']} after the timeout", err=True
         )
         return EXIT_FAILED
-    os.makedirs(out_dir, exist_ok=True)
     written = 0
-    for i, (proof, public) in enumerate(zip(r["proofs"], r["public"], strict=True)):
-        if proof is None or public is None:
-            continue
-        atomic_write_text(os.path.join(out_dir, f"proof-{i}.json"), dumps(proof))
-        atomic_write_text(os.path.join(out_dir, f"public-{i}.json"), dumps(public))
-        written += 1
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+        for i, (proof, public) in enumerate(zip(r["proofs"], r["public"], strict=True)):
+            if proof is None or public is None:
+                continue
+            write_outputs(  # the pair or neither
+                [
+                    (os.path.join(out_dir, f"proof-{i}.json"), dumps(proof)),
+                    (os.path.join(out_dir, f"public-{i}.json"), dumps(public)),
+                ]
+            )
+            written += 1
+    except OSError as e:
+        click.echo(
+            f"cuzk submit: job {r['job_id']} {r['state']}, but its proofs cannot be written "
+            f"to {out_dir} ({written} written): {e.strerror or e}",
+            err=True,
+        )
+        return EXIT_FAILED
     n = r["total_partitions"]
     failed = [p for p in r["partitions"] if p["state"] != "done"]
     if r["state"] == "done" and not failed:

@@ -65,8 +65,8 @@ class Request:
             raise HttpError(400, "empty body: expected a JSON object")
         try:
             obj = _loads_body(self.body, self.uploads)
-        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
-            raise HttpError(400, f"malformed JSON: {e}") from None
+        except (ValueError, RecursionError) as e:  # JSONDecodeError, UnicodeDecodeError too
+            raise HttpError(400, f"malformed JSON: {str(e) or 'nested too deeply'}") from None
         if not isinstance(obj, dict):
             raise HttpError(400, f"expected a JSON object, got {type(obj).__name__}")
         return obj

@@ -28,6 +28,7 @@ import json
 import logging
 import os
 import sqlite3
+import stat
 import threading
 import time
 from dataclasses import dataclass
@@ -117,15 +118,21 @@ class Journal:
     # ------------------------------------------------------------------ opening
     @classmethod
     def open(cls, state_dir: str, keep_results: float = 86400.0) -> Journal:
-        """Lock `state_dir` (created 0700 if absent), open or create its journal, check it,
-        remove spool files no unfinished job needs. JournalError on any problem."""
+        """Lock `state_dir` (created 0700 with the parents it lacks, whatever the umask; one
+        open to group or others is warned about), open or create its journal (files 0600),
+        check it, remove spool files no unfinished job needs. JournalError on any problem."""
         state_dir = os.path.abspath(os.path.expanduser(state_dir))
         try:
-            os.makedirs(os.path.join(state_dir, SPOOL), mode=0o700, exist_ok=True)
+            _warn_if_open(state_dir)
+            _private_dirs(os.path.join(state_dir, SPOOL))
         except OSError as e:
             raise JournalError(f"state directory {state_dir}: {e.strerror or e}") from None
         lock_fd = _lock(state_dir)
         try:
+            try:
+                _private_files(state_dir)
+            except OSError as e:
+                raise JournalError(f"state directory {state_dir}: {e.strerror or e}") from None
             db = _connect(os.path.join(state_dir, DB_NAME))
             j = cls(state_dir, keep_results, db, lock_fd)
             j._sweep_spool()
@@ -182,6 +189,7 @@ class Journal:
                     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
                     written.append(path)
                     try:
+                        os.fchmod(fd, 0o600)  # whatever the umask
                         view = memoryview(w)
                         while view:
                             view = view[os.write(fd, view) :]
@@ -331,6 +339,65 @@ def _human(secs: float) -> str:
         if secs >= n and secs % n == 0:
             return f"{secs // n:.0f} {unit}"
     return f"{secs:g} s"
+
+
+def _warn_if_open(state_dir: str) -> None:
+    """Log a warning when an existing state directory is open to group or others: the journal
+    holds circuit inputs (often private) in clear. Its files are made 0600 all the same."""
+    try:
+        mode = stat.S_IMODE(os.stat(state_dir).st_mode)
+    except FileNotFoundError:
+        return
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        log.warning(
+            "state directory %s is open to group or others (mode %04o): the journal holds "
+            "circuit inputs; chmod 700 it",
+            state_dir,
+            mode,
+        )
+
+
+def _private_dirs(path: str) -> None:
+    """Create `path` and every parent it lacks, each 0700 whatever the umask (os.makedirs's
+    mode reaches the last one only, and the umask applies to it); the innermost one (the spool,
+    the daemon's own) is made 0700 if it exists."""
+    missing = []
+    p = path
+    while not os.path.isdir(p):
+        missing.append(p)
+        parent = os.path.dirname(p)
+        if parent == p:
+            break
+        p = parent
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, 0o700)
+        except FileExistsError:
+            if not os.path.isdir(d):
+                raise
+            continue
+        os.chmod(d, 0o700)
+    if not missing:
+        os.chmod(path, 0o700)
+
+
+def _private_files(state_dir: str) -> None:
+    """The journal's files 0600: the lock, the database (created here, so that SQLite gives its
+    -wal and -shm the same mode), those left by an older cuzk, and the spool's files."""
+    db = os.path.join(state_dir, DB_NAME)
+    os.close(os.open(db, os.O_RDWR | os.O_CREAT, 0o600))
+    names = [LOCK_NAME, DB_NAME, DB_NAME + "-wal", DB_NAME + "-shm", DB_NAME + "-journal"]
+    paths = [os.path.join(state_dir, n) for n in names]
+    paths += [os.path.join(state_dir, SPOOL, n) for n in os.listdir(os.path.join(state_dir, SPOOL))]
+    for p in paths:
+        try:
+            st = os.lstat(p)
+            if stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) != 0o600:
+                os.chmod(p, 0o600)
+        except FileNotFoundError:
+            pass
+        except OSError as e:  # another owner's file: say so, and let SQLite decide
+            log.warning("state directory file %s: cannot make it 0600: %s", p, e.strerror or e)
 
 
 def _lock(state_dir: str) -> int:

@@ -53,10 +53,11 @@ def run_fullprove(
 ):
     """Witness from input_json, then the proof (cuzk.groth16.cli.run_prove), as snarkjs's
     `groth16 fullprove`. Checks first that wasm and zkey belong to the same circuit.
-    Writes proof_json and public_json only for a proof; returns the Proof."""
+    Writes proof_json and public_json only for a proof, both or neither; returns the Proof."""
     import tempfile
     from pathlib import Path
 
+    from cuzk.formats.atomic import check_outputs
     from cuzk.formats.zkey import ZKey
     from cuzk.groth16.cli import run_prove
     from cuzk.witness.calculator import Circuit
@@ -66,6 +67,7 @@ def run_fullprove(
     inputs = read_inputs(input_json)
     circuit = Circuit(wasm, sym)
     check_same_circuit(circuit, ZKey(zkey, check_coefficients=False))
+    check_outputs(proof_json, public_json)  # before the work: one file twice, a missing folder
     values = circuit.calculator().witness_view(inputs, input_json)
     with tempfile.TemporaryDirectory(prefix="cuzk-fullprove-") as tmp:
         wtns = Path(tmp) / "witness.wtns"
@@ -87,9 +89,10 @@ def calculate(circuit_wasm, input_json, out_wtns, sym):
     """Calculate the witness of INPUT_JSON for CIRCUIT_WASM (circom 2) into OUT_WTNS.
 
     The file is the one `snarkjs wtns calculate` writes, byte for byte. Bad inputs (a missing
-    or unknown signal, a wrong array length, a value that is not a number, a failing assert
-    in the circuit) or a wasm that is not a BN254 circom 2 circuit exit 1 with the reason,
-    and nothing is written.
+    or unknown signal, a wrong array length, a value that is not a number or has more than
+    4,300 digits, a failing assert in the circuit, a file that is not JSON: not UTF-8 text,
+    nested more than 512 deep) or a wasm that is not a BN254 circom 2 circuit exit 1 with
+    the reason, and nothing is written.
     """
     from cuzk.formats.errors import FormatError
 
@@ -123,9 +126,10 @@ def calculate(circuit_wasm, input_json, out_wtns, sym):
 def fullprove(input_json, circuit_wasm, zkey, proof_json, public_json, verify, device, sym):
     """Witness of INPUT_JSON for CIRCUIT_WASM, then a proof with ZKEY (snarkjs's fullprove).
 
-    Writes PROOF_JSON and PUBLIC_JSON as `snarkjs groth16 fullprove` does. A wasm and key of
-    different circuits (wire count, prime), bad inputs, or a proof that fails verification
-    (on unless --no-verify) exit 1 with the reason, and nothing is written.
+    Writes PROOF_JSON and PUBLIC_JSON as `snarkjs groth16 fullprove` does, both or neither.
+    A wasm and key of different circuits (wire count, prime), bad inputs, a proof that fails
+    verification (on unless --no-verify) or outputs that cannot be written (one file for
+    both, a missing folder) exit 1 with the reason, and nothing is written.
     """
     from cuzk.formats.errors import FormatError
     from cuzk.groth16.cli import ProveError

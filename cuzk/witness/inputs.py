@@ -4,9 +4,13 @@ snarkjs (`wtns calculate`, `groth16 fullprove`) reads input.json with JSON.parse
 strings of digits or 0x-hex into BigInts (ffjavascript's unstringifyBigInts), flattens each
 signal's nested arrays depth first (circom_runtime's flatArray: row-major, the order of the
 signal's elements) and reduces every value with BigInt(v) mod p, negative values to p - |v|.
-The same rules here, with two deliberate differences (docs/witness.md): a JSON integer above
-2^53 keeps its exact value (JavaScript rounds it to a double first), and an empty string is
-an error (BigInt("") is 0).
+The same rules here, with deliberate differences (docs/witness.md): a JSON integer above
+2^53 keeps its exact value (JavaScript rounds it to a double first), an empty string is an
+error (BigInt("") is 0), a decimal integer of more than MAX_DIGITS digits is an error (its
+conversion would take quadratic time), and the file may be UTF-16 or UTF-32 with a
+byte-order mark. Hostile files (arrays or objects nested more than MAX_DEPTH deep, bytes
+that are not text) are refused with one line naming the file, never a traceback
+(cuzk.formats.json_limits).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import math
 import re
 
 from cuzk.arith.constants import FR_MODULUS  # BN254's scalar field r (imports no numpy)
+from cuzk.formats.json_limits import MAX_DEPTH, MAX_DIGITS, nested_deeper_than
 from cuzk.witness.errors import NotANumber, WitnessError
 
 FNV64_OFFSET = 0xCBF29CE484222325
@@ -36,12 +41,31 @@ def fnv1a64(name: str) -> int:
     return h
 
 
+class LongNumber:
+    """A JSON number of more than MAX_DIGITS digits, left unconverted by loads_inputs."""
+
+    __slots__ = ("digits",)
+
+    def __init__(self, text: str):
+        self.digits = len(text.lstrip("-"))
+
+
+def _too_long(where: str, path, digits: int):
+    return NotANumber(
+        path,
+        f"{where} has {digits} digits: at most {MAX_DIGITS} are read "
+        "(values are taken mod r, which has 77)",
+    )
+
+
 def to_integer(value, where: str, path=None) -> int:
     """One input value as JavaScript's BigInt(value) reads it (after unstringifyBigInts)."""
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, int):
         return value
+    if isinstance(value, LongNumber):
+        raise _too_long(where, path, value.digits)
     if isinstance(value, float):
         if math.isfinite(value) and value == int(value):
             return int(value)  # the double's exact value, as BigInt(number)
@@ -49,7 +73,11 @@ def to_integer(value, where: str, path=None) -> int:
     if isinstance(value, str):
         text = value.strip()
         if _INTEGER.fullmatch(text):
-            return int(text, 0) if text[:2].lower() in ("0x", "0o", "0b") else int(text)
+            if text[:2].lower() in ("0x", "0o", "0b"):
+                return int(text, 0)  # linear in its length
+            if len(text.lstrip("+-")) > MAX_DIGITS:
+                raise _too_long(where, path, len(text.lstrip("+-")))
+            return int(text)
         shown = value if len(value) <= 40 else value[:37] + "..."
         raise NotANumber(
             path, f"{where} = {shown!r} is not a number (decimal or 0x-hex integer expected)"
@@ -65,17 +93,32 @@ def to_integer(value, where: str, path=None) -> int:
 
 
 def flatten(name: str, value, path=None, prime: int = FR_MODULUS) -> list[int]:
-    """A signal's values in signal order (nested arrays depth first), each reduced mod prime."""
+    """A signal's values in signal order (nested arrays depth first), each reduced mod prime.
+    Iterative, so that no nesting the JSON parser accepts can exhaust the stack; the field is
+    named ("m[1][0]") only in an error, as repr() if it is not printable (a message is one
+    line)."""
+    if not (name.isprintable() and name):
+        name = repr(name)
+    if not isinstance(value, list):
+        return [to_integer(value, name, path) % prime]
     out: list[int] = []
-
-    def walk(v, where):
+    stack = [[value, 0]]  # (array, index of its next element)
+    while stack:
+        top = stack[-1]
+        array, i = top
+        if i == len(array):
+            stack.pop()
+            continue
+        top[1] = i + 1
+        v = array[i]
         if isinstance(v, list):
-            for i, x in enumerate(v):
-                walk(x, f"{where}[{i}]")
-        else:
-            out.append(to_integer(v, where, path) % prime)
-
-    walk(value, name)
+            stack.append([v, 0])
+            continue
+        try:
+            out.append(to_integer(v, name, path) % prime)
+        except NotANumber:
+            where = name + "".join(f"[{a[1] - 1}]" for a in stack)
+            out.append(to_integer(v, where, path))  # raises, naming the element
     return out
 
 
@@ -88,14 +131,46 @@ def parse_inputs(obj, path=None, prime: int = FR_MODULUS) -> list[tuple[str, lis
     return [(name, flatten(name, value, path, prime)) for name, value in obj.items()]
 
 
-def read_inputs(path, prime: int = FR_MODULUS) -> list[tuple[str, list[int]]]:
-    """Read and parse an input JSON file (see parse_inputs)."""
+def loads_inputs(data: bytes | str, path=None):
+    """The JSON value of an input file's bytes (or text); WitnessError naming `path`, in one
+    line, for anything that is not JSON: bytes that are not UTF-8 (UTF-16 or UTF-32 with a
+    byte-order mark are read too), bad syntax, arrays or objects nested more than MAX_DEPTH
+    deep (measured before parsing: json.loads would recurse in C). A decimal number longer
+    than MAX_DIGITS is left as a LongNumber for to_integer to name."""
     import json
 
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        data = bytes(data)
+        encoding = json.detect_encoding(data)
+        try:
+            data = data.decode(encoding)
+        except UnicodeDecodeError as e:
+            name = "UTF-8" if encoding.startswith("utf-8") else encoding.upper()
+            raise WitnessError(
+                path,
+                f"not {name} text (byte {e.object[e.start]:#04x} at offset {e.start}): JSON "
+                "is read as UTF-8, or UTF-16 / UTF-32 with a byte-order mark",
+            ) from None
+    if data.startswith("\ufeff"):
+        data = data[1:]
+    if nested_deeper_than(data, MAX_DEPTH):
+        raise WitnessError(
+            path, f"not readable: arrays or objects nested more than {MAX_DEPTH} deep"
+        )
     try:
-        obj = json.loads(text)
+        return json.loads(data, parse_int=_parse_int)
     except json.JSONDecodeError as e:
         raise WitnessError(path, f"not valid JSON: {e}") from None
-    return parse_inputs(obj, path, prime)
+    except RecursionError:  # within MAX_DEPTH, but deep in a thread's stack
+        raise WitnessError(path, "not readable: arrays or objects nested too deeply") from None
+
+
+def _parse_int(text: str):
+    return LongNumber(text) if len(text.lstrip("-")) > MAX_DIGITS else int(text)
+
+
+def read_inputs(path, prime: int = FR_MODULUS) -> list[tuple[str, list[int]]]:
+    """Read and parse an input JSON file (see loads_inputs, parse_inputs)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    return parse_inputs(loads_inputs(data, path), path, prime)

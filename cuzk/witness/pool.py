@@ -10,12 +10,10 @@ modification time) is loaded again. Not thread-safe: one pool per worker thread.
 
 from __future__ import annotations
 
-import json
 import os
 
 from cuzk.witness.calculator import Circuit
-from cuzk.witness.errors import WitnessError
-from cuzk.witness.inputs import parse_inputs
+from cuzk.witness.inputs import loads_inputs, parse_inputs
 
 
 class WitnessPool:
@@ -44,10 +42,7 @@ class WitnessPool:
         path = os.fspath(wasm_path)
         stamp, _, calc = self._entries[path]
         if isinstance(inputs, (bytes, bytearray, str)):
-            try:
-                inputs = json.loads(inputs)
-            except json.JSONDecodeError as e:
-                raise WitnessError(name, f"not valid JSON: {e}") from None
+            inputs = loads_inputs(inputs, name)
         if isinstance(inputs, dict):
             inputs = parse_inputs(inputs, name)
         if calc is None or calc.broken:
