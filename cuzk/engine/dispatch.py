@@ -69,6 +69,7 @@ class Dispatcher:
                 self.make_room(need, exclude=k.key_id)
             if not b.budget.fits(need):
                 b.counters["budget_waits"] += 1
+                b.budget.waiting = True  # any release (an upload's too) wakes the supervisor
                 break  # head of line waits for memory; nothing overtakes it
             if not k.charged:
                 b.budget.try_reserve(("key", k.key_id), {"keys": k.nbytes})

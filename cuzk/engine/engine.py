@@ -132,6 +132,7 @@ class Engine:
         self.config = base.validated()
         self._books = Books(self.config, journal)
         self._sup = Supervisor(self._books)
+        self._books.budget.on_release = self._sup.wake  # e.g. an upload's reservation
         self._validated: dict[tuple, str] = {}  # (path, size, mtime_ns) -> key id, points checked
 
     # what tests and the daemon read
