@@ -229,6 +229,8 @@ class Daemon:
                 continue
             if time.time() >= self._next_prune:
                 self._prune()
+            if self.journal.pending:  # outcomes a full disk kept out of the journal
+                self.journal.retry_pending()
             if not ready:
                 continue
             for signum in os.read(self._sig_r, 64):
@@ -271,6 +273,8 @@ class Daemon:
         for e in entries:
             try:
                 key_id, inputs = self._recovered_request(e)
+                # partitions proved before the restart keep their proofs (not proved again)
+                done = {"done": d} if (d := self.journal.done_partitions(e.job_id)) else {}
                 if e.wasm is not None:  # circuit inputs
                     self.engine.submit(
                         key_id,
@@ -280,6 +284,7 @@ class Daemon:
                         job_id=e.job_id,
                         submitted_at=e.submitted_at,
                         recovered=True,
+                        **done,
                     )
                 else:
                     self.engine.submit(
@@ -290,6 +295,7 @@ class Daemon:
                         job_id=e.job_id,
                         submitted_at=e.submitted_at,
                         recovered=True,
+                        **done,
                     )
             except EngineStopped:  # the engine died: the rest stays in the journal
                 log.error(
