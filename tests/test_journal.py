@@ -731,6 +731,7 @@ def test_partitions_proved_before_a_sigkill_are_not_proved_again(tmp_path):
     while an 8-partition job is half proved; the restart proves only the partitions the
     journal did not hold, the job's result has every proof (each one its own witness's), and
     GET /v1/jobs lists it after the finished job of the first run (served from the journal)."""
+    from cuzk.serve.client import Client
     from cuzk.testing import prover_double as double
 
     root, state, plog = tmp_path / "keys", tmp_path / "state", tmp_path / "proofs.log"
@@ -795,6 +796,8 @@ def test_partitions_proved_before_a_sigkill_are_not_proved_again(tmp_path):
         assert listed["jobs"][0]["state"] == "done" and listed["next_cursor"]
         rest = request(s2.url, "GET", f"/v1/jobs?cursor={listed['next_cursor']}")[2]
         assert [x["job_id"] for x in rest["jobs"]] == [big] and rest["next_cursor"] is None
+        assert [x["job_id"] for x in Client(s2.url).jobs(page=1)] == [first, big]
+        assert [x["job_id"] for x in Client(s2.url).jobs(state="done")] == [first, big]
         assert s2.stop() == 0, s2.log()
         assert "Traceback" not in s1.log() + s2.log()
     finally:
