@@ -273,8 +273,10 @@ class Daemon:
         for e in entries:
             try:
                 key_id, inputs = self._recovered_request(e)
-                # partitions proved before the restart keep their proofs (not proved again)
-                done = {"done": d} if (d := self.journal.done_partitions(e.job_id)) else {}
+                # partitions proved before the restart keep their proofs (not proved again;
+                # a farm's gateway proves them again: its engine takes whole jobs)
+                d = {} if self.config.ray else self.journal.done_partitions(e.job_id)
+                done = {"done": d} if d else {}
                 if e.wasm is not None:  # circuit inputs
                     self.engine.submit(
                         key_id,
