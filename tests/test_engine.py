@@ -348,6 +348,32 @@ def test_memory_budget_is_never_exceeded_and_dispatch_waits(tmp_path):
         assert eng.budget.by_use() == {"keys": k.nbytes}
 
 
+def test_a_released_upload_reservation_wakes_a_job_waiting_for_memory(tmp_path, monkeypatch):
+    """cuzk serve charges request bodies to the engine's budget ("uploads", from its HTTP
+    thread). A job waiting for that memory starts as soon as the body's reservation is given
+    back, not at the supervisor's next timer: here the timers are an hour apart, so only the
+    wake-up can start it."""
+    from cuzk.engine import supervisor
+
+    monkeypatch.setattr(supervisor, "POLL_SECS", 3600.0)
+    k = double.ProvingKey.open(key_file(tmp_path))
+    need = k.partition_bytes() + len(witnesses(1)[0]) + k.nbytes
+    with running(
+        tmp_path, devices="cpu:1", synth_workers=1, memory_budget=2 * need, ping_interval=3600
+    ) as eng:
+        kid = eng.register_key(key_file(tmp_path))
+        upload = ("http-body", 1)  # what serve.front.BodyMemory reserves for a body
+        assert eng.budget.try_reserve(upload, {"uploads": need + 1})
+        ws = witnesses(1, seed=40)
+        job_id = eng.submit(kid, ws)
+        wait_for(lambda: eng.counters["budget_waits"] > 0, what="the job waiting for memory")
+        assert eng.job(job_id)["state"] == "queued"
+        eng.budget.release(upload)  # the body was handled (front.BodyMemory.give_back)
+        r = eng.result(job_id, timeout=30)
+        assert r is not None, "the job did not start when the memory came back"
+        assert_proofs(r, ws, key_file(tmp_path))
+
+
 def test_partition_larger_than_budget_is_refused(tmp_path):
     with running(tmp_path, memory_budget=4096, devices="cpu:1", synth_workers=1) as eng:
         kid = eng.register_key(key_file(tmp_path))

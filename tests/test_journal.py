@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import os
 import re
 import shutil
@@ -24,6 +25,7 @@ import time
 import pytest
 from conftest import fixture_circuit
 from serve_harness import ServeProcess, request, run_cli, warm_kernels
+from waiting import wait_for
 
 from cuzk.groth16.verifier import verify
 from cuzk.serve.config import Config, ConfigError
@@ -233,6 +235,153 @@ def test_retention_prunes_only_old_finished_jobs(tmp_path):
         j.close()
 
 
+def test_finished_partitions_are_kept_until_the_job_ends(tmp_path):
+    """partition_done() rows survive a reopen (a crash), and go with the job's outcome."""
+    j = Journal.open(tmp_path)
+    try:
+        j.accept("00bb", "k", "/k.zkey", "default", "normal", 1.0, [b"w0", b"w1", b"w2"])
+        assert j.done_partitions("00bb") == {}
+        rec = {"state": "done", "attempts": 1, "proof": {"pi_a": ["1"]}, "public": ["7"]}
+        assert j.partition_done("00bb", 2, rec) and j.partition_done("00bb", 0, rec)
+    finally:
+        j.close()
+    j = Journal.open(tmp_path)
+    try:
+        assert j.done_partitions("00bb") == {0: rec, 2: rec}
+        assert j.finish("00bb", "done", 5.0, result_of("00bb", n=3)) is True
+        assert j.done_partitions("00bb") == {}
+        j.accept("00cc", "k", "/k.zkey", "default", "normal", 2.0, [b"w0", b"w1"])
+        j.partition_done("00cc", 1, rec)
+        j.discard("00cc")
+        assert j.done_partitions("00cc") == {}
+    finally:
+        j.close()
+
+
+def test_a_version_1_journal_is_upgraded_in_place(tmp_path):
+    j = Journal.open(tmp_path)
+    j.accept("00dd", "k", "/k.zkey", "default", "normal", 1.0, [b"w"])
+    j.close()
+    db = sqlite3.connect(tmp_path / DB_NAME)  # as version 1 wrote it: no partitions table
+    db.executescript("DROP TABLE partitions; DROP INDEX jobs_by_submission; PRAGMA user_version=1;")
+    db.close()
+    j = Journal.open(tmp_path)
+    try:
+        assert [e.job_id for e in j.unfinished()] == ["00dd"]  # its jobs kept
+        assert j.partition_done("00dd", 0, {"state": "done"})
+        db = sqlite3.connect(j.path)
+        assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+        db.close()
+    finally:
+        j.close()
+
+
+def _fill(j: Journal, full: bool = True) -> None:
+    """Fault injection: the journal's file may not grow (SQLite's max_page_count): every
+    write that needs a new page fails with "database or disk is full", as on a full disk."""
+    n = j._db.execute("PRAGMA page_count").fetchone()[0] if full else 1 << 30
+    j._db.execute(f"PRAGMA max_page_count={n}")
+
+
+def test_an_outcome_that_cannot_be_recorded_is_kept_and_retried(tmp_path, caplog):
+    """A full disk at finish(): the outcome is held (served by result() and jobs_page() as
+    recorded), retried with backoff, committed once the disk has room, never dropped; one
+    still pending when the journal closes is logged by id and its job resumes at the next
+    start."""
+    caplog.set_level(logging.INFO, logger="cuzk.serve")
+    j = Journal.open(tmp_path, keep_results=3600)
+    try:
+        for i in range(3):
+            j.accept(f"00e{i}", "k", "/k.zkey", "default", "normal", 1.0 + i, [b"w" * 100])
+        _fill(j)
+        big = {**result_of("00e0", n=400), "submitted_at": 1.0}  # needs pages of its own
+        assert j.finish("00e0", "done", 10.0, big) is False
+        assert j.pending == 1 and j.result("00e0") == big
+        assert j.counts() == {"accepted": 3} and len(os.listdir(j.spool)) == 3  # spool kept
+        (row,) = j.jobs_page(None, 1)
+        assert (row["job_id"], row["state"]) == ("00e0", "done")
+        assert [r["job_id"] for r in j.jobs_page(None, 9, "done")] == ["00e0"]
+        assert [r["job_id"] for r in j.jobs_page(None, 9, "queued")] == ["00e1", "00e2"]
+        assert j.retry_pending() == 1  # not due yet: backing off
+        assert j.retry_pending(force=True) == 1  # still full
+        _fill(j, full=False)
+        assert j.retry_pending(force=True) == 0
+        assert j.pending == 0 and j.result("00e0") == big
+        assert j.counts() == {"accepted": 2, "done": 1} and len(os.listdir(j.spool)) == 2
+        assert "now recorded in the journal" in caplog.text
+        _fill(j)
+        assert j.finish("00e1", "failed", 11.0, {**big, "job_id": "00e1"}) is False
+        caplog.clear()
+    finally:
+        j.close()
+    assert "are proved again at the next start: 00e1" in caplog.text
+    j = Journal.open(tmp_path)
+    try:
+        assert [e.job_id for e in j.unfinished()] == ["00e1", "00e2"]
+    finally:
+        j.close()
+
+
+def test_job_listing_pages_the_engine_and_the_journal(tmp_path):
+    """GET /v1/jobs: the engine's jobs and the journalled ones that left it, one ordered
+    list (submitted_at, then id) paged by limit and cursor, a job never listed twice."""
+    from cuzk.serve.api import Api
+    from cuzk.serve.http import HttpError, Request
+
+    j = Journal.open(tmp_path)
+    times = {"a1": 1.0, "a2": 2.0, "a3": 2.0, "a4": 4.0, "a5": 5.0, "a6": 6.0, "a7": 7.0}
+    for job_id, t in times.items():
+        j.accept(job_id, "k", "/k.zkey", "default", "normal", t, [b"w"])
+    for job_id, state in (("a1", "done"), ("a2", "failed"), ("a3", "done"), ("a5", "done")):
+        j.finish(job_id, state, 9.0, {**result_of(job_id, state), "submitted_at": times[job_id]})
+
+    def held(job_id, state):
+        return {"job_id": job_id, "state": state, "submitted_at": times[job_id], "kind": "x"}
+
+    class Engine:
+        def jobs(self):  # a5 finished and still held; a4 (queued) left the engine
+            return [held("a7", "queued"), held("a6", "running"), held("a5", "done")]
+
+    class Cfg:
+        key_roots, max_wait = [], 1.0
+
+    api = Api(Engine(), Cfg(), journal=j)
+
+    def page(**q):
+        return api.list_jobs(Request("GET", "/v1/jobs", {k: [str(v)] for k, v in q.items()}, {}))
+
+    try:
+        whole = page()
+        assert whole["next_cursor"] is None
+        assert [x["job_id"] for x in whole["jobs"]] == ["a1", "a2", "a3", "a4", "a5", "a6", "a7"]
+        assert whole["jobs"][4]["kind"] == "x"  # the engine's view of a job it holds
+        assert whole["jobs"][3]["state"] == "queued" and whole["jobs"][1]["state"] == "failed"
+        for limit in (1, 2, 3):
+            seen, cursor = [], None
+            while True:
+                p = page(limit=limit, **({"cursor": cursor} if cursor else {}))
+                assert len(p["jobs"]) <= limit
+                seen += [x["job_id"] for x in p["jobs"]]
+                cursor = p["next_cursor"]
+                if cursor is None:
+                    break
+            assert seen == [x["job_id"] for x in whole["jobs"]]
+        assert [x["job_id"] for x in page(state="done")["jobs"]] == ["a1", "a3", "a5"]
+        p = page(state="done", limit=2)
+        assert [x["job_id"] for x in page(state="done", cursor=p["next_cursor"])["jobs"]] == ["a5"]
+        assert [x["job_id"] for x in page(state="running")["jobs"]] == ["a6"]
+        assert [x["job_id"] for x in page(state="queued")["jobs"]] == ["a4", "a7"]
+        for bad in ({"limit": 0}, {"limit": "ten"}, {"limit": 10001}, {"cursor": "x"}):
+            with pytest.raises(HttpError) as e:
+                page(**bad)
+            assert e.value.status == 400 and "\n" not in e.value.message
+        deep = base64.urlsafe_b64encode(b"[" * 100000).decode()
+        with pytest.raises(HttpError, match="not a cursor this server gave"):
+            page(cursor=deep)
+    finally:
+        j.close()
+
+
 def _write_db(path, version=SCHEMA_VERSION, app=APPLICATION_ID):
     db = sqlite3.connect(path)
     db.execute("CREATE TABLE jobs (job_id TEXT)")
@@ -345,6 +494,100 @@ def test_engine_records_each_job_before_its_id_and_each_outcome(tmp_path):
         assert os.listdir(j.spool) == []
         with pytest.raises(ValueError, match="already exists"):
             eng.submit(kid2, ws_c, job_id=c)
+    finally:
+        eng.stop(drain_deadline=0)
+        j.close()
+
+
+def test_a_recovered_job_proves_only_its_unfinished_partitions(tmp_path):
+    """Engine.submit(done=...): partitions finished before the restart keep their recorded
+    proofs and are not proved again (the double's proof log); a job with all of them done
+    ends at once. Only a recovered job takes `done`."""
+    from test_engine import assert_proofs, config, key_file, public_of, witnesses
+
+    from cuzk.engine import Engine
+    from cuzk.testing import prover_double as double
+
+    plog = tmp_path / "proofs.log"
+    j = Journal.open(tmp_path / "state")
+    kpath = key_file(tmp_path)
+    key = double.ProvingKey.open(kpath)
+    cfg = config(tmp_path, devices="cpu:1", synth_workers=1, opts={"proof_log": str(plog)})
+    eng = Engine(cfg, journal=j).start()
+    try:
+        kid = eng.register_key(kpath)
+        ws = witnesses(4, seed=8)
+
+        def record(i):
+            return {
+                "state": "done",
+                "attempts": 1,
+                "proof": double.expected_proof(ws[i], key),
+                "public": public_of(ws[i]),
+            }
+
+        with pytest.raises(ValueError, match="not one of a recovered job's"):
+            eng.submit(kid, ws, done={0: record(0)})
+        a = eng.submit(kid, ws, job_id="00f1", recovered=True, done={1: record(1), 3: record(3)})
+        assert_proofs(eng.result(a, timeout=60), ws, kpath)
+        proved = {double.expected_proof(ws[i], key)["w_sha256"]: i for i in range(4)}
+        assert sorted(proved[d] for d in plog.read_text().split()) == [0, 2]
+        b = eng.submit(
+            kid, ws, job_id="00f2", recovered=True, done={i: record(i) for i in range(4)}
+        )
+        r = eng.result(b, timeout=0)  # finished within submit
+        assert_proofs(r, ws, kpath)
+        assert len(plog.read_text().split()) == 2
+    finally:
+        eng.stop(drain_deadline=0)
+        j.close()
+
+
+def test_a_finished_job_the_journal_cannot_take_stays_served_until_it_does(tmp_path):
+    """Disk full while jobs finish, and they leave the engine's history (job_history=1): the
+    API still serves each one's result and lists it, from the journal's pending outcomes;
+    once the disk has room the daemon's retry records them all. Nothing is lost."""
+    from test_engine import assert_proofs, config, key_file, witnesses
+
+    from cuzk.engine import Engine, UnknownJob
+    from cuzk.serve.api import Api
+    from cuzk.serve.http import Request
+
+    j = Journal.open(tmp_path / "state")
+    kpath = key_file(tmp_path)
+    cfg = config(tmp_path, devices="cpu:1", synth_workers=1, job_history=1)
+    eng = Engine(cfg, journal=j).start()
+
+    class Cfg:
+        key_roots, max_wait = [], 1.0
+
+    api = Api(eng, Cfg(), journal=j)
+    try:
+        kid = eng.register_key(kpath)
+        _fill(j)  # accept() still fits in the pages there are; the outcomes do not
+        sets = {eng.submit(kid, ws): ws for ws in (witnesses(8, seed=s) for s in (5, 6, 7))}
+        wait_for(lambda: j.pending == 3, 60, lambda: f"{j.pending} outcome(s) pending")
+        gone = []
+        for job_id in sets:
+            try:
+                eng.job(job_id)
+            except UnknownJob:
+                gone.append(job_id)
+        assert len(gone) >= 2  # left the engine's history of one
+        for job_id, ws in sets.items():
+            req = Request("GET", f"/v1/jobs/{job_id}/result", {}, {}, params={"job_id": job_id})
+            code, r = api.get_result(req)
+            assert code == 200 and r["finished"]
+            assert_proofs(r, ws, kpath)
+        listed = api.list_jobs(Request("GET", "/v1/jobs", {}, {}))["jobs"]
+        assert [x["job_id"] for x in listed] == list(sets)
+        assert {x["state"] for x in listed} == {"done"}
+        assert j.counts() == {"accepted": 3}
+        _fill(j, full=False)
+        wait_for(lambda: j.retry_pending(force=True) == 0, 10)
+        assert j.counts() == {"done": 3} and os.listdir(j.spool) == []
+        for job_id, ws in sets.items():
+            assert_proofs(j.result(job_id), ws, kpath)
     finally:
         eng.stop(drain_deadline=0)
         j.close()
@@ -572,6 +815,86 @@ def test_sigkill_then_restart_completes_every_job_once(tmp_path):
             assert "Traceback" not in s.log()
     finally:
         for s in (s1, s2, s3):
+            if s is not None:
+                s.kill()
+
+
+def test_partitions_proved_before_a_sigkill_are_not_proved_again(tmp_path):
+    """With the prover double (which logs one line per proof it makes): SIGKILL of the daemon
+    while an 8-partition job is half proved; the restart proves only the partitions the
+    journal did not hold, the job's result has every proof (each one its own witness's), and
+    GET /v1/jobs lists it after the finished job of the first run (served from the journal)."""
+    from cuzk.serve.client import Client
+    from cuzk.testing import prover_double as double
+
+    root, state, plog = tmp_path / "keys", tmp_path / "state", tmp_path / "proofs.log"
+    root.mkdir()
+    kpath = root / "key.json"
+    double.write_key(kpath, n_vars=64, domain_size=128)
+    key = double.ProvingKey.open(kpath)
+    ws = [double.make_wtns(64, 100 + i, root / f"w{i}.wtns") for i in range(8)]
+    digest = [double.expected_proof(w, key)["w_sha256"] for w in ws]
+
+    def daemon(name, finish_secs):
+        opts = {"finish_secs": finish_secs, "proof_log": str(plog), "fault_dir": str(tmp_path)}
+        return ServeProcess(
+            tmp_path / f"{name}.log",
+            *serve_args(root, state)[:-1],  # no --self-verify: the double has no verifier
+            "--prover",
+            "cuzk.testing.prover_double",
+            "--prover-options",
+            json.dumps(opts),
+            "--workers-per-device",
+            "1",
+            "--finalizers-per-device",
+            "1",
+        ).start()
+
+    def job(url, paths):
+        code, _, r = request(url, "POST", "/v1/jobs", {"key": str(kpath), "witnesses": paths})
+        assert code == 201, r
+        return r["job_id"]
+
+    s1 = daemon("serve1", 0.4)
+    s2 = None
+    try:
+        first = job(s1.url, [str(root / "w7.wtns")])
+        assert request(s1.url, "GET", f"/v1/jobs/{first}/result?wait=60")[0] == 200
+        big = job(s1.url, [str(root / f"w{i}.wtns") for i in range(8)])
+        wait_for(
+            lambda: request(s1.url, "GET", f"/v1/jobs/{big}")[2]["partitions_done"] >= 3,
+            60,
+            "three partitions proved",
+        )
+        os.kill(s1.pid, signal.SIGKILL)
+        assert s1.proc.wait(30) == -signal.SIGKILL
+        db = sqlite3.connect(state / DB_NAME)
+        kept = {i for (i,) in db.execute("SELECT partition FROM partitions WHERE job_id=?", (big,))}
+        db.close()
+        assert 3 <= len(kept) < 8, kept
+        before = plog.read_text().split()
+        assert {digest[i] for i in kept} <= set(before)
+
+        s2 = daemon("serve2", 0.0)
+        code, _, r = request(s2.url, "GET", f"/v1/jobs/{big}/result?wait=60")
+        assert code == 200 and r["state"] == "done" and r["recovered"], r
+        for i, w in enumerate(ws):
+            assert r["proofs"][i] == double.expected_proof(w, key), f"partition {i}"
+            assert r["partitions"][i]["state"] == "done"
+        after = plog.read_text().split()[len(before) :]
+        assert sorted(after) == sorted(digest[i] for i in range(8) if i not in kept)
+        assert f"8 partition(s), {len(kept)} finished before the restart" in s2.log()
+        listed = request(s2.url, "GET", "/v1/jobs?limit=1")[2]
+        assert [x["job_id"] for x in listed["jobs"]] == [first]  # from the journal
+        assert listed["jobs"][0]["state"] == "done" and listed["next_cursor"]
+        rest = request(s2.url, "GET", f"/v1/jobs?cursor={listed['next_cursor']}")[2]
+        assert [x["job_id"] for x in rest["jobs"]] == [big] and rest["next_cursor"] is None
+        assert [x["job_id"] for x in Client(s2.url).jobs(page=1)] == [first, big]
+        assert [x["job_id"] for x in Client(s2.url).jobs(state="done")] == [first, big]
+        assert s2.stop() == 0, s2.log()
+        assert "Traceback" not in s1.log() + s2.log()
+    finally:
+        for s in (s1, s2):
             if s is not None:
                 s.kill()
 

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from conftest import fixture_circuit
 from serve_harness import ServeProcess, request
 
-from cuzk.arith.constants import FQ_MODULUS
+from cuzk.arith.constants import FQ_MODULUS, FR_MODULUS
 from cuzk.cli import main
 from cuzk.formats.binfile import BinFile
 from cuzk.formats.errors import BadPoint
@@ -137,6 +137,112 @@ def test_a_g2_header_point_outside_the_subgroup_is_refused(tmp_path):
     (tmp_path / "k.zkey").write_bytes(bytes(data))
     with pytest.raises(BadPoint, match="vk_delta_2: G2 point is on the twist but not in the"):
         ProvingKey.open(tmp_path / "k.zkey").validate()
+
+
+# --- pointsB2: on the twist, and in G2 -----------------------------------------------------
+def _twist_point(rng):
+    """A random point of the twist E'(Fq2) (almost surely outside G2), in py_ecc's form."""
+    from py_ecc import optimized_bn128 as bn
+    from test_verifier import _f2_sqrt
+
+    from cuzk.arith.constants import G2_B
+
+    while True:
+        x = bn.FQ2([rng.randrange(FQ_MODULUS), rng.randrange(FQ_MODULUS)])
+        rhs = x * x * x + bn.FQ2(list(G2_B))
+        y = _f2_sqrt(tuple(int(c) % FQ_MODULUS for c in rhs.coeffs))
+        if y is not None:
+            return (x, bn.FQ2(list(y)), bn.FQ2.one())
+
+
+def _g2_rows(points) -> np.ndarray:
+    """py_ecc points as (n, 16) stored rows (affine, Montgomery; infinity all zeros)."""
+    from py_ecc import optimized_bn128 as bn
+
+    from cuzk.formats.stored import g2_to_limbs
+
+    rows = np.zeros((len(points), 16), dtype=np.uint64)
+    for i, p in enumerate(points):
+        if not bn.is_inf(p):
+            x, y = bn.normalize(p)
+            rows[i] = g2_to_limbs((tuple(map(int, x.coeffs)), tuple(map(int, y.coeffs))))
+    return rows
+
+
+# 2q - r, the order of the twist's group over r: squarefree, so each prime's part is cyclic
+COFACTOR_PRIMES = (
+    10069,
+    5864401,
+    1875725156269,
+    197620364512881247228717050342013327560683201906968909,
+)
+
+
+def test_the_psi_test_is_the_order_r_test():
+    """Scott's endomorphism test (validate.g2_row_in_subgroup) against [r]Q = O (the
+    verifier's) and py_ecc, on points of G2, random twist points, and a point of each prime
+    order of the cofactor group, alone and added to a G2 point. The test is a homomorphism,
+    and psi acts on each (cyclic, prime-order) part of the cofactor group as a scalar, so a
+    point of each prime order refused proves that it refuses every point outside G2."""
+    import random
+    from math import prod
+
+    from py_ecc import optimized_bn128 as bn
+
+    from cuzk.groth16.validate import first_outside_g2, g2_row_in_subgroup
+    from cuzk.groth16.verifier import g2_in_subgroup
+
+    c2 = 2 * FQ_MODULUS - FR_MODULUS
+    assert prod(COFACTOR_PRIMES) == c2
+    rng = random.Random(29)
+    inside = [bn.multiply(bn.G2, rng.randrange(1, FR_MODULUS)) for _ in range(4)] + [bn.Z2]
+    outside = [_twist_point(rng) for _ in range(3)]
+    for ell in COFACTOR_PRIMES:
+        t = bn.multiply(_twist_point(rng), FR_MODULUS * (c2 // ell))
+        assert not bn.is_inf(t) and bn.is_inf(bn.multiply(t, ell))  # of order ell
+        outside += [t, bn.add(t, inside[0])]
+    rows = _g2_rows(inside + outside)
+    for i in range(len(rows)):
+        want = i < len(inside)
+        assert g2_row_in_subgroup(rows, i) is want, i
+        assert g2_in_subgroup(rows[i].reshape(2, 2, 4)) is want, i
+    assert first_outside_g2(rows) == len(inside)
+    assert first_outside_g2(rows[: len(inside)]) == -1
+
+
+def test_a_b2_point_outside_g2_is_refused_in_one_line(tmp_path, monkeypatch):
+    """pointsB2[i] replaced by a twist point outside G2 (one of order 10069 plus a G2 point:
+    the hardest for the batched check): refused by validation, naming the point, and by
+    `cuzk prove` in one line. A good key never runs the per-point sweep."""
+    import random
+
+    from py_ecc import optimized_bn128 as bn
+
+    from cuzk.groth16 import validate
+
+    src = MULCHAIN.zkey
+    sweeps = []
+    real = validate.first_outside_g2
+    monkeypatch.setattr(validate, "first_outside_g2", lambda p: sweeps.append(1) or real(p))
+    ProvingKey.open(src).validate()
+    assert sweeps == []
+    i = first_nonzero_point(src, POINTS_B2, 128)
+    c2 = 2 * FQ_MODULUS - FR_MODULUS
+    t = bn.multiply(_twist_point(random.Random(7)), FR_MODULUS * (c2 // COFACTOR_PRIMES[0]))
+    data = bytearray(src.read_bytes())
+    off = section_offset(src, POINTS_B2) + 128 * i
+    data[off : off + 128] = _g2_rows([bn.add(bn.G2, t)])[0].tobytes()
+    bad = tmp_path / "b2.zkey"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(BadPoint) as info:
+        ProvingKey.open(bad).validate()
+    assert str(info.value) == (
+        f"{bad}: pointsB2[{i}]: G2 point is on the twist but not in the order-r subgroup"
+    )
+    assert sweeps == [1]
+    r = _prove(bad, MULCHAIN.witness(0), tmp_path / "p.json", tmp_path / "q.json")
+    assert r.exit_code == 1 and r.output == f"cuzk prove: {info.value}\n", r.output
+    assert not (tmp_path / "p.json").exists()
 
 
 def _prove(*args):

@@ -5,6 +5,11 @@ given back in parts as stages finish: after prove_start the a, b, c part, after 
 the rest. Proving keys resident on devices are charged under "keys" and can be evicted to
 make room. A high-water mark records the largest total ever reserved, so tests can assert the
 budget was never exceeded. Thread-safe (the supervisor writes, API threads read).
+
+Other owners share it: `cuzk serve` reserves request bodies under "uploads" from its HTTP
+thread. When work waits for memory (`waiting`, set by the engine's dispatch), any release
+calls `on_release` (the engine's wake-up), so the wait ends as soon as the bytes are back,
+whoever gave them back.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ class MemoryBudget:
         self._parts: dict[object, dict[str, int]] = {}  # owner -> {use: bytes}
         self._reserved = 0
         self.high_water = 0
+        self.waiting = False  # work waits for memory: the next release calls on_release
+        self.on_release = None  # () -> None, called without the lock held
 
     @property
     def reserved(self) -> int:
@@ -70,7 +77,12 @@ class MemoryBudget:
                     del self._parts[owner]
             self._reserved -= freed
             assert self._reserved >= 0
-            return freed
+            wake = freed > 0 and self.waiting and self.on_release is not None
+            if wake:
+                self.waiting = False
+        if wake:
+            self.on_release()
+        return freed
 
     def held(self, owner) -> int:
         with self._lock:

@@ -69,6 +69,7 @@ class Dispatcher:
                 self.make_room(need, exclude=k.key_id)
             if not b.budget.fits(need):
                 b.counters["budget_waits"] += 1
+                b.budget.waiting = True  # any release (an upload's too) wakes the supervisor
                 break  # head of line waits for memory; nothing overtakes it
             if not k.charged:
                 b.budget.try_reserve(("key", k.key_id), {"keys": k.nbytes})
@@ -225,6 +226,7 @@ class Dispatcher:
             b.status.partition(job, wk.partition)
             if alone:  # this partition fails, the rest of the job goes on
                 job.n_failed += 1
+                self.record_partition(job, wk.partition)
                 self.settle(job)
             else:
                 n = wk.attempt + 1
@@ -250,6 +252,15 @@ class Dispatcher:
             p.state = "pending"
         b.status.partition(job, wk.partition)
         b.event("retry", wk.job_id, wk.partition, new.attempt)
+
+    def record_partition(self, job: JobRecord, index: int) -> None:
+        """Journal a partition that just finished (done, or failed alone) while others of its
+        job are left, so a crash before the job ends does not cost it (the journal logs a
+        failed write; the partition is then only proved again after a restart). The last
+        one needs no record: the job's outcome, recorded next, holds every proof."""
+        b = self.books
+        if b.journal is not None and job.n_done + job.n_failed < len(job.partitions):
+            b.journal.partition_done(job.job_id, index, job.partitions[index].record())
 
     def settle(self, job: JobRecord) -> None:
         """End a job whose every partition is done or failed alone."""
@@ -278,15 +289,12 @@ class Dispatcher:
         job.state, job.error, job.finished_at = state, error, time.time()
         job.inputs = []
         if b.journal is not None and not shutdown:
+            # A write that fails (a full disk) is held by the journal, served as recorded and
+            # retried until it is committed: the job may leave the history below meanwhile.
             try:
                 b.journal.finish(job.job_id, state, job.finished_at, job.result())
-            except Exception as exc:  # a full disk costs the record, never the supervisor
-                log.error(
-                    "job %s: cannot record its outcome in the journal: %s (it will be "
-                    "proved again after a restart)",
-                    job.job_id,
-                    exc,
-                )
+            except Exception:  # never the supervisor's end
+                log.exception("job %s: cannot record its outcome in the journal", job.job_id)
         k = b.keys.get(job.key_id)
         if k is not None:
             k.live_jobs -= 1

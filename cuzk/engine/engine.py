@@ -132,6 +132,7 @@ class Engine:
         self.config = base.validated()
         self._books = Books(self.config, journal)
         self._sup = Supervisor(self._books)
+        self._books.budget.on_release = self._sup.wake  # e.g. an upload's reservation
         self._validated: dict[tuple, str] = {}  # (path, size, mtime_ns) -> key id, points checked
 
     # what tests and the daemon read
@@ -306,6 +307,7 @@ class Engine:
         job_id: str | None = None,
         submitted_at: float | None = None,
         recovered: bool = False,
+        done: dict | None = None,
     ) -> str:
         """Queue a job: one witness (bytes, or a path) per partition. Returns the job id.
 
@@ -317,15 +319,41 @@ class Engine:
 
         With a journal, the job is recorded durably (uploads spooled to files) before it is
         queued, so the id returned survives a crash. `job_id`, `submitted_at` and
-        `recovered=True` re-queue a job the journal already holds, under its original id."""
+        `recovered=True` re-queue a job the journal already holds, under its original id;
+        `done` ({partition: record}, from the journal's done_partitions) are its partitions
+        finished before the restart: they keep their proofs and are not proved again. Each
+        partition that finishes while others are left is recorded in the journal so."""
         kind, items, circuit = job_request(witnesses, inputs, kind, priority)
+        restored = {}
+        for i, rec in (done or {}).items():
+            if not recovered or not 0 <= int(i) < len(items):
+                raise ValueError(f"done: partition {i} is not one of a recovered job's")
+            restored[int(i)] = PartitionRecord.restored(rec)
         return self._submit(
-            key_id, items, kind, priority, job_id, submitted_at, recovered, circuit=circuit
+            key_id,
+            items,
+            kind,
+            priority,
+            job_id,
+            submitted_at,
+            recovered,
+            circuit=circuit,
+            restored=restored,
         )
 
     def _submit(
-        self, key_id, inputs, kind, priority, job_id, submitted_at, recovered, circuit: bool = False
+        self,
+        key_id,
+        inputs,
+        kind,
+        priority,
+        job_id,
+        submitted_at,
+        recovered,
+        circuit: bool = False,
+        restored: dict | None = None,
     ) -> str:
+        restored = restored or {}
         b = self._books
         with b.lock:
             self._check_intake(key_id, inputs, circuit)
@@ -355,29 +383,36 @@ class Engine:
                 priority,
                 inputs,
                 submitted_at,
-                [PartitionRecord() for _ in inputs],
+                [restored.get(i) or PartitionRecord() for i in range(len(inputs))],
                 recovered=recovered,
                 wasm=wasm,
             )
+            job.n_done = sum(p.state == "done" for p in restored.values())
+            job.n_failed = len(restored) - job.n_done
             b.jobs[job_id] = job
             k.live_jobs += 1
-            b.sched.add_job(job_id, priority, len(inputs))
+            b.sched.add_job(job_id, priority, len(inputs), skip=restored)
             b.status.job_add(job)
+            for i in sorted(restored):
+                b.status.partition(job, i)
             if recovered:
                 b.counters["recovered"] += 1
                 b.status.count_recovered()
             b.event("submit", job_id, -1, -1)
             b.publish_queue()
+            log.info(
+                "job %s %s: %s, %s, %d partition(s)%s%s",
+                job_id,
+                "recovered" if recovered else "submitted",
+                kind,
+                priority,
+                len(inputs),
+                f", {len(restored)} finished before the restart" if restored else "",
+                " from circuit inputs" if wasm else "",
+            )
+            if restored:
+                self._sup.dispatcher.settle(job)  # every partition was finished already
         self._sup.wake()
-        log.info(
-            "job %s %s: %s, %s, %d partition(s)%s",
-            job_id,
-            "recovered" if recovered else "submitted",
-            kind,
-            priority,
-            len(inputs),
-            " from circuit inputs" if wasm else "",
-        )
         return job_id
 
     def _check_intake(self, key_id: str, inputs: list, circuit: bool = False) -> None:

@@ -84,6 +84,24 @@ class PartitionRecord:
             "error": self.error,
         }
 
+    def record(self) -> dict:
+        """What the journal keeps of a finished partition (done, or failed alone), so a
+        restart does not prove it again: its view, proof and public signals."""
+        d = self.to_dict(0)
+        del d["index"]
+        d["proof"], d["public"] = self.proof, self.public
+        return d
+
+    @classmethod
+    def restored(cls, d: dict) -> PartitionRecord:
+        """A partition from its journal record (record())."""
+        if d.get("state") not in ("done", "failed"):
+            raise ValueError(f"not a finished partition: state {d.get('state')!r}")
+        names = (
+            "state attempts synth_ms witness_ms abc_ms gpu_ms finalize_ms device proof public error"
+        ).split()
+        return cls(**{k: d[k] for k in names if k in d})
+
 
 @dataclass
 class JobRecord:

@@ -56,8 +56,9 @@ class Scheduler:
         self._counts: collections.Counter = collections.Counter()  # place -> live items
 
     # -- jobs ---------------------------------------------------------------------------
-    def add_job(self, job_id: str, priority: str, n_partitions: int) -> list[WorkKey]:
-        """Queue every partition of a new job for synthesis (attempt 0)."""
+    def add_job(self, job_id: str, priority: str, n_partitions: int, skip=()) -> list[WorkKey]:
+        """Queue every partition of a new job for synthesis (attempt 0), but those in `skip`
+        (already proved before a restart)."""
         if job_id in self._jobs:
             raise SchedulerError(f"job {job_id} already scheduled")
         if priority not in PRIORITIES:
@@ -65,7 +66,7 @@ class Scheduler:
         if n_partitions < 1:
             raise ValueError("a job needs at least one partition")
         self._jobs[job_id] = (PRIORITIES.index(priority), next(self._seq), n_partitions)
-        keys = [WorkKey(job_id, p, 0) for p in range(n_partitions)]
+        keys = [WorkKey(job_id, p, 0) for p in range(n_partitions) if p not in skip]
         for k in keys:
             self._place_new(k, SYNTH_QUEUE)
         return keys

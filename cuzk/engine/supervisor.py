@@ -52,6 +52,7 @@ log = logging.getLogger("cuzk.engine")
 
 DRAIN_GRACE_SECS = 3.0  # after the drain deadline, running stages get this long to report
 STOP_JOIN_SECS = 3.0  # a child that has not exited this long after Stop is killed
+POLL_SECS = 0.5  # the loop's longest sleep: timers (pings, restarts, idle keys) run this often
 BACKOFF_RESET_SECS = 30.0  # a child that lived this long restarts without accumulated backoff
 
 
@@ -196,7 +197,7 @@ class Supervisor:
 
     def _timer_timeout(self) -> float:
         b = self.books
-        t = 0.5
+        t = POLL_SECS
         now = time.time()
         for c in b.children:
             if c.state == "dead":
@@ -235,6 +236,8 @@ class Supervisor:
         log.debug("%s started, pid %d", ch.name, ch.pid)
 
     def send(self, ch: ChildRecord, msg) -> bool:
+        if ch.conn is None:  # its pipe reached EOF: it is dying, its sentinel is yet to fire
+            return False
         try:
             ch.conn.send_bytes(pack(msg))
             return True
@@ -409,6 +412,7 @@ class Supervisor:
                 p.gpu_ms, p.t_gpu_start, p.t_gpu_end = msg.gpu_ms, msg.t_start, msg.t_end
                 job.n_done += 1
                 b.status.partition(job, wk.partition)
+                d.record_partition(job, wk.partition)
                 d.settle(job)
             case Failed(wk, stage, abc_intact, permanent, failure):
                 if stage == "start":

@@ -19,7 +19,7 @@ def run_prove(zkey, wtns, proof_json, public_json, r1cs=None, verify=True, devic
     reason not to (OutputError, an OSError, for outputs that cannot be written).
 
     The key's points are validated when it is opened (header points on the curve / twist, G2
-    ones in the subgroup, every point section on its curve); with `verify` the proof is
+    ones and pointsB2 in the subgroup, every point section on its curve); with `verify` the proof is
     checked against the key's own verification key before anything is written."""
     from cuzk.groth16.startup import lean_cache_loads, return_freed_arrays_to_the_system
 
@@ -61,7 +61,7 @@ def _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device):
 
         try:
             ok = check(vk, proof.public, Proof.from_points(*proof.points()))
-        except FormatError as e:  # e.g. piB outside G2: pointsB2 holds a twist point
+        except FormatError as e:  # e.g. piB outside G2 (a pointsB2 point the batch missed)
             raise ProveError(f"the proof does not verify: {e}") from None
         if not ok:
             raise ProveError(

@@ -8,9 +8,21 @@ the file, the section and the index of the first bad point) at the first failure
    points in the order-r subgroup ([r]Q = O; the twist's group has a large cofactor);
 2. IC and every point section (pointsA, pointsB1, pointsB2, pointsC, pointsH): coordinates
    below q and every point on its curve, the all-zero encoding of infinity allowed. G1 has
-   cofactor 1, so on the curve is in the group. pointsB2 is checked on the twist only (a
-   subgroup check costs a 256-bit scalar multiplication per point); a point of the twist
-   outside G2 there gives a proof that verification refuses.
+   cofactor 1, so on the curve is in the group. Every pointsB2 point is also checked to be
+   in G2, by Scott's endomorphism test (M. Scott, "A note on group membership tests for G1,
+   G2 and GT on BLS pairing-friendly curves", ePrint 2021/1130; for BN curves as in ePrint
+   2022/348 §3 and 5.1, which holds for BN254's x since x mod 13 != 4 and x mod 97 != 92):
+       Q in G2  iff  [x+1]Q + psi([x]Q) + psi^2([x]Q) == psi^3([2x]Q),
+   psi the q-power Frobenius carried to the twist: one 63-bit multiplication per point
+   instead of the 254-bit [r]Q. Per point that is still ~75x the rest of the validation, so
+   the section is checked in batch (`first_outside_g2_batched`): B2_ROUNDS random
+   combinations sum_i rho_i Q_i (rho_i 64-bit, from secrets; one G2 MSM each) pass the test
+   when every Q_i is in G2; when one fails, the per-point sweep names the first bad point.
+   A point outside G2 has a component of prime order l in the twist's cofactor group
+   (2q - r = 10069 * 5864401 * 1875725156269 * a 177-bit prime, each to the first power),
+   which a round misses with probability 1/l at most: 1/10069 for a point built for it,
+   2^-64 for a damaged or random one; B2_ROUNDS = 2 make the first 1e-8. A point of the twist
+   outside G2 would give proofs that verification refuses; the key is refused instead.
 
 Section sizes against the header are checked when the file is opened (`ZKey`,
 `BadSectionSize`). The sweep is one compiled pass per section, parallel over chunks of
@@ -20,11 +32,13 @@ rows; measured figures are in docs/prover.md.
 from __future__ import annotations
 
 import os
+import secrets
 
 import numpy as np
 from numba import njit, prange
 
 from cuzk.arith import curve as C
+from cuzk.arith import pairing as P
 from cuzk.arith.constants import FQ_MODULUS, Q_LIMBS
 from cuzk.formats.errors import BadPoint, FormatError
 from cuzk.formats.snarkjs_json import check_g1
@@ -80,6 +94,87 @@ def g2_first_bad(pts, first):
             ):
                 first[c] = i
                 break
+
+
+BN_X = np.uint64(P.BN_X)  # the BN parameter x = 4965661367192848881 (63 bits)
+
+
+@njit(cache=True, nogil=True)
+def _psi(Q):
+    """psi on a Jacobian twist point: (conj(X) gx, conj(Y) gy, conj(Z)), the affine
+    pairing.twist_frobenius with x = X/Z^2, y = Y/Z^3 (conjugation is a field automorphism)."""
+    return (
+        P.fq2_mul(P.fq2_conj(Q[0]), P.FROB_TWIST_X1),
+        P.fq2_mul(P.fq2_conj(Q[1]), P.FROB_TWIST_Y1),
+        P.fq2_conj(Q[2]),
+    )
+
+
+@njit(cache=True, nogil=True)
+def g2_in_subgroup_psi(a):
+    """Scott's test (module doc) for an affine twist point `a` (on the twist, checked
+    before): [x+1]a + psi([x]a) + psi^2([x]a) == psi^3([2x]a). Infinity is in G2."""
+    if C.g2_affine_is_inf(a):
+        return True
+    xa = C.g2_inf()
+    for bit in range(62, -1, -1):  # [x]a, left to right (x has 63 bits)
+        xa = C.g2_dbl(xa)
+        if (BN_X >> np.uint64(bit)) & np.uint64(1):
+            xa = C.g2_add_mixed(xa, a)
+    psi1 = _psi(xa)
+    psi2 = _psi(psi1)
+    lhs = C.g2_add(C.g2_add(C.g2_add_mixed(xa, a), psi1), psi2)
+    return C.g2_eq(lhs, C.g2_dbl(_psi(psi2)))
+
+
+@njit(cache=True, nogil=True)
+def g2_row_in_subgroup(pts, i):
+    """Scott's test of row i of a (n, 16) array of affine twist points."""
+    return g2_in_subgroup_psi(C.g2_load_affine(pts, i))
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def g2_first_outside_subgroup(pts, first):
+    """first[c] = the first row of chunk c that is not in G2 (rows on the twist), else -1."""
+    n = pts.shape[0]
+    for c in prange(first.shape[0]):
+        first[c] = -1
+        for i in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
+            if not g2_in_subgroup_psi(C.g2_load_affine(pts, i)):
+                first[c] = i
+                break
+
+
+def first_outside_g2(pts: np.ndarray) -> int:
+    """Index of the first row of a G2 (n, 16) array of twist points that is not in the
+    order-r subgroup; -1 when every row is."""
+    n = pts.shape[0]
+    if n == 0:
+        return -1
+    first = np.empty((n + CHUNK - 1) // CHUNK, dtype=np.int64)
+    g2_first_outside_subgroup(_readonly(pts), first)
+    bad = first[first >= 0]
+    return int(bad.min()) if len(bad) else -1
+
+
+B2_ROUNDS = 2  # random combinations of the pointsB2 section (module doc)
+
+
+def first_outside_g2_batched(pts: np.ndarray, rounds: int | None = None) -> int:
+    """As first_outside_g2 (on-twist rows), in `rounds` G2 MSMs with random 64-bit scalars
+    plus one test each; the per-point sweep runs only when a round fails."""
+    from cuzk.kernels.msm_cpu import msm_g2
+
+    n = pts.shape[0]
+    if n == 0:
+        return -1
+    scalars = np.zeros((n, 4), dtype=np.uint64)
+    for _ in range(B2_ROUNDS if rounds is None else rounds):
+        scalars[:, 0] = np.frombuffer(secrets.token_bytes(8 * n), dtype=np.uint64)
+        total = msm_g2(_readonly(pts), scalars).reshape(1, 16)
+        if not g2_row_in_subgroup(total, 0):
+            return first_outside_g2(pts)
+    return -1
 
 
 def first_bad_point(pts: np.ndarray) -> int:
@@ -173,6 +268,12 @@ def validate_key(zkey, done_with=None):
         raise BadPoint(path, f"Groth16 header: {where}: {e.problem}") from None
     for name, attr in SECTIONS:
         check_points(path, name, getattr(zkey, attr))
+        if attr == "points_b2":  # on the twist is not yet in G2 (G1's cofactor is 1)
+            i = first_outside_g2_batched(zkey.points_b2)
+            if i >= 0:
+                raise BadPoint(
+                    path, f"{name}[{i}]: G2 point is on the twist but not in the order-r subgroup"
+                )
         if done_with is not None:
             done_with(attr)
     return vk

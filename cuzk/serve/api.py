@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import logging
 import os
 import re
@@ -37,6 +38,7 @@ JOB_FIELDS = {
 }  # witnesses or inputs, not both
 PROVE_FIELDS = {**JOB_FIELDS, "timeout": False}
 JOB_STATES = ("queued", "running", "done", "failed", "cancelled")
+JOBS_PAGE, JOBS_PAGE_MAX = 1000, 10000  # GET /v1/jobs: jobs per page by default, at most
 
 
 def _fields(body: dict, spec: dict[str, bool], what: str) -> None:
@@ -70,6 +72,34 @@ def _seconds(value, name: str, limit: float) -> float:
     if not x >= 0 or x == float("inf"):
         raise HttpError(400, f"{name} must be a finite number of seconds >= 0, got {value!r}")
     return min(x, limit)
+
+
+def _position(job: dict) -> tuple[float, str]:
+    """A job's place in GET /v1/jobs's order."""
+    return (float(job["submitted_at"]), job["job_id"])
+
+
+def _cursor(pos: tuple[float, str]) -> str:
+    """An opaque cursor for the position `pos` (base64url of its JSON, float exact)."""
+    raw = json.dumps([pos[0], pos[1]], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _cursor_position(cursor: str | None) -> tuple[float, str] | None:
+    if cursor is None:
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        t, job_id = json.loads(raw)
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not isinstance(job_id, str):
+            raise ValueError
+        if not abs(t) < float("inf"):  # NaN, Infinity
+            raise ValueError
+        return (float(t), job_id)
+    except (ValueError, TypeError, RecursionError):  # binascii.Error is a ValueError
+        raise HttpError(
+            400, "cursor: not a cursor this server gave (pass next_cursor as it is)"
+        ) from None
 
 
 def resolve_under_roots(path, roots: list[str], what: str) -> str:
@@ -388,13 +418,31 @@ class Api:
             ) from None
 
     def list_jobs(self, req: Request):
+        """The engine's jobs and, with a journal, the finished ones that left its memory, in
+        (submitted_at, job_id) order, a page of `limit` at a time: `next_cursor` names the
+        position after the page (null: it was the last). The engine is read first, so a job
+        that leaves it meanwhile is found in the journal (recorded before it leaves)."""
         state = req.arg("state")
         if state is not None and state not in JOB_STATES:
             raise HttpError(400, f"state must be one of {', '.join(JOB_STATES)}")
-        jobs = sorted(self.engine.jobs(), key=lambda j: j["submitted_at"])
-        if state is not None:
-            jobs = [j for j in jobs if j["state"] == state]
-        return {"jobs": jobs}
+        limit = req.arg("limit", str(JOBS_PAGE))
+        if not limit.isdigit() or not 1 <= int(limit) <= JOBS_PAGE_MAX:
+            raise HttpError(400, f"limit must be a whole number from 1 to {JOBS_PAGE_MAX}")
+        limit = int(limit)
+        after = _cursor_position(req.arg("cursor"))
+        held = self.engine.jobs()
+        jobs = [
+            j
+            for j in held
+            if (after is None or _position(j) > after) and (state is None or j["state"] == state)
+        ]
+        if self.journal is not None:
+            skip = {j["job_id"] for j in held}
+            jobs += self.journal.jobs_page(after, limit + 1, state, skip)
+        jobs.sort(key=_position)
+        more = len(jobs) > limit
+        jobs = jobs[:limit]
+        return {"jobs": jobs, "next_cursor": _cursor(_position(jobs[-1])) if more else None}
 
     def get_job(self, req: Request):
         return self._job(req.params["job_id"])

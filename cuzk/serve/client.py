@@ -244,9 +244,21 @@ class Client:
     def job(self, job_id: str) -> dict:
         return self.request("GET", f"/v1/jobs/{quote(job_id)}")[1]
 
-    def jobs(self, state: str | None = None) -> list[dict]:
-        q = f"?state={quote(state)}" if state else ""
-        return self.request("GET", f"/v1/jobs{q}")[1]["jobs"]
+    def jobs(self, state: str | None = None, page: int | None = None) -> list[dict]:
+        """Every job the server lists (the engine's and the journalled ones), following its
+        pages (`page` jobs each; None: the server's default)."""
+        out, cursor = [], None
+        while True:
+            q = [f"state={quote(state)}"] if state else []
+            if page:
+                q.append(f"limit={int(page)}")
+            if cursor:
+                q.append(f"cursor={quote(cursor)}")
+            got = self.request("GET", "/v1/jobs" + ("?" + "&".join(q) if q else ""))[1]
+            out += got["jobs"]
+            cursor = got.get("next_cursor")
+            if not cursor:
+                return out
 
     def cancel(self, job_id: str) -> dict:
         return self.request("POST", f"/v1/jobs/{quote(job_id)}/cancel")[1]

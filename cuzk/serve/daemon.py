@@ -231,6 +231,8 @@ class Daemon:
                 continue
             if time.time() >= self._next_prune:
                 self._prune()
+            if self.journal.pending:  # outcomes a full disk kept out of the journal
+                self.journal.retry_pending()
             if not ready:
                 continue
             for signum in os.read(self._sig_r, 64):
@@ -273,6 +275,10 @@ class Daemon:
         for e in entries:
             try:
                 key_id, inputs = self._recovered_request(e)
+                # partitions proved before the restart keep their proofs (not proved again;
+                # a farm's gateway proves them again: its engine takes whole jobs)
+                d = {} if self.config.ray else self.journal.done_partitions(e.job_id)
+                done = {"done": d} if d else {}
                 if e.wasm is not None:  # circuit inputs
                     self.engine.submit(
                         key_id,
@@ -282,6 +288,7 @@ class Daemon:
                         job_id=e.job_id,
                         submitted_at=e.submitted_at,
                         recovered=True,
+                        **done,
                     )
                 else:
                     self.engine.submit(
@@ -292,6 +299,7 @@ class Daemon:
                         job_id=e.job_id,
                         submitted_at=e.submitted_at,
                         recovered=True,
+                        **done,
                     )
             except EngineStopped:  # the engine died: the rest stays in the journal
                 log.error(

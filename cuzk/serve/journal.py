@@ -5,7 +5,10 @@ A state directory holds:
   lock              flock()ed by the daemon that owns the directory (a second one is refused)
   journal.sqlite3   one row per job: what was asked (key, witnesses or circuit inputs, kind,
                     priority, the original id and submission time) and, once finished, the
-                    result JSON; circuit inputs (small JSON) are held in the row itself
+                    result JSON; circuit inputs (small JSON) are held in the row itself. Each
+                    partition of an unfinished job that is proved (or failed alone) has a row
+                    in `partitions` with its proof, so a restart proves only the others; the
+                    rows go when the job's result is recorded
   spool/            uploaded witnesses, <job_id>.<partition>.wtns, until their job finishes
 
 Durability (docs/operations.md): `accept()` writes the spool files, fsyncs them and the spool
@@ -13,7 +16,14 @@ directory, then commits the job's row with `PRAGMA synchronous=FULL` (in WAL mod
 fsynced at that commit) before it returns, and the API answers 201 only after that. Finished
 results are committed with `synchronous=NORMAL`: they survive a crash of the process at once,
 and a power loss once the WAL is next fsynced (the next accept, or a checkpoint); a result lost
-to a power cut only means its job is proved again under the same id.
+to a power cut only means its job is proved again under the same id. Finished partitions are
+committed the same way.
+
+An outcome that cannot be committed (a full disk, an I/O error) is never dropped: it is held
+in memory ("pending"), served by result() and jobs_page() as if recorded, and committed again
+before every later write and by retry_pending() (the daemon calls it every few seconds) until
+it is. One that is still pending when the journal closes is logged by job id: its job stays
+unfinished in the journal and is proved again at the next start.
 
 A journal that cannot be read (not a database, damaged pages, a foreign database, a schema
 newer than this program's) raises JournalError with one line; it is never dropped or
@@ -35,7 +45,7 @@ from dataclasses import dataclass
 
 log = logging.getLogger("cuzk.serve")
 
-SCHEMA_VERSION = 1  # PRAGMA user_version
+SCHEMA_VERSION = 2  # PRAGMA user_version (1: without the partitions table)
 APPLICATION_ID = 0x637A6B6A  # PRAGMA application_id: "czkj"
 DB_NAME = "journal.sqlite3"
 LOCK_NAME = "lock"
@@ -59,6 +69,32 @@ CREATE TABLE jobs (
 );
 CREATE INDEX jobs_by_finish ON jobs (state, finished_at);
 """
+SCHEMA_V2 = """
+CREATE TABLE partitions (
+    job_id       TEXT NOT NULL,
+    partition    INTEGER NOT NULL,
+    record       TEXT NOT NULL,            -- JSON: state (done | failed), proof, public, times
+    PRIMARY KEY (job_id, partition)
+) WITHOUT ROWID;
+CREATE INDEX jobs_by_submission ON jobs (submitted_at, job_id);
+"""
+# What GET /v1/jobs lists of a journalled job (the engine's JobRecord.to_dict(detail=False)).
+SUMMARY_FIELDS = (
+    "job_id",
+    "key_id",
+    "kind",
+    "priority",
+    "state",
+    "submitted_at",
+    "started_at",
+    "finished_at",
+    "error",
+    "total_partitions",
+    "partitions_done",
+    "partitions_failed",
+    "recovered",
+)
+RETRY_MIN, RETRY_MAX = 1.0, 30.0  # seconds between two retries of pending outcomes
 
 
 class JournalError(Exception):
@@ -114,6 +150,10 @@ class Journal:
         self._lock_fd = lock_fd
         self._mutex = threading.Lock()
         self._sync = ""
+        # outcomes not committed yet (a full disk): job_id -> (state, finished_at, result)
+        self._pending: dict[str, tuple[str, float, dict]] = {}
+        self._retry_at = 0.0  # retry_pending() does nothing before this (time.monotonic)
+        self._retry_delay = RETRY_MIN
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -142,7 +182,16 @@ class Journal:
         return j
 
     def close(self) -> None:
+        if self._db is not None and self._pending:
+            self.retry_pending(force=True)
         with self._mutex:
+            if self._pending:
+                log.error(
+                    "journal: the outcome of %d finished job(s) could not be recorded: they stay "
+                    "unfinished in the journal and are proved again at the next start: %s",
+                    len(self._pending),
+                    " ".join(sorted(self._pending)),
+                )
             if self._db is not None:
                 try:
                     self._db.close()
@@ -205,6 +254,7 @@ class Journal:
             if written:
                 _fsync_dir(self.spool)  # the names, not only the bytes, survive a power cut
             with self._mutex:
+                self._maybe_flush()
                 db = self._tx("FULL")
                 with db:
                     db.execute(
@@ -238,23 +288,115 @@ class Journal:
             with db:
                 row = db.execute("SELECT inputs FROM jobs WHERE job_id=?", (job_id,)).fetchone()
                 db.execute("DELETE FROM jobs WHERE job_id=?", (job_id,))
+                db.execute("DELETE FROM partitions WHERE job_id=?", (job_id,))
         if row:
             self._unlink_spool(json.loads(row[0]))
 
-    def finish(self, job_id: str, state: str, finished_at: float, result: dict) -> None:
-        """Record a job's outcome and result (proofs included), then drop its spool files."""
+    def finish(self, job_id: str, state: str, finished_at: float, result: dict) -> bool:
+        """Record a job's outcome and result (proofs included), then drop its spool files and
+        its partitions' rows. True once committed; False when it could not be (a full disk, an
+        I/O error, a closed journal): the outcome is then held as pending, served as if
+        recorded, and committed by a later write or retry_pending(); never dropped."""
         if state not in FINISHED:
             raise ValueError(f"not a finished state: {state!r}")
         with self._mutex:
-            db = self._tx("NORMAL")
-            with db:
-                row = db.execute("SELECT inputs FROM jobs WHERE job_id=?", (job_id,)).fetchone()
-                db.execute(
-                    "UPDATE jobs SET state=?, finished_at=?, result=? WHERE job_id=?",
-                    (state, finished_at, json.dumps(result, separators=(",", ":")), job_id),
+            self._pending[job_id] = (state, finished_at, result)
+            self._flush_pending(job_id)
+            return job_id not in self._pending
+
+    def retry_pending(self, force: bool = False) -> int:
+        """Try again to commit the outcomes that could not be (at most every RETRY_MIN to
+        RETRY_MAX seconds, backing off while they fail, unless `force`); returns how many are
+        still pending."""
+        with self._mutex:
+            if force:
+                self._flush_pending()
+            else:
+                self._maybe_flush()
+            return len(self._pending)
+
+    @property
+    def pending(self) -> int:
+        """Outcomes held in memory because they could not be committed yet."""
+        return len(self._pending)
+
+    def partition_done(self, job_id: str, partition: int, record: dict) -> bool:
+        """Record one finished partition (proof, public signals, times; or a failure of its
+        own) of an unfinished job, so that a restart does not prove it again. False when it
+        could not be written (logged; the partition is then proved again after a crash)."""
+        try:
+            with self._mutex:
+                self._maybe_flush()
+                db = self._tx("NORMAL")
+                with db:
+                    db.execute(
+                        "INSERT OR REPLACE INTO partitions (job_id, partition, record) "
+                        "VALUES (?,?,?)",
+                        (job_id, int(partition), json.dumps(record, separators=(",", ":"))),
+                    )
+            return True
+        except (sqlite3.Error, OSError, JournalError) as e:
+            log.warning(
+                "job %s partition %d: cannot record it in the journal: %s (it is proved "
+                "again if the daemon restarts before the job ends)",
+                job_id,
+                partition,
+                e,
+            )
+            return False
+
+    def done_partitions(self, job_id: str) -> dict[int, dict]:
+        """The partitions of an unfinished job recorded by partition_done(), by index."""
+        with self._mutex:
+            rows = self._db.execute(
+                "SELECT partition, record FROM partitions WHERE job_id=? ORDER BY partition",
+                (job_id,),
+            ).fetchall()
+        return {int(i): json.loads(r) for i, r in rows}
+
+    def _maybe_flush(self) -> None:
+        """Before a write: commit pending outcomes unless their retry is not due yet."""
+        if self._pending and time.monotonic() >= self._retry_at:
+            self._flush_pending()
+
+    def _flush_pending(self, only: str | None = None) -> None:
+        """Commit pending outcomes (under self._mutex): all, or only job `only`. One that
+        fails stays pending; the retry delay doubles while they fail."""
+        spools = []
+        for job_id in [only] if only is not None else list(self._pending):
+            state, finished_at, result = self._pending[job_id]
+            try:
+                db = self._tx("NORMAL")
+                with db:
+                    row = db.execute("SELECT inputs FROM jobs WHERE job_id=?", (job_id,)).fetchone()
+                    db.execute(
+                        "UPDATE jobs SET state=?, finished_at=?, result=? WHERE job_id=?",
+                        (state, finished_at, json.dumps(result, separators=(",", ":")), job_id),
+                    )
+                    db.execute("DELETE FROM partitions WHERE job_id=?", (job_id,))
+            except (sqlite3.Error, OSError, JournalError) as e:
+                self._retry_at = time.monotonic() + self._retry_delay
+                self._retry_delay = min(RETRY_MAX, self._retry_delay * 2)
+                log.error(
+                    "job %s: cannot record its outcome (%s) in the journal: %s; kept in memory "
+                    "and retried (%d outcome(s) pending)",
+                    job_id,
+                    state,
+                    e,
+                    len(self._pending),
                 )
-        if row:
-            self._unlink_spool(json.loads(row[0]))
+                if only is None:
+                    break  # the others would fail alike: wait for the next retry
+                return
+            del self._pending[job_id]
+            if only is None:
+                log.info("job %s: its outcome (%s) is now recorded in the journal", job_id, state)
+            if row:
+                spools.append(json.loads(row[0]))
+        if not self._pending:
+            self._retry_delay, self._retry_at = RETRY_MIN, 0.0
+        for inputs in spools:
+            self._unlink_spool(inputs)
 
     def mark_recovered(self, job_id: str) -> None:
         with self._mutex:
@@ -266,6 +408,7 @@ class Journal:
         """Delete finished jobs older than keep_results; returns how many."""
         cutoff = (time.time() if now is None else now) - self.keep_results
         with self._mutex:
+            self._maybe_flush()
             db = self._tx("NORMAL")
             with db:
                 n = db.execute(
@@ -288,12 +431,87 @@ class Journal:
         return [Entry(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6]), r[7]) for r in rows]
 
     def result(self, job_id: str) -> dict | None:
-        """A finished job's result as it was recorded (None: unknown, unfinished or pruned)."""
+        """A finished job's result as it was recorded, or is pending (None: unknown,
+        unfinished or pruned)."""
         with self._mutex:
+            if job_id in self._pending:
+                return self._pending[job_id][2]
             row = self._db.execute(
                 "SELECT result FROM jobs WHERE job_id=? AND state != 'accepted'", (job_id,)
             ).fetchone()
         return json.loads(row[0]) if row and row[0] else None
+
+    def jobs_page(
+        self,
+        after: tuple[float, str] | None,
+        limit: int,
+        state: str | None = None,
+        skip=frozenset(),
+    ) -> list[dict]:
+        """Up to `limit` journalled jobs in (submitted_at, job_id) order, after the position
+        `after` (None: from the first), as GET /v1/jobs lists them (SUMMARY_FIELDS; an
+        unfinished one is "queued"), leaving out the ids in `skip` (the jobs the engine
+        holds, listed from it) and, with `state`, jobs in another state. Pending outcomes
+        count as recorded."""
+        if state == "running":  # a job runs only in the engine, which lists it itself
+            return []
+        out: list[dict] = []
+        pos = after
+        batch = max(64, min(1024, limit + len(skip)))
+        while len(out) < limit:
+            where, args = [], []
+            if pos is not None:
+                where.append("(submitted_at, job_id) > (?, ?)")
+                args += [float(pos[0]), str(pos[1])]
+            with self._mutex:
+                if state is not None:
+                    db_state = "accepted" if state == "queued" else state
+                    if self._pending:  # a pending outcome's row still says 'accepted'
+                        where.append("(state = ? OR state = 'accepted')")
+                    else:
+                        where.append("state = ?")
+                    args.append(db_state)
+                rows = self._db.execute(
+                    "SELECT job_id, key_id, kind, priority, state, submitted_at, finished_at, "
+                    "recovered, json_array_length(inputs), json_extract(result, '$.started_at'), "
+                    "json_extract(result, '$.error'), json_extract(result, '$.partitions_done'), "
+                    "json_extract(result, '$.partitions_failed'), "
+                    "json_extract(result, '$.recovered') FROM jobs"
+                    + (" WHERE " + " AND ".join(where) if where else "")
+                    + " ORDER BY submitted_at, job_id LIMIT ?",
+                    (*args, batch),
+                ).fetchall()
+                pending = {r[0]: self._pending[r[0]][2] for r in rows if r[0] in self._pending}
+            for r in rows:
+                job_id = r[0]
+                if job_id in skip:
+                    continue
+                finished = r[4] != "accepted"
+                d = {
+                    "job_id": job_id,
+                    "key_id": r[1],
+                    "kind": r[2],
+                    "priority": r[3],
+                    "state": r[4] if finished else "queued",
+                    "submitted_at": r[5],
+                    "started_at": r[9],
+                    "finished_at": r[6],
+                    "error": r[10],
+                    "total_partitions": r[8],
+                    "partitions_done": r[11] if finished else 0,
+                    "partitions_failed": r[12] if finished else 0,
+                    "recovered": bool(r[13]) if finished else r[7] > 0,
+                }
+                if job_id in pending:  # the outcome, as it will be recorded
+                    d.update((k, v) for k, v in pending[job_id].items() if k in SUMMARY_FIELDS)
+                if state is None or d["state"] == state:
+                    out.append(d)
+                    if len(out) == limit:
+                        break
+            if len(rows) < batch:
+                break
+            pos = (rows[-1][5], rows[-1][0])
+        return out
 
     def spool_path(self, name: str) -> str:
         return os.path.join(self.spool, name)
@@ -444,7 +662,7 @@ def _connect(path: str) -> sqlite3.Connection:
             db.execute("PRAGMA journal_mode=WAL")
             with db:
                 db.executescript(
-                    f"BEGIN; {SCHEMA} PRAGMA application_id={APPLICATION_ID}; "
+                    f"BEGIN; {SCHEMA} {SCHEMA_V2} PRAGMA application_id={APPLICATION_ID}; "
                     f"PRAGMA user_version={SCHEMA_VERSION}; COMMIT;"
                 )
             db.execute("PRAGMA synchronous=FULL")
@@ -459,13 +677,19 @@ def _connect(path: str) -> sqlite3.Connection:
                 f"{what} has schema version {version}, newer than this cuzk's "
                 f"{SCHEMA_VERSION}: run the cuzk that wrote it, or {advice}"
             )
-        if version < SCHEMA_VERSION:  # no older schema has ever been released
+        if version < 1:
             raise JournalError(f"{what} has unknown schema version {version}; {advice}")
         check = db.execute("PRAGMA quick_check").fetchall()
         if check != [("ok",)]:
             raise JournalError(f"{what} is corrupt ({check[0][0]}); {advice}")
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=FULL")
+        if version == 1:  # one table and one index more; nothing else changed
+            with db:
+                db.executescript(
+                    f"BEGIN; {SCHEMA_V2} PRAGMA user_version={SCHEMA_VERSION}; COMMIT;"
+                )
+            log.info("journal %s: schema upgraded from version 1 to %d", path, SCHEMA_VERSION)
         return db
     except sqlite3.DatabaseError as e:
         db.close()
