@@ -213,7 +213,8 @@ def test_the_psi_test_is_the_order_r_test():
 def test_a_b2_point_outside_g2_is_refused_in_one_line(tmp_path, monkeypatch):
     """pointsB2[i] replaced by a twist point outside G2 (one of order 10069 plus a G2 point:
     the hardest for the batched check): refused by validation, naming the point, and by
-    `cuzk prove` in one line. A good key never runs the per-point sweep."""
+    `cuzk prove` in one line (with --no-verify by the same check; verified before writing, by
+    the verifier's test of pi_b). A good key never runs the per-point sweep."""
     import random
 
     from py_ecc import optimized_bn128 as bn
@@ -240,9 +241,18 @@ def test_a_b2_point_outside_g2_is_refused_in_one_line(tmp_path, monkeypatch):
         f"{bad}: pointsB2[{i}]: G2 point is on the twist but not in the order-r subgroup"
     )
     assert sweeps == [1]
-    r = _prove(bad, MULCHAIN.witness(0), tmp_path / "p.json", tmp_path / "q.json")
+    r = _prove("--no-verify", bad, MULCHAIN.witness(0), tmp_path / "p.json", tmp_path / "q.json")
     assert r.exit_code == 1 and r.output == f"cuzk prove: {info.value}\n", r.output
     assert not (tmp_path / "p.json").exists()
+    # Verified before writing (the default), the command leaves the batch out: the proof's
+    # pi_b is outside G2 and the verifier refuses it, in one line, writing nothing.
+    r = _prove(bad, MULCHAIN.witness(0), tmp_path / "p.json", tmp_path / "q.json")
+    assert r.exit_code == 1, r.output
+    assert (
+        r.output.startswith("cuzk prove: the proof does not verify: ") and r.output.count("\n") == 1
+    ), r.output
+    assert "subgroup" in r.output, r.output
+    assert not (tmp_path / "p.json").exists() and not (tmp_path / "q.json").exists()
 
 
 def _prove(*args):

@@ -241,11 +241,12 @@ SECTIONS = (
 )
 
 
-def validate_key(zkey, done_with=None):
+def validate_key(zkey, done_with=None, b2_subgroup=True):
     """Check every point of a cuzk.formats ZKey (see the module's doc); return its checked
     cuzk.groth16.verifier.VerifyingKey, ready to verify proofs made with the key.
     done_with(attr) is called after each point section is checked (a one-shot process drops
-    its pages: cuzk.groth16.key.ProvingKey.done_with)."""
+    its pages: cuzk.groth16.key.ProvingKey.done_with). b2_subgroup=False skips the batched
+    G2 subgroup test of pointsB2 (cuzk.groth16.key.ProvingKey.validate says when)."""
     from cuzk.groth16.verifier import VerifyingKey
 
     path = os.fspath(zkey.path)
@@ -268,7 +269,9 @@ def validate_key(zkey, done_with=None):
         raise BadPoint(path, f"Groth16 header: {where}: {e.problem}") from None
     for name, attr in SECTIONS:
         check_points(path, name, getattr(zkey, attr))
-        if attr == "points_b2":  # on the twist is not yet in G2 (G1's cofactor is 1)
+        if (
+            attr == "points_b2" and b2_subgroup
+        ):  # on the twist is not yet in G2 (G1's cofactor is 1)
             i = first_outside_g2_batched(zkey.points_b2)
             if i >= 0:
                 raise BadPoint(
