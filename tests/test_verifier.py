@@ -3,6 +3,8 @@ public inputs, unusable input, and agreement with `snarkjs groth16 verify`."""
 
 import copy
 import json
+import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -19,6 +21,7 @@ from cuzk.formats.errors import (
     UnsupportedProtocol,
 )
 from cuzk.groth16.verifier import (
+    BACKENDS,
     Proof,
     VerifyingKey,
     parse_public,
@@ -77,9 +80,17 @@ def twist_point_outside_g2():
 # --- valid proofs --------------------------------------------------------------------------
 
 
-def test_snarkjs_fixture_proofs_verify(any_circuit):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_snarkjs_fixture_proofs_verify(any_circuit, backend):
     for k in range(any_circuit.n_sets):
-        assert verify_files(any_circuit.vk, any_circuit.public(k), any_circuit.proof(k))
+        c = any_circuit
+        assert verify_files(c.vk, c.public(k), c.proof(k), backend=backend)
+
+
+def test_unknown_backend_is_refused(circuit_named):
+    vk, pub, proof = load(circuit_named("tiny"))
+    with pytest.raises(ValueError, match="unknown verifier backend"):
+        verify(vk, pub, proof, backend="gpu")
 
 
 def test_projective_coordinates_are_accepted_like_snarkjs(circuit_named):
@@ -143,10 +154,20 @@ def _tamperings(circuit):
     return cases
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name", ["tiny", "mulchain", "bits"])
-def test_tampered_proofs_and_wrong_public_inputs_are_invalid(circuit_named, name):
+def test_tampered_proofs_and_wrong_public_inputs_are_invalid(circuit_named, name, backend):
     for what, vk, pub, proof in _tamperings(circuit_named(name)):
-        assert verify(vk, pub, proof) is False, what
+        assert verify(vk, pub, proof, backend=backend) is False, what
+
+
+def _write_case(tmp_path, i, vk, pub, proof):
+    paths = []
+    for stem, obj in (("vk", vk), ("public", pub), ("proof", proof)):
+        path = tmp_path / f"{stem}_{i}.json"
+        path.write_text(json.dumps(obj))
+        paths.append(path)
+    return paths
 
 
 @pytest.mark.interop
@@ -157,13 +178,9 @@ def test_verdicts_agree_with_snarkjs(tools, circuit_named, tmp_path):
     vk, pub, proof = load(c)
     cases = [("valid", vk, pub, proof)] + _tamperings(c)
     for i, (what, vk_, pub_, proof_) in enumerate(cases):
-        paths = []
-        for stem, obj in (("vk", vk_), ("public", pub_), ("proof", proof_)):
-            path = tmp_path / f"{stem}_{i}.json"
-            path.write_text(json.dumps(obj))
-            paths.append(path)
+        paths = _write_case(tmp_path, i, vk_, pub_, proof_)
         ours = verify_files(*paths)
-        assert ours == groth16_verify(*paths), what
+        assert ours == verify_files(*paths, backend="python") == groth16_verify(*paths), what
         assert ours == (what == "valid")
 
 
@@ -226,8 +243,9 @@ def _mutations():
 MUTATIONS = _mutations()
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name,target,mutate,exc", MUTATIONS, ids=[m[0] for m in MUTATIONS])
-def test_unusable_input_raises_a_specific_error(circuit_named, name, target, mutate, exc):
+def test_unusable_input_raises_a_specific_error(circuit_named, name, target, mutate, exc, backend):
     vk, pub, proof = load(circuit_named("tiny"))
     if target == "vk":
         vk = mutate(vk)
@@ -236,7 +254,7 @@ def test_unusable_input_raises_a_specific_error(circuit_named, name, target, mut
     else:
         proof = mutate(proof)
     with pytest.raises(exc) as info:
-        verify(vk, pub, proof)
+        verify(vk, pub, proof, backend=backend)
     assert isinstance(info.value, FormatError)
     assert "\n" not in str(info.value)
 
@@ -278,3 +296,37 @@ def test_cli_is_registered():
 
     result = CliRunner().invoke(main, ["verify", "--help"])
     assert result.exit_code == 0 and "VK_JSON PUBLIC_JSON PROOF_JSON" in result.output
+
+
+def test_command_without_click_numpy_or_numba(circuit_named, tmp_path):
+    """`cuzk verify VK PUBLIC PROOF` through the console script's fast path: the verdicts and
+    exit codes of the click command, importing neither click nor numpy nor numba."""
+    c = circuit_named("bits")
+    bad = tmp_path / "public.json"
+    bad.write_text(json.dumps([str(r)] + load(c)[1][1:]))
+    code = (
+        "import sys; from cuzk.console import main; sys.argv[0] = 'cuzk'; rc = main(); "
+        "assert not {'click', 'numpy', 'numba'} & set(sys.modules), sys.modules.keys(); "
+        "sys.exit(rc)"
+    )
+    for public, want, stream, text in (
+        (c.public(0), 0, "stdout", "OK: the proof is valid"),
+        (c.public(1), 1, "stderr", "INVALID"),
+        (bad, 2, "stderr", "cuzk verify: unusable input: "),
+    ):
+        args = [str(c.vk), str(public), str(c.proof(0))]
+        p = subprocess.run(
+            [sys.executable, "-c", code, "verify", *args], capture_output=True, text=True
+        )
+        assert p.returncode == want, p.stderr[-2000:]
+        assert getattr(p, stream).startswith(text) and getattr(p, stream).count("\n") == 1
+        assert _run(*args)[0] == want  # the click command agrees
+
+
+def test_fast_path_only_for_plain_command_lines(tmp_path):
+    from cuzk.groth16.verify_cli import fast_args
+
+    assert fast_args(["a", "b", "c"]) == ["a", "b", "c"]
+    for argv in (["a", "b"], ["a", "b", "c", "d"], ["--help", "b", "c"], ["a", "-", "c"]):
+        assert fast_args(argv) is None
+    assert fast_args([str(tmp_path), "b", "c"]) is None  # click's usage error for a folder

@@ -29,7 +29,6 @@ import re
 from cuzk.arith.constants import FQ_MODULUS, FR_MODULUS, G1_B, G2_B, fq2_inv_int, fq2_mul_int
 from cuzk.formats.atomic import atomic_write_text
 from cuzk.formats.errors import BadJson, CountMismatch, NotInField, NotOnCurve, UnsupportedProtocol
-from cuzk.formats.stored import g1_from_limbs, g2_from_limbs
 
 CURVE_NAME = "bn128"
 BN254_X = 4965661367192848881  # the BN parameter x: q = 36x^4 + 36x^3 + 24x^2 + 6x + 1
@@ -404,6 +403,8 @@ def verification_key(zkey, alphabeta=None) -> dict:
 
     `alphabeta` (tower coefficients of e(alpha1, beta2)) is computed when not given.
     """
+    from cuzk.formats.stored import g1_from_limbs, g2_from_limbs  # numpy: not for `cuzk verify`
+
     alpha1 = g1_from_limbs(zkey.alpha1)
     beta2 = g2_from_limbs(zkey.beta2)
     if alphabeta is None:
