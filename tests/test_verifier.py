@@ -161,6 +161,77 @@ def test_tampered_proofs_and_wrong_public_inputs_are_invalid(circuit_named, name
         assert verify(vk, pub, proof, backend=backend) is False, what
 
 
+# --- how a key's points are read: z coordinates (issue 29) ---------------------------------
+
+
+def _with_point(vk, name, value, i=None):
+    vk = copy.deepcopy(vk)
+    if i is None:
+        vk[name] = value
+    else:
+        vk[name][i] = value
+    return vk
+
+
+def _jacobian_g1(p, z):
+    x, y = int(p[0]), int(p[1])
+    return [str(x * z * z % q), str(y * z * z * z % q), str(z)]
+
+
+def _jacobian_g2(p, z):
+    (x0, x1), (y0, y1) = ([int(c) for c in p[0]], [int(c) for c in p[1]])
+    z2, z3 = z * z % q, z * z * z % q  # z in Fq: scale each Fq2 coordinate
+    return [
+        [str(x0 * z2 % q), str(x1 * z2 % q)],
+        [str(y0 * z3 % q), str(y1 * z3 % q)],
+        [str(z), "0"],
+    ]
+
+
+def _z_cases(vk):
+    """(name, vk with one point's z changed, cuzk's reading) for the tiny key (nPublic = 2):
+    True/False a verdict (snarkjs's too), an exception class a refusal. snarkjs reads IC[0]
+    and the other key points as Jacobian, IC[1..nPublic-1] as affine with z ignored, and
+    fails on IC[nPublic] with z not 0 or 1 (cuzk.formats.snarkjs_json.ic_from_json)."""
+    ic = vk["IC"]
+    n = len(ic) - 1
+
+    def ic_z(i, z):  # IC[i] with its x, y kept and z replaced
+        return _with_point(vk, "IC", [*ic[i][:2], str(z)], i)
+
+    def ic_jacobian(i, z):  # IC[i] written as the Jacobian triple of the same point
+        return _with_point(vk, "IC", _jacobian_g1(ic[i], z), i)
+
+    alpha = _jacobian_g1(vk["vk_alpha_1"], 5)
+    delta = _jacobian_g2(vk["vk_delta_2"], 7)
+    return [
+        ("IC[0] Jacobian, z = 3", ic_jacobian(0, 3), True),
+        ("IC[0] z = q - 1, x y kept (-IC[0])", ic_z(0, q - 1), False),
+        ("IC[1] z = q - 1, x y kept", ic_z(1, q - 1), True),
+        ("IC[1] z = 3, x y kept", ic_z(1, 3), True),
+        ("IC[1] z = 0 (infinity)", ic_z(1, 0), False),
+        ("IC[1] as [x, y]", _with_point(vk, "IC", ic[1][:2], 1), True),
+        ("IC[1] Jacobian, z = 3: off the curve as affine", ic_jacobian(1, 3), NotOnCurve),
+        (f"IC[{n}] z = q - 1", ic_z(n, q - 1), BadJson),
+        (f"IC[{n}] Jacobian, z = 3", ic_jacobian(n, 3), BadJson),
+        (f"IC[{n}] z = 0 (infinity)", ic_z(n, 0), False),
+        ("vk_alpha_1 Jacobian, z = 5", _with_point(vk, "vk_alpha_1", alpha), True),
+        ("vk_delta_2 Jacobian, z = 7", _with_point(vk, "vk_delta_2", delta), True),
+    ]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_key_points_are_read_as_snarkjs_reads_them(circuit_named, backend):
+    vk, pub, proof = load(circuit_named("tiny"))
+    for what, vk_, expected in _z_cases(vk):
+        if isinstance(expected, bool):
+            assert verify(vk_, pub, proof, backend=backend) is expected, what
+        else:
+            with pytest.raises(expected) as info:
+                verify(vk_, pub, proof, backend=backend)
+            assert "\n" not in str(info.value), what
+
+
 def _write_case(tmp_path, i, vk, pub, proof):
     paths = []
     for stem, obj in (("vk", vk), ("public", pub), ("proof", proof)):
@@ -182,6 +253,28 @@ def test_verdicts_agree_with_snarkjs(tools, circuit_named, tmp_path):
         ours = verify_files(*paths)
         assert ours == verify_files(*paths, backend="python") == groth16_verify(*paths), what
         assert ours == (what == "valid")
+
+
+@pytest.mark.slow
+@pytest.mark.interop
+def test_key_point_readings_agree_with_snarkjs(tools, circuit_named, tmp_path):
+    """The z cases of _z_cases through real snarkjs: every verdict is snarkjs's; where cuzk
+    refuses, snarkjs fails too (IC[nPublic] with z not 0 or 1: a RangeError) or reads a
+    point off the curve, which it does not check for the key's points (and says invalid)."""
+    from interop import ToolError, groth16_verify
+
+    vk, pub, proof = load(circuit_named("tiny"))
+    for i, (what, vk_, expected) in enumerate(_z_cases(vk)):
+        paths = _write_case(tmp_path, i, vk_, pub, proof)
+        if isinstance(expected, bool):
+            assert groth16_verify(*paths) is expected, what
+            for backend in BACKENDS:
+                assert verify_files(*paths, backend=backend) is expected, (what, backend)
+        elif expected is NotOnCurve:
+            assert groth16_verify(*paths) is False, what
+        else:
+            with pytest.raises(ToolError, match="RangeError"):
+                groth16_verify(*paths)
 
 
 # --- unusable input: a specific exception ---------------------------------------------------
