@@ -149,21 +149,6 @@ def fq6_mul(a, b):
     )
 
 
-def fq6_mul_01(a, b, c):
-    """a (b + c v) for b, c in Fq2, the sparse product of the line functions:
-    (a0 b + xi a2 c) + (a0 c + a1 b) v + (a1 c + a2 b) v^2."""
-    (a0, a1), (a2, a3), (a4, a5) = a
-    b0, b1 = b
-    c0, c1 = c
-    s0 = a4 * c0 - a5 * c1  # a2 c
-    s1 = a4 * c1 + a5 * c0
-    return (
-        ((a0 * b0 - a1 * b1 + 9 * s0 - s1) % Q, (a0 * b1 + a1 * b0 + s0 + 9 * s1) % Q),
-        ((a0 * c0 - a1 * c1 + a2 * b0 - a3 * b1) % Q, (a0 * c1 + a1 * c0 + a2 * b1 + a3 * b0) % Q),
-        ((a2 * c0 - a3 * c1 + a4 * b0 - a5 * b1) % Q, (a2 * c1 + a3 * c0 + a4 * b1 + a5 * b0) % Q),
-    )
-
-
 def fq6_inv(a):
     """1/a = (t0 + t1 v + t2 v^2) / N with t0 = a0^2 - xi a1 a2, t1 = xi a2^2 - a0 a1,
     t2 = a1^2 - a0 a2 and N = a0 t0 + xi (a2 t1 + a1 t2)."""
@@ -230,14 +215,49 @@ def fq12_inv(a):
 
 
 def fq12_mul_line(f, l0, l1, l3):
-    """f (l0 + l1 w + l3 w^3), a line value of the Miller loop: as Fq6[w], l = A + B w with
-    A = (l0, 0, 0), B = (l1, l3, 0); Karatsuba with the sparse products (13 Fq2 products)."""
-    f0, f1 = f
-    a0, a1, a2 = f0
-    t0 = (fq2_mul(a0, l0), fq2_mul(a1, l0), fq2_mul(a2, l0))  # f0 A
-    t1 = fq6_mul_01(f1, l1, l3)  # f1 B
-    c1 = fq6_sub(fq6_sub(fq6_mul_01(fq6_add(f0, f1), _fq2_add(l0, l1), l3), t0), t1)
-    return (fq6_add(t0, fq6_mul_v(t1)), c1)
+    """f (l0 + l1 w + l3 w^3), a line value of the Miller loop, in the w-power view
+    f = sum_k a_k w^k (a_k = f[k % 2][k // 2], w^6 = xi): coefficient j of the product is
+    a_j l0 + a_(j-1) l1 + a_(j-3) l3, a term whose index wraps below 0 taken times xi.
+    18 Fq2 products written out on ints, one reduction per coefficient (no calls: this is the
+    Miller loop's most frequent operation)."""
+    ((a0r, a0i), (a2r, a2i), (a4r, a4i)), ((a1r, a1i), (a3r, a3i), (a5r, a5i)) = f
+    b0, b1 = l0
+    c0, c1 = l1
+    d0, d1 = l3
+    # the wrapped terms, before the factor xi: xi (x + y u) = (9x - y) + (x + 9y) u
+    s0 = a5r * c0 - a5i * c1 + a3r * d0 - a3i * d1  # a_5 l1 + a_3 l3 (into w^0)
+    s1 = a5r * c1 + a5i * c0 + a3r * d1 + a3i * d0
+    t0 = a4r * d0 - a4i * d1  # a_4 l3 (into w^1)
+    t1 = a4r * d1 + a4i * d0
+    u0 = a5r * d0 - a5i * d1  # a_5 l3 (into w^2)
+    u1 = a5r * d1 + a5i * d0
+    return (
+        (
+            ((a0r * b0 - a0i * b1 + 9 * s0 - s1) % Q, (a0r * b1 + a0i * b0 + s0 + 9 * s1) % Q),
+            (
+                (a2r * b0 - a2i * b1 + a1r * c0 - a1i * c1 + 9 * u0 - u1) % Q,
+                (a2r * b1 + a2i * b0 + a1r * c1 + a1i * c0 + u0 + 9 * u1) % Q,
+            ),
+            (
+                (a4r * b0 - a4i * b1 + a3r * c0 - a3i * c1 + a1r * d0 - a1i * d1) % Q,
+                (a4r * b1 + a4i * b0 + a3r * c1 + a3i * c0 + a1r * d1 + a1i * d0) % Q,
+            ),
+        ),
+        (
+            (
+                (a1r * b0 - a1i * b1 + a0r * c0 - a0i * c1 + 9 * t0 - t1) % Q,
+                (a1r * b1 + a1i * b0 + a0r * c1 + a0i * c0 + t0 + 9 * t1) % Q,
+            ),
+            (
+                (a3r * b0 - a3i * b1 + a2r * c0 - a2i * c1 + a0r * d0 - a0i * d1) % Q,
+                (a3r * b1 + a3i * b0 + a2r * c1 + a2i * c0 + a0r * d1 + a0i * d0) % Q,
+            ),
+            (
+                (a5r * b0 - a5i * b1 + a4r * c0 - a4i * c1 + a2r * d0 - a2i * d1) % Q,
+                (a5r * b1 + a5i * b0 + a4r * c1 + a4i * c0 + a2r * d1 + a2i * d0) % Q,
+            ),
+        ),
+    )
 
 
 def fq12_frobenius(a, n: int = 1):
