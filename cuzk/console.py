@@ -37,7 +37,11 @@ def main():
 
         files = fast_args(argv[1:])
         if files is not None:
-            return run(*files)
+            try:
+                return run(*files)
+            except KeyboardInterrupt:  # as click answers it
+                print("\nAborted!", file=sys.stderr)
+                return 1
     from cuzk.cli import main as cli
 
     return cli()
