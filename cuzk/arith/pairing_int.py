@@ -105,15 +105,21 @@ def fq2_inv(a):
 def fq6_add(a, b):
     (a0, a1), (a2, a3), (a4, a5) = a
     (b0, b1), (b2, b3), (b4, b5) = b
-    return (((a0 + b0) % Q, (a1 + b1) % Q), ((a2 + b2) % Q, (a3 + b3) % Q),
-            ((a4 + b4) % Q, (a5 + b5) % Q))  # fmt: skip
+    return (
+        ((a0 + b0) % Q, (a1 + b1) % Q),
+        ((a2 + b2) % Q, (a3 + b3) % Q),
+        ((a4 + b4) % Q, (a5 + b5) % Q),
+    )
 
 
 def fq6_sub(a, b):
     (a0, a1), (a2, a3), (a4, a5) = a
     (b0, b1), (b2, b3), (b4, b5) = b
-    return (((a0 - b0) % Q, (a1 - b1) % Q), ((a2 - b2) % Q, (a3 - b3) % Q),
-            ((a4 - b4) % Q, (a5 - b5) % Q))  # fmt: skip
+    return (
+        ((a0 - b0) % Q, (a1 - b1) % Q),
+        ((a2 - b2) % Q, (a3 - b3) % Q),
+        ((a4 - b4) % Q, (a5 - b5) % Q),
+    )
 
 
 def fq6_neg(a):
