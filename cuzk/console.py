@@ -1,4 +1,5 @@
-"""The `cuzk` console script: `cuzk prove` on a server without click, the rest through cuzk.cli.
+"""The `cuzk` console script: `cuzk prove` on a server and `cuzk verify` without click, the rest
+through cuzk.cli.
 
 Importing click costs ~30 ms of CPU (measured: 48 ms for a bare interpreter, 78 ms with
 click), a fifth of rapidsnark's whole command on a 2^12 circuit, which `cuzk prove --server`
@@ -6,7 +7,8 @@ is held against (issue 16). So a command line that is plainly a proof on a serve
 (cuzk.groth16.remote.fast_args: the four files, --server / CUZK_SERVER, --token-file,
 --timings) runs cuzk.groth16.remote.run directly; every other one, including any usage error
 or --help, goes to the click group (cuzk.cli.main), which handles `cuzk prove --server` too,
-with the same result.
+with the same result. Likewise `cuzk verify` with three file arguments and nothing else
+(cuzk.groth16.verify_cli.fast_args) runs cuzk.groth16.verify_cli.run directly.
 """
 
 import os
@@ -30,6 +32,16 @@ def main():
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(code)  # no teardown to wait for: the files are written and closed
+    if argv[:1] == ["verify"]:
+        from cuzk.groth16.verify_cli import fast_args, run
+
+        files = fast_args(argv[1:])
+        if files is not None:
+            try:
+                return run(*files)
+            except KeyboardInterrupt:  # as click answers it
+                print("\nAborted!", file=sys.stderr)
+                return 1
     from cuzk.cli import main as cli
 
     return cli()

@@ -3,6 +3,8 @@ public inputs, unusable input, and agreement with `snarkjs groth16 verify`."""
 
 import copy
 import json
+import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -19,6 +21,7 @@ from cuzk.formats.errors import (
     UnsupportedProtocol,
 )
 from cuzk.groth16.verifier import (
+    BACKENDS,
     Proof,
     VerifyingKey,
     parse_public,
@@ -77,9 +80,17 @@ def twist_point_outside_g2():
 # --- valid proofs --------------------------------------------------------------------------
 
 
-def test_snarkjs_fixture_proofs_verify(any_circuit):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_snarkjs_fixture_proofs_verify(any_circuit, backend):
     for k in range(any_circuit.n_sets):
-        assert verify_files(any_circuit.vk, any_circuit.public(k), any_circuit.proof(k))
+        c = any_circuit
+        assert verify_files(c.vk, c.public(k), c.proof(k), backend=backend)
+
+
+def test_unknown_backend_is_refused(circuit_named):
+    vk, pub, proof = load(circuit_named("tiny"))
+    with pytest.raises(ValueError, match="unknown verifier backend"):
+        verify(vk, pub, proof, backend="gpu")
 
 
 def test_projective_coordinates_are_accepted_like_snarkjs(circuit_named):
@@ -143,10 +154,91 @@ def _tamperings(circuit):
     return cases
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name", ["tiny", "mulchain", "bits"])
-def test_tampered_proofs_and_wrong_public_inputs_are_invalid(circuit_named, name):
+def test_tampered_proofs_and_wrong_public_inputs_are_invalid(circuit_named, name, backend):
     for what, vk, pub, proof in _tamperings(circuit_named(name)):
-        assert verify(vk, pub, proof) is False, what
+        assert verify(vk, pub, proof, backend=backend) is False, what
+
+
+# --- how a key's points are read: z coordinates (issue 29) ---------------------------------
+
+
+def _with_point(vk, name, value, i=None):
+    vk = copy.deepcopy(vk)
+    if i is None:
+        vk[name] = value
+    else:
+        vk[name][i] = value
+    return vk
+
+
+def _jacobian_g1(p, z):
+    x, y = int(p[0]), int(p[1])
+    return [str(x * z * z % q), str(y * z * z * z % q), str(z)]
+
+
+def _jacobian_g2(p, z):
+    (x0, x1), (y0, y1) = ([int(c) for c in p[0]], [int(c) for c in p[1]])
+    z2, z3 = z * z % q, z * z * z % q  # z in Fq: scale each Fq2 coordinate
+    return [
+        [str(x0 * z2 % q), str(x1 * z2 % q)],
+        [str(y0 * z3 % q), str(y1 * z3 % q)],
+        [str(z), "0"],
+    ]
+
+
+def _z_cases(vk):
+    """(name, vk with one point's z changed, cuzk's reading) for the tiny key (nPublic = 2):
+    True/False a verdict (snarkjs's too), an exception class a refusal. snarkjs reads IC[0]
+    and the other key points as Jacobian, IC[1..nPublic-1] as affine with z ignored, and
+    fails on IC[nPublic] with z not 0 or 1 (cuzk.formats.snarkjs_json.ic_from_json)."""
+    ic = vk["IC"]
+    n = len(ic) - 1
+
+    def ic_z(i, z):  # IC[i] with its x, y kept and z replaced
+        return _with_point(vk, "IC", [*ic[i][:2], str(z)], i)
+
+    def ic_jacobian(i, z):  # IC[i] written as the Jacobian triple of the same point
+        return _with_point(vk, "IC", _jacobian_g1(ic[i], z), i)
+
+    alpha = _jacobian_g1(vk["vk_alpha_1"], 5)
+    delta = _jacobian_g2(vk["vk_delta_2"], 7)
+    return [
+        ("IC[0] Jacobian, z = 3", ic_jacobian(0, 3), True),
+        ("IC[0] z = q - 1, x y kept (-IC[0])", ic_z(0, q - 1), False),
+        ("IC[1] z = q - 1, x y kept", ic_z(1, q - 1), True),
+        ("IC[1] z = 3, x y kept", ic_z(1, 3), True),
+        ("IC[1] z = 0 (infinity)", ic_z(1, 0), False),
+        ("IC[1] as [x, y]", _with_point(vk, "IC", ic[1][:2], 1), True),
+        ("IC[1] Jacobian, z = 3: off the curve as affine", ic_jacobian(1, 3), NotOnCurve),
+        (f"IC[{n}] z = q - 1", ic_z(n, q - 1), BadJson),
+        (f"IC[{n}] Jacobian, z = 3", ic_jacobian(n, 3), BadJson),
+        (f"IC[{n}] z = 0 (infinity)", ic_z(n, 0), False),
+        ("vk_alpha_1 Jacobian, z = 5", _with_point(vk, "vk_alpha_1", alpha), True),
+        ("vk_delta_2 Jacobian, z = 7", _with_point(vk, "vk_delta_2", delta), True),
+    ]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_key_points_are_read_as_snarkjs_reads_them(circuit_named, backend):
+    vk, pub, proof = load(circuit_named("tiny"))
+    for what, vk_, expected in _z_cases(vk):
+        if isinstance(expected, bool):
+            assert verify(vk_, pub, proof, backend=backend) is expected, what
+        else:
+            with pytest.raises(expected) as info:
+                verify(vk_, pub, proof, backend=backend)
+            assert "\n" not in str(info.value), what
+
+
+def _write_case(tmp_path, i, vk, pub, proof):
+    paths = []
+    for stem, obj in (("vk", vk), ("public", pub), ("proof", proof)):
+        path = tmp_path / f"{stem}_{i}.json"
+        path.write_text(json.dumps(obj))
+        paths.append(path)
+    return paths
 
 
 @pytest.mark.interop
@@ -157,14 +249,32 @@ def test_verdicts_agree_with_snarkjs(tools, circuit_named, tmp_path):
     vk, pub, proof = load(c)
     cases = [("valid", vk, pub, proof)] + _tamperings(c)
     for i, (what, vk_, pub_, proof_) in enumerate(cases):
-        paths = []
-        for stem, obj in (("vk", vk_), ("public", pub_), ("proof", proof_)):
-            path = tmp_path / f"{stem}_{i}.json"
-            path.write_text(json.dumps(obj))
-            paths.append(path)
+        paths = _write_case(tmp_path, i, vk_, pub_, proof_)
         ours = verify_files(*paths)
-        assert ours == groth16_verify(*paths), what
+        assert ours == verify_files(*paths, backend="python") == groth16_verify(*paths), what
         assert ours == (what == "valid")
+
+
+@pytest.mark.slow
+@pytest.mark.interop
+def test_key_point_readings_agree_with_snarkjs(tools, circuit_named, tmp_path):
+    """The z cases of _z_cases through real snarkjs: every verdict is snarkjs's; where cuzk
+    refuses, snarkjs fails too (IC[nPublic] with z not 0 or 1: a RangeError) or reads a
+    point off the curve, which it does not check for the key's points (and says invalid)."""
+    from interop import ToolError, groth16_verify
+
+    vk, pub, proof = load(circuit_named("tiny"))
+    for i, (what, vk_, expected) in enumerate(_z_cases(vk)):
+        paths = _write_case(tmp_path, i, vk_, pub, proof)
+        if isinstance(expected, bool):
+            assert groth16_verify(*paths) is expected, what
+            for backend in BACKENDS:
+                assert verify_files(*paths, backend=backend) is expected, (what, backend)
+        elif expected is NotOnCurve:
+            assert groth16_verify(*paths) is False, what
+        else:
+            with pytest.raises(ToolError, match="RangeError"):
+                groth16_verify(*paths)
 
 
 # --- unusable input: a specific exception ---------------------------------------------------
@@ -226,8 +336,9 @@ def _mutations():
 MUTATIONS = _mutations()
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name,target,mutate,exc", MUTATIONS, ids=[m[0] for m in MUTATIONS])
-def test_unusable_input_raises_a_specific_error(circuit_named, name, target, mutate, exc):
+def test_unusable_input_raises_a_specific_error(circuit_named, name, target, mutate, exc, backend):
     vk, pub, proof = load(circuit_named("tiny"))
     if target == "vk":
         vk = mutate(vk)
@@ -236,7 +347,7 @@ def test_unusable_input_raises_a_specific_error(circuit_named, name, target, mut
     else:
         proof = mutate(proof)
     with pytest.raises(exc) as info:
-        verify(vk, pub, proof)
+        verify(vk, pub, proof, backend=backend)
     assert isinstance(info.value, FormatError)
     assert "\n" not in str(info.value)
 
@@ -278,3 +389,37 @@ def test_cli_is_registered():
 
     result = CliRunner().invoke(main, ["verify", "--help"])
     assert result.exit_code == 0 and "VK_JSON PUBLIC_JSON PROOF_JSON" in result.output
+
+
+def test_command_without_click_numpy_or_numba(circuit_named, tmp_path):
+    """`cuzk verify VK PUBLIC PROOF` through the console script's fast path: the verdicts and
+    exit codes of the click command, importing neither click nor numpy nor numba."""
+    c = circuit_named("bits")
+    bad = tmp_path / "public.json"
+    bad.write_text(json.dumps([str(r)] + load(c)[1][1:]))
+    code = (
+        "import sys; from cuzk.console import main; sys.argv[0] = 'cuzk'; rc = main(); "
+        "assert not {'click', 'numpy', 'numba'} & set(sys.modules), sys.modules.keys(); "
+        "sys.exit(rc)"
+    )
+    for public, want, stream, text in (
+        (c.public(0), 0, "stdout", "OK: the proof is valid"),
+        (c.public(1), 1, "stderr", "INVALID"),
+        (bad, 2, "stderr", "cuzk verify: unusable input: "),
+    ):
+        args = [str(c.vk), str(public), str(c.proof(0))]
+        p = subprocess.run(
+            [sys.executable, "-c", code, "verify", *args], capture_output=True, text=True
+        )
+        assert p.returncode == want, p.stderr[-2000:]
+        assert getattr(p, stream).startswith(text) and getattr(p, stream).count("\n") == 1
+        assert _run(*args)[0] == want  # the click command agrees
+
+
+def test_fast_path_only_for_plain_command_lines(tmp_path):
+    from cuzk.groth16.verify_cli import fast_args
+
+    assert fast_args(["a", "b", "c"]) == ["a", "b", "c"]
+    for argv in (["a", "b"], ["a", "b", "c", "d"], ["--help", "b", "c"], ["a", "-", "c"]):
+        assert fast_args(argv) is None
+    assert fast_args([str(tmp_path), "b", "c"]) is None  # click's usage error for a folder

@@ -29,7 +29,6 @@ import re
 from cuzk.arith.constants import FQ_MODULUS, FR_MODULUS, G1_B, G2_B, fq2_inv_int, fq2_mul_int
 from cuzk.formats.atomic import atomic_write_text, write_outputs
 from cuzk.formats.errors import BadJson, CountMismatch, NotInField, NotOnCurve, UnsupportedProtocol
-from cuzk.formats.stored import g1_from_limbs, g2_from_limbs
 
 CURVE_NAME = "bn128"
 BN254_X = 4965661367192848881  # the BN parameter x: q = 36x^4 + 36x^3 + 24x^2 + 6x + 1
@@ -197,6 +196,30 @@ def g1_from_json(v, where: str):
     return (x, y)
 
 
+def ic_from_json(v, where: str, last: bool):
+    """A verification key's IC[i], i >= 1, read as snarkjs 0.7.6 reads it: groth16_verify
+    copies each point that ffjavascript's G1.fromObject makes into a buffer of affine (x, y)
+    slots for multiExpAffine. fromObject makes z = 0 the point at infinity and z = 1 (or no z)
+    an affine point, but keeps any other z as a Jacobian triple, whose x and y then land in
+    the slot as they are and whose z spills into the next slot, overwritten by the next point:
+    snarkjs reads [x, y, z] as the affine (x, y), z ignored. For the last point, IC[nPublic],
+    the spill runs past the buffer and snarkjs fails ("RangeError: offset is out of bounds")
+    without a verdict; cuzk refuses it (BadJson). IC[0] and the other points of the key and
+    the proof are Jacobian to both (g1_from_json)."""
+    if isinstance(v, list) and len(v) == 3:
+        z = parse_fq(v[2], f"{where}[2]")
+        if z == 0:
+            return None
+        if z != 1 and last:
+            raise BadJson(
+                f"{where}[2]",
+                f"z = {show(v[2])}: the last IC point must have z = 1 or 0 "
+                "(snarkjs fails on any other)",
+            )
+        v = v[:2]  # snarkjs ignores z here
+    return g1_from_json(v, where)
+
+
 def g2_from_json(v, where: str):
     """snarkjs's G2 [[x0, x1], [y0, y1], [z0, z1]] (Jacobian over Fq2) as affine
     ((x0, x1), (y0, y1)) ints, None for infinity; checked to lie on the twist (not checked to
@@ -297,7 +320,7 @@ def check_ic_count(ic, n_public: int, where: str) -> None:
 def vk_from_json(obj, where: str = "verification_key.json"):
     """snarkjs's verification_key.json object as (n_public, alpha1, beta2, gamma2, delta2,
     ic): points checked to lie on their curves, IC checked to number nPublic + 1
-    (vk_alphabeta_12 is not read here)."""
+    (vk_alphabeta_12 is not read here); IC[1..] are read as snarkjs reads them (ic_from_json)."""
     require_object(
         obj, where, ("nPublic", "vk_alpha_1", "vk_beta_2", "vk_gamma_2", "vk_delta_2", "IC")
     )
@@ -311,7 +334,12 @@ def vk_from_json(obj, where: str = "verification_key.json"):
         g2_from_json(obj["vk_gamma_2"], f"{where}: vk_gamma_2"),
         g2_from_json(obj["vk_delta_2"], f"{where}: vk_delta_2"),
     )
-    ic = [g1_from_json(p, f"{where}: IC[{i}]") for i, p in enumerate(obj["IC"])]
+    ic = [
+        ic_from_json(p, f"{where}: IC[{i}]", i == n_public)
+        if i
+        else g1_from_json(p, f"{where}: IC[0]")
+        for i, p in enumerate(obj["IC"])
+    ]
     check_ic_count(ic, n_public, where)
     return (n_public, *points, ic)
 
@@ -415,6 +443,8 @@ def verification_key(zkey, alphabeta=None) -> dict:
 
     `alphabeta` (tower coefficients of e(alpha1, beta2)) is computed when not given.
     """
+    from cuzk.formats.stored import g1_from_limbs, g2_from_limbs  # numpy: not for `cuzk verify`
+
     alpha1 = g1_from_limbs(zkey.alpha1)
     beta2 = g2_from_limbs(zkey.beta2)
     if alphabeta is None:
