@@ -21,7 +21,7 @@ import signal
 import sys
 import threading
 
-from cuzk.engine.messages import Ping, Pong, Ready, Stop, pack, unpack
+from cuzk.engine.messages import Ping, Pong, Ready, Stop, Warming, pack, unpack
 from cuzk.engine.status import ChildStatus
 
 PR_SET_PDEATHSIG = 1
@@ -76,6 +76,11 @@ class ChildProcess:
         self.opts = opts
         self.chan = Channel(conn)
         self.prover = load_prover(opts["prover"], opts.get("prover_options"))
+        # a prover whose kernels compile on a cold cache says so: in the log, and to the
+        # supervisor for GET /healthz (cuzk.compiling)
+        watch = getattr(self.prover, "watch_compiles", None)
+        if watch is not None:
+            watch(logging.getLogger("cuzk.kernels").warning, lambda s: self.chan.send(Warming(s)))
         self.status = ChildStatus.attach(opts.get("board_name"), pid=os.getpid())
 
     def run(self) -> None:
