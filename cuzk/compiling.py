@@ -81,6 +81,9 @@ class CompileWatch:
         self.last_activity = 0.0
         self.current = ""
         self.where = ""
+        self.listening_to: set[str] = set()  # the event modules it is registered with
+        self.cuda_listener = None
+        self._passes_seen: set[str] = set()
 
     # -- numba.core.event.Listener's interface (called in the compiling thread) ----------
     def on_start(self, event) -> None:
@@ -111,6 +114,29 @@ class CompileWatch:
             self.on_start(event)
         else:
             self.on_end(event)
+
+    def compiler_pass(self, function: str | None) -> None:
+        """One of a compile's passes starts (in `function`) or ends (None): numba-cuda
+        announces these and no compile as such (see _CudaPasses)."""
+        first = False
+        with self._lock:
+            self.last_activity = time.monotonic()
+            if function is None:
+                self.depth = max(0, self.depth - 1)
+                return
+            self.depth += 1
+            if self.started_at is None:
+                self.started_at = time.monotonic()
+                self.compiled = 0
+                self._passes_seen = set()
+                first = True
+            if function not in self._passes_seen:
+                self._passes_seen.add(function)
+                self.compiled += 1
+                self.total_compiled += 1
+            self.current = function
+        if first:
+            self._announce()
 
     # -- reporting -----------------------------------------------------------------------
     def warming(self) -> dict | None:
@@ -198,21 +224,77 @@ class CompileWatch:
 _watches: list[CompileWatch] = []
 
 
-def install(watch: CompileWatch) -> CompileWatch:
-    """Start `watch` listening to this process's compiles (until uninstall)."""
+class _CudaPasses:
+    """numba-cuda's dispatcher announces no compile of a kernel, only each compiler pass
+    ("numba-cuda:run_pass", on its own copy of the event module); this forwards them to a
+    watch, one compiled function per function whose passes run (a cache hit runs none)."""
+
+    def __init__(self, watch: CompileWatch):
+        self.watch = watch
+
+    def on_start(self, event) -> None:
+        data = event.data or {}
+        self.watch.compiler_pass(f"{data.get('module', '?')}.{data.get('qualname', '?')} (CUDA)")
+
+    def on_end(self, event) -> None:
+        self.watch.compiler_pass(None)
+
+    def notify(self, event) -> None:
+        (self.on_start if event.is_start else self.on_end)(event)
+
+
+def _event_modules() -> list:
+    """Numba's event module, and numba-cuda's (a copy of its own, announcing CUDA compiles)
+    once numba.cuda is imported: the CPU path never imports it for this."""
     from numba.core import event
 
-    event.Listener.register(CompileWatch)  # its interface, without importing numba above
-    event.register("numba:compile", watch)
+    mods = [event]
+    cuda_event = sys.modules.get("numba.cuda.core.event")
+    if cuda_event is not None and cuda_event is not event:
+        mods.append(cuda_event)
+    return mods
+
+
+def _register(watch: CompileWatch, mods) -> None:
+    for ev in mods:
+        if ev.__name__ in watch.listening_to:
+            continue
+        if ev.__name__.startswith("numba.cuda"):
+            ev.Listener.register(_CudaPasses)
+            listener = watch.cuda_listener = _CudaPasses(watch)
+            ev.register("numba-cuda:run_pass", listener)
+        else:
+            ev.Listener.register(CompileWatch)  # its interface, without importing numba above
+            ev.register("numba:compile", watch)
+        watch.listening_to.add(ev.__name__)
+
+
+def install(watch: CompileWatch) -> CompileWatch:
+    """Start `watch` listening to this process's compiles (until uninstall)."""
+    _register(watch, _event_modules())
     _watches.append(watch)
     return watch
 
 
-def uninstall(watch: CompileWatch) -> None:
-    from numba.core import event
+def watch_cuda_compiles() -> None:
+    """Have the installed watches hear CUDA compiles too (called where numba.cuda has just
+    been imported: opening a CUDA device)."""
+    with contextlib.suppress(ImportError):
+        import numba.cuda.core.event  # noqa: F401
+    mods = _event_modules()
+    for watch in list(_watches):
+        _register(watch, mods)
 
-    with contextlib.suppress(ValueError):
-        event.unregister("numba:compile", watch)
+
+def uninstall(watch: CompileWatch) -> None:
+    for ev in _event_modules():
+        if ev.__name__ in watch.listening_to:
+            with contextlib.suppress(ValueError):
+                if ev.__name__.startswith("numba.cuda"):
+                    ev.unregister("numba-cuda:run_pass", watch.cuda_listener)
+                else:
+                    ev.unregister("numba:compile", watch)
+            watch.listening_to.discard(ev.__name__)
     with contextlib.suppress(ValueError):
         _watches.remove(watch)
     watch.close()

@@ -156,3 +156,31 @@ def test_warmup_then_the_next_command_compiles_nothing(tmp_path):
     q = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
     assert q.returncode == 0 and (tmp_path / "p.json").exists(), q.stderr
     assert "compiling" not in q.stderr, q.stderr
+
+
+def test_cuda_compiles_are_heard_once_a_cuda_device_opens():
+    """numba-cuda announces its compiler passes (not compiles) on an event module of its own:
+    once a CUDA device is opened (watch_cuda_compiles) an installed watch hears them, once,
+    as one compiled function per function whose passes run."""
+    from cuzk.compiling import install, uninstall, watch_cuda_compiles
+
+    try:
+        from numba.cuda.core import event as cuda_event
+    except ImportError:
+        pytest.skip("numba-cuda is not installed")
+    lines = []
+    w = install(CompileWatch(lines.append, interval=60))
+    try:
+        watch_cuda_compiles()
+        watch_cuda_compiles()
+        for name in ("msm_kernel", "msm_kernel", "ntt_kernel"):  # two passes of one function
+            data = {"module": "cuzk.kernels.msm_cuda", "qualname": name}
+            with cuda_event.trigger_event("numba-cuda:run_pass", data=data):
+                assert w.warming()["compiling"] == f"cuzk.kernels.msm_cuda.{name} (CUDA)"
+        assert sum(NOTICE in line for line in lines) == 1 and w.compiled == 2
+        assert w.warming()["compiling"] == ""  # between passes
+    finally:
+        uninstall(w)
+    with cuda_event.trigger_event("numba-cuda:run_pass", data={"qualname": "other"}):
+        pass
+    assert w.total_compiled == 2  # no longer listening
