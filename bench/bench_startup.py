@@ -12,7 +12,12 @@
   the page cache) to the first `cuzk prove --server` proof written, per restart;
 - **cold first run** (full profile only: minutes): `cuzk prove` at 2^12 with an empty kernel
   cache (a fresh NUMBA_CACHE_DIR): when its first stderr line came (the compile notice) and
-  the whole command. docs/benchmarks.md gives the commands for the same in a fresh venv.
+  the whole command. The same as a new user meets it, in a fresh venv from a clean clone
+  (needs the package index; not run by the suite):
+  `git clone . /tmp/c && python3 -m venv /tmp/v && /tmp/v/bin/pip install /tmp/c &&
+  cd /tmp && time /tmp/v/bin/cuzk prove K.zkey W.wtns p.json q.json` (the kernels go to
+  the `__pycache__` folders of the venv's cuzk; the notice names them), then
+  `/tmp/v/bin/cuzk warmup` in another fresh venv for the compile on purpose.
 Run alone: ``python -m bench.bench_startup [smoke|quick|full]``.
 """
 
@@ -63,14 +68,13 @@ def _fixed_cost(log2n: int, rounds: int) -> dict:
         t0 = time.perf_counter()
         prove(key, w, dev)
         warm.append(time.perf_counter() - t0)
-    cmin, cmed, _ = _stats(command)
-    wmin, wmed, _ = _stats(warm)
+    cmed, wmed = _stats(command)[1], _stats(warm)[1]
     row = {
         "log2n": log2n,
         "command_s": cmed,
         "in_process_s": wmed,
         "fixed_s": cmed - wmed,
-        "fixed_min_s": cmin - wmin,
+        "fixed_min_s": min(c - w for c, w in zip(command, warm, strict=True)),  # same round
     }
     print(
         f"  2^{log2n}: command {cmed:.3f} s, in process {wmed:.3f} s: fixed cost "
