@@ -323,14 +323,33 @@ def combine_warming(procs: list[tuple]) -> dict | None:
 
 
 # -- beside a status board: what `cuzk top` on the machine shows while kernels compile -------
+SIDECAR_DIR = "/dev/shm"
+# not "cuzk-": the board's own prefix, whose every name the board code takes for a board
+SIDECAR_PREFIX = "cuzkwarming."
+
+
 def _warming_path(board_name: str) -> str:
-    return os.path.join("/dev/shm", board_name.lstrip("/") + ".warming")
+    return os.path.join(SIDECAR_DIR, SIDECAR_PREFIX + board_name.lstrip("/"))
+
+
+def _sweep_sidecars() -> None:
+    """Remove what publish_warming left for boards that are gone (a daemon killed while its
+    kernels compiled)."""
+    with contextlib.suppress(OSError):
+        for name in os.listdir(SIDECAR_DIR):
+            board = name[len(SIDECAR_PREFIX) :]
+            if name.startswith(SIDECAR_PREFIX) and not os.path.exists(
+                os.path.join(SIDECAR_DIR, board)
+            ):
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(SIDECAR_DIR, name))
 
 
 def publish_warming(board_name: str, warming: dict | None) -> None:
     """Write the engine's warming() beside its board (None: remove it); best effort."""
     import json
 
+    _sweep_sidecars()
     path = _warming_path(board_name)
     try:
         if warming is None:

@@ -199,3 +199,26 @@ def test_an_ahead_of_time_kernel_runs_without_numba(tmp_path):
     got = probe(tmp_path)
     assert got["same_as_numba"] and got["montgomery_products"], got
     assert got["numba_imported"] is False and got["library_bytes"] > 0
+
+
+def test_warming_beside_a_board_is_read_back_and_swept_when_the_board_is_gone():
+    """publish_warming / read_warming round trip by board name; a file left for a board that
+    no longer exists is removed by the next publish; nothing uses the boards' name prefix."""
+    from cuzk import compiling
+
+    live, gone = "cuzk-test-live-board", "cuzk-test-gone-board"
+    board = Path(compiling.SIDECAR_DIR) / live
+    board.write_bytes(b"")  # stands in for the live board's segment
+    state = {"reason": "compiling", "cache": "/c", "processes": []}
+    try:
+        compiling.publish_warming(gone, state)
+        assert compiling.read_warming(gone) == state
+        compiling.publish_warming(live, state)
+        assert compiling.read_warming(live) == state and compiling.read_warming(gone) is None
+        assert not Path(compiling._warming_path(live)).name.startswith("cuzk-")
+        compiling.publish_warming(live, None)
+        assert compiling.read_warming(live) is None
+    finally:
+        board.unlink()
+        for name in (live, gone):
+            Path(compiling._warming_path(name)).unlink(missing_ok=True)
