@@ -37,6 +37,11 @@ SUITES = {
         "cuzk prove --server (a warm cuzk serve) vs rapidsnark, same files",
         "the daemon on every GPU",
     ),
+    "startup": (
+        "bench.bench_startup",
+        "cuzk prove's fixed cost, the thin client, daemon restart, a cold kernel cache",
+        None,
+    ),
     "engine": (
         "bench.bench_engine",
         "jobs through the engine: throughput, busy, gaps",

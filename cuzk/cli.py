@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "submit": "cuzk.serve.cli:submit",
     "top": "cuzk.top.cli:top",
     "verify": "cuzk.groth16.verify_cli:verify",
+    "warmup": "cuzk.groth16.warmup:warmup",
     "wtns": "cuzk.witness.cli:wtns",
 }
 

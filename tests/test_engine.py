@@ -716,3 +716,28 @@ def test_children_exit_when_the_supervisor_is_killed(tmp_path):
     with running(tmp_path, devices="cpu:1", synth_workers=1):
         assert buffers.list_segments(proc.pid) == []
         assert not os.path.exists(f"/dev/shm/{info['board']}")
+
+
+def test_compiling_children_are_reported_as_warming_until_done(tmp_path):
+    """A child whose prover compiles kernels (the double "compiles" 1.5 s) is named in
+    health()'s and snapshot()'s "warming", and beside the board for `cuzk top`, with the
+    reason; once done, none of the three has it."""
+    from cuzk.compiling import read_warming
+
+    opts = {"compile_secs": 1.5, "compile_progress_secs": 0.2}
+    with running(tmp_path, opts=opts, devices="cpu:1", synth_workers=1) as eng:
+        deadline = time.time() + 30  # a child reports once its notice is out
+        while len(eng.health()[1].get("warming", {}).get("processes", [])) < 2:
+            assert time.time() < deadline, eng.health()
+            time.sleep(0.05)
+        serving, detail = eng.health()
+        warming = detail["warming"]
+        assert serving and "compiling the proving kernels" in warming["reason"]
+        names = sorted(p["process"] for p in warming["processes"])
+        assert names == ["device process 0 (cpu:0)", "synth process 0"], warming
+        assert eng.snapshot()["warming"]["processes"] and read_warming(eng.board_name)
+        deadline = time.time() + 30
+        while eng.health()[1] and time.time() < deadline:
+            time.sleep(0.1)
+        assert eng.health()[1] == {} and "warming" not in eng.snapshot()
+        assert read_warming(eng.board_name) is None

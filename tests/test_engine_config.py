@@ -137,3 +137,32 @@ def test_device_process_sees_only_its_gpu(monkeypatch):
     assert visible_only("cuda:1") == "cuda:0" and os.environ["CUDA_VISIBLE_DEVICES"] == "1"
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2, 3")
     assert visible_only("cuda:1") == "cuda:0" and os.environ["CUDA_VISIBLE_DEVICES"] == "3"
+
+
+def test_no_nvidia_driver_means_no_gpu_without_importing_numba(tmp_path):
+    """Where no NVIDIA driver file exists, "auto" is the CPU and numba (and numba.cuda) stay
+    unimported; where one does, numba.cuda is asked (a driver file without a usable GPU, as
+    faked here: 0 devices all the same)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from cuzk.engine import config\n"
+        "config.NVIDIA_DRIVER_PATHS = (sys.argv[1],)\n"
+        "print(config.parse_devices('auto'), 'numba' in sys.modules)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = root
+
+    def run(path):
+        p = subprocess.run(
+            [sys.executable, "-c", script, str(path)], capture_output=True, text=True, env=env
+        )
+        assert p.returncode == 0, p.stderr
+        return p.stdout.split()
+
+    assert run(tmp_path / "none") == ["['cpu:0']", "False"]
+    (tmp_path / "version").write_text("NVRM version: fake\n")
+    assert run(tmp_path / "version") == ["['cpu:0']", "True"]

@@ -1,14 +1,18 @@
 """Parametrized builds of one shared source (cuzk.arith.jit): one module per (target, params), and
-two builds of one source never share a Numba disk-cache entry."""
+two builds of one source never share a Numba disk-cache entry; the cache folder is keyed on the
+sources and the toolchain, and the Numba and llvmlite the suite runs on are the ones pinned."""
 
+import configparser
 import json
 import os
 import subprocess
 import sys
 import textwrap
+from importlib import metadata
 
 import pytest
 
+from cuzk.arith import jit
 from cuzk.arith.jit import Build, get_target
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -83,3 +87,98 @@ def test_builds_never_share_a_cache_entry(tmp_path):
     assert second["g1"]["misses"] == 0 and second["g2"]["misses"] == 0
     index = sorted(p.name for p in tmp_path.rglob("*.nbi") if "load_affine" in p.name)
     assert any("[g1]" in n for n in index) and any("[g2]" in n for n in index), index
+
+
+def test_cache_folder_is_keyed_on_every_toolchain_part():
+    """Another Numba, llvmlite, Python build, platform, CPU or CPU feature set, or another
+    source, names another cache folder: nothing built under one key is loaded under another."""
+    import llvmlite
+    import numba
+
+    key = jit.toolchain_key()
+
+    assert key[0] == numba.__version__ and key[1] == llvmlite.__version__
+    assert key[2] == sys.version and key[4] and key[5]
+    base = jit.cache_folder_name(b"sources", key)
+    assert base == jit.cache_folder_name(b"sources", tuple(key))
+    for i in range(len(key)):
+        changed = (*key[:i], f"{key[i]}+other", *key[i + 1 :])
+        assert jit.cache_folder_name(b"sources", changed) != base
+    assert jit.cache_folder_name(b"other sources", key) != base
+
+
+_KERNEL = """
+from numba import njit
+
+
+@njit(cache=True)
+def cube(x):
+    return x * x * x
+"""
+
+_RUN = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import numba
+from cuzk.arith import jit
+if sys.argv[2] == "fake-key":
+    numba.__version__ = "0.0.0+fake"  # before the folder is keyed: another folder
+jit.key_numba_cache_on_sources()
+if sys.argv[2] == "fake-index":
+    numba.__version__ = "0.0.0+fake"  # after: the same folder, an index Numba must refuse
+import cubekernel
+from numba.core import config
+print(cubekernel.cube(7), len(cubekernel.cube.stats.cache_hits), config.CACHE_DIR)
+"""
+
+
+@pytest.mark.slow
+def test_cache_entries_of_another_numba_are_ignored_and_rebuilt(tmp_path):
+    """A kernel cached under a faked Numba version, in its own keyed folder or (the index
+    stamped with the fake) in the real one, is compiled again, never loaded; it runs right,
+    and the rebuilt entry is loaded by the next process."""
+    (tmp_path / "cubekernel.py").write_text(_KERNEL)
+    env = {**os.environ, "PYTHONPATH": ROOT, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+
+    def run(mode):
+        p = subprocess.run(
+            [sys.executable, "-c", _RUN, str(tmp_path), mode],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=env,
+        )
+        assert p.returncode == 0, p.stderr
+        value, hits, folder = p.stdout.split()
+        return int(value), int(hits), folder
+
+    fake = run("fake-key")
+    real = run("real")
+    assert fake[:2] == (343, 0) and real[:2] == (343, 0) and fake[2] != real[2]
+    assert run("real")[:2] == (343, 1)  # the rebuilt entry loads
+    stamped = run("fake-index")  # writes the real folder's index under the fake version
+    assert stamped[:2] == (343, 0) and stamped[2] == real[2]
+    assert run("real")[:2] == (343, 0)  # the fake-stamped index is refused: compiled again
+
+
+def _version(text: str) -> tuple:
+    return tuple(int(part) for part in text.split("+")[0].split(".")[:3] if part.isdigit())
+
+
+@pytest.mark.parametrize("dist", ["numba", "llvmlite"])
+def test_setup_cfg_pins_the_numba_and_llvmlite_the_suite_runs_on(dist):
+    """setup.cfg's range for Numba and llvmlite holds the installed releases (those this
+    suite tests, cuzk.groth16.startup's internals included) and stops below the next minor."""
+    cfg = configparser.ConfigParser()
+    cfg.read(os.path.join(ROOT, "setup.cfg"))
+    lines = [
+        line.strip()
+        for line in cfg["options"]["install_requires"].splitlines()
+        if line.strip().startswith(dist + ">")
+    ]
+    assert len(lines) == 1, lines
+    low, high = lines[0][len(dist) :].split(",")
+    assert low.startswith(">=") and high.startswith("<")
+    installed = _version(metadata.version(dist))
+    assert _version(low[2:]) <= installed < _version(high[1:])
+    assert _version(high[1:])[:2] == (installed[0], installed[1] + 1)

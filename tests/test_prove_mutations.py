@@ -185,6 +185,8 @@ def test_mutated_files_as_processes_of_their_own(tmp_path):
             timeout=HANG_SECS,
         )
         assert p.returncode == 1, (label, p.stderr)
-        assert p.stderr.startswith("cuzk prove: ") and p.stderr.count("\n") == 1, (label, p.stderr)
-        assert reason in p.stderr, (label, p.stderr)
+        # a cold kernel cache (a fresh clone) adds the compile notice's lines (docs/prover.md)
+        err = "".join(x for x in p.stderr.splitlines(True) if " compil" not in x)
+        assert err.startswith("cuzk prove: ") and err.count("\n") == 1, (label, p.stderr)
+        assert reason in err, (label, p.stderr)
         assert not (tmp_path / "p.json").exists() and not (tmp_path / "q.json").exists()

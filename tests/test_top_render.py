@@ -257,3 +257,18 @@ def test_keys_drive_the_view():
     f = v.frame(snap, d, 80, 24)
     assert v.scroll == f.scroll == len(snap["pipelines"]) - f.page
     assert v.key(ord("q")) is False
+
+
+def test_warming_kernels_get_a_line_of_their_own():
+    """A snapshot with "warming" (kernels compiling on a cold cache) shows the reason and
+    each compiling process under the header; one without shows nothing of it."""
+    snap, d = _pair()
+    assert "warming" not in render(snap, 120, 40, derived=d).text()
+    snap["warming"] = {
+        "reason": "compiling the proving kernels for this machine (one time)",
+        "cache": "/var/cache/cuzk/numba/arith-0123456789ab",
+        "processes": [{"process": "device process 0 (cpu)", "pid": 7, "secs": 42.0, "compiled": 9}],
+    }
+    lines = render(snap, 160, 40, derived=d).lines
+    (line,) = [x for x in lines[:4] if x.startswith("warming:")]
+    assert "one time" in line and "device process 0 (cpu) 9 fns 42 s" in line

@@ -53,7 +53,8 @@ _targets: dict[str, Target] = {}
 # The shared arithmetic sources every kernel inlines. Numba's on-disk cache checks only the
 # cached function's own file, so a kernel in msm_cpu.py that inlines curve.py would keep stale
 # code after curve.py changes. When NUMBA_CACHE_DIR is set, the cache lives in a
-# subdirectory named after a hash of these files: changing one recompiles every user.
+# subdirectory named after a hash of these files and of the toolchain (toolchain_key):
+# changing one recompiles every user.
 SHARED_SOURCES = (
     "cuzk/arith/jit.py",
     "cuzk/arith/limbs.py",
@@ -71,10 +72,40 @@ SHARED_SOURCES = (
 _cache_keyed = False
 
 
+def toolchain_key() -> tuple:
+    """What compiled code depends on besides its source: the Numba, llvmlite and Python
+    builds, and the CPU code is generated for (Numba's NUMBA_CPU_NAME / NUMBA_CPU_FEATURES
+    when set, as its code generator reads them, else the host's name and features). Numba's
+    own cache checks its version, the Python minor version and the CPU, not llvmlite's nor a
+    Python patch build: keying the cache folder on all of them means a changed one compiles
+    into a folder of its own and never loads code built by another (0.6 ms)."""
+    import llvmlite
+    import numba
+    from llvmlite import binding as ll
+    from numba.core import config
+
+    cpu = config.CPU_NAME or ll.get_host_cpu_name()
+    if config.CPU_FEATURES is not None:
+        features = config.CPU_FEATURES
+    elif config.CPU_NAME:
+        features = ""
+    else:
+        features = ll.get_host_cpu_features().flatten()
+    return (numba.__version__, llvmlite.__version__, sys.version, sys.platform, cpu, features)
+
+
+def cache_folder_name(sources_digest: bytes, toolchain: tuple) -> str:
+    """The keyed cache folder's name: ``arith-`` and 12 hex digits of both keys' hash."""
+    digest = hashlib.sha256(sources_digest)
+    digest.update(repr(toolchain).encode())
+    return "arith-" + digest.hexdigest()[:12]
+
+
 def key_numba_cache_on_sources() -> None:
     """Point numba's cache (when NUMBA_CACHE_DIR is set) at ``$NUMBA_CACHE_DIR/arith-<hash>``
-    of SHARED_SOURCES. Runs before the first shared-module decorator (field.py imports this
-    module first), so every cached kernel of the process uses the keyed directory."""
+    of SHARED_SOURCES and toolchain_key(). Runs before the first shared-module decorator
+    (field.py imports this module first), so every cached kernel of the process uses the
+    keyed directory."""
     global _cache_keyed
     with _lock:
         if _cache_keyed:
@@ -94,7 +125,7 @@ def key_numba_cache_on_sources() -> None:
                     digest.update(f.read())
             except OSError:  # an installed copy without some file: still a stable key
                 digest.update(b"-")
-        config.CACHE_DIR = os.path.join(base, "arith-" + digest.hexdigest()[:12])
+        config.CACHE_DIR = os.path.join(base, cache_folder_name(digest.digest(), toolchain_key()))
 
 
 class TargetUnavailable(RuntimeError):

@@ -21,7 +21,7 @@ import signal
 import sys
 import threading
 
-from cuzk.engine.messages import Ping, Pong, Ready, Stop, pack, unpack
+from cuzk.engine.messages import Ping, Pong, Ready, Stop, Warming, pack, unpack
 from cuzk.engine.status import ChildStatus
 
 PR_SET_PDEATHSIG = 1
@@ -83,7 +83,17 @@ class ChildProcess:
         for target, name in [*self.threads(), (self.status.heartbeat_loop, "heartbeat")]:
             threading.Thread(target=target, name=name, daemon=True).start()
         self.chan.send(Ready(os.getpid()))
+        threading.Thread(target=self._watch_compiles, name="compile-watch", daemon=True).start()
         self.serve()
+
+    def _watch_compiles(self) -> None:
+        """A prover whose kernels compile on a cold cache says so: in the log, and to the
+        supervisor for GET /healthz (cuzk.compiling). After Ready, on a thread: installing
+        the watch imports numba (~0.3 s), which the process then has done before its first
+        job instead of delaying its start."""
+        watch = getattr(self.prover, "watch_compiles", None)
+        if watch is not None:
+            watch(logging.getLogger("cuzk.kernels").warning, lambda s: self.chan.send(Warming(s)))
 
     def threads(self) -> list[tuple]:
         """(target, thread name) for each thread of the process."""

@@ -10,6 +10,8 @@ method's parameters). Where each call happens:
     device process      configure, open_device, ProvingKey.open, dev.load_key / evict_key /
                         resident_bytes, prove_start, prove_finish, proof.to_json / public;
                         with self_verify: key.verification_key and verify
+    every process       watch_compiles(say, on_change), optional: a prover whose kernels
+                        compile at first use reports each compile (GET /healthz "warming")
 
 Arrays are (n, 4) uint64 limb arrays that may live in shared memory: synthesize writes a, b, c
 into `out` when given; prove_start may overwrite a, b, c (the real prover's compute_h runs its

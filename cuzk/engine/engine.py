@@ -118,6 +118,17 @@ def circuit_inputs(objs) -> list[bytes]:
     return out
 
 
+_watched: set[str] = set()  # provers whose compiles this process reports (once each)
+
+
+def _watch_compiles_here(prover) -> None:
+    """Report this (the serving) process's kernel compiles in its log and in health()."""
+    watch = getattr(prover, "watch_compiles", None)
+    if watch is not None and prover.__name__ not in _watched:
+        _watched.add(prover.__name__)
+        watch(logging.getLogger("cuzk.kernels").warning)
+
+
 class Engine:
     """The proving engine. `Engine(config).start()`, then register keys and submit jobs.
 
@@ -194,8 +205,22 @@ class Engine:
         return self._sup.running
 
     def health(self) -> tuple[bool, dict]:
-        """(serving, detail) for GET /healthz: one machine serves while it runs."""
-        return self.running, {}
+        """(serving, detail) for GET /healthz: one machine serves while it runs; while kernels
+        compile (a cold cache), ``detail["warming"]`` says why and where (see warming())."""
+        warming = self.warming()
+        return self.running, ({"warming": warming} if warming else {})
+
+    def warming(self) -> dict | None:
+        """The kernel compiles under way on this machine, or None: the reason, the cache
+        folder, and each compiling process (its name, pid, seconds, functions compiled and
+        the one compiling now). The processes' jobs wait for their kernels meanwhile."""
+        from cuzk.compiling import combine_warming, warming_here
+
+        b = self._books
+        with b.lock:
+            procs = [(ch.name, ch.pid, ch.warming) for ch in b.children if ch.warming]
+        procs += [("serve process", os.getpid(), s) for s in warming_here()]
+        return combine_warming(procs)
 
     # ================================================================ keys
     def register_key(self, path, wasm=None) -> str:
@@ -211,6 +236,7 @@ class Engine:
         CircuitMismatch) refuses the registration. A key registered again with another wasm
         uses that one for the jobs submitted after; without `wasm` a registered wasm stays."""
         prover = self._prover()
+        _watch_compiles_here(prover)  # validating a key compiles its kernels on a cold cache
         path = os.path.abspath(os.fspath(path))
         circuit = None
         if wasm is not None:
@@ -481,8 +507,13 @@ class Engine:
         return True
 
     def snapshot(self) -> dict:
-        """The status board snapshot (the JSON of GET /status)."""
-        return self._books.status.snapshot()
+        """The status board snapshot (the JSON of GET /status), with ``warming`` while
+        kernels compile (see warming())."""
+        snap = self._books.status.snapshot()
+        warming = self.warming()
+        if warming:
+            snap["warming"] = warming
+        return snap
 
     @property
     def board_name(self) -> str:

@@ -5,6 +5,7 @@
     synthesis process -> supervisor   Ready, Pong, SynthDone, SynthFailed
     device process -> supervisor      Ready, Pong, KeyLoaded, KeyEvicted, Started, Done,
                                       Failed, Dropped
+    either child -> supervisor        Warming (kernels compiling, or done)
 
 Every receiver matches on the message's type (`match msg: case Done(): ...`), so grep finds
 each kind's senders and its one handler. Messages carry only small plain data: ids, segment
@@ -99,6 +100,13 @@ class Ready(NamedTuple):
 
 class Pong(NamedTuple):
     sent_at: float
+
+
+class Warming(NamedTuple):
+    """The child's kernels are compiling (cuzk.compiling.CompileWatch.warming()'s dict), or,
+    with None, done compiling."""
+
+    state: dict | None
 
 
 class KeyLoaded(NamedTuple):

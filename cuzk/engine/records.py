@@ -192,6 +192,7 @@ class ChildRecord:
     next_start_at: float = 0.0
     items: set = field(default_factory=set)  # WorkKeys this process holds
     inflight: int = 0  # device: items not yet past prove_start
+    warming: dict | None = None  # kernels compiling in this process (messages.Warming)
 
     @property
     def name(self) -> str:

@@ -41,6 +41,7 @@ from cuzk.engine.messages import (
     Stop,
     SynthDone,
     SynthFailed,
+    Warming,
     pack,
     unpack,
 )
@@ -231,9 +232,18 @@ class Supervisor:
             child_conn.close()  # the child has its own copy; ours would hide its EOF
         ch.proc, ch.conn, ch.pid = proc, parent_conn, proc.pid
         ch.state, ch.started_at, ch.last_pong = "starting", time.time(), time.time()
-        ch.items, ch.inflight = set(), 0
+        ch.items, ch.inflight, ch.warming = set(), 0, None
         self.books.event("spawn", ch.role, ch.index, ch.pid)
         log.debug("%s started, pid %d", ch.name, ch.pid)
+
+    def _publish_warming(self) -> None:
+        """The children's kernel compiles, beside the board for `cuzk top` (cuzk.compiling)."""
+        from cuzk.compiling import combine_warming, publish_warming
+
+        b = self.books
+        procs = [(ch.name, ch.pid, ch.warming) for ch in b.children if ch.warming]
+        if b.status is not None and b.status.name:
+            publish_warming(b.status.name, combine_warming(procs))
 
     def send(self, ch: ChildRecord, msg) -> bool:
         if ch.conn is None:  # its pipe reached EOF: it is dying, its sentinel is yet to fire
@@ -287,6 +297,9 @@ class Supervisor:
             for k in b.keys.values():
                 k.devices.discard(ch.index)
         b.event("exit", ch.role, ch.index, ch.pid, code)
+        if ch.warming is not None:  # died compiling: its successor reports afresh
+            ch.warming = None
+            self._publish_warming()
         if expected or b.drain_cancelled_at is not None:
             ch.state = "down"  # stopping: work that is left has been cancelled
             return
@@ -357,6 +370,9 @@ class Supervisor:
         match msg:
             case Pong():
                 ch.last_pong = time.time()
+            case Warming(state):
+                ch.warming = state
+                self._publish_warming()
             case Ready(pid):
                 ch.state, ch.last_pong = "ready", time.time()
                 log.info("%s ready, pid %d", ch.name, pid)
@@ -511,6 +527,10 @@ class Supervisor:
             for name in buffers.list_segments(b.pid):  # belt and braces
                 buffers.unlink(name)
             if b.status is not None:
+                if b.status.name:
+                    from cuzk.compiling import publish_warming
+
+                    publish_warming(b.status.name, None)  # kernels compiling, if any
                 b.status.close()
             b.changed.notify_all()
         for fd in (self.wake_r, self.wake_w):

@@ -27,6 +27,14 @@ def configure(options: dict) -> None:
     """The engine's `prover_options` (cuzk.engine.contract): this prover takes none."""
 
 
+def watch_compiles(say, on_change=None):
+    """Report this process's kernel compiles (cache misses) from now on: ``say(line)`` for
+    the notice and progress, ``on_change(state)`` for the engine's /healthz (cuzk.compiling)."""
+    from cuzk.compiling import CompileWatch, install
+
+    return install(CompileWatch(say, on_change=on_change))
+
+
 def verify(vk, public, proof) -> bool:
     """Check a Proof from prove_finish against `ProvingKey.verification_key()` (the engine's
     self-verification; cuzk.groth16.verifier does the pairing check)."""
@@ -35,5 +43,5 @@ def verify(vk, public, proof) -> bool:
     return verify_json(vk, public, proof.to_json())
 
 
-__all__ = sorted([*_EXPORTS, "configure", "verify"])
+__all__ = sorted([*_EXPORTS, "configure", "verify", "watch_compiles"])
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -153,8 +153,11 @@ def prove(
     if timings:
         logging.basicConfig(level=logging.DEBUG, stream=sys.stderr, format="%(name)s %(message)s")
         logging.getLogger("numba").setLevel(logging.WARNING)
+    from cuzk.compiling import compile_notice
+
     try:
-        run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device)
+        with compile_notice("cuzk prove"):
+            run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device)
     except (ProveError, FileNotFoundError, ValueError, OSError) as e:
         click.echo(f"cuzk prove: {e}", err=True)
         sys.exit(1)
@@ -194,8 +197,11 @@ def setup(r1cs, zkey, quiet):
         if not quiet:
             click.echo(f"cuzk setup: {msg}", err=True)
 
+    from cuzk.compiling import compile_notice
+
     try:
-        run_setup(r1cs, zkey, progress=progress, log=log)
+        with compile_notice("cuzk setup"):
+            run_setup(r1cs, zkey, progress=progress, log=log)
     except (FormatError, ValueError, OSError) as e:
         click.echo(f"cuzk setup: {e}", err=True)
         sys.exit(1)

@@ -102,6 +102,9 @@ class CudaDevice:
         self.ordinal = ordinal
         self.name = f"cuda:{ordinal}"
         cuda.select_device(ordinal)
+        from cuzk.compiling import watch_cuda_compiles
+
+        watch_cuda_compiles()  # a cold cache's CUDA compiles are announced like the CPU's
         self._keys: dict[str, object] = {}
         self._lock = threading.Lock()
 

@@ -39,6 +39,34 @@ def configure(options: dict) -> None:
     _options.update(options or {})
 
 
+def watch_compiles(say, on_change=None):
+    """As cuzk.groth16's (a cold kernel cache reported), for the option "compile_secs": the
+    process "compiles" that long from now (a real cuzk.compiling.CompileWatch fed one compile's
+    start and end events), with progress every "compile_progress_secs"."""
+    import threading
+
+    from cuzk.compiling import CompileWatch
+
+    secs = float(_options.get("compile_secs") or 0)
+    if secs <= 0:
+        return None
+    watch = CompileWatch(say, _options.get("compile_progress_secs", 10.0), on_change)
+
+    class Event:
+        data = None
+
+        def __init__(self, start):
+            self.is_start, self.is_end = start, not start
+
+    def compile_once():
+        watch.notify(Event(True))
+        time.sleep(secs)
+        watch.notify(Event(False))
+
+    threading.Thread(target=compile_once, name="double-compile", daemon=True).start()
+    return watch
+
+
 # -- keys --------------------------------------------------------------------------------------
 @dataclass
 class ProvingKey:

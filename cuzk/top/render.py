@@ -540,6 +540,12 @@ def _header(snap: dict, d: Derived, width: int, *, paused: bool, tall: bool) -> 
     mem_line.add(queue, "warn" if counters.get("queue_depth") else None).add(done)
     mem_line.add(failed, "bad" if failed_n else None)
     lines = [top, mem_line]
+    warming = snap.get("warming")
+    if warming:  # kernels compiling on a cold cache: jobs wait for them (cuzk.compiling)
+        line = Line().add("warming: ", "warn").add(warming.get("reason") or "compiling kernels")
+        for p in warming.get("processes") or []:
+            line.add(f"; {p.get('process')} {p.get('compiled', 0)} fns {p.get('secs', 0):.0f} s")
+        lines.append(line)
     if tall:
         uses = mem.get("by_use") or {}
         third = Line().add("  by use:", "dim")

@@ -121,6 +121,11 @@ class BoardSource:
             raise BoardGone(f"cuzk status board {self.name!r} went away (cuzk serve stopped)")
         snap = self.board.snapshot().to_dict()
         self._supervisor_pid = snap.get("supervisor_pid") or None
+        from cuzk.compiling import read_warming
+
+        warming = read_warming(self.name)  # kernels compiling: published beside the board
+        if warming:
+            snap["warming"] = warming
         return snap
 
     def close(self) -> None:

@@ -131,12 +131,16 @@ def fullprove(input_json, circuit_wasm, zkey, proof_json, public_json, verify, d
     verification (on unless --no-verify) or outputs that cannot be written (one file for
     both, a missing folder) exit 1 with the reason, and nothing is written.
     """
+    from cuzk.compiling import compile_notice
     from cuzk.formats.errors import FormatError
     from cuzk.groth16.cli import ProveError
     from cuzk.groth16.fast_exit import exit_now_if_a_process_of_its_own
 
     try:
-        run_fullprove(input_json, circuit_wasm, zkey, proof_json, public_json, verify, device, sym)
+        with compile_notice("cuzk fullprove"):
+            run_fullprove(
+                input_json, circuit_wasm, zkey, proof_json, public_json, verify, device, sym
+            )
     except (ProveError, FormatError, OSError, ValueError) as e:
         click.echo(f"cuzk fullprove: {e}", err=True)
         sys.exit(1)

@@ -1,0 +1,332 @@
+"""Suite `startup`: what a cuzk command pays around its proof (issue #26).
+
+- **warm fixed cost** per size (squaring chains 2^12, 2^15; 2^17 in full): the whole
+  `cuzk prove` command (kernel cache warm) less the same proof in process with the key loaded
+  (`prove()`, as the daemon runs it), rounds alternated: median and min;
+- **the pieces of a start**: a bare interpreter (`python -c pass`), the same with `-I -S` (no
+  `site`, no .pth hooks), the imports of numpy, numba, click and the thin client
+  (`cuzk.groth16.remote`), the installed console script's `--version`;
+- **the thin client**: `cuzk prove --server` to a warm `cuzk serve` at 2^12, the command less
+  the daemon's own time for the job (submitted → finished);
+- **daemon restart to proving**: from starting `cuzk serve` (kernel cache warm, key file in
+  the page cache) to the first `cuzk prove --server` proof written, per restart;
+- **cold first run** (full profile only: minutes): `cuzk prove` at 2^12 with an empty kernel
+  cache (a fresh NUMBA_CACHE_DIR): when its first stderr line came (the compile notice) and
+  the whole command. The same as a new user meets it, in a fresh venv from a clean clone
+  (needs the package index; not run by the suite):
+  `git clone . /tmp/c && python3 -m venv /tmp/v && /tmp/v/bin/pip install /tmp/c &&
+  cd /tmp && time /tmp/v/bin/cuzk prove K.zkey W.wtns p.json q.json` (the kernels go to
+  the `__pycache__` folders of the venv's cuzk; the notice names them), then
+  `/tmp/v/bin/cuzk warmup` in another fresh venv for the compile on purpose.
+Run alone: ``python -m bench.bench_startup [smoke|quick|full]``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+
+from bench.bench_prove import REPEATS, _cuzk_command, _run_measured, _stats
+from bench.circuits import circuit
+from bench.machine import compile_bytecode
+from bench.tables import fmt, table, target
+
+SIZES = {"smoke": [12], "quick": [12, 15], "full": [12, 15, 17], "gpu": [12, 15]}
+FAMILY = "squarechain"
+
+
+def _samples(rounds: int) -> int:
+    """Runs of a short command: 3 in the smoke profile (one round), else at least 5."""
+    return 3 if rounds == 1 else max(rounds, 5)
+
+
+def _fixed_cost(log2n: int, rounds: int) -> dict:
+    """`cuzk prove` (whole command) against prove() in this process, same key and witness."""
+    from cuzk.groth16 import ProvingKey, load_witness, open_device, prove
+
+    files = circuit(FAMILY, log2n)
+    work = files["zkey"].parent
+    cmd = _cuzk_command() + [
+        "prove",
+        files["zkey"],
+        files["wtns"],
+        work / "p_startup.json",
+        work / "pub_startup.json",
+    ]
+    key = ProvingKey.open(files["zkey"])
+    w = load_witness(files["wtns"], key)
+    dev = open_device("cpu")
+    _run_measured(cmd)  # untimed: page cache
+    prove(key, w, dev)  # untimed: kernels loaded
+    command, warm = [], []
+    for _ in range(rounds):
+        command.append(_run_measured(cmd)[0])
+        t0 = time.perf_counter()
+        prove(key, w, dev)
+        warm.append(time.perf_counter() - t0)
+    cmed, wmed = _stats(command)[1], _stats(warm)[1]
+    row = {
+        "log2n": log2n,
+        "command_s": cmed,
+        "in_process_s": wmed,
+        "fixed_s": cmed - wmed,
+        "fixed_min_s": min(c - w for c, w in zip(command, warm, strict=True)),  # same round
+    }
+    print(
+        f"  2^{log2n}: command {cmed:.3f} s, in process {wmed:.3f} s: fixed cost "
+        f"{row['fixed_s']:.3f} s",
+        flush=True,
+    )
+    return row
+
+
+def _time_cmd(argv, rounds: int, env=None) -> float:
+    """Median wall seconds of a short command (output discarded)."""
+    out = []
+    for _ in range(rounds + 1):
+        t0 = time.perf_counter()
+        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env=env)
+        out.append(time.perf_counter() - t0)
+    return _stats(out[1:])[1]
+
+
+def _pieces(rounds: int) -> dict:
+    """Start-up pieces, each a median of whole short commands (seconds)."""
+    py = sys.executable
+    site = sysconfig.get_paths()["purelib"]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    lean = f"import sys; sys.path[:0] = [{root!r}, {site!r}]; "
+    n = _samples(rounds)
+    pieces = {
+        "python -c pass": _time_cmd([py, "-c", "pass"], n),
+        "python -I -S -c pass": _time_cmd([py, "-I", "-S", "-c", "pass"], n),
+        "import numpy": _time_cmd([py, "-c", "import numpy"], n),
+        "import numba": _time_cmd([py, "-c", "import numba"], n),
+        "import click": _time_cmd([py, "-c", "import click"], n),
+        "import cuzk.groth16.remote": _time_cmd([py, "-c", "import cuzk.groth16.remote"], n),
+        "-I -S, import cuzk.groth16.remote": _time_cmd(
+            [py, "-I", "-S", "-c", lean + "import cuzk.groth16.remote"], n
+        ),
+    }
+    script = _cuzk_command()
+    pieces["cuzk --version"] = _time_cmd([*map(str, script), "--version"], n)
+    for k, v in pieces.items():
+        print(f"  {k}: {v * 1e3:.1f} ms", flush=True)
+    return {k: round(v, 4) for k, v in pieces.items()}
+
+
+def _thin_client(rounds: int) -> dict:
+    from bench.bench_prove_server import start_daemon, stop_daemon
+    from cuzk.serve.client import Client
+
+    files = circuit(FAMILY, 12)
+    work = files["zkey"].parent
+    with tempfile.TemporaryDirectory(prefix="cuzk-bench-startup-") as folder:
+        proc, url = start_daemon(folder)
+        try:
+            client = Client(url, timeout=600)
+            cmd = _cuzk_command() + [
+                "prove",
+                files["zkey"],
+                files["wtns"],
+                work / "p_thin.json",
+                work / "pub_thin.json",
+                "--server",
+                url,
+            ]
+            _run_measured(cmd)  # untimed: the daemon registers the key, loads its kernels
+            times, jobs = [], []
+            for _ in range(_samples(rounds)):
+                times.append(_run_measured(cmd)[0])
+                j = max(client.jobs(), key=lambda j: j["submitted_at"])
+                jobs.append(j["finished_at"] - j["submitted_at"])
+        finally:
+            stop_daemon(proc)
+    own = [t - j for t, j in zip(times, jobs, strict=True)]
+    row = {
+        "log2n": 12,
+        "command_s": _stats(times)[1],
+        "daemon_job_s": _stats(jobs)[1],
+        "client_s": _stats(own)[1],
+        "client_min_s": _stats(own)[0],
+    }
+    print(
+        f"  thin client 2^12: command {row['command_s']:.3f} s, daemon job "
+        f"{row['daemon_job_s']:.3f} s, client {row['client_s'] * 1e3:.0f} ms",
+        flush=True,
+    )
+    return row
+
+
+def _restart(rounds: int) -> dict:
+    """Seconds from `cuzk serve` starting to the first --server proof written, per start."""
+    from bench.bench_prove_server import start_daemon, stop_daemon
+
+    files = circuit(FAMILY, 12)
+    work = files["zkey"].parent
+    listening, proving = [], []
+    for _ in range(rounds):
+        with tempfile.TemporaryDirectory(prefix="cuzk-bench-restart-") as folder:
+            t0 = time.perf_counter()
+            proc, url = start_daemon(folder)
+            try:
+                listening.append(time.perf_counter() - t0)
+                cmd = _cuzk_command() + [
+                    "prove",
+                    files["zkey"],
+                    files["wtns"],
+                    work / "p_restart.json",
+                    work / "pub_restart.json",
+                    "--server",
+                    url,
+                ]
+                _run_measured(cmd)
+                proving.append(time.perf_counter() - t0)
+            finally:
+                stop_daemon(proc)
+        print(
+            f"  restart: listening after {listening[-1]:.2f} s, first proof written after "
+            f"{proving[-1]:.2f} s",
+            flush=True,
+        )
+    return {
+        "listening_s": _stats(listening)[1],
+        "first_proof_s": _stats(proving)[1],
+        "first_proof_min_s": _stats(proving)[0],
+    }
+
+
+def _cold() -> dict:
+    """`cuzk prove` 2^12 with an empty kernel cache: first stderr line, whole command."""
+    files = circuit(FAMILY, 12)
+    work = files["zkey"].parent
+    with tempfile.TemporaryDirectory(prefix="cuzk-bench-cold-") as folder:
+        env = {**os.environ, "NUMBA_CACHE_DIR": folder}
+        cmd = _cuzk_command() + [
+            "prove",
+            files["zkey"],
+            files["wtns"],
+            work / "p_cold.json",
+            work / "pub_cold.json",
+        ]
+        t0 = time.perf_counter()
+        p = subprocess.Popen(
+            [str(c) for c in cmd], env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL
+        )
+        first, lines = None, 0
+        for _ in p.stderr:
+            lines += 1
+            if first is None:
+                first = time.perf_counter() - t0
+        code = p.wait()
+        total = time.perf_counter() - t0
+    if code != 0:
+        raise RuntimeError(f"cold cuzk prove failed ({code})")
+    print(f"  cold 2^12: first stderr line after {first:.2f} s, whole command {total:.1f} s")
+    return {"notice_s": first, "command_s": total, "stderr_lines": lines}
+
+
+def run(profile: str = "quick") -> dict:
+    compile_bytecode()  # the commands run as installed (see bench.machine.compile_bytecode)
+    rounds = REPEATS[profile]
+    out = {"pieces": _pieces(rounds)}
+    out["fixed"] = [_fixed_cost(k, rounds) for k in SIZES[profile]]
+    print(table(out["fixed"]))
+    out["thin_client"] = _thin_client(rounds)
+    out["restart"] = _restart(rounds)
+    if profile == "full":
+        out["cold"] = _cold()
+    return out
+
+
+# --- what the report shows: targets ---------------------------------------------------------------
+
+
+def targets(get) -> list[dict]:
+    """Issue #26's targets: the one-shot command's fixed cost <= 0.2 s, the thin client's own
+    cost <= 40 ms, the daemon proving <= 2 s after a restart, the cold run's notice <= 2 s."""
+    res = get() or {}
+    out = []
+    for r in res.get("fixed") or []:
+        out.append(
+            target(
+                f"`cuzk prove` 2^{r['log2n']} fixed cost (command less in-process proof)",
+                "#26",
+                0.2,
+                "s",
+                r["fixed_s"],
+                best=r.get("fixed_min_s"),
+                note=f"command {fmt(r['command_s'])} s, in process {fmt(r['in_process_s'])} s",
+                suite="startup",
+            )
+        )
+    thin = res.get("thin_client")
+    out.append(
+        target(
+            "`cuzk prove --server` 2^12, the client's own time",
+            "#26",
+            40,
+            "ms",
+            thin["client_s"] * 1e3 if thin else None,
+            best=thin["client_min_s"] * 1e3 if thin else None,
+            note=(
+                f"command {fmt(thin['command_s'])} s, daemon job {fmt(thin['daemon_job_s'])} s"
+                if thin
+                else ""
+            ),
+            suite="startup",
+        )
+    )
+    rs = res.get("restart")
+    out.append(
+        target(
+            "daemon restart to the first proof written (2^12, warm cache)",
+            "#26",
+            2.0,
+            "s",
+            rs["first_proof_s"] if rs else None,
+            best=rs["first_proof_min_s"] if rs else None,
+            note=f"listening after {fmt(rs['listening_s'])} s" if rs else "",
+            suite="startup",
+        )
+    )
+    full = get(profile="full") or {}
+    cold = full.get("cold")
+    out.append(
+        target(
+            "cold kernel cache: the first stderr line of `cuzk prove`",
+            "#26",
+            2.0,
+            "s",
+            cold["notice_s"] if cold else None,
+            note=f"whole command {fmt(cold['command_s'])} s" if cold else "full profile only",
+            suite="startup",
+            profile="full",
+        )
+    )
+    return out
+
+
+def summary(get) -> list[str]:
+    """The start-up pieces as a table."""
+    res = get() or {}
+    pieces = res.get("pieces")
+    if not pieces:
+        return []
+    rows = [{"what": k, "ms": round(v * 1e3, 1)} for k, v in pieces.items()]
+    return [
+        "**Start-up pieces** (median wall time of each whole short command, ms):",
+        "",
+        table(rows, ["what", "ms"]),
+    ]
+
+
+if __name__ == "__main__":
+    from bench.__main__ import main
+
+    profile = sys.argv[1] if len(sys.argv) > 1 else "quick"
+    sys.exit(main(["--suite", "startup", "--profile", profile]))

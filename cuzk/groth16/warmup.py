@@ -1,0 +1,117 @@
+"""`cuzk warmup`'s work: one setup, proof and verification of a small circuit (a chain of
+squarings, written here), which compiles or loads every kernel those commands use."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import click
+
+#: constraints of the warm-up circuit: enough points that every MSM takes the bucket method
+#: (the binary method serves up to 27), small enough to prove in milliseconds once compiled
+WARMUP_CONSTRAINTS = 1000
+
+
+def write_square_chain(r1cs_path, wtns_path, n: int = WARMUP_CONSTRAINTS, x: int = 3) -> None:
+    """A circuit of n constraints x_{i+1} = x_i * x_i (public output x_n, private input x_0)
+    as a circom .r1cs, and its witness for x_0 = x as a .wtns."""
+    from cuzk.arith.constants import FR_MODULUS
+    from cuzk.formats.atomic import atomic_writer
+    from cuzk.formats.binfile import write_container
+    from cuzk.formats.limbs import N8, int_to_bytes
+    from cuzk.formats.wtns import write_wtns
+
+    if n < 1:
+        raise ValueError(f"the warm-up circuit needs at least one constraint, not {n}")
+    # wires: 0 = one, 1 = x_n (public output), 2 = x_0 (private input), 3.. = x_1 .. x_{n-1}
+    n_wires = n + 2
+
+    def wire(i):  # the wire of x_i
+        return 2 if i == 0 else (1 if i == n else i + 2)
+
+    one = int_to_bytes(1)
+    header = (
+        N8.to_bytes(4, "little")
+        + int_to_bytes(FR_MODULUS)
+        + b"".join(v.to_bytes(4, "little") for v in (n_wires, 1, 0, 1))
+        + n_wires.to_bytes(8, "little")
+        + n.to_bytes(4, "little")
+    )
+
+    def term(w):  # a linear combination of one term: 1 * wire w
+        return (1).to_bytes(4, "little") + w.to_bytes(4, "little") + one
+
+    rows = b"".join(term(wire(i)) + term(wire(i)) + term(wire(i + 1)) for i in range(n))
+    labels = b"".join(k.to_bytes(8, "little") for k in range(n_wires))
+    with atomic_writer(r1cs_path) as f:
+        write_container(f, "r1cs", 1, [(1, [header]), (2, [rows]), (3, [labels])])
+    xs = [x % FR_MODULUS]
+    for _ in range(n):
+        xs.append(xs[-1] * xs[-1] % FR_MODULUS)
+    values = [0] * n_wires
+    values[0] = 1
+    for i, v in enumerate(xs):
+        values[wire(i)] = v
+    write_wtns(wtns_path, values)
+
+
+def warm(device: str = "cpu", constraints: int = WARMUP_CONSTRAINTS, workdir=None) -> float:
+    """Compile (or load) every kernel of `cuzk setup`, `cuzk prove` and `cuzk verify` by
+    running them once on a square chain of `constraints` constraints in a temporary folder;
+    the proof is checked as `cuzk prove` checks it. Returns the seconds it took."""
+    import tempfile
+    from pathlib import Path
+
+    from cuzk.groth16.cli import run_prove
+    from cuzk.groth16.setup import setup
+
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="cuzk-warmup-", dir=workdir) as tmp:
+        d = Path(tmp)
+        write_square_chain(d / "chain.r1cs", d / "chain.wtns", constraints)
+        setup(d / "chain.r1cs", d / "chain.zkey")
+        run_prove(
+            d / "chain.zkey", d / "chain.wtns", d / "proof.json", d / "public.json", device=device
+        )
+    return time.perf_counter() - t0
+
+
+@click.command("warmup")
+@click.option(
+    "--device",
+    default="cpu",
+    show_default=True,
+    metavar="cpu|cuda[:N]",
+    help="The device whose kernels to compile as well (the CPU's always are).",
+)
+@click.option(
+    "--constraints",
+    default=None,
+    type=click.IntRange(1, 1 << 20),
+    help="Size of the warm-up circuit (default: 1000).",
+)
+def warmup(device, constraints):
+    """Compile the proving kernels now, for this CPU, Numba and Python, into the kernel cache.
+
+    Numba compiles cuzk's kernels at their first use and keeps them on disk (NUMBA_CACHE_DIR
+    when set); the first command after an install or upgrade otherwise pays for it, minutes on
+    a small machine. This runs one setup, proof and verification of a small circuit in a
+    temporary folder, with progress on stderr, and ends with one line saying where the
+    kernels are kept. Run it in an image build or after `pip install`; it is quick when the
+    kernels are already there.
+    """
+    from cuzk.compiling import cache_location, compile_notice
+    from cuzk.groth16.cli import ProveError
+    from cuzk.groth16.fast_exit import exit_now_if_a_process_of_its_own
+
+    try:
+        with compile_notice("cuzk warmup") as watch:
+            secs = warm(device, constraints or WARMUP_CONSTRAINTS)
+    except (ProveError, ValueError, OSError) as e:
+        click.echo(f"cuzk warmup: {e}", err=True)
+        sys.exit(1)
+    n = watch.total_compiled
+    done = f"{n} functions compiled" if n else "all loaded from the cache, none compiled"
+    click.echo(f"cuzk warmup: kernels ready in {secs:.1f} s ({done}); kept in {cache_location()}")
+    exit_now_if_a_process_of_its_own()
