@@ -20,6 +20,7 @@ import time
 from cuzk.engine import BudgetError, EngineError, EngineStopped, UnknownJob, UnknownKey
 from cuzk.engine.config import PRIORITIES
 from cuzk.formats.errors import FormatError
+from cuzk.formats.json_limits import nested_deeper_than
 from cuzk.serve.body import Upload
 from cuzk.serve.http import HttpError, Request, Response, Router, StaticFiles
 from cuzk.serve.journal import JournalError
@@ -90,6 +91,10 @@ def _cursor_position(cursor: str | None) -> tuple[float, str] | None:
         return None
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        # A cursor is one flat array: anything nested is refused before json.loads, whose
+        # recursion can overflow the C stack when a library has raised the recursion limit.
+        if len(cursor) > 512 or nested_deeper_than(raw, 1):
+            raise ValueError
         t, job_id = json.loads(raw)
         if isinstance(t, bool) or not isinstance(t, (int, float)) or not isinstance(job_id, str):
             raise ValueError
