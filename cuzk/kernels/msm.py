@@ -168,7 +168,10 @@ def scalar_class_bits(scalars, i):
 
 @device_fn
 def subset_scalar(scalars, idx, j):
-    """Scalar idx[j] reduced mod r, or r minus it where idx[j] is complemented (~i)."""
+    """Scalar idx[j] reduced mod r, or r minus it where idx[j] is complemented (~i); scalar j
+    when idx is empty (every point, in order)."""
+    if idx.shape[0] == 0:
+        return scalar_load_reduced(scalars, j)
     i = idx[j]
     if i >= 0:
         return scalar_load_reduced(scalars, i)

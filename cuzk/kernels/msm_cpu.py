@@ -217,8 +217,7 @@ def _msm(points, scalars, g, width, name, c, lanes=None, rows=None, partition=No
     P = PIPPENGER[g]
     threads = get_num_threads()
     if not partition:  # one class: every scalar as it is, below 2^254
-        idx = np.arange(n, dtype=np.int32)
-        _pippenger(P, points, scalars, idx, 254, c, lanes, rows, threads, out, 0)
+        _pippenger(P, points, scalars, _EVERY, 254, c, lanes, rows, threads, out, 0)
         return out[0]
     # One pass over the scalars: each one's class (bit length, or minus the bit length of
     # r - s where that is shorter), then an index list per class (no copies of points).
@@ -230,10 +229,12 @@ def _msm(points, scalars, g, width, name, c, lanes=None, rows=None, partition=No
         return out[0]
     parts = np.zeros((len(classes), width), np.uint64)
     for k, (lo, hi, cnt, top) in enumerate(classes):
-        if len(classes) == 1 and cnt == n and top > 1:
-            idx = np.arange(n, dtype=np.int32)
-        else:
-            idx = np.flatnonzero((size >= lo) & (size <= hi)).astype(np.int32)
+        if cnt == n and top >= 253:
+            # every scalar dense and no point at infinity: the points in order (no index
+            # list, nothing negated: negating would not save a window)
+            _pippenger(P, points, scalars, _EVERY, 254, c, lanes, rows, threads, parts, k)
+            continue
+        idx = np.flatnonzero((size >= lo) & (size <= hi)).astype(np.int32)
         neg = bits[idx] < 0
         if neg.any():
             np.invert(idx, out=idx, where=neg)
@@ -247,12 +248,16 @@ def _msm(points, scalars, g, width, name, c, lanes=None, rows=None, partition=No
     return out[0]
 
 
+_EVERY = np.zeros(0, np.int32)  # an empty index list: every point, in order
+
+
 def _pippenger(P, points, scalars, idx, bits, c, lanes, rows, threads, parts, k):
     """parts[k] = the MSM over the points and scalars idx selects (pippenger_cpu.pippenger),
     scalars below 2^bits; c from the cost model unless given."""
-    c = int(c or window_bits(idx.shape[0], bits))
+    m = idx.shape[0] or points.shape[0]
+    c = int(c or window_bits(m, bits))
     K = 0 if c == 1 else windows_for(c, bits)  # (c = 1 reads the scalars' bits: no digits)
-    digits = np.zeros((K, idx.shape[0]), digit_dtype(c, bits))
+    digits = np.zeros((K, m), digit_dtype(c, bits))
     P.pippenger(points, scalars, idx, bits, c, lanes, rows, threads, digits, parts[k : k + 1])
 
 

@@ -39,6 +39,8 @@ def subset_point(idx, k):
     for a negative digit; idx[j] is a point index i, or ~i for a scalar used as -(r - s)."""
     neg = k < 0
     j = ~k if neg else k
+    if idx.shape[0] == 0:  # every point, in order
+        return j, neg
     i = idx[j]
     if i < 0:
         return ~i, not neg
@@ -143,12 +145,13 @@ def window_sum(points, idx, digits, w, H, L, wins, scratch):
 def pippenger(points, scalars, idx, bits, c, lanes, rows, threads, digits, out):
     """out[0] = sum_j s_j * points[idx[j]] in this build's group, where s_j = scalars[idx[j]]
     (or, where idx[j] = ~i, the scalar used as -(r - s) with the point negated: then s_j =
-    r - scalars[i]), every s_j below 2^bits; window width c, chunks of at most ``rows`` rows
+    r - scalars[i]), every s_j below 2^bits; an empty idx: every point, in order (zero
+    scalars and points at infinity skipped); window width c, chunks of at most ``rows`` rows
     (see msm_cpu.CHUNK_BYTES), windows spread over ``threads`` threads.
     digits: (K, len(idx)) zeros, K = ceil((bits + 1) / c), int16 or int32 (see msm_cpu).
     c = 1 is the binary method (buckets.double_and_add: windows of one bit share the
     doublings; no digits, no buckets)."""
-    n = idx.shape[0]
+    n = idx.shape[0] if idx.shape[0] > 0 else points.shape[0]
     W = points.shape[1]
     if c == 1:
         reduced = np.empty((n, 4), np.uint64)  # each scalar reduced once, not once a bit
@@ -168,6 +171,8 @@ def pippenger(points, scalars, idx, bits, c, lanes, rows, threads, digits, out):
     # (its bits plus a carry): it needs only that many buckets.
     H_top = min(H, 1 << max(bits - c * (K - 1), 0))
     for j in prange(n):
+        if idx.shape[0] == 0 and (M.point_row_is_zero(points, j) or M.scalar_is_zero(scalars, j)):
+            continue  # (digits stay 0: skipped; a subset has neither)
         s0, s1, s2, s3 = M.subset_scalar(scalars, idx, j)
         M.limbs_signed_digits(s0, s1, s2, s3, c, K, digits, j)
     wins = np.empty((K, 3 * (W // 2)), np.uint64)
