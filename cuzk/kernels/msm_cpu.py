@@ -17,8 +17,9 @@ Work plan (see cuzk.kernels.msm for the algorithms):
    copies; ~i marks a negated point). A class of ones (and r - 1) is a plain sum of its
    points (points_sum: batch-affine pairwise trees, one segment per thread); any other
    class is a Pippenger over K = ceil((b + 1) / c) windows, b its largest bit length, with
-   c chosen for its size and b. The classes' results are added. Given a window width c the
-   split is off unless asked for (partition=True): one class, b = 254;
+   c chosen for its size and b. The classes' results are added. One dense class runs over
+   the points in order (no index list). Given a window width c, or for fewer than
+   PARTITION_MIN points, the split is off unless asked for (partition=True);
 1. one parallel pass over a class writes the K signed digits of every scalar;
 2. windows run in parallel (numba prange): each counting-sorts its point indices into
    buckets, then gathers the points bucket chunk by bucket chunk (negating the points of
@@ -124,6 +125,8 @@ def window_bits(n: int, bits: int = 254) -> int:
 # Scalar classes (see _msm): the bit lengths are binned at these bounds, and neighbouring
 # bins are merged where the cost model says one MSM over both is cheaper than two.
 CLASS_BOUNDS = (1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 254)
+# Fewer points than this skip the class pass (the proof's blinding sums: 3 to 5 points).
+PARTITION_MIN = 64
 # What a class costs beyond its windows (a parallel region, its scratch), model units.
 _COST_CLASS = 5000.0
 
@@ -212,8 +215,8 @@ def _msm(points, scalars, g, width, name, c, lanes=None, rows=None, partition=No
     rows = CHUNK_BYTES // (8 * width) if rows is None else int(rows)
     if rows < 2:
         raise ValueError(f"{name}: rows = {rows}: a chunk needs at least 2 rows")
-    if partition is None:
-        partition = c is None
+    if partition is None:  # (a handful of points: not worth the class pass)
+        partition = c is None and n >= PARTITION_MIN
     P = PIPPENGER[g]
     threads = get_num_threads()
     if not partition:  # one class: every scalar as it is, below 2^254
@@ -228,10 +231,10 @@ def _msm(points, scalars, g, width, name, c, lanes=None, rows=None, partition=No
     if not classes:
         return out[0]
     parts = np.zeros((len(classes), width), np.uint64)
-    for k, (lo, hi, cnt, top) in enumerate(classes):
-        if cnt == n and top >= 253:
-            # every scalar dense and no point at infinity: the points in order (no index
-            # list, nothing negated: negating would not save a window)
+    for k, (lo, hi, _count, top) in enumerate(classes):
+        if len(classes) == 1 and top >= 253:
+            # one class, dense: the points in order, no index list, nothing negated (that
+            # would not save a window); the digit pass skips zeros and points at infinity
             _pippenger(P, points, scalars, _EVERY, 254, c, lanes, rows, threads, parts, k)
             continue
         idx = np.flatnonzero((size >= lo) & (size <= hi)).astype(np.int32)
@@ -270,7 +273,8 @@ def msm_g1(
     partition: bool | None = None,
 ) -> np.ndarray:
     """sum_i scalars[i] * points[i] over G1 as an (8,) affine row (zeros = infinity).
-    partition (default: when c is not given): split the scalars by size first (see _msm)."""
+    partition (default: when c is not given and n >= PARTITION_MIN): split the scalars by
+    size first (see the module docstring)."""
     return _msm(points, scalars, 1, G1_WIDTH, "msm_g1", c, lanes, rows, partition)
 
 
@@ -283,5 +287,6 @@ def msm_g2(
     partition: bool | None = None,
 ) -> np.ndarray:
     """sum_i scalars[i] * points[i] over G2 as a (16,) affine row (zeros = infinity).
-    partition (default: when c is not given): split the scalars by size first (see _msm)."""
+    partition (default: when c is not given and n >= PARTITION_MIN): split the scalars by
+    size first (see the module docstring)."""
     return _msm(points, scalars, 2, G2_WIDTH, "msm_g2", c, lanes, rows, partition)

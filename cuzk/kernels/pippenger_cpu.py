@@ -49,7 +49,8 @@ def subset_point(idx, k):
 
 @T.njit()
 def window_sum(points, idx, digits, w, H, L, wins, scratch):
-    """Window w over the points idx[j] (~i: the point negated) with digits[w, j]: bucket sort,
+    """Window w over the points idx[j] (~i: the point negated) with digits[w, j]: bucket sort
+    (into point indices),
     batch-affine rounds, bucket sum (in L lanes, or Jacobian running sums when L = 0) into
     wins[w]; H buckets; n = len(idx). scratch (reused from window to window, see
     pippenger): order (n,) int32; buf_a, buf_b (R, W) with R = min(n, rows);
@@ -66,13 +67,16 @@ def window_sum(points, idx, digits, w, H, L, wins, scratch):
     for m in range(1, H + 1):
         starts[m] = total
         total += counts[m]
-    # Counting sort of the point indices by bucket (~i for a negative digit: the point is
-    # negated when gathered); starts[m] is bucket m's cursor meanwhile, then moved back.
-    for i in range(n):
-        d = np.int64(digits[w, i])
+    # Counting sort of the point indices by bucket (~i where the point is negated when
+    # gathered: a negative digit, or a scalar used as -(r - s) in idx, not both); idx is read
+    # here in order, so the gathers below index the points directly. starts[m] is bucket m's
+    # cursor meanwhile, then moved back.
+    for j in range(n):
+        d = np.int64(digits[w, j])
         if d != 0:
             m = abs(d)
-            order[starts[m]] = i if d > 0 else ~i
+            i, neg = subset_point(idx, j)
+            order[starts[m]] = ~i if neg != (d < 0) else i
             starts[m] += 1
     for m in range(1, H + 1):
         starts[m] -= counts[m]
@@ -90,8 +94,8 @@ def window_sum(points, idx, digits, w, H, L, wins, scratch):
                 done = 0
                 continue
             if left == 1 and done == 0:  # a bucket of one point is its own sum
-                p, neg = subset_point(idx, order[starts[m]])
-                M.point_row_copy(points, p, sums, m - 1, neg)
+                k = order[starts[m]]
+                M.point_row_copy(points, k if k >= 0 else ~k, sums, m - 1, k < 0)
                 m += 1
                 continue
             carried = 1 if done > 0 else 0  # the sum of the bucket's pieces so far
@@ -110,10 +114,10 @@ def window_sum(points, idx, digits, w, H, L, wins, scratch):
                 fill += 1
             base = starts[m] + done
             for j in range(take):
-                ahead, _ = subset_point(idx, order[min(base + j + PREFETCH, total - 1)])
-                prefetch_row(points, ahead)
-                p, neg = subset_point(idx, order[base + j])
-                M.point_row_copy(points, p, buf_a, fill, neg)
+                ahead = order[min(base + j + PREFETCH, total - 1)]
+                prefetch_row(points, ahead if ahead >= 0 else ~ahead)
+                k = order[base + j]
+                M.point_row_copy(points, k if k >= 0 else ~k, buf_a, fill, k < 0)
                 fill += 1
             done += take
             if done < counts[m]:
