@@ -4,9 +4,13 @@ CPU: cuzk.kernels.msm_cpu (batch-affine Pippenger, numba prange over windows, ev
 GPU (profile gpu): cuzk.kernels.msm_cuda against a resident point set (placed once, as the
 engine does), scalars from the host each call, timed to the result on the host.
 Points are P_i = P_0 + i Q (distinct, affine, Montgomery, as a zkey stores them), scalars
-uniform below r. Each figure is the median of several runs after a warm-up (compile or cache
-load); cpu_ms is the process's CPU time (all threads) and cores_used = cpu_ms / ms shows how
-many cores the process actually got (a shared machine gives fewer than it has).
+uniform below r. Rows of their own (part "sized", issue #25's target 3) take scalars by
+size: all 0 or 1 ("bits", as most witness values of hash circuits), below 2^64 ("u64"), and
+"mixed" (90% 0 or 1, 10% dense), each against the dense MSM of the same n (vs_dense); the
+mixed row also times its two parts as MSMs of their own (parts_ms: 0/1 part + dense part).
+Each figure is the median of several runs after a warm-up (compile or cache load); cpu_ms
+is the process's CPU time (all threads) and cores_used = cpu_ms / ms shows how many cores
+the process actually got (a shared machine gives fewer than it has).
 Run alone: ``python -m bench.bench_msm [quick|full|gpu|smoke]`` (writes bench/results/msm.json).
 """
 
@@ -33,6 +37,17 @@ G1_SIZES = {
 G2_SIZES = {"smoke": [6], "quick": [10, 12], "full": [10, 12, 14, 16], "gpu": [16]}
 REPEATS = {"smoke": 1, "quick": 5, "full": 3, "gpu": 10}
 TARGET_MS = {("cpu", "g1", 16): 200.0, ("cuda", "g1", 20): 20.0}  # issue 3's targets
+# Scalar profiles of the "sized" rows (CPU), by group and size
+SIZED = {
+    "smoke": {"g1": [8], "g2": [6]},
+    "quick": {"g1": [14, 16], "g2": [12]},
+    "full": {"g1": [16, 17], "g2": [12, 14]},
+    "gpu": {"g1": [14, 16], "g2": [12]},  # (the CPU rows of a gpu run)
+}
+SIZED_KINDS = ("dense", "bits", "u64", "mixed")
+# Issue #25's target 3: a 0/1 MSM at most 1/8 of a dense one, one below 2^64 about 1/4
+SIZED_GOAL = {"bits": 1 / 8, "u64": 1 / 4}
+MIXED_DENSE = 0.1  # share of dense scalars in the mixed profile
 
 
 def points(group: str, n: int) -> np.ndarray:
@@ -114,6 +129,25 @@ def scalars(rng, n: int) -> np.ndarray:
     return s
 
 
+def sized_scalars(rng, n: int, kind: str) -> np.ndarray:
+    """n scalars of a profile: dense (uniform below r), bits (0 or 1), u64 (below 2^64),
+    mixed (a MIXED_DENSE share dense, the rest 0 or 1)."""
+    s = scalars(rng, n)
+    if kind == "dense":
+        return s
+    bits = rng.integers(0, 2, size=n, dtype=np.uint64)
+    if kind == "bits":
+        keep = np.zeros(n, bool)
+    elif kind == "u64":
+        s[:, 1:] = 0
+        return s
+    else:
+        keep = rng.random(n) < MIXED_DENSE
+    s[~keep] = 0
+    s[~keep, 0] = bits[~keep]
+    return s
+
+
 def _measure(fn, repeats: int):
     """(median wall ms, median process-CPU ms, min wall ms) of fn() over repeats runs."""
     walls, cpus = [], []
@@ -168,6 +202,77 @@ def _rows(target, group, sizes, repeats):
     return rows
 
 
+def _sized_rows(group, sizes, repeats):
+    """CPU rows by scalar profile (SIZED_KINDS): ms and vs_dense, the ratio to the dense MSM
+    of the same n, run side by side (kinds alternate within each repeat)."""
+    from cuzk.kernels import msm_cpu as mod
+
+    fn = mod.msm_g1 if group == "g1" else mod.msm_g2
+    rng = np.random.default_rng(11)
+    rows = []
+    for log_n in sizes:
+        n = 1 << log_n
+        pts = points(group, n)
+        sc = {k: sized_scalars(rng, n, k) for k in SIZED_KINDS}
+        dense_part = sc["mixed"][:, 1:].any(axis=1) | (sc["mixed"][:, 0] > 1)
+        parts = {
+            "part_bits": (np.ascontiguousarray(pts[~dense_part]), sc["mixed"][~dense_part]),
+            "part_dense": (np.ascontiguousarray(pts[dense_part]), sc["mixed"][dense_part]),
+        }
+        calls = {k: (pts, v) for k, v in sc.items()} | parts
+        for p, v in calls.values():
+            fn(p, v)  # warm-up: compile or load the cache
+        walls = {k: [] for k in calls}
+        cpus = {k: [] for k in calls}
+        for _ in range(repeats):
+            for k, (p, v) in calls.items():
+                c0, t0 = time.process_time(), time.perf_counter()
+                fn(p, v)
+                walls[k].append((time.perf_counter() - t0) * 1e3)
+                cpus[k].append((time.process_time() - c0) * 1e3)
+        ms = {k: statistics.median(v) for k, v in walls.items()}
+        for kind in SIZED_KINDS:
+            row = {
+                "group": group,
+                "log2n": log_n,
+                "scalars": kind,
+                "ms": ms[kind],
+                "min_ms": min(walls[kind]),
+                "cpu_ms": statistics.median(cpus[kind]),
+                "vs_dense": ms[kind] / ms["dense"],
+                "cpu_vs_dense": statistics.median(cpus[kind]) / statistics.median(cpus["dense"]),
+            }
+            if kind in SIZED_GOAL:
+                row["goal_vs_dense"] = SIZED_GOAL[kind]
+            if kind == "mixed":
+                row["parts_ms"] = ms["part_bits"] + ms["part_dense"]
+                row["parts_cpu_ms"] = sum(statistics.median(cpus[p]) for p in parts)
+                row["vs_parts"] = ms[kind] / row["parts_ms"]
+            rows.append(row)
+            print(
+                f"  cpu {group} 2^{log_n} {kind}: {row['ms']:.1f} ms "
+                f"(CPU {row['cpu_ms']:.1f}), {row['vs_dense']:.3f}x dense"
+                + (f", parts {row['parts_ms']:.1f} ms" if "parts_ms" in row else ""),
+                flush=True,
+            )
+    return rows
+
+
+SIZED_COLUMNS = [
+    "group",
+    "log2n",
+    "scalars",
+    "ms",
+    "min_ms",
+    "cpu_ms",
+    "vs_dense",
+    "cpu_vs_dense",
+    "goal_vs_dense",
+    "parts_ms",
+    "parts_cpu_ms",
+    "vs_parts",
+]
+
 COLUMNS = [
     "group",
     "log2n",
@@ -197,6 +302,10 @@ def run(profile: str = "quick") -> dict:
     result["cpu"] = _rows("cpu", "g1", G1_SIZES[profile], REPEATS[profile])
     result["cpu"] += _rows("cpu", "g2", G2_SIZES[profile], REPEATS[profile])
     print(table(result["cpu"], COLUMNS))
+    result["sized"] = []
+    for group, sizes in SIZED[profile].items():
+        result["sized"] += _sized_rows(group, sizes, REPEATS[profile])
+    print(table(result["sized"], SIZED_COLUMNS))
     return result
 
 
@@ -209,7 +318,22 @@ def targets(get) -> list[dict]:
     g1 = find_row(msm and msm.get("cpu"), group="g1", log2n=16)
     gmsm = get("gpu")
     g20 = find_row(gmsm and gmsm.get("gpu"), group="g1", log2n=20)
-    return [
+    sized = []
+    for group, log_n in (("g1", 16), ("g2", 12)):
+        for kind, goal in SIZED_GOAL.items():
+            row = find_row(msm and msm.get("sized"), group=group, log2n=log_n, scalars=kind)
+            sized.append(
+                target(
+                    f"MSM {group.upper()} 2^{log_n}, {kind} scalars ÷ dense, CPU",
+                    "#25",
+                    goal,
+                    "x",
+                    row and row.get("vs_dense"),
+                    note=row and f"CPU time {row.get('cpu_vs_dense', 0):.3f}x dense",
+                    suite="msm",
+                )
+            )
+    return sized + [
         target(
             "MSM G1 2^16, CPU",
             "#3",

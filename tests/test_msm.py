@@ -94,7 +94,9 @@ def msm_fn(target, group):
     return m.msm_g1 if group == "g1" else m.msm_g2
 
 
-def exponent_check(target, group, a, k, c=None, points=None, lanes=None, chunk_rows=None):
+def exponent_check(
+    target, group, a, k, c=None, points=None, lanes=None, chunk_rows=None, partition=None
+):
     """MSM of points a_i G with scalars k_i (ints; a_i None = infinity) against
     (sum k_i a_i) G from py_ecc."""
     gen, rows, _ = GROUPS[group]
@@ -107,6 +109,8 @@ def exponent_check(target, group, a, k, c=None, points=None, lanes=None, chunk_r
         options["lanes"] = lanes
     if chunk_rows is not None:
         options["rows"] = chunk_rows
+    if partition is not None:
+        options["partition"] = partition
     got = msm_fn(target, group)(points, scalar_rows(k), **options)
     assert got.dtype == np.uint64 and got.shape == (GROUPS[group][2],)
     assert row_to_ints(got) == py_ecc_ints(ob.multiply(gen, total))
@@ -341,6 +345,80 @@ def test_cpu_top_window_at_its_largest_digits(group):
     assert all(0 <= ki < R for ki in k)
     for c in (2, 11, 12):
         exponent_check("cpu", group, a, k, c=c)
+
+
+def _sized_scalars(rng, n):
+    """Scalars of every size class: 0, 1, r - 1, small, r - small, < 2^64, < 2^128, dense."""
+    kinds = (
+        lambda: 0,
+        lambda: 1,
+        lambda: R - 1,
+        lambda: rng.randrange(2, 2**12),
+        lambda: R - rng.randrange(2, 2**20),
+        lambda: rng.randrange(2**64),
+        lambda: rng.randrange(2**128),
+        lambda: rng.randrange(R),
+    )
+    weights = (20, 40, 5, 10, 5, 10, 3, 7)
+    return [rng.choices(kinds, weights)[0]() for _ in range(n)]
+
+
+def test_cpu_scalar_classes_against_exponent_sum(progression_4096):
+    """Scalars split by size (msm_cpu.plan_classes) before the windows: zeros skipped, ones
+    and r - 1 summed by points_sum (segments per thread, in chunks of a few rows too), small
+    scalars and r - small (the point negated) in fewer windows, dense as before; each mix
+    against the exponent sum, and equal to the MSM without the split."""
+    from cuzk.kernels import msm_cpu
+
+    points, a = progression_4096
+    rng = random.Random(43)
+    for n in (1, 3, 40, 700, 4096):
+        k = _sized_scalars(rng, n)
+        got = exponent_check("cpu", "g1", a[:n], k, points=points[:n], partition=True)
+        plain = msm_cpu.msm_g1(points[:n], scalar_rows(k), partition=False)
+        assert (got == plain).all()
+    # only ones, only r - 1, ones with points at infinity and repeated points, small chunks
+    for k in ([1] * 700, [R - 1] * 700, [1, R - 1] * 350):
+        exponent_check("cpu", "g1", a[:700], k, points=points[:700])
+    rows = np.concatenate([points[:300], points[:300], np.zeros((4, 8), np.uint64)])
+    a2 = a[:300] + a[:300] + [None] * 4
+    k = [1] * 300 + [R - 1] * 150 + [1] * 150 + [1] * 4
+    for chunk_rows in (2, 3, 64, None):
+        exponent_check("cpu", "g1", a2, k, points=rows, chunk_rows=chunk_rows)
+    # a given window width keeps one class unless the split is asked for
+    k = _sized_scalars(rng, 500)
+    for c in (2, 9, 16):
+        exponent_check("cpu", "g1", a[:500], k, c=c, points=points[:500], partition=True)
+
+
+def test_cpu_scalar_classes_g2():
+    """The same classes in G2: ones, r - 1, small, r - small, dense and zeros."""
+    rng = random.Random(44)
+    n = 150
+    a = [rng.randrange(1, R) for _ in range(n)]
+    exponent_check("cpu", "g2", a, _sized_scalars(rng, n))
+    exponent_check("cpu", "g2", a, [1, R - 1, 0] * (n // 3))
+
+
+def test_plan_classes():
+    """The class plan from a histogram of bit lengths: one class per size where each is big
+    enough to pay for its own MSM, merged where it is not; zeros never in a class."""
+    from cuzk.kernels.msm_cpu import digit_dtype, plan_classes, window_bits
+
+    hist = np.zeros(255, np.int64)
+    hist[0] = 1000
+    assert plan_classes(hist) == []
+    hist[1] = 5000
+    assert plan_classes(hist) == [(1, 1, 5000, 1)]
+    hist[254] = 5000
+    hist[60] = 3000
+    assert plan_classes(hist) == [(1, 1, 5000, 1), (49, 64, 3000, 60), (193, 254, 5000, 254)]
+    hist[60] = 2  # two scalars below 2^60 go with the dense ones
+    assert plan_classes(hist) == [(1, 1, 5000, 1), (49, 254, 5002, 254)]
+    # fewer windows for fewer bits, never a wider window
+    assert window_bits(1 << 16, 64) <= window_bits(1 << 16)
+    # the top window's digit reaches 2^15 at c = 16 over 15-bit scalars: int32
+    assert digit_dtype(16, 15) == np.int32 and digit_dtype(16) == np.int16
 
 
 # ------------------------------------------ G2 --------------------------------------------

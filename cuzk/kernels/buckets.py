@@ -164,16 +164,16 @@ def bucket_weighted_sum(sums, H, wins, w):
 
 
 @device_fn
-def double_and_add(points, reduced, out):
+def double_and_add(points, reduced, nbits, out):
     """out[0] = affine(sum_i reduced[i] points[i]) by the binary method with shared doublings
-    (Straus), for scalars already reduced mod r (< 2^254: 254 bits; msm.scalar_load_reduced):
+    (Straus), for scalars already reduced mod r and below 2^nbits (nbits <= 254 < 256):
     one doubling per scalar bit, one mixed addition per set bit of each scalar, all in
     Jacobian coordinates: no inversion but the last. For a handful of points (the proof's
     blinding sums) this beats the bucket method, whose every window pays inversions
     (cuzk.kernels.msm_cpu.window_bits picks it, as c = 1)."""
     n = points.shape[0]
     acc = G.inf()
-    for bit in range(253, -1, -1):
+    for bit in range(nbits - 1, -1, -1):
         acc = G.dbl(acc)
         limb = bit >> 6
         shift = np.uint64(bit & 63)

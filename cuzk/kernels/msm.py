@@ -51,9 +51,10 @@ PAIR_TAKE_P = 3  # Q at infinity: the sum is P
 PAIR_INF = 4  # P = -Q: the sum is infinity
 
 
-def windows_for(c: int) -> int:
-    """K = ceil(255 / c) windows of c bits (see the module docstring)."""
-    return -(-255 // c)
+def windows_for(c: int, bits: int = 254) -> int:
+    """K = ceil((bits + 1) / c) windows of c bits for scalars below 2^bits: ceil(255 / c) for
+    any scalar below r (see the module docstring); the extra bit holds the top carry."""
+    return -(-(bits + 1) // c)
 
 
 # ======================================= scalars ==========================================
@@ -102,6 +103,12 @@ def scalar_window(s0, s1, s2, s3, w, c):
 def scalar_signed_digits(scalars, i, c, K, digits):
     """The K signed c-bit digits of scalar i into digits[0:K, i] (int32)."""
     s0, s1, s2, s3 = scalar_load_reduced(scalars, i)
+    limbs_signed_digits(s0, s1, s2, s3, c, K, digits, i)
+
+
+@device_fn
+def limbs_signed_digits(s0, s1, s2, s3, c, K, digits, i):
+    """The K signed c-bit digits of the scalar (s0..s3) < 2^(K c - 1) into digits[0:K, i]."""
     half = np.int64(1) << np.int64(c - 1)
     full = np.int64(1) << np.int64(c)
     carry = np.int64(0)
@@ -113,6 +120,63 @@ def scalar_signed_digits(scalars, i, c, K, digits):
         else:
             carry = np.int64(0)
         digits[w, i] = np.int32(d)
+
+
+@device_fn
+def scalar_neg_mod_r(s0, s1, s2, s3):
+    """r - s for a reduced scalar 0 < s < r."""
+    d0, br = sbb(R_LIMBS[0], s0, Z)
+    d1, br = sbb(R_LIMBS[1], s1, br)
+    d2, br = sbb(R_LIMBS[2], s2, br)
+    d3, br = sbb(R_LIMBS[3], s3, br)
+    return d0, d1, d2, d3
+
+
+@device_fn
+def limbs_bit_length(s0, s1, s2, s3):
+    """The bit length of the 256-bit value (s0..s3): 0 for zero."""
+    if s3 != Z:
+        top, base = s3, 192
+    elif s2 != Z:
+        top, base = s2, 128
+    elif s1 != Z:
+        top, base = s1, 64
+    else:
+        top, base = s0, 0
+    if top == Z:
+        return 0
+    b = 1
+    for k in (32, 16, 8, 4, 2, 1):
+        if top >> np.uint64(k) != Z:
+            top >>= np.uint64(k)
+            b += k
+    return base + b
+
+
+@device_fn
+def scalar_class_bits(scalars, i):
+    """The size class of scalar i: its bit length b after reduction mod r, or -b when r - s is
+    shorter (the scalar is then used as -(r - s), the point negated); 0 for a zero scalar."""
+    s0, s1, s2, s3 = scalar_load_reduced(scalars, i)
+    b = limbs_bit_length(s0, s1, s2, s3)
+    if b < 250:  # r - s has >= 253 bits: not shorter
+        return b
+    n0, n1, n2, n3 = scalar_neg_mod_r(s0, s1, s2, s3)
+    nb = limbs_bit_length(n0, n1, n2, n3)
+    return -nb if nb < b else b
+
+
+@device_fn
+def subset_scalar(scalars, idx, j):
+    """Scalar idx[j] reduced mod r, or r minus it where idx[j] is complemented (~i); scalar j
+    when idx is empty (every point, in order)."""
+    if idx.shape[0] == 0:
+        return scalar_load_reduced(scalars, j)
+    i = idx[j]
+    if i >= 0:
+        return scalar_load_reduced(scalars, i)
+    s0, s1, s2, s3 = scalar_load_reduced(scalars, ~i)
+    return scalar_neg_mod_r(s0, s1, s2, s3)
 
 
 @device_fn

@@ -9,19 +9,31 @@ unaligned views over an mmap are fine and are never copied); scalars are plain (
 Montgomery) little-endian limbs, as in a .wtns file. The result uses the same encoding.
 
 Work plan (see cuzk.kernels.msm for the algorithms):
-1. one parallel pass over the points writes the K signed digits of every scalar, leaving 0
-   for zero scalars and points at infinity (so they are skipped everywhere after);
+0. the scalars are split by size (an MSM pays for the bits its scalars have): one parallel
+   pass gives each scalar its bit length b after reduction, or -b where r - s is shorter
+   (the scalar is then used as -(r - s) with the point negated), 0 for a zero scalar or a
+   point at infinity (skipped from then on); plan_classes bins the bit lengths and merges
+   neighbouring bins by the cost model; each class is an index list into the points (no
+   copies; ~i marks a negated point). A class of ones (and r - 1) is a plain sum of its
+   points (points_sum: batch-affine pairwise trees, one segment per thread); any other
+   class is a Pippenger over K = ceil((b + 1) / c) windows, b its largest bit length, with
+   c chosen for its size and b. The classes' results are added. One dense class runs over
+   the points in order (no index list). Given a window width c, or for fewer than
+   PARTITION_MIN points, the split is off unless asked for (partition=True);
+1. one parallel pass over a class writes the K signed digits of every scalar;
 2. windows run in parallel (numba prange): each counting-sorts its point indices into
    buckets, then gathers the points bucket chunk by bucket chunk (negating the points of
    negative digits), adds pairs within buckets in batch-affine rounds until one point per
    bucket is left, and sums m * B_m with running sums kept in LANES batch-affine lanes
    (cuzk.kernels.buckets.bucket_lanes_sum);
 3. Horner over the window sums, one inversion to affine.
-Memory: the (K, n) int16 digits (int32 when c > 16) shared by all threads, and per thread
+Memory: the (n,) int16 classes and a class's (m,) int32 index list; the class's (K, m)
+int16 digits (int32 when c > 16) shared by all threads, and per thread
 an (n,) int32 sort order, two chunk buffers of CHUNK_BYTES, the H bucket sums and two rows
 per lane, reused window after window: ~2 K n + 4 n T bytes plus ~3 MiB per thread.
 """
 
+import math
 import os
 
 # Idle OpenMP workers sleep instead of spinning (the NTT module sets the same, see
@@ -77,29 +89,87 @@ LANES = 128
 CHUNK_BYTES = 1 << 20
 
 
-def digit_dtype(c: int):
-    """The digits' type for window width c: int16 up to c = 16 (a digit of a lower window is
-    in [-2^(c-1), 2^(c-1)), the top window's at most 2^(254 - c (K - 1)) <= 2^14 there), so
-    the (K, n) digits take 2 bytes a point per window (at 2^17: 5 MiB instead of 10)."""
-    return np.int16 if c <= 16 else np.int32
+def digit_dtype(c: int, bits: int = 254):
+    """The digits' type for window width c over scalars below 2^bits: int16 when every digit
+    fits (a digit of a lower window is in [-2^(c-1), 2^(c-1)), the top window's at most
+    2^(bits - c (K - 1)): 2^14 at c = 15 or 16 for any scalar below r), so the (K, n) digits
+    take 2 bytes a point per window (at 2^17: 5 MiB instead of 10); int32 otherwise."""
+    top = bits - c * (windows_for(c, bits) - 1)
+    return np.int16 if c <= 16 and top <= 14 else np.int32
 
 
-def window_bits(n: int) -> int:
-    """The window width c minimising the cost model for n points: 1 (the binary method) or
-    2..20 (buckets)."""
+def _window_cost(n: int, bits: int = 254) -> tuple[int, float]:
+    """(c, cost): the window width minimising the cost model for n scalars below 2^bits, 1
+    (the binary method) or 2..20 (buckets), and that cost."""
     best_c = 1
-    best = 254 * _COST_DOUBLING + n * 127 * _COST_MIXED_ADD  # about half the bits are set
+    best = bits * _COST_DOUBLING + n * (bits / 2) * _COST_MIXED_ADD  # half the bits are set
     for c in range(2, 21):
         H = 1 << (c - 1)
         per_bucket = max(n / H, 1.0)
-        rounds = max(np.log2(per_bucket), 0.0) + 2.0
-        adds = n - H * (1.0 - np.exp(-n / H))  # points minus non-empty buckets
-        cost = windows_for(c) * (
+        rounds = max(math.log2(per_bucket), 0.0) + 2.0
+        adds = n - H * (1.0 - math.exp(-n / H))  # points minus non-empty buckets
+        cost = windows_for(c, bits) * (
             adds * _COST_AFFINE_ADD + H * _COST_BUCKET + rounds * _COST_INVERSION
         )
         if cost < best:
             best_c, best = c, cost
-    return best_c
+    return best_c, best
+
+
+def window_bits(n: int, bits: int = 254) -> int:
+    """The window width c minimising the cost model for n scalars below 2^bits: 1 (the binary
+    method) or 2..20 (buckets)."""
+    return _window_cost(n, bits)[0]
+
+
+# Scalar classes (see _msm): the bit lengths are binned at these bounds, and neighbouring
+# bins are merged where the cost model says one MSM over both is cheaper than two.
+CLASS_BOUNDS = (1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 254)
+# Fewer points than this skip the class pass (the proof's blinding sums: 3 to 5 points).
+PARTITION_MIN = 64
+# What a class costs beyond its windows (a parallel region, its scratch), model units.
+_COST_CLASS = 5000.0
+
+
+def _class_cost(n: int, bits: int) -> float:
+    if bits <= 1:  # points_sum: one batch-affine addition a point, an inversion per round
+        return n * _COST_AFFINE_ADD + max(math.log2(max(n, 2)), 1.0) * _COST_INVERSION
+    return _window_cost(n, bits)[1]
+
+
+def plan_classes(hist) -> list[tuple[int, int, int, int]]:
+    """The scalar classes for a histogram of bit lengths (hist[b] scalars of b bits, b = 1..254;
+    hist[0], the zeros, is skipped): (lo, hi, count, bits) for each class of the scalars whose
+    bit lengths are in [lo, hi], bits the largest present. Bins at CLASS_BOUNDS, merged by a
+    shortest path over the non-empty bins (cost model: _class_cost + _COST_CLASS a class)."""
+    bins = []
+    lo = 1
+    for hi in CLASS_BOUNDS:
+        part = hist[lo : hi + 1]
+        cnt = int(part.sum())
+        if cnt:
+            bins.append((lo, hi, cnt, lo + int(np.flatnonzero(part)[-1])))
+        lo = hi + 1
+    if len(bins) <= 1:
+        return bins
+    # best[k]: the cheapest split of bins[:k]; a class is bins[j:k] for some j < k
+    best = [0.0] + [math.inf] * len(bins)
+    cut = [0] * (len(bins) + 1)
+    for k in range(1, len(bins) + 1):
+        cnt = 0
+        for j in range(k - 1, -1, -1):
+            cnt += bins[j][2]
+            cost = best[j] + _class_cost(cnt, bins[k - 1][3]) + _COST_CLASS
+            if cost < best[k]:
+                best[k], cut[k] = cost, j
+    classes = []
+    k = len(bins)
+    while k > 0:
+        j = cut[k]
+        cnt = sum(b[2] for b in bins[j:k])
+        classes.append((bins[j][0], bins[k - 1][1], cnt, bins[k - 1][3]))
+        k = j
+    return classes[::-1]
 
 
 def windows_combine(wins, c: int, g: int) -> np.ndarray:
@@ -131,13 +201,13 @@ def _check(points, scalars, width, name):
     return points, scalars
 
 
-def _msm(points, scalars, g, width, name, c, lanes=None, rows=None):
+def _msm(points, scalars, g, width, name, c, lanes=None, rows=None, partition=None):
     points, scalars = _check(points, scalars, width, name)
     out = np.zeros((1, width), np.uint64)
-    if points.shape[0] == 0:
+    n = points.shape[0]
+    if n == 0:
         return out[0]
-    c = int(c or window_bits(points.shape[0]))
-    if not 1 <= c <= 24:
+    if c is not None and not 1 <= int(c) <= 24:
         raise ValueError(f"{name}: window width c = {c} outside 1..24")
     lanes = LANES if lanes is None else int(lanes)
     if lanes < 0 or lanes & (lanes - 1):
@@ -145,21 +215,78 @@ def _msm(points, scalars, g, width, name, c, lanes=None, rows=None):
     rows = CHUNK_BYTES // (8 * width) if rows is None else int(rows)
     if rows < 2:
         raise ValueError(f"{name}: rows = {rows}: a chunk needs at least 2 rows")
-    # (c = 1, the binary method, reads the scalars' bits directly: no digits)
-    digits = np.zeros((0 if c == 1 else windows_for(c), points.shape[0]), digit_dtype(c))
-    PIPPENGER[g].pippenger(points, scalars, c, lanes, rows, get_num_threads(), digits, out)
+    if partition is None:  # (a handful of points: not worth the class pass)
+        partition = c is None and n >= PARTITION_MIN
+    P = PIPPENGER[g]
+    threads = get_num_threads()
+    if not partition:  # one class: every scalar as it is, below 2^254
+        _pippenger(P, points, scalars, _EVERY, 254, c, lanes, rows, threads, out, 0)
+        return out[0]
+    # One pass over the scalars: each one's class (bit length, or minus the bit length of
+    # r - s where that is shorter), then an index list per class (no copies of points).
+    bits = np.empty(n, np.int16)
+    P.scalar_classes(points, scalars, bits)
+    size = np.abs(bits)
+    classes = plan_classes(np.bincount(size, minlength=255))
+    if not classes:
+        return out[0]
+    parts = np.zeros((len(classes), width), np.uint64)
+    for k, (lo, hi, _count, top) in enumerate(classes):
+        if len(classes) == 1 and top >= 253:
+            # one class, dense: the points in order, no index list, nothing negated (that
+            # would not save a window); the digit pass skips zeros and points at infinity
+            _pippenger(P, points, scalars, _EVERY, 254, c, lanes, rows, threads, parts, k)
+            continue
+        idx = np.flatnonzero((size >= lo) & (size <= hi)).astype(np.int32)
+        neg = bits[idx] < 0
+        if neg.any():
+            np.invert(idx, out=idx, where=neg)
+        if top <= 1:  # scalars 1 (or r - 1): a sum of the selected points
+            P.points_sum(points, idx, rows, threads, parts[k : k + 1])
+        else:
+            _pippenger(P, points, scalars, idx, top, c, lanes, rows, threads, parts, k)
+    if len(classes) == 1:
+        return parts[0]
+    P.rows_sum(parts, out)
     return out[0]
 
 
+_EVERY = np.zeros(0, np.int32)  # an empty index list: every point, in order
+
+
+def _pippenger(P, points, scalars, idx, bits, c, lanes, rows, threads, parts, k):
+    """parts[k] = the MSM over the points and scalars idx selects (pippenger_cpu.pippenger),
+    scalars below 2^bits; c from the cost model unless given."""
+    m = idx.shape[0] or points.shape[0]
+    c = int(c or window_bits(m, bits))
+    K = 0 if c == 1 else windows_for(c, bits)  # (c = 1 reads the scalars' bits: no digits)
+    digits = np.zeros((K, m), digit_dtype(c, bits))
+    P.pippenger(points, scalars, idx, bits, c, lanes, rows, threads, digits, parts[k : k + 1])
+
+
 def msm_g1(
-    points, scalars, c: int | None = None, lanes: int | None = None, rows: int | None = None
+    points,
+    scalars,
+    c: int | None = None,
+    lanes: int | None = None,
+    rows: int | None = None,
+    partition: bool | None = None,
 ) -> np.ndarray:
-    """sum_i scalars[i] * points[i] over G1 as an (8,) affine row (zeros = infinity)."""
-    return _msm(points, scalars, 1, G1_WIDTH, "msm_g1", c, lanes, rows)
+    """sum_i scalars[i] * points[i] over G1 as an (8,) affine row (zeros = infinity).
+    partition (default: when c is not given and n >= PARTITION_MIN): split the scalars by
+    size first (see the module docstring)."""
+    return _msm(points, scalars, 1, G1_WIDTH, "msm_g1", c, lanes, rows, partition)
 
 
 def msm_g2(
-    points, scalars, c: int | None = None, lanes: int | None = None, rows: int | None = None
+    points,
+    scalars,
+    c: int | None = None,
+    lanes: int | None = None,
+    rows: int | None = None,
+    partition: bool | None = None,
 ) -> np.ndarray:
-    """sum_i scalars[i] * points[i] over G2 as a (16,) affine row (zeros = infinity)."""
-    return _msm(points, scalars, 2, G2_WIDTH, "msm_g2", c, lanes, rows)
+    """sum_i scalars[i] * points[i] over G2 as a (16,) affine row (zeros = infinity).
+    partition (default: when c is not given and n >= PARTITION_MIN): split the scalars by
+    size first (see the module docstring)."""
+    return _msm(points, scalars, 2, G2_WIDTH, "msm_g2", c, lanes, rows, partition)

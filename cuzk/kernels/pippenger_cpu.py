@@ -17,6 +17,7 @@ from cuzk.arith.limbs import cpu_fetch_add, cpu_prefetch_row
 T = building()
 GROUP = T.param("group")
 B = T.load("cuzk.kernels.buckets", group=GROUP)
+G = T.load("cuzk.arith.group", group=GROUP)
 M = T.load("cuzk.kernels.msm")
 prefetch_row = cpu_prefetch_row()
 fetch_add = cpu_fetch_add()
@@ -32,16 +33,32 @@ BUCKET_CHUNK = 256
 PREFETCH = 16
 
 
+@T.row_fn
+def subset_point(idx, k):
+    """(point index, negate) of entry k of a window's order: k is a position j in idx, or ~j
+    for a negative digit; idx[j] is a point index i, or ~i for a scalar used as -(r - s)."""
+    neg = k < 0
+    j = ~k if neg else k
+    if idx.shape[0] == 0:  # every point, in order
+        return j, neg
+    i = idx[j]
+    if i < 0:
+        return ~i, not neg
+    return i, neg
+
+
 @T.njit()
-def window_sum(points, digits, w, H, L, wins, scratch):
-    """Window w: bucket sort, batch-affine rounds, bucket sum (in L lanes, or Jacobian running
-    sums when L = 0) into wins[w]; H buckets. scratch (reused from window to window, see
+def window_sum(points, idx, digits, w, H, L, wins, scratch):
+    """Window w over the points idx[j] (~i: the point negated) with digits[w, j]: bucket sort
+    (into point indices),
+    batch-affine rounds, bucket sum (in L lanes, or Jacobian running sums when L = 0) into
+    wins[w]; H buckets; n = len(idx). scratch (reused from window to window, see
     pippenger): order (n,) int32; buf_a, buf_b (R, W) with R = min(n, rows);
     acc (R // 2 + 1, W // 2); kinds (R // 2 + 1,); sums (H, W); counts, starts (H + 1,);
     slot_start, slot_count, slot_bucket, active (BUCKET_CHUNK,); lanes_r, lanes_s (L, W)."""
     order, buf_a, buf_b, acc, kinds, sums, counts, starts = scratch[0:8]
     slot_start, slot_count, slot_bucket, active, lanes_r, lanes_s = scratch[8:14]
-    n = points.shape[0]
+    n = digits.shape[1]  # the points idx selects
     rows = buf_a.shape[0]
     counts[:] = 0
     for i in range(n):
@@ -50,13 +67,16 @@ def window_sum(points, digits, w, H, L, wins, scratch):
     for m in range(1, H + 1):
         starts[m] = total
         total += counts[m]
-    # Counting sort of the point indices by bucket (~i for a negative digit: the point is
-    # negated when gathered); starts[m] is bucket m's cursor meanwhile, then moved back.
-    for i in range(n):
-        d = np.int64(digits[w, i])
+    # Counting sort of the point indices by bucket (~i where the point is negated when
+    # gathered: a negative digit, or a scalar used as -(r - s) in idx, not both); idx is read
+    # here in order, so the gathers below index the points directly. starts[m] is bucket m's
+    # cursor meanwhile, then moved back.
+    for j in range(n):
+        d = np.int64(digits[w, j])
         if d != 0:
             m = abs(d)
-            order[starts[m]] = i if d > 0 else ~i
+            i, neg = subset_point(idx, j)
+            order[starts[m]] = ~i if neg != (d < 0) else i
             starts[m] += 1
     for m in range(1, H + 1):
         starts[m] -= counts[m]
@@ -126,31 +146,39 @@ def window_sum(points, digits, w, H, L, wins, scratch):
 
 
 @T.njit(parallel=True)
-def pippenger(points, scalars, c, lanes, rows, threads, digits, out):
-    """out[0] = sum_i scalars[i] * points[i] in this build's group, window width c, chunks of
-    at most ``rows`` rows (see msm_cpu.CHUNK_BYTES), windows spread over ``threads`` threads.
-    digits: (K, n) zeros, K = ceil(255 / c), int16 (c <= 16) or int32 (see msm_cpu).
+def pippenger(points, scalars, idx, bits, c, lanes, rows, threads, digits, out):
+    """out[0] = sum_j s_j * points[idx[j]] in this build's group, where s_j = scalars[idx[j]]
+    (or, where idx[j] = ~i, the scalar used as -(r - s) with the point negated: then s_j =
+    r - scalars[i]), every s_j below 2^bits; an empty idx: every point, in order (zero
+    scalars and points at infinity skipped); window width c, chunks of at most ``rows`` rows
+    (see msm_cpu.CHUNK_BYTES), windows spread over ``threads`` threads.
+    digits: (K, len(idx)) zeros, K = ceil((bits + 1) / c), int16 or int32 (see msm_cpu).
     c = 1 is the binary method (buckets.double_and_add: windows of one bit share the
     doublings; no digits, no buckets)."""
-    n = points.shape[0]
+    n = idx.shape[0] if idx.shape[0] > 0 else points.shape[0]
+    W = points.shape[1]
     if c == 1:
         reduced = np.empty((n, 4), np.uint64)  # each scalar reduced once, not once a bit
-        for i in range(n):
-            s = M.scalar_load_reduced(scalars, i)
+        sub = np.empty((n, W), np.uint64)  # the few points, negated where marked
+        for j in range(n):
+            s = M.subset_scalar(scalars, idx, j)
             for k in range(4):
-                reduced[i, k] = s[k]
-        B.double_and_add(points, reduced, out)
+                reduced[j, k] = s[k]
+            p, neg = subset_point(idx, j)
+            M.point_row_copy(points, p, sub, j, neg)
+        B.double_and_add(sub, reduced, bits, out)
         return
-    W = points.shape[1]
-    K = digits.shape[0]  # ceil(255 / c), allocated by the caller (msm_cpu)
+    K = digits.shape[0]  # ceil((bits + 1) / c), allocated by the caller (msm_cpu)
     H = 1 << (c - 1)
     L = min(H, lanes)
-    # Scalars are below r < 2^254, so the top window's digits are at most 2^(254 - c (K - 1))
+    # The scalars are below 2^bits, so the top window's digits are at most 2^(bits - c (K - 1))
     # (its bits plus a carry): it needs only that many buckets.
-    H_top = min(H, 1 << max(254 - c * (K - 1), 0))
-    for i in prange(n):
-        if not (M.point_row_is_zero(points, i) or M.scalar_is_zero(scalars, i)):
-            M.scalar_signed_digits(scalars, i, c, K, digits)
+    H_top = min(H, 1 << max(bits - c * (K - 1), 0))
+    for j in prange(n):
+        if idx.shape[0] == 0 and (M.point_row_is_zero(points, j) or M.scalar_is_zero(scalars, j)):
+            continue  # (digits stay 0: skipped; a subset has neither)
+        s0, s1, s2, s3 = M.subset_scalar(scalars, idx, j)
+        M.limbs_signed_digits(s0, s1, s2, s3, c, K, digits, j)
     wins = np.empty((K, 3 * (W // 2)), np.uint64)
     # T workers, each allocating its scratch once (fresh allocations per window cost page
     # faults: ~10% at 2^16), take windows from a shared counter: whoever is free takes the
@@ -182,9 +210,86 @@ def pippenger(points, scalars, c, lanes, rows, threads, digits, out):
         w = fetch_add(ticket, 0, 1)
         while w < K:
             Hw = H if w < K - 1 else H_top
-            window_sum(points, digits, w, Hw, min(L, Hw), wins, scratch)
+            window_sum(points, idx, digits, w, Hw, min(L, Hw), wins, scratch)
             w = fetch_add(ticket, 0, 1)
     B.windows_combine(wins, K, c, out)
+
+
+@T.njit(parallel=True)
+def scalar_classes(points, scalars, bits):
+    """bits[i] = the size class of scalar i (msm.scalar_class_bits: b, or -b where -(r - s) is
+    shorter), 0 for a zero scalar or a point at infinity: nothing to add."""
+    for i in prange(points.shape[0]):
+        if M.point_row_is_zero(points, i):
+            bits[i] = 0
+        else:
+            bits[i] = M.scalar_class_bits(scalars, i)
+
+
+@T.njit()
+def segment_sum(points, idx, lo, hi, parts, t, buf_a, buf_b, acc, kinds, slots):
+    """parts[t] = the affine sum of the points idx[lo:hi] (~i: negated): chunks of buf_a's rows
+    gathered in turn (each starting from the sum so far) and added up by batch-affine rounds,
+    a pairwise tree sharing one inversion per round."""
+    rows = buf_a.shape[0]
+    count, start, active = slots[0:1], slots[1:2], slots[2:3]
+    start[0] = 0
+    active[0] = 0
+    parts[t, :] = 0
+    j = lo
+    while j < hi:
+        M.point_row_copy(parts, t, buf_a, 0, False)  # the sum so far (zeros: infinity)
+        fill = 1
+        while fill < rows and j < hi:
+            ahead, _ = subset_point(idx, min(j + PREFETCH, hi - 1))
+            prefetch_row(points, ahead)
+            p, neg = subset_point(idx, j)
+            M.point_row_copy(points, p, buf_a, fill, neg)
+            fill += 1
+            j += 1
+        count[0] = fill
+        pts = buf_a
+        out = buf_b
+        while count[0] > 1:
+            B.batch_affine_round(pts, out, count, start, active, 1, acc, kinds)
+            pts, out = out, pts
+        M.point_row_copy(pts, 0, parts, t, False)
+
+
+@T.njit(parallel=True)
+def points_sum(points, idx, rows, threads, out):
+    """out[0] = sum_j points[idx[j]] (~i: negated), affine: the MSM's scalars equal to 1 (or
+    r - 1). idx is cut into one segment per thread (segment_sum), the segments' sums added
+    in Jacobian coordinates; ~1 batch-affine addition per point, no windows, no buckets."""
+    n = idx.shape[0]
+    W = points.shape[1]
+    T = max(1, min(threads, n // 64))
+    R = max(min(n // T + 1, rows), 2)
+    parts = np.zeros((T, W), np.uint64)
+    for t in prange(T):
+        segment_sum(
+            points,
+            idx,
+            n * t // T,
+            n * (t + 1) // T,
+            parts,
+            t,
+            np.empty((R, W), np.uint64),
+            np.empty((R, W), np.uint64),
+            np.empty((R // 2 + 1, W // 2), np.uint64),
+            np.empty(R // 2 + 1, np.int64),
+            np.empty(3, np.int64),
+        )
+    rows_sum(parts, out)
+
+
+@T.njit()
+def rows_sum(rows, out):
+    """out[0] = affine(sum of the affine rows), in Jacobian coordinates: one inversion."""
+    acc = G.inf()
+    for k in range(rows.shape[0]):
+        acc = G.add_mixed(acc, G.load_affine(rows, k))
+    G.store_affine(out, 0, G.to_affine(acc))
 
 
 @T.njit()
