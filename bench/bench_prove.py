@@ -524,19 +524,30 @@ def plot(name, entry, res, img):
         keys = [k for k in phases[0] if k not in ("log2n", "circuit")]
         totals = [sum(float(p.get(k) or 0.0) for k in keys) or 1.0 for p in phases]
         bottom = [0.0] * len(phases)
-        px = [
-            p.get("circuit", f"2^{p['log2n']}")
-            .replace("squarechain ", "sq ")
-            .replace("toyhash ", "toy ")
-            for p in phases
-        ]
+        short = {"squarechain": "sq", "toyhash": "toy", "sha256": "sha", "merkle": "mkl"}
+        short.update(eddsa="eds", range="rng")
+        px = []
+        for p in phases:
+            fam, _, size = p.get("circuit", f"? 2^{p['log2n']}").partition(" ")
+            px.append(f"{short.get(fam, fam)} {size}")
         for k in keys:
             vals = [100.0 * float(p.get(k) or 0.0) / t for p, t in zip(phases, totals, strict=True)]
             bx.bar(px, vals, bottom=bottom, label=k)
             bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
+        many = len(phases) > 6
         for i, t in enumerate(totals):
-            bx.text(i, 101, f"{t:.0f} ms", ha="center", va="bottom", fontsize=7)
-        bx.set_ylim(0, 112)
+            bx.text(
+                i,
+                101,
+                f"{t:.0f} ms",
+                ha="center",
+                va="bottom",
+                fontsize=5.5 if many else 7,
+                rotation=90 if many else 0,
+            )
+        bx.set_ylim(0, 125 if many else 112)
+        if many:
+            bx.tick_params(axis="x", labelrotation=60, labelsize=6)
         bx.set_xlabel("domain")
         bx.set_ylabel("% of a proof, key loaded (phases)")
         bx.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.0, 0.5))
