@@ -22,7 +22,8 @@ $(VENV)/.installed: setup.cfg setup.py
 
 install: $(VENV)/.installed
 
-# snarkjs and circom2 from the npm registry, for the interop tests and benchmarks.
+# snarkjs, circom2, circomlib and circomlibjs from npm, for the interop tests and benchmarks
+# (a changed tools/package.json installs again).
 $(TOOLS)/.installed: tools/package.json
 	mkdir -p $(TOOLS)
 	cp tools/package.json $(TOOLS)/package.json

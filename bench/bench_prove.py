@@ -1,10 +1,13 @@
 """Suite `prove`: `cuzk prove` against rapidsnark and `snarkjs groth16 prove` on the same files.
 
 For each circuit (bench.circuits: the squaring chain at every size, the toyhash circuit the
-kernels were first tuned on at 2^15; keys by `snarkjs groth16 setup` up to 2^10, by
-`cuzk setup` above):
+kernels were first tuned on at 2^15, and circomlib's SHA-256, Poseidon Merkle paths,
+EdDSA-Poseidon and range checks at 2^15 and 2^17, 2^19 in the full profile; keys by
+`snarkjs groth16 setup` up to 2^10, by `cuzk setup` above; each row carries its witness
+profile, the share of values that are 0, 1, below 2^64 and dense):
 - rounds of: the `cuzk prove` command, rapidsnark's `prover` command (when built), the
-  `snarkjs groth16 prove` command, and one proof by cuzk in process with the key mapped and
+  `snarkjs groth16 prove` command (once, its untimed run left out for the circomlib
+  circuits, from 2^17), and one proof by cuzk in process with the key mapped and
   the kernels loaded (what `cuzk serve` pays per proof), after one untimed run of each (Numba
   cache, page cache and node warm), so that all see the same machine load: min / median /
   max, the ratios of the medians, and each command's peak RSS (from wait4);
@@ -15,8 +18,10 @@ kernels were first tuned on at 2^15; keys by `snarkjs groth16 setup` up to 2^10,
 rapidsnark is not in the package registries: `RAPIDSNARK=path/to/prover`, else
 bench/peers/rapidsnark/prover (built from its public source as README.md says), else
 `rapidsnark` on PATH; without one the rows have no rapidsnark columns and the result says
-why. Issue #16's targets: cuzk command <= 1.0x rapidsnark's at 2^15 and up,
-in process <= 0.5x, peak RSS <= 2x at 2^17 and up.
+why. Issue #16's targets (squaring chain): cuzk command <= 1.0x rapidsnark's at 2^15 and up,
+in process <= 0.5x, peak RSS <= 2x at 2^17 and up. Issue #25's, on every circomlib family: in
+process <= 0.5x rapidsnark's command at 2^15, 2^17 and 2^19, the command <= 1.0x and peak RSS
+<= 2x at 2^17 and 2^19.
 Profile gpu runs `cuzk prove --device cuda` at the device sizes.
 Run alone: ``python -m bench.bench_prove [smoke|quick|full|gpu]``.
 """
@@ -33,21 +38,24 @@ import time
 from pathlib import Path
 
 from bench import plots as P
-from bench.circuits import BIN, ROOT, circuit
+from bench.circuits import BIN, FAMILIES, REAL_FAMILIES, ROOT, circuit, profile_text
 from bench.machine import compile_bytecode
-from bench.tables import fmt, squarechain_row, table, target
+from bench.tables import family_row, fmt, squarechain_row, table, target
 
-# (family, log2n) per profile: the squaring chain at every size, toyhash for continuity.
+# (family, log2n) per profile: the squaring chain at every size, toyhash for continuity, and
+# circomlib's families (issue #25) at 2^15 and 2^17, 2^19 in the full profile.
 CIRCUITS = {
     "smoke": [("toyhash", 10)],
-    "quick": [("squarechain", 12), ("squarechain", 15), ("toyhash", 15), ("squarechain", 17)],
+    "quick": [("squarechain", 12), ("squarechain", 15), ("toyhash", 15), ("squarechain", 17)]
+    + [(f, k) for k in (15, 17) for f in REAL_FAMILIES],
     "full": [
         ("squarechain", 12),
         ("squarechain", 15),
         ("toyhash", 15),
         ("squarechain", 17),
         ("squarechain", 19),
-    ],
+    ]
+    + [(f, k) for k in (15, 17, 19) for f in REAL_FAMILIES],
     "gpu": [("squarechain", 16), ("squarechain", 18), ("squarechain", 20)],
 }
 REPEATS = {"smoke": 1, "quick": 3, "full": 5, "gpu": 3}  # rounds of every command
@@ -164,8 +172,10 @@ def _circuit(family: str, log2n: int, profile: str, device: str, rapidsnark: str
     key = ProvingKey.open(files["zkey"])
     w = load_witness(files["wtns"], key)
     dev = open_device(device)
-    for cmd in cmds.values():  # untimed: Numba cache, page cache, node's module cache
-        _run_measured(cmd)
+    snarkjs_once = log2n >= SLOW_PEER_LOG2N or FAMILIES[family].circomlib
+    for k, cmd in cmds.items():  # untimed: Numba cache, page cache, node's module cache
+        if not (k == "snarkjs" and FAMILIES[family].circomlib):
+            _run_measured(cmd)
     prove(key, w, dev)  # untimed: kernels loaded, key pages touched
     times = {k: [] for k in cmds}
     rss = {k: [] for k in cmds}
@@ -173,7 +183,7 @@ def _circuit(family: str, log2n: int, profile: str, device: str, rapidsnark: str
     rounds = REPEATS[profile]
     for i in range(rounds):  # one of each per round: all see the same load
         for k, cmd in cmds.items():
-            if k == "snarkjs" and log2n >= SLOW_PEER_LOG2N and i > 0:
+            if k == "snarkjs" and snarkjs_once and i > 0:
                 continue
             dt, mib = _run_measured(cmd)
             times[k].append(dt)
@@ -201,6 +211,9 @@ def _circuit(family: str, log2n: int, profile: str, device: str, rapidsnark: str
         "family": family,
         "log2n": log2n,
         "constraints": info.get("constraints"),
+        "size": f"{info.get('steps')} {info.get('unit', 'steps')}",
+        "witness_pct_0/1/small/dense": profile_text(info.get("witness_profile")),
+        "witness_profile": info.get("witness_profile"),
         "key_by": " ".join(str(info.get("setup", "?")).split()[:2]),
         "cuzk_cmd_s": cmed,
         "cuzk_min_s": cmin,
@@ -251,6 +264,8 @@ ROW_COLUMNS = [
     "family",
     "log2n",
     "constraints",
+    "size",
+    "witness_pct_0/1/small/dense",
     "cuzk_cmd_s",
     "cuzk_warm_s",
     "rapidsnark_s",
@@ -355,6 +370,65 @@ def targets(get) -> list[dict]:
                     suite="prove",
                 )
             )
+    return out + family_targets(get)
+
+
+def family_targets(get) -> list[dict]:
+    """Issue #25's targets on every circomlib family, against rapidsnark's whole command on
+    the same files: the in-process proof (the daemon with the key resident) <= 0.5x at 2^15,
+    2^17 and 2^19 (target 2), the `cuzk prove` command <= 1.0x at 2^17 and 2^19 (target 4),
+    its peak RSS <= 2x at 2^17 and 2^19 (target 5). 2^19 rows come from the full profile;
+    the note carries the witness profile (% of values 0/1/small/dense)."""
+    prove = get()
+    have = bool((prove or {}).get("rapidsnark", {}).get("installed"))
+    why = "" if have or not prove else "rapidsnark not built here (README: rapidsnark as a peer)"
+    out = []
+    for family in REAL_FAMILIES:
+        for log2n in (15, 17, 19):
+            r, where = family_row(get, family, log2n)
+            ok = bool(r and have and "rapidsnark_s" in r)
+            wit = f"; witness {r['witness_pct_0/1/small/dense']} %" if r else ""
+            goals = [
+                (
+                    f"{family} 2^{log2n}: cuzk, key loaded (daemon's case) ÷ rapidsnark's command",
+                    0.5,
+                    "warm_vs_rapidsnark",
+                    lambda r: (
+                        f"in process {fmt(r['cuzk_warm_s'])} s, rapidsnark "
+                        f"{fmt(r['rapidsnark_s'])} s"
+                    ),
+                )
+            ]
+            if log2n >= 17:
+                goals += [
+                    (
+                        f"{family} 2^{log2n}: `cuzk prove`, whole command ÷ rapidsnark's",
+                        1.0,
+                        "cmd_vs_rapidsnark",
+                        lambda r: (
+                            f"cuzk {fmt(r['cuzk_cmd_s'])} s, rapidsnark {fmt(r['rapidsnark_s'])} s"
+                        ),
+                    ),
+                    (
+                        f"{family} 2^{log2n}: `cuzk prove`, peak RSS ÷ rapidsnark's",
+                        2.0,
+                        "rss_vs_rapidsnark",
+                        lambda r: f"{fmt(r['cuzk_rss_mib'])} / {fmt(r['rapidsnark_rss_mib'])} MiB",
+                    ),
+                ]
+            for name, goal, column, note in goals:
+                out.append(
+                    target(
+                        name,
+                        "#25",
+                        goal,
+                        "x",
+                        r.get(column) if ok else None,
+                        note=(note(r) + wit + where) if ok else (why or "no run at this size"),
+                        suite="prove",
+                        profile="full" if where else "quick",
+                    )
+                )
     return out
 
 
@@ -450,19 +524,30 @@ def plot(name, entry, res, img):
         keys = [k for k in phases[0] if k not in ("log2n", "circuit")]
         totals = [sum(float(p.get(k) or 0.0) for k in keys) or 1.0 for p in phases]
         bottom = [0.0] * len(phases)
-        px = [
-            p.get("circuit", f"2^{p['log2n']}")
-            .replace("squarechain ", "sq ")
-            .replace("toyhash ", "toy ")
-            for p in phases
-        ]
+        short = {"squarechain": "sq", "toyhash": "toy", "sha256": "sha", "merkle": "mkl"}
+        short.update(eddsa="eds", range="rng")
+        px = []
+        for p in phases:
+            fam, _, size = p.get("circuit", f"? 2^{p['log2n']}").partition(" ")
+            px.append(f"{short.get(fam, fam)} {size}")
         for k in keys:
             vals = [100.0 * float(p.get(k) or 0.0) / t for p, t in zip(phases, totals, strict=True)]
             bx.bar(px, vals, bottom=bottom, label=k)
             bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
+        many = len(phases) > 6
         for i, t in enumerate(totals):
-            bx.text(i, 101, f"{t:.0f} ms", ha="center", va="bottom", fontsize=7)
-        bx.set_ylim(0, 112)
+            bx.text(
+                i,
+                101,
+                f"{t:.0f} ms",
+                ha="center",
+                va="bottom",
+                fontsize=5.5 if many else 7,
+                rotation=90 if many else 0,
+            )
+        bx.set_ylim(0, 125 if many else 112)
+        if many:
+            bx.tick_params(axis="x", labelrotation=60, labelsize=6)
         bx.set_xlabel("domain")
         bx.set_ylabel("% of a proof, key loaded (phases)")
         bx.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.0, 0.5))

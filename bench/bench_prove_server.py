@@ -10,6 +10,9 @@ interleaved, so both see the same load: min / median / max, the ratio of the med
 daemon's own time per job (submitted → finished, from GET /v1/jobs) and what the command adds
 to it (the client: start-up, request, files), the client's peak RSS. The proof the command
 wrote is checked with cuzk's verifier. Without rapidsnark the rows carry the cuzk figures only.
+Issue #25's target 2 through the daemon: the whole `cuzk prove --server` command <= 0.5x
+rapidsnark's on every circomlib family (SHA-256, Poseidon Merkle, EdDSA-Poseidon, range
+checks) at 2^15, 2^17 and 2^19 (the full profile).
 Run alone: ``python -m bench.bench_prove_server [smoke|quick|full|gpu]``.
 """
 
@@ -31,9 +34,9 @@ from bench.bench_prove import (
     _stats,
     find_rapidsnark,
 )
-from bench.circuits import WORK, circuit
+from bench.circuits import REAL_FAMILIES, WORK, circuit
 from bench.machine import compile_bytecode
-from bench.tables import fmt, squarechain_row, table, target
+from bench.tables import family_row, fmt, squarechain_row, table, target
 
 
 def start_daemon(folder: str) -> tuple[subprocess.Popen, str]:
@@ -232,6 +235,28 @@ def targets(get) -> list[dict]:
                 suite="prove-server",
             )
         )
+    for family in REAL_FAMILIES:  # issue #25's target 2, through `cuzk serve`
+        for log2n in (15, 17, 19):
+            r, where = family_row(get, family, log2n)
+            ok = bool(r and have and "server_vs_rapidsnark" in r)
+            out.append(
+                target(
+                    f"{family} 2^{log2n}: `cuzk prove --server` (warm daemon), whole command "
+                    "÷ rapidsnark's",
+                    "#25",
+                    0.5,
+                    "x",
+                    r.get("server_vs_rapidsnark") if ok else None,
+                    note=(
+                        f"command {fmt(r['server_cmd_s'])} s (daemon {fmt(r['daemon_job_s'])} "
+                        f"s), rapidsnark {fmt(r['rapidsnark_s'])} s{where}"
+                        if ok
+                        else (why or "no run at this size")
+                    ),
+                    suite="prove-server",
+                    profile="full" if where else "quick",
+                )
+            )
     return out
 
 

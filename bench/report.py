@@ -158,7 +158,9 @@ def run_target(latest: dict | None) -> dict:
     note = (
         f"{len(latest['suites'])} suites, load {fmt(min(loads))}-{fmt(max(loads))}; "
         "a fresh clone also compiles the kernels (5.5 min in all with an empty Numba "
-        "cache at load 3-4.5, 2026-11-29) and makes the circuits (about 40 s)"
+        "cache at load 3-4.5, 2026-11-29) and makes the circuits (about 40 s for the "
+        "synthetic ones, about 6 min more for circomlib's at 2^15 and 2^17: circom2 and "
+        "cuzk setup at load 4-10, 2026-12-02)"
         if minutes and loads
         else ""
     )
@@ -222,6 +224,13 @@ from every result file present.
   from its public source into bench/peers/rapidsnark (README.md, "rapidsnark as a peer") or
   named by `RAPIDSNARK=path`, and then run side by side with `cuzk prove` and snarkjs on the
   same files. Without it the prove suite has no rapidsnark columns.
+- **Circuits** (bench/circuits.py, made on first use and cached in bench/work): synthetic
+  ones with dense witnesses (squaring chain, toyhash) and circomlib's, the circuits people
+  prove (issue #25): SHA-256 of a multi-block message, Poseidon Merkle paths of depth 20,
+  EdDSA-Poseidon signature checks (signatures by circomlibjs), 64-bit range checks, each
+  sized to fill its domain. `size` says how many blocks, paths, signatures or values;
+  `witness_pct_0/1/small/dense` is the witness profile, the % of values that are 0, 1,
+  other values below 2^64, and the rest.
 - **GPU targets** are measured only by `make bench-gpu` on a machine with a CUDA GPU; they
   read "not measured" until such a run's results are committed.
 - "met by the best run only": the median misses the target, the fastest run meets it (on a

@@ -39,15 +39,20 @@ def find_row(rows, **match):
     return None
 
 
-def squarechain_row(get, log2n: int):
-    """(row, where) for a #16 target at domain 2^log2n: the quick run's squaring-chain row,
-    or for 2^19 (the full profile's size only) the full run's, with where = " (full
-    profile)"; (None, "") when no run has one. get: the report's getter for the suite."""
-    row = find_row((get() or {}).get("rows"), family="squarechain", log2n=log2n)
+def family_row(get, family: str, log2n: int):
+    """(row, where) for a target at domain 2^log2n: the quick run's row of the family, or for
+    2^19 (the full profile's size only) the full run's, with where = " (full profile)";
+    (None, "") when no run has one. get: the report's getter for the suite."""
+    row = find_row((get() or {}).get("rows"), family=family, log2n=log2n)
     if row is None and log2n == 19:
-        row = find_row((get("full") or {}).get("rows"), family="squarechain", log2n=19)
+        row = find_row((get("full") or {}).get("rows"), family=family, log2n=19)
         return row, " (full profile)" if row is not None else ""
     return row, ""
+
+
+def squarechain_row(get, log2n: int):
+    """family_row for the squaring chain (issue #16's targets)."""
+    return family_row(get, "squarechain", log2n)
 
 
 def target(
