@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 from bench import plots as P
+from bench.bench_prove import in_process
 from bench.circuits import REAL_FAMILIES
 from bench.tables import fmt, table, target
 
@@ -246,9 +247,7 @@ def real(s: dict, profile: str) -> dict:
     from cuzk.engine import EngineConfig
 
     files = _real_circuit(s["circuit"])
-    key = P.ProvingKey.open(files["zkey"])
-    w = P.load_witness(files["wtns"], key)
-    dev = P.open_device("cuda" if profile == "gpu" else "cpu")
+    key, w, dev = in_process(files, "cuda" if profile == "gpu" else "cpu")
     dev.load_key(key)
     P.prove(key, w, dev)  # compile / load kernels
     # serial baseline, and each stage's capacity on its own

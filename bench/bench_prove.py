@@ -115,6 +115,28 @@ def _cuzk_command() -> list:
     return [script] if script.exists() else [sys.executable, "-m", "cuzk.cli"]
 
 
+def cuzk_prove(files: dict, tag: str, *opts) -> list:
+    """The `cuzk prove` command line for a bench circuit's key and witness, writing
+    p_TAG.json and pub_TAG.json beside them, with OPTS (--device, --server ...) last."""
+    work = files["zkey"].parent
+    return _cuzk_command() + [
+        "prove",
+        files["zkey"],
+        files["wtns"],
+        work / f"p_{tag}.json",
+        work / f"pub_{tag}.json",
+        *opts,
+    ]
+
+
+def in_process(files: dict, device: str):
+    """(key, witness, device) of a bench circuit, loaded for prove() in this process."""
+    from cuzk.groth16 import ProvingKey, load_witness, open_device
+
+    key = ProvingKey.open(files["zkey"])
+    return key, load_witness(files["wtns"], key), open_device(device)
+
+
 def find_rapidsnark() -> tuple[str | None, str]:
     """(path of rapidsnark's prover or None, where it came from or why there is none)."""
     env = os.environ.get("RAPIDSNARK")
@@ -135,22 +157,13 @@ def find_rapidsnark() -> tuple[str | None, str]:
 
 
 def _circuit(family: str, log2n: int, profile: str, device: str, rapidsnark: str | None):
-    from cuzk.groth16 import ProvingKey, load_witness, open_device, prove
+    from cuzk.groth16 import prove
     from cuzk.groth16.verifier import verify_files
 
     files = circuit(family, log2n)
     work = files["zkey"].parent
     cmds = {
-        "cuzk": _cuzk_command()
-        + [
-            "prove",
-            "--device",
-            device,
-            files["zkey"],
-            files["wtns"],
-            work / "p_cuzk.json",
-            work / "pub_cuzk.json",
-        ],
+        "cuzk": cuzk_prove(files, "cuzk", "--device", device),
         "snarkjs": [
             BIN / "snarkjs",
             "groth16",
@@ -169,9 +182,7 @@ def _circuit(family: str, log2n: int, profile: str, device: str, rapidsnark: str
             work / "p_rs.json",
             work / "pub_rs.json",
         ]
-    key = ProvingKey.open(files["zkey"])
-    w = load_witness(files["wtns"], key)
-    dev = open_device(device)
+    key, w, dev = in_process(files, device)
     snarkjs_once = log2n >= SLOW_PEER_LOG2N or FAMILIES[family].circomlib
     for k, cmd in cmds.items():  # untimed: Numba cache, page cache, node's module cache
         if not (k == "snarkjs" and FAMILIES[family].circomlib):

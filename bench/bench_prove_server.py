@@ -29,9 +29,9 @@ import time
 from bench.bench_prove import (
     CIRCUITS,
     REPEATS,
-    _cuzk_command,
     _run_measured,
     _stats,
+    cuzk_prove,
     find_rapidsnark,
 )
 from bench.circuits import REAL_FAMILIES, WORK, circuit
@@ -93,18 +93,7 @@ def _circuit(client, family: str, log2n: int, profile: str, rapidsnark: str | No
 
     files = circuit(family, log2n)
     work = files["zkey"].parent
-    cmds = {
-        "server": _cuzk_command()
-        + [
-            "prove",
-            files["zkey"],
-            files["wtns"],
-            work / "p_server.json",
-            work / "pub_server.json",
-            "--server",
-            client.server,
-        ]
-    }
+    cmds = {"server": cuzk_prove(files, "server", "--server", client.server)}
     if rapidsnark:
         cmds["rapidsnark"] = [
             rapidsnark,

@@ -30,7 +30,7 @@ import sysconfig
 import tempfile
 import time
 
-from bench.bench_prove import REPEATS, _cuzk_command, _run_measured, _stats
+from bench.bench_prove import REPEATS, _cuzk_command, _run_measured, _stats, cuzk_prove, in_process
 from bench.circuits import circuit
 from bench.machine import compile_bytecode
 from bench.tables import fmt, table, target
@@ -46,20 +46,11 @@ def _samples(rounds: int) -> int:
 
 def _fixed_cost(log2n: int, rounds: int) -> dict:
     """`cuzk prove` (whole command) against prove() in this process, same key and witness."""
-    from cuzk.groth16 import ProvingKey, load_witness, open_device, prove
+    from cuzk.groth16 import prove
 
     files = circuit(FAMILY, log2n)
-    work = files["zkey"].parent
-    cmd = _cuzk_command() + [
-        "prove",
-        files["zkey"],
-        files["wtns"],
-        work / "p_startup.json",
-        work / "pub_startup.json",
-    ]
-    key = ProvingKey.open(files["zkey"])
-    w = load_witness(files["wtns"], key)
-    dev = open_device("cpu")
+    cmd = cuzk_prove(files, "startup")
+    key, w, dev = in_process(files, "cpu")
     _run_measured(cmd)  # untimed: page cache
     prove(key, w, dev)  # untimed: kernels loaded
     command, warm = [], []
@@ -124,20 +115,11 @@ def _thin_client(rounds: int) -> dict:
     from cuzk.serve.client import Client
 
     files = circuit(FAMILY, 12)
-    work = files["zkey"].parent
     with tempfile.TemporaryDirectory(prefix="cuzk-bench-startup-") as folder:
         proc, url = start_daemon(folder)
         try:
             client = Client(url, timeout=600)
-            cmd = _cuzk_command() + [
-                "prove",
-                files["zkey"],
-                files["wtns"],
-                work / "p_thin.json",
-                work / "pub_thin.json",
-                "--server",
-                url,
-            ]
+            cmd = cuzk_prove(files, "thin", "--server", url)
             _run_measured(cmd)  # untimed: the daemon registers the key, loads its kernels
             times, jobs = [], []
             for _ in range(_samples(rounds)):
@@ -167,7 +149,6 @@ def _restart(rounds: int) -> dict:
     from bench.bench_prove_server import start_daemon, stop_daemon
 
     files = circuit(FAMILY, 12)
-    work = files["zkey"].parent
     listening, proving = [], []
     for _ in range(rounds):
         with tempfile.TemporaryDirectory(prefix="cuzk-bench-restart-") as folder:
@@ -175,15 +156,7 @@ def _restart(rounds: int) -> dict:
             proc, url = start_daemon(folder)
             try:
                 listening.append(time.perf_counter() - t0)
-                cmd = _cuzk_command() + [
-                    "prove",
-                    files["zkey"],
-                    files["wtns"],
-                    work / "p_restart.json",
-                    work / "pub_restart.json",
-                    "--server",
-                    url,
-                ]
+                cmd = cuzk_prove(files, "restart", "--server", url)
                 _run_measured(cmd)
                 proving.append(time.perf_counter() - t0)
             finally:
@@ -203,16 +176,9 @@ def _restart(rounds: int) -> dict:
 def _cold() -> dict:
     """`cuzk prove` 2^12 with an empty kernel cache: first stderr line, whole command."""
     files = circuit(FAMILY, 12)
-    work = files["zkey"].parent
     with tempfile.TemporaryDirectory(prefix="cuzk-bench-cold-") as folder:
         env = {**os.environ, "NUMBA_CACHE_DIR": folder}
-        cmd = _cuzk_command() + [
-            "prove",
-            files["zkey"],
-            files["wtns"],
-            work / "p_cold.json",
-            work / "pub_cold.json",
-        ]
+        cmd = cuzk_prove(files, "cold")
         t0 = time.perf_counter()
         p = subprocess.Popen(
             [str(c) for c in cmd], env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL

@@ -39,6 +39,19 @@ R = BN254_R
 TWO_ADICITY = 28
 
 
+def fq12_to_py_ecc(c) -> bn.FQ12:
+    """cuzk's tower element sum_k a_k w^k (a_k = x + y u in Fq2, a_k = c[k % 2][k // 2]) in
+    py_ecc's basis Fq[W]/(W^12 - 18 W^6 + 82): with W = w, u = W^6 - 9 (so xi = 9 + u = W^6),
+    a_k w^k becomes (x - 9y) W^k + y W^(k+6)."""
+    q = bn.field_modulus
+    co = [0] * 12
+    for k in range(6):
+        x, y = c[k % 2][k // 2]
+        co[k] = (x - 9 * y) % q
+        co[k + 6] = y % q
+    return bn.FQ12(co)
+
+
 def root_of_unity(log_n: int) -> int:
     """A primitive 2^log_n-th root of unity in F_r, snarkjs's: w[28] = 5^((r-1)/2^28), squared
     down to w[log_n]."""

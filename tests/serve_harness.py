@@ -5,6 +5,8 @@ logs to a file (never a pipe that could fill), learns its URL from the "listenin
 and on stop() checks that the process exited and left no shared-memory segment behind. Unless
 the arguments name one, it passes a `--state-dir` beside its log file (under the test's
 tmp_path), so daemons of parallel tests never share the user's default state directory.
+serve_daemon() builds one with the arguments the tests share (daemon_args()); SilentConnections
+holds connections that never speak, reopened as the server closes them.
 """
 
 from __future__ import annotations
@@ -52,6 +54,26 @@ def warm_kernels(*circuits) -> None:
     for c in circuits:
         key = P.ProvingKey.open(c.zkey)
         P.prove(key, P.load_witness(c.witness(0), key), P.open_device("cpu"))
+
+
+def daemon_args(
+    key_root, *extra, devices: str = "cpu:1", memory: str | None = "1GiB", listen="127.0.0.1:0"
+) -> list:
+    """The `cuzk serve` arguments the tests share: LISTEN (loopback, a free port), DEVICES, one
+    synthesis worker, a MEMORY budget (None: the default), KEY_ROOT, then EXTRA."""
+    budget = ["--memory-budget", memory] if memory is not None else []
+    return [
+        "--listen",
+        listen,
+        "--devices",
+        devices,
+        "--synth-workers",
+        "1",
+        *budget,
+        "--key-root",
+        key_root,
+        *extra,
+    ]
 
 
 class ServeProcess:
@@ -135,6 +157,12 @@ class ServeProcess:
             self.proc.wait(10)
         if hasattr(self, "_log"):
             self._log.close()
+
+
+def serve_daemon(log_path: Path, key_root, *extra, env: dict | None = None, **kw) -> ServeProcess:
+    """A ServeProcess (not yet started) logging to LOG_PATH with `daemon_args(KEY_ROOT, *EXTRA,
+    **KW)`."""
+    return ServeProcess(log_path, *daemon_args(key_root, *extra, **kw), env=env)
 
 
 def serving(s: ServeProcess):
@@ -263,6 +291,50 @@ class StatusServer:
         self.requests += 1
         snap = self.snapshot() if callable(self.snapshot) else self.snapshot
         return 200, js, json.dumps(snap, separators=(",", ":"), allow_nan=False).encode()
+
+
+class SilentConnections:
+    """N connections to 127.0.0.1:PORT that never send a byte, each reopened by a thread (a pass
+    every PAUSE s) as soon as the server closes it, while the `with` block runs; closed at its
+    end. `reopened` lists the index of each connection reopened."""
+
+    def __init__(self, port: int, n: int, pause: float = 0.01):
+        import socket
+        import threading
+
+        self.port, self.pause, self.reopened = port, pause, []
+        self.conns = [socket.create_connection(("127.0.0.1", port)) for _ in range(n)]
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._hold)
+
+    def _hold(self) -> None:
+        import socket
+
+        while not self.stop.is_set():
+            for i, c in enumerate(self.conns):
+                c.setblocking(False)
+                try:
+                    gone = c.recv(1) == b""
+                except BlockingIOError:
+                    gone = False
+                except OSError:
+                    gone = True
+                if gone:
+                    c.close()
+                    self.conns[i] = socket.create_connection(("127.0.0.1", self.port))
+                    self.reopened.append(i)
+            time.sleep(self.pause)
+
+    def __enter__(self) -> SilentConnections:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        if self.thread.is_alive():
+            self.thread.join()
+        for c in self.conns:
+            c.close()
 
 
 def closed_port_url() -> str:

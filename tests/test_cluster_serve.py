@@ -11,7 +11,7 @@ import threading
 
 import pytest
 from cluster_harness import farm as start_farm
-from serve_harness import ServeProcess, request, run_cli, serving
+from serve_harness import request, run_cli, serve_daemon, serving
 from waiting import wait_for
 
 from cuzk.testing import prover_double as double
@@ -35,24 +35,15 @@ def root(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def gateway(farm, root):
-    s = ServeProcess(
+    s = serve_daemon(
         root.parent / "gateway.log",
+        root,
         "--ray",
         farm.address,
-        "--listen",
-        "127.0.0.1:0",
-        "--devices",
-        "cpu:1",
-        "--synth-workers",
-        "1",
-        "--memory-budget",
-        "1GiB",
         "--prover",
         "cuzk.testing.prover_double",
         "--prover-options",
         '{"synth_secs": 0.01, "start_secs": 0.04, "finish_secs": 0.01}',
-        "--key-root",
-        root,
         "--log-level",
         "info",
     ).start()

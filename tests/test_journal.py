@@ -24,7 +24,7 @@ import time
 
 import pytest
 from conftest import fixture_circuit
-from serve_harness import ServeProcess, request, run_cli, warm_kernels
+from serve_harness import ServeProcess, daemon_args, request, run_cli, warm_kernels
 from waiting import wait_for
 
 from cuzk.groth16.verifier import verify
@@ -624,22 +624,7 @@ def b64(path) -> str:
 
 
 def serve_args(root, state, *extra):
-    return (
-        "--listen",
-        "127.0.0.1:0",
-        "--devices",
-        "cpu:1",
-        "--synth-workers",
-        "1",
-        "--memory-budget",
-        "1GiB",
-        "--key-root",
-        root,
-        "--state-dir",
-        state,
-        "--self-verify",
-        *extra,
-    )
+    return daemon_args(root, "--state-dir", state, "--self-verify", *extra)
 
 
 def check_done(circuit, r, sets):

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from conftest import fixture_circuit
-from serve_harness import ServeProcess, request
+from serve_harness import request, serve_daemon
 
 from cuzk.arith.constants import FQ_MODULUS, FR_MODULUS
 from cuzk.cli import main
@@ -320,20 +320,8 @@ def test_the_daemon_refuses_a_damaged_key_at_registration(tmp_path):
     bad = damaged(
         root, MULCHAIN.zkey, section_offset(MULCHAIN.zkey, POINTS_A) + 64 * 2, name="bad.zkey"
     )
-    s = ServeProcess(
-        tmp_path / "serve.log",
-        "--listen",
-        "127.0.0.1:0",
-        "--devices",
-        "cpu:1",
-        "--synth-workers",
-        "1",
-        "--memory-budget",
-        "256MiB",
-        "--key-root",
-        root,
-        "--state-dir",
-        tmp_path / "state",
+    s = serve_daemon(
+        tmp_path / "serve.log", root, "--state-dir", tmp_path / "state", memory="256MiB"
     ).start()
     try:
         code, _, body = request(s.url, "POST", "/v1/keys", {"path": str(bad)})

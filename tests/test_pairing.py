@@ -13,6 +13,7 @@ import pytest
 from numba import njit
 from py_ecc import optimized_bn128 as bn
 from py_ecc.optimized_bn128.optimized_pairing import final_exponentiate
+from reference import fq12_to_py_ecc as to_py_ecc
 
 from cuzk.arith import curve as C
 from cuzk.arith import fq12 as K
@@ -139,18 +140,6 @@ def twist_op(op, Q, R_=None, P=G1_GENERATOR, k=0):
     ps[1, 0] = np.array(int_to_limb_tuple(k), dtype=np.uint64)
     k_twist(op, PR.g2_array([Q, R_ if R_ is not None else Q]), ps, out)
     return tuple(tuple(unmont(out[0, j, h]) for h in range(2)) for j in range(2))
-
-
-def to_py_ecc(c):
-    """Our tower element sum_k a_k w^k (a_k = x + y u in Fq2, a_k = c[k % 2][k // 2]) in
-    py_ecc's basis: with W = w, u = W^6 - 9 (so xi = 9 + u = W^6), a_k w^k becomes
-    (x - 9y) W^k + y W^(k+6)."""
-    co = [0] * 12
-    for k in range(6):
-        x, y = c[k % 2][k // 2]
-        co[k] = (x - 9 * y) % q
-        co[k + 6] = y % q
-    return bn.FQ12(co)
 
 
 def rand_fq12():

@@ -1,5 +1,5 @@
 """The Python-int pairing (cuzk.arith.pairing_int) against outside references: py_ecc's tower
-(through the basis change of tests/test_pairing.py), py_ecc's pairing raised to M, snarkjs's
+(through the basis change of tests/reference.py), py_ecc's pairing raised to M, snarkjs's
 vk_alphabeta_12 in the committed keys, the compiled pairing's values, and [r]Q = O for the
 fast G2 subgroup test. No numpy or numba is needed by the module itself."""
 
@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from py_ecc import optimized_bn128 as bn
+from reference import fq12_to_py_ecc as to_py_ecc
 
 from cuzk.arith import pairing_int as PI
 from cuzk.arith.constants import (
@@ -30,17 +31,6 @@ rng = random.Random(20261202)
 G1 = tuple(G1_GENERATOR)
 G2 = tuple(tuple(c) for c in G2_GENERATOR)
 scalars = st.integers(min_value=1, max_value=r - 1)
-
-
-def to_py_ecc(c):
-    """A tower element (sum_k a_k w^k, a_k = c[k % 2][k // 2] = x + y u) in py_ecc's basis
-    Fq[W]/(W^12 - 18 W^6 + 82): u = W^6 - 9, so a_k w^k = (x - 9y) W^k + y W^(k+6)."""
-    co = [0] * 12
-    for k in range(6):
-        x, y = c[k % 2][k // 2]
-        co[k] = (x - 9 * y) % q
-        co[k + 6] = y % q
-    return bn.FQ12(co)
 
 
 def rand_fq12():

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from conftest import fixture_circuit
-from serve_harness import ServeProcess, cli_env, request, run_cli, serving, warm_kernels
+from serve_harness import cli_env, request, run_cli, serve_daemon, serving, warm_kernels
 
 from cuzk.groth16.verifier import verify
 
@@ -52,17 +52,8 @@ def daemon(tmp_path_factory):
     token.write_text(TOKEN + "\n")
     token.chmod(0o600)
     warm_kernels(TINY)
-    s = ServeProcess(
+    s = serve_daemon(
         base / "serve.log",
-        "--listen",
-        "127.0.0.1:0",
-        "--devices",
-        "cpu:1",
-        "--synth-workers",
-        "1",
-        "--memory-budget",
-        "1GiB",
-        "--key-root",
         root,
         "--token-file",
         token,

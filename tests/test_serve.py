@@ -24,11 +24,11 @@ from cluster_harness import farm as start_farm
 from conftest import fixture_circuit
 from prometheus_client.parser import text_string_to_metric_families
 from serve_harness import (
-    ServeProcess,
     cli_env,
     raw_exchange,
     request,
     run_cli,
+    serve_daemon,
     serving,
     split_response,
     warm_kernels,
@@ -78,24 +78,16 @@ def server(request, roots):
     of two prover nodes (`cuzk serve --ray`, the same flags, which each node uses)."""
     warm_kernels(TINY, TOYHASH)
     farm = ["--ray", request.getfixturevalue("farm").address] if request.param == "gateway" else []
-    s = ServeProcess(
+    s = serve_daemon(
         roots["base"] / f"serve-{request.param}.log",
-        *farm,
-        "--listen",
-        "127.0.0.1:0",
-        "--devices",
-        "cpu:2",
-        "--synth-workers",
-        "1",
-        "--memory-budget",
-        "1GiB",
-        "--key-root",
         roots["root"],
+        *farm,
         "--max-body",
         "1MiB",
         "--self-verify",
         "--log-level",
         "info",
+        devices="cpu:2",
     ).start()
     s.machines = 1
     if farm:
@@ -651,22 +643,14 @@ def test_token_required_and_checked(roots, tmp_path):
     tf = tmp_path / "token"
     tf.write_text(token + "\n")
     tf.chmod(0o600)
-    s = ServeProcess(
+    s = serve_daemon(
         tmp_path / "serve.log",
-        "--listen",
-        "0.0.0.0:0",
-        "--devices",
-        "cpu:1",
-        "--synth-workers",
-        "1",
-        "--memory-budget",
-        "1GiB",
+        roots["root"],
         "--token-file",
         tf,
-        "--key-root",
-        roots["root"],
         "--max-connections",
         "4",
+        listen="0.0.0.0:0",
     ).start()
     try:
         port = s.hostport[1]
@@ -749,21 +733,7 @@ def test_non_loopback_without_token_refuses_to_start(tmp_path):
 @pytest.mark.slow
 def test_sigterm_while_busy_exits_cleanly(roots, tmp_path):
     warm_kernels(TOYHASH)  # (cheap when the cache is warm; a daemon compiling is not "busy")
-    s = ServeProcess(
-        tmp_path / "serve.log",
-        "--listen",
-        "127.0.0.1:0",
-        "--devices",
-        "cpu:1",
-        "--synth-workers",
-        "1",
-        "--memory-budget",
-        "1GiB",
-        "--key-root",
-        roots["root"],
-        "--drain-timeout",
-        "3",
-    ).start()
+    s = serve_daemon(tmp_path / "serve.log", roots["root"], "--drain-timeout", "3").start()
     try:
         jobs = []
         for _ in range(3):

@@ -20,6 +20,7 @@ import threading
 import time
 
 import pytest
+from serve_harness import SilentConnections
 
 from cuzk.engine.budget import MemoryBudget
 from cuzk.serve import body as B
@@ -500,30 +501,8 @@ def test_silent_connections_at_the_cap_do_not_shut_out_health(front):
     cap = 40
     srv = make(max_connections=cap, header_timeout=5.0)
     port = srv.server_address[1]
-    silent = [socket.create_connection(("127.0.0.1", port)) for _ in range(cap + 10)]
-    stop = threading.Event()
-    reopened = []
-
-    def hold():  # reopen each silent connection as soon as the server closes it
-        while not stop.is_set():
-            for i, s in enumerate(silent):
-                s.setblocking(False)
-                try:
-                    gone = s.recv(1) == b""
-                except BlockingIOError:
-                    gone = False
-                except OSError:
-                    gone = True
-                if gone:
-                    s.close()
-                    silent[i] = socket.create_connection(("127.0.0.1", port))
-                    reopened.append(i)
-            time.sleep(0.01)
-
-    t = threading.Thread(target=hold)
-    t.start()
     codes = []
-    try:
+    with SilentConnections(port, cap + 10) as silent:
         time.sleep(0.3)
         for _ in range(20):
             try:
@@ -536,14 +515,9 @@ def test_silent_connections_at_the_cap_do_not_shut_out_health(front):
         s.sendall(_post_head("/echo", len(payload)) + payload)
         echo = s.recv(65536)
         s.close()
-    finally:
-        stop.set()
-        t.join()
-        for s in silent:
-            s.close()
     assert codes.count(200) >= 0.9 * len(codes), codes
     assert b'"sizes":[3]' in echo
-    assert srv.stats["evicted"] >= 10 and reopened and srv.stats["refused"] == 0
+    assert srv.stats["evicted"] >= 10 and silent.reopened and srv.stats["refused"] == 0
     # connections busy with a request are never evicted: at the cap with none waiting, 503
     busy = make(max_connections=2, workers=2)
     port = busy.server_address[1]

@@ -18,7 +18,7 @@ import time
 import interop
 import pytest
 from conftest import fixture_circuit
-from serve_harness import ServeProcess, cli_env, request, run_cli, serving, warm_kernels
+from serve_harness import cli_env, request, run_cli, serve_daemon, serving, warm_kernels
 from wasm_fakes import fake_circom
 
 from cuzk.groth16.verifier import verify
@@ -65,17 +65,8 @@ def roots(tmp_path_factory):
 @pytest.fixture(scope="module")
 def server(roots, tmp_path_factory):
     warm_kernels(NESTED, TINY)
-    s = ServeProcess(
+    s = serve_daemon(
         roots["base"] / "serve.log",
-        "--listen",
-        "127.0.0.1:0",
-        "--devices",
-        "cpu:1",
-        "--synth-workers",
-        "1",
-        "--memory-budget",
-        "1GiB",
-        "--key-root",
         roots["root"],
         "--self-verify",
         "--log-level",
@@ -484,19 +475,13 @@ def test_daemon_resumes_a_journalled_inputs_job(roots, tmp_path):
     )
     j.close()
     gone.unlink()
-    s = ServeProcess(
+    s = serve_daemon(
         tmp_path / "serve.log",
-        "--listen",
-        "127.0.0.1:0",
-        "--devices",
-        "cpu:1",
-        "--synth-workers",
-        "1",
-        "--key-root",
         roots["root"],
         "--state-dir",
         state,
         env=serve_env(tmp_path),
+        memory=None,
     ).start()
     try:
         r = request(s.url, "GET", "/v1/jobs/resumeme/result?wait=300")[2]

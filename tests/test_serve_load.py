@@ -21,7 +21,7 @@ import pytest
 from conftest import fixture_circuit
 from interop import ROOT
 from prometheus_client.parser import text_string_to_metric_families
-from serve_harness import ServeProcess, warm_kernels
+from serve_harness import serve_daemon, warm_kernels
 
 from cuzk.groth16.verifier import verify
 from cuzk.serve.client import Client
@@ -38,21 +38,7 @@ def load_run(tmp_path_factory):
     root = base / "keys"
     for c in CIRCUITS:
         shutil.copytree(c.dir, root / c.name)
-    s = ServeProcess(
-        base / "serve.log",
-        "--listen",
-        "127.0.0.1:0",
-        "--devices",
-        "cpu:2",
-        "--synth-workers",
-        "1",
-        "--memory-budget",
-        "1GiB",
-        "--key-root",
-        root,
-        "--log-level",
-        "info",
-    ).start()
+    s = serve_daemon(base / "serve.log", root, "--log-level", "info", devices="cpu:2").start()
     try:
         yield s, root, _run_load(s, root)
         assert s.stop() == 0, s.log()

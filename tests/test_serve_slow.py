@@ -35,7 +35,7 @@ import time
 
 import pytest
 from conftest import fixture_circuit
-from serve_harness import ServeProcess, cli_env, request, run_cli
+from serve_harness import SilentConnections, cli_env, request, run_cli, serve_daemon
 
 TINY = fixture_circuit("tiny")
 R = 21888242871839275222246405745257275088548364400416034343698204186575808495617
@@ -65,22 +65,14 @@ def keys(tmp_path_factory):
 
 
 def start(base, name, *args, env=None):
-    return ServeProcess(
+    return serve_daemon(
         base / f"{name}.log",
-        "--listen",
-        "127.0.0.1:0",
-        "--devices",
-        "cpu:1",
-        "--synth-workers",
-        "1",
-        "--memory-budget",
-        "2GiB",
-        "--key-root",
         base / "keys",
         "--state-dir",
         base / f"{name}-state",
         *args,
         env=env,
+        memory="2GiB",
     ).start()
 
 
@@ -206,17 +198,8 @@ def test_trickling_uploads_and_silent_floods_do_not_lock_jobs_out(tmp_path):
         if hard != resource.RLIM_INFINITY and hard < want:
             pytest.skip(f"open-files hard limit {hard} < {want}")
         resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
-    s = ServeProcess(
+    s = serve_daemon(
         tmp_path / "flood.log",
-        "--listen",
-        "127.0.0.1:0",
-        "--devices",
-        "cpu:1",
-        "--synth-workers",
-        "1",
-        "--memory-budget",
-        "1GiB",
-        "--key-root",
         tmp_path / "keys",
         "--prover",
         "cuzk.testing.prover_double",
@@ -226,7 +209,6 @@ def test_trickling_uploads_and_silent_floods_do_not_lock_jobs_out(tmp_path):
         "1KiB",
     ).start()
     port = s.hostport[1]
-    conns = []
     try:
         # ---- item 1: two trickling maximum-size bodies
         trickle = []
@@ -254,28 +236,8 @@ def test_trickling_uploads_and_silent_floods_do_not_lock_jobs_out(tmp_path):
             assert b"body too slow" in got
             c.close()
         # ---- item 2: 1,100 silent connections held and reopened
-        conns = [socket.create_connection(("127.0.0.1", port)) for _ in range(1100)]
-        stop = threading.Event()
-
-        def hold():
-            while not stop.is_set():
-                for i, c in enumerate(conns):
-                    c.setblocking(False)
-                    try:
-                        gone = c.recv(1) == b""
-                    except BlockingIOError:
-                        gone = False
-                    except OSError:
-                        gone = True
-                    if gone:
-                        c.close()
-                        conns[i] = socket.create_connection(("127.0.0.1", port))
-                time.sleep(0.02)
-
-        t = threading.Thread(target=hold)
-        t.start()
         polls = []
-        try:
+        with SilentConnections(port, 1100, pause=0.02):
             time.sleep(0.5)
             for _ in range(12):
                 try:
@@ -284,9 +246,6 @@ def test_trickling_uploads_and_silent_floods_do_not_lock_jobs_out(tmp_path):
                     polls.append(repr(e))
                 time.sleep(0.25)
             code, _, out = request(s.url, "POST", "/v1/jobs", job, timeout=10)
-        finally:
-            stop.set()
-            t.join()
         assert polls.count(200) >= 0.9 * len(polls), polls
         assert code == 201, out
         print(
@@ -294,8 +253,6 @@ def test_trickling_uploads_and_silent_floods_do_not_lock_jobs_out(tmp_path):
             f"/healthz under 1,100 silent connections: {polls.count(200)}/{len(polls)} 200"
         )
     finally:
-        for c in conns:
-            c.close()
         try:
             assert s.stop() == 0, s.log()
             assert "Traceback" not in s.log()

@@ -36,7 +36,7 @@ import pytest
 from conftest import fixture_circuit
 from need_tool import missing_tool
 from selenium.webdriver.common.keys import Keys
-from serve_harness import ServeProcess, StatusServer, request
+from serve_harness import StatusServer, request, serve_daemon
 from waiting import wait_for
 
 from cuzk.testing.sample import busy_snapshot, farm_snapshot
@@ -90,20 +90,8 @@ def roots(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(roots):
-    s = ServeProcess(
-        roots["base"] / "serve.log",
-        "--listen",
-        "127.0.0.1:0",
-        "--devices",
-        "cpu:2",
-        "--synth-workers",
-        "1",
-        "--memory-budget",
-        "1GiB",
-        "--key-root",
-        roots["root"],
-        "--log-level",
-        "info",
+    s = serve_daemon(
+        roots["base"] / "serve.log", roots["root"], "--log-level", "info", devices="cpu:2"
     )
     try:
         yield s.start()
@@ -342,22 +330,14 @@ def test_token_is_asked_once_kept_in_the_tab_and_banner_shows_when_daemon_stops(
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN + "\n")
     token_file.chmod(0o600)
-    s = ServeProcess(
+    s = serve_daemon(
         tmp_path / "serve.log",
-        "--listen",
-        "127.0.0.1:0",
-        "--devices",
-        "cpu:1",
-        "--synth-workers",
-        "1",
-        "--memory-budget",
-        "256MiB",
-        "--key-root",
         roots["root"],
         "--token-file",
         token_file,
         "--log-level",
         "info",
+        memory="256MiB",
     )
     try:
         s.start()
