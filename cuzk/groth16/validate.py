@@ -140,21 +140,27 @@ def g2_first_outside_subgroup(pts, first):
     for c in prange(first.shape[0]):
         first[c] = -1
         for i in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
-            if not g2_in_subgroup_psi(C.g2_load_affine(pts, i)):
+            if not g2_row_in_subgroup(pts, i):
                 first[c] = i
                 break
+
+
+def _first_flagged(sweep, pts: np.ndarray) -> int:
+    """The first row that `sweep` (a chunked kernel writing each chunk's first bad row, or -1,
+    into `first`) flags in `pts`; -1 when it flags none."""
+    n = pts.shape[0]
+    if n == 0:
+        return -1
+    first = np.empty((n + CHUNK - 1) // CHUNK, dtype=np.int64)
+    sweep(_readonly(pts), first)
+    bad = first[first >= 0]
+    return int(bad.min()) if len(bad) else -1
 
 
 def first_outside_g2(pts: np.ndarray) -> int:
     """Index of the first row of a G2 (n, 16) array of twist points that is not in the
     order-r subgroup; -1 when every row is."""
-    n = pts.shape[0]
-    if n == 0:
-        return -1
-    first = np.empty((n + CHUNK - 1) // CHUNK, dtype=np.int64)
-    g2_first_outside_subgroup(_readonly(pts), first)
-    bad = first[first >= 0]
-    return int(bad.min()) if len(bad) else -1
+    return _first_flagged(g2_first_outside_subgroup, pts)
 
 
 B2_ROUNDS = 2  # random combinations of the pointsB2 section (module doc)
@@ -180,13 +186,7 @@ def first_outside_g2_batched(pts: np.ndarray, rounds: int | None = None) -> int:
 def first_bad_point(pts: np.ndarray) -> int:
     """Index of the first row of a G1 (n, 8) or G2 (n, 16) point array that is not a point of
     its curve with coordinates below q; -1 when every row is."""
-    n = pts.shape[0]
-    if n == 0:
-        return -1
-    first = np.empty((n + CHUNK - 1) // CHUNK, dtype=np.int64)
-    (g1_first_bad if pts.shape[1] == 8 else g2_first_bad)(_readonly(pts), first)
-    bad = first[first >= 0]
-    return int(bad.min()) if len(bad) else -1
+    return _first_flagged(g1_first_bad if pts.shape[1] == 8 else g2_first_bad, pts)
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
