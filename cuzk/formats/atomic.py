@@ -122,24 +122,34 @@ def _write_in_place(t: Target, data: bytes) -> None:
         raise OutputError(f"{t.path}: {e.strerror or e}") from None
 
 
-def _temporary(t: Target, data: bytes) -> str:
-    """A complete, fsynced copy of `data` next to t.real; its name."""
-    directory, name = os.path.split(t.real)
+@contextlib.contextmanager
+def _temporary_file(real: str, mode: str, path: str):
+    """(file, name) of a new temporary file next to `real`: on a clean exit it is flushed,
+    fsynced and made 0644, and kept for the caller to rename; on any error it is removed.
+    An error creating it names `path`, the file asked for, not the temporary one."""
+    directory, name = os.path.split(real)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
     except OSError as e:
-        raise OutputError(f"{t.path}: {e.strerror or e}") from None
+        raise OSError(e.errno, e.strerror, path) from None
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
+        with os.fdopen(fd, mode) as f:
+            yield f, tmp
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, 0o644)
-    except BaseException as e:
+    except BaseException:
         _unlink(tmp)
-        if isinstance(e, OSError):
-            raise OutputError(f"{t.path}: {e.strerror or e}") from None
         raise
+
+
+def _temporary(t: Target, data: bytes) -> str:
+    """A complete, fsynced copy of `data` next to t.real; its name."""
+    try:
+        with _temporary_file(t.real, "wb", t.path) as (f, tmp):
+            f.write(data)
+    except OSError as e:
+        raise OutputError(f"{t.path}: {e.strerror or e}") from None
     return tmp
 
 
@@ -212,17 +222,9 @@ def atomic_writer(path: os.PathLike | str, mode: str = "wb"):
         with open(path, mode.replace("w", "a")) as f:
             yield f
         return
-    directory, name = os.path.split(t.real)
+    with _temporary_file(t.real, mode, path) as (f, tmp):
+        yield f
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
-    except OSError as e:  # name the file asked for, not the temporary one
-        raise OSError(e.errno, e.strerror, path) from None
-    try:
-        with os.fdopen(fd, mode) as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
         os.replace(tmp, t.real)
     except BaseException:
         _unlink(tmp)
