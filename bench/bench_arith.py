@@ -27,7 +27,7 @@ from cuzk.arith import curve as C
 from cuzk.arith import field as F
 from cuzk.arith.constants import FQ_MODULUS, FR_MODULUS, MONT_R
 from cuzk.arith.jit import KernelTable
-from cuzk.formats.limbs import int_to_limb_tuple
+from cuzk.arith.radix import int_to_limb_tuple
 
 TARGET_NS = 20.0
 STEPS = {"smoke": 20_000, "quick": 2_000_000, "full": 10_000_000, "gpu": 2_000_000}

@@ -14,7 +14,7 @@ from py_ecc import optimized_bn128 as ob
 import cuzk.arith as bn
 from cuzk.arith import constants as K
 from cuzk.arith import convert as cv
-from cuzk.formats.limbs import int_to_limb_tuple, limbs_to_int
+from cuzk.arith.radix import int_to_limb_tuple, limbs_to_int
 
 TARGETS = ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)]
 MODULI = {"fq": K.FQ_MODULUS, "fr": K.FR_MODULUS}

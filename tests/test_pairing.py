@@ -25,7 +25,7 @@ from cuzk.arith.constants import (
     G2_GENERATOR,
     MONT_R,
 )
-from cuzk.formats.limbs import int_to_limb_tuple
+from cuzk.arith.radix import int_to_limb_tuple
 from cuzk.formats.snarkjs_json import fq12_to_json
 
 q, r = FQ_MODULUS, FR_MODULUS

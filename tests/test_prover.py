@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from cuzk.arith.constants import FR_MODULUS, MONT_R
+from cuzk.arith.radix import limbs_to_ints
 from cuzk.cli import main
-from cuzk.formats.limbs import limbs_to_ints
 from cuzk.groth16 import ProvingKey, first_unsatisfied, load_witness, synthesize
 
 R_INV = pow(MONT_R, -1, FR_MODULUS)

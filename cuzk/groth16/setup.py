@@ -37,7 +37,7 @@ from cuzk.arith.constants import (
 )
 from cuzk.arith.convert import fr as mont_r  # x·R mod r as the 4-tuple device functions take
 from cuzk.arith.jit import get_target
-from cuzk.formats.limbs import int_to_limb_array
+from cuzk.arith.radix import int_to_limb_array
 
 
 @njit(cache=True, nogil=True)

@@ -86,7 +86,7 @@ class Proof:
 
 
 def public_signals(key, w) -> list:
-    from cuzk.formats.limbs import limbs_to_ints
+    from cuzk.arith.radix import limbs_to_ints
 
     return limbs_to_ints(w[1 : key.n_public + 1])
 

@@ -11,7 +11,7 @@ from numba import njit
 from cuzk.arith import curve as C
 from cuzk.arith.constants import FR_MODULUS
 from cuzk.arith.pairing import g1_array, g2_array, pairing_product_is_one
-from cuzk.formats.limbs import int_to_limb_tuple
+from cuzk.arith.radix import int_to_limb_tuple
 
 R_PLAIN = int_to_limb_tuple(FR_MODULUS)
 
