@@ -394,7 +394,7 @@ def test_witness_by_path_on_loopback_else_bytes(daemon, tmp_path, monkeypatch):
     and then uploaded; both proofs verify. (In process: PATH_MIN_BYTES lowered to 0.)"""
     from cuzk.cli import main
     from cuzk.client import Client
-    from cuzk.groth16 import remote as R
+    from cuzk.groth16 import remote as thin_client
 
     sent = []
     real = Client.prove
@@ -404,7 +404,7 @@ def test_witness_by_path_on_loopback_else_bytes(daemon, tmp_path, monkeypatch):
         return real(self, key, witnesses, *a, upload=upload, **kw)
 
     monkeypatch.setattr(Client, "prove", spy)
-    monkeypatch.setattr(R, "PATH_MIN_BYTES", 0)
+    monkeypatch.setattr(thin_client, "PATH_MIN_BYTES", 0)
     outside = tmp_path / "w.wtns"
     shutil.copy(TINY.witness(0), outside)
     vk = json.loads(TINY.vk.read_text())
@@ -435,8 +435,9 @@ def test_witness_by_path_on_loopback_else_bytes(daemon, tmp_path, monkeypatch):
             json.loads((tmp_path / "p.json").read_text()),
         )
     # to a host that is not loopback, and below PATH_MIN_BYTES, always bytes
-    assert not R.is_loopback("http://prover7:9820") and R.is_loopback("http://[::1]:1")
-    assert R.is_loopback("http://localhost:9820") and R.is_loopback("http://127.0.0.2:1")
+    is_loopback = thin_client.is_loopback
+    assert not is_loopback("http://prover7:9820") and is_loopback("http://[::1]:1")
+    assert is_loopback("http://localhost:9820") and is_loopback("http://127.0.0.2:1")
 
 
 def test_client_transport_reports_what_is_not_http(tmp_path):
