@@ -258,7 +258,7 @@ def real(s: dict, profile: str) -> dict:
         a = time.perf_counter()
         syn = P.synthesize(key, w)
         b = time.perf_counter()
-        partial = P.prove_start(key, syn.a, syn.b, syn.c, w, dev)
+        partial = P.prove_start(key, syn.buffers, w, dev)
         c = time.perf_counter()
         P.prove_finish(key, partial, w)
         d = time.perf_counter()
