@@ -49,8 +49,8 @@ class ProvingKey(Protocol):
 
     def partition_bytes(self) -> int:
         """Working set of one partition in flight: its witness and buffers, and what the
-        stages allocate besides (the engine refuses a key whose estimate is smaller than the
-        witness and buffers it declares)."""
+        stages allocate besides (the engine reserves at least the witness and buffers'
+        shared memory, whatever this says)."""
 
     def witness_buffer(self) -> tuple:
         """(shape, numpy dtype) of a partition's witness: where load_witness's array (or a
