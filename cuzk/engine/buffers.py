@@ -28,6 +28,10 @@ SHM_DIR = "/dev/shm"
 
 
 ALIGN = 64  # each array of a Layout starts on a cache line
+# What WorkRecord.segs and the memory budget call a partition's buffers segment: "abc", its
+# name from when the engine knew only Groth16's a, b, c, kept because the budget's uses are
+# labels in GET /metrics and /status.
+BUFFERS_USE = "abc"
 
 
 def nbytes(shape, dtype) -> int:

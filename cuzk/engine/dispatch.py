@@ -23,6 +23,7 @@ import logging
 import time
 
 from cuzk.engine import buffers
+from cuzk.engine.buffers import BUFFERS_USE
 from cuzk.engine.config import format_size
 from cuzk.engine.messages import Cancel, EvictKey, Failure, Prove, Synth
 from cuzk.engine.records import Books, ChildRecord, JobRecord, KeyRecord, WorkRecord
@@ -60,7 +61,7 @@ class Dispatcher:
             job, _ = b.job_of(head)
             k = b.keys[job.key_id]
             src = job.inputs[head.partition]
-            parts = {"buffers": k.buffer_bytes, "witness": k.partition_bytes - k.buffer_bytes}
+            parts = {BUFFERS_USE: k.buffer_bytes, "witness": k.partition_bytes - k.buffer_bytes}
             if isinstance(src, bytes):
                 parts["input"] = len(src)
             if job.wasm is not None:  # the synthesis process's calculator instance
@@ -105,8 +106,8 @@ class Dispatcher:
                 source = ("path", src)
             w.segs["witness"] = self._seg(wk, "w")
             buffers.Segment.create(w.segs["witness"], k.witness_bytes).close()
-            w.segs["buffers"] = self._seg(wk, "buf")
-            buffers.Segment.create(w.segs["buffers"], k.buffer_bytes).close()
+            w.segs[BUFFERS_USE] = self._seg(wk, "buf")
+            buffers.Segment.create(w.segs[BUFFERS_USE], k.buffer_bytes).close()
         except OSError as exc:  # /dev/shm full: fail this partition, not the engine
             log.error("cannot create shared-memory buffers: %s", exc)
             self.fail_stage(wk, f"shared memory: {exc}", retry=False, to_device=False)
@@ -119,7 +120,7 @@ class Dispatcher:
         b.status.partition(job, wk.partition)
         ch.items.add(wk)
         b.event("synth", wk.job_id, wk.partition, wk.attempt, ch.index)
-        self.send(ch, Synth(wk, k.path, source, w.segs["witness"], w.segs["buffers"], job.wasm))
+        self.send(ch, Synth(wk, k.path, source, w.segs["witness"], w.segs[BUFFERS_USE], job.wasm))
 
     def _send_prove(self, dev: ChildRecord, wk: WorkKey) -> None:
         b = self.books
@@ -132,7 +133,7 @@ class Dispatcher:
         dev.inflight += 1
         p.device, p.attempts = dev.index, wk.attempt + 1
         b.event("prove", wk.job_id, wk.partition, wk.attempt, dev.index)
-        self.send(dev, Prove(wk, k.key_id, k.path, w.segs["witness"], w.segs["buffers"]))
+        self.send(dev, Prove(wk, k.key_id, k.path, w.segs["witness"], w.segs[BUFFERS_USE]))
 
     # ---------------------------------------------------------------- buffers and budget
     def free_part(self, wk: WorkKey, use: str) -> None:

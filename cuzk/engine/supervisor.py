@@ -26,6 +26,7 @@ import multiprocess
 from multiprocess.connection import wait
 
 from cuzk.engine import buffers
+from cuzk.engine.buffers import BUFFERS_USE
 from cuzk.engine.config import format_size
 from cuzk.engine.dispatch import Dispatcher
 from cuzk.engine.messages import (
@@ -412,7 +413,7 @@ class Supervisor:
                 b.event(
                     "gpu", wk.job_id, wk.partition, wk.attempt, ch.index, msg.t_start, msg.t_end
                 )
-                d.free_part(wk, "buffers")
+                d.free_part(wk, BUFFERS_USE)
                 _, p = b.job_of(wk)
                 if p is not None and b.sched.place(wk) == PROVING:
                     p.gpu_ms, p.t_gpu_start, p.t_gpu_end = msg.gpu_ms, msg.t_start, msg.t_end
@@ -448,7 +449,7 @@ class Supervisor:
                     wk,
                     f"{stage}: {failure}",
                     retry=not permanent,
-                    to_device=buffers_intact and w is not None and "buffers" in w.segs,
+                    to_device=buffers_intact and w is not None and BUFFERS_USE in w.segs,
                     failure=failure,
                 )
             case Dropped(wk, stage):
