@@ -12,6 +12,7 @@ import os
 import numpy as np
 import pytest
 import shaped_prover as shaped
+from waiting import wait_for
 
 from cuzk.engine import BudgetError, Engine, EngineConfig, buffers
 
@@ -136,6 +137,21 @@ def test_the_budget_counts_the_buffers_the_engine_lays_out(tmp_path):
         _assert_proofs(eng.result(eng.submit(kid, ws), timeout=60), ws, key_path)
         assert eng.budget.high_water == need  # one partition at a time, all of it charged
         assert eng.counters["budget_waits"] > 0
+
+
+def test_the_buffers_are_budgeted_under_the_label_metrics_and_status_report(tmp_path):
+    """Whatever the prover names its buffers, their reservation is the use "abc" (its name
+    from Groth16's a, b, c), as GET /metrics and /status have always reported it."""
+    key_path = _key(tmp_path)
+    ws = [shaped.make_witness(N_VARS, 40 + i) for i in range(3)]
+    opts = {"fault_dir": str(tmp_path), "start_secs": 0.5}
+    with running(tmp_path, devices="cpu:1", prover_options=opts) as eng:
+        kid = eng.register_key(key_path)
+        job = eng.submit(kid, ws)
+        wait_for(lambda: "abc" in eng.budget.by_use(), timeout=30, what="buffers reserved")
+        assert eng.budget.by_use()["abc"] % LAID_OUT == 0
+        assert not {"sums", "flags", "grid", "buffers"} & set(eng.budget.by_use())
+        _assert_proofs(eng.result(job, timeout=60), ws, key_path)
 
 
 def test_a_prove_start_that_consumed_its_buffers_is_retried_from_a_new_synthesis(tmp_path):
