@@ -258,7 +258,7 @@ def real(s: dict, profile: str) -> dict:
         a = time.perf_counter()
         syn = groth16.synthesize(key, w)
         b = time.perf_counter()
-        partial = groth16.prove_start(key, syn.a, syn.b, syn.c, w, dev)
+        partial = groth16.prove_start(key, syn.buffers, w, dev)
         c = time.perf_counter()
         groth16.prove_finish(key, partial, w)
         d = time.perf_counter()

@@ -54,12 +54,16 @@ class Run:
         cpu = open_device("cpu")
         self.h_cpu = cpu.compute_h(*self.abc())
         self.h_cuda = np.array(cuda.compute_h(*self.abc()))
-        self.cpu = prove_start(self.key, *self.abc(), self.w, cpu)
-        self.cuda = prove_start(self.key, *self.abc(), self.w, cuda)
+        self.cpu = prove_start(self.key, self.buffers(), self.w, cpu)
+        self.cuda = prove_start(self.key, self.buffers(), self.w, cuda)
 
     def abc(self):
         """Fresh copies of a, b, c (compute_h overwrites its inputs)."""
         return self.syn.a.copy(), self.syn.b.copy(), self.syn.c.copy()
+
+    def buffers(self):
+        """Fresh copies of a, b, c by name, as prove_start takes them."""
+        return dict(zip("abc", self.abc(), strict=True))
 
 
 @pytest.fixture(scope="module")
@@ -174,7 +178,7 @@ def test_key_residency(runs):
 
     def worker():
         try:
-            out["partial"] = prove_start(key, *run.abc(), run.w, dev)
+            out["partial"] = prove_start(key, run.buffers(), run.w, dev)
         except BaseException as e:  # noqa: BLE001  (re-raised in the test thread below)
             out["error"] = e
 
@@ -192,7 +196,7 @@ def test_key_residency(runs):
     dev.evict_key(key.key_id)  # evicting what is not resident is a no-op
     assert dev.resident_keys() == [] and dev.resident_bytes() == 0
     assert rk.nbytes == 0  # its device arrays are dropped
-    partial = prove_start(key, *run.abc(), run.w, dev)  # places the key again
+    partial = prove_start(key, run.buffers(), run.w, dev)  # places the key again
     assert dev.resident_keys() == [key.key_id] and dev.resident_bytes() == want
     assert dev.load_key(key) is not rk
     assert np.array_equal(partial.a, run.cpu.a) and np.array_equal(partial.h, run.cpu.h)
