@@ -11,8 +11,6 @@ import os
 import re
 from dataclasses import dataclass, field
 
-PRIORITIES = ("critical", "high", "normal")  # highest first; index = scheduling rank
-
 _SIZE_UNITS = {
     "": 1,
     "b": 1,

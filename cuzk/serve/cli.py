@@ -16,6 +16,7 @@ import sys
 
 import click
 
+from cuzk.board.layout import PRIORITIES
 from cuzk.serve.config import EX_CONFIG, SETTINGS
 
 EXIT_FAILED, EXIT_REFUSED, EXIT_UNREACHABLE = 1, 2, 3
@@ -144,10 +145,10 @@ def _call(command: str, fn, *args, **kw):
 )
 @click.option(
     "--priority",
-    type=click.Choice(["critical", "high", "normal"]),
+    type=click.Choice(PRIORITIES),
     default="normal",
     show_default=True,
-    help="Scheduling priority: critical before high before normal; FIFO within.",
+    help=f"Scheduling priority: {' before '.join(PRIORITIES)}; FIFO within.",
 )
 @click.option("--wait", is_flag=True, help="Wait for the proofs and write them to --out.")
 @click.option(
