@@ -108,3 +108,94 @@ def test_documents_outside_python_list_the_same_priorities():
     rank = re.search(r"PRIORITY_RANK = \{([^}]*)\}", app).group(1)
     pairs = dict(re.findall(r"(\w+): (\d+)", rank))
     assert pairs == {p: str(i) for i, p in enumerate(PRIORITIES)}
+
+
+# ---------------------------------------------------------------------------- memory budget
+GiB = 1024**3
+
+
+@pytest.mark.parametrize(
+    "value, normal",
+    [
+        ("auto", "auto"),
+        (" AUTO ", "auto"),
+        ("Auto", "auto"),
+        ("16GiB", 16 * GiB),
+        ("1.5 GB", 1_500_000_000),
+        ("1", 1),
+        (1, 1),
+        (68719476736, 64 * GiB),
+        (2.9, 2),  # whole bytes
+    ],
+)
+def test_memory_budget_normal_form(monkeypatch, value, normal):
+    from cuzk.engine import config
+
+    monkeypatch.setattr(config, "auto_memory_budget", lambda: 80 * GiB)
+    assert config.parse_memory_budget(value) == normal
+    assert config.memory_budget_bytes(value) == (80 * GiB if normal == "auto" else normal)
+
+
+@pytest.mark.parametrize(
+    "value, reason",
+    [
+        (0, "positive"),
+        ("0", "positive"),
+        ("0GiB", "positive"),
+        (0.5, "positive"),
+        (-1, "negative"),
+        ("-1GiB", "not a size"),
+        ("lots", "not a size"),
+        ("", "not a size"),
+        ("auto2", "not a size"),
+        (True, "not a size"),
+        (None, "not a size"),
+    ],
+)
+def test_memory_budget_refusals(value, reason):
+    from cuzk.engine.config import memory_budget_bytes, parse_memory_budget
+
+    for fn in (parse_memory_budget, memory_budget_bytes):
+        with pytest.raises(ValueError, match=reason):
+            fn(value)
+
+
+def test_every_reader_of_the_memory_budget_uses_the_one_rule(monkeypatch, tmp_path):
+    """serve's setting, EngineConfig, join and the node labels accept and refuse the same
+    values, because each calls parse_memory_budget / memory_budget_bytes; a reader that
+    parsed the budget itself would not see the rule change below."""
+    from cuzk.cluster import join, settings
+    from cuzk.engine import config
+    from cuzk.serve.config import Config, ConfigError
+
+    monkeypatch.setattr(config, "auto_memory_budget", lambda: 80 * GiB)
+    monkeypatch.setattr(config, "cuda_device_count", lambda: 0)
+    calls = []
+    real = config.positive_size
+
+    def counting(value):
+        calls.append(value)
+        return real(value)
+
+    monkeypatch.setattr(config, "positive_size", counting)
+    for module in (settings,):  # imported by name: patch its binding too
+        monkeypatch.setattr(module, "positive_size", counting)
+
+    state = {"state_dir": str(tmp_path)}
+    assert Config(env={}, memory_budget="3GiB", **state).load().memory_budget == 3 * GiB
+    assert config.EngineConfig(devices="cpu:1", memory_budget="2GiB").validated().memory_budget
+    plan = join.plan_join("h:1", ray="ray", memory_budget="8GiB")
+    assert settings.from_labels(plan.labels)["memory_budget"] == plan.engine_memory
+    assert {"3GiB", "2GiB", "8GiB", plan.engine_memory} <= set(calls)
+
+    for bad in ("0", "lots"):
+        with pytest.raises(ConfigError, match=r"memory_budget \(flag --memory-budget\)"):
+            Config(env={}, memory_budget=bad, **state).load()
+        with pytest.raises(ValueError, match="memory_budget: "):
+            config.EngineConfig(devices="cpu:1", memory_budget=bad).validated()
+        with pytest.raises(join.JoinError, match="--memory-budget: "):
+            join.plan_join("h:1", ray="ray", memory_budget=bad)
+    with pytest.raises(ValueError, match="memory_budget: must be positive"):
+        settings.to_labels({"memory_budget": 0})
+    with pytest.raises(ValueError, match="cuzk-memory-budget='0': must be positive"):
+        settings.from_labels({"cuzk-memory-budget": "0"})

@@ -23,7 +23,7 @@ import click
 
 from cuzk.cluster.settings import NODE_RESOURCE, to_labels
 from cuzk.engine import config as engine_config
-from cuzk.engine.config import format_size, parse_size
+from cuzk.engine.config import format_size
 
 CTX = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 EXIT_USAGE, EXIT_NO_RAY = 2, 1
@@ -162,14 +162,13 @@ def plan_join(
     except ValueError as e:
         raise JoinError(f"--{e}" if str(e).startswith("devices ") else f"--devices: {e}") from None
 
-    if memory_budget is None or str(memory_budget).strip().lower() == "auto":
-        budget = engine_config.auto_memory_budget()
-    else:
-        budget = _size("--memory-budget", memory_budget)
+    if memory_budget is None:
+        memory_budget = "auto"
+    budget = _size("--memory-budget", engine_config.memory_budget_bytes, memory_budget)
     if object_store_memory is None:
         store = default_object_store(budget)
     else:
-        store = _size("--object-store-memory", object_store_memory)
+        store = _size("--object-store-memory", engine_config.positive_size, object_store_memory)
         if store < OBJECT_STORE_MIN:
             raise JoinError(
                 f"--object-store-memory {object_store_memory}: Ray needs at least "
@@ -221,14 +220,11 @@ def plan_join(
     return JoinPlan(argv, env, labels, num_gpus, store, engine_memory)
 
 
-def _size(option: str, value) -> int:
+def _size(option: str, parse, value) -> int:
     try:
-        n = parse_size(value)
+        return parse(value)
     except ValueError as e:
         raise JoinError(f"{option}: {e}") from None
-    if n <= 0:
-        raise JoinError(f"{option} {value}: must be positive")
-    return n
 
 
 # ---------------------------------------------------------------------------- commands

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from cuzk.engine.config import parse_devices
+from cuzk.engine.config import parse_devices, positive_size
 
 NODE_RESOURCE = "cuzk_node"  # the custom resource every cuzk prover node carries (quantity 1)
 ACTOR_PREFIX = "cuzk-node-"  # node engine actor names: ACTOR_PREFIX + Ray node id (hex)
@@ -143,11 +143,11 @@ def to_labels(settings: Mapping) -> dict[str, str]:
             continue
         if name == "devices":
             labels[key] = devices_label(v)
-        elif name == "memory_budget":
-            n = _whole(name, v)
-            if n < 1:
-                raise ValueError(f"memory_budget must be positive, got {n}")
-            labels[key] = str(n)
+        elif name == "memory_budget":  # bytes, as this machine resolved them: never auto
+            try:
+                labels[key] = str(positive_size(_whole(name, v)))
+            except ValueError as e:
+                raise ValueError(f"memory_budget: {e}") from None
         else:
             n = _whole(name, v)
             if n < _MINIMUM[name]:
@@ -175,10 +175,12 @@ def from_labels(labels: Mapping[str, str]) -> dict:
                 if not _DECIMAL.fullmatch(value):
                     raise ValueError("expected a decimal whole number")
                 n = int(value)
-                minimum = _MINIMUM.get(name, 1)
-                if n < minimum:
-                    raise ValueError(f"must be at least {minimum}")
-                settings[name] = n
+                if name == "memory_budget":
+                    settings[name] = positive_size(n)
+                elif n < _MINIMUM[name]:
+                    raise ValueError(f"must be at least {_MINIMUM[name]}")
+                else:
+                    settings[name] = n
         except ValueError as e:
             raise ValueError(f"node label {key}={value!r}: {e}") from None
     return settings

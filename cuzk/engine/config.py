@@ -126,6 +126,31 @@ def auto_memory_budget(margin_fraction: float = 0.10, margin_min: int = 2 * 1024
     return max(total - margin, total // 4)
 
 
+def positive_size(value: int | float | str) -> int:
+    """Bytes from a size (as parse_size), refusing 0: ValueError with the reason."""
+    n = parse_size(value)
+    if n < 1:
+        raise ValueError(f"must be positive (at least 1 byte), got {value!r}")
+    return n
+
+
+def parse_memory_budget(value: int | float | str) -> str | int:
+    """A memory budget setting in its one normal form: "auto" (any case, spaces around), or a
+    positive number of bytes from a size such as "64GiB" or 68719476736. The only rule for the
+    setting: `cuzk serve`, `cuzk cluster join`, the node labels and EngineConfig all call it
+    (through memory_budget_bytes where the bytes are needed). Raises ValueError with the reason."""
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return "auto"
+    return positive_size(value)
+
+
+def memory_budget_bytes(value: int | float | str) -> int:
+    """The bytes a memory budget setting stands for on this machine: auto is RAM minus a margin
+    (auto_memory_budget), a size is itself (parse_memory_budget's rule)."""
+    budget = parse_memory_budget(value)
+    return auto_memory_budget() if budget == "auto" else budget
+
+
 @dataclass
 class EngineConfig:
     """Everything the engine needs to start; defaults suit a workstation without a GPU.
@@ -171,12 +196,10 @@ class EngineConfig:
             if int(getattr(c, name)) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(c, name)!r}")
             setattr(c, name, int(getattr(c, name)))
-        if str(c.memory_budget).lower() == "auto":
-            c.memory_budget = auto_memory_budget()
-        else:
-            c.memory_budget = parse_size(c.memory_budget)
-        if c.memory_budget <= 0:
-            raise ValueError("memory_budget must be positive")
+        try:
+            c.memory_budget = memory_budget_bytes(c.memory_budget)
+        except ValueError as e:
+            raise ValueError(f"memory_budget: {e}") from None
         if c.split_prove is None:
             flag = os.environ.get("CUZK_DISABLE_SPLIT_PROVE", "").lower()
             disabled = flag in ("1", "true", "yes")

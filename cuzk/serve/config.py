@@ -21,7 +21,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cuzk.engine.config import EngineConfig, format_size, parse_devices, parse_size
+from cuzk.engine.config import (
+    EngineConfig,
+    format_size,
+    parse_devices,
+    parse_memory_budget,
+    parse_size,
+    positive_size,
+)
 
 ENV_PREFIX = "CUZK_"
 DEFAULT_PORT = 9820
@@ -162,22 +169,6 @@ def _module(v) -> str:
     return s
 
 
-def _memory_budget(v) -> str | int:
-    if isinstance(v, str) and v.strip().lower() == "auto":
-        return "auto"
-    n = parse_size(v)
-    if n <= 0:
-        raise ValueError("must be positive")
-    return n
-
-
-def _size(v) -> int:
-    n = parse_size(v)
-    if n <= 0:
-        raise ValueError("must be positive")
-    return n
-
-
 def _rate(v) -> int:
     """Bytes per second from a size such as 64KiB; 0 turns the check off."""
     return parse_size(v)
@@ -274,7 +265,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "memory_budget",
         "auto",
-        _memory_budget,
+        parse_memory_budget,
         "Host memory for keys and partitions in "
         "flight: auto (RAM minus a margin) or a size such as 16GiB.",
         "auto|SIZE",
@@ -317,7 +308,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "max_body",
         256 * 1024**2,
-        _size,
+        positive_size,
         "Largest request body accepted (witnesses are "
         "uploaded base64 inside JSON, 4/3 of their size).",
         "SIZE",
@@ -351,7 +342,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "body_memory",
         512 * 1024**2,
-        _size,
+        positive_size,
         "Bytes of request bodies in flight (each "
         "holds what has arrived, rounded up to the next MiB), also charged to the memory "
         "budget; a body that cannot grow waits up to 5 s (younger bodies still arriving "
