@@ -199,3 +199,166 @@ def test_every_reader_of_the_memory_budget_uses_the_one_rule(monkeypatch, tmp_pa
         settings.to_labels({"memory_budget": 0})
     with pytest.raises(ValueError, match="cuzk-memory-budget='0': must be positive"):
         settings.from_labels({"cuzk-memory-budget": "0"})
+
+
+# ---------------------------------------------------------------------------- the one table
+# Names other programs, scripts and files rely on: never renamed, only added to.
+SERVE_FLAGS = """--listen --devices --synth-workers --workers-per-device --finalizers-per-device
+--memory-budget --key-root --board --instance --token-file --log-level --self-verify --max-body
+--max-wait --max-connections --header-timeout --body-memory --body-timeout --body-min-rate
+--allow-host --drain-timeout --ray --affinity-wait --node-wait-timeout --prover --prover-options
+--state-dir --keep-results""".split()
+NODE_LABELS = {
+    "devices": "cuzk-devices",
+    "synth_workers": "cuzk-synth-workers",
+    "workers_per_device": "cuzk-workers-per-device",
+    "finalizers_per_device": "cuzk-finalizers-per-device",
+    "memory_budget": "cuzk-memory-budget",
+}
+
+
+def _options(command) -> dict:
+    """{setting name: click option} of a click command."""
+    return {p.name: p for p in command.params if isinstance(p, click.Option)}
+
+
+def test_the_names_of_the_contract_stay():
+    from cuzk.cluster.settings import LABEL_KEYS
+    from cuzk.serve.config import SETTINGS
+
+    assert [s.flag for s in SETTINGS] == SERVE_FLAGS
+    assert [s.env for s in SETTINGS] == ["CUZK_" + s.name.upper() for s in SETTINGS]
+    assert LABEL_KEYS == NODE_LABELS
+
+
+def test_join_and_serve_take_the_node_settings_from_one_table():
+    """The same flag, metavar and help (join adds what is particular to it after it) for
+    every node setting, and join has no other copy of them."""
+    from cuzk.cluster.join import join
+    from cuzk.engine.config import NODE_SETTINGS
+    from cuzk.serve.cli import serve
+
+    assert [s.name for s in NODE_SETTINGS] == list(NODE_LABELS)
+    join_opts, serve_opts = _options(join), _options(serve)
+    for s in NODE_SETTINGS:
+        for opt in (join_opts[s.name], serve_opts[s.name]):
+            assert opt.opts == [s.flag] and opt.metavar == s.metavar
+            assert opt.help.startswith(s.help + " ")
+    own = {"object_store_memory", "ray_token_file", "dry_run"}
+    assert set(join_opts) == {s.name for s in NODE_SETTINGS} | own
+
+
+def test_join_checks_counts_with_the_tables_parser():
+    from cuzk.cluster import join
+    from cuzk.engine import config
+
+    opts = _options(join.join)
+    assert opts["synth_workers"].type.convert("0", None, None) == 0
+    with pytest.raises(click.BadParameter, match="must be at least 1, got 0"):
+        opts["workers_per_device"].type.convert("0", None, None)
+    for name in ("synth_workers", "workers_per_device", "finalizers_per_device"):
+        assert opts[name].type.setting is config.ENGINE_SETTING[name]
+
+
+def test_labels_follow_the_table():
+    from cuzk.cluster.settings import from_labels, to_labels
+    from cuzk.engine.config import NODE_SETTINGS
+
+    assert [s.label for s in NODE_SETTINGS] == list(NODE_LABELS.values())
+    for s in NODE_SETTINGS:
+        if hasattr(s.parse, "minimum"):  # a count: the table's minimum is the label's
+            low = s.parse.minimum
+            assert to_labels({s.name: low}) == {s.label: str(low)}
+            with pytest.raises(ValueError, match=f"at least {low}"):
+                to_labels({s.name: low - 1})
+            if low > 0:  # a label cannot say -1
+                with pytest.raises(ValueError, match=f"at least {low}"):
+                    from_labels({s.label: str(low - 1)})
+
+
+def test_engine_config_takes_defaults_and_rules_from_the_table():
+    import dataclasses
+
+    from cuzk.engine.config import ENGINE_SETTINGS, EngineConfig
+
+    fields = {f.name: f for f in dataclasses.fields(EngineConfig)}
+    plain = EngineConfig()
+    for s in ENGINE_SETTINGS:
+        assert s.engine_field in fields
+        if s.name != "self_verify":  # off in the library, on in the daemon (see EngineConfig)
+            assert getattr(plain, s.engine_field) == s.default, s.name
+    assert plain.self_verify is False and ENGINE_SETTINGS[7].name == "self_verify"
+    for bad, reason in (
+        (dict(workers_per_device="x"), "workers_per_device: expected a whole number"),
+        (dict(synth_workers=-1), "synth_workers: must be at least 0"),
+        (dict(instance=" "), "instance: expected a non-empty string"),
+        (dict(prover="not a module"), "prover: expected a Python module name"),
+        (dict(prover_options="[1]"), "prover_options: expected a JSON object"),
+        (dict(self_verify="maybe"), "self_verify: expected true or false"),
+        (dict(devices="gpu"), "devices: devices 'gpu'"),
+        (dict(max_attempts=0), "max_attempts: must be at least 1"),
+    ):
+        with pytest.raises(ValueError) as e:
+            EngineConfig(**{"devices": "cpu:1", **bad}).validated()
+        assert str(e.value).startswith(reason), e.value
+    c = EngineConfig(devices=" CPU:2 ", workers_per_device="3", self_verify="yes").validated()
+    assert (c.devices, c.workers_per_device, c.self_verify) == ("cpu:2", 3, True)
+
+
+def test_serve_hands_the_engine_every_engine_setting(tmp_path):
+    from cuzk.engine.config import ENGINE_SETTINGS
+    from cuzk.serve.config import SETTINGS, Config
+
+    assert all(any(t is s for t in SETTINGS) for s in ENGINE_SETTINGS)  # the same entries
+    c = Config(
+        env={},
+        state_dir=str(tmp_path),
+        devices="cpu:2",
+        workers_per_device="3",
+        finalizers_per_device="4",
+        synth_workers="5",
+        memory_budget="3GiB",
+        board="b1",
+        instance="i1",
+        self_verify="false",
+        prover="cuzk.testing.prover_double",
+        prover_options='{"start_secs": 0.5}',
+    ).load()
+    ec = c.engine_config()
+    assert (ec.devices, ec.workers_per_device, ec.finalizers_per_device) == ("cpu:2", 3, 4)
+    assert (ec.synth_workers, ec.memory_budget, ec.board_name) == (5, 3 * GiB, "b1")
+    assert (ec.instance, ec.self_verify, ec.prover) == ("i1", False, "cuzk.testing.prover_double")
+    assert ec.prover_options == {"start_secs": 0.5}
+    node = c.node_settings()
+    assert set(node) == {s.name for s in ENGINE_SETTINGS} - {"board", "instance"}
+
+
+def test_help_reads_the_same_in_both_commands():
+    from click.testing import CliRunner
+
+    from cuzk.cli import main
+    from cuzk.engine.config import NODE_SETTINGS
+
+    serve = " ".join(CliRunner().invoke(main, ["serve", "--help"]).output.split())
+    join = " ".join(CliRunner().invoke(main, ["cluster", "join", "--help"]).output.split())
+    for s in NODE_SETTINGS:
+        assert s.help in serve and s.help in join
+    flags = ", ".join(s.flag for s in NODE_SETTINGS[:-1])
+    assert f"{flags} and {NODE_SETTINGS[-1].flag} are then each machine's settings" in serve
+    for shown in ("default: true", "default: 256MiB", "default: 64KiB", "default: 1d"):
+        assert shown in serve
+    assert "default: None" not in serve and "default: []" not in serve
+    assert "[default: auto]" in join and "[default: the gateway's setting]" in join
+
+
+def test_docs_list_every_setting():
+    from cuzk.engine.config import NODE_SETTINGS
+    from cuzk.serve.config import SETTINGS
+
+    ops = (ROOT / "docs" / "operations.md").read_text()
+    for s in SETTINGS:
+        assert f"| `{s.name}` | `{s.flag}" in ops, s.name
+    cluster = (ROOT / "docs" / "cluster.md").read_text()
+    for s in NODE_SETTINGS:
+        assert f"| `{s.flag} {s.metavar.replace('|', chr(92) + '|')}` |" in cluster, s.flag
+        assert f"| `{s.label}` | `{s.name}` |" in cluster, s.label

@@ -23,7 +23,7 @@ import click
 
 from cuzk.cluster.settings import NODE_RESOURCE, to_labels
 from cuzk.engine import config as engine_config
-from cuzk.engine.config import format_size
+from cuzk.engine.config import NODE_SETTINGS, format_size
 
 CTX = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 EXIT_USAGE, EXIT_NO_RAY = 2, 1
@@ -228,6 +228,52 @@ def _size(option: str, parse, value) -> int:
 
 
 # ---------------------------------------------------------------------------- commands
+# What join says about a node setting beyond the table's help (cuzk.engine.config).
+JOIN_NOTES = {
+    "devices": "Also decides --num-gpus: the GPUs it names, none for cpu:N, every GPU found "
+    "here for auto or when left out.",
+    "memory_budget": "Here Ray's object store is part of it: the engine gets this less "
+    "--object-store-memory.",
+}
+
+
+class _SettingType(click.ParamType):
+    """A click type that parses with the setting's own parser (a bad value: usage error)."""
+
+    def __init__(self, setting):
+        self.setting = setting
+        self.name = setting.metavar
+
+    def convert(self, value, param, ctx):
+        try:
+            return self.setting.parse(value)
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
+
+
+def node_options(f):
+    """The node settings of the engine's table as options, named and explained as in `cuzk
+    serve`. Each left out follows the gateway's setting (None), but the memory budget, which
+    join always records (auto: this machine's). Counts are checked as they are parsed; the
+    devices and the budget, which need this machine's GPUs and memory, by plan_join."""
+    for s in reversed(NODE_SETTINGS):
+        counted = hasattr(s.parse, "minimum")
+        if s.name == "memory_budget":
+            default, shown = s.default, f"[default: {s.default_text}]"
+        else:
+            default, shown = None, "[default: the gateway's setting]"
+        help_text = " ".join(filter(None, (s.help, JOIN_NOTES.get(s.name), shown)))
+        f = click.option(
+            s.flag,
+            s.name,
+            default=default,
+            metavar=s.metavar,
+            type=_SettingType(s) if counted else None,
+            help=help_text,
+        )(f)
+    return f
+
+
 def _fail(message: str, code: int):
     click.echo(f"cuzk cluster join: {message}", err=True)
     sys.exit(code)
@@ -243,44 +289,7 @@ def cluster():
 
 @cluster.command("join", context_settings=CTX)
 @click.argument("head", metavar="HEAD")
-@click.option(
-    "--devices",
-    metavar="auto|cpu:N|0,1",
-    default=None,
-    help="Proving devices on this machine: auto (every GPU, else one CPU device), cpu:N, or "
-    "GPU ordinals such as 0,1. Also decides --num-gpus (auto: the GPUs found here). "
-    "[default: the gateway's setting; GPUs counted as for auto]",
-)
-@click.option(
-    "--synth-workers",
-    type=click.IntRange(min=0),
-    default=None,
-    metavar="N",
-    help="Synthesis processes (0: CPU cores - 1). [default: the gateway's setting]",
-)
-@click.option(
-    "--workers-per-device",
-    type=click.IntRange(min=1),
-    default=None,
-    metavar="N",
-    help="prove_start loops per device process. [default: the gateway's setting]",
-)
-@click.option(
-    "--finalizers-per-device",
-    type=click.IntRange(min=1),
-    default=None,
-    metavar="N",
-    help="prove_finish threads per device process. [default: the gateway's setting]",
-)
-@click.option(
-    "--memory-budget",
-    metavar="auto|SIZE",
-    default="auto",
-    show_default=True,
-    help="Host memory cuzk may use on this machine, Ray's object store included: auto (RAM "
-    "minus max(10%, 2 GiB), as cuzk serve) or a size such as 64GiB. The engine gets this "
-    "less --object-store-memory.",
-)
+@node_options
 @click.option(
     "--object-store-memory",
     metavar="SIZE",

@@ -27,8 +27,8 @@ def config_options(f):
     """The serve settings as options (default None = not given; see cuzk.serve.config)."""
     for s in reversed(SETTINGS):
         flag = s.flag
-        default = "[]" if s.default == [] else s.default
-        help_text = f"{s.help} [env {s.env}; default: {default}]"
+        shown = f"env {s.env}" + (f"; default: {s.default_text}" if s.default_text else "")
+        help_text = f"{s.help} [{shown}]"
         if s.name == "self_verify":
             f = click.option(
                 "--self-verify/--no-self-verify", "self_verify", default=None, help=help_text
