@@ -362,3 +362,14 @@ def test_docs_list_every_setting():
     for s in NODE_SETTINGS:
         assert f"| `{s.flag} {s.metavar.replace('|', chr(92) + '|')}` |" in cluster, s.flag
         assert f"| `{s.label}` | `{s.name}` |" in cluster, s.label
+
+
+def test_plan_join_takes_exactly_the_node_settings(monkeypatch):
+    from cuzk.cluster.join import plan_join
+    from cuzk.engine import config
+
+    monkeypatch.setattr(config, "cuda_device_count", lambda: 0)
+    with pytest.raises(TypeError, match="not a node setting: instance"):
+        plan_join("h:1", ray="ray", instance="x")
+    plan = plan_join("h:1", ray="ray", workers_per_device=3, memory_budget="8GiB")
+    assert plan.labels["cuzk-workers-per-device"] == "3"

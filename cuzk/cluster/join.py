@@ -145,23 +145,25 @@ def plan_join(
     head: str,
     *,
     ray: str,
-    devices: str | None = None,
-    synth_workers: int | None = None,
-    workers_per_device: int | None = None,
-    finalizers_per_device: int | None = None,
-    memory_budget: str | int | None = None,
     object_store_memory: str | int | None = None,
     ray_token_file: str | None = None,
     ray_args: tuple[str, ...] = (),
+    **node: str | int | None,
 ) -> JoinPlan:
     """The `ray start` that joins this machine to HEAD's cluster; raises JoinError with the
-    one-line reason when an input is bad."""
+    one-line reason when an input is bad. `node`: this machine's node settings (the `node`
+    entries of cuzk.engine.config's table: devices, synth_workers, ...), None = not given."""
+    unknown = sorted(set(node) - {s.name for s in NODE_SETTINGS})
+    if unknown:
+        raise TypeError(f"plan_join: not a node setting: {', '.join(unknown)}")
     head = parse_head(head)
+    devices = node.get("devices")
     try:
         num_gpus = count_gpus("auto" if devices is None else devices)
     except ValueError as e:
         raise JoinError(f"--{e}" if str(e).startswith("devices ") else f"--devices: {e}") from None
 
+    memory_budget = node.get("memory_budget")
     if memory_budget is None:
         memory_budget = "auto"
     budget = _size("--memory-budget", engine_config.memory_budget_bytes, memory_budget)
@@ -182,15 +184,8 @@ def plan_join(
             "--object-store-memory"
         )
 
-    settings = {
-        "devices": devices,
-        "synth_workers": synth_workers,
-        "workers_per_device": workers_per_device,
-        "finalizers_per_device": finalizers_per_device,
-        "memory_budget": engine_memory,
-    }
-    try:
-        labels = to_labels(settings)
+    try:  # the memory budget is always recorded, as the bytes left to the engine
+        labels = to_labels({**node, "memory_budget": engine_memory})
     except ValueError as e:
         raise JoinError(str(e)) from None
 
