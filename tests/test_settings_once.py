@@ -229,6 +229,12 @@ def test_the_names_of_the_contract_stay():
     assert [s.flag for s in SETTINGS] == SERVE_FLAGS
     assert [s.env for s in SETTINGS] == ["CUZK_" + s.name.upper() for s in SETTINGS]
     assert LABEL_KEYS == NODE_LABELS
+    from cuzk.serve.cli import serve
+
+    opts = _options(serve)
+    assert opts["self_verify"].secondary_opts == ["--no-self-verify"]
+    assert opts["key_roots"].multiple and opts["allow_hosts"].multiple
+    assert [n for n, o in opts.items() if o.multiple] == ["key_roots", "allow_hosts"]
 
 
 def test_join_and_serve_take_the_node_settings_from_one_table():

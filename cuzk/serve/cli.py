@@ -17,6 +17,7 @@ import sys
 import click
 
 from cuzk.board.layout import PRIORITIES
+from cuzk.engine.config import parse_bool
 from cuzk.serve.config import EX_CONFIG, SETTINGS
 
 EXIT_FAILED, EXIT_REFUSED, EXIT_UNREACHABLE = 1, 2, 3
@@ -29,11 +30,9 @@ def config_options(f):
         flag = s.flag
         shown = f"env {s.env}" + (f"; default: {s.default_text}" if s.default_text else "")
         help_text = f"{s.help} [{shown}]"
-        if s.name == "self_verify":
-            f = click.option(
-                "--self-verify/--no-self-verify", "self_verify", default=None, help=help_text
-            )(f)
-        elif s.name in ("key_roots", "allow_hosts"):
+        if s.parse is parse_bool:  # --x / --no-x
+            f = click.option(f"{flag}/--no-{flag[2:]}", s.name, default=None, help=help_text)(f)
+        elif isinstance(s.default, list):  # repeatable
             f = click.option(flag, s.name, multiple=True, metavar=s.metavar, help=help_text)(f)
         else:
             f = click.option(flag, s.name, default=None, metavar=s.metavar, help=help_text)(f)
