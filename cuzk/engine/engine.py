@@ -40,9 +40,10 @@ import time
 import uuid
 import weakref
 
+from cuzk.board.layout import check_priority
 from cuzk.engine import buffers
 from cuzk.engine.budget import BudgetError, MemoryBudget
-from cuzk.engine.config import PRIORITIES, EngineConfig, format_size
+from cuzk.engine.config import EngineConfig, format_size
 from cuzk.engine.records import Books, JobRecord, KeyRecord, PartitionRecord
 from cuzk.engine.supervisor import Supervisor
 
@@ -69,8 +70,7 @@ def job_request(witnesses, inputs, kind, priority) -> tuple[str, list, bool]:
     """A job's arguments checked and normalised, as Engine.submit takes them: (kind, items,
     circuit). Items: witness bytes or absolute paths of existing files, or (circuit) compact
     JSON bytes of circuit inputs. Raises ValueError naming the first bad argument."""
-    if priority not in PRIORITIES:
-        raise ValueError(f"priority must be one of {', '.join(PRIORITIES)}, got {priority!r}")
+    check_priority(priority)
     kind = str(kind)
     if not kind or len(kind.encode()) > 24:
         raise ValueError("kind must be a label of 1 to 24 bytes")
