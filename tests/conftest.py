@@ -35,6 +35,9 @@ if not os.environ.get("CUZK_CACHE_DIR"):
     os.environ["CUZK_CACHE_DIR"] = tempfile.mkdtemp(prefix="cuzk-test-cache-")
     atexit.register(shutil.rmtree, os.environ["CUZK_CACHE_DIR"], ignore_errors=True)
 
+# The prover double (cuzk.testing) in daemons the tests start: `cuzk serve` refuses it otherwise.
+os.environ["CUZK_TEST_PROVERS"] = "1"
+
 # ---- everything below may import numba ----
 
 # ---- committed circuit fixtures (tests/fixtures/, remade by tests/fixtures/make_fixtures.py) ----

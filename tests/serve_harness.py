@@ -28,7 +28,7 @@ CLI = [sys.executable, "-m", "cuzk.cli"]
 def cli_env(**extra) -> dict:
     env = dict(os.environ)
     env.setdefault("NUMBA_CACHE_DIR", str(ROOT / ".cache" / "numba"))
-    for k in [k for k in env if k.startswith("CUZK_")]:
+    for k in [k for k in env if k.startswith("CUZK_") and k != "CUZK_TEST_PROVERS"]:
         env.pop(k)  # the tests say what they mean; nothing leaks in from the shell
     env.update(extra)
     return env

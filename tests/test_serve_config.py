@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import tomllib
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -213,3 +214,36 @@ def test_openapi_document_lists_exactly_the_routes():
     routes = Api(engine=None, config=_Cfg()).router().routes
     served = {(r.method, r.pattern) for r in routes} - {("GET", "/ui/{dir}/{file}")}
     assert documented == served
+
+
+@pytest.mark.parametrize("source", ["flag", "env", "file"])
+def test_a_daemon_refuses_the_test_suites_prover_double(tmp_path, source):
+    """The prover double proves nothing: `cuzk serve` refuses it from any source unless
+    CUZK_TEST_PROVERS=1 (the suite sets it); the real prover and other modules are taken."""
+    double = "cuzk.testing.prover_double"
+    flags, env, toml = {}, {}, None
+    if source == "flag":
+        flags = {"prover": double}
+    elif source == "env":
+        env = {"CUZK_PROVER": double}
+    else:
+        toml = f'prover = "{double}"\n'
+    with pytest.raises(ConfigError, match=r"test suite's double.*CUZK_TEST_PROVERS=1"):
+        load(tmp_path, toml, env=env, **flags)
+    assert load(tmp_path, toml, env={**env, "CUZK_TEST_PROVERS": "1"}, **flags).prover == double
+    assert load(tmp_path, None, env={"CUZK_PROVER": "my_site.prover"}).prover == "my_site.prover"
+    assert load(tmp_path, None).prover == "cuzk.groth16"
+
+
+def test_the_wheel_leaves_the_test_support_out():
+    """setup.cfg keeps cuzk.testing (the double, drills, simulators) out of an install."""
+    from setuptools import find_packages
+
+    text = (Path(__file__).resolve().parent.parent / "setup.cfg").read_text()
+    excluded = [
+        line.strip()
+        for line in text.split("[options.packages.find]")[1].split("[")[0].splitlines()
+        if line.strip() and not line.strip().startswith(("#", "exclude"))
+    ]
+    found = find_packages(str(Path(__file__).resolve().parent.parent), exclude=excluded)
+    assert "cuzk.groth16" in found and "cuzk.testing" not in found

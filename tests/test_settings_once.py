@@ -317,7 +317,7 @@ def test_serve_hands_the_engine_every_engine_setting(tmp_path):
 
     assert all(any(t is s for t in SETTINGS) for s in ENGINE_SETTINGS)  # the same entries
     c = Config(
-        env={},
+        env={"CUZK_TEST_PROVERS": "1"},
         state_dir=str(tmp_path),
         devices="cpu:2",
         workers_per_device="3",

@@ -227,6 +227,16 @@ def parse_json_object(v) -> dict:
     return v
 
 
+# The test suite's provers live here (the double: stage times, no curve work). The wheel
+# leaves the package out, and `cuzk serve` refuses them unless this variable is 1.
+TEST_PROVERS_PACKAGE = "cuzk.testing"
+TEST_PROVERS_ENV = "CUZK_TEST_PROVERS"
+
+
+def is_test_prover(module: str) -> bool:
+    return module == TEST_PROVERS_PACKAGE or module.startswith(TEST_PROVERS_PACKAGE + ".")
+
+
 def parse_module(v) -> str:
     """A dotted Python module name."""
     s = parse_text(v)
@@ -353,8 +363,9 @@ ENGINE_SETTINGS: tuple[Setting, ...] = (
         "prover",
         "cuzk.groth16",
         parse_module,
-        "Module implementing the prover contract (cuzk.engine.contract); tests and "
-        "benchmarks use cuzk.testing.prover_double, which does no curve work.",
+        "Module implementing the prover contract (cuzk.engine.contract). The test suite's "
+        "provers (cuzk.testing, not installed by a wheel) prove nothing: `cuzk serve` "
+        "refuses them unless CUZK_TEST_PROVERS=1.",
         "MODULE",
     ),
     Setting(

@@ -25,10 +25,12 @@ from cuzk.engine.config import (
     ENGINE_SETTINGS,
     ENV_PREFIX,
     NODE_SETTINGS,
+    TEST_PROVERS_ENV,
     EngineConfig,
     Setting,
     count_parser,
     format_size,
+    is_test_prover,
     parse_optional_text,
     parse_size,
     parse_text,
@@ -406,6 +408,12 @@ class Config:
                 raise ConfigError(f"{s.name} ({src}): {e}") from None
             setattr(self, s.name, value)
             self.sources[s.name] = src
+        if is_test_prover(self.prover) and self.env.get(TEST_PROVERS_ENV) != "1":
+            raise ConfigError(
+                f"prover ({self.sources['prover']}): {self.prover} is the test suite's double, "
+                "which proves nothing; a daemon refuses it (the suite sets "
+                f"{TEST_PROVERS_ENV}=1)"
+            )
         try:
             self.host, self.port = parse_listen(self.listen)
         except ValueError as e:
