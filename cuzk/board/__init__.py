@@ -2,8 +2,8 @@
 
 from cuzk.board.board import Board, BoardError
 from cuzk.board.layout import LAYOUT_VERSION, PARTITION_STATES, Layout
-from cuzk.board.records import read_record
 from cuzk.board.segment import BoardInfo, cleanup_stale, list_boards
+from cuzk.board.seqlock import read_record
 from cuzk.board.slots import SlotTable, Token
 from cuzk.board.snapshot import JobView, PartitionView, SlotView, Snapshot
 

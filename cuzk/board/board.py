@@ -47,7 +47,14 @@ from cuzk.board.layout import (
     pack_str,
     unpack_str,
 )
-from cuzk.board.records import (
+from cuzk.board.segment import (
+    ControlLock,
+    new_name,
+    open_segment,
+    process_create_time,
+    unlink_segment,
+)
+from cuzk.board.seqlock import (
     EMPTY_SLOT,
     empty_counters,
     empty_job,
@@ -55,13 +62,6 @@ from cuzk.board.records import (
     empty_memory,
     empty_part,
     write_record,
-)
-from cuzk.board.segment import (
-    ControlLock,
-    new_name,
-    open_segment,
-    process_create_time,
-    unlink_segment,
 )
 from cuzk.board.slots import SlotTable, Token
 from cuzk.board.snapshot import Snapshot, collect

@@ -52,7 +52,7 @@ from cuzk.board.layout import (
     check_priority,
     pack_str,
 )
-from cuzk.board.records import empty_part, write_record
+from cuzk.board.seqlock import empty_part, write_record
 
 _SEQ = SEQ
 _CHECK = CHECK

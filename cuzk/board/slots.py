@@ -47,10 +47,10 @@ from cuzk.board.layout import (
     pack_str,
     unpack_str,
 )
-from cuzk.board.records import EMPTY_SLOT as _EMPTY_SLOT
-from cuzk.board.records import read_record
-from cuzk.board.records import write_record as _write
 from cuzk.board.segment import slot_lock
+from cuzk.board.seqlock import EMPTY_SLOT as _EMPTY_SLOT
+from cuzk.board.seqlock import read_record
+from cuzk.board.seqlock import write_record as _write
 
 _SEQ = SEQ
 _SLOT_P = SLOT_PAYLOAD

@@ -53,7 +53,7 @@ from cuzk.board.layout import (
     struct,
     unpack_str,
 )
-from cuzk.board.records import empty_counters, empty_keys, empty_memory
+from cuzk.board.seqlock import empty_counters, empty_keys, empty_memory
 
 
 class SlotView(NamedTuple):
