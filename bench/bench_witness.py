@@ -169,10 +169,10 @@ def host_overhead(n: int) -> dict:
     import numpy as np
     import wasmtime as w
 
-    from cuzk.witness.cache import engine
+    from cuzk.witness.cache import wasm_runtime
     from cuzk.witness.calculator import PAGE, _helper
 
-    eng = engine()
+    eng = wasm_runtime()
     store = w.Store(eng)
     stub = w.Module(
         eng,

@@ -24,19 +24,20 @@ import threading
 from pathlib import Path
 
 _lock = threading.Lock()
-_engine = None
+_wasm_runtime = None
 _modules: dict[str, object] = {}  # sha256 hex -> wasmtime.Module
 
 
-def engine():
-    """The process's wasmtime Engine (one, so that every Module can share it)."""
-    global _engine
+def wasm_runtime():
+    """The process's wasmtime Engine, the runtime every circuit Module shares (one a process;
+    not cuzk's proving engine)."""
+    global _wasm_runtime
     with _lock:
-        if _engine is None:
+        if _wasm_runtime is None:
             import wasmtime
 
-            _engine = wasmtime.Engine(wasmtime.Config())
-        return _engine
+            _wasm_runtime = wasmtime.Engine(wasmtime.Config())
+        return _wasm_runtime
 
 
 def cache_dir() -> Path:
@@ -70,17 +71,17 @@ def load_module(code: bytes, stats: dict | None = None):
         if stats is not None:
             stats["source"] = "process"
         return module
-    eng = engine()
+    runtime = wasm_runtime()
     path = cache_file(digest)
     module = None
     if path.exists():
         try:
-            module = wasmtime.Module.deserialize_file(eng, str(path))
+            module = wasmtime.Module.deserialize_file(runtime, str(path))
             source = "disk"
         except Exception:
             module = None  # another wasmtime, another CPU or a damaged file: compile again
     if module is None:
-        module = wasmtime.Module(eng, code)
+        module = wasmtime.Module(runtime, code)
         source = "compiled"
         _save(path, module)
     if stats is not None:

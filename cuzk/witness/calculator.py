@@ -175,7 +175,7 @@ class _CircuitAbort(Exception):
         self.code, self.text = code, text
 
 
-def _helper(engine, direct: bool):
+def _helper(wasm_runtime, direct: bool):
     """The helper module (compiled once per process; a few milliseconds)."""
     module = _helper_modules.get(direct)
     if module is None:
@@ -185,7 +185,9 @@ def _helper(engine, direct: bool):
             memory_import='(import "circuit" "memory" (memory $circuit 1))' if direct else "",
             gather_direct=_GATHER_DIRECT if direct else "",
         )
-        module = _helper_modules.setdefault(direct, wasmtime.Module(engine, wasmtime.wat2wasm(wat)))
+        module = _helper_modules.setdefault(
+            direct, wasmtime.Module(wasm_runtime, wasmtime.wat2wasm(wat))
+        )
     return module
 
 
@@ -225,7 +227,7 @@ class Circuit:
         sym: os.PathLike | str | None = None,
         code: bytes | None = None,
     ):
-        from cuzk.witness.cache import engine, load_module
+        from cuzk.witness.cache import load_module, wasm_runtime
 
         self.path = Path(wasm_path)
         self.sym = Path(sym) if sym is not None else find_sym(self.path)
@@ -244,7 +246,7 @@ class Circuit:
         except Exception as e:
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise NotACircuit(self.path, f"not a valid WebAssembly module: {first}") from None
-        self.engine = engine()
+        self.wasm_runtime = wasm_runtime()
         self._check_interface()
         calc = WitnessCalculator(self)
         self.version = calc.version
@@ -340,7 +342,7 @@ class WitnessCalculator:
         self._error_text: list[str] = []
         self._log_items: list[str] = []
         self.log = None  # a function of one line (circuit log() output); None: stderr
-        self.store = wasmtime.Store(circuit.engine)
+        self.store = wasmtime.Store(circuit.wasm_runtime)
         imports = []
         for imp in circuit.module.imports:
             if imp.module == "env":
@@ -396,10 +398,10 @@ class WitnessCalculator:
         if self.direct:
             self.shared_rw_start = start(s)
             self.helper = wasmtime.Instance(
-                self.store, _helper(circuit.engine, True), [*funcs, self.ex["memory"]]
+                self.store, _helper(circuit.wasm_runtime, True), [*funcs, self.ex["memory"]]
             )
         else:
-            self.helper = wasmtime.Instance(self.store, _helper(circuit.engine, False), funcs)
+            self.helper = wasmtime.Instance(self.store, _helper(circuit.wasm_runtime, False), funcs)
         hx = self.helper.exports(self.store)
         self._gather, self._set_inputs = hx["gather"], hx["set_inputs"]
         if self.direct:
