@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from cuzk.cli import main as cuzk_main
 from cuzk.testing.sample import busy_snapshot
-from cuzk.top import main as top_main
+from cuzk.top import runner as top_runner
 from cuzk.top import source as top_source
 from cuzk.top.source import EXIT_AMBIGUOUS, EXIT_NO_BOARD, AttachError, BoardGone
 
@@ -52,7 +52,7 @@ def boards(monkeypatch):
         return src
 
     monkeypatch.setattr(top_source, "_board_api", lambda: SimpleNamespace(list_boards=list_boards))
-    monkeypatch.setattr(top_main, "BoardSource", attach)
+    monkeypatch.setattr(top_runner, "BoardSource", attach)
     return state
 
 

@@ -16,7 +16,7 @@ from serve_harness import StatusServer, closed_port_url, run_cli
 
 from cuzk.cli import main as cuzk_main
 from cuzk.testing.sample import busy_snapshot, farm_snapshot
-from cuzk.top import main as top_main
+from cuzk.top import runner as top_runner
 from cuzk.top.render import short_node
 from cuzk.top.source import EXIT_REFUSED, EXIT_UNREACHABLE
 
@@ -228,7 +228,7 @@ def test_board_and_server(monkeypatch, farm):
         def read(self):
             return busy_snapshot()
 
-    monkeypatch.setattr(top_main, "BoardSource", Board)
+    monkeypatch.setattr(top_runner, "BoardSource", Board)
     r = _top("--board", "cuzk-1-aa", "--server", farm.url, "--json")
     assert r.exit_code == 2 and "exclude each other" in r.output
     r = _top("--board", "cuzk-1-aa", "--json", env={"CUZK_SERVER": farm.url})

@@ -76,7 +76,7 @@ def prove(
         from cuzk.groth16 import remote
 
         if remote.use_server(local):
-            remote.main(
+            remote.prove_on_server(
                 zkey,
                 wtns,
                 proof_json,

@@ -267,7 +267,9 @@ def use_server(local: bool) -> bool:
     return False
 
 
-def main(zkey, wtns, proof_json, public_json, *, server, token_file, r1cs, device, timings) -> None:
+def prove_on_server(
+    zkey, wtns, proof_json, public_json, *, server, token_file, r1cs, device, timings
+) -> None:
     """click's `cuzk prove` with a server: refuse the local prover's options (usage error,
     exit 2), prove, write, exit (0 written; 1 with one line on stderr)."""
     import click

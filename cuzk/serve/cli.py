@@ -345,7 +345,7 @@ def status(server, token_file, as_json, width, height):
     if as_json:
         click.echo(json.dumps(snap, indent=1))
         return
-    from cuzk.top.main import run
+    from cuzk.top.runner import run
     from cuzk.top.source import ServerSource
 
     sys.exit(

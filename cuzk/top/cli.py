@@ -1,4 +1,4 @@
-"""`cuzk top`: the click command (parse options, then call cuzk.top.main.run)."""
+"""`cuzk top`: the click command (parse options, then call cuzk.top.runner.run)."""
 
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ def top(ctx, **options):
     --server the GET /status of a cuzk serve (a farm's gateway adds its nodes).
     Keys: q quit, p pause, s cycle sort, ? help, arrows / PgUp / PgDn scroll the pipelines.
     """
-    from cuzk.top.main import run
+    from cuzk.top.runner import run
 
     if options["board"] and options["server"]:
         # the one given on the command line wins; a --board beats a server named only in the
