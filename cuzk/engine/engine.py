@@ -41,7 +41,7 @@ import weakref
 
 from cuzk.engine import buffers
 from cuzk.engine.books import Books
-from cuzk.engine.budget import BudgetError, MemoryBudget
+from cuzk.engine.budget import BudgetError
 from cuzk.engine.config import EngineConfig, format_size
 from cuzk.engine.jobs import EngineError, JobAPI
 from cuzk.engine.records import JobRecord, KeyRecord
@@ -292,11 +292,9 @@ class Engine(JobAPI):
 
     @property
     def board_name(self) -> str:
-        return self._books.status.name
-
-    @property
-    def budget(self) -> MemoryBudget:
-        return self._books.budget
+        """The status board's shared-memory name ("" before start: no board yet)."""
+        status = self._books.status
+        return status.name if status is not None else ""
 
     def process_pids(self) -> dict[str, list[int]]:
         with self._books.lock:

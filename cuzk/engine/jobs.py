@@ -204,6 +204,7 @@ class JobAPI:
     _spool_inputs = True  # a job's uploads are served from the journal's spool files after
 
     # what tests and the daemon read
+    budget = property(lambda self: self._books.budget)  # request bodies are charged to it too
     journal = property(lambda self: self._books.journal)
     events = property(lambda self: self._books.events)  # (t, what, ...), the last 100 000
     counters = property(lambda self: self._books.counters)
