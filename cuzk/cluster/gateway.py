@@ -776,7 +776,7 @@ class ClusterEngine(JobAPI):
         p.witness_ref = None  # the object store may drop the witness now
         job.n_done += 1
         self._books.event("done", job.job_id, wk.partition, wk.attempt)
-        if job.n_done + job.n_failed == len(job.partitions):
+        if not job.partitions_left:
             self._end_job(job, *job.outcome())
 
     def _partition_failed(self, job: JobRecord, wk: WorkKey, r: dict) -> None:
@@ -793,7 +793,7 @@ class ClusterEngine(JobAPI):
         )
         if job.wasm is not None:  # an input the circuit rejects: the rest goes on
             job.n_failed += 1
-            if job.n_done + job.n_failed == len(job.partitions):
+            if not job.partitions_left:
                 self._end_job(job, *job.outcome())
             return
         self._end_job(job, "failed", f"partition {wk.partition} failed: {r['error']}")

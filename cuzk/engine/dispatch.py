@@ -260,14 +260,13 @@ class Dispatcher:
         failed write; the partition is then only proved again after a restart). The last
         one needs no record: the job's outcome, recorded next, holds every proof."""
         b = self.books
-        if b.journal is not None and job.n_done + job.n_failed < len(job.partitions):
+        if b.journal is not None and job.partitions_left:
             b.journal.partition_done(job.job_id, index, job.partitions[index].record())
 
     def settle(self, job: JobRecord) -> None:
         """End a job whose every partition is done or failed alone."""
-        if job.n_done + job.n_failed < len(job.partitions):
-            return
-        self.end_job(job, *job.outcome())
+        if not job.partitions_left:
+            self.end_job(job, *job.outcome())
 
     def end_job(
         self, job: JobRecord, state: str, error: str | None, *, shutdown: bool = False

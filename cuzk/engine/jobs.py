@@ -319,7 +319,7 @@ class JobAPI:
                 " from circuit inputs" if wasm else "",
             )
             self._queued(job)
-            if restored and job.n_done + job.n_failed == len(job.partitions):
+            if restored and not job.partitions_left:
                 self._end_job(job, *job.outcome())  # every partition was finished already
         self._wake()
         return job_id

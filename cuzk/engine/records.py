@@ -117,6 +117,11 @@ class JobRecord:
     def finished(self) -> bool:
         return self.state in ("done", "failed", "cancelled")
 
+    @property
+    def partitions_left(self) -> int:
+        """Partitions neither done nor failed alone; at 0 the job ends with outcome()."""
+        return len(self.partitions) - self.n_done - self.n_failed
+
     def to_dict(self, detail: bool) -> dict:
         d = {
             "job_id": self.job_id,
