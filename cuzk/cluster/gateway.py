@@ -467,15 +467,20 @@ class ClusterEngine(JobAPI):
         live = self._books.unfinished()
         if live and now < (self._drain_until or 0):
             return False
-        for job in live:
-            self._end_job(job, "cancelled", _stop_reason(self._books.journal), shutdown=True)
+        self._cancel_unfinished()
         return True
+
+    def _cancel_unfinished(self) -> None:
+        """The gateway stops: every live job is cancelled on the nodes, unfinished in the
+        journal (it resumes when the gateway starts again)."""
+        reason = self._books.stop_reason("the gateway is stopping", "gateway")
+        for job in self._books.unfinished():
+            self._end_job(job, "cancelled", reason, shutdown=True)
 
     def _shutdown(self) -> None:
         with self._books.lock:
             self._stopping = True
-            for job in self._books.unfinished():
-                self._end_job(job, "cancelled", _stop_reason(self._books.journal), shutdown=True)
+            self._cancel_unfinished()
             self.inflight.clear()
             for n in self.nodes.values():
                 n.actor = None
@@ -837,13 +842,6 @@ class ClusterEngine(JobAPI):
             raise RuntimeError("the gateway has stopped")
         with self._books.lock:
             return farm_snapshot(self)
-
-
-def _stop_reason(journal) -> str:
-    reason = "the gateway is stopping"
-    if journal is not None:
-        reason += "; it stays in the journal and resumes when the gateway starts again"
-    return reason
 
 
 def _cause(ray, e: BaseException):

@@ -292,7 +292,6 @@ class Dispatcher:
         """The engine stops: cancel every live job, unfinished in the journal (it resumes when
         the daemon starts again)."""
         b = self.books
-        if b.journal is not None:
-            reason += "; it stays in the journal and resumes when the daemon starts again"
+        reason = b.stop_reason(reason, "daemon")
         for job in b.unfinished():
             self.end_job(job, "cancelled", reason, shutdown=True)

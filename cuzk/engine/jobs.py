@@ -194,6 +194,13 @@ class JobLedger:
     def unfinished(self) -> list[JobRecord]:
         return [j for j in self.jobs.values() if not j.finished]
 
+    def stop_reason(self, reason: str, restarts: str) -> str:
+        """The error of a job cut by a stop: with a journal it stays unfinished there and is
+        re-queued when the `restarts` ("daemon", "gateway") starts again."""
+        if self.journal is not None:
+            reason += f"; it stays in the journal and resumes when the {restarts} starts again"
+        return reason
+
 
 class JobAPI:
     """submit, job, jobs, result and cancel of contract.EngineAPI, over `self._books` (a
