@@ -50,7 +50,7 @@ def build(folder: Path, n: int = 4096) -> dict:
     from llvmlite import binding as ll
     from numba import carray, cfunc, types
 
-    from cuzk.arith import field as F
+    from cuzk.arith.field import fr_mul
 
     ptr = types.CPointer(types.uint64)
 
@@ -58,7 +58,7 @@ def build(folder: Path, n: int = 4096) -> dict:
     def fr_mul_rows(a, b, out, n):
         x, y, z = carray(a, (n, 4)), carray(b, (n, 4)), carray(out, (n, 4))
         for i in range(n):
-            r = F.fr_mul((x[i, 0], x[i, 1], x[i, 2], x[i, 3]), (y[i, 0], y[i, 1], y[i, 2], y[i, 3]))
+            r = fr_mul((x[i, 0], x[i, 1], x[i, 2], x[i, 3]), (y[i, 0], y[i, 1], y[i, 2], y[i, 3]))
             z[i, 0], z[i, 1], z[i, 2], z[i, 3] = r[0], r[1], r[2], r[3]
 
     machine = ll.Target.from_default_triple().create_target_machine(

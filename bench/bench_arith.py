@@ -21,13 +21,12 @@ import time
 import numpy as np
 from numba import cuda, njit, prange
 
-from bench import plots as P
+from bench import plots
 from bench.tables import find_row, fmt, table, target
-from cuzk.arith import curve as C
-from cuzk.arith import field as F
+from cuzk.arith import curve, field
 from cuzk.arith.constants import FQ_MODULUS, FR_MODULUS, MONT_R
 from cuzk.arith.jit import KernelTable
-from cuzk.formats.limbs import int_to_limb_tuple
+from cuzk.arith.radix import int_to_limb_tuple
 
 TARGET_NS = 20.0
 STEPS = {"smoke": 20_000, "quick": 2_000_000, "full": 10_000_000, "gpu": 2_000_000}
@@ -43,67 +42,67 @@ REPEATS = {"smoke": 2, "quick": 5, "full": 7, "gpu": 5}
 @njit(cache=True)
 def _fq_chain(x, y, n):
     for _ in range(n):
-        x = F.fq_mul(x, y)
+        x = field.fq_mul(x, y)
     return x
 
 
 @njit(cache=True)
 def _fr_chain(x, y, n):
     for _ in range(n):
-        x = F.fr_mul(x, y)
+        x = field.fr_mul(x, y)
     return x
 
 
 @njit(cache=True)
 def _fq_chain4(a, b, c, d, y, n):
     for _ in range(n):
-        a = F.fq_mul(a, y)
-        b = F.fq_mul(b, y)
-        c = F.fq_mul(c, y)
-        d = F.fq_mul(d, y)
-    return F.fq_add(F.fq_add(a, b), F.fq_add(c, d))
+        a = field.fq_mul(a, y)
+        b = field.fq_mul(b, y)
+        c = field.fq_mul(c, y)
+        d = field.fq_mul(d, y)
+    return field.fq_add(field.fq_add(a, b), field.fq_add(c, d))
 
 
 @njit(cache=True)
 def _fr_chain4(a, b, c, d, y, n):
     for _ in range(n):
-        a = F.fr_mul(a, y)
-        b = F.fr_mul(b, y)
-        c = F.fr_mul(c, y)
-        d = F.fr_mul(d, y)
-    return F.fr_add(F.fr_add(a, b), F.fr_add(c, d))
+        a = field.fr_mul(a, y)
+        b = field.fr_mul(b, y)
+        c = field.fr_mul(c, y)
+        d = field.fr_mul(d, y)
+    return field.fr_add(field.fr_add(a, b), field.fr_add(c, d))
 
 
 @njit(cache=True, parallel=True)
 def _fq_chain4_all(xs, y, n, out):
     for t in prange(xs.shape[0]):
-        a = F.load(xs, t, 0)
-        r = _fq_chain4(a, F.fq_add(a, y), F.fq_sub(a, y), F.fq_dbl(a), y, n)
-        F.store(out, t, 0, r)
+        a = field.load(xs, t, 0)
+        r = _fq_chain4(a, field.fq_add(a, y), field.fq_sub(a, y), field.fq_dbl(a), y, n)
+        field.store(out, t, 0, r)
 
 
 @njit(cache=True, parallel=True)
 def _fr_chain4_all(xs, y, n, out):
     for t in prange(xs.shape[0]):
-        a = F.load(xs, t, 0)
-        r = _fr_chain4(a, F.fr_add(a, y), F.fr_sub(a, y), F.fr_add(a, a), y, n)
-        F.store(out, t, 0, r)
+        a = field.load(xs, t, 0)
+        r = _fr_chain4(a, field.fr_add(a, y), field.fr_sub(a, y), field.fr_add(a, a), y, n)
+        field.store(out, t, 0, r)
 
 
 @njit(cache=True)
 def _g1_madd_chain(P, a, n):
     for _ in range(n):
-        P = C.g1_add_mixed(P, a)
+        P = curve.g1_add_mixed(P, a)
     return P
 
 
 @njit(cache=True, parallel=True)
 def _g1_madd_chain_all(P, a, n, out):
     for t in prange(out.shape[0]):
-        Q = C.g1_dbl(C.g1_load(P, 0))
+        Q = curve.g1_dbl(curve.g1_load(P, 0))
         for _ in range(t):
-            Q = C.g1_add_mixed(Q, C.g1_load_affine(a, 0))
-        C.g1_store(out, t, _g1_madd_chain(Q, C.g1_load_affine(a, 0), n))
+            Q = curve.g1_add_mixed(Q, curve.g1_load_affine(a, 0))
+        curve.g1_store(out, t, _g1_madd_chain(Q, curve.g1_load_affine(a, 0), n))
 
 
 # --- helpers -------------------------------------------------------------------------------
@@ -170,7 +169,7 @@ def _cpu_rows(profile):
         rows.append(row)
     # G1 mixed addition: a dependent chain P <- P + a (general case, no exceptions).
     g = (_mont(1, FQ_MODULUS), _mont(2, FQ_MODULUS), _mont(1, FQ_MODULUS))
-    a = C.g1_to_affine(C.g1_dbl(C.g1_dbl(g)))
+    a = curve.g1_to_affine(curve.g1_dbl(curve.g1_dbl(g)))
     a = tuple(tuple(np.uint64(v) for v in c) for c in a)
     n_add = max(1, n // 10)
     latency = _time(lambda: _g1_madd_chain(g, a, n_add), repeats)
@@ -339,8 +338,8 @@ def plot(name, entry, res, img):
     rows = res.get("cpu") or []
     if not rows:
         return []
-    fig, (ax,) = P.figure("Field and curve operations, ns per operation, CPU", entry)
-    P.bars(
+    fig, (ax,) = plots.figure("Field and curve operations, ns per operation, CPU", entry)
+    plots.bars(
         ax,
         [r["op"] for r in rows],
         {
@@ -353,7 +352,7 @@ def plot(name, entry, res, img):
     ax.axhline(20.0, color="crimson", linestyle="--", label="target 20 ns (mul)")
     ax.set_ylabel("ns")
     ax.legend(fontsize=7)
-    return [("arith", P.save(fig, f"bench-{name}.png", img))]
+    return [("arith", plots.save(fig, f"bench-{name}.png", img))]
 
 
 if __name__ == "__main__":

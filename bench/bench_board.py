@@ -23,10 +23,11 @@ import secrets
 import statistics
 import time
 
-from bench import plots as P
+from bench import plots
 from bench.tables import table, target
 from cuzk.board import Board
-from cuzk.board import segment as S
+from cuzk.board.layout import NAME_PREFIX
+from cuzk.board.segment import unlink_segment
 from cuzk.testing import drill
 
 SLOTS = {"smoke": [8], "quick": [8, 64, 256], "full": [8, 64, 256], "gpu": [8, 64, 256]}
@@ -54,7 +55,7 @@ def _board(n_slots: int, jobs: int = 16, parts: int = 10) -> Board:
     dev, fin = n_slots // 2, n_slots // 4
     syn = n_slots - dev - fin
     b = Board.create(
-        f"{S.L.NAME_PREFIX}bench-{os.getpid()}-{secrets.token_hex(3)}",
+        f"{NAME_PREFIX}bench-{os.getpid()}-{secrets.token_hex(3)}",
         instance="bench",
         device_slots=dev,
         finalizer_slots=fin,
@@ -92,7 +93,7 @@ def _board(n_slots: int, jobs: int = 16, parts: int = 10) -> Board:
 def _close(b: Board) -> None:
     name = b.name
     b.close()
-    S.unlink_segment(name)
+    unlink_segment(name)
 
 
 def bench_writes(profile: str) -> list[dict]:
@@ -184,7 +185,7 @@ def bench_under_load(profile: str) -> dict:
     """Snapshots of a 64-slot board while 2 writer processes x 2 threads run flat out."""
     ctx = mp.get_context("spawn")
     b = Board.create(
-        f"{S.L.NAME_PREFIX}bench-{os.getpid()}-{secrets.token_hex(3)}",
+        f"{NAME_PREFIX}bench-{os.getpid()}-{secrets.token_hex(3)}",
         instance="bench-load",
         device_slots=32,
         finalizer_slots=16,
@@ -309,9 +310,9 @@ def plot(name, entry, res, img):
     writes = res.get("writes") or []
     if not snaps and not writes:
         return []
-    fig, (ax, bx) = P.figure("Status board costs", entry, ncols=2, width=5.2)
+    fig, (ax, bx) = plots.figure("Status board costs", entry, ncols=2, width=5.2)
     if writes:
-        P.bars(
+        plots.bars(
             ax,
             [r["operation"] for r in writes],
             {
@@ -323,7 +324,7 @@ def plot(name, entry, res, img):
         ax.set_ylabel("µs")
         ax.legend(fontsize=6.5)
     if snaps:
-        P.lines(
+        plots.lines(
             bx,
             snaps,
             "slots",
@@ -338,7 +339,7 @@ def plot(name, entry, res, img):
         bx.set_xlabel("device slots")
         bx.set_ylabel("µs")
         bx.legend(fontsize=6.5)
-    return [("board", P.save(fig, f"bench-{name}.png", img))]
+    return [("board", plots.save(fig, f"bench-{name}.png", img))]
 
 
 if __name__ == "__main__":

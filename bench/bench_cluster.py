@@ -49,7 +49,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import plots as P
+from bench import plots
 from bench.tables import fmt, table, target
 
 DOUBLE = "cuzk.testing.prover_double"
@@ -521,7 +521,7 @@ def plot(name, entry, res, img):
     rows = [r for r in res.get("rows") or [] if r.get("throughput_pps")]
     if not rows:
         return []
-    fig, (ax, bx) = P.figure("Farm throughput by prover nodes on one machine", entry, ncols=2)
+    fig, (ax, bx) = plots.figure("Farm throughput by prover nodes on one machine", entry, ncols=2)
     ns = [r["nodes"] for r in rows]
     base = rows[0]["throughput_pps"] / rows[0]["nodes"]
     ax.plot(ns, [r["throughput_pps"] for r in rows], marker="o", label="measured, steady")
@@ -542,7 +542,7 @@ def plot(name, entry, res, img):
     bx.set_ylim(0, 1.2)
     bx.grid(True, alpha=0.3)
     bx.legend(fontsize=7, loc="lower left")
-    return [("throughput by nodes", P.save(fig, f"bench-{name}.png", img))]
+    return [("throughput by nodes", plots.save(fig, f"bench-{name}.png", img))]
 
 
 if __name__ == "__main__":

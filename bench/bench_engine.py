@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import plots as P
+from bench import plots
 from bench.bench_prove import in_process
 from bench.circuits import REAL_FAMILIES
 from bench.tables import fmt, table, target
@@ -243,24 +243,24 @@ def _real_circuit(spec: str) -> dict:
 
 
 def real(s: dict, profile: str) -> dict:
-    import cuzk.groth16 as P
+    import cuzk.groth16 as groth16
     from cuzk.engine import EngineConfig
 
     files = _real_circuit(s["circuit"])
     key, w, dev = in_process(files, "cuda" if profile == "gpu" else "cpu")
     dev.load_key(key)
-    P.prove(key, w, dev)  # compile / load kernels
+    groth16.prove(key, w, dev)  # compile / load kernels
     # serial baseline, and each stage's capacity on its own
     t_syn, t_start, t_fin = [], [], []
     n_serial = max(3, min(8, s["parts"]))
     t0 = time.perf_counter()
     for _ in range(n_serial):
         a = time.perf_counter()
-        syn = P.synthesize(key, w)
+        syn = groth16.synthesize(key, w)
         b = time.perf_counter()
-        partial = P.prove_start(key, syn.a, syn.b, syn.c, w, dev)
+        partial = groth16.prove_start(key, syn.buffers, w, dev)
         c = time.perf_counter()
-        P.prove_finish(key, partial, w)
+        groth16.prove_finish(key, partial, w)
         d = time.perf_counter()
         t_syn.append(b - a)
         t_start.append(c - b)
@@ -396,13 +396,13 @@ def plot(name, entry, res, img):
     rows = [r for r in res.get("rows") or [] if r.get("slower_stage_pps")]
     if not rows:
         return []
-    fig, (ax,) = P.figure("Engine throughput against the slower stage's capacity", entry)
+    fig, (ax,) = plots.figure("Engine throughput against the slower stage's capacity", entry)
     series = {
         "pipelined (engine), whole run": "throughput_pps",
         "pipelined, steady state": "steady_pps",
         "serial baseline": "serial_pps",
     }
-    P.bars(
+    plots.bars(
         ax,
         [str(r.get("part")) for r in rows],
         {lab: [(r.get(c) or 0) / r["slower_stage_pps"] for r in rows] for lab, c in series.items()},
@@ -423,7 +423,7 @@ def plot(name, entry, res, img):
     ax.set_ylabel("x the slower stage's capacity")
     ax.set_ylim(0, 1.45)
     ax.legend(fontsize=7, loc="upper left", ncol=2)
-    return [("engine", P.save(fig, f"bench-{name}.png", img))]
+    return [("engine", plots.save(fig, f"bench-{name}.png", img))]
 
 
 if __name__ == "__main__":

@@ -56,7 +56,7 @@ def points(group: str, n: int) -> np.ndarray:
 
 
 def _limbs(x: int):
-    from cuzk.formats.limbs import int_to_limb_tuple
+    from cuzk.arith.radix import int_to_limb_tuple
 
     return int_to_limb_tuple(x)
 

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from bench import plots as P
+from bench import plots
 from bench.machine import compile_bytecode
 from bench.tables import fmt, table, target
 from cuzk.arith import pairing as PR
@@ -263,7 +263,7 @@ def plot(name, entry, res, img):
     rows = res.get("in_process") or []
     if not rows:
         return []
-    fig, (ax,) = P.figure("Pairing and verification, ms (one core)", entry)
+    fig, (ax,) = plots.figure("Pairing and verification, ms (one core)", entry)
     ax.barh([r["operation"] for r in rows], [r.get("median_ms") or 0 for r in rows])
     ax.axvline(
         res.get("target_verify_ms", 50.0),
@@ -275,7 +275,7 @@ def plot(name, entry, res, img):
     ax.tick_params(axis="y", labelsize=6.5)
     ax.set_xlabel("ms (median)")
     ax.legend(fontsize=7)
-    return [("pairing", P.save(fig, f"bench-{name}.png", img))]
+    return [("pairing", plots.save(fig, f"bench-{name}.png", img))]
 
 
 if __name__ == "__main__":

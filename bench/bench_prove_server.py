@@ -171,7 +171,7 @@ ROW_COLUMNS = [
 
 
 def run(profile: str = "quick") -> dict:
-    from cuzk.serve.client import Client
+    from cuzk.client import Client
 
     compile_bytecode()  # the commands run as installed (see bench.machine.compile_bytecode)
     rapidsnark, origin = find_rapidsnark()

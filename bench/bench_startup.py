@@ -112,7 +112,7 @@ def _pieces(rounds: int) -> dict:
 
 def _thin_client(rounds: int) -> dict:
     from bench.bench_prove_server import start_daemon, stop_daemon
-    from cuzk.serve.client import Client
+    from cuzk.client import Client
 
     files = circuit(FAMILY, 12)
     with tempfile.TemporaryDirectory(prefix="cuzk-bench-startup-") as folder:

@@ -24,7 +24,7 @@ import time
 
 import psutil
 
-from bench import plots as P
+from bench import plots
 from bench.tables import table, target
 from cuzk.testing.simulate import Plan, Simulation
 
@@ -226,11 +226,11 @@ def plot(name, entry, res, img):
     rows = res.get("rows") or []
     if not rows:
         return []
-    fig, (ax,) = P.figure("`cuzk top` at 4 Hz: share of one core", entry)
-    P.bars(
+    fig, (ax,) = plots.figure("`cuzk top` at 4 Hz: share of one core", entry)
+    plots.bars(
         ax, [str(r.get("screen")) for r in rows], {"% of a core": [r.get("core_pct") for r in rows]}
     )
     ax.axhline(res.get("target_core_pct", 1.0), color="crimson", linestyle="--", label="target")
     ax.set_ylabel("% of one core")
     ax.legend(fontsize=7)
-    return [("top", P.save(fig, f"bench-{name}.png", img))]
+    return [("top", plots.save(fig, f"bench-{name}.png", img))]

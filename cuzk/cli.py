@@ -18,7 +18,7 @@ COMMANDS: dict[str, str] = {
     "cluster": "cuzk.cluster.join:cluster",
     "config": "cuzk.serve.cli:config",
     "export-vk": "cuzk.formats.cli:export_vk",
-    "fullprove": "cuzk.witness.cli:fullprove",
+    "fullprove": "cuzk.groth16.cli:fullprove",
     "jobs": "cuzk.serve.cli:jobs",
     "prove": "cuzk.groth16.cli:prove",
     "serve": "cuzk.serve.cli:serve",

@@ -213,8 +213,8 @@ class Demo:
 
     # ------------------------------------------------------------------ 4-6
     def run(self) -> int:
+        from cuzk.client import Client
         from cuzk.groth16.verifier import VerifyingKey, verify
-        from cuzk.serve.client import Client
 
         zkey = self.make_key()
         n = sum(p for _, _, p in JOBS)

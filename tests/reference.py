@@ -25,13 +25,13 @@ import secrets
 
 from py_ecc import optimized_bn128 as bn
 
+from cuzk.arith.radix import limbs_to_ints
 from cuzk.formats import (
     BN254_R,
     g1_array_to_points,
     g1_from_limbs,
     g2_array_to_points,
     g2_from_limbs,
-    limbs_to_ints,
     zkey_coef_to_int,
 )
 

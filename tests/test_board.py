@@ -20,8 +20,20 @@ from conftest import BOARD_PREFIX as PREFIX
 from conftest import board_name
 
 from cuzk.board import Board, BoardError, Layout, Token, cleanup_stale, list_boards
-from cuzk.board import layout as L
-from cuzk.board import segment as S
+from cuzk.board.layout import (
+    CTL_DIRTY_OFFSET,
+    HEADER,
+    HEADER_SIZE,
+    JOB_NPART_AT,
+    JOB_SIZE,
+    JOB_STATE_AT,
+    LAYOUT_VERSION,
+    MAGIC,
+    PART_SIZE,
+    SEQ,
+    SLOT_SIZE,
+)
+from cuzk.board.segment import open_segment, unlink_segment
 from cuzk.testing import drill
 
 
@@ -42,7 +54,7 @@ def board(board_factory):
 
 def raw_slot(b: Board, kind: str, slot: int) -> bytes:
     off = b.layout.slot_offset(kind, slot)
-    return bytes(b._buf[off : off + L.SLOT_SIZE])
+    return bytes(b._buf[off : off + SLOT_SIZE])
 
 
 def counters(b: Board) -> dict:
@@ -58,25 +70,25 @@ def test_layout_is_a_pure_function_of_the_counts_and_8_byte_aligned():
     assert a.offsets == b.offsets and a.total_size == b.total_size
     # sections follow each other without gaps, each record 8-byte aligned
     o = a.offsets
-    assert o["device"] == L.HEADER_SIZE
-    assert o["finalizer"] - o["device"] == 3 * L.SLOT_SIZE
-    assert o["partitions"] - o["jobs"] == 7 * L.JOB_SIZE
-    assert o["memory"] - o["partitions"] == 7 * 11 * L.PART_SIZE
-    for size in (L.SLOT_SIZE, L.JOB_SIZE, L.PART_SIZE, L.HEADER_SIZE):
+    assert o["device"] == HEADER_SIZE
+    assert o["finalizer"] - o["device"] == 3 * SLOT_SIZE
+    assert o["partitions"] - o["jobs"] == 7 * JOB_SIZE
+    assert o["memory"] - o["partitions"] == 7 * 11 * PART_SIZE
+    for size in (SLOT_SIZE, JOB_SIZE, PART_SIZE, HEADER_SIZE):
         assert size % 8 == 0
     assert all(v % 8 == 0 for v in o.values())
-    assert a.part_offset(6, 10) + L.PART_SIZE == o["memory"]
+    assert a.part_offset(6, 10) + PART_SIZE == o["memory"]
     # the header fits its reserved space and leaves the control word alone
-    assert L.HEADER.size <= L.CTL_DIRTY_OFFSET
+    assert HEADER.size <= CTL_DIRTY_OFFSET
     with pytest.raises(ValueError):
         Layout(1, 1, 1, 0, 1)
 
 
 def test_record_formats_match_the_documented_sizes():
     # docs/status-board.md documents these byte counts; a change must bump LAYOUT_VERSION
-    assert (L.LAYOUT_VERSION, L.SLOT_SIZE, L.JOB_SIZE, L.PART_SIZE) == (2, 144, 128, 56)
-    assert L.HEADER.size == 208
-    assert (L.JOB_STATE_AT, L.JOB_NPART_AT) == (89, 92)
+    assert (LAYOUT_VERSION, SLOT_SIZE, JOB_SIZE, PART_SIZE) == (2, 144, 128, 56)
+    assert HEADER.size == 208
+    assert (JOB_STATE_AT, JOB_NPART_AT) == (89, 92)
 
 
 def test_header_round_trips_and_attach_checks_it(board):
@@ -96,8 +108,8 @@ def test_header_round_trips_and_attach_checks_it(board):
         board._buf[0:8] = b"NOTBOARD"
         with pytest.raises(BoardError, match="not a cuzk board"):
             Board.attach(board.name)
-        board._buf[0:8] = L.MAGIC
-        struct.pack_into("<I", board._buf, 8, L.LAYOUT_VERSION + 1)
+        board._buf[0:8] = MAGIC
+        struct.pack_into("<I", board._buf, 8, LAYOUT_VERSION + 1)
         with pytest.raises(BoardError, match="layout version"):
             Board.attach(board.name)
     finally:
@@ -409,7 +421,7 @@ def test_to_dict_has_the_team_json_shape(board):
     board.set_queue_depth(7)
     d = json.loads(board.snapshot().to_json())
     assert set(d) >= TEAM_KEYS
-    assert d["board"] == board.name and d["layout_version"] == L.LAYOUT_VERSION
+    assert d["board"] == board.name and d["layout_version"] == LAYOUT_VERSION
     assert d["consistent"] is True and d["uptime_secs"] >= 0
     assert d["memory"] == {
         "total_bytes": 1000,
@@ -541,8 +553,8 @@ def test_reader_never_hangs_on_a_record_left_odd_and_reclaim_repairs_it(board):
     board.devices.register(3)
     tok = board.claim_device(3, "x", 0)
     off = board.layout.slot_offset("device", 3)
-    seq = L.SEQ.unpack_from(board._buf, off)[0]
-    L.SEQ.pack_into(board._buf, off, seq + 1)  # a writer "died" inside
+    seq = SEQ.unpack_from(board._buf, off)[0]
+    SEQ.pack_into(board._buf, off, seq + 1)  # a writer "died" inside
     board._buf[off + 8 : off + 16] = b"\xff" * 8
     s = board.snapshot(tries=20)
     assert s.attempts == 20  # gave up after its tries: never waits on the dead writer
@@ -607,19 +619,19 @@ def test_list_boards_and_cleanup_of_a_board_whose_creator_died(board):
         if p.is_alive():
             p.kill()
             p.join(30)
-        S.unlink_segment(name)
+        unlink_segment(name)
 
 
 def test_cleanup_leaves_young_incomplete_segments_alone():
     name = board_name()
-    shm = S.open_segment(name, create=True, size=64)  # no header yet: a creator mid-create
+    shm = open_segment(name, create=True, size=64)  # no header yet: a creator mid-create
     try:
         assert cleanup_stale(PREFIX) == []
         assert os.path.exists(f"/dev/shm/{name}")
         assert cleanup_stale(PREFIX, min_age=0.0) == [name]
     finally:
         shm.close()
-        S.unlink_segment(name)
+        unlink_segment(name)
 
 
 def test_context_manager_unlinks_for_the_creator():
@@ -651,15 +663,15 @@ def test_default_name_is_discoverable():
         assert b.name in {i.name for i in list_boards()}
     finally:
         b.close()
-        S.unlink_segment(b.name)
+        unlink_segment(b.name)
 
 
 def test_register_over_a_torn_record_starts_it_afresh(board):
     board.devices.register(0)
     tok = board.claim_device(0, "j", 0)
     off = board.layout.slot_offset("device", 0)
-    seq = L.SEQ.unpack_from(board._buf, off)[0]
-    L.SEQ.pack_into(board._buf, off, seq + 1)
+    seq = SEQ.unpack_from(board._buf, off)[0]
+    SEQ.pack_into(board._buf, off, seq + 1)
     board._buf[off + 8 : off + 40] = b"\xff" * 32  # generation, state, pid: garbage
     new = board.devices.register(0)
     assert new.generation == seq + 2 > tok.generation

@@ -31,7 +31,7 @@ from hypothesis.stateful import (
 )
 
 from cuzk.board import Board, Token
-from cuzk.board import segment as S
+from cuzk.board.segment import unlink_segment
 from cuzk.testing import drill
 
 pytestmark = pytest.mark.slow
@@ -179,7 +179,7 @@ class BoardMachine(RuleBasedStateMachine):
             pass
         name = self.board.name
         self.board.close()
-        S.unlink_segment(name)
+        unlink_segment(name)
 
     # --- helpers ---------------------------------------------------------------------------------
     def named(self, p: int) -> bool:

@@ -21,7 +21,17 @@ from zlib import crc32
 import pytest
 
 from cuzk.board import Token, read_record
-from cuzk.board import layout as L
+from cuzk.board.layout import (
+    CHECK,
+    JOB_PAYLOAD,
+    JOB_RECORD,
+    PART_PAYLOAD,
+    PART_RECORD,
+    SEQ,
+    SLOT_KINDS,
+    SLOT_PAYLOAD,
+    SLOT_RECORD,
+)
 from cuzk.testing import drill
 
 CTX = mp.get_context("spawn")
@@ -42,7 +52,7 @@ def split_read(buf, off: int, record, payload_size: int):
     between them, as a reader preempted mid-copy would: if writers did not keep the sequence
     odd for the whole of each write, mixed halves would pass the sequence test and fail the
     check. Returns "ok", "busy" or "torn"."""
-    s1 = L.SEQ.unpack_from(buf, off)[0]
+    s1 = SEQ.unpack_from(buf, off)[0]
     if s1 & 1:
         return "busy"
     half = record.size // 2
@@ -50,9 +60,9 @@ def split_read(buf, off: int, record, payload_size: int):
     for _ in range(20):
         pass
     data = head + bytes(buf[off + half : off + record.size])
-    if L.SEQ.unpack_from(buf, off)[0] != s1:
+    if SEQ.unpack_from(buf, off)[0] != s1:
         return "busy"
-    if crc32(data[8 : 8 + payload_size]) != L.CHECK.unpack_from(data, 8 + payload_size)[0]:
+    if crc32(data[8 : 8 + payload_size]) != CHECK.unpack_from(data, 8 + payload_size)[0]:
         return "torn"
     return "ok"
 
@@ -113,13 +123,13 @@ def test_stress_no_torn_records_and_the_invariant_in_every_consistent_snapshot(b
         buf, lay = b._buf, b.layout
         targets = (
             [
-                (lay.slot_offset(k, i), L.SLOT_RECORD, L.SLOT_PAYLOAD.size)
-                for k in L.SLOT_KINDS
+                (lay.slot_offset(k, i), SLOT_RECORD, SLOT_PAYLOAD.size)
+                for k in SLOT_KINDS
                 for i in range(n)
             ]
-            + [(lay.job_offset(r), L.JOB_RECORD, L.JOB_PAYLOAD.size) for r in range(lay.job_rows)]
+            + [(lay.job_offset(r), JOB_RECORD, JOB_PAYLOAD.size) for r in range(lay.job_rows)]
             + [
-                (lay.part_offset(r, i), L.PART_RECORD, L.PART_PAYLOAD.size)
+                (lay.part_offset(r, i), PART_RECORD, PART_PAYLOAD.size)
                 for r in range(lay.job_rows)
                 for i in range(6)
             ]
@@ -156,7 +166,7 @@ def test_stress_no_torn_records_and_the_invariant_in_every_consistent_snapshot(b
                     consistent += 1
                     v = s.invariant_violations() + workload_violations(s)
                     # independently of collect(): no record of the cut was being written
-                    seqs = [r[0] for k in L.SLOT_KINDS for r in s.raw_slots[k]]
+                    seqs = [r[0] for k in SLOT_KINDS for r in s.raw_slots[k]]
                     seqs += [r[0] for j, parts in s.raw_jobs for r in (j, *parts)]
                     if any(q & 1 for q in seqs):
                         v.append("a record with an odd sequence in a consistent cut")
@@ -189,7 +199,7 @@ def test_stress_no_torn_records_and_the_invariant_in_every_consistent_snapshot(b
     assert total["jobs_done"] == c["total_completed"] > 0
     assert total["partitions"] > 100
     # all slots idle at the end, none left naming a partition
-    assert all(v.state == "idle" for k in L.SLOT_KINDS for v in s.slots(k))
+    assert all(v.state == "idle" for k in SLOT_KINDS for v in s.slots(k))
     print(
         f"\nstress: {reads} record reads ({busy} busy retries exhausted), {snaps} snapshots "
         f"({consistent} consistent, {attempts / snaps:.1f} attempts each), "
@@ -217,7 +227,7 @@ def test_kill_inside_a_slot_write(board_factory):
         assert s.attempts == 30  # bounded: gave up after its tries, never waits for the writer
         assert not s.consistent and s.devices[1].state == "empty"
         assert read_record(
-            b._buf, b.layout.slot_offset("device", 1), L.SLOT_RECORD, L.SLOT_PAYLOAD.size, tries=10
+            b._buf, b.layout.slot_offset("device", 1), SLOT_RECORD, SLOT_PAYLOAD.size, tries=10
         ) == (None, "busy")
         # the supervisor notices the death and reclaims the slot
         new = b.devices.reclaim(1)

@@ -34,8 +34,8 @@ from cuzk.groth16 import (
     prove_start,
     synthesize,
 )
-from cuzk.groth16 import verifier as V
 from cuzk.groth16.stages import random_scalar
+from cuzk.groth16.verifier import VerifyingKey, verify
 
 pytestmark = pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU and no simulator")
 
@@ -54,12 +54,16 @@ class Run:
         cpu = open_device("cpu")
         self.h_cpu = cpu.compute_h(*self.abc())
         self.h_cuda = np.array(cuda.compute_h(*self.abc()))
-        self.cpu = prove_start(self.key, *self.abc(), self.w, cpu)
-        self.cuda = prove_start(self.key, *self.abc(), self.w, cuda)
+        self.cpu = prove_start(self.key, self.buffers(), self.w, cpu)
+        self.cuda = prove_start(self.key, self.buffers(), self.w, cuda)
 
     def abc(self):
         """Fresh copies of a, b, c (compute_h overwrites its inputs)."""
         return self.syn.a.copy(), self.syn.b.copy(), self.syn.c.copy()
+
+    def buffers(self):
+        """Fresh copies of a, b, c by name, as prove_start takes them."""
+        return dict(zip("abc", self.abc(), strict=True))
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +87,7 @@ def runs(cuda):
 
 
 def _vk(run: Run):
-    return V.VerifyingKey.from_json(json.loads(run.circuit.vk.read_text()))
+    return VerifyingKey.from_json(json.loads(run.circuit.vk.read_text()))
 
 
 @pytest.mark.slow
@@ -121,10 +125,10 @@ def test_cuda_proof_verifies(runs, name):
     public = json.loads(run.circuit.public(0).read_text())
     assert proof.public_json() == public
     vk = _vk(run)
-    assert V.verify(vk, proof.public, proof.to_json())
+    assert verify(vk, proof.public, proof.to_json())
     wrong = list(proof.public)
     wrong[0] = (wrong[0] + 1) % FR_MODULUS
-    assert not V.verify(vk, wrong, proof.to_json())
+    assert not verify(vk, wrong, proof.to_json())
 
 
 @pytest.mark.slow
@@ -174,7 +178,7 @@ def test_key_residency(runs):
 
     def worker():
         try:
-            out["partial"] = prove_start(key, *run.abc(), run.w, dev)
+            out["partial"] = prove_start(key, run.buffers(), run.w, dev)
         except BaseException as e:  # noqa: BLE001  (re-raised in the test thread below)
             out["error"] = e
 
@@ -192,7 +196,7 @@ def test_key_residency(runs):
     dev.evict_key(key.key_id)  # evicting what is not resident is a no-op
     assert dev.resident_keys() == [] and dev.resident_bytes() == 0
     assert rk.nbytes == 0  # its device arrays are dropped
-    partial = prove_start(key, *run.abc(), run.w, dev)  # places the key again
+    partial = prove_start(key, run.buffers(), run.w, dev)  # places the key again
     assert dev.resident_keys() == [key.key_id] and dev.resident_bytes() == want
     assert dev.load_key(key) is not rk
     assert np.array_equal(partial.a, run.cpu.a) and np.array_equal(partial.h, run.cpu.h)
@@ -212,7 +216,7 @@ def test_engine_device_process_on_cuda(monkeypatch, caplog):
         monkeypatch.setattr(config, "cuda_device_count", lambda: 1)
     caplog.set_level(logging.INFO, logger="cuzk.engine")
     c = fixture_circuit("tiny")
-    vk = V.VerifyingKey.from_json(json.loads(c.vk.read_text()))
+    vk = VerifyingKey.from_json(json.loads(c.vk.read_text()))
     eng = Engine(
         EngineConfig(
             devices="cuda:0",
@@ -234,7 +238,7 @@ def test_engine_device_process_on_cuda(monkeypatch, caplog):
             assert r is not None and r["state"] == "done", r and r.get("error")
             for k in range(2):
                 assert r["public"][k] == json.loads(c.public(k).read_text())
-                assert V.verify(vk, r["public"][k], r["proofs"][k])
+                assert verify(vk, r["public"][k], r["proofs"][k])
             assert devices() == ["cuda:0"]
             if round_ == 0:
                 assert eng.evict_key(key_id)
@@ -264,8 +268,8 @@ def test_cuzk_prove_device_cuda(tmp_path):
     )
     assert r.exit_code == 0, r.output
     assert json.loads(public.read_text()) == json.loads(c.public(1).read_text())
-    vk = V.VerifyingKey.from_json(json.loads(c.vk.read_text()))
-    assert V.verify(vk, json.loads(public.read_text()), json.loads(proof.read_text()))
+    vk = VerifyingKey.from_json(json.loads(c.vk.read_text()))
+    assert verify(vk, json.loads(public.read_text()), json.loads(proof.read_text()))
 
 
 @pytest.mark.slow
@@ -292,8 +296,8 @@ def test_cuzk_prove_device_cuda_as_a_process(tmp_path):
         timeout=300,
     )
     assert p.returncode == 0, p.stderr
-    vk = V.VerifyingKey.from_json(json.loads(c.vk.read_text()))
-    assert V.verify(vk, json.loads(public.read_text()), json.loads(proof.read_text()))
+    vk = VerifyingKey.from_json(json.loads(c.vk.read_text()))
+    assert verify(vk, json.loads(public.read_text()), json.loads(proof.read_text()))
 
 
 @pytest.mark.skipif(_has_gpu(), reason="this machine has a GPU")

@@ -1,23 +1,26 @@
-"""The engine's contracts (cuzk.engine.contract). The prover contract: the real prover and the
-prover double both satisfy it — as runtime isinstance checks on the module, a key, a device
-and a proof class, and parameter by parameter for every function and method the engine calls.
-The engine API: the local Engine and the Ray gateway (ClusterEngine) both satisfy what
-`cuzk serve` calls, the same way."""
+"""The engine's contracts (cuzk.engine.contract). The prover contract: the real prover, the
+prover double and a prover of another shape (tests/shaped_prover.py) all satisfy it — as
+runtime isinstance checks on the module, a key, a device and a proof class, parameter by
+parameter for every function and method the engine calls, and by running each one's stages
+over the buffers its key declares, as the engine does. The engine API: the local Engine and
+the Ray gateway (ClusterEngine) both satisfy what `cuzk serve` calls, the same way."""
 
 import dataclasses
 import importlib
 import inspect
 import json
 
+import numpy as np
 import pytest
+import shaped_prover
 
 from cuzk.cluster.gateway import ClusterEngine
-from cuzk.engine import Engine, contract
+from cuzk.engine import Engine, buffers, contract
 from cuzk.engine.config import EngineConfig
 from cuzk.testing import prover_double
 
 REAL = EngineConfig().prover  # what the daemon runs
-PROVERS = [REAL, "cuzk.testing.prover_double"]
+PROVERS = [REAL, "cuzk.testing.prover_double", "shaped_prover"]
 
 
 def _params(fn, drop_first: bool) -> list[inspect.Parameter]:
@@ -54,10 +57,27 @@ def key_path(tmp_path, circuit_named):
     def path(prover):
         if prover == REAL:
             return circuit_named("tiny").zkey
+        if prover == "shaped_prover":
+            shaped_prover.write_key(tmp_path / "s.json")
+            return tmp_path / "s.json"
         prover_double.write_key(tmp_path / "k.json")
         return tmp_path / "k.json"
 
     return path
+
+
+@pytest.fixture
+def witness(circuit_named):
+    """A witness (a path or bytes) for each prover's key of `key_path`."""
+
+    def source(prover, key):
+        if prover == REAL:
+            return circuit_named("tiny").witness(0)
+        if prover == "shaped_prover":
+            return shaped_prover.make_witness(key.n_vars, seed=5)
+        return prover_double.make_witness(key.n_vars, seed=5)
+
+    return source
 
 
 @pytest.mark.parametrize("name", PROVERS)
@@ -87,6 +107,46 @@ def test_prover_satisfies_the_contract(name, key_path):
                 what=f"{name}.{impl.__name__}.{m}",
             )
     assert "public" in {f.name for f in dataclasses.fields(prover.Proof)}
+    shape, dtype = key.witness_buffer()  # plain data: a shape and a numpy dtype
+    assert buffers.nbytes(shape, dtype) > 0
+    declared = key.buffers()
+    assert declared and all(isinstance(n, str) for n in declared)
+    assert buffers.Layout(declared).nbytes >= sum(buffers.nbytes(*v) for v in declared.values())
+
+
+@pytest.mark.parametrize("name", PROVERS)
+def test_stages_run_over_the_buffers_the_key_declares(name, key_path, witness):
+    """As the engine runs them: the witness copied into an array shaped as witness_buffer()
+    says, synthesize filling `out` (the declared buffers, over one segment's Layout) in place
+    and giving the same as into fresh arrays, prove_start taking that mapping, and the proof
+    self-verifying."""
+    prover = importlib.import_module(name)
+    prover.configure({})
+    key = prover.ProvingKey.open(key_path(name))
+    shape, dtype = key.witness_buffer()
+    w = np.zeros(shape, dtype)
+    np.copyto(w, prover.load_witness(witness(name, key), key))
+    layout = buffers.Layout(key.buffers())
+    seg = buffers.Segment.create(buffers.segment_name(f"contract-{name}"), layout.nbytes)
+    try:
+        out = layout.views(seg)
+        for v in out.values():
+            v.view(np.uint8)[...] = 0xA5  # what an earlier partition left
+        syn = prover.synthesize(key, w, out=out)
+        assert set(syn.buffers) == set(key.buffers())
+        fresh = prover.synthesize(key, w).buffers
+        for n, v in out.items():
+            assert np.shares_memory(syn.buffers[n], v), f"{name}: {n} not written into out"
+            np.testing.assert_array_equal(v, fresh[n])
+        device = prover.open_device("cpu")
+        device.load_key(key)
+        partial = prover.prove_start(key, out, w, device)
+        del syn, out, v
+        proof = prover.prove_finish(key, partial, w)
+        assert prover.verify(key.verification_key(), proof.public, proof)
+    finally:
+        seg.close()
+        seg.unlink()
 
 
 def test_the_real_provers_self_verification(circuit_named):

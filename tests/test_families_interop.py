@@ -35,7 +35,7 @@ def built(request, tools, tmp_path_factory):
 def proved(built):
     """cuzk's proof of the family's witness (the `cuzk prove` command's code, the witness
     checked against the .r1cs first), with snarkjs's verification key of the same .zkey."""
-    from cuzk.groth16.cli import run_prove
+    from cuzk.groth16.files import run_prove
 
     family, d, files = built
     proof, public = d / "proof.json", d / "public.json"

@@ -12,12 +12,26 @@ from hypothesis import strategies as st
 from py_ecc import optimized_bn128 as ob
 
 import cuzk.arith as bn
-from cuzk.arith import constants as K
 from cuzk.arith import convert as cv
-from cuzk.formats.limbs import int_to_limb_tuple, limbs_to_int
+from cuzk.arith.constants import (
+    FQ_MODULUS,
+    FR_MODULUS,
+    G2_B,
+    MONT_R,
+    Q_INV,
+    Q_LIMBS,
+    Q_ONE,
+    Q_R2,
+    R_INV,
+    R_LIMBS,
+    R_ONE,
+    R_R2,
+    fr_roots_of_unity,
+)
+from cuzk.arith.radix import int_to_limb_tuple, limbs_to_int
 
 TARGETS = ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)]
-MODULI = {"fq": K.FQ_MODULUS, "fr": K.FR_MODULUS}
+MODULI = {"fq": FQ_MODULUS, "fr": FR_MODULUS}
 
 
 def examples(target):
@@ -35,7 +49,7 @@ def run(prop, target, *strategies):
 
 
 def elements(p):
-    edges = [0, 1, 2, p - 1, p - 2, (1 << 64) - 1, 1 << 64, (1 << 192) + 1, p >> 1, K.MONT_R % p]
+    edges = [0, 1, 2, p - 1, p - 2, (1 << 64) - 1, 1 << 64, (1 << 192) + 1, p >> 1, MONT_R % p]
     return st.one_of(st.sampled_from(edges), st.integers(0, p - 1))
 
 
@@ -103,7 +117,7 @@ def test_montgomery_conversion_matches_integers(target, field):
     def prop(xs):
         (xs,) = xs
         m = getattr(B, f"{field}_to_mont")(cv.ints_to_limbs(xs))
-        assert cv.limbs_to_ints(m) == [x * K.MONT_R % p for x in xs]
+        assert cv.limbs_to_ints(m) == [x * MONT_R % p for x in xs]
         assert cv.limbs_to_ints(getattr(B, f"{field}_from_mont")(m)) == xs
 
     run(prop, target, batches(target, p, 1))
@@ -139,7 +153,7 @@ def test_fq2_ops_match_py_ecc(target, name):
         got = cv.fq2_array_to_ints(fn(*[cv.fq2_array(v) for v in vals]))
         assert got == [ref(*args) for args in zip(*vals, strict=True)]
 
-    run(prop, target, batches(target, K.FQ_MODULUS, 2 * n_args))
+    run(prop, target, batches(target, FQ_MODULUS, 2 * n_args))
 
 
 # --------------------------- Python level, constants, encodings ---------------------------
@@ -153,30 +167,30 @@ def test_python_level_inverse_of_zero_raises(inv, zero):
         inv(zero)
 
 
-@given(st.integers(1, K.FQ_MODULUS - 1), st.integers(0, K.FR_MODULUS - 1).filter(bool))
+@given(st.integers(1, FQ_MODULUS - 1), st.integers(0, FR_MODULUS - 1).filter(bool))
 @settings(max_examples=20, deadline=None)
 def test_python_level_field_calls(x, y):
-    q, r = K.FQ_MODULUS, K.FR_MODULUS
+    q, r = FQ_MODULUS, FR_MODULUS
     assert cv.fq_int(bn.fq_inv(cv.fq(x))) == pow(x, -1, q)
     assert cv.fr_int(bn.fr_inv(cv.fr(y))) == pow(y, -1, r)
     assert cv.fq_int(bn.fq_mul(cv.fq(x), cv.fq(x))) == x * x % q
     assert cv.fr_int(bn.fr_sub(cv.fr(y), cv.fr(1))) == (y - 1) % r
     assert cv.fq2_int(bn.fq2_inv(cv.fq2((x, 0)))) == (pow(x, -1, q), 0)
-    assert cv.fq_int(bn.fq_from_mont(int_to_limb_tuple(x))) == x * pow(K.MONT_R, -2, q) % q
+    assert cv.fq_int(bn.fq_from_mont(int_to_limb_tuple(x))) == x * pow(MONT_R, -2, q) % q
 
 
 def test_montgomery_constants():
     for p, limbs, inv, r2, one in (
-        (K.FQ_MODULUS, K.Q_LIMBS, K.Q_INV, K.Q_R2, K.Q_ONE),
-        (K.FR_MODULUS, K.R_LIMBS, K.R_INV, K.R_R2, K.R_ONE),
+        (FQ_MODULUS, Q_LIMBS, Q_INV, Q_R2, Q_ONE),
+        (FR_MODULUS, R_LIMBS, R_INV, R_R2, R_ONE),
     ):
         assert limbs_to_int(limbs) == p and p < 1 << 254
         assert (int(inv) * p) % (1 << 64) == (1 << 64) - 1  # INV = -p^{-1} mod 2^64
-        assert limbs_to_int(r2) == K.MONT_R**2 % p
-        assert limbs_to_int(one) == K.MONT_R % p
-    assert K.G2_B == _ints2(ob.b2)
-    w = K.fr_roots_of_unity()
-    assert pow(w[28], 1 << 28, K.FR_MODULUS) == 1 and pow(w[28], 1 << 27, K.FR_MODULUS) != 1
+        assert limbs_to_int(r2) == MONT_R**2 % p
+        assert limbs_to_int(one) == MONT_R % p
+    assert G2_B == _ints2(ob.b2)
+    w = fr_roots_of_unity()
+    assert pow(w[28], 1 << 28, FR_MODULUS) == 1 and pow(w[28], 1 << 27, FR_MODULUS) != 1
 
 
 @given(st.lists(st.integers(0, 2**256 - 1), max_size=8))
@@ -208,9 +222,9 @@ def test_large_array_conversion_uses_batch_path():
     """Above BATCH_THRESHOLD the Montgomery conversions run in the CPU kernels; results
     agree with the integer path."""
     n = cv.BATCH_THRESHOLD + 3
-    xs = [(i * 0x9E3779B97F4A7C15) ** 3 % K.FR_MODULUS for i in range(n)]
+    xs = [(i * 0x9E3779B97F4A7C15) ** 3 % FR_MODULUS for i in range(n)]
     arr = cv.fr_array(xs)
-    assert cv.limbs_to_ints(arr[:5]) == [x * K.MONT_R % K.FR_MODULUS for x in xs[:5]]
+    assert cv.limbs_to_ints(arr[:5]) == [x * MONT_R % FR_MODULUS for x in xs[:5]]
     assert cv.fr_array_to_ints(arr) == xs
     assert cv.fq_array_to_ints(cv.fq_array(xs)) == xs
 
@@ -221,15 +235,15 @@ def test_large_array_conversion_uses_batch_path():
 def _asm_check_kernel():
     from numba import njit
 
-    from cuzk.arith import field as F
+    from cuzk.arith.field import load, mont_mul, mont_mul_cios, store
 
     @njit(cache=False)
     def both(a, b, out_fast, out_cios, p, inv):
         for i in range(a.shape[0]):
-            x = F.load(a, i, 0)
-            y = F.load(b, i, 0)
-            F.store(out_fast, i, 0, F.mont_mul(x, y, p, inv))
-            F.store(out_cios, i, 0, F.mont_mul_cios(x, y, p, inv))
+            x = load(a, i, 0)
+            y = load(b, i, 0)
+            store(out_fast, i, 0, mont_mul(x, y, p, inv))
+            store(out_cios, i, 0, mont_mul_cios(x, y, p, inv))
 
     return both
 
@@ -239,12 +253,12 @@ def test_assembly_multiplication_matches_cios_and_integers(field):
     """Where the CPU has BMI2 and ADX the CPU build multiplies in assembly; it must agree with
     the generic CIOS code and with Python integers on edge values and random ones (the
     hypothesis tests above go through it too)."""
-    from cuzk.arith import field as F
+    from cuzk.arith.field import mont_mul, mont_mul_cios
     from cuzk.arith.limbs import x86_mont_mul_available
 
     p = MODULI[field]
-    limbs, inv = (K.Q_LIMBS, K.Q_INV) if field == "fq" else (K.R_LIMBS, K.R_INV)
-    assert (F.mont_mul is not F.mont_mul_cios) == x86_mont_mul_available()
+    limbs, inv = (Q_LIMBS, Q_INV) if field == "fq" else (R_LIMBS, R_INV)
+    assert (mont_mul is not mont_mul_cios) == x86_mont_mul_available()
     rng = np.random.default_rng(7)
     edges = [0, 1, 2, p - 1, p - 2, (1 << 64) - 1, 1 << 64, (1 << 192) + 1, p >> 1]
     xs = edges + [int.from_bytes(rng.bytes(32), "little") % p for _ in range(2000)]
@@ -254,7 +268,7 @@ def test_assembly_multiplication_matches_cios_and_integers(field):
     fast, cios = np.zeros_like(a), np.zeros_like(a)
     _asm_check_kernel()(a, b, fast, cios, limbs, inv)
     assert np.array_equal(fast, cios)
-    r_inv = pow(K.MONT_R, -1, p)
+    r_inv = pow(MONT_R, -1, p)
     for i in range(0, len(xs), 97):
         got = sum(int(v) << (64 * k) for k, v in enumerate(fast[i]))
         assert got == xs[i] * ys[i] * r_inv % p
@@ -266,8 +280,8 @@ def test_assembly_can_be_turned_off():
     import sys
 
     code = (
-        "from cuzk.arith import field as F; import sys; "
-        "sys.exit(0 if F.mont_mul is F.mont_mul_cios else 1)"
+        "from cuzk.arith.field import mont_mul, mont_mul_cios; import sys; "
+        "sys.exit(0 if mont_mul is mont_mul_cios else 1)"
     )
     env = {**__import__("os").environ, "CUZK_NO_ASM": "1"}
     assert subprocess.run([sys.executable, "-c", code], env=env).returncode == 0

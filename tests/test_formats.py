@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from py_ecc import optimized_bn128 as bn
 
+from cuzk.arith.radix import int_to_limb_array, limbs_to_int, limbs_to_ints
 from cuzk.formats import (
     BN254_Q,
     BN254_R,
@@ -27,10 +28,7 @@ from cuzk.formats import (
     g1_to_limbs,
     g2_from_limbs,
     g2_to_limbs,
-    int_to_limb_array,
     int_to_zkey_coef,
-    limbs_to_int,
-    limbs_to_ints,
     proof_to_json,
     read_proof,
     read_public,

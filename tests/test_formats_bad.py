@@ -10,6 +10,7 @@ import struct
 import numpy as np
 import pytest
 
+from cuzk.arith.radix import int_to_limb_array
 from cuzk.formats import (
     BN254_Q,
     BN254_R,
@@ -30,7 +31,6 @@ from cuzk.formats import (
     VerificationKey,
     WrongPrime,
     ZKey,
-    int_to_limb_array,
     read_proof,
     read_public,
     read_wtns,

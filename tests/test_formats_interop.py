@@ -7,7 +7,8 @@ import interop
 import pytest
 from click.testing import CliRunner
 
-from cuzk.formats import R1CS, ZKey, limbs_to_ints, read_wtns, write_wtns, write_zkey
+from cuzk.arith.radix import limbs_to_ints
+from cuzk.formats import R1CS, ZKey, read_wtns, write_wtns, write_zkey
 
 pytestmark = pytest.mark.interop
 

@@ -185,6 +185,52 @@ def test_no_cycles_through_deferred_imports_but_the_known_ones():
     assert not gone, f"no longer cycles, remove them from KNOWN_CYCLES: {gone}"
 
 
+# The floors of the house, lowest first: a package (or top-level module) imports only from
+# floors below its own, deferred imports included. A new package gets a floor here.
+FLOORS: list[set[str]] = [
+    {"cuzk", "arith", "board", "client", "lazy"},  # nothing of cuzk's below them
+    {"compiling", "formats"},  # arith beneath
+    {"kernels", "witness", "top", "testing"},
+    {"groth16", "engine"},  # the prover; the engine, which loads a prover by name
+    {"cluster"},  # the engine spread over machines
+    {"serve"},  # the daemon: engine or cluster, top's bytes for /status
+    {"cli"},  # the `cuzk` command: its subcommands by name
+    {"console"},  # its entry point (the thin paths first, then cli)
+]
+
+
+def room(module: str) -> str:
+    """The package (or top-level module) a module belongs to: cuzk.serve.api -> serve."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def floor_of(name: str) -> int:
+    for i, names in enumerate(FLOORS):
+        if name in names:
+            return i
+    raise KeyError(name)
+
+
+def test_every_room_has_a_floor():
+    rooms = {room(m) for m in modules()}
+    placed = set().union(*FLOORS)
+    assert rooms - placed == set(), "give these a floor in FLOORS"
+    assert placed - rooms == set(), "no longer in the package: remove from FLOORS"
+
+
+def test_imports_run_down_the_floors():
+    """No import, deferred or not, from a room to one on its own floor or above."""
+    graph = import_graph(deferred=True)
+    up = sorted(
+        f"{a} -> {b}"
+        for a, targets in graph.items()
+        for b in targets
+        if room(a) != room(b) and floor_of(room(a)) <= floor_of(room(b))
+    )
+    assert not up, "imports that do not run down the floors:\n  " + "\n  ".join(up)
+
+
 def test_cycle_finder_finds_cycles():
     g = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e"}}
     assert cycles(g) == [["a", "b", "c"]]

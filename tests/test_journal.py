@@ -765,7 +765,7 @@ def test_partitions_proved_before_a_sigkill_are_not_proved_again(tmp_path):
     while an 8-partition job is half proved; the restart proves only the partitions the
     journal did not hold, the job's result has every proof (each one its own witness's), and
     GET /v1/jobs lists it after the finished job of the first run (served from the journal)."""
-    from cuzk.serve.client import Client
+    from cuzk.client import Client
     from cuzk.testing import prover_double as double
 
     root, state, plog = tmp_path / "keys", tmp_path / "state", tmp_path / "proofs.log"

@@ -15,10 +15,10 @@ from conftest import fixture_circuit
 from serve_harness import request, serve_daemon
 
 from cuzk.arith.constants import FQ_MODULUS, FR_MODULUS
+from cuzk.arith.radix import int_to_limb_array
 from cuzk.cli import main
 from cuzk.formats.binfile import BinFile
 from cuzk.formats.errors import BadPoint
-from cuzk.formats.limbs import int_to_limb_array
 from cuzk.formats.zkey import (
     GROTH16_HEADER,
     HEADER_POINTS,

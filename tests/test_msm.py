@@ -14,7 +14,7 @@ import pytest
 from py_ecc import optimized_bn128 as ob
 
 from cuzk.arith.constants import FQ_MODULUS, FR_MODULUS, MONT_R
-from cuzk.formats.limbs import int_to_limb_tuple, limbs_to_int
+from cuzk.arith.radix import int_to_limb_tuple, limbs_to_int
 
 R = FR_MODULUS
 TARGETS = ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)]

@@ -15,8 +15,6 @@ from py_ecc import optimized_bn128 as bn
 from py_ecc.optimized_bn128.optimized_pairing import final_exponentiate
 from reference import fq12_to_py_ecc as to_py_ecc
 
-from cuzk.arith import curve as C
-from cuzk.arith import fq12 as K
 from cuzk.arith import pairing as PR
 from cuzk.arith.constants import (
     FQ_MODULUS,
@@ -25,7 +23,21 @@ from cuzk.arith.constants import (
     G2_GENERATOR,
     MONT_R,
 )
-from cuzk.formats.limbs import int_to_limb_tuple
+from cuzk.arith.curve import g2_from_affine, g2_mul, g2_to_affine
+from cuzk.arith.fq12 import (
+    fq2_inv,
+    fq2_mul,
+    fq12_conj,
+    fq12_cyclotomic_sqr,
+    fq12_frobenius,
+    fq12_frobenius2,
+    fq12_frobenius3,
+    fq12_inv,
+    fq12_mul,
+    fq12_mul_line,
+    fq12_sqr,
+)
+from cuzk.arith.radix import int_to_limb_tuple
 from cuzk.formats.snarkjs_json import fq12_to_json
 
 q, r = FQ_MODULUS, FR_MODULUS
@@ -53,7 +65,7 @@ from_dev = PR.fq12_from_array
 @njit(cache=True)
 def k_mul(a, b):
     out = np.empty_like(a)
-    PR.fq12_store(out, K.fq12_mul(PR.fq12_load(a), PR.fq12_load(b)))
+    PR.fq12_store(out, fq12_mul(PR.fq12_load(a), PR.fq12_load(b)))
     return out
 
 
@@ -63,22 +75,22 @@ def k_unary(op, a):
     7 easy part of the final exponentiation."""
     f = PR.fq12_load(a)
     if op == 0:
-        f = K.fq12_sqr(f)
+        f = fq12_sqr(f)
     elif op == 1:
-        f = K.fq12_inv(f)
+        f = fq12_inv(f)
     elif op == 2:
-        f = K.fq12_frobenius(f)
+        f = fq12_frobenius(f)
     elif op == 3:
-        f = K.fq12_frobenius2(f)
+        f = fq12_frobenius2(f)
     elif op == 4:
-        f = K.fq12_frobenius3(f)
+        f = fq12_frobenius3(f)
     elif op == 5:
-        f = K.fq12_conj(f)
+        f = fq12_conj(f)
     elif op == 6:
-        f = K.fq12_cyclotomic_sqr(f)
+        f = fq12_cyclotomic_sqr(f)
     else:
-        g = K.fq12_mul(K.fq12_conj(f), K.fq12_inv(f))
-        f = K.fq12_mul(K.fq12_frobenius2(g), g)
+        g = fq12_mul(fq12_conj(f), fq12_inv(f))
+        f = fq12_mul(fq12_frobenius2(g), g)
     out = np.empty_like(a)
     PR.fq12_store(out, f)
     return out
@@ -103,7 +115,7 @@ def k_mul_line(a, ls):
         (ls[2, 1, 0], ls[2, 1, 1], ls[2, 1, 2], ls[2, 1, 3]),
     )
     out = np.empty_like(a)
-    PR.fq12_store(out, K.fq12_mul_line(PR.fq12_load(a), l0, l1, l3))
+    PR.fq12_store(out, fq12_mul_line(PR.fq12_load(a), l0, l1, l3))
     return out
 
 
@@ -120,7 +132,7 @@ def k_twist(op, qs, ps, out):
     elif op == 1:
         x, y = PR.twist_frobenius2_neg(xq, yq)
     elif op == 4:
-        x, y = C.g2_to_affine(C.g2_mul(C.g2_from_affine((xq, yq)), PR._fq_at(ps, 1, 0)))
+        x, y = g2_to_affine(g2_mul(g2_from_affine((xq, yq)), PR._fq_at(ps, 1, 0)))
     else:
         if op == 2:
             T, l0, l1, l3 = PR.miller_dbl_step((xq, yq, one), xP, yP)
@@ -128,8 +140,8 @@ def k_twist(op, qs, ps, out):
             T, l0, l1, l3 = PR.miller_add_step(
                 (xq, yq, one), PR._fq2_at(qs, 1, 0), PR._fq2_at(qs, 1, 1), xP, yP
             )
-        zi = K.fq2_inv(T[2])  # homogeneous projective: x = X/Z, y = Y/Z
-        x, y = K.fq2_mul(T[0], zi), K.fq2_mul(T[1], zi)
+        zi = fq2_inv(T[2])  # homogeneous projective: x = X/Z, y = Y/Z
+        x, y = fq2_mul(T[0], zi), fq2_mul(T[1], zi)
     PR._fq2_put(out, 0, 0, x)
     PR._fq2_put(out, 0, 1, y)
 

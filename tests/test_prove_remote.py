@@ -64,7 +64,7 @@ def daemon(tmp_path_factory):
     s.root, s.token = root, token
     # one proof first, without the commands' timeouts: the daemon's processes may compile
     # kernels the in-process warm-up above does not use
-    from cuzk.serve.client import Client
+    from cuzk.client import Client
 
     r = Client(s.url, TOKEN).prove(
         str(root / "tiny" / "circuit.zkey"), [TINY.witness(0)], timeout=900
@@ -393,8 +393,8 @@ def test_witness_by_path_on_loopback_else_bytes(daemon, tmp_path, monkeypatch):
     """A witness the daemon can read goes by path; one outside its roots is refused there
     and then uploaded; both proofs verify. (In process: PATH_MIN_BYTES lowered to 0.)"""
     from cuzk.cli import main
-    from cuzk.groth16 import remote as R
-    from cuzk.serve.client import Client
+    from cuzk.client import Client
+    from cuzk.groth16 import remote as thin_client
 
     sent = []
     real = Client.prove
@@ -404,7 +404,7 @@ def test_witness_by_path_on_loopback_else_bytes(daemon, tmp_path, monkeypatch):
         return real(self, key, witnesses, *a, upload=upload, **kw)
 
     monkeypatch.setattr(Client, "prove", spy)
-    monkeypatch.setattr(R, "PATH_MIN_BYTES", 0)
+    monkeypatch.setattr(thin_client, "PATH_MIN_BYTES", 0)
     outside = tmp_path / "w.wtns"
     shutil.copy(TINY.witness(0), outside)
     vk = json.loads(TINY.vk.read_text())
@@ -435,8 +435,9 @@ def test_witness_by_path_on_loopback_else_bytes(daemon, tmp_path, monkeypatch):
             json.loads((tmp_path / "p.json").read_text()),
         )
     # to a host that is not loopback, and below PATH_MIN_BYTES, always bytes
-    assert not R.is_loopback("http://prover7:9820") and R.is_loopback("http://[::1]:1")
-    assert R.is_loopback("http://localhost:9820") and R.is_loopback("http://127.0.0.2:1")
+    is_loopback = thin_client.is_loopback
+    assert not is_loopback("http://prover7:9820") and is_loopback("http://[::1]:1")
+    assert is_loopback("http://localhost:9820") and is_loopback("http://127.0.0.2:1")
 
 
 def test_client_transport_reports_what_is_not_http(tmp_path):
@@ -444,7 +445,7 @@ def test_client_transport_reports_what_is_not_http(tmp_path):
     import socket
     import threading
 
-    from cuzk.serve.client import Client, Unreachable
+    from cuzk.client import Client, Unreachable
 
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))

@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from cuzk.arith.constants import FR_MODULUS, MONT_R
+from cuzk.arith.radix import limbs_to_ints
 from cuzk.cli import main
-from cuzk.formats.limbs import limbs_to_ints
 from cuzk.groth16 import ProvingKey, first_unsatisfied, load_witness, synthesize
 
 R_INV = pow(MONT_R, -1, FR_MODULUS)
@@ -233,11 +233,12 @@ def test_synthesis_into_reused_buffers_overwrites_them(small_circuit):
     w = load_witness(small_circuit.witness(0), key)
     fresh = synthesize(key, w)
     n = key.domain_size
-    out = tuple(np.full((n, 4), 0xDEADBEEF, dtype=np.uint64) for _ in range(3))
+    out = {name: np.full((n, 4), 0xDEADBEEF, dtype=np.uint64) for name in "abc"}
     syn = synthesize(key, np.array(w), out=out)  # a writable witness, as in shared memory
-    for got, want, buf in zip((syn.a, syn.b, syn.c), (fresh.a, fresh.b, fresh.c), out, strict=True):
-        assert got is buf
-        np.testing.assert_array_equal(got, want)
+    assert list(syn.buffers) == list(key.buffers()) == ["a", "b", "c"]
+    for name, buf in out.items():
+        assert syn.buffers[name] is buf
+        np.testing.assert_array_equal(buf, fresh.buffers[name])
 
 
 def test_cpu_msms_of_one_proof_share_one_kernel_build(small_circuit, monkeypatch):
@@ -433,7 +434,7 @@ def test_stages_with_fixed_blinding_equal_the_pure_python_reference(circuit_name
     w = load_witness(c.witness(0), key)
     r, s = 0x1234567890ABCDEF << 130 | 99, FR_MODULUS - 12345
     syn = synthesize(key, w)
-    partial = prove_start(key, syn.a, syn.b, syn.c, w, open_device("cpu"))
+    partial = prove_start(key, syn.buffers, w, open_device("cpu"))
     proof = prove_finish(key, partial, w, r=r, s=s)
     want = reference.prove_files(key.zkey, w, r, s)
     got = (

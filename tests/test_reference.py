@@ -9,10 +9,10 @@ import pytest
 import reference as ref
 from py_ecc import optimized_bn128 as bn
 
+from cuzk.arith.radix import limbs_to_ints
 from cuzk.formats import (
     VerificationKey,
     ZKey,
-    limbs_to_ints,
     read_proof,
     read_public,
     read_wtns,

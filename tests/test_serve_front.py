@@ -23,7 +23,7 @@ import pytest
 from serve_harness import SilentConnections
 
 from cuzk.engine.budget import MemoryBudget
-from cuzk.serve import body as B
+from cuzk.serve.body import SKELETON_LIMIT, BodyTooLarge, JsonBody, Upload, loads
 from cuzk.serve.front import BodyMemory, Server
 from cuzk.serve.http import Router, host_allowed
 
@@ -85,14 +85,14 @@ def test_other_hosts_are_refused(host):
 
 # ------------------------------------------------------------------------------ JSON bodies
 def _feed(payload: bytes, rng: random.Random):
-    p = B.JsonBody()
+    p = JsonBody()
     i = 0
     while i < len(payload):
         n = rng.choice((1, 2, 3, 7, 64, 4096, 100_000))
         p.feed(payload[i : i + n])
         i += n
     skel, uploads = p.finish()
-    return p, B.loads(skel, uploads)
+    return p, loads(skel, uploads)
 
 
 def _decoded(obj):
@@ -101,7 +101,7 @@ def _decoded(obj):
         return {k: _decoded(v) for k, v in obj.items()}
     if isinstance(obj, list):
         return [_decoded(v) for v in obj]
-    if isinstance(obj, B.Upload):
+    if isinstance(obj, Upload):
         return obj.read() if obj.valid else "INVALID"
     return obj
 
@@ -180,27 +180,27 @@ def test_json_body_base64_strictness_matches_b64decode_validate():
 
 def test_malformed_and_oversized_json_bodies():
     for bad in (b'{"data": "QUJD', b'{"data": "QUJD"', b'{"key": ', b"[1, 2", b'{"a": "\\'):
-        p = B.JsonBody()
+        p = JsonBody()
         p.feed(bad)
         skel, up = p.finish()
         with pytest.raises(json.JSONDecodeError):
-            B.loads(skel, up)
+            loads(skel, up)
         p.close()
-    p = B.JsonBody()
-    with pytest.raises(B.BodyTooLarge):
-        for _ in range(B.SKELETON_LIMIT // 65536 + 2):
+    p = JsonBody()
+    with pytest.raises(BodyTooLarge):
+        for _ in range(SKELETON_LIMIT // 65536 + 2):
             p.feed(b"[" + b"1," * 32767 + b"1]")
     p.close()
 
 
 def test_a_client_cannot_name_an_upload_marker():
-    p = B.JsonBody()
+    p = JsonBody()
     p.feed(b'{"witnesses": [{"data": "QUJD"}, {"data": "\\u0000upload:0000000000000000:0"}]}')
     skel, up = p.finish()
-    got = B.loads(skel, up)
+    got = loads(skel, up)
     p.close()
-    assert isinstance(got["witnesses"][0]["data"], B.Upload)
-    assert isinstance(got["witnesses"][1]["data"], B.Upload)
+    assert isinstance(got["witnesses"][0]["data"], Upload)
+    assert isinstance(got["witnesses"][1]["data"], Upload)
     assert got["witnesses"][1]["data"].valid is False  # NUL is not base64; never upload 0
 
 

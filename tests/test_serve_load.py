@@ -1,7 +1,7 @@
 """200 small jobs from 8 client threads against one `cuzk serve`: each completes exactly once.
 
 Jobs of 1 to 3 partitions of the tiny and mulchain circuits, mixed priorities, witnesses
-uploaded or given by path, submitted through cuzk.serve.client (urllib) from 8 threads at
+uploaded or given by path, submitted through cuzk.client (urllib) from 8 threads at
 once. Every job must finish done, with one proof per partition that the project's verifier
 accepts for the public signals snarkjs computed for that witness; the job ids are distinct,
 the server lists each once, and the board's and Prometheus's completed counts for the kind
@@ -23,8 +23,8 @@ from interop import ROOT
 from prometheus_client.parser import text_string_to_metric_families
 from serve_harness import serve_daemon, warm_kernels
 
+from cuzk.client import Client
 from cuzk.groth16.verifier import verify
-from cuzk.serve.client import Client
 
 CIRCUITS = [fixture_circuit("tiny"), fixture_circuit("mulchain")]
 N_THREADS, N_JOBS = 8, 200

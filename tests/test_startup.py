@@ -76,7 +76,7 @@ def test_square_chain_circuit_is_satisfied_by_its_witness(tmp_path):
     """The warm-up circuit, read back by the .r1cs and .wtns readers: x_{i+1} = x_i^2 mod r
     (Python ints), public output x_n, and every constraint holds."""
     from cuzk.arith.constants import FR_MODULUS
-    from cuzk.formats.limbs import limbs_to_ints
+    from cuzk.arith.radix import limbs_to_ints
     from cuzk.formats.r1cs import R1CS
     from cuzk.formats.wtns import read_wtns
     from cuzk.groth16 import first_unsatisfied

@@ -83,7 +83,7 @@ def fr_roots_of_unity() -> list:
 def _limb_constants() -> dict:
     import numpy as np
 
-    from cuzk.formats.limbs import int_to_limb_tuple as limbs
+    from cuzk.arith.radix import int_to_limb_tuple as limbs
 
     def mont(p: int, prefix: str) -> dict:
         return {

@@ -16,7 +16,7 @@ import numpy as np
 
 from cuzk.arith.batch_api import rows
 from cuzk.arith.constants import FQ_MODULUS, FR_MODULUS, LIMBS, MONT_R, fq2_inv_int, fq2_mul_int
-from cuzk.formats.limbs import int_to_limb_tuple, ints_to_limbs, limbs_to_int, limbs_to_ints
+from cuzk.arith.radix import int_to_limb_tuple, ints_to_limbs, limbs_to_int, limbs_to_ints
 
 # Above this many elements, Montgomery conversions of arrays run in the parallel CPU kernels.
 BATCH_THRESHOLD = 4096

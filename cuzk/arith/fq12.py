@@ -22,7 +22,7 @@ subgroup of sixth degree extensions" (2010) for cyclotomic squaring.
 
 from cuzk.arith.constants import FQ2_NONRESIDUE, FQ_MODULUS, MONT_R, fq2_pow_int
 from cuzk.arith.jit import building
-from cuzk.formats.limbs import int_to_limb_tuple
+from cuzk.arith.radix import int_to_limb_tuple
 
 T = building()
 device_fn = T.device_fn

@@ -59,7 +59,7 @@ SHARED_SOURCES = (
     "cuzk/arith/jit.py",
     "cuzk/arith/limbs.py",
     "cuzk/arith/constants.py",
-    "cuzk/formats/limbs.py",  # builds the limb constants of constants.py
+    "cuzk/arith/radix.py",  # builds the limb constants of constants.py
     "cuzk/arith/field.py",
     "cuzk/arith/group.py",
     "cuzk/arith/curve.py",

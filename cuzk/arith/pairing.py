@@ -32,7 +32,7 @@ from numba import njit
 
 from cuzk.arith.constants import FQ_MODULUS, FR_MODULUS, G2_B, MONT_R, Q_ONE
 from cuzk.arith.jit import building
-from cuzk.formats.limbs import int_to_limb_tuple
+from cuzk.arith.radix import int_to_limb_tuple
 
 T = building()
 device_fn = T.device_fn

@@ -30,11 +30,39 @@ from __future__ import annotations
 import os
 import time
 
-from cuzk.board import layout as L
-from cuzk.board import records as R
-from cuzk.board import segment as S
 from cuzk.board.control import ControlRecords
-from cuzk.board.records import write_record
+from cuzk.board.layout import (
+    HEADER,
+    HEADER_SIZE,
+    INSTANCE_BYTES,
+    JOB_PAYLOAD,
+    LAYOUT_VERSION,
+    MAGIC,
+    PART_PAYLOAD,
+    SLOT_BUSY,
+    SLOT_KINDS,
+    SLOT_PAYLOAD,
+    SLOT_RECORD,
+    Layout,
+    pack_str,
+    unpack_str,
+)
+from cuzk.board.records import (
+    EMPTY_SLOT,
+    empty_counters,
+    empty_job,
+    empty_keys,
+    empty_memory,
+    empty_part,
+    write_record,
+)
+from cuzk.board.segment import (
+    ControlLock,
+    new_name,
+    open_segment,
+    process_create_time,
+    unlink_segment,
+)
 from cuzk.board.slots import SlotTable, Token
 from cuzk.board.snapshot import Snapshot, collect
 
@@ -46,17 +74,17 @@ class BoardError(RuntimeError):
 class Board:
     """A handle on one status board segment (create it in the supervisor, attach elsewhere)."""
 
-    def __init__(self, shm, layout: L.Layout, *, creator: bool):
+    def __init__(self, shm, layout: Layout, *, creator: bool):
         self._shm = shm
         self._buf = shm.buf
         self.name = shm.name.lstrip("/")
         self.layout = layout
         self.is_creator = creator
-        h = L.HEADER.unpack_from(self._buf, 0)
+        h = HEADER.unpack_from(self._buf, 0)
         self.pid = h[4]
         self.started_at = h[5]
-        self.instance = L.unpack_str(h[-1])
-        self.control = ControlRecords(self._buf, layout, S.ControlLock(shm._fd))
+        self.instance = unpack_str(h[-1])
+        self.control = ControlRecords(self._buf, layout, ControlLock(shm._fd))
         self.devices = SlotTable(self, "device")
         self.finalizers = SlotTable(self, "finalizer")
         self.synth = SlotTable(self, "synth")
@@ -81,7 +109,7 @@ class Board:
         kind_rows: int = 8,
     ) -> Board:
         """Create a new board segment (fails if `name` exists). Default name cuzk-<pid>-<hex>."""
-        layout = L.Layout(
+        layout = Layout(
             device_slots,
             finalizer_slots,
             synth_slots,
@@ -91,9 +119,9 @@ class Board:
             by_use_rows,
             kind_rows,
         )
-        inst = L.pack_str(instance, L.INSTANCE_BYTES, "instance name")
+        inst = pack_str(instance, INSTANCE_BYTES, "instance name")
         try:
-            shm = S.open_segment(name or S.new_name(), create=True, size=layout.total_size)
+            shm = open_segment(name or new_name(), create=True, size=layout.total_size)
         except FileExistsError:
             raise BoardError(
                 f"board {name!r} already exists (in use, or left by a process "
@@ -102,14 +130,14 @@ class Board:
         buf = shm.buf
         pid = os.getpid()
         offs = layout.offsets
-        header = L.HEADER.pack(
+        header = HEADER.pack(
             b"\0" * 8,
-            L.LAYOUT_VERSION,
-            L.HEADER_SIZE,
+            LAYOUT_VERSION,
+            HEADER_SIZE,
             layout.total_size,
             pid,
             time.time(),
-            S.process_create_time(pid),
+            process_create_time(pid),
             *layout.counts(),
             *(
                 offs[k]
@@ -128,34 +156,32 @@ class Board:
         )
         buf[: len(header)] = header
         # Write every record once, so each starts with a valid check and NaN "no value" floats.
-        for kind in L.SLOT_KINDS:
+        for kind in SLOT_KINDS:
             for i in range(layout.slots(kind)):
-                write_record(buf, layout.slot_offset(kind, i), L.SLOT_PAYLOAD, R.EMPTY_SLOT)
+                write_record(buf, layout.slot_offset(kind, i), SLOT_PAYLOAD, EMPTY_SLOT)
         for row in range(layout.job_rows):
-            write_record(buf, layout.job_offset(row), L.JOB_PAYLOAD, R.empty_job())
+            write_record(buf, layout.job_offset(row), JOB_PAYLOAD, empty_job())
             for i in range(layout.max_partitions):
-                write_record(buf, layout.part_offset(row, i), L.PART_PAYLOAD, R.empty_part(0))
-        write_record(buf, offs["memory"], layout.memory_payload, R.empty_memory(layout))
-        write_record(buf, offs["counters"], layout.counters_payload, R.empty_counters(layout))
-        write_record(buf, offs["keys"], layout.keys_payload, R.empty_keys(layout))
-        buf[0:8] = L.MAGIC  # last: list_boards() ignores a board until its header is complete
+                write_record(buf, layout.part_offset(row, i), PART_PAYLOAD, empty_part(0))
+        write_record(buf, offs["memory"], layout.memory_payload, empty_memory(layout))
+        write_record(buf, offs["counters"], layout.counters_payload, empty_counters(layout))
+        write_record(buf, offs["keys"], layout.keys_payload, empty_keys(layout))
+        buf[0:8] = MAGIC  # last: list_boards() ignores a board until its header is complete
         return cls(shm, layout, creator=True)
 
     @classmethod
     def attach(cls, name: str) -> Board:
         """Attach to an existing board by name (the resource tracker never unlinks it)."""
-        shm = S.open_segment(name)
+        shm = open_segment(name)
         try:
-            if shm.size < L.HEADER_SIZE:
+            if shm.size < HEADER_SIZE:
                 raise BoardError(f"{name}: too small to be a board")
-            h = L.HEADER.unpack_from(shm.buf, 0)
-            if h[0] != L.MAGIC:
+            h = HEADER.unpack_from(shm.buf, 0)
+            if h[0] != MAGIC:
                 raise BoardError(f"{name}: not a cuzk board (or still being created)")
-            if h[1] != L.LAYOUT_VERSION:
-                raise BoardError(
-                    f"{name}: layout version {h[1]}, this code reads {L.LAYOUT_VERSION}"
-                )
-            layout = L.Layout(*h[7:15])
+            if h[1] != LAYOUT_VERSION:
+                raise BoardError(f"{name}: layout version {h[1]}, this code reads {LAYOUT_VERSION}")
+            layout = Layout(*h[7:15])
             if layout.total_size != h[3] or shm.size < h[3]:
                 raise BoardError(f"{name}: size mismatch")
         except BaseException:
@@ -179,7 +205,7 @@ class Board:
         """Remove the board's name (creator only, at shutdown); mappings stay valid until closed."""
         if not self.is_creator:
             raise PermissionError("only the process that created a board unlinks it")
-        S.unlink_segment(self.name)
+        unlink_segment(self.name)
 
     def __enter__(self):
         return self
@@ -188,7 +214,7 @@ class Board:
         creator = self.is_creator
         self.close()
         if creator:
-            S.unlink_segment(self.name)
+            unlink_segment(self.name)
 
     def __repr__(self):
         return f"Board({self.name!r}, instance={self.instance!r}, pid={self.pid})"
@@ -210,12 +236,12 @@ class Board:
         Write both slots from the process that owns them (the device process)."""
         off = self.devices._off(device_token.slot)
         with self.devices._lock:
-            r = L.SLOT_RECORD.unpack_from(self._buf, off)
-            if r[1] != device_token.generation or r[2] != L.SLOT_BUSY:
+            r = SLOT_RECORD.unpack_from(self._buf, off)
+            if r[1] != device_token.generation or r[2] != SLOT_BUSY:
                 self.control.count(stale_ends=1)
                 return None
             ftok = self.finalizers.claim(
-                finalizer_slot, L.unpack_str(r[7]), r[6], from_token=device_token
+                finalizer_slot, unpack_str(r[7]), r[6], from_token=device_token
             )
             self.devices.end(device_token)
         return ftok

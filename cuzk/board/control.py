@@ -13,12 +13,49 @@ import math
 import time
 from zlib import crc32
 
-from cuzk.board import layout as L
+from cuzk.board.layout import (
+    CHECK,
+    CTL_DIRTY_OFFSET,
+    ID_BYTES,
+    J_FINISHED,
+    J_FREE,
+    J_ID,
+    J_NPART,
+    J_QUEUED,
+    J_ROWGEN,
+    J_RUNNING,
+    J_STARTED,
+    J_STATE,
+    J_SUBMITTED,
+    JOB_FINISHED,
+    JOB_PAYLOAD,
+    JOB_STATES,
+    KEY_DEVICES_BYTES,
+    LABEL_BYTES,
+    P_ATTEMPTS,
+    P_FIN_MS,
+    P_FINALIZING,
+    P_GPU,
+    P_GPU_MS,
+    P_ROWGEN,
+    P_STATE,
+    P_SYNTH_MS,
+    PART_PAYLOAD,
+    PARTITION_STATES,
+    PRIORITIES,
+    SEQ,
+    SLOT_BUSY,
+    SLOT_KINDS,
+    SLOT_RECORD,
+    STORED_PARTITION_STATES,
+    Layout,
+    pack_str,
+)
 from cuzk.board.records import empty_part, write_record
 
-_SEQ = L.SEQ
-_CHECK = L.CHECK
-_SLOT_R = L.SLOT_RECORD
+_SEQ = SEQ
+_CHECK = CHECK
+_SLOT_R = SLOT_RECORD
 _NAN = math.nan
 
 
@@ -28,7 +65,7 @@ class ControlRecords:
     `with control:` holds the lock (and repairs first); the public methods take it themselves.
     """
 
-    def __init__(self, buf, layout: L.Layout, lock):
+    def __init__(self, buf, layout: Layout, lock):
         self._buf = buf
         self.layout = layout
         self._lock = lock  # segment.ControlLock on the segment's file descriptor
@@ -39,7 +76,7 @@ class ControlRecords:
         """Enter the control lock and repair what a writer killed inside it left half-written."""
         self._lock.__enter__()
         try:
-            dirty = _SEQ.unpack_from(self._buf, L.CTL_DIRTY_OFFSET)[0]
+            dirty = _SEQ.unpack_from(self._buf, CTL_DIRTY_OFFSET)[0]
             if dirty:
                 self._repair(dirty - 1)
         except BaseException:
@@ -52,9 +89,9 @@ class ControlRecords:
 
     def _write(self, off: int, payload, fields) -> None:
         buf = self._buf
-        _SEQ.pack_into(buf, L.CTL_DIRTY_OFFSET, off + 1)
+        _SEQ.pack_into(buf, CTL_DIRTY_OFFSET, off + 1)
         write_record(buf, off, payload, fields)
-        _SEQ.pack_into(buf, L.CTL_DIRTY_OFFSET, 0)
+        _SEQ.pack_into(buf, CTL_DIRTY_OFFSET, 0)
 
     def _payload_at(self, off: int):
         o = self.layout.offsets
@@ -65,8 +102,8 @@ class ControlRecords:
         if off == o["keys"]:
             return self.layout.keys_payload
         if off >= o["partitions"]:
-            return L.PART_PAYLOAD
-        return L.JOB_PAYLOAD
+            return PART_PAYLOAD
+        return JOB_PAYLOAD
 
     def _repair(self, off: int) -> None:
         buf = self._buf
@@ -79,9 +116,9 @@ class ControlRecords:
             else:
                 fields = payload.unpack(bytes(payload.size))  # torn: reset to empty
             write_record(buf, off, payload, fields)
-            _SEQ.pack_into(buf, L.CTL_DIRTY_OFFSET, 0)
+            _SEQ.pack_into(buf, CTL_DIRTY_OFFSET, 0)
             self._count_locked(torn_repaired=1)
-        _SEQ.pack_into(buf, L.CTL_DIRTY_OFFSET, 0)
+        _SEQ.pack_into(buf, CTL_DIRTY_OFFSET, 0)
 
     def _read(self, off: int, payload) -> list:
         """Fields of a control record (caller holds the control lock: no writer is inside)."""
@@ -127,7 +164,7 @@ class ControlRecords:
         kind = completed if completed is not None else failed
         if kind is not None:
             # struct returns "24s" fields zero padded: compare padded labels
-            label = L.pack_str(kind, L.LABEL_BYTES, "proof kind").ljust(L.LABEL_BYTES, b"\0")
+            label = pack_str(kind, LABEL_BYTES, "proof kind").ljust(LABEL_BYTES, b"\0")
             nk = f[6]
             for i in range(nk):
                 if f[8 + 3 * i] == label:
@@ -175,7 +212,7 @@ class ControlRecords:
         f = [int(total), int(reserved), len(items)]
         for i in range(lay.by_use_rows):
             if i < len(items):
-                f += [L.pack_str(items[i][0], L.LABEL_BYTES, "memory label"), int(items[i][1])]
+                f += [pack_str(items[i][0], LABEL_BYTES, "memory label"), int(items[i][1])]
             else:
                 f += [b"", 0]
         with self:
@@ -195,10 +232,10 @@ class ControlRecords:
                 t = now - float(k["last_used_secs_ago"])
             else:
                 t = _NAN
-            devs = ",".join(k.get("devices") or []).encode()[: L.KEY_DEVICES_BYTES]
+            devs = ",".join(k.get("devices") or []).encode()[:KEY_DEVICES_BYTES]
             rows.append(
                 (
-                    L.pack_str(str(k["key_id"]), L.ID_BYTES, "key id"),
+                    pack_str(str(k["key_id"]), ID_BYTES, "key id"),
                     int(k["bytes"]),
                     devs,
                     t,
@@ -218,18 +255,18 @@ class ControlRecords:
     def find_row(self, job: bytes, job_id: str) -> int | None:
         """Row holding `job` (control lock held), via the cache, else by scanning."""
         buf = self._buf
-        job = job.ljust(L.ID_BYTES, b"\0")  # struct returns "48s" fields zero padded
+        job = job.ljust(ID_BYTES, b"\0")  # struct returns "48s" fields zero padded
         hit = self._rows.get(job_id)
         if hit is not None:
             row, rowgen = hit
-            f = L.JOB_PAYLOAD.unpack_from(buf, self.layout.job_offset(row) + 8)
-            if f[L.J_ROWGEN] == rowgen and f[L.J_ID] == job and f[L.J_STATE] != L.J_FREE:
+            f = JOB_PAYLOAD.unpack_from(buf, self.layout.job_offset(row) + 8)
+            if f[J_ROWGEN] == rowgen and f[J_ID] == job and f[J_STATE] != J_FREE:
                 return row
             del self._rows[job_id]
         for row in range(self.layout.job_rows):
-            f = L.JOB_PAYLOAD.unpack_from(buf, self.layout.job_offset(row) + 8)
-            if f[L.J_ID] == job and f[L.J_STATE] != L.J_FREE:
-                self._rows[job_id] = (row, f[L.J_ROWGEN])
+            f = JOB_PAYLOAD.unpack_from(buf, self.layout.job_offset(row) + 8)
+            if f[J_ID] == job and f[J_STATE] != J_FREE:
+                self._rows[job_id] = (row, f[J_ROWGEN])
                 return row
         return None
 
@@ -237,10 +274,10 @@ class ControlRecords:
         """Job ids named by busy slots right now (a hint for eviction; slots are not locked)."""
         lay = self.layout
         out = set()
-        for kind in L.SLOT_KINDS:
+        for kind in SLOT_KINDS:
             for i in range(lay.slots(kind)):
                 r = _SLOT_R.unpack_from(self._buf, lay.slot_offset(kind, i))
-                if r[2] == L.SLOT_BUSY:
+                if r[2] == SLOT_BUSY:
                     out.add(r[7].rstrip(b"\0"))
         return out
 
@@ -255,10 +292,10 @@ class ControlRecords:
         """Put a job on the board (state queued, partitions pending). When the table is full the
         oldest finished job not named by a busy slot makes room; if there is none, the job is
         not shown (jobs_dropped counted) and False is returned: the board never stops proving."""
-        job = L.pack_str(job_id, L.ID_BYTES, "job id")
-        kind_b = L.pack_str(kind, L.LABEL_BYTES, "proof kind")
-        if priority not in L.PRIORITIES:
-            raise ValueError(f"priority must be one of {L.PRIORITIES}, got {priority!r}")
+        job = pack_str(job_id, ID_BYTES, "job id")
+        kind_b = pack_str(kind, LABEL_BYTES, "proof kind")
+        if priority not in PRIORITIES:
+            raise ValueError(f"priority must be one of {PRIORITIES}, got {priority!r}")
         lay = self.layout
         if not 1 <= n_partitions <= lay.max_partitions:
             raise ValueError(
@@ -270,41 +307,41 @@ class ControlRecords:
             if self.find_row(job, job_id) is not None:
                 raise ValueError(f"job {job_id} is already on the board")
             rows = [
-                L.JOB_PAYLOAD.unpack_from(self._buf, lay.job_offset(r) + 8)
+                JOB_PAYLOAD.unpack_from(self._buf, lay.job_offset(r) + 8)
                 for r in range(lay.job_rows)
             ]
-            free = [r for r, f in enumerate(rows) if f[L.J_STATE] == L.J_FREE]
+            free = [r for r, f in enumerate(rows) if f[J_STATE] == J_FREE]
             if free:
                 row = free[0]
             else:
                 busy = self._busy_jobs()
                 done = [
                     (
-                        f[L.J_FINISHED] if f[L.J_FINISHED] == f[L.J_FINISHED] else 0.0,
-                        f[L.J_SUBMITTED],
+                        f[J_FINISHED] if f[J_FINISHED] == f[J_FINISHED] else 0.0,
+                        f[J_SUBMITTED],
                         r,
                     )
                     for r, f in enumerate(rows)
-                    if f[L.J_STATE] in L.JOB_FINISHED and f[L.J_ID].rstrip(b"\0") not in busy
+                    if f[J_STATE] in JOB_FINISHED and f[J_ID].rstrip(b"\0") not in busy
                 ]
                 if not done:
                     self._count_locked(jobs_dropped=1)
                     return False
                 row = min(done)[2]
-            rowgen = rows[row][L.J_ROWGEN] + 1
+            rowgen = rows[row][J_ROWGEN] + 1
             # Partitions first, then the job record that makes them visible (readers ignore
             # partition records whose row generation differs from their job record's).
             for i in range(n_partitions):
-                self._write(lay.part_offset(row, i), L.PART_PAYLOAD, empty_part(rowgen))
+                self._write(lay.part_offset(row, i), PART_PAYLOAD, empty_part(rowgen))
             self._write(
                 lay.job_offset(row),
-                L.JOB_PAYLOAD,
+                JOB_PAYLOAD,
                 (
                     rowgen,
                     job,
                     kind_b,
-                    L.PRIORITIES.index(priority),
-                    L.J_QUEUED,
+                    PRIORITIES.index(priority),
+                    J_QUEUED,
                     n_partitions,
                     submitted_at,
                     _NAN,
@@ -317,25 +354,25 @@ class ControlRecords:
     def job_set_state(self, job_id: str, state: str) -> bool:
         """queued | running | done | failed | cancelled. False if the job is not on the board."""
         try:
-            st = L.JOB_STATES.index(state)
+            st = JOB_STATES.index(state)
         except ValueError:
             st = 0
-        if st == L.J_FREE:
-            raise ValueError(f"job state must be one of {L.JOB_STATES[1:]}, got {state!r}")
-        job = L.pack_str(job_id, L.ID_BYTES, "job id")
+        if st == J_FREE:
+            raise ValueError(f"job state must be one of {JOB_STATES[1:]}, got {state!r}")
+        job = pack_str(job_id, ID_BYTES, "job id")
         with self:
             row = self.find_row(job, job_id)
             if row is None:
                 return False
             off = self.layout.job_offset(row)
-            f = self._read(off, L.JOB_PAYLOAD)
+            f = self._read(off, JOB_PAYLOAD)
             now = time.time()
-            if st == L.J_RUNNING and f[L.J_STARTED] != f[L.J_STARTED]:
-                f[L.J_STARTED] = now
-            if st in L.JOB_FINISHED:
-                f[L.J_FINISHED] = now
-            f[L.J_STATE] = st
-            self._write(off, L.JOB_PAYLOAD, f)
+            if st == J_RUNNING and f[J_STARTED] != f[J_STARTED]:
+                f[J_STARTED] = now
+            if st in JOB_FINISHED:
+                f[J_FINISHED] = now
+            f[J_STATE] = st
+            self._write(off, JOB_PAYLOAD, f)
             return True
 
     def partition_set(
@@ -356,36 +393,36 @@ class ControlRecords:
         st = None
         if state is not None:
             try:
-                st = L.PARTITION_STATES.index(state)
+                st = PARTITION_STATES.index(state)
             except ValueError:
                 raise ValueError(f"unknown partition state {state!r}") from None
-            if st not in L.STORED_PARTITION_STATES:
-                kind = {L.P_GPU: "device", L.P_FINALIZING: "finalizer"}.get(st, "synth")
+            if st not in STORED_PARTITION_STATES:
+                kind = {P_GPU: "device", P_FINALIZING: "finalizer"}.get(st, "synth")
                 raise ValueError(
                     f"partition state {state!r} is derived from the slot that names the "
                     f"partition (claim a {kind} slot instead); partition_set stores pending, "
                     f"synth_done, done, failed"
                 )
-        job = L.pack_str(job_id, L.ID_BYTES, "job id")
+        job = pack_str(job_id, ID_BYTES, "job id")
         with self:
             row = self.find_row(job, job_id)
             if row is None:
                 return False
-            jf = L.JOB_PAYLOAD.unpack_from(self._buf, self.layout.job_offset(row) + 8)
-            if not 0 <= index < jf[L.J_NPART]:
+            jf = JOB_PAYLOAD.unpack_from(self._buf, self.layout.job_offset(row) + 8)
+            if not 0 <= index < jf[J_NPART]:
                 return False
             off = self.layout.part_offset(row, index)
-            f = self._read(off, L.PART_PAYLOAD)
-            f[L.P_ROWGEN] = jf[L.J_ROWGEN]
+            f = self._read(off, PART_PAYLOAD)
+            f[P_ROWGEN] = jf[J_ROWGEN]
             if st is not None:
-                f[L.P_STATE] = st
+                f[P_STATE] = st
             if attempts is not None:
-                f[L.P_ATTEMPTS] = int(attempts)
+                f[P_ATTEMPTS] = int(attempts)
             if synth_ms is not None:
-                f[L.P_SYNTH_MS] = float(synth_ms)
+                f[P_SYNTH_MS] = float(synth_ms)
             if gpu_ms is not None:
-                f[L.P_GPU_MS] = float(gpu_ms)
+                f[P_GPU_MS] = float(gpu_ms)
             if finalize_ms is not None:
-                f[L.P_FIN_MS] = float(finalize_ms)
-            self._write(off, L.PART_PAYLOAD, f)
+                f[P_FIN_MS] = float(finalize_ms)
+            self._write(off, PART_PAYLOAD, f)
             return True

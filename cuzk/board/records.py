@@ -12,16 +12,16 @@ from __future__ import annotations
 import math
 from zlib import crc32
 
-from cuzk.board import layout as L
+from cuzk.board.layout import J_FREE, NONE_I32, P_PENDING, SEQ, SLOT_EMPTY, Layout, struct
 
-_SEQ = L.SEQ
+_SEQ = SEQ
 _NAN = math.nan
 
 # An empty slot's payload (generation 0, state empty, no job, NaN times).
-EMPTY_SLOT = (0, L.SLOT_EMPTY, 0, 0, 0, L.NONE_I32, b"", b"", _NAN, 0.0, _NAN, L.NONE_I32, 0)
+EMPTY_SLOT = (0, SLOT_EMPTY, 0, 0, 0, NONE_I32, b"", b"", _NAN, 0.0, _NAN, NONE_I32, 0)
 
 
-def write_record(buf, off: int, payload: L.struct.Struct, fields) -> int:
+def write_record(buf, off: int, payload: struct.Struct, fields) -> int:
     """Seqlocked write of one whole record; returns the new (even) sequence number.
 
     Starts from the current sequence whatever it is: an odd one left by a writer that died
@@ -38,7 +38,7 @@ def write_record(buf, off: int, payload: L.struct.Struct, fields) -> int:
     return odd + 1
 
 
-def read_record(buf, off: int, record: L.struct.Struct, payload_size: int, tries: int = 100):
+def read_record(buf, off: int, record: struct.Struct, payload_size: int, tries: int = 100):
     """One record by the sequence protocol: (fields, status) with status "ok", "busy" (a writer
     stayed inside for all `tries`; fields None) or "torn" (stable even sequence but the check
     does not match: the protocol failed; fields None). Never blocks."""
@@ -60,20 +60,20 @@ def read_record(buf, off: int, record: L.struct.Struct, payload_size: int, tries
 
 
 def empty_job():
-    return (0, b"", b"", 0, L.J_FREE, 0, _NAN, _NAN, _NAN)
+    return (0, b"", b"", 0, J_FREE, 0, _NAN, _NAN, _NAN)
 
 
 def empty_part(rowgen: int):
-    return (rowgen, L.P_PENDING, 0, _NAN, _NAN, _NAN)
+    return (rowgen, P_PENDING, 0, _NAN, _NAN, _NAN)
 
 
-def empty_memory(lay: L.Layout):
+def empty_memory(lay: Layout):
     return [0, 0, 0] + [b"", 0] * lay.by_use_rows
 
 
-def empty_counters(lay: L.Layout):
+def empty_counters(lay: Layout):
     return [0, 0, 0, 0, 0, 0, 0, 0] + [b"", 0, 0] * lay.kind_rows
 
 
-def empty_keys(lay: L.Layout):
+def empty_keys(lay: Layout):
     return [0] + [b"", 0, b"", _NAN, 0] * lay.key_rows

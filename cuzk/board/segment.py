@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from multiprocessing import shared_memory
 
-from cuzk.board import layout as L
+from cuzk.board.layout import HEADER, HEADER_SIZE, MAGIC, NAME_PREFIX, unpack_str
 
 SHM_DIR = "/dev/shm"
 _TRACK_PARAM = sys.version_info >= (3, 13)
@@ -55,7 +55,7 @@ def unlink_segment(name: str) -> bool:
         return False
 
 
-def new_name(prefix: str = L.NAME_PREFIX) -> str:
+def new_name(prefix: str = NAME_PREFIX) -> str:
     """A fresh, discoverable board name: cuzk-<pid>-<random>."""
     return f"{prefix}{os.getpid()}-{secrets.token_hex(4)}"
 
@@ -157,15 +157,15 @@ def read_info(name: str) -> BoardInfo | None:
     except (FileNotFoundError, PermissionError, OSError, ValueError):
         return None
     try:
-        if shm.size < L.HEADER_SIZE:
+        if shm.size < HEADER_SIZE:
             return None
-        h = L.HEADER.unpack_from(shm.buf, 0)
-        if h[0] != L.MAGIC:
+        h = HEADER.unpack_from(shm.buf, 0)
+        if h[0] != MAGIC:
             return None
         pid, started_at, ctime = h[4], h[5], h[6]
         return BoardInfo(
             name=name,
-            instance=L.unpack_str(h[-1]),
+            instance=unpack_str(h[-1]),
             pid=pid,
             started_at=started_at,
             layout_version=h[1],
@@ -184,7 +184,7 @@ def _candidates(prefix: str) -> list[str]:
     return sorted(n for n in names if n.startswith(prefix))
 
 
-def list_boards(prefix: str = L.NAME_PREFIX, *, include_dead: bool = False) -> list[BoardInfo]:
+def list_boards(prefix: str = NAME_PREFIX, *, include_dead: bool = False) -> list[BoardInfo]:
     """Boards in /dev/shm whose name starts with `prefix`, newest first; live ones only unless
     `include_dead`."""
     out = []
@@ -212,7 +212,7 @@ def _is_stale(name: str, now: float, min_age: float) -> bool | None:
         return None
     try:
         shm = open_segment(name)
-        ok = shm.size < L.HEADER_SIZE or bytes(shm.buf[:8]) in (L.MAGIC, bytes(8))
+        ok = shm.size < HEADER_SIZE or bytes(shm.buf[:8]) in (MAGIC, bytes(8))
         shm.close()
     except (OSError, ValueError):
         return None
@@ -221,7 +221,7 @@ def _is_stale(name: str, now: float, min_age: float) -> bool | None:
     return age >= min_age
 
 
-def cleanup_stale(prefix: str = L.NAME_PREFIX, *, min_age: float = 5.0) -> list[str]:
+def cleanup_stale(prefix: str = NAME_PREFIX, *, min_age: float = 5.0) -> list[str]:
     """Unlink boards whose creator process is gone; returns their names.
 
     A segment that carries no complete header (its creator may still be writing it) is left

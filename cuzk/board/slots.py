@@ -19,21 +19,48 @@ import time
 from typing import NamedTuple
 from zlib import crc32
 
-from cuzk.board import layout as L
-from cuzk.board import segment as S
+from cuzk.board.layout import (
+    DEVICE_BYTES,
+    ID_BYTES,
+    NONE_I32,
+    S_BUSY,
+    S_DEVICE,
+    S_FROM_GEN,
+    S_FROM_SLOT,
+    S_GEN,
+    S_HEARTBEAT,
+    S_JOB,
+    S_ORDINAL,
+    S_PARTITION,
+    S_PID,
+    S_RESTARTS,
+    S_STARTED,
+    S_STATE,
+    SEQ,
+    SLOT_BUSY,
+    SLOT_DEAD,
+    SLOT_EMPTY,
+    SLOT_IDLE,
+    SLOT_PAYLOAD,
+    SLOT_RECORD,
+    SLOT_SIZE,
+    pack_str,
+    unpack_str,
+)
 from cuzk.board.records import EMPTY_SLOT as _EMPTY_SLOT
 from cuzk.board.records import read_record
 from cuzk.board.records import write_record as _write
+from cuzk.board.segment import slot_lock
 
-_SEQ = L.SEQ
-_SLOT_P = L.SLOT_PAYLOAD
-_SLOT_R = L.SLOT_RECORD
-_SLOT_PSIZE = L.SLOT_PAYLOAD.size
+_SEQ = SEQ
+_SLOT_P = SLOT_PAYLOAD
+_SLOT_R = SLOT_RECORD
+_SLOT_PSIZE = SLOT_PAYLOAD.size
 _NAN = math.nan
-_SLOT_SIZE = L.SLOT_SIZE
+_SLOT_SIZE = SLOT_SIZE
 _SLOT_END = 8 + _SLOT_PSIZE + 4  # end of payload + check inside a slot record
-_ID_BYTES = L.ID_BYTES
-_BUSY, _IDLE, _NONE = L.SLOT_BUSY, L.SLOT_IDLE, L.NONE_I32
+_ID_BYTES = ID_BYTES
+_BUSY, _IDLE, _NONE = SLOT_BUSY, SLOT_IDLE, NONE_I32
 _time = time.time
 _new_token = tuple.__new__  # Token(...) without NamedTuple's Python-level __new__
 
@@ -56,7 +83,7 @@ class SlotTable:
         self.n = board.layout.slots(kind)
         self._base = board.layout.offsets[kind]
         self._buf = board._buf
-        self._lock = S.slot_lock(board.name)
+        self._lock = slot_lock(board.name)
 
     def __len__(self):
         return self.n
@@ -64,7 +91,7 @@ class SlotTable:
     def _off(self, slot: int) -> int:
         if not 0 <= slot < self.n:
             raise IndexError(f"{self.kind} slot {slot} out of range 0..{self.n - 1}")
-        return self._base + slot * L.SLOT_SIZE
+        return self._base + slot * SLOT_SIZE
 
     def _fields(self, off: int) -> list:
         """Current payload of a slot this process writes (so no concurrent writer exists)."""
@@ -89,25 +116,25 @@ class SlotTable:
         off = self._off(slot)
         if device is None:
             device = f"cpu:{ordinal}" if self.kind == "device" else ""
-        dev = L.pack_str(device, L.DEVICE_BYTES, "device")
+        dev = pack_str(device, DEVICE_BYTES, "device")
         now = time.time()
         with self._lock:
             f, torn, seq = self._owned(off)
-            if torn or f[L.S_STATE] == L.SLOT_EMPTY:
+            if torn or f[S_STATE] == SLOT_EMPTY:
                 f = list(_EMPTY_SLOT)
             # (see reclaim for why seq + 1 outruns every generation of a torn record)
-            gen = seq + 1 if torn else f[L.S_GEN] + 1
-            f[L.S_GEN] = gen
-            f[L.S_STATE] = L.SLOT_IDLE
-            f[L.S_PID] = os.getpid() if pid is None else pid
-            f[L.S_ORDINAL] = ordinal
-            f[L.S_PARTITION] = L.NONE_I32
-            f[L.S_JOB] = b""
-            f[L.S_DEVICE] = dev
-            f[L.S_STARTED] = _NAN
-            f[L.S_HEARTBEAT] = now
-            f[L.S_FROM_SLOT] = L.NONE_I32
-            f[L.S_FROM_GEN] = 0
+            gen = seq + 1 if torn else f[S_GEN] + 1
+            f[S_GEN] = gen
+            f[S_STATE] = SLOT_IDLE
+            f[S_PID] = os.getpid() if pid is None else pid
+            f[S_ORDINAL] = ordinal
+            f[S_PARTITION] = NONE_I32
+            f[S_JOB] = b""
+            f[S_DEVICE] = dev
+            f[S_STARTED] = _NAN
+            f[S_HEARTBEAT] = now
+            f[S_FROM_SLOT] = NONE_I32
+            f[S_FROM_GEN] = 0
             _write(self._buf, off, _SLOT_P, f)
         return Token(slot, gen, self.kind)
 
@@ -180,7 +207,7 @@ class SlotTable:
                 self._control.count(stale_ends=1)
                 return False
             if partition_update:
-                self._control.partition_set(L.unpack_str(r[7]), r[6], **partition_update)
+                self._control.partition_set(unpack_str(r[7]), r[6], **partition_update)
             now = _time()
             b = _SLOT_P.pack(
                 gen,
@@ -212,11 +239,11 @@ class SlotTable:
         with self._lock:
             f = self._fields(off)
             if token is not None and (
-                f[L.S_GEN] != token.generation or f[L.S_STATE] != _BUSY or token.kind != self.kind
+                f[S_GEN] != token.generation or f[S_STATE] != _BUSY or token.kind != self.kind
             ):
                 self._control.count(stale_ends=1)
                 return False
-            f[L.S_HEARTBEAT] = time.time()
+            f[S_HEARTBEAT] = time.time()
             _write(self._buf, off, _SLOT_P, f)
         return True
 
@@ -231,23 +258,23 @@ class SlotTable:
             # gen <= seq always holds (each write adds 2 to seq and at most 1 to gen), so a new
             # generation of seq + 1 exceeds every token handed out; it equals the seq this
             # write ends with, which keeps gen <= seq.
-            gen = seq + 1 if torn else f[L.S_GEN] + 1
-            if torn or f[L.S_STATE] == L.SLOT_EMPTY:
+            gen = seq + 1 if torn else f[S_GEN] + 1
+            if torn or f[S_STATE] == SLOT_EMPTY:
                 # nothing in a torn payload can be trusted: start from an empty record (its pid,
                 # busy time and restart count are lost; restarts becomes 1)
                 f = list(_EMPTY_SLOT)
-            busy = f[L.S_BUSY]
-            if f[L.S_STATE] == L.SLOT_BUSY and not torn and f[L.S_STARTED] == f[L.S_STARTED]:
-                busy += max(0.0, time.time() - f[L.S_STARTED])
-            f[L.S_GEN] = gen
-            f[L.S_STATE] = L.SLOT_DEAD
-            f[L.S_RESTARTS] = (f[L.S_RESTARTS] + 1) & 0xFFFFFFFF
-            f[L.S_PARTITION] = L.NONE_I32
-            f[L.S_JOB] = b""
-            f[L.S_STARTED] = _NAN
-            f[L.S_BUSY] = busy if busy == busy else 0.0
-            f[L.S_FROM_SLOT] = L.NONE_I32
-            f[L.S_FROM_GEN] = 0
+            busy = f[S_BUSY]
+            if f[S_STATE] == SLOT_BUSY and not torn and f[S_STARTED] == f[S_STARTED]:
+                busy += max(0.0, time.time() - f[S_STARTED])
+            f[S_GEN] = gen
+            f[S_STATE] = SLOT_DEAD
+            f[S_RESTARTS] = (f[S_RESTARTS] + 1) & 0xFFFFFFFF
+            f[S_PARTITION] = NONE_I32
+            f[S_JOB] = b""
+            f[S_STARTED] = _NAN
+            f[S_BUSY] = busy if busy == busy else 0.0
+            f[S_FROM_SLOT] = NONE_I32
+            f[S_FROM_GEN] = 0
             _write(self._buf, off, _SLOT_P, f)
         return Token(slot, gen, self.kind)
 

@@ -20,8 +20,40 @@ from functools import cached_property
 from typing import NamedTuple
 from zlib import crc32
 
-from cuzk.board import layout as L
-from cuzk.board import records as R
+from cuzk.board.layout import (
+    BUSY_NAME,
+    CHECK,
+    JOB_NPART_AT,
+    JOB_PAYLOAD,
+    JOB_RECORD,
+    JOB_SIZE,
+    JOB_STATE_AT,
+    JOB_STATES,
+    LAYOUT_VERSION,
+    NONE_I32,
+    P_FINALIZING,
+    P_GPU,
+    P_PENDING,
+    P_SYNTHESIZING,
+    PART_PAYLOAD,
+    PART_RECORD,
+    PART_SIZE,
+    PARTITION_STATES,
+    PRIORITIES,
+    SEQ,
+    SLOT_BUSY,
+    SLOT_EMPTY,
+    SLOT_IDLE,
+    SLOT_KINDS,
+    SLOT_PAYLOAD,
+    SLOT_RECORD,
+    SLOT_SIZE,
+    Layout,
+    full_record,
+    struct,
+    unpack_str,
+)
+from cuzk.board.records import empty_counters, empty_keys, empty_memory
 
 
 class SlotView(NamedTuple):
@@ -43,7 +75,7 @@ class SlotView(NamedTuple):
 
     @property
     def busy(self) -> bool:
-        return self.state == L.BUSY_NAME[self.kind]
+        return self.state == BUSY_NAME[self.kind]
 
 
 class PartitionView(NamedTuple):
@@ -132,28 +164,28 @@ class Snapshot:
         lay = self.layout
         bad = set(self.torn)
         a0 = lay.offsets["device"]
-        recs = list(L.SLOT_RECORD.iter_unpack(memoryview(self.data)[: lay.offsets["jobs"] - a0]))
+        recs = list(SLOT_RECORD.iter_unpack(memoryview(self.data)[: lay.offsets["jobs"] - a0]))
         out = {}
         i0 = 0
-        for kind in L.SLOT_KINDS:
+        for kind in SLOT_KINDS:
             n = lay.slots(kind)
             rs = recs[i0 : i0 + n]
             for i, r in enumerate(rs):
-                if r[0] & 1 or a0 + (i0 + i) * L.SLOT_SIZE in bad:  # being written, or torn
+                if r[0] & 1 or a0 + (i0 + i) * SLOT_SIZE in bad:  # being written, or torn
                     rs[i] = (
                         r[0],
                         r[1],
-                        L.SLOT_EMPTY,
+                        SLOT_EMPTY,
                         0,
                         0,
                         0,
-                        L.NONE_I32,
+                        NONE_I32,
                         b"",
                         b"",
                         math.nan,
                         0.0,
                         math.nan,
-                        L.NONE_I32,
+                        NONE_I32,
                         0,
                         0,
                     )
@@ -171,12 +203,12 @@ class Snapshot:
             (
                 r,
                 min(
-                    _U32.unpack_from(self.data, jrel + r * L.JOB_SIZE + L.JOB_NPART_AT)[0],
+                    _U32.unpack_from(self.data, jrel + r * JOB_SIZE + JOB_NPART_AT)[0],
                     lay.max_partitions,
                 ),
             )
             for r in range(lo, hi)
-            if self.data[jrel + r * L.JOB_SIZE + L.JOB_STATE_AT]
+            if self.data[jrel + r * JOB_SIZE + JOB_STATE_AT]
         )
 
     @cached_property
@@ -185,18 +217,18 @@ class Snapshot:
         lay = self.layout
         bad = set(self.torn)
         a0, jo = lay.offsets["device"], lay.offsets["jobs"]
-        span = lay.max_partitions * L.PART_SIZE
+        span = lay.max_partitions * PART_SIZE
         lo = self.rows[0]
         out = []
         for row, n in self.used:
-            j = L.JOB_RECORD.unpack_from(self.data, jo - a0 + row * L.JOB_SIZE)
+            j = JOB_RECORD.unpack_from(self.data, jo - a0 + row * JOB_SIZE)
             base = (row - lo) * span
-            pr = list(L.PART_RECORD.iter_unpack(self.parts[base : base + n * L.PART_SIZE]))
-            if j[0] & 1 or jo + row * L.JOB_SIZE in bad:
+            pr = list(PART_RECORD.iter_unpack(self.parts[base : base + n * PART_SIZE]))
+            if j[0] & 1 or jo + row * JOB_SIZE in bad:
                 continue
             for i, r in enumerate(pr):
                 if r[0] & 1 or lay.part_offset(row, i) in bad:
-                    pr[i] = (r[0], -1, L.P_PENDING, 0, math.nan, math.nan, math.nan, 0)
+                    pr[i] = (r[0], -1, P_PENDING, 0, math.nan, math.nan, math.nan, 0)
             out.append((j, tuple(pr)))
         return tuple(out)
 
@@ -205,19 +237,19 @@ class Snapshot:
         rel = lay.offsets[name] - lay.offsets["memory"]
         if _SEQ_AT(self.mem, rel) & 1 or lay.offsets[name] in self.torn:
             return (0, *empty)
-        return L.full_record(payload).unpack_from(self.mem, rel)
+        return full_record(payload).unpack_from(self.mem, rel)
 
     @cached_property
     def raw_memory(self) -> tuple:
-        return self._ctl("memory", self.layout.memory_payload, R.empty_memory(self.layout))
+        return self._ctl("memory", self.layout.memory_payload, empty_memory(self.layout))
 
     @cached_property
     def raw_counters(self) -> tuple:
-        return self._ctl("counters", self.layout.counters_payload, R.empty_counters(self.layout))
+        return self._ctl("counters", self.layout.counters_payload, empty_counters(self.layout))
 
     @cached_property
     def raw_keys(self) -> tuple:
-        return self._ctl("keys", self.layout.keys_payload, R.empty_keys(self.layout))
+        return self._ctl("keys", self.layout.keys_payload, empty_keys(self.layout))
 
     # --- slots -----------------------------------------------------------------------------------
     @cached_property
@@ -227,16 +259,16 @@ class Snapshot:
         dev = self.raw_slots["device"]
         out = {}
         for r in self.raw_slots["finalizer"]:
-            if r[2] == L.SLOT_BUSY and r[12] >= 0 and r[12] < len(dev):
+            if r[2] == SLOT_BUSY and r[12] >= 0 and r[12] < len(dev):
                 d = dev[r[12]]
-                if d[2] == L.SLOT_BUSY and d[1] == r[13] and d[6] == r[6] and d[7] == r[7]:
+                if d[2] == SLOT_BUSY and d[1] == r[13] and d[6] == r[6] and d[7] == r[7]:
                     out[r[12]] = r[9]
         return out
 
     def _slot_views(self, kind: str) -> tuple[SlotView, ...]:
         now = self.now
         handed = self._handed_off if kind == "device" else {}
-        busy_name = L.BUSY_NAME[kind]
+        busy_name = BUSY_NAME[kind]
         out = []
         for i, r in enumerate(self.raw_slots[kind]):
             (
@@ -256,14 +288,14 @@ class Snapshot:
                 fg,
                 _,
             ) = r
-            if st == L.SLOT_BUSY and i in handed:
+            if st == SLOT_BUSY and i in handed:
                 busy += max(0.0, handed[i] - started)
-                st = L.SLOT_IDLE
-                job, part, started = b"", L.NONE_I32, math.nan
-            elif st == L.SLOT_BUSY:
+                st = SLOT_IDLE
+                job, part, started = b"", NONE_I32, math.nan
+            elif st == SLOT_BUSY:
                 busy += max(0.0, now - started)
             state = ("empty", "idle", busy_name, "dead")[st] if st < 4 else "empty"
-            is_busy = st == L.SLOT_BUSY
+            is_busy = st == SLOT_BUSY
             out.append(
                 SlotView(
                     kind,
@@ -272,8 +304,8 @@ class Snapshot:
                     gen,
                     pid,
                     ordinal,
-                    L.unpack_str(device),
-                    L.unpack_str(job) if is_busy else None,
+                    unpack_str(device),
+                    unpack_str(job) if is_busy else None,
                     part if is_busy else None,
                     _opt(started) if is_busy else None,
                     busy,
@@ -304,7 +336,7 @@ class Snapshot:
     def _named(self) -> dict[tuple[str, int], list[SlotView]]:
         """(job id, partition) -> busy slots (as shown) that name it."""
         out: dict[tuple[str, int], list[SlotView]] = {}
-        for kind in L.SLOT_KINDS:
+        for kind in SLOT_KINDS:
             for v in self.slots(kind):
                 if v.busy:
                     out.setdefault((v.job_id, v.partition), []).append(v)
@@ -318,24 +350,24 @@ class Snapshot:
         out = []
         for j, parts in self.raw_jobs:
             (_, rowgen, job, kind, prio, st, npart, sub, started, finished, _) = j
-            job_id = L.unpack_str(job)
+            job_id = unpack_str(job)
             pviews = []
             for i, p in enumerate(parts):
-                stored = p[2] if p[1] == rowgen else L.P_PENDING
+                stored = p[2] if p[1] == rowgen else P_PENDING
                 state = stored
                 kinds = {v.kind for v in named.get((job_id, i), ())}
                 if "device" in kinds:
-                    state = L.P_GPU
+                    state = P_GPU
                 elif "finalizer" in kinds:
-                    state = L.P_FINALIZING
+                    state = P_FINALIZING
                 elif "synth" in kinds:
-                    state = L.P_SYNTHESIZING
+                    state = P_SYNTHESIZING
                 ok = p[1] == rowgen
                 pviews.append(
                     PartitionView(
                         i,
-                        L.PARTITION_STATES[state],
-                        L.PARTITION_STATES[stored],
+                        PARTITION_STATES[state],
+                        PARTITION_STATES[stored],
                         _opt(p[4]) if ok else None,
                         _opt(p[5]) if ok else None,
                         _opt(p[6]) if ok else None,
@@ -345,9 +377,9 @@ class Snapshot:
             out.append(
                 JobView(
                     job_id,
-                    L.unpack_str(kind),
-                    L.PRIORITIES[prio] if prio < len(L.PRIORITIES) else "normal",
-                    L.JOB_STATES[st] if st < len(L.JOB_STATES) else "queued",
+                    unpack_str(kind),
+                    PRIORITIES[prio] if prio < len(PRIORITIES) else "normal",
+                    JOB_STATES[st] if st < len(JOB_STATES) else "queued",
                     _opt(sub),
                     _opt(started),
                     _opt(finished),
@@ -399,7 +431,7 @@ class Snapshot:
     def memory(self) -> dict:
         m = self.raw_memory
         total, reserved, n = m[1], m[2], m[3]
-        by_use = {L.unpack_str(m[4 + 2 * i]): m[5 + 2 * i] for i in range(n)}
+        by_use = {unpack_str(m[4 + 2 * i]): m[5 + 2 * i] for i in range(n)}
         return {
             "total_bytes": total,
             "reserved_bytes": reserved,
@@ -412,8 +444,8 @@ class Snapshot:
     def counters(self) -> dict:
         c = self.raw_counters
         retries, restarts, stale, qdepth, torn_repaired, dropped, nk, recovered = c[1:9]
-        completed = {L.unpack_str(c[9 + 3 * i]): c[10 + 3 * i] for i in range(nk)}
-        failed = {L.unpack_str(c[9 + 3 * i]): c[11 + 3 * i] for i in range(nk)}
+        completed = {unpack_str(c[9 + 3 * i]): c[10 + 3 * i] for i in range(nk)}
+        failed = {unpack_str(c[9 + 3 * i]): c[11 + 3 * i] for i in range(nk)}
         return {
             "total_completed": sum(completed.values()),
             "total_failed": sum(failed.values()),
@@ -434,10 +466,10 @@ class Snapshot:
         out = []
         for i in range(k[1]):
             key_id, nbytes, devs, last, evictable = k[2 + 5 * i : 7 + 5 * i]
-            d = L.unpack_str(devs)
+            d = unpack_str(devs)
             out.append(
                 {
-                    "key_id": L.unpack_str(key_id),
+                    "key_id": unpack_str(key_id),
                     "bytes": nbytes,
                     "devices": d.split(",") if d else [],
                     "last_used_secs_ago": _ago(self.now, _opt(last)),
@@ -561,21 +593,21 @@ class Snapshot:
 class _Plan:
     """Per-layout constants for collect(): offsets and numpy strides, computed once."""
 
-    def __init__(self, lay: L.Layout):
+    def __init__(self, lay: Layout):
         o = lay.offsets
         self.a0, self.jo, self.a1 = o["device"], o["jobs"], o["partitions"]
         self.m0, self.m1 = o["memory"], o["end"]
         self.po = o["partitions"]
-        self.row_span = lay.max_partitions * L.PART_SIZE
+        self.row_span = lay.max_partitions * PART_SIZE
         self.maxp = lay.max_partitions
         self.nslots = lay.device_slots + lay.finalizer_slots + lay.synth_slots
         self.job_rows = lay.job_rows
         j = self.jo - self.a0
-        self.slot_seq = slice(0, self.nslots * L.SLOT_SIZE // 8, L.SLOT_SIZE // 8)
-        self.job_seq = slice(j // 8, None, L.JOB_SIZE // 8)
-        self.job_state = slice(j + L.JOB_STATE_AT, None, L.JOB_SIZE)
-        self.slot_low = slice(0, self.nslots * L.SLOT_SIZE, L.SLOT_SIZE)
-        self.job_low = slice(j, None, L.JOB_SIZE)
+        self.slot_seq = slice(0, self.nslots * SLOT_SIZE // 8, SLOT_SIZE // 8)
+        self.job_seq = slice(j // 8, None, JOB_SIZE // 8)
+        self.job_state = slice(j + JOB_STATE_AT, None, JOB_SIZE)
+        self.slot_low = slice(0, self.nslots * SLOT_SIZE, SLOT_SIZE)
+        self.job_low = slice(j, None, JOB_SIZE)
         self.ctl = [
             (o[k] - self.m0, p)
             for k, p in (
@@ -600,7 +632,7 @@ def collect(board, *, tries: int = 64, verify: bool | str = True) -> Snapshot:
     if plan is None:
         plan = board._plan = _Plan(board.layout)
     a0, a1, m0, m1, po, span = plan.a0, plan.a1, plan.m0, plan.m1, plan.po, plan.row_span
-    psz = L.PART_SIZE
+    psz = PART_SIZE
     ctl_low = [r for r, _ in plan.ctl]
     attempt = 0
     for attempt in range(1, tries + 1):
@@ -625,7 +657,7 @@ def collect(board, *, tries: int = 64, verify: bool | str = True) -> Snapshot:
         return Snapshot(
             board.name,
             board.instance,
-            L.LAYOUT_VERSION,
+            LAYOUT_VERSION,
             board.pid,
             board.started_at,
             now,
@@ -644,7 +676,7 @@ def collect(board, *, tries: int = 64, verify: bool | str = True) -> Snapshot:
     return Snapshot(
         board.name,
         board.instance,
-        L.LAYOUT_VERSION,
+        LAYOUT_VERSION,
         board.pid,
         board.started_at,
         now,
@@ -661,14 +693,14 @@ def collect(board, *, tries: int = 64, verify: bool | str = True) -> Snapshot:
 
 
 _time = time.time
-_U32 = L.struct.Struct("<I")
-_SEQ_AT = lambda data, off: L.SEQ.unpack_from(data, off)[0]  # noqa: E731
+_U32 = struct.Struct("<I")
+_SEQ_AT = lambda data, off: SEQ.unpack_from(data, off)[0]  # noqa: E731
 
 
 def _check(data, rel: int, payload_size: int) -> bool:
     return (
         crc32(data[rel + 8 : rel + 8 + payload_size])
-        == L.CHECK.unpack_from(data, rel + 8 + payload_size)[0]
+        == CHECK.unpack_from(data, rel + 8 + payload_size)[0]
     )
 
 
@@ -693,7 +725,7 @@ def _verify(board, plan, verify, A, lo, P, M) -> tuple:
     u64 = np.frombuffer(A, np.uint64)
     sseq = u64[plan.slot_seq]
     jseq = u64[plan.job_seq][: plan.job_rows]
-    pseq = np.frombuffer(P, np.uint64)[:: L.PART_SIZE // 8]
+    pseq = np.frombuffer(P, np.uint64)[:: PART_SIZE // 8]
     torn = []
     mv = memoryview(A)
     a0 = plan.a0
@@ -702,20 +734,20 @@ def _verify(board, plan, verify, A, lo, P, M) -> tuple:
         seq = int(sseq[i])
         if seq & 1:
             continue
-        if _check(mv, i * L.SLOT_SIZE, L.SLOT_PAYLOAD.size):
+        if _check(mv, i * SLOT_SIZE, SLOT_PAYLOAD.size):
             cache["slots"][i] = seq
         else:
-            torn.append(a0 + i * L.SLOT_SIZE)
+            torn.append(a0 + i * SLOT_SIZE)
     jrel = plan.jo - a0
     ch = range(plan.job_rows) if full else (jseq != cache["jobs"]).nonzero()[0].tolist()
     for i in ch:
         seq = int(jseq[i])
         if seq & 1:
             continue
-        if _check(mv, jrel + i * L.JOB_SIZE, L.JOB_PAYLOAD.size):
+        if _check(mv, jrel + i * JOB_SIZE, JOB_PAYLOAD.size):
             cache["jobs"][i] = seq
         else:
-            torn.append(plan.jo + i * L.JOB_SIZE)
+            torn.append(plan.jo + i * JOB_SIZE)
     if len(pseq):
         first = lo * plan.maxp  # index of the span's first partition record in the cache
         cached = cache["parts"][first : first + len(pseq)]
@@ -725,7 +757,7 @@ def _verify(board, plan, verify, A, lo, P, M) -> tuple:
             seq = int(pseq[k])
             if seq & 1:
                 continue
-            if _check(pm, k * L.PART_SIZE, L.PART_PAYLOAD.size):
+            if _check(pm, k * PART_SIZE, PART_PAYLOAD.size):
                 cached[k] = seq
             else:
                 row, i = divmod(first + k, plan.maxp)

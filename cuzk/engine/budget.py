@@ -1,7 +1,7 @@
 """The memory budget: byte reservations by owner and use, never more than the total.
 
 Reservations are taken before work is dispatched (synthesis waits when one does not fit) and
-given back in parts as stages finish: after prove_start the a, b, c part, after prove_finish
+given back in parts as stages finish: after prove_start the buffers part, after prove_finish
 the rest. Proving keys resident on devices are charged under "keys" and can be evicted to
 make room. A high-water mark records the largest total ever reserved, so tests can assert the
 budget was never exceeded. Thread-safe (the supervisor writes, API threads read).

@@ -1,4 +1,5 @@
-"""Shared-memory buffers for the handoff between processes (witness, a/b/c), never pickled.
+"""Shared-memory buffers for the handoff between processes (the witness, the arrays the
+prover declares), never pickled.
 
 A segment is a POSIX shared-memory object (/dev/shm/NAME) mapped with mmap. The supervisor
 creates and unlinks every segment; workers only attach by name and close their mapping. We do
@@ -7,11 +8,16 @@ with the resource tracker, which then unlinks (or warns about) segments it does 
 worker exits. Names carry the supervisor's pid (`cuzkbuf.<pid>.<tag>`), so segments left by a
 supervisor that was killed are found and removed by the next engine that starts
 (`sweep_stale`).
+
+What goes in a partition's segments is the prover's to say (cuzk.engine.contract: the key's
+witness_buffer() and buffers()); `Layout` packs the declared arrays into one segment and maps
+them back by name, knowing only their shapes and dtypes.
 """
 
 from __future__ import annotations
 
 import _posixshmem
+import math
 import mmap
 import os
 
@@ -19,6 +25,40 @@ import numpy as np
 
 PREFIX = "cuzkbuf"
 SHM_DIR = "/dev/shm"
+
+
+ALIGN = 64  # each array of a Layout starts on a cache line
+# What WorkRecord.segs and the memory budget call a partition's buffers segment: "abc", its
+# name from when the engine knew only Groth16's a, b, c, kept because the budget's uses are
+# labels in GET /metrics and /status.
+BUFFERS_USE = "abc"
+
+
+def nbytes(shape, dtype) -> int:
+    """Bytes of an array of this shape and numpy dtype."""
+    return np.dtype(dtype).itemsize * math.prod(int(n) for n in shape)
+
+
+class Layout:
+    """Named arrays packed into one segment: {name: (shape, dtype)} as a prover's key declares
+    them (ProvingKey.buffers()), each at an offset aligned to ALIGN bytes, in declaration
+    order. The supervisor sizes the segment with `nbytes`; each child maps it with `views`."""
+
+    def __init__(self, spec: dict):
+        self.arrays: dict[str, tuple] = {}  # name -> (shape, dtype, offset)
+        end = 0
+        for name, (shape, dtype) in spec.items():
+            shape = tuple(int(n) for n in shape)
+            if any(n < 0 for n in shape):
+                raise ValueError(f"buffer {name!r}: negative shape {shape}")
+            offset = -(-end // ALIGN) * ALIGN
+            self.arrays[name] = (shape, np.dtype(dtype), offset)
+            end = offset + nbytes(shape, dtype)
+        self.nbytes = end
+
+    def views(self, seg: Segment) -> dict:
+        """{name: numpy view} over the segment (no copy)."""
+        return {name: seg.array(s, dt, off) for name, (s, dt, off) in self.arrays.items()}
 
 
 def segment_name(tag: str, pid: int | None = None) -> str:

@@ -3,7 +3,7 @@
     supervisor --prove--> inbox --> worker loops (workers_per_device) --> finalizer threads
                                      | kernel lock: prove_start           | prove_finish
                                      v                                    v
-                             "started" (a,b,c freed)              "done" (proof JSON)
+                             "started" (buffers freed)            "done" (proof JSON)
 
 - Main thread: reads commands (prove, cancel a job, load/evict a key, ping, stop). A dead
   supervisor ends the process (child.py).
@@ -33,7 +33,7 @@ import threading
 import time
 
 from cuzk.engine import child
-from cuzk.engine.buffers import Segment
+from cuzk.engine.buffers import Layout, Segment
 from cuzk.engine.messages import (
     Cancel,
     Done,
@@ -62,22 +62,22 @@ def permanent(exc: BaseException) -> bool:
 class _Item:
     """One partition inside this process: its Prove message, mapped buffers, timings."""
 
-    __slots__ = ("msg", "work", "key", "wseg", "abcseg", "partial", "gpu_ms", "t_start", "t_end")
+    __slots__ = ("msg", "work", "key", "wseg", "bufseg", "partial", "gpu_ms", "t_start", "t_end")
 
     def __init__(self, msg: Prove):
         self.msg = msg
         self.work = msg.work
         self.key = None
-        self.wseg = self.abcseg = None
+        self.wseg = self.bufseg = None
         self.partial = None
         self.gpu_ms = 0.0
         self.t_start = self.t_end = 0.0
 
     def close(self):
-        for s in (self.abcseg, self.wseg):
+        for s in (self.bufseg, self.wseg):
             if s is not None:
                 s.close()
-        self.wseg = self.abcseg = None
+        self.wseg = self.bufseg = None
 
 
 def visible_only(device_name: str) -> str:
@@ -120,6 +120,7 @@ class DeviceProcess(child.ChildProcess):
             self.status.register_finalizer(s, device_index, device_name)
         self.dev = self.prover.open_device(open_name)
         self.keys: dict[str, object] = {}  # key_id -> ProvingKey resident on this device
+        self.layouts: dict[str, Layout] = {}  # key_id -> Layout of the key's buffers
         self.key_lock = threading.Lock()
         self.kernel_lock = threading.Lock()
         self.inbox: queue.Queue = queue.Queue()
@@ -160,6 +161,7 @@ class DeviceProcess(child.ChildProcess):
             key = self.keys.get(msg.key_id)
             if key is None:
                 key = self.prover.ProvingKey.open(msg.key_path)
+                self.layouts[key.key_id] = Layout(key.buffers())
                 t0 = time.time()
                 self.dev.load_key(key)
                 self.keys[key.key_id] = key
@@ -172,12 +174,12 @@ class DeviceProcess(child.ChildProcess):
                 )
             return key
 
-    def _fail(self, item: _Item, stage: str, exc: BaseException, abc_intact=False) -> None:
-        """Report a failed stage. `abc_intact`: prove_start never ran on this item, so its
-        abc segment still holds a, b, c and the supervisor may send the retry straight back to
-        a device (prove_start overwrites a, b, c in place)."""
+    def _fail(self, item: _Item, stage: str, exc: BaseException, buffers_intact=False) -> None:
+        """Report a failed stage. `buffers_intact`: prove_start never ran on this item, so its
+        buffers segment still holds what synthesize wrote and the supervisor may send the
+        retry straight back to a device (prove_start may overwrite the buffers in place)."""
         item.close()
-        self.chan.send(Failed(item.work, stage, abc_intact, permanent(exc), Failure.of(exc)))
+        self.chan.send(Failed(item.work, stage, buffers_intact, permanent(exc), Failure.of(exc)))
 
     def _drop(self, item: _Item, stage: str) -> None:
         item.close()
@@ -192,7 +194,7 @@ class DeviceProcess(child.ChildProcess):
             self._drop(item, "finish")
             return
         try:
-            w = item.wseg.array((item.key.n_vars, 4))
+            w = item.wseg.array(*item.key.witness_buffer())
             proof = self.prover.prove_finish(item.key, item.partial, w)
             del w
             if self.self_verify and not self._verifier(item.key)(proof):
@@ -226,28 +228,27 @@ class DeviceProcess(child.ChildProcess):
         try:
             item.key = self._resident_key(item.msg)
             item.wseg = Segment.attach(item.msg.w)
-            item.abcseg = Segment.attach(item.msg.abc)
-            d = item.key.domain_size
-            a, b, c = (item.abcseg.array((d, 4), offset=i * d * 32) for i in range(3))
-            w = item.wseg.array((item.key.n_vars, 4))
+            item.bufseg = Segment.attach(item.msg.buffers)
+            bufs = self.layouts[item.key.key_id].views(item.bufseg)
+            w = item.wseg.array(*item.key.witness_buffer())
         except Exception as exc:
-            self._fail(item, "start", exc, abc_intact=True)  # before prove_start
+            self._fail(item, "start", exc, buffers_intact=True)  # before prove_start
             return
         fin_slot = fin_token = None
         with self.kernel_lock:
             if wk.job_id in self.cancelled:  # cancelled while waiting for the device
-                del a, b, c, w
+                del bufs, w
                 self._drop(item, "start")
                 return
             token = status.gpu_claim(slot, wk.job_id, wk.partition)
             item.t_start = time.time()
             try:
-                item.partial = self.prover.prove_start(item.key, a, b, c, w, self.dev)
+                item.partial = self.prover.prove_start(item.key, bufs, w, self.dev)
             except Exception as exc:
                 item.t_end = time.time()
                 status.gpu_end(token, ok=False, gpu_ms=(item.t_end - item.t_start) * 1e3)
-                del a, b, c, w
-                self._fail(item, "start", exc)  # a, b, c may be overwritten already
+                del bufs, w
+                self._fail(item, "start", exc)  # the buffers may be overwritten already
                 return
             item.t_end = time.time()
             item.gpu_ms = (item.t_end - item.t_start) * 1e3
@@ -257,9 +258,9 @@ class DeviceProcess(child.ChildProcess):
                     fin_token = status.gpu_handoff(token, fin_slot)
                 except queue.Empty:
                     pass
-        del a, b, c, w
-        item.abcseg.close()
-        item.abcseg = None
+        del bufs, w
+        item.bufseg.close()
+        item.bufseg = None
         self.chan.send(Started(wk, item.gpu_ms, item.t_start, item.t_end))
         if not self.split:
             self._finish(item, token)

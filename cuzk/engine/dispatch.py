@@ -9,10 +9,11 @@ supervisor's `send`, which never raises (a child that is dying is noticed by its
   expensive resource, and proving frees memory), then the synthesis queue to idle synthesis
   processes while the run-ahead bound and the memory budget allow. The head of the synthesis
   queue waits when it does not fit even after evicting idle keys: nothing overtakes it.
-- buffers: each partition's segments (in, w, abc) are created here before synthesis and
-  unlinked as their stage ends; their bytes are reserved in the budget meanwhile.
-- outcomes: a failed stage is retried (from the device queue when a, b, c are intact, else
-  from a new synthesis) or fails its partition and job; ending a job drops what is queued,
+- buffers: each partition's segments (in, w, and the prover's buffers, sized from its key)
+  are created here before synthesis and unlinked as their stage ends; their bytes are
+  reserved in the budget meanwhile.
+- outcomes: a failed stage is retried (from the device queue when the buffers are intact,
+  else from a new synthesis) or fails its partition and job; ending a job drops what is queued,
   cancels what runs, records the outcome and wakes result() waiters.
 """
 
@@ -23,6 +24,7 @@ import time
 
 from cuzk.engine import buffers
 from cuzk.engine.books import Books
+from cuzk.engine.buffers import BUFFERS_USE
 from cuzk.engine.config import format_size
 from cuzk.engine.messages import Cancel, EvictKey, Failure, Prove, Synth
 from cuzk.engine.records import ChildRecord, JobRecord, KeyRecord, WorkRecord
@@ -60,7 +62,7 @@ class Dispatcher:
             job, _ = b.job_of(head)
             k = b.keys[job.key_id]
             src = job.inputs[head.partition]
-            parts = {"abc": k.abc_bytes, "witness": k.partition_bytes - k.abc_bytes}
+            parts = {BUFFERS_USE: k.buffer_bytes, "witness": k.partition_bytes - k.buffer_bytes}
             if isinstance(src, bytes):
                 parts["input"] = len(src)
             if job.wasm is not None:  # the synthesis process's calculator instance
@@ -104,9 +106,9 @@ class Dispatcher:
             else:
                 source = ("path", src)
             w.segs["witness"] = self._seg(wk, "w")
-            buffers.Segment.create(w.segs["witness"], 32 * k.n_vars).close()
-            w.segs["abc"] = self._seg(wk, "abc")
-            buffers.Segment.create(w.segs["abc"], 3 * 32 * k.domain_size).close()
+            buffers.Segment.create(w.segs["witness"], k.witness_bytes).close()
+            w.segs[BUFFERS_USE] = self._seg(wk, "buf")
+            buffers.Segment.create(w.segs[BUFFERS_USE], k.buffer_bytes).close()
         except OSError as exc:  # /dev/shm full: fail this partition, not the engine
             log.error("cannot create shared-memory buffers: %s", exc)
             self.fail_stage(wk, f"shared memory: {exc}", retry=False, to_device=False)
@@ -119,7 +121,7 @@ class Dispatcher:
         b.status.partition(job, wk.partition)
         ch.items.add(wk)
         b.event("synth", wk.job_id, wk.partition, wk.attempt, ch.index)
-        self.send(ch, Synth(wk, k.path, source, w.segs["witness"], w.segs["abc"], job.wasm))
+        self.send(ch, Synth(wk, k.path, source, w.segs["witness"], w.segs[BUFFERS_USE], job.wasm))
 
     def _send_prove(self, dev: ChildRecord, wk: WorkKey) -> None:
         b = self.books
@@ -132,7 +134,7 @@ class Dispatcher:
         dev.inflight += 1
         p.device, p.attempts = dev.index, wk.attempt + 1
         b.event("prove", wk.job_id, wk.partition, wk.attempt, dev.index)
-        self.send(dev, Prove(wk, k.key_id, k.path, w.segs["witness"], w.segs["abc"]))
+        self.send(dev, Prove(wk, k.key_id, k.path, w.segs["witness"], w.segs[BUFFERS_USE]))
 
     # ---------------------------------------------------------------- buffers and budget
     def free_part(self, wk: WorkKey, use: str) -> None:

@@ -5,12 +5,12 @@ Data flow (cf. CPython's concurrent/futures/process.py):
   API threads            supervisor thread                   child processes
   -----------            -----------------                   ---------------
   submit() --jobs-->  Scheduler: SYNTH_QUEUE  --Synth-->     synthesis process (one partition)
-  cancel()               | budget reserved,                    witness -> w seg, a,b,c -> abc seg
-  result() <--done--     | w/abc segments created            <--SynthDone--
+  cancel()               | budget reserved,                    witness -> w seg, buffers seg
+  result() <--done--     | w/buffers segments created        <--SynthDone--
                          v
                       Scheduler: DEVICE_QUEUE --Prove-->     device process
                          ^                                     worker loops: prove_start
-                         |   <--Started-- (abc freed)          finalizer threads: prove_finish
+                         |   <--Started-- (buffers freed)      finalizer threads: prove_finish
                          +--------------------<--Done-- proof JSON, public signals
                       multiprocess.connection.wait() on: every child's pipe, every child's
                       sentinel, and a wake-up pipe written by API threads and signal handlers.
@@ -23,9 +23,10 @@ The actors and their modules:
   backoff, pings, message handling, drain and teardown.
 - Dispatch (dispatch.py): placement on processes, the memory budget and key eviction,
   retries, the end of a job.
-- Children (synthesis_process.py, device_process.py): witness and a, b, c travel only
-  through shared-memory segments that the supervisor creates and unlinks; pipes carry the
-  small typed messages of messages.py. The prover they call is cuzk.engine.contract.Prover.
+- Children (synthesis_process.py, device_process.py): the witness and the buffers the
+  prover's key declares travel only through shared-memory segments that the supervisor
+  creates and unlinks; pipes carry the small typed messages of messages.py. The prover they
+  call is cuzk.engine.contract.Prover.
 """
 
 from __future__ import annotations
@@ -200,8 +201,10 @@ class Engine(JobAPI):
                     k.wasm, k.wasm_bytes = wasm, int(circuit.instance_bytes)
                     log.info("key %s: circuit %s", pk.key_id, wasm)
                 return pk.key_id
-            pb = int(pk.partition_bytes())
-            abc = min(3 * 32 * int(pk.domain_size), pb)
+            w_bytes = buffers.nbytes(*pk.witness_buffer())
+            buf_bytes = buffers.Layout(pk.buffers()).nbytes
+            # the prover's estimate, and never less than the segments a partition gets
+            pb = max(int(pk.partition_bytes()), w_bytes + buf_bytes)
             now = time.time()
             k = b.keys[pk.key_id] = KeyRecord(
                 pk.key_id,
@@ -211,7 +214,8 @@ class Engine(JobAPI):
                 int(pk.n_public),
                 int(pk.nbytes),
                 pb,
-                abc,
+                w_bytes,
+                buf_bytes,
                 now,
                 now,
             )

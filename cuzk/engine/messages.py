@@ -9,7 +9,8 @@
 
 Every receiver matches on the message's type (`match msg: case Done(): ...`), so grep finds
 each kind's senders and its one handler. Messages carry only small plain data: ids, segment
-names, timings, proof JSON; witness and a, b, c stay in shared memory (buffers.py).
+names, timings, proof JSON; the witness and the prover's buffers stay in shared memory
+(buffers.py).
 """
 
 from __future__ import annotations
@@ -54,25 +55,26 @@ class Failure(NamedTuple):
 
 # -- supervisor -> child -----------------------------------------------------------------------
 class Synth(NamedTuple):
-    """Synthesize one partition: witness (from `source`) into segment `w`, a, b, c into `abc`.
-    `source`: ("shm", segment name, length) for uploaded bytes, or ("path", file path)."""
+    """Synthesize one partition: witness (from `source`) into segment `w`, the key's buffers
+    into segment `buffers`. `source`: ("shm", segment name, length) for uploaded bytes, or
+    ("path", file path)."""
 
     work: WorkKey
     key_path: str
     source: tuple
     w: str
-    abc: str
+    buffers: str
     wasm: str | None  # set: the source is circuit inputs, the witness computed with this
 
 
 class Prove(NamedTuple):
-    """Prove one synthesized partition from segments `w` and `abc`."""
+    """Prove one synthesized partition from segments `w` and `buffers`."""
 
     work: WorkKey
     key_id: str
     key_path: str
     w: str
-    abc: str
+    buffers: str
 
 
 class Cancel(NamedTuple):
@@ -123,7 +125,7 @@ class SynthDone(NamedTuple):
     work: WorkKey
     synth_ms: float
     witness_ms: float  # of synth_ms: the witness (computed, or read)
-    abc_ms: float  # of synth_ms: a, b, c
+    buffers_ms: float  # of synth_ms: synthesize filling the buffers
     public: list
 
 
@@ -133,7 +135,7 @@ class SynthFailed(NamedTuple):
 
 
 class Started(NamedTuple):
-    """prove_start is over: the supervisor may unlink the partition's abc segment."""
+    """prove_start is over: the supervisor may unlink the partition's buffers segment."""
 
     work: WorkKey
     gpu_ms: float
@@ -152,12 +154,13 @@ class Done(NamedTuple):
 
 
 class Failed(NamedTuple):
-    """A device stage raised. `abc_intact`: prove_start never ran on this attempt, so the abc
-    segment still holds a, b, c. `permanent`: a retry cannot change the outcome."""
+    """A device stage raised. `buffers_intact`: prove_start never ran on this attempt, so the
+    buffers segment still holds what synthesize wrote. `permanent`: a retry cannot change the
+    outcome."""
 
     work: WorkKey
     stage: str  # "start" | "finish"
-    abc_intact: bool
+    buffers_intact: bool
     permanent: bool
     failure: Failure
 

@@ -19,7 +19,8 @@ class KeyRecord:
     n_public: int
     nbytes: int
     partition_bytes: int
-    abc_bytes: int
+    witness_bytes: int  # the witness segment (key.witness_buffer())
+    buffer_bytes: int  # the buffers segment (key.buffers(), laid out by buffers.Layout)
     registered_at: float
     last_used: float
     wasm: str | None = None  # the circuit's witness calculator (jobs with inputs)
@@ -52,7 +53,7 @@ class PartitionRecord:
     attempts: int = 0
     synth_ms: float | None = None
     witness_ms: float | None = None  # of synth_ms: the witness (computed, or read from a .wtns)
-    abc_ms: float | None = None  # of synth_ms: a, b, c
+    abc_ms: float | None = None  # of synth_ms: synthesize filling the buffers (Groth16's a, b, c)
     gpu_ms: float | None = None
     finalize_ms: float | None = None
     t_gpu_start: float | None = None  # unix, from the device process

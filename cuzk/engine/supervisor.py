@@ -27,6 +27,7 @@ from multiprocess.connection import wait
 
 from cuzk.engine import buffers
 from cuzk.engine.books import Books
+from cuzk.engine.buffers import BUFFERS_USE
 from cuzk.engine.config import format_size
 from cuzk.engine.dispatch import Dispatcher
 from cuzk.engine.messages import (
@@ -393,7 +394,7 @@ class Supervisor:
                 d.free_part(wk, "wasm")  # the calculator's memory is the synthesis process's
                 b.sched.synthesized(wk)
                 p.state, p.synth_ms = "synth_done", msg.synth_ms
-                p.witness_ms, p.abc_ms = msg.witness_ms, msg.abc_ms
+                p.witness_ms, p.abc_ms = msg.witness_ms, msg.buffers_ms  # abc_ms: the API's name
             case SynthFailed(wk, failure):
                 if not self._current(ch, wk, SYNTHESIZING, "synth_failed"):
                     return
@@ -413,7 +414,7 @@ class Supervisor:
                 b.event(
                     "gpu", wk.job_id, wk.partition, wk.attempt, ch.index, msg.t_start, msg.t_end
                 )
-                d.free_part(wk, "abc")
+                d.free_part(wk, BUFFERS_USE)
                 _, p = b.job_of(wk)
                 if p is not None and b.sched.place(wk) == PROVING:
                     p.gpu_ms, p.t_gpu_start, p.t_gpu_end = msg.gpu_ms, msg.t_start, msg.t_end
@@ -431,25 +432,25 @@ class Supervisor:
                 b.status.partition(job, wk.partition)
                 d.record_partition(job, wk.partition)
                 d.settle(job)
-            case Failed(wk, stage, abc_intact, permanent, failure):
+            case Failed(wk, stage, buffers_intact, permanent, failure):
                 if stage == "start":
                     ch.inflight -= 1
                 if not self._current(ch, wk, PROVING, "failed", stage):
                     return
                 # Back to the device only when the device says prove_start never ran on this
-                # attempt (abc_intact: a failure while attaching buffers or loading the key).
-                # prove_start overwrites a, b, c in place (the prover's compute_h runs its
-                # NTTs in that storage), so after a prove_start that raised, the abc segment
-                # no longer holds a, b, c: the retry must synthesize again or it proves from
-                # garbage. A failure that cannot change on retry (self-verification rejected
-                # the proof, the key file is unusable) fails the partition at once; crashes
-                # and other errors are retried.
+                # attempt (buffers_intact: a failure while attaching buffers or loading the
+                # key). prove_start may overwrite its buffers in place (the real prover's
+                # compute_h runs its NTTs in a, b, c's storage), so after a prove_start that
+                # raised, the buffers segment no longer holds what synthesize wrote: the retry
+                # must synthesize again or it proves from garbage. A failure that cannot change
+                # on retry (self-verification rejected the proof, the key file is unusable)
+                # fails the partition at once; crashes and other errors are retried.
                 w = b.works.get(wk)
                 d.fail_stage(
                     wk,
                     f"{stage}: {failure}",
                     retry=not permanent,
-                    to_device=abc_intact and w is not None and "abc" in w.segs,
+                    to_device=buffers_intact and w is not None and BUFFERS_USE in w.segs,
                     failure=failure,
                 )
             case Dropped(wk, stage):
@@ -476,13 +477,14 @@ class Supervisor:
         if self.books.sched.place(wk) not in (SYNTHESIZING, PROVING):
             self.dispatcher.free_work(wk)
             return
-        # A partition lost with its device process is synthesized again, even when its abc
-        # segment still exists: the process may have died inside prove_start, which
-        # overwrites a, b, c in place (compute_h's NTTs), and Started — after which the
-        # supervisor unlinks abc — is only sent once prove_start is over. Sending such a
-        # partition straight back to a device proved it from half-transformed a, b, c: a
-        # wrong proof (rejected by self-verification when on, returned otherwise). The
-        # supervisor cannot tell whether prove_start had begun, so it never reuses a, b, c.
+        # A partition lost with its device process is synthesized again, even when its
+        # buffers segment still exists: the process may have died inside prove_start, which
+        # may overwrite the buffers in place (the real prover's compute_h NTTs a, b, c), and
+        # Started — after which the supervisor unlinks the buffers — is only sent once
+        # prove_start is over. Sending such a partition straight back to a device proved it
+        # from half-transformed a, b, c: a wrong proof (rejected by self-verification when
+        # on, returned otherwise). The supervisor cannot tell whether prove_start had begun,
+        # so it never reuses the buffers.
         self.dispatcher.fail_stage(wk, reason, retry=True, to_device=False)
 
     # ================================================================ draining and teardown

@@ -1,13 +1,14 @@
-"""A synthesis process: witness -> a, b, c in shared memory, one partition at a time.
+"""A synthesis process: witness -> the prover's buffers in shared memory, one partition at a
+time.
 
 Main thread: reads commands from the supervisor (a partition to synthesize, ping, stop); a
 dead supervisor ends the process (see child.py). Work thread: for each partition it claims
 this process's synthesis slot on the board (the partition goes synthesizing), loads the
 witness into the "w" segment (or, for a job with circuit inputs, computes it there with the
-circuit's wasm: a WitnessPool keeps one warm calculator per circuit), synthesizes a, b, c
-straight into the "abc" segment, ends the slot through its token (the partition goes
-synth_done) and reports to the supervisor. Only small messages cross the pipe; witness and
-vectors stay in shared memory.
+circuit's wasm: a WitnessPool keeps one warm calculator per circuit), synthesizes straight
+into the "buffers" segment (the arrays the key declares, buffers.Layout), ends the slot
+through its token (the partition goes synth_done) and reports to the supervisor. Only small
+messages cross the pipe; the witness and buffers stay in shared memory.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import time
 import numpy as np
 
 from cuzk.engine import child
-from cuzk.engine.buffers import Segment
+from cuzk.engine.buffers import Layout, Segment
 from cuzk.engine.messages import Failure, Synth, SynthDone, SynthFailed
 
 
@@ -35,7 +36,7 @@ class SynthesisProcess(child.ChildProcess):
         super().__init__(conn, opts)
         self.slot = slot
         self.status.register_synth(slot)
-        self.keys: dict[str, object] = {}  # key path -> ProvingKey, mapped once in this process
+        self.keys: dict[str, tuple] = {}  # key path -> (ProvingKey, its buffers' Layout)
         self.pool = None  # WitnessPool, created by the first job with circuit inputs
         self.work: queue.Queue = queue.Queue()
 
@@ -51,11 +52,13 @@ class SynthesisProcess(child.ChildProcess):
         while True:
             self._run_one(self.work.get())
 
-    def _key(self, path: str):
-        key = self.keys.get(path)
-        if key is None:
-            key = self.keys[path] = self.prover.ProvingKey.open(path)
-        return key
+    def _key(self, path: str) -> tuple:
+        """(key, Layout of its buffers), the key mapped once in this process."""
+        got = self.keys.get(path)
+        if got is None:
+            key = self.prover.ProvingKey.open(path)
+            got = self.keys[path] = (key, Layout(key.buffers()))
+        return got
 
     def _run_one(self, msg: Synth) -> None:
         prover, status, wk = self.prover, self.status, msg.work
@@ -63,7 +66,7 @@ class SynthesisProcess(child.ChildProcess):
         token = status.synth_claim(self.slot, wk.job_id, wk.partition)
         segs = []
         try:
-            key = self._key(msg.key_path)
+            key, layout = self._key(msg.key_path)
             t_w = time.time()
             source = msg.source
             if source[0] == "shm":
@@ -73,9 +76,9 @@ class SynthesisProcess(child.ChildProcess):
             else:
                 data = source[1]
             wseg = Segment.attach(msg.w)
-            abcseg = Segment.attach(msg.abc)
-            segs += [wseg, abcseg]
-            w = wseg.array((key.n_vars, 4))
+            bufseg = Segment.attach(msg.buffers)
+            segs += [wseg, bufseg]
+            w = wseg.array(*key.witness_buffer())
             if msg.wasm:  # circuit inputs: the witness computed straight into w
                 if self.pool is None:
                     from cuzk.witness.pool import WitnessPool
@@ -89,19 +92,19 @@ class SynthesisProcess(child.ChildProcess):
                 np.copyto(w, w_loaded)
                 del w_loaded
             del data
-            t_abc = time.time()
-            d = key.domain_size
-            out = tuple(abcseg.array((d, 4), offset=i * d * 32) for i in range(3))
+            t_buf = time.time()
+            out = layout.views(bufseg)
             syn = prover.synthesize(key, w, out=out)
-            for dst, src in zip(out, (syn.a, syn.b, syn.c), strict=True):
-                if not np.shares_memory(dst, src):  # a prover that ignored `out`
-                    np.copyto(dst, src)
+            filled = syn.buffers
+            for name, dst in out.items():
+                if not np.shares_memory(dst, filled[name]):  # a prover that ignored `out`
+                    np.copyto(dst, filled[name])
             public = [int(x) for x in syn.public]
-            del syn, out, w
+            del syn, filled, out, w
             t_end = time.time()
             ms = (t_end - t0) * 1e3
             status.synth_end(token, wk.job_id, wk.partition, ok=True, synth_ms=ms)
-            self.chan.send(SynthDone(wk, ms, (t_abc - t_w) * 1e3, (t_end - t_abc) * 1e3, public))
+            self.chan.send(SynthDone(wk, ms, (t_buf - t_w) * 1e3, (t_end - t_buf) * 1e3, public))
         except Exception as exc:  # reported; the supervisor decides retry or failure
             ms = (time.time() - t0) * 1e3
             status.synth_end(token, wk.job_id, wk.partition, ok=False, synth_ms=ms)

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from cuzk.arith.constants import FR_MODULUS
+from cuzk.arith.radix import N8, limbs_to_ints
 from cuzk.formats.binfile import BinFile
 from cuzk.formats.errors import BadSectionSize, BadValue, Truncated, WrongPrime
-from cuzk.formats.limbs import N8, limbs_to_ints
 
 R1CS_VERSION = 1
 HEADER, CONSTRAINTS, WIRE2LABEL = 1, 2, 3

@@ -3,7 +3,7 @@
 The .zkey stores curve coordinates in Montgomery form (x·R mod q, R = 2^256); the .wtns
 stores scalars in plain form; the .zkey's coefficients are stored as coef·R² mod r (see
 zkey.py). These helpers are for headers, small circuits and tests: Python ints, not kernels.
-Limb splitting is cuzk.formats.limbs; the primes are cuzk.arith.constants's.
+Limb splitting is cuzk.arith.radix; the primes are cuzk.arith.constants's.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from cuzk.arith.constants import FQ_MODULUS, FR_MODULUS, MONT_R
-from cuzk.formats.limbs import int_to_limb_array, limbs_to_int
+from cuzk.arith.radix import int_to_limb_array, limbs_to_int
 
 # The primes under the names cuzk.formats has always exported (defined in cuzk.arith.constants).
 BN254_Q, BN254_R = FQ_MODULUS, FR_MODULUS

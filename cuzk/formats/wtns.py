@@ -12,10 +12,10 @@ from typing import NamedTuple
 import numpy as np
 
 from cuzk.arith.constants import FR_MODULUS
+from cuzk.arith.radix import N8, int_to_bytes, int_to_limb_array, ints_to_limbs
 from cuzk.formats.atomic import atomic_writer
 from cuzk.formats.binfile import BinFile, write_container
 from cuzk.formats.errors import BadSectionSize, BadValue, WrongPrime
-from cuzk.formats.limbs import N8, int_to_bytes, int_to_limb_array, ints_to_limbs
 
 WTNS_VERSION = 2
 HEADER, VALUES = 1, 2

@@ -21,6 +21,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from cuzk.arith.constants import FQ_MODULUS, FR_MODULUS
+from cuzk.arith.radix import N8, int_to_bytes
 from cuzk.formats.atomic import atomic_writer
 from cuzk.formats.binfile import BinFile, write_container
 from cuzk.formats.errors import (
@@ -31,7 +32,6 @@ from cuzk.formats.errors import (
     UnsupportedProtocol,
     WrongPrime,
 )
-from cuzk.formats.limbs import N8, int_to_bytes
 
 ZKEY_VERSION = 1
 PROTOCOL_NAMES = {1: "groth16", 2: "plonk", 10: "fflonk"}

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from cuzk.arith.constants import FR_MODULUS
-from cuzk.formats.limbs import int_to_limb_array
+from cuzk.arith.radix import int_to_limb_array
 
 
 def _frozen(rows, dtype=np.uint64) -> np.ndarray:

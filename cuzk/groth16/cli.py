@@ -8,73 +8,8 @@ import sys
 import click
 
 from cuzk.groth16.fast_exit import exit_now_if_a_process_of_its_own
-
-
-class ProveError(Exception):
-    """A reason not to write a proof (bad input, unsatisfied constraint, failed self-check)."""
-
-
-def run_prove(zkey, wtns, proof_json, public_json, r1cs=None, verify=True, device="cpu"):
-    """Prove and write proof_json / public_json atomically, both or neither; raise on any
-    reason not to (OutputError, an OSError, for outputs that cannot be written).
-
-    The key's points are validated when it is opened (header points on the curve / twist, G2
-    ones and pointsB2 in the subgroup, every point section on its curve); with `verify` the proof is
-    checked against the key's own verification key before anything is written."""
-    from cuzk.groth16.startup import lean_cache_loads, return_freed_arrays_to_the_system
-
-    return_freed_arrays_to_the_system()
-    with lean_cache_loads():
-        return _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device)
-
-
-def _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device):
-    from cuzk.formats.atomic import check_outputs
-    from cuzk.formats.errors import FormatError
-    from cuzk.formats.snarkjs_json import write_proof_and_public
-    from cuzk.groth16 import ProvingKey, first_unsatisfied, load_witness, open_device, prove
-
-    try:
-        key = ProvingKey.open(zkey, resident=False)  # read once: see ProvingKey.done_with
-        # A proof verified before it is written needs no G2 test of pointsB2: a point outside G2
-        # that the witness reaches gives a pi_b outside G2, which the verifier refuses (0.27 s
-        # of a 2^15 key's 0.3 s of validation left out of the command).
-        vk = key.validate(b2_subgroup=not verify)
-        w = load_witness(wtns, key)
-        if r1cs is not None:
-            from cuzk.formats.r1cs import R1CS
-
-            system = R1CS(r1cs)
-            if system.n_wires != key.n_vars:
-                raise ProveError(
-                    f"{r1cs}: {system.n_wires} wires but {zkey} has "
-                    f"nVars = {key.n_vars}: not the same circuit"
-                )
-            bad = first_unsatisfied(system, w)
-            if bad is not None:
-                raise ProveError(f"{wtns}: witness does not satisfy constraint {bad} of {r1cs}")
-    except FormatError as e:
-        raise ProveError(str(e)) from None
-    check_outputs(proof_json, public_json)  # before the work: one file twice, a missing folder
-    dev = open_device(device, one_shot=True)
-    proof = prove(key, w, dev)
-    if verify:
-        from cuzk.groth16.verifier import Proof
-        from cuzk.groth16.verifier import verify as check
-
-        try:  # on Python ints: one check costs less than loading the compiled pairing's code
-            pts = Proof.from_points(*proof.points(), backend="python")
-            ok = check(vk, proof.public, pts, backend="python")
-        except FormatError as e:  # e.g. piB outside G2 (a pointsB2 point outside G2)
-            raise ProveError(f"the proof does not verify: {e}") from None
-        if not ok:
-            raise ProveError(
-                "the proof does not verify: the witness does not satisfy the "
-                "circuit of this key, or the key is damaged (pass --r1cs to find "
-                "a failing constraint)"
-            )
-    write_proof_and_public(proof_json, public_json, proof.points(), proof.public)
-    return proof
+from cuzk.groth16.files import ProveError, run_fullprove, run_prove
+from cuzk.witness.files import SYM_HELP
 
 
 @click.command("prove")
@@ -205,3 +140,45 @@ def setup(r1cs, zkey, quiet):
     except (FormatError, ValueError, OSError) as e:
         click.echo(f"cuzk setup: {e}", err=True)
         sys.exit(1)
+
+
+@click.command("fullprove")
+@click.option(
+    "--verify/--no-verify",
+    default=True,
+    show_default=True,
+    help="Verify the proof before writing it, as `cuzk prove` does.",
+)
+@click.option(
+    "--device",
+    default="cpu",
+    show_default=True,
+    metavar="cpu|cuda[:N]",
+    help="Where the NTT and G1 MSM kernels run.",
+)
+@click.option("--sym", type=click.Path(dir_okay=False), help=SYM_HELP)
+@click.argument("input_json", type=click.Path(dir_okay=False))
+@click.argument("circuit_wasm", type=click.Path(dir_okay=False))
+@click.argument("zkey", type=click.Path(dir_okay=False))
+@click.argument("proof_json", type=click.Path(dir_okay=False, writable=True))
+@click.argument("public_json", type=click.Path(dir_okay=False, writable=True))
+def fullprove(input_json, circuit_wasm, zkey, proof_json, public_json, verify, device, sym):
+    """Witness of INPUT_JSON for CIRCUIT_WASM, then a proof with ZKEY (snarkjs's fullprove).
+
+    Writes PROOF_JSON and PUBLIC_JSON as `snarkjs groth16 fullprove` does, both or neither.
+    A wasm and key of different circuits (wire count, prime), bad inputs, a proof that fails
+    verification (on unless --no-verify) or outputs that cannot be written (one file for
+    both, a missing folder) exit 1 with the reason, and nothing is written.
+    """
+    from cuzk.compiling import compile_notice
+    from cuzk.formats.errors import FormatError
+
+    try:
+        with compile_notice("cuzk fullprove"):
+            run_fullprove(
+                input_json, circuit_wasm, zkey, proof_json, public_json, verify, device, sym
+            )
+    except (ProveError, FormatError, OSError, ValueError) as e:
+        click.echo(f"cuzk fullprove: {e}", err=True)
+        sys.exit(1)
+    exit_now_if_a_process_of_its_own()

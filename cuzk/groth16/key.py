@@ -95,6 +95,15 @@ class ProvingKey:
     def abc_bytes(self) -> int:
         return 3 * self.domain_size * FR_BYTES
 
+    def witness_buffer(self) -> tuple:
+        """(shape, dtype) of the witness the engine holds for a partition (plain-form limbs)."""
+        return (self.n_vars, 4), "uint64"
+
+    def buffers(self) -> dict:
+        """What synthesize fills and prove_start takes: a, b, c, each (domain_size, 4) limbs."""
+        shape = (self.domain_size, 4)
+        return {"a": (shape, "uint64"), "b": (shape, "uint64"), "c": (shape, "uint64")}
+
     def partition_bytes(self) -> int:
         """Estimated working set of one partition in flight: the witness, a, b, c, and the
         NTT's h vector (the partial proof itself is a few hundred bytes)."""

@@ -125,13 +125,13 @@ def dumps(obj) -> str:
 
 
 def prove_remote(client, zkey, wtns, proof_json, public_json) -> dict:
-    """Prove on the daemon behind `client` (a cuzk.serve.client.Client); write the files.
+    """Prove on the daemon behind `client` (a cuzk.client.Client); write the files.
 
     Returns the daemon's result (job, partitions with their phase times). Raises OSError for
     a file the local path could not read either or an output that cannot be written
     (OutputError), RemoteError for everything else."""
+    from cuzk.client import ApiError, ClientError
     from cuzk.formats.atomic import check_outputs, write_outputs
-    from cuzk.serve.client import ApiError, ClientError
 
     with open(zkey, "rb"):  # the local path's order: the key, then the witness, the outputs
         pass
@@ -167,7 +167,7 @@ def run(zkey, wtns, proof_json, public_json, *, server, token_file=None, timings
     """Prove on `server` and write the files; the exit status (0; 1 with one line on
     stderr). Click-free: the console script's fast path and click's command both end here."""
     t0 = time.perf_counter()
-    from cuzk.serve.client import Client, read_token
+    from cuzk.client import Client, read_token
 
     try:
         token = read_token(token_file) if token_file else None

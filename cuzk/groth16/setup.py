@@ -27,7 +27,6 @@ import time
 import numpy as np
 from numba import njit, prange
 
-from cuzk.arith import field as F
 from cuzk.arith.constants import (
     FR_MODULUS,
     G1_GENERATOR,
@@ -36,22 +35,33 @@ from cuzk.arith.constants import (
     fr_roots_of_unity,
 )
 from cuzk.arith.convert import fr as mont_r  # x·R mod r as the 4-tuple device functions take
+from cuzk.arith.field import (
+    fr_add,
+    fr_from_mont,
+    fr_inv,
+    fr_mul,
+    fr_one,
+    fr_sub,
+    fr_to_mont,
+    load,
+    store,
+)
 from cuzk.arith.jit import get_target
-from cuzk.formats.limbs import int_to_limb_array
+from cuzk.arith.radix import int_to_limb_array
 
 
 @njit(cache=True, nogil=True)
 def _batch_inverse(d, out):
     """out[i] = 1/d[i] (Montgomery's trick: one inversion, 3(n−1) multiplications)."""
     n = d.shape[0]
-    acc = F.fr_one()
+    acc = fr_one()
     for i in range(n):
-        F.store(out, i, 0, acc)
-        acc = F.fr_mul(acc, F.load(d, i, 0))
-    inv = F.fr_inv(acc)
+        store(out, i, 0, acc)
+        acc = fr_mul(acc, load(d, i, 0))
+    inv = fr_inv(acc)
     for i in range(n - 1, -1, -1):
-        F.store(out, i, 0, F.fr_mul(F.load(out, i, 0), inv))
-        inv = F.fr_mul(inv, F.load(d, i, 0))
+        store(out, i, 0, fr_mul(load(out, i, 0), inv))
+        inv = fr_mul(inv, load(d, i, 0))
 
 
 @njit(cache=True, nogil=True)
@@ -62,39 +72,39 @@ def _lagrange_basis(tau, start, step, n, scale, out):
     xs = np.empty((n, 4), dtype=np.uint64)
     x = start
     for j in range(n):
-        F.store(xs, j, 0, x)
-        F.store(d, j, 0, F.fr_sub(tau, x))
-        x = F.fr_mul(x, step)
+        store(xs, j, 0, x)
+        store(d, j, 0, fr_sub(tau, x))
+        x = fr_mul(x, step)
     _batch_inverse(d, out)
     for j in range(n):
-        F.store(out, j, 0, F.fr_mul(F.fr_mul(F.load(out, j, 0), F.load(xs, j, 0)), scale))
+        store(out, j, 0, fr_mul(fr_mul(load(out, j, 0), load(xs, j, 0)), scale))
 
 
 @njit(cache=True, nogil=True)
 def _accumulate_columns(row_ptr, cols, vals, lag, out):
     """out[col] += val·L[row] over a CSR matrix with plain values (Montgomery out)."""
     for i in range(row_ptr.shape[0] - 1):
-        li = F.load(lag, i, 0)
+        li = load(lag, i, 0)
         for k in range(row_ptr[i], row_ptr[i + 1]):
             c = cols[k]
-            t = F.fr_mul(F.fr_to_mont(F.load(vals, k, 0)), li)
-            F.store(out, c, 0, F.fr_add(F.load(out, c, 0), t))
+            t = fr_mul(fr_to_mont(load(vals, k, 0)), li)
+            store(out, c, 0, fr_add(load(out, c, 0), t))
 
 
 @njit(cache=True, nogil=True, parallel=True)
 def _combine(u, v, w, alpha, beta, inv, lo, hi, out):
     """out[i − lo] = (β·u_i + α·v_i + w_i)·inv, plain form, for lo ≤ i < hi."""
     for i in prange(lo, hi):
-        bu = F.fr_mul(beta, F.load(u, i, 0))
-        t = F.fr_add(F.fr_add(bu, F.fr_mul(alpha, F.load(v, i, 0))), F.load(w, i, 0))
-        F.store(out, i - lo, 0, F.fr_from_mont(F.fr_mul(t, inv)))
+        bu = fr_mul(beta, load(u, i, 0))
+        t = fr_add(fr_add(bu, fr_mul(alpha, load(v, i, 0))), load(w, i, 0))
+        store(out, i - lo, 0, fr_from_mont(fr_mul(t, inv)))
 
 
 @njit(cache=True, nogil=True, parallel=True)
 def _from_mont_scaled(x, k, out):
     """out[i] = plain(x[i]·k)."""
     for i in prange(x.shape[0]):
-        F.store(out, i, 0, F.fr_from_mont(F.fr_mul(F.load(x, i, 0), k)))
+        store(out, i, 0, fr_from_mont(fr_mul(load(x, i, 0), k)))
 
 
 # --- fixed-base scalar multiplication (cuzk.groth16.fixed_base, built per group) ----------
@@ -179,7 +189,7 @@ def _coefficients(r1cs, n_public):
 @njit(cache=True, nogil=True, parallel=True)
 def _to_mont_twice_kernel(x, out):
     for i in prange(x.shape[0]):
-        F.store(out, i, 0, F.fr_to_mont(F.fr_to_mont(F.load(x, i, 0))))
+        store(out, i, 0, fr_to_mont(fr_to_mont(load(x, i, 0))))
 
 
 def _to_mont_twice(vals):
@@ -231,7 +241,7 @@ def setup(r1cs_path, zkey_path, progress=None, log=None):
     # The public-input binding rows: A[nConstraints + s][s] = 1.
     for s in range(n_public + 1):
         row = n_constraints + s
-        u_s = F.fr_add(tuple(u[s]), tuple(lag[row]))
+        u_s = fr_add(tuple(u[s]), tuple(lag[row]))
         u[s] = u_s
 
     one = mont_r(1)

@@ -1,11 +1,13 @@
 """The Groth16 prover in three stages, over plain arrays, cut where the engine cuts it.
 
     synthesize(key, w)                   CPU process: a, b, c on the domain, public signals
-    prove_start(key, a, b, c, w, dev)    device: H = coset NTT pipeline; G1 MSMs A, B1, C, H
+    prove_start(key, buffers, w, dev)    device: H = coset NTT pipeline; G1 MSMs A, B1, C, H
     prove_finish(key, partial, w)        finalizer thread: B in G2 (CPU MSM), blinding, proof
 
 Every stage takes and returns numpy arrays (or small dataclasses of them), so the engine can
-keep a, b, c and the witness in shared memory between processes. ``prove`` runs the three.
+keep a, b, c and the witness in shared memory between processes: a, b, c go between the
+stages as {"a": .., "b": .., "c": ..}, the buffers the key declares (ProvingKey.buffers(),
+cuzk.engine.contract). ``prove`` runs the three.
 Phases are timed and logged at debug level under the ``cuzk.groth16`` logger.
 """
 
@@ -45,6 +47,11 @@ class Synthesis:
     c: np.ndarray
     public: list
     timings: dict = field(default_factory=dict)
+
+    @property
+    def buffers(self) -> dict:
+        """a, b, c by name, as prove_start takes them."""
+        return {"a": self.a, "b": self.b, "c": self.c}
 
 
 @dataclass
@@ -86,7 +93,7 @@ class Proof:
 
 
 def public_signals(key, w) -> list:
-    from cuzk.formats.limbs import limbs_to_ints
+    from cuzk.arith.radix import limbs_to_ints
 
     return limbs_to_ints(w[1 : key.n_public + 1])
 
@@ -100,21 +107,25 @@ def done_with(key, *sections: str) -> None:
 
 
 def synthesize(key, w, out=None) -> Synthesis:
-    """a = A·w, b = B·w, c = a∘b on the domain (Montgomery form), and w[1..nPublic]."""
+    """a = A·w, b = B·w, c = a∘b on the domain (Montgomery form), and w[1..nPublic]; into
+    ``out`` ({"a", "b", "c"}: (domain_size, 4) uint64 arrays) when given."""
     timings: dict = {}
     from cuzk.groth16.device import readonly
 
     with phase("synthesize", timings):
         # read-only: one compiled build for mapped and shared-memory witnesses alike
+        if out is not None:
+            out = (out["a"], out["b"], out["c"])
         a, b, c = evaluate_abc(key.zkey.coefficients, readonly(w), key.domain_size, out=out)
     done_with(key, "coefficients")
     return Synthesis(a, b, c, public_signals(key, w), timings)
 
 
-def prove_start(key, a, b, c, w, device) -> Partial:
-    """The device stage: h from a, b, c (a, b, c may be overwritten), then the G1 MSMs."""
+def prove_start(key, buffers, w, device) -> Partial:
+    """The device stage: h from buffers a, b, c (they may be overwritten), then the G1 MSMs."""
     timings: dict = {}
-    return g1_msms(key, compute_h([a, b, c], device, timings), w, device, timings)
+    abc = [buffers["a"], buffers["b"], buffers["c"]]
+    return g1_msms(key, compute_h(abc, device, timings), w, device, timings)
 
 
 def compute_h(abc: list, device, timings: dict):

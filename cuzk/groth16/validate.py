@@ -37,9 +37,20 @@ import secrets
 import numpy as np
 from numba import njit, prange
 
-from cuzk.arith import curve as C
-from cuzk.arith import pairing as P
+from cuzk.arith import pairing
 from cuzk.arith.constants import FQ_MODULUS, Q_LIMBS
+from cuzk.arith.curve import (
+    g1_is_on_curve_affine,
+    g1_load_affine,
+    g2_add,
+    g2_add_mixed,
+    g2_affine_is_inf,
+    g2_dbl,
+    g2_eq,
+    g2_inf,
+    g2_is_on_curve_affine,
+    g2_load_affine,
+)
 from cuzk.formats.errors import BadPoint, FormatError
 from cuzk.formats.snarkjs_json import check_g1
 from cuzk.formats.stored import g1_from_limbs
@@ -72,7 +83,7 @@ def g1_first_bad(pts, first):
             if not (
                 _below_q(pts, i, 0)
                 and _below_q(pts, i, 4)
-                and C.g1_is_on_curve_affine(C.g1_load_affine(pts, i))
+                and g1_is_on_curve_affine(g1_load_affine(pts, i))
             ):
                 first[c] = i
                 break
@@ -90,13 +101,13 @@ def g2_first_bad(pts, first):
                 and _below_q(pts, i, 4)
                 and _below_q(pts, i, 8)
                 and _below_q(pts, i, 12)
-                and C.g2_is_on_curve_affine(C.g2_load_affine(pts, i))
+                and g2_is_on_curve_affine(g2_load_affine(pts, i))
             ):
                 first[c] = i
                 break
 
 
-BN_X = np.uint64(P.BN_X)  # the BN parameter x = 4965661367192848881 (63 bits)
+BN_X = np.uint64(pairing.BN_X)  # the BN parameter x = 4965661367192848881 (63 bits)
 
 
 @njit(cache=True, nogil=True)
@@ -104,9 +115,9 @@ def _psi(Q):
     """psi on a Jacobian twist point: (conj(X) gx, conj(Y) gy, conj(Z)), the affine
     pairing.twist_frobenius with x = X/Z^2, y = Y/Z^3 (conjugation is a field automorphism)."""
     return (
-        P.fq2_mul(P.fq2_conj(Q[0]), P.FROB_TWIST_X1),
-        P.fq2_mul(P.fq2_conj(Q[1]), P.FROB_TWIST_Y1),
-        P.fq2_conj(Q[2]),
+        pairing.fq2_mul(pairing.fq2_conj(Q[0]), pairing.FROB_TWIST_X1),
+        pairing.fq2_mul(pairing.fq2_conj(Q[1]), pairing.FROB_TWIST_Y1),
+        pairing.fq2_conj(Q[2]),
     )
 
 
@@ -114,23 +125,23 @@ def _psi(Q):
 def g2_in_subgroup_psi(a):
     """Scott's test (module doc) for an affine twist point `a` (on the twist, checked
     before): [x+1]a + psi([x]a) + psi^2([x]a) == psi^3([2x]a). Infinity is in G2."""
-    if C.g2_affine_is_inf(a):
+    if g2_affine_is_inf(a):
         return True
-    xa = C.g2_inf()
+    xa = g2_inf()
     for bit in range(62, -1, -1):  # [x]a, left to right (x has 63 bits)
-        xa = C.g2_dbl(xa)
+        xa = g2_dbl(xa)
         if (BN_X >> np.uint64(bit)) & np.uint64(1):
-            xa = C.g2_add_mixed(xa, a)
+            xa = g2_add_mixed(xa, a)
     psi1 = _psi(xa)
     psi2 = _psi(psi1)
-    lhs = C.g2_add(C.g2_add(C.g2_add_mixed(xa, a), psi1), psi2)
-    return C.g2_eq(lhs, C.g2_dbl(_psi(psi2)))
+    lhs = g2_add(g2_add(g2_add_mixed(xa, a), psi1), psi2)
+    return g2_eq(lhs, g2_dbl(_psi(psi2)))
 
 
 @njit(cache=True, nogil=True)
 def g2_row_in_subgroup(pts, i):
     """Scott's test of row i of a (n, 16) array of affine twist points."""
-    return g2_in_subgroup_psi(C.g2_load_affine(pts, i))
+    return g2_in_subgroup_psi(g2_load_affine(pts, i))
 
 
 @njit(cache=True, parallel=True, nogil=True)

@@ -8,10 +8,18 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from cuzk.arith import curve as C
 from cuzk.arith.constants import FR_MODULUS
+from cuzk.arith.curve import (
+    g1_add,
+    g1_from_affine,
+    g1_mul,
+    g1_to_affine,
+    g2_from_affine,
+    g2_is_inf,
+    g2_mul,
+)
 from cuzk.arith.pairing import g1_array, g2_array, pairing_product_is_one
-from cuzk.formats.limbs import int_to_limb_tuple
+from cuzk.arith.radix import int_to_limb_tuple
 
 R_PLAIN = int_to_limb_tuple(FR_MODULUS)
 
@@ -28,8 +36,8 @@ def g2_in_subgroup_array(q):
         (q[1, 0, 0], q[1, 0, 1], q[1, 0, 2], q[1, 0, 3]),
         (q[1, 1, 0], q[1, 1, 1], q[1, 1, 2], q[1, 1, 3]),
     )
-    Qj = C.g2_from_affine((x, y))
-    return C.g2_is_inf(C.g2_mul(Qj, R_PLAIN))
+    Qj = g2_from_affine((x, y))
+    return g2_is_inf(g2_mul(Qj, R_PLAIN))
 
 
 @njit(cache=True, nogil=True)
@@ -37,22 +45,22 @@ def groth16_product_is_one(neg_a, b, c, alpha1, vk_g2, ic, scalars):
     """e(-A, B) e(alpha1, beta2) e(vk_x, gamma2) e(C, delta2) == 1 with
     vk_x = IC_0 + sum_i s_i IC_i. G1 inputs (2, 4), ic (n+1, 2, 4): affine Montgomery limbs;
     b (2, 2, 4); vk_g2 (3, 2, 2, 4) = beta2, gamma2, delta2; scalars (n, 4) plain limbs."""
-    acc = C.g1_from_affine(
+    acc = g1_from_affine(
         (
             (ic[0, 0, 0], ic[0, 0, 1], ic[0, 0, 2], ic[0, 0, 3]),
             (ic[0, 1, 0], ic[0, 1, 1], ic[0, 1, 2], ic[0, 1, 3]),
         )
     )
     for i in range(scalars.shape[0]):
-        p = C.g1_from_affine(
+        p = g1_from_affine(
             (
                 (ic[i + 1, 0, 0], ic[i + 1, 0, 1], ic[i + 1, 0, 2], ic[i + 1, 0, 3]),
                 (ic[i + 1, 1, 0], ic[i + 1, 1, 1], ic[i + 1, 1, 2], ic[i + 1, 1, 3]),
             )
         )
         k = (scalars[i, 0], scalars[i, 1], scalars[i, 2], scalars[i, 3])
-        acc = C.g1_add(acc, C.g1_mul(p, k))
-    vk_x = C.g1_to_affine(acc)  # infinity becomes (0, 0), which the Miller loop skips
+        acc = g1_add(acc, g1_mul(p, k))
+    vk_x = g1_to_affine(acc)  # infinity becomes (0, 0), which the Miller loop skips
     ps = np.empty((4, 2, 4), dtype=np.uint64)
     qs = np.empty((4, 2, 2, 4), dtype=np.uint64)
     ps[0] = neg_a

@@ -17,9 +17,9 @@ def write_square_chain(r1cs_path, wtns_path, n: int = WARMUP_CONSTRAINTS, x: int
     """A circuit of n constraints x_{i+1} = x_i * x_i (public output x_n, private input x_0)
     as a circom .r1cs, and its witness for x_0 = x as a .wtns."""
     from cuzk.arith.constants import FR_MODULUS
+    from cuzk.arith.radix import N8, int_to_bytes
     from cuzk.formats.atomic import atomic_writer
     from cuzk.formats.binfile import write_container
-    from cuzk.formats.limbs import N8, int_to_bytes
     from cuzk.formats.wtns import write_wtns
 
     if n < 1:
@@ -63,7 +63,7 @@ def warm(device: str = "cpu", constraints: int = WARMUP_CONSTRAINTS, workdir=Non
     import tempfile
     from pathlib import Path
 
-    from cuzk.groth16.cli import run_prove
+    from cuzk.groth16.files import run_prove
     from cuzk.groth16.setup import setup
 
     t0 = time.perf_counter()
@@ -102,8 +102,8 @@ def warmup(device, constraints):
     kernels are already there.
     """
     from cuzk.compiling import cache_location, compile_notice
-    from cuzk.groth16.cli import ProveError
     from cuzk.groth16.fast_exit import exit_now_if_a_process_of_its_own
+    from cuzk.groth16.files import ProveError
 
     try:
         with compile_notice("cuzk warmup") as watch:

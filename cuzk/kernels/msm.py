@@ -29,7 +29,7 @@ import numpy as np
 
 from cuzk.arith.constants import FR_MODULUS
 from cuzk.arith.jit import building
-from cuzk.formats.limbs import int_to_limb_tuple
+from cuzk.arith.radix import int_to_limb_tuple
 
 T = building()
 device_fn = T.device_fn

@@ -1,17 +1,13 @@
-"""`cuzk serve`: the proving daemon's HTTP API, configuration, metrics, and its client."""
+"""`cuzk serve`: the proving daemon's HTTP API, configuration and metrics. Its client is
+cuzk.client, a room of its own below every package that talks to a daemon."""
 
-# Names load on first use (PEP 562): the client (cuzk.serve.client, standard library only) is
-# imported by `cuzk prove --server`, whose start-up must not pay for the configuration's
-# imports (the engine's package, numpy).
+# Names load on first use (PEP 562): importing this package costs nothing until a name is
+# used.
 
 from cuzk.lazy import lazy_exports
 
 # public name -> the module of this package that defines it
 _EXPORTS = {
-    "ApiError": "client",
-    "Client": "client",
-    "ClientError": "client",
-    "Unreachable": "client",
     "Config": "config",
     "ConfigError": "config",
 }

@@ -2,7 +2,7 @@
 
 Thin, as in uvicorn: options are parsed here and handed on — serve and config show build a
 Config (cuzk.serve.config does precedence and validation), the client commands call
-cuzk.serve.client. Exit statuses: 0 success; 1 a job or partition failed (submit --wait) or
+cuzk.client. Exit statuses: 0 success; 1 a job or partition failed (submit --wait) or
 the job did not finish in time; 2 usage errors and requests the server refused (4xx);
 3 the server could not be reached or failed (5xx); 78 (EX_CONFIG) a configuration serve cannot
 start with.
@@ -107,7 +107,7 @@ def client_options(f):
 
 
 def _client(server, token_file, command: str):
-    from cuzk.serve.client import Client, read_token
+    from cuzk.client import Client, read_token
 
     token = None
     if token_file:
@@ -124,7 +124,7 @@ def _fail(command: str, message: str, code: int):
 
 
 def _call(command: str, fn, *args, **kw):
-    from cuzk.serve.client import ApiError, ClientError
+    from cuzk.client import ApiError, ClientError
 
     try:
         return fn(*args, **kw)

@@ -52,7 +52,7 @@ import urllib.parse
 from email.utils import formatdate
 from http import HTTPStatus
 
-from cuzk.serve import body as B
+from cuzk.serve.body import BodyTooLarge, JsonBody
 from cuzk.serve.http import (
     JSON_TYPE,
     HttpError,
@@ -269,7 +269,7 @@ class _Inflow:
     def __init__(self, server: Server, n: int):
         self.server, self.n, self.got = server, n, 0
         self.ticket = server.memory.ticket()
-        self.parser: B.JsonBody | None = None
+        self.parser: JsonBody | None = None
         self.start = time.monotonic()
         self.paused = 0.0  # seconds spent waiting for room: not the client's fault
 
@@ -605,7 +605,7 @@ class Server:
                 if expect:
                     conn.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
                 if ctype == JSON_TYPE:
-                    inflow.parser = B.JsonBody()
+                    inflow.parser = JsonBody()
                 body, uploads = await self._read_body(conn, inflow)
             else:
                 body, uploads = b"", {}
@@ -768,7 +768,7 @@ class Server:
                 continue
             try:
                 parser.feed(data)
-            except B.BodyTooLarge as e:
+            except BodyTooLarge as e:
                 raise HttpError(413, f"request body: {e}") from None
         self.memory.done_reading(ticket)
         if ticket.cut is not None:

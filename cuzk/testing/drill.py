@@ -161,7 +161,7 @@ def hang_in_slot_write(name: str, kind: str, slot: int, conn) -> None:
     """Register `slot`, claim it, then begin another write (odd sequence, half a payload) and
     wait to be killed with -9."""
     from cuzk.board import Board
-    from cuzk.board import layout as L
+    from cuzk.board.layout import SEQ
 
     board = Board.attach(name)
     table = board.table(kind)
@@ -169,8 +169,8 @@ def hang_in_slot_write(name: str, kind: str, slot: int, conn) -> None:
     tok = table.claim(slot, "victim", 0)
     off = board.layout.slot_offset(kind, slot)
     buf = board._buf
-    seq = L.SEQ.unpack_from(buf, off)[0]
-    L.SEQ.pack_into(buf, off, seq + 1)  # writer inside
+    seq = SEQ.unpack_from(buf, off)[0]
+    SEQ.pack_into(buf, off, seq + 1)  # writer inside
     buf[off + 8 : off + 8 + 24] = b"\xff" * 24  # half a payload
     conn.send(tuple(tok))
     while True:
@@ -180,16 +180,16 @@ def hang_in_slot_write(name: str, kind: str, slot: int, conn) -> None:
 def hang_in_control_write(name: str, job_id: str, index: int, conn) -> None:
     """Take the control lock, begin a partition write and wait to be killed with -9 holding it."""
     from cuzk.board import Board
-    from cuzk.board import layout as L
+    from cuzk.board.layout import CTL_DIRTY_OFFSET, SEQ
 
     board = Board.attach(name)
     board.control.__enter__()  # hold the control lock until killed
     row = board.control.find_row(job_id.encode(), job_id)
     off = board.layout.part_offset(row, index)
     buf = board._buf
-    L.SEQ.pack_into(buf, L.CTL_DIRTY_OFFSET, off + 1)
-    seq = L.SEQ.unpack_from(buf, off)[0]
-    L.SEQ.pack_into(buf, off, seq + 1)
+    SEQ.pack_into(buf, CTL_DIRTY_OFFSET, off + 1)
+    seq = SEQ.unpack_from(buf, off)[0]
+    SEQ.pack_into(buf, off, seq + 1)
     buf[off + 8 : off + 8 + 12] = b"\xee" * 12
     conn.send("inside")
     while True:

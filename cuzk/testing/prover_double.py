@@ -97,6 +97,13 @@ class ProvingKey:
     def validate(self) -> None:
         """Nothing to check: the double's key has no points."""
 
+    def witness_buffer(self) -> tuple:
+        return (self.n_vars, 4), "uint64"
+
+    def buffers(self) -> dict:
+        shape = (self.domain_size, 4)
+        return {"a": (shape, "uint64"), "b": (shape, "uint64"), "c": (shape, "uint64")}
+
     def partition_bytes(self) -> int:
         return 32 * self.n_vars + 3 * 32 * self.domain_size + 4096
 
@@ -200,7 +207,14 @@ def _maybe_fault(stage: str, w: np.ndarray) -> None:
 
 
 # -- stages ------------------------------------------------------------------------------------
-Synthesis = collections.namedtuple("Synthesis", "a b c public")  # a, b, c arrays; public ints
+class Synthesis(collections.namedtuple("Synthesis", "a b c public")):
+    """a, b, c arrays (also by name, as `buffers`); public ints."""
+
+    __slots__ = ()
+
+    @property
+    def buffers(self) -> dict:
+        return {"a": self.a, "b": self.b, "c": self.c}
 
 
 def _limbs_to_int(row) -> int:
@@ -220,8 +234,8 @@ def synthesize(key: ProvingKey, w: np.ndarray, out=None) -> Synthesis:
     time.sleep(_options.get("synth_secs", 0.0))
     a, b, c = expected_abc(w, key.domain_size)
     if out is not None:
-        out[0][:], out[1][:], out[2][:] = a, b, c
-        a, b, c = out
+        out["a"][:], out["b"][:], out["c"][:] = a, b, c
+        a, b, c = out["a"], out["b"], out["c"]
     return Synthesis(a, b, c, [_limbs_to_int(w[i]) for i in range(1, 1 + key.n_public)])
 
 
@@ -266,13 +280,14 @@ def abc_digest(a, b, c) -> str:
     return h.hexdigest()
 
 
-def prove_start(key: ProvingKey, a, b, c, w, device: Device) -> Partial:
+def prove_start(key: ProvingKey, buffers: dict, w, device: Device) -> Partial:
     """Digest a, b, c, then overwrite them, as the real prover does (its compute_h runs the
     NTTs in a, b, c's storage) — before any fault, so a process that dies or raises anywhere
     in prove_start leaves its a, b, c consumed, and a retry that proved from them again would
     get another digest."""
     if key.key_id not in device.keys:
         raise RuntimeError("prove_start before the key was loaded on the device")
+    a, b, c = buffers["a"], buffers["b"], buffers["c"]
     partial = Partial(abc_digest(a, b, c))
     for v in (a, b, c):
         v += np.uint64(1)  # wraps; never an identity, however often it is applied

@@ -7,7 +7,7 @@ read() is one consistent board snapshot as a plain dict (the `GET /status` JSON 
 the board goes away (the supervisor unlinked it at shutdown, or its creator died) read()
 raises BoardGone so the caller can exit cleanly with a message.
 
-Over HTTP (ServerSource, through the API client cuzk.serve.client): the first read is the
+Over HTTP (ServerSource, through the API client cuzk.client): the first read is the
 check, so an unreachable server, a refused token or an answer that is not a status ends
 `top` before it draws anything (AttachError, with the client commands' exit statuses); a
 server lost later ends it like a board that went away, with a message and status 3.
@@ -158,7 +158,7 @@ class ServerSource:
     then a fresh one per call (ServerLost when the server stops answering a status)."""
 
     def __init__(self, server: str | None = None, token_file=None, *, client=None):
-        from cuzk.serve.client import Client, read_token  # stdlib only: cheap to import
+        from cuzk.client import Client, read_token  # stdlib only: cheap to import
 
         if client is None:
             token = None
@@ -175,7 +175,7 @@ class ServerSource:
         self._first: dict | None = None
 
     def _get(self) -> dict:
-        from cuzk.serve.client import ApiError, ClientError
+        from cuzk.client import ApiError, ClientError
 
         where = f"{self.name}/status"
         try:

@@ -44,3 +44,21 @@ class WrongCircuitPrime(WitnessError):
 
 class CircuitMismatch(WitnessError):
     """A circuit's .wasm and a proving key that do not belong to the same circuit."""
+
+
+def check_same_circuit(circuit, zkey) -> None:
+    """Raise CircuitMismatch unless the wasm's circuit and the key agree (wires, prime)."""
+    if circuit.prime != zkey.r:
+        raise CircuitMismatch(
+            circuit.path,
+            f"computes over the prime {circuit.prime:#x} but "
+            f"{zkey.path} is for {zkey.r:#x}: not the same "
+            "circuit",
+        )
+    if circuit.witness_size != zkey.n_vars:
+        raise CircuitMismatch(
+            circuit.path,
+            f"has {circuit.witness_size} wires but "
+            f"{zkey.path} has nVars = {zkey.n_vars}: not the "
+            "same circuit",
+        )

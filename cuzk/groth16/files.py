@@ -1,0 +1,104 @@
+"""Proofs from files: the library under `cuzk prove`, `cuzk fullprove` and `cuzk warmup`.
+
+run_prove(zkey, wtns, proof_json, public_json) proves from a key and a witness file;
+run_fullprove(input_json, wasm, zkey, ...) first computes the witness with the circom
+circuit (cuzk.witness), then proves as run_prove does. Both write the proof and public JSON
+atomically, both or neither, and raise ProveError (or a FormatError / OSError) for every reason
+not to; the commands (cuzk.groth16.cli) turn those into one line and exit 1.
+"""
+
+from __future__ import annotations
+
+
+class ProveError(Exception):
+    """A reason not to write a proof (bad input, unsatisfied constraint, failed self-check)."""
+
+
+def run_prove(zkey, wtns, proof_json, public_json, r1cs=None, verify=True, device="cpu"):
+    """Prove and write proof_json / public_json atomically, both or neither; raise on any
+    reason not to (OutputError, an OSError, for outputs that cannot be written).
+
+    The key's points are validated when it is opened (header points on the curve / twist, G2
+    ones and pointsB2 in the subgroup, every point section on its curve); with `verify` the proof is
+    checked against the key's own verification key before anything is written."""
+    from cuzk.groth16.startup import lean_cache_loads, return_freed_arrays_to_the_system
+
+    return_freed_arrays_to_the_system()
+    with lean_cache_loads():
+        return _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device)
+
+
+def _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device):
+    from cuzk.formats.atomic import check_outputs
+    from cuzk.formats.errors import FormatError
+    from cuzk.formats.snarkjs_json import write_proof_and_public
+    from cuzk.groth16 import ProvingKey, first_unsatisfied, load_witness, open_device, prove
+
+    try:
+        key = ProvingKey.open(zkey, resident=False)  # read once: see ProvingKey.done_with
+        # A proof verified before it is written needs no G2 test of pointsB2: a point outside G2
+        # that the witness reaches gives a pi_b outside G2, which the verifier refuses (0.27 s
+        # of a 2^15 key's 0.3 s of validation left out of the command).
+        vk = key.validate(b2_subgroup=not verify)
+        w = load_witness(wtns, key)
+        if r1cs is not None:
+            from cuzk.formats.r1cs import R1CS
+
+            system = R1CS(r1cs)
+            if system.n_wires != key.n_vars:
+                raise ProveError(
+                    f"{r1cs}: {system.n_wires} wires but {zkey} has "
+                    f"nVars = {key.n_vars}: not the same circuit"
+                )
+            bad = first_unsatisfied(system, w)
+            if bad is not None:
+                raise ProveError(f"{wtns}: witness does not satisfy constraint {bad} of {r1cs}")
+    except FormatError as e:
+        raise ProveError(str(e)) from None
+    check_outputs(proof_json, public_json)  # before the work: one file twice, a missing folder
+    dev = open_device(device, one_shot=True)
+    proof = prove(key, w, dev)
+    if verify:
+        from cuzk.groth16.verifier import Proof
+        from cuzk.groth16.verifier import verify as check
+
+        try:  # on Python ints: one check costs less than loading the compiled pairing's code
+            pts = Proof.from_points(*proof.points(), backend="python")
+            ok = check(vk, proof.public, pts, backend="python")
+        except FormatError as e:  # e.g. piB outside G2 (a pointsB2 point outside G2)
+            raise ProveError(f"the proof does not verify: {e}") from None
+        if not ok:
+            raise ProveError(
+                "the proof does not verify: the witness does not satisfy the "
+                "circuit of this key, or the key is damaged (pass --r1cs to find "
+                "a failing constraint)"
+            )
+    write_proof_and_public(proof_json, public_json, proof.points(), proof.public)
+    return proof
+
+
+def run_fullprove(
+    input_json, wasm, zkey, proof_json, public_json, verify=True, device="cpu", sym=None
+):
+    """Witness from input_json, then the proof (run_prove), as snarkjs's
+    `groth16 fullprove`. Checks first that wasm and zkey belong to the same circuit.
+    Writes proof_json and public_json only for a proof, both or neither; returns the Proof."""
+    import tempfile
+    from pathlib import Path
+
+    from cuzk.formats.atomic import check_outputs
+    from cuzk.formats.zkey import ZKey
+    from cuzk.witness.calculator import Circuit
+    from cuzk.witness.errors import check_same_circuit
+    from cuzk.witness.inputs import read_inputs
+    from cuzk.witness.wtnsfile import write_wtns_bytes
+
+    inputs = read_inputs(input_json)
+    circuit = Circuit(wasm, sym)
+    check_same_circuit(circuit, ZKey(zkey, check_coefficients=False))
+    check_outputs(proof_json, public_json)  # before the work: one file twice, a missing folder
+    values = circuit.calculator().witness_view(inputs, input_json)
+    with tempfile.TemporaryDirectory(prefix="cuzk-fullprove-") as tmp:
+        wtns = Path(tmp) / "witness.wtns"
+        write_wtns_bytes(wtns, values)
+        return run_prove(zkey, wtns, proof_json, public_json, verify=verify, device=device)
