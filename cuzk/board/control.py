@@ -49,6 +49,7 @@ from cuzk.board.layout import (
     SLOT_RECORD,
     STORED_PARTITION_STATES,
     Layout,
+    check_priority,
     pack_str,
 )
 from cuzk.board.records import empty_part, write_record
@@ -294,8 +295,7 @@ class ControlRecords:
         not shown (jobs_dropped counted) and False is returned: the board never stops proving."""
         job = pack_str(job_id, ID_BYTES, "job id")
         kind_b = pack_str(kind, LABEL_BYTES, "proof kind")
-        if priority not in PRIORITIES:
-            raise ValueError(f"priority must be one of {PRIORITIES}, got {priority!r}")
+        check_priority(priority)
         lay = self.layout
         if not 1 <= n_partitions <= lay.max_partitions:
             raise ValueError(

@@ -46,7 +46,17 @@ JOB_STATES = ("free", "queued", "running", "done", "failed", "cancelled")
 J_FREE, J_QUEUED, J_RUNNING, J_DONE, J_FAILED, J_CANCELLED = range(6)
 JOB_FINISHED = frozenset((J_DONE, J_FAILED, J_CANCELLED))
 
+# Job priorities, highest first; a job's rank is its index (the scheduler's order, the byte a
+# job record stores). Declared only here: the engine, the daemon, its CLI and `cuzk top` import it.
 PRIORITIES = ("critical", "high", "normal")
+
+
+def check_priority(priority) -> str:
+    """`priority` when it is one of PRIORITIES, else ValueError naming them."""
+    if not isinstance(priority, str) or priority not in PRIORITIES:
+        raise ValueError(f"priority must be one of {', '.join(PRIORITIES)}, got {priority!r}")
+    return priority
+
 
 NONE_I32 = -1  # "no partition", "no slot"
 NAN = math.nan  # "no value" for float fields (JSON null)

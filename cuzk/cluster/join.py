@@ -23,7 +23,7 @@ import click
 
 from cuzk.cluster.settings import NODE_RESOURCE, to_labels
 from cuzk.engine import config as engine_config
-from cuzk.engine.config import format_size, parse_size
+from cuzk.engine.config import NODE_SETTINGS, format_size
 
 CTX = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 EXIT_USAGE, EXIT_NO_RAY = 2, 1
@@ -145,31 +145,32 @@ def plan_join(
     head: str,
     *,
     ray: str,
-    devices: str | None = None,
-    synth_workers: int | None = None,
-    workers_per_device: int | None = None,
-    finalizers_per_device: int | None = None,
-    memory_budget: str | int | None = None,
     object_store_memory: str | int | None = None,
     ray_token_file: str | None = None,
     ray_args: tuple[str, ...] = (),
+    **node: str | int | None,
 ) -> JoinPlan:
     """The `ray start` that joins this machine to HEAD's cluster; raises JoinError with the
-    one-line reason when an input is bad."""
+    one-line reason when an input is bad. `node`: this machine's node settings (the `node`
+    entries of cuzk.engine.config's table: devices, synth_workers, ...), None = not given."""
+    unknown = sorted(set(node) - {s.name for s in NODE_SETTINGS})
+    if unknown:
+        raise TypeError(f"plan_join: not a node setting: {', '.join(unknown)}")
     head = parse_head(head)
+    devices = node.get("devices")
     try:
         num_gpus = count_gpus("auto" if devices is None else devices)
     except ValueError as e:
         raise JoinError(f"--{e}" if str(e).startswith("devices ") else f"--devices: {e}") from None
 
-    if memory_budget is None or str(memory_budget).strip().lower() == "auto":
-        budget = engine_config.auto_memory_budget()
-    else:
-        budget = _size("--memory-budget", memory_budget)
+    memory_budget = node.get("memory_budget")
+    if memory_budget is None:
+        memory_budget = "auto"
+    budget = _size("--memory-budget", engine_config.memory_budget_bytes, memory_budget)
     if object_store_memory is None:
         store = default_object_store(budget)
     else:
-        store = _size("--object-store-memory", object_store_memory)
+        store = _size("--object-store-memory", engine_config.positive_size, object_store_memory)
         if store < OBJECT_STORE_MIN:
             raise JoinError(
                 f"--object-store-memory {object_store_memory}: Ray needs at least "
@@ -183,15 +184,8 @@ def plan_join(
             "--object-store-memory"
         )
 
-    settings = {
-        "devices": devices,
-        "synth_workers": synth_workers,
-        "workers_per_device": workers_per_device,
-        "finalizers_per_device": finalizers_per_device,
-        "memory_budget": engine_memory,
-    }
-    try:
-        labels = to_labels(settings)
+    try:  # the memory budget is always recorded, as the bytes left to the engine
+        labels = to_labels({**node, "memory_budget": engine_memory})
     except ValueError as e:
         raise JoinError(str(e)) from None
 
@@ -221,17 +215,60 @@ def plan_join(
     return JoinPlan(argv, env, labels, num_gpus, store, engine_memory)
 
 
-def _size(option: str, value) -> int:
+def _size(option: str, parse, value) -> int:
     try:
-        n = parse_size(value)
+        return parse(value)
     except ValueError as e:
         raise JoinError(f"{option}: {e}") from None
-    if n <= 0:
-        raise JoinError(f"{option} {value}: must be positive")
-    return n
 
 
 # ---------------------------------------------------------------------------- commands
+# What join says about a node setting beyond the table's help (cuzk.engine.config).
+JOIN_NOTES = {
+    "devices": "Also decides --num-gpus: the GPUs it names, none for cpu:N, every GPU found "
+    "here for auto or when left out.",
+    "memory_budget": "Here Ray's object store is part of it: the engine gets this less "
+    "--object-store-memory.",
+}
+
+
+class _SettingType(click.ParamType):
+    """A click type that parses with the setting's own parser (a bad value: usage error)."""
+
+    def __init__(self, setting):
+        self.setting = setting
+        self.name = setting.metavar
+
+    def convert(self, value, param, ctx):
+        try:
+            return self.setting.parse(value)
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
+
+
+def node_options(f):
+    """The node settings of the engine's table as options, named and explained as in `cuzk
+    serve`. Each left out follows the gateway's setting (None), but the memory budget, which
+    join always records (auto: this machine's). Counts are checked as they are parsed; the
+    devices and the budget, which need this machine's GPUs and memory, by plan_join."""
+    for s in reversed(NODE_SETTINGS):
+        counted = hasattr(s.parse, "minimum")
+        if s.name == "memory_budget":
+            default, shown = s.default, f"[default: {s.default_text}]"
+        else:
+            default, shown = None, "[default: the gateway's setting]"
+        help_text = " ".join(filter(None, (s.help, JOIN_NOTES.get(s.name), shown)))
+        f = click.option(
+            s.flag,
+            s.name,
+            default=default,
+            metavar=s.metavar,
+            type=_SettingType(s) if counted else None,
+            help=help_text,
+        )(f)
+    return f
+
+
 def _fail(message: str, code: int):
     click.echo(f"cuzk cluster join: {message}", err=True)
     sys.exit(code)
@@ -247,44 +284,7 @@ def cluster():
 
 @cluster.command("join", context_settings=CTX)
 @click.argument("head", metavar="HEAD")
-@click.option(
-    "--devices",
-    metavar="auto|cpu:N|0,1",
-    default=None,
-    help="Proving devices on this machine: auto (every GPU, else one CPU device), cpu:N, or "
-    "GPU ordinals such as 0,1. Also decides --num-gpus (auto: the GPUs found here). "
-    "[default: the gateway's setting; GPUs counted as for auto]",
-)
-@click.option(
-    "--synth-workers",
-    type=click.IntRange(min=0),
-    default=None,
-    metavar="N",
-    help="Synthesis processes (0: CPU cores - 1). [default: the gateway's setting]",
-)
-@click.option(
-    "--workers-per-device",
-    type=click.IntRange(min=1),
-    default=None,
-    metavar="N",
-    help="prove_start loops per device process. [default: the gateway's setting]",
-)
-@click.option(
-    "--finalizers-per-device",
-    type=click.IntRange(min=1),
-    default=None,
-    metavar="N",
-    help="prove_finish threads per device process. [default: the gateway's setting]",
-)
-@click.option(
-    "--memory-budget",
-    metavar="auto|SIZE",
-    default="auto",
-    show_default=True,
-    help="Host memory cuzk may use on this machine, Ray's object store included: auto (RAM "
-    "minus max(10%, 2 GiB), as cuzk serve) or a size such as 64GiB. The engine gets this "
-    "less --object-store-memory.",
-)
+@node_options
 @click.option(
     "--object-store-memory",
     metavar="SIZE",

@@ -2,6 +2,8 @@
 
 `cuzk cluster join` records the settings given on a machine as Ray node labels; the gateway
 reads them back with `from_labels` and lets them override its own settings for that machine.
+The settings, their label keys and their rules are the `node` entries of the engine's table
+(cuzk.engine.config.NODE_SETTINGS); this module only encodes the values.
 Label keys and values follow Ray's (Kubernetes') label syntax: at most 63 characters of
 [A-Za-z0-9._-], beginning and ending with a letter or digit — so no ':' nor ','.
 
@@ -23,22 +25,16 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from cuzk.engine.config import parse_devices
+from cuzk.engine.config import LABEL_PREFIX as LABEL_PREFIX  # the table's; kept importable here
+from cuzk.engine.config import NODE_SETTINGS, parse_devices, positive_size
 
 NODE_RESOURCE = "cuzk_node"  # the custom resource every cuzk prover node carries (quantity 1)
 ACTOR_PREFIX = "cuzk-node-"  # node engine actor names: ACTOR_PREFIX + Ray node id (hex)
 NAMESPACE = "cuzk"  # the Ray namespace of the gateway and its actors
 
-LABEL_PREFIX = "cuzk-"
-LABEL_KEYS: dict[str, str] = {  # setting -> label key
-    "devices": "cuzk-devices",
-    "synth_workers": "cuzk-synth-workers",
-    "workers_per_device": "cuzk-workers-per-device",
-    "finalizers_per_device": "cuzk-finalizers-per-device",
-    "memory_budget": "cuzk-memory-budget",
-}
+LABEL_KEYS: dict[str, str] = {s.name: s.label for s in NODE_SETTINGS}  # setting -> label key
 _SETTINGS = {key: name for name, key in LABEL_KEYS.items()}  # label key -> setting
-_MINIMUM = {"synth_workers": 0, "workers_per_device": 1, "finalizers_per_device": 1}
+_COUNT = {s.name: s.parse for s in NODE_SETTINGS if hasattr(s.parse, "minimum")}  # the counts
 MAX_LABEL_LENGTH = 63
 MAX_ORDINALS = 4096  # a GPU list decoded from a label is refused beyond this many
 
@@ -143,16 +139,16 @@ def to_labels(settings: Mapping) -> dict[str, str]:
             continue
         if name == "devices":
             labels[key] = devices_label(v)
-        elif name == "memory_budget":
-            n = _whole(name, v)
-            if n < 1:
-                raise ValueError(f"memory_budget must be positive, got {n}")
-            labels[key] = str(n)
+        elif name == "memory_budget":  # bytes, as this machine resolved them: never auto
+            try:
+                labels[key] = str(positive_size(_whole(name, v)))
+            except ValueError as e:
+                raise ValueError(f"memory_budget: {e}") from None
         else:
-            n = _whole(name, v)
-            if n < _MINIMUM[name]:
-                raise ValueError(f"{name} must be at least {_MINIMUM[name]}, got {n}")
-            labels[key] = str(n)
+            try:
+                labels[key] = str(_COUNT[name](_whole(name, v)))
+            except ValueError as e:
+                raise ValueError(f"{name}: {e}") from None
         if not _LABEL_VALUE.fullmatch(labels[key]):
             raise ValueError(f"{name} {v!r}: too long for a Ray label ({MAX_LABEL_LENGTH} chars)")
     return labels
@@ -175,10 +171,7 @@ def from_labels(labels: Mapping[str, str]) -> dict:
                 if not _DECIMAL.fullmatch(value):
                     raise ValueError("expected a decimal whole number")
                 n = int(value)
-                minimum = _MINIMUM.get(name, 1)
-                if n < minimum:
-                    raise ValueError(f"must be at least {minimum}")
-                settings[name] = n
+                settings[name] = positive_size(n) if name == "memory_budget" else _COUNT[name](n)
         except ValueError as e:
             raise ValueError(f"node label {key}={value!r}: {e}") from None
     return settings

@@ -1,17 +1,25 @@
-"""Engine configuration: the EngineConfig dataclass and the small parsers others reuse.
+"""Engine configuration: the engine's settings table, EngineConfig, and the parsers others reuse.
 
-`parse_size("8GiB")` and `parse_devices("cpu:2")` are the only places that interpret those
-strings; `cuzk serve` (flags, CUZK_* variables, TOML) calls them rather than re-parsing.
+ENGINE_SETTINGS declares each engine setting once (name, default, parser, help). `cuzk serve`
+takes its options, CUZK_* variables and TOML keys for them from it (cuzk.serve.config adds the
+daemon's own); those marked `node` are also the options of `cuzk cluster join` and the Ray node
+labels (cuzk.cluster.settings); EngineConfig takes its defaults from it and `validated()` runs
+its parsers. `parse_size("8GiB")`, `parse_devices("cpu:2")` and `parse_memory_budget("auto")`
+are the only places that interpret those strings.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
-PRIORITIES = ("critical", "high", "normal")  # highest first; index = scheduling rank
+ENV_PREFIX = "CUZK_"  # a setting's environment variable: ENV_PREFIX + NAME
+LABEL_PREFIX = "cuzk-"  # a node setting's Ray label: LABEL_PREFIX + name-with-dashes
 
 _SIZE_UNITS = {
     "": 1,
@@ -128,26 +136,264 @@ def auto_memory_budget(margin_fraction: float = 0.10, margin_min: int = 2 * 1024
     return max(total - margin, total // 4)
 
 
+def positive_size(value: int | float | str) -> int:
+    """Bytes from a size (as parse_size), refusing 0: ValueError with the reason."""
+    n = parse_size(value)
+    if n < 1:
+        raise ValueError(f"must be positive (at least 1 byte), got {value!r}")
+    return n
+
+
+def parse_memory_budget(value: int | float | str) -> str | int:
+    """A memory budget setting in its one normal form: "auto" (any case, spaces around), or a
+    positive number of bytes from a size such as "64GiB" or 68719476736. The only rule for the
+    setting: `cuzk serve`, `cuzk cluster join`, the node labels and EngineConfig all call it
+    (through memory_budget_bytes where the bytes are needed). Raises ValueError with the reason."""
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return "auto"
+    return positive_size(value)
+
+
+def memory_budget_bytes(value: int | float | str) -> int:
+    """The bytes a memory budget setting stands for on this machine: auto is RAM minus a margin
+    (auto_memory_budget), a size is itself (parse_memory_budget's rule)."""
+    budget = parse_memory_budget(value)
+    return auto_memory_budget() if budget == "auto" else budget
+
+
+# ---------------------------------------------------------------------------- value parsers
+def parse_text(v) -> str:
+    """A non-empty string, stripped."""
+    if not isinstance(v, str) or not v.strip():
+        raise ValueError(f"expected a non-empty string, got {v!r}")
+    return v.strip()
+
+
+def parse_optional_text(v) -> str | None:
+    """None for None or blank, else parse_text."""
+    if v is None or (isinstance(v, str) and not v.strip()):
+        return None
+    return parse_text(v)
+
+
+def parse_bool(v) -> bool:
+    """True or False from a bool or 1/0, true/false, yes/no, on/off (any case; blank: False)."""
+    if isinstance(v, bool):
+        return v
+    s = str(v).strip().lower()
+    if s in ("1", "true", "yes", "on"):
+        return True
+    if s in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"expected true or false, got {v!r}")
+
+
+def count_parser(minimum: int) -> Callable[[Any], int]:
+    """A parser of whole numbers (ints or decimal strings, not bools) of at least `minimum`;
+    the parser's `minimum` attribute says which."""
+
+    def parse(v) -> int:
+        if isinstance(v, bool):
+            raise ValueError(f"expected a whole number, got {v!r}")
+        try:
+            n = int(str(v).strip()) if not isinstance(v, int) else v
+        except ValueError:
+            raise ValueError(f"expected a whole number, got {v!r}") from None
+        if n < minimum:
+            raise ValueError(f"must be at least {minimum}, got {n}")
+        return n
+
+    parse.minimum = minimum
+    return parse
+
+
+def parse_device_spec(v) -> str:
+    """A devices setting as given (lower case), its form checked: whether the GPUs it names
+    exist is for the machine that proves to say (parse_devices)."""
+    s = parse_text(v).lower()
+    parse_devices(s, n_gpus=1 << 16)
+    return s
+
+
+def parse_json_object(v) -> dict:
+    """A dict, or the JSON text of an object (blank: {})."""
+    if isinstance(v, str):
+        try:
+            v = json.loads(v) if v.strip() else {}
+        except json.JSONDecodeError as e:
+            raise ValueError(f"not valid JSON: {e}") from None
+    if not isinstance(v, dict):
+        raise ValueError(f"expected a JSON object, got {type(v).__name__}")
+    return v
+
+
+def parse_module(v) -> str:
+    """A dotted Python module name."""
+    s = parse_text(v)
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*", s):
+        raise ValueError(f"expected a Python module name, got {v!r}")
+    return s
+
+
+# ---------------------------------------------------------------------------- the table
+@dataclass(frozen=True)
+class Setting:
+    """One setting, declared once. Its TOML key is `name`, its environment variable
+    CUZK_<NAME>, its flag --name-with-dashes (or `flag_name`); a `node` setting is also a
+    `cuzk cluster join` option of the same flag and the Ray node label cuzk-name-with-dashes."""
+
+    name: str  # attribute, TOML key; the flag is --name-with-dashes
+    default: Any
+    parse: Callable[[Any], Any]  # raw value (flag text, env text, TOML value) -> value
+    help: str  # one or two sentences, for every command that takes the setting
+    metavar: str = ""
+    flag_name: str = ""  # when not --name-with-dashes
+    field: str = ""  # the EngineConfig field, when not `name`
+    node: bool = False  # a prover machine's own: a join option and a Ray node label
+
+    @property
+    def env(self) -> str:
+        return ENV_PREFIX + self.name.upper()
+
+    @property
+    def flag(self) -> str:
+        return self.flag_name or "--" + self.name.replace("_", "-")
+
+    @property
+    def engine_field(self) -> str:
+        return self.field or self.name
+
+    @property
+    def default_text(self) -> str | None:
+        """The default as `--help` shows it, in the spelling a flag or TOML would take (None:
+        no default; the help says what happens then)."""
+        v = self.default
+        if v is None:
+            return None
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, list):
+            return ", ".join(map(str, v)) if v else "none"
+        if isinstance(v, dict):
+            return json.dumps(v)
+        if isinstance(v, float):
+            return f"{v:g}"
+        return str(v)
+
+    @property
+    def label(self) -> str | None:
+        """The Ray node label key of a node setting; None for the others."""
+        return LABEL_PREFIX + self.name.replace("_", "-") if self.node else None
+
+
+ENGINE_SETTINGS: tuple[Setting, ...] = (
+    Setting(
+        "devices",
+        "auto",
+        parse_device_spec,
+        "Proving devices: auto (every GPU, else one CPU device), cpu:N (N CPU device "
+        "processes) or GPU ordinals such as 0,1.",
+        "auto|cpu:N|0,1",
+        node=True,
+    ),
+    Setting(
+        "synth_workers",
+        0,
+        count_parser(0),
+        "Synthesis processes (0: CPU cores - 1, at least 1).",
+        "N",
+        node=True,
+    ),
+    Setting(
+        "workers_per_device",
+        2,
+        count_parser(1),
+        "prove_start loops per device process.",
+        "N",
+        node=True,
+    ),
+    Setting(
+        "finalizers_per_device",
+        2,
+        count_parser(1),
+        "prove_finish threads per device process.",
+        "N",
+        node=True,
+    ),
+    Setting(
+        "memory_budget",
+        "auto",
+        parse_memory_budget,
+        "Host memory for keys and partitions in flight: auto (RAM minus max(10%, 2 GiB)) "
+        "or a size such as 64GiB.",
+        "auto|SIZE",
+        node=True,
+    ),
+    Setting(
+        "board",
+        None,
+        parse_optional_text,
+        "Status board (shared-memory) name; default: derived from the instance and pid.",
+        "NAME",
+        field="board_name",
+    ),
+    Setting(
+        "instance", "cuzk", parse_text, "Instance name shown on the board and in logs.", "NAME"
+    ),
+    Setting(
+        "self_verify",
+        True,
+        parse_bool,
+        "Verify every proof with the project's verifier before returning it (a few ms per "
+        "proof; a witness that does not satisfy the circuit then fails its partition instead "
+        "of returning an invalid proof).",
+        "BOOL",
+    ),
+    Setting(
+        "prover",
+        "cuzk.groth16",
+        parse_module,
+        "Module implementing the prover contract (cuzk.engine.contract); tests and "
+        "benchmarks use cuzk.testing.prover_double, which does no curve work.",
+        "MODULE",
+    ),
+    Setting(
+        "prover_options",
+        {},
+        parse_json_object,
+        "A JSON object handed to the prover's configure() in every process (the prover "
+        'double\'s stage times, for instance: {"start_secs": 0.1}).',
+        "JSON",
+    ),
+)
+ENGINE_SETTING = {s.name: s for s in ENGINE_SETTINGS}
+NODE_SETTINGS = tuple(s for s in ENGINE_SETTINGS if s.node)
+_FIELD_DEFAULT = {s.engine_field: s.default for s in ENGINE_SETTINGS}
+
+
 @dataclass
 class EngineConfig:
     """Everything the engine needs to start; defaults suit a workstation without a GPU.
 
     Construct with keyword arguments, then `validated()` checks and normalises the fields
-    (sizes parsed, devices resolved) and raises ValueError naming the first bad one.
+    (sizes parsed, devices resolved) and raises ValueError naming the first bad one. The
+    fields of ENGINE_SETTINGS take their defaults, meaning and parser from that table.
     """
 
-    devices: str = "auto"  # "auto" | "cpu:N" | "0,1"
-    synth_workers: int = 0  # synthesis processes; 0 = max(1, CPU cores - 1)
-    workers_per_device: int = 2  # prove_start loops per device process (the interlock)
-    finalizers_per_device: int = 2  # prove_finish threads per device process
-    memory_budget: int | str = "auto"  # bytes or "auto" (RAM minus margin) or "8GiB"
-    board_name: str | None = None  # shared-memory board name; None = derived from instance
-    instance: str = "cuzk"
-    self_verify: bool = False  # verify every proof with the project's verifier before returning it
+    devices: str = _FIELD_DEFAULT["devices"]  # "auto" | "cpu:N" | "0,1"
+    synth_workers: int = _FIELD_DEFAULT["synth_workers"]  # 0 = max(1, CPU cores - 1)
+    workers_per_device: int = _FIELD_DEFAULT["workers_per_device"]  # (the interlock)
+    finalizers_per_device: int = _FIELD_DEFAULT["finalizers_per_device"]
+    memory_budget: int | str = _FIELD_DEFAULT["memory_budget"]  # bytes once validated
+    board_name: str | None = _FIELD_DEFAULT["board_name"]  # None: derived from instance
+    instance: str = _FIELD_DEFAULT["instance"]
+    # Off for the library (tests and benchmarks time the prover alone); cuzk serve's default
+    # is the table's (on).
+    self_verify: bool = False
     max_attempts: int = 3  # per partition, counting the first
     split_prove: bool | None = None  # None: on unless CUZK_DISABLE_SPLIT_PROVE=1
-    prover: str = "cuzk.groth16"  # module implementing the prover contract (tests inject a double)
-    prover_options: dict = field(default_factory=dict)  # to prover.configure(), every process
+    prover: str = _FIELD_DEFAULT["prover"]  # tests inject a double
+    prover_options: dict = field(default_factory=dict)  # the table's default: {}
     max_synth_ahead: int = 0  # partitions synthesized but not yet on a device; 0 = auto
     device_prefetch: int = 0  # extra partitions queued inside a device process beyond its workers
     restart_backoff: float = 0.2  # seconds before the first restart; doubles, capped at 10 s
@@ -165,20 +411,21 @@ class EngineConfig:
 
     def validated(self) -> EngineConfig:
         c = dataclasses.replace(self)
+        if c.synth_workers is None:
+            c.synth_workers = 0
+        for s in ENGINE_SETTINGS:
+            try:
+                setattr(c, s.engine_field, s.parse(getattr(c, s.engine_field)))
+            except ValueError as e:
+                raise ValueError(f"{s.engine_field}: {e}") from None
         c.device_names = parse_devices(c.devices)
-        if c.synth_workers in (0, None):
+        if c.synth_workers == 0:
             c.synth_workers = max(1, (os.cpu_count() or 2) - 1)
-        counts = ("synth_workers", "workers_per_device", "finalizers_per_device", "max_attempts")
-        for name in counts:
-            if int(getattr(c, name)) < 1:
-                raise ValueError(f"{name} must be at least 1, got {getattr(c, name)!r}")
-            setattr(c, name, int(getattr(c, name)))
-        if str(c.memory_budget).lower() == "auto":
-            c.memory_budget = auto_memory_budget()
-        else:
-            c.memory_budget = parse_size(c.memory_budget)
-        if c.memory_budget <= 0:
-            raise ValueError("memory_budget must be positive")
+        c.memory_budget = memory_budget_bytes(c.memory_budget)  # checked above: only auto left
+        try:
+            c.max_attempts = count_parser(1)(c.max_attempts)
+        except ValueError as e:
+            raise ValueError(f"max_attempts: {e}") from None
         if c.split_prove is None:
             flag = os.environ.get("CUZK_DISABLE_SPLIT_PROVE", "").lower()
             disabled = flag in ("1", "true", "yes")

@@ -25,8 +25,8 @@ import threading
 import time
 import uuid
 
+from cuzk.board.layout import check_priority
 from cuzk.engine.budget import MemoryBudget
-from cuzk.engine.config import PRIORITIES
 from cuzk.engine.records import JobRecord, PartitionRecord
 from cuzk.engine.scheduler import Scheduler
 
@@ -51,8 +51,7 @@ def job_request(witnesses, inputs, kind, priority) -> tuple[str, list, bool]:
     """A job's arguments checked and normalised, as submit takes them: (kind, items,
     circuit). Items: witness bytes or absolute paths of existing files, or (circuit) compact
     JSON bytes of circuit inputs. Raises ValueError naming the first bad argument."""
-    if priority not in PRIORITIES:
-        raise ValueError(f"priority must be one of {', '.join(PRIORITIES)}, got {priority!r}")
+    check_priority(priority)
     kind = str(kind)
     if not kind or len(kind.encode()) > 24:
         raise ValueError("kind must be a label of 1 to 24 bytes")

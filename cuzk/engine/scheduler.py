@@ -22,7 +22,7 @@ import heapq
 import itertools
 from dataclasses import dataclass
 
-from cuzk.engine.config import PRIORITIES
+from cuzk.board.layout import PRIORITIES, check_priority
 
 SYNTH_QUEUE = "synth_queue"
 SYNTHESIZING = "synthesizing"
@@ -61,8 +61,7 @@ class Scheduler:
         (already proved before a restart)."""
         if job_id in self._jobs:
             raise SchedulerError(f"job {job_id} already scheduled")
-        if priority not in PRIORITIES:
-            raise ValueError(f"priority must be one of {', '.join(PRIORITIES)}, got {priority!r}")
+        check_priority(priority)
         if n_partitions < 1:
             raise ValueError("a job needs at least one partition")
         self._jobs[job_id] = (PRIORITIES.index(priority), next(self._seq), n_partitions)

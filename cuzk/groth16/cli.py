@@ -11,6 +11,15 @@ from cuzk.groth16.fast_exit import exit_now_if_a_process_of_its_own
 from cuzk.groth16.files import ProveError, run_fullprove, run_prove
 from cuzk.witness.files import SYM_HELP
 
+# Where `cuzk prove` and `cuzk fullprove` run their kernels.
+DEVICE_OPTION = click.option(
+    "--device",
+    default="cpu",
+    show_default=True,
+    metavar="cpu|cuda[:N]",
+    help="Where the NTT and G1 MSM kernels run.",
+)
+
 
 @click.command("prove")
 @click.option(
@@ -27,13 +36,7 @@ from cuzk.witness.files import SYM_HELP
     "command, see docs/prover.md). --no-verify skips the check; the key's "
     "points are validated either way.",
 )
-@click.option(
-    "--device",
-    default="cpu",
-    show_default=True,
-    metavar="cpu|cuda[:N]",
-    help="Where the NTT and G1 MSM kernels run.",
-)
+@DEVICE_OPTION
 @click.option("--timings", is_flag=True, help="Print per-phase timings to stderr.")
 @click.option(
     "--server",
@@ -149,13 +152,7 @@ def setup(r1cs, zkey, quiet):
     show_default=True,
     help="Verify the proof before writing it, as `cuzk prove` does.",
 )
-@click.option(
-    "--device",
-    default="cpu",
-    show_default=True,
-    metavar="cpu|cuda[:N]",
-    help="Where the NTT and G1 MSM kernels run.",
-)
+@DEVICE_OPTION
 @click.option("--sym", type=click.Path(dir_okay=False), help=SYM_HELP)
 @click.argument("input_json", type=click.Path(dir_okay=False))
 @click.argument("circuit_wasm", type=click.Path(dir_okay=False))

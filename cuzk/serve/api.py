@@ -17,8 +17,8 @@ import re
 import threading
 import time
 
+from cuzk.board.layout import check_priority
 from cuzk.engine import BudgetError, EngineError, EngineStopped, UnknownJob, UnknownKey
-from cuzk.engine.config import PRIORITIES
 from cuzk.formats.errors import FormatError
 from cuzk.formats.json_limits import nested_deeper_than
 from cuzk.serve.body import Upload
@@ -287,10 +287,10 @@ class Api:
                 ],
             )
         priority = body.get("priority", "normal")
-        if priority not in PRIORITIES:
-            raise HttpError(
-                400, f"priority must be one of {', '.join(PRIORITIES)}, got {priority!r}"[:200]
-            )
+        try:
+            check_priority(priority)
+        except ValueError as e:
+            raise HttpError(400, str(e)[:200]) from None
         key = _str_field(body, "key")
         if KEY_ID.match(key):
             key_id = key

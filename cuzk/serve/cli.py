@@ -16,6 +16,8 @@ import sys
 
 import click
 
+from cuzk.board.layout import PRIORITIES
+from cuzk.engine.config import parse_bool
 from cuzk.serve.config import EX_CONFIG, SETTINGS
 
 EXIT_FAILED, EXIT_REFUSED, EXIT_UNREACHABLE = 1, 2, 3
@@ -26,13 +28,11 @@ def config_options(f):
     """The serve settings as options (default None = not given; see cuzk.serve.config)."""
     for s in reversed(SETTINGS):
         flag = s.flag
-        default = "[]" if s.default == [] else s.default
-        help_text = f"{s.help} [env {s.env}; default: {default}]"
-        if s.name == "self_verify":
-            f = click.option(
-                "--self-verify/--no-self-verify", "self_verify", default=None, help=help_text
-            )(f)
-        elif s.name in ("key_roots", "allow_hosts"):
+        shown = f"env {s.env}" + (f"; default: {s.default_text}" if s.default_text else "")
+        help_text = f"{s.help} [{shown}]"
+        if s.parse is parse_bool:  # --x / --no-x
+            f = click.option(f"{flag}/--no-{flag[2:]}", s.name, default=None, help=help_text)(f)
+        elif isinstance(s.default, list):  # repeatable
             f = click.option(flag, s.name, multiple=True, metavar=s.metavar, help=help_text)(f)
         else:
             f = click.option(flag, s.name, default=None, metavar=s.metavar, help=help_text)(f)
@@ -144,10 +144,10 @@ def _call(command: str, fn, *args, **kw):
 )
 @click.option(
     "--priority",
-    type=click.Choice(["critical", "high", "normal"]),
+    type=click.Choice(PRIORITIES),
     default="normal",
     show_default=True,
-    help="Scheduling priority: critical before high before normal; FIFO within.",
+    help=f"Scheduling priority: {' before '.join(PRIORITIES)}; FIFO within.",
 )
 @click.option("--wait", is_flag=True, help="Wait for the proofs and write them to --out.")
 @click.option(

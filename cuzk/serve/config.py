@@ -4,7 +4,8 @@ As in uvicorn, `Config(...)` only stores what it was given and `Config.load()` r
 validates it, raising ConfigError with one clear sentence naming the setting and where its
 value came from. Every setting is declared once in SETTINGS (name, default, parser, help);
 the click options, the environment variables (CUZK_<NAME>), the TOML keys (<name>) and
-`cuzk config show` are all derived from that table.
+`cuzk config show` are all derived from that table. The engine's settings in it are
+cuzk.engine.config.ENGINE_SETTINGS, the same entries `cuzk cluster join` and EngineConfig use.
 """
 
 from __future__ import annotations
@@ -17,13 +18,23 @@ import os
 import re
 import stat
 import tomllib
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Mapping
 
-from cuzk.engine.config import EngineConfig, format_size, parse_devices, parse_size
+from cuzk.engine.config import (
+    ENGINE_SETTING,
+    ENGINE_SETTINGS,
+    ENV_PREFIX,
+    NODE_SETTINGS,
+    EngineConfig,
+    Setting,
+    count_parser,
+    format_size,
+    parse_optional_text,
+    parse_size,
+    parse_text,
+    positive_size,
+)
 
-ENV_PREFIX = "CUZK_"
 DEFAULT_PORT = 9820
 EX_CONFIG = 78  # sysexits.h EX_CONFIG: systemd's RestartPreventExitStatus= can name it
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
@@ -34,33 +45,6 @@ class ConfigError(ValueError):
 
 
 # ---------------------------------------------------------------------------- value parsers
-def _str(v) -> str:
-    if not isinstance(v, str) or not v.strip():
-        raise ValueError(f"expected a non-empty string, got {v!r}")
-    return v.strip()
-
-
-def _opt_str(v) -> str | None:
-    if v is None or (isinstance(v, str) and not v.strip()):
-        return None
-    return _str(v)
-
-
-def _count(minimum: int) -> Callable[[Any], int]:
-    def parse(v) -> int:
-        if isinstance(v, bool):
-            raise ValueError(f"expected a whole number, got {v!r}")
-        try:
-            n = int(str(v).strip()) if not isinstance(v, int) else v
-        except ValueError:
-            raise ValueError(f"expected a whole number, got {v!r}") from None
-        if n < minimum:
-            raise ValueError(f"must be at least {minimum}, got {n}")
-        return n
-
-    return parse
-
-
 def _seconds(v) -> float:
     if isinstance(v, bool):
         raise ValueError(f"expected seconds, got {v!r}")
@@ -94,20 +78,9 @@ def _duration(v) -> float:
         ) from None
 
 
-def _bool(v) -> bool:
-    if isinstance(v, bool):
-        return v
-    s = str(v).strip().lower()
-    if s in ("1", "true", "yes", "on"):
-        return True
-    if s in ("0", "false", "no", "off", ""):
-        return False
-    raise ValueError(f"expected true or false, got {v!r}")
-
-
 def parse_listen(v) -> tuple[str, int]:
     """("127.0.0.1", 9820) from "HOST:PORT", "[::1]:PORT", ":PORT" or "HOST"."""
-    s = _str(v)
+    s = parse_text(v)
     if s.startswith("["):  # [v6]:port
         host, sep, port = s[1:].partition("]")
         port = port.removeprefix(":")
@@ -138,46 +111,6 @@ def is_loopback(host: str) -> bool:
         return False  # a host name: it may resolve to anything
 
 
-def _devices(v) -> str:
-    s = _str(v).lower()
-    parse_devices(s, n_gpus=1 << 16)  # the form; load() checks the GPUs exist (not with --ray)
-    return s
-
-
-def _json_object(v) -> dict:
-    if isinstance(v, str):
-        try:
-            v = json.loads(v) if v.strip() else {}
-        except json.JSONDecodeError as e:
-            raise ValueError(f"not valid JSON: {e}") from None
-    if not isinstance(v, dict):
-        raise ValueError(f"expected a JSON object, got {type(v).__name__}")
-    return v
-
-
-def _module(v) -> str:
-    s = _str(v)
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*", s):
-        raise ValueError(f"expected a Python module name, got {v!r}")
-    return s
-
-
-def _memory_budget(v) -> str | int:
-    if isinstance(v, str) and v.strip().lower() == "auto":
-        return "auto"
-    n = parse_size(v)
-    if n <= 0:
-        raise ValueError("must be positive")
-    return n
-
-
-def _size(v) -> int:
-    n = parse_size(v)
-    if n <= 0:
-        raise ValueError("must be positive")
-    return n
-
-
 def _rate(v) -> int:
     """Bytes per second from a size such as 64KiB; 0 turns the check off."""
     return parse_size(v)
@@ -195,7 +128,7 @@ def _items(v, sep: str, what: str) -> list:
 def _key_roots(v) -> list[str]:
     roots = []
     for p in _items(v, os.pathsep, "directories"):  # CUZK_KEY_ROOTS=/a:/b, or one path
-        p = _str(p)
+        p = parse_text(p)
         real = os.path.realpath(os.path.expanduser(p))
         if not os.path.isdir(real):
             raise ValueError(f"{p!r} is not a directory")
@@ -212,7 +145,7 @@ def _host_names(v) -> list[str]:
     """Host names for --allow-host: a list, or one string of names separated by commas."""
     names = []
     for item in _items(v, ",", "host names"):
-        name = _str(item).lower().removesuffix(".")
+        name = parse_text(item).lower().removesuffix(".")
         if not _HOST_NAME.match(name):
             raise ValueError(
                 f"{item!r} is not a host name (letters, digits, '-', '_' and "
@@ -224,61 +157,31 @@ def _host_names(v) -> list[str]:
 
 
 def _log_level(v) -> str:
-    s = _str(v).lower()
+    s = parse_text(v).lower()
     if s not in LOG_LEVELS:
         raise ValueError(f"expected one of {', '.join(LOG_LEVELS)}, got {v!r}")
     return s
 
 
 # ---------------------------------------------------------------------------- the table
-@dataclass(frozen=True)
-class Setting:
-    name: str  # attribute, TOML key; the flag is --name-with-dashes
-    default: Any
-    parse: Callable[[Any], Any]
-    help: str
-    metavar: str = ""
-    flag_name: str = ""  # when not --name-with-dashes
+_NODE_FLAGS = ", ".join(s.flag for s in NODE_SETTINGS[:-1]) + " and " + NODE_SETTINGS[-1].flag
 
-    @property
-    def env(self) -> str:
-        return ENV_PREFIX + self.name.upper()
-
-    @property
-    def flag(self) -> str:
-        return self.flag_name or "--" + self.name.replace("_", "-")
-
-
+# The engine's settings (cuzk.engine.config.ENGINE_SETTINGS) among the daemon's own, in the
+# order `--help` and `cuzk config show` list them.
 SETTINGS: tuple[Setting, ...] = (
     Setting(
         "listen",
         "127.0.0.1:9820",
-        _str,
+        parse_text,
         "Address to listen on, HOST:PORT (port 0: any "
         "free port). A non-loopback address requires --token-file.",
         "HOST:PORT",
     ),
-    Setting(
-        "devices",
-        "auto",
-        _devices,
-        "Proving devices: auto (every GPU, else one CPU "
-        "device), cpu:N (N CPU device processes) or GPU ordinals such as 0,1.",
-        "auto|cpu:N|0,1",
-    ),
-    Setting(
-        "synth_workers", 0, _count(0), "Synthesis processes (0: CPU cores - 1, at least 1).", "N"
-    ),
-    Setting("workers_per_device", 2, _count(1), "prove_start loops per device process.", "N"),
-    Setting("finalizers_per_device", 2, _count(1), "prove_finish threads per device process.", "N"),
-    Setting(
-        "memory_budget",
-        "auto",
-        _memory_budget,
-        "Host memory for keys and partitions in "
-        "flight: auto (RAM minus a margin) or a size such as 16GiB.",
-        "auto|SIZE",
-    ),
+    ENGINE_SETTING["devices"],
+    ENGINE_SETTING["synth_workers"],
+    ENGINE_SETTING["workers_per_device"],
+    ENGINE_SETTING["finalizers_per_device"],
+    ENGINE_SETTING["memory_budget"],
     Setting(
         "key_roots",
         [],
@@ -289,35 +192,21 @@ SETTINGS: tuple[Setting, ...] = (
         "DIR",
         "--key-root",
     ),
-    Setting(
-        "board",
-        None,
-        _opt_str,
-        "Status board (shared-memory) name; default: derived from the instance and pid.",
-        "NAME",
-    ),
-    Setting("instance", "cuzk", _str, "Instance name shown on the board and in logs.", "NAME"),
+    ENGINE_SETTING["board"],
+    ENGINE_SETTING["instance"],
     Setting(
         "token_file",
         None,
-        _opt_str,
+        parse_optional_text,
         "File holding the bearer token that API requests must present (Authorization: Bearer ...).",
         "FILE",
     ),
     Setting("log_level", "info", _log_level, "Log level.", "|".join(LOG_LEVELS)),
-    Setting(
-        "self_verify",
-        True,
-        _bool,
-        "Verify every proof with the project's verifier "
-        "before returning it (a few ms per proof; a witness that does not satisfy the "
-        "circuit then fails its partition instead of returning an invalid proof).",
-        "BOOL",
-    ),
+    ENGINE_SETTING["self_verify"],
     Setting(
         "max_body",
-        256 * 1024**2,
-        _size,
+        "256MiB",
+        positive_size,
         "Largest request body accepted (witnesses are "
         "uploaded base64 inside JSON, 4/3 of their size).",
         "SIZE",
@@ -332,7 +221,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "max_connections",
         1024,
-        _count(1),
+        count_parser(1),
         "Open HTTP connections; beyond it the connection "
         "waiting longest without a complete request head (one that never spoke, an idle "
         "keep-alive one, then one whose head is still arriving) is closed, or, when every "
@@ -350,8 +239,8 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "body_memory",
-        512 * 1024**2,
-        _size,
+        "512MiB",
+        positive_size,
         "Bytes of request bodies in flight (each "
         "holds what has arrived, rounded up to the next MiB), also charged to the memory "
         "budget; a body that cannot grow waits up to 5 s (younger bodies still arriving "
@@ -369,7 +258,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "body_min_rate",
-        64 * 1024,
+        "64KiB",
         _rate,
         "Bytes per second a request body must average once body_timeout has passed "
         "(0: no minimum; a body then only may not stall for 60 s).",
@@ -395,11 +284,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "ray",
         None,
-        _opt_str,
+        parse_optional_text,
         "Run as the gateway of a farm on a Ray cluster: the head's HOST:PORT, or auto (the "
         "cluster this machine belongs to). The proving runs on every machine that joined "
-        "with the cuzk_node resource (cuzk cluster join); --devices, --synth-workers, "
-        "--workers-per-device, --finalizers-per-device and --memory-budget are then each "
+        f"with the cuzk_node resource (cuzk cluster join); {_NODE_FLAGS} are then each "
         "machine's settings, unless it joined with its own. See docs/cluster.md.",
         "ADDRESS|auto",
     ),
@@ -419,26 +307,12 @@ SETTINGS: tuple[Setting, ...] = (
         "(0: they wait).",
         "DURATION",
     ),
-    Setting(
-        "prover",
-        "cuzk.groth16",
-        _module,
-        "Module implementing the prover contract (cuzk.engine.contract); tests and "
-        "benchmarks use cuzk.testing.prover_double, which does no curve work.",
-        "MODULE",
-    ),
-    Setting(
-        "prover_options",
-        {},
-        _json_object,
-        "A JSON object handed to the prover's configure() in every process (the prover "
-        'double\'s stage times, for instance: {"start_secs": 0.1}).',
-        "JSON",
-    ),
+    ENGINE_SETTING["prover"],
+    ENGINE_SETTING["prover_options"],
     Setting(
         "state_dir",
         None,
-        _opt_str,
+        parse_optional_text,
         "Directory of the job journal (accepted jobs and "
         "finished results, SQLite), the spool of uploaded witnesses and a lock (one daemon "
         "per directory); default $XDG_STATE_HOME/cuzk, else ~/.local/state/cuzk.",
@@ -446,7 +320,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "keep_results",
-        86400.0,
+        "1d",
         _duration,
         "How long finished jobs and their proofs "
         "stay in the journal, fetchable by id (seconds, or 30m, 12h, 7d).",
@@ -556,19 +430,10 @@ class Config:
                 "(--token-file FILE, CUZK_TOKEN_FILE or token_file in the config file)"
             )
         try:
-            self._engine_config = EngineConfig(
-                # a gateway proves nothing itself: the devices are each node's
-                devices="cpu:1" if self.ray else self.devices,
-                synth_workers=self.synth_workers,
-                workers_per_device=self.workers_per_device,
-                finalizers_per_device=self.finalizers_per_device,
-                memory_budget=self.memory_budget,
-                board_name=self.board,
-                instance=self.instance,
-                self_verify=self.self_verify,
-                prover=self.prover,
-                prover_options=self.prover_options,
-            ).validated()
+            engine = {s.engine_field: getattr(self, s.name) for s in ENGINE_SETTINGS}
+            if self.ray:  # a gateway proves nothing itself: the devices are each node's
+                engine["devices"] = "cpu:1"
+            self._engine_config = EngineConfig(**engine).validated()
         except ValueError as e:
             raise ConfigError(f"engine: {e}") from None
         self.loaded = True
@@ -607,16 +472,8 @@ class Config:
         """With --ray: the engine settings each node starts with, unresolved (a machine
         resolves auto and counts its own cores and memory)."""
         self._require_loaded()
-        return {
-            "devices": self.devices,
-            "synth_workers": self.synth_workers,
-            "workers_per_device": self.workers_per_device,
-            "finalizers_per_device": self.finalizers_per_device,
-            "memory_budget": self.memory_budget,
-            "self_verify": self.self_verify,
-            "prover": self.prover,
-            "prover_options": self.prover_options,
-        }
+        own = ("board", "instance")  # the gateway's own board and name
+        return {s.name: getattr(self, s.name) for s in ENGINE_SETTINGS if s.name not in own}
 
     def _require_loaded(self):
         if not self.loaded:

@@ -29,6 +29,7 @@ screen is the one-machine screen, cell for cell.
 
 from __future__ import annotations
 
+from cuzk.board.layout import PRIORITIES
 from cuzk.top import fmt
 from cuzk.top.derive import Derived, worker_key
 from cuzk.top.frame import Frame, Line, build
@@ -64,8 +65,8 @@ LEGEND_WORDS = {
     "done": "done",
     "failed": "failed",
 }
-PRIORITY_RANK = {"critical": 0, "high": 1, "normal": 2}
-PRIORITY_SHORT = {"critical": "crit", "high": "high", "normal": "norm"}
+PRIORITY_RANK = {p: rank for rank, p in enumerate(PRIORITIES)}  # the scheduler's order
+PRIORITY_SHORT = {p: p[:4] for p in PRIORITIES}  # crit, high, norm
 JOB_STATE_RANK = {"running": 0, "queued": 1, "failed": 2, "cancelled": 3, "done": 4}
 STATE_STYLE = {
     "idle": "idle",
@@ -483,7 +484,7 @@ def _pipelines(snap: dict, width: int, sort: str):
         cells = [
             p.get("job_id"),
             p.get("proof_kind") or "-",
-            (PRIORITY_SHORT.get(prio, prio or "-"), "warn" if prio == "critical" else None),
+            (PRIORITY_SHORT.get(prio, prio or "-"), "warn" if prio == PRIORITIES[0] else None),
             _state(p.get("state")),
             fmt.secs(age),
             (f"{done}/{total}" + (f"!{failed}" if failed else ""), "bad" if failed else None),
