@@ -149,7 +149,7 @@ class _Farm:
 
 
 def _events(gw) -> list[tuple]:
-    with gw.lock:
+    with gw._books.lock:
         return list(gw.events)
 
 
@@ -227,8 +227,8 @@ def overhead(gw, kid, s: dict, seed: int) -> dict:
         job = gw.submit(kid, _witnesses(1, seed + i), kind="lone")
         r = gw.result(job, timeout=60)
         _check([r])
-        with gw.lock:
-            node_secs[job] = gw.jobs_[job].partitions[0].node_secs
+        with gw._books.lock:
+            node_secs[job] = gw._books.jobs[job].partitions[0].node_secs
         ids.append(job)
     at: dict[tuple[str, str], float] = {}
     for t, what, job, _, _ in _events(gw):
@@ -276,13 +276,13 @@ def failover(gw, farm: _Farm, kid, s: dict, seed: int, pids: dict) -> dict:
     capacity = rec.capacity
 
     def ready():
-        with gw.lock:
-            j = gw.jobs_[job]
+        with gw._books.lock:
+            j = gw._books.jobs[job]
             on_every = {p.node for p in j.partitions if p.state == "done"}
             return len(rec.outstanding) >= capacity and len(on_every) >= n
 
     _wait(ready, 120, "every node proving the failover job, the victim at capacity")
-    with gw.lock:
+    with gw._books.lock:
         st = rec.status or {}
         pids[victim.node_id] = _pids_of(st)
         lost = {(wk.partition, wk.attempt) for wk in rec.outstanding if wk.job_id == job}
@@ -399,7 +399,7 @@ def measure(profile: str) -> dict:
                 kid = gw.register_key(key)
                 print(f"  {n} node(s): throughput ...", flush=True)
                 rows.append(scaling(gw, kid, n, s, seed=100_000 * (i + 1)))
-                with gw.lock:
+                with gw._books.lock:
                     for r in gw.nodes.values():
                         if r.alive and r.status:
                             pids[r.node_id] = _pids_of(r.status)

@@ -145,8 +145,8 @@ def test_partitions_of_a_key_go_to_the_node_where_it_is_resident(farm, key, tmp_
         assert {p["node"] for p in r["partitions"]} == {home}
         # a key that every live node refuses (as when its file is gone on every machine):
         # its job fails with their reasons instead of waiting in the queue
-        with gw.lock:
-            k = gw.keys_[kid]
+        with gw._books.lock:
+            k = gw._books.keys[kid]
             for n in gw.nodes.values():
                 if n.alive:
                     k.checked.discard(n.node_id)
@@ -312,8 +312,8 @@ def test_with_no_node_alive_jobs_wait_then_fail_after_the_timeout(farm, key, tmp
         assert not ok and detail["nodes_alive"] == 0
         from cuzk.cluster.gateway import GatewayKey
 
-        with gw.lock:  # a key registered while nodes were up
-            gw.keys_["k"] = GatewayKey("k", key, None, {"key_id": "k"})
+        with gw._books.lock:  # a key registered while nodes were up
+            gw._books.keys["k"] = GatewayKey("k", key, None, {"key_id": "k"})
         job = gw.submit("k", witnesses(2))
         assert gw.result(job, timeout=1) is None  # waits
         r = gw.result(job, timeout=30)

@@ -1,8 +1,9 @@
-"""The prover contract (cuzk.engine.contract): the real prover, the prover double and a
-prover of another shape (tests/shaped_prover.py) all satisfy it — as runtime isinstance
-checks on the module, a key, a device and a proof class, parameter by parameter for every
-function and method the engine calls, and by running each one's stages over the buffers its
-key declares, as the engine does."""
+"""The engine's contracts (cuzk.engine.contract). The prover contract: the real prover, the
+prover double and a prover of another shape (tests/shaped_prover.py) all satisfy it — as
+runtime isinstance checks on the module, a key, a device and a proof class, parameter by
+parameter for every function and method the engine calls, and by running each one's stages
+over the buffers its key declares, as the engine does. The engine API: the local Engine and
+the Ray gateway (ClusterEngine) both satisfy what `cuzk serve` calls, the same way."""
 
 import dataclasses
 import importlib
@@ -13,7 +14,8 @@ import numpy as np
 import pytest
 import shaped_prover
 
-from cuzk.engine import buffers, contract
+from cuzk.cluster.gateway import ClusterEngine
+from cuzk.engine import Engine, buffers, contract
 from cuzk.engine.config import EngineConfig
 from cuzk.testing import prover_double
 
@@ -163,3 +165,57 @@ def test_the_real_provers_self_verification(circuit_named):
 
     assert prover.verify(vk, public, Proof())
     assert not prover.verify(vk, [public[0] + 1, *public[1:]], Proof())
+
+
+# ------------------------------------------------------------------------------ the engine API
+def _engine_api_mismatches(cls) -> list[str]:
+    """What keeps `cls` from being a contract.EngineAPI: a missing member, a property that is
+    not one, a method whose parameters differ (names, order, kinds; extras need defaults)."""
+    out = []
+    for name in ("running", "budget", "board_name"):
+        if not hasattr(cls, name):
+            out.append(f"{name}: missing")
+    if not isinstance(inspect.getattr_static(cls, "running", None), property):
+        out.append("running: not a property")
+    for fn in _callables(contract.EngineAPI):
+        got = getattr(cls, fn, None)
+        if got is None:
+            out.append(f"{fn}: missing")
+            continue
+        try:
+            assert_same_call(
+                getattr(contract.EngineAPI, fn), got, drop_self=False, what=f"{cls.__name__}.{fn}"
+            )
+        except AssertionError as e:
+            out.append(str(e))
+    return out
+
+
+@pytest.mark.parametrize("cls", [Engine, ClusterEngine])
+def test_both_engines_implement_the_engine_api(cls):
+    """Every call `cuzk serve` makes, with the contract's parameters, on the class and on an
+    instance that was never started (the gateway's needs no Ray for this)."""
+    assert not _engine_api_mismatches(cls)
+    engine = cls(prover="cuzk.testing.prover_double", devices="cpu:1", memory_budget="1GiB")
+    assert isinstance(engine, contract.EngineAPI)
+    assert engine.running is False and engine.board_name == ""
+    assert engine.budget.total == 1024**3
+
+
+def test_the_engine_api_check_catches_a_missing_call_and_a_changed_signature():
+    class Short(Engine):  # no cancel
+        cancel = None
+
+    class Reordered(Engine):
+        def result(self, timeout=None, job_id=""):
+            return None
+
+        def submit(self, key_id, witnesses=None, kind="default", priority="normal", *, inputs):
+            return ""
+
+    assert _engine_api_mismatches(Short) == ["cancel: missing"]
+    assert not isinstance(
+        type("Bare", (), {"start": lambda self, timeout=120.0: self})(), contract.EngineAPI
+    )
+    bad = _engine_api_mismatches(Reordered)
+    assert [m.split(":")[0] for m in bad] == ["Reordered.result", "Reordered.submit"], bad

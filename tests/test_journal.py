@@ -499,50 +499,6 @@ def test_engine_records_each_job_before_its_id_and_each_outcome(tmp_path):
         j.close()
 
 
-def test_a_recovered_job_proves_only_its_unfinished_partitions(tmp_path):
-    """Engine.submit(done=...): partitions finished before the restart keep their recorded
-    proofs and are not proved again (the double's proof log); a job with all of them done
-    ends at once. Only a recovered job takes `done`."""
-    from test_engine import assert_proofs, config, key_file, public_of, witnesses
-
-    from cuzk.engine import Engine
-    from cuzk.testing import prover_double as double
-
-    plog = tmp_path / "proofs.log"
-    j = Journal.open(tmp_path / "state")
-    kpath = key_file(tmp_path)
-    key = double.ProvingKey.open(kpath)
-    cfg = config(tmp_path, devices="cpu:1", synth_workers=1, opts={"proof_log": str(plog)})
-    eng = Engine(cfg, journal=j).start()
-    try:
-        kid = eng.register_key(kpath)
-        ws = witnesses(4, seed=8)
-
-        def record(i):
-            return {
-                "state": "done",
-                "attempts": 1,
-                "proof": double.expected_proof(ws[i], key),
-                "public": public_of(ws[i]),
-            }
-
-        with pytest.raises(ValueError, match="not one of a recovered job's"):
-            eng.submit(kid, ws, done={0: record(0)})
-        a = eng.submit(kid, ws, job_id="00f1", recovered=True, done={1: record(1), 3: record(3)})
-        assert_proofs(eng.result(a, timeout=60), ws, kpath)
-        proved = {double.expected_proof(ws[i], key)["w_sha256"]: i for i in range(4)}
-        assert sorted(proved[d] for d in plog.read_text().split()) == [0, 2]
-        b = eng.submit(
-            kid, ws, job_id="00f2", recovered=True, done={i: record(i) for i in range(4)}
-        )
-        r = eng.result(b, timeout=0)  # finished within submit
-        assert_proofs(r, ws, kpath)
-        assert len(plog.read_text().split()) == 2
-    finally:
-        eng.stop(drain_deadline=0)
-        j.close()
-
-
 def test_a_finished_job_the_journal_cannot_take_stays_served_until_it_does(tmp_path):
     """Disk full while jobs finish, and they leave the engine's history (job_history=1): the
     API still serves each one's result and lists it, from the journal's pending outcomes;

@@ -80,7 +80,7 @@ def test_every_priority_user_takes_the_one_declaration():
 def test_priority_checks_all_say_the_same():
     """The engine's intake, the scheduler, the board and the HTTP API refuse a bad priority with
     the one message."""
-    from cuzk.engine.engine import job_request
+    from cuzk.engine.jobs import job_request
     from cuzk.engine.scheduler import Scheduler
 
     message = "priority must be one of critical, high, normal, got 'urgent'"

@@ -1,8 +1,10 @@
 """ClusterEngine: the engine API of `cuzk serve --ray`, backed by a farm of node engines.
 
 `cuzk serve` takes either an Engine (one machine) or a ClusterEngine (a Ray cluster) and
-calls the same methods on it: register_key, keys, evict_key, submit, job, jobs, result,
-cancel, snapshot, start, stop, request_stop, wait_stopped, running, budget, health.
+calls the same methods on it: cuzk.engine.contract.EngineAPI. The job calls and their
+bookkeeping (intake, job records, journal, counters, the end of a job, waiting for results,
+cancel) are cuzk.engine.jobs' (JobAPI over a JobLedger), shared with the local engine; this
+module keeps what is Ray's: node membership, placement, remote calls, results and retries.
 
 What runs where:
 
@@ -41,7 +43,6 @@ Ray is imported only here and in cuzk.cluster.node (the `cluster` extra).
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import logging
 import os
@@ -52,11 +53,10 @@ import uuid
 from dataclasses import dataclass, field
 
 from cuzk.cluster.node import node_actor
-from cuzk.engine.budget import MemoryBudget
 from cuzk.engine.config import EngineConfig
-from cuzk.engine.engine import EngineError, EngineStopped, UnknownJob, UnknownKey, job_request
+from cuzk.engine.jobs import EngineError, JobAPI, JobLedger
 from cuzk.engine.records import JobRecord, PartitionRecord
-from cuzk.engine.scheduler import SYNTH_QUEUE, Scheduler, WorkKey
+from cuzk.engine.scheduler import SYNTH_QUEUE, WorkKey
 
 log = logging.getLogger("cuzk.cluster")
 
@@ -72,7 +72,7 @@ class ClusterPartition(PartitionRecord):
     """A partition as the gateway sees it: where it runs (the node) and since when queued."""
 
     node: str | None = None
-    queued_at: float = 0.0
+    queued_at: float = field(default_factory=time.time)
     node_secs: float | None = None  # the node's own time for it (prove() call, in the actor)
     witness_ref: object = None  # Ray ObjectRef of the witness bytes, while needed
 
@@ -148,8 +148,12 @@ def node_settings(config: EngineConfig) -> dict:
     }
 
 
-class ClusterEngine:
-    """The engine API over a Ray cluster of node engines (see the module docstring)."""
+class ClusterEngine(JobAPI):
+    """The engine API over a Ray cluster of node engines (see the module docstring); its job
+    calls are cuzk.engine.jobs.JobAPI's, over a JobLedger of its own."""
+
+    _partition_type = ClusterPartition
+    _spool_inputs = False  # a node cannot read this machine's spool: the bytes travel
 
     def __init__(
         self,
@@ -171,23 +175,14 @@ class ClusterEngine:
         self.node_config = dict(nodes) if nodes is not None else node_settings(base)
         self.config = dataclasses.replace(base, devices="cpu:1").validated()
         self.address = address
-        self.journal = journal
+        self._books = JobLedger(self.config, journal, log)
         self.affinity_wait = float(affinity_wait)
         self.node_wait_timeout = float(node_wait_timeout)
         self.poll_interval = float(poll_interval)
         self.epoch = uuid.uuid4().hex[:12]
         self.pid = os.getpid()
         self.started_at = time.time()
-        self.budget = MemoryBudget(self.config.memory_budget)
-        self.counters: collections.Counter = collections.Counter()
-        self.events: collections.deque = collections.deque(maxlen=100_000)
-        self.lock = threading.RLock()
-        self.changed = threading.Condition(self.lock)
-        self.jobs_: dict[str, JobRecord] = {}
-        self.finished: collections.deque = collections.deque()
-        self.keys_: dict[str, GatewayKey] = {}
         self.nodes: dict[str, NodeRecord] = {}
-        self.sched = Scheduler()
         self.inflight: dict[object, tuple] = {}  # ObjectRef -> ("prove", node, WorkKey) | ...
         self.stopped = threading.Event()
         self._thread: threading.Thread | None = None
@@ -247,12 +242,12 @@ class ClusterEngine:
         """Stop intake; let live jobs finish for up to `drain_deadline` s, then cancel the rest
         (they stay unfinished in the journal) and disconnect. The node engines keep running:
         they belong to their machines."""
-        with self.lock:
+        with self._books.lock:
             until = time.time() + max(0.0, drain_deadline)
             if self._drain_until is None or until < self._drain_until:
                 self._drain_until = until
             self._stopping = True
-            self.changed.notify_all()
+            self._books.changed.notify_all()
         if self._thread is None:
             self.stopped.set()
 
@@ -277,7 +272,7 @@ class ClusterEngine:
 
     def health(self) -> tuple[bool, dict]:
         """(serving, detail): False when no prover node is alive (jobs wait)."""
-        with self.lock:
+        with self._books.lock:
             alive = sum(n.alive for n in self.nodes.values())
             return alive > 0, {"nodes": len(self.nodes), "nodes_alive": alive}
 
@@ -285,7 +280,7 @@ class ClusterEngine:
 
     def process_pids(self) -> dict[str, list[int]]:
         out = {"synth": [], "device": []}
-        with self.lock:
+        with self._books.lock:
             for n in self.nodes.values():
                 pids = (n.status or {}).get("pids") or {}
                 for role in out:
@@ -316,7 +311,7 @@ class ClusterEngine:
             "wasm_bytes": 0,
         }
         del pk
-        with self.lock:
+        with self._books.lock:
             targets = [n for n in self.nodes.values() if n.alive]
         refs = {n.node_id: n.actor.register_key.remote(path, wasm) for n in targets}
         errors, ok = {}, 0
@@ -332,10 +327,10 @@ class ClusterEngine:
             if isinstance(first, Exception):
                 raise first
             raise EngineError(str(first))
-        with self.lock:
-            k = self.keys_.get(key_id)
+        with self._books.lock:
+            k = self._books.keys.get(key_id)
             if k is None:
-                k = self.keys_[key_id] = GatewayKey(key_id, path, wasm, meta)
+                k = self._books.keys[key_id] = GatewayKey(key_id, path, wasm, meta)
             elif wasm is not None:
                 k.wasm, k.meta = wasm, meta
             for node_id, e in errors.items():
@@ -359,10 +354,10 @@ class ClusterEngine:
         return key_id
 
     def keys(self) -> list[dict]:
-        with self.lock:
+        with self._books.lock:
             now = time.time()
             out = []
-            for k in self.keys_.values():
+            for k in self._books.keys.values():
                 where, devices = {}, []
                 for n in self.nodes.values():
                     nk = n.keys().get(k.key_id)
@@ -383,12 +378,8 @@ class ClusterEngine:
             return out
 
     def evict_key(self, key_id: str) -> bool:
-        with self.lock:
-            k = self.keys_.get(key_id)
-            if k is None:
-                raise UnknownKey(key_id)
-            if k.live_jobs:
-                raise EngineError(f"key {key_id} is used by {k.live_jobs} live job(s)")
+        with self._books.lock:
+            self._books.evictable_key(key_id)
             targets = [n for n in self.nodes.values() if n.alive]
         was = False
         for n in targets:
@@ -398,124 +389,46 @@ class ClusterEngine:
                 log.warning("node %s: evicting key %s failed: %s", n.node_id[:8], key_id, e)
         return was
 
-    # ================================================================ jobs
-    def submit(
-        self,
-        key_id: str,
-        witnesses=None,
-        kind: str = "default",
-        priority: str = "normal",
-        *,
-        inputs=None,
-        job_id: str | None = None,
-        submitted_at: float | None = None,
-        recovered: bool = False,
-    ) -> str:
-        """Queue a job (see Engine.submit: the same arguments, errors and journal)."""
-        kind, items, circuit = job_request(witnesses, inputs, kind, priority)
-        if not circuit:  # a path of the journal's spool travels as its bytes
-            items = [self._spooled(x) if isinstance(x, str) else x for x in items]
-        with self.lock:
-            k = self._check_intake(key_id, circuit)
-            if job_id is None:
-                job_id = uuid.uuid4().hex[:16]
-            elif job_id in self.jobs_:
-                raise ValueError(f"job {job_id} already exists")
-        submitted_at = time.time() if submitted_at is None else float(submitted_at)
-        journal = self.journal if not recovered else None
-        if journal is not None:  # durable before the id is handed out
-            journal.accept(job_id, key_id, k.path, kind, priority, submitted_at, items, wasm=k.wasm)
-        with self.lock:
-            try:
-                self._check_intake(key_id, circuit)
-            except BaseException:
-                if journal is not None:
-                    journal.discard(job_id)
-                raise
-            now = time.time()
-            job = JobRecord(
-                job_id,
-                key_id,
-                kind,
-                priority,
-                items,
-                submitted_at,
-                [ClusterPartition(queued_at=now) for _ in items],
-                recovered=recovered,
-                wasm=k.wasm if circuit else None,
-            )
-            self.jobs_[job_id] = job
-            k.live_jobs += 1
-            self.sched.add_job(job_id, priority, len(items))
-            if recovered:
-                self.counters["recovered"] += 1
-            self._event("submit", job_id, -1, -1)
-            self._dispatch()
-        log.info(
-            "job %s %s: %s, %s, %d partition(s)%s",
-            job_id,
-            "recovered" if recovered else "submitted",
-            kind,
-            priority,
-            len(items),
-            " from circuit inputs" if circuit else "",
-        )
-        return job_id
+    # ================================================================ jobs (JobAPI's hooks)
+    def _taking_jobs(self) -> bool:
+        return not self._stopping and self.running
+
+    def _job_inputs(self, items: list, circuit: bool) -> list:
+        if circuit:
+            return items
+        return [self._spooled(x) if isinstance(x, str) else x for x in items]
 
     def _spooled(self, path: str):
         """A witness path: the journal's own spool files live on this machine only, so their
         bytes travel; any other path is read by the node (a shared key root)."""
-        j = self.journal
+        j = self._books.journal
         if j is not None and os.path.dirname(path) == os.path.abspath(j.spool):
             with open(path, "rb") as f:
                 return f.read()
         return path
 
-    def _check_intake(self, key_id: str, circuit: bool) -> GatewayKey:
-        if self._stopping or not self.running:
-            raise EngineStopped("engine is not taking new jobs")
-        k = self.keys_.get(key_id)
-        if k is None:
-            raise UnknownKey(key_id)
-        if circuit and k.wasm is None:
-            raise ValueError(
-                f"key {key_id} has no circuit wasm: register it with its wasm "
-                "to submit inputs, or submit witnesses"
-            )
-        return k
+    def _queued(self, job: JobRecord) -> None:
+        self._dispatch()
 
-    def _job(self, job_id: str) -> JobRecord:
-        job = self.jobs_.get(job_id)
-        if job is None:
-            raise UnknownJob(job_id)
-        return job
-
-    def job(self, job_id: str) -> dict:
-        with self.lock:
-            return self._job(job_id).to_dict(detail=True)
-
-    def jobs(self) -> list[dict]:
-        with self.lock:
-            return [j.to_dict(detail=False) for j in self.jobs_.values()]
-
-    def result(self, job_id: str, timeout: float | None = None) -> dict | None:
-        deadline = None if timeout is None else time.time() + timeout
-        with self.lock:
-            job = self._job(job_id)
-            while not job.finished:
-                left = None if deadline is None else deadline - time.time()
-                if left is not None and left <= 0:
-                    return None
-                self.changed.wait(left if left is not None else 1.0)
-            return job.result()
-
-    def cancel(self, job_id: str) -> bool:
-        with self.lock:
-            job = self._job(job_id)
-            if job.finished:
-                return False
-            self._end_job(job, "cancelled", "cancelled by request")
-            return True
+    def _end_job(self, job: JobRecord, state: str, error: str | None, *, shutdown=False) -> None:
+        """Finish a job: drop what is queued, cancel what runs on nodes, then the ledger's
+        bookkeeping (JobLedger.record_end)."""
+        self._books.sched.drop_job(job.job_id)
+        nodes = set()
+        for n in self.nodes.values():
+            for wk in [w for w in n.outstanding if w.job_id == job.job_id]:
+                del n.outstanding[wk]
+                nodes.add(n.node_id)
+        for node_id in nodes:
+            n = self.nodes[node_id]
+            if n.actor is not None:
+                try:
+                    n.actor.cancel.remote(job.job_id)
+                except Exception:
+                    pass
+        for p in job.partitions:
+            p.witness_ref = None
+        self._books.record_end(job, state, error, shutdown)
 
     # ================================================================ the loop
     def _loop(self) -> None:
@@ -524,7 +437,7 @@ class ClusterEngine:
         try:
             while True:
                 now = time.time()
-                with self.lock:
+                with self._books.lock:
                     if self._stopping and self._drained(now):
                         break
                     if now >= next_poll:
@@ -535,8 +448,8 @@ class ClusterEngine:
                     self._check_no_node(now)
                     refs = list(self.inflight)
                 if not refs:
-                    with self.lock:
-                        self.changed.wait(min(0.05, max(0.0, next_poll - time.time())))
+                    with self._books.lock:
+                        self._books.changed.wait(min(0.05, max(0.0, next_poll - time.time())))
                     continue
                 ready, _ = ray.wait(refs, num_returns=1, timeout=WAIT_SLICE)
                 if ready:
@@ -551,22 +464,27 @@ class ClusterEngine:
             self._shutdown()
 
     def _drained(self, now: float) -> bool:
-        live = [j for j in self.jobs_.values() if not j.finished]
+        live = self._books.unfinished()
         if live and now < (self._drain_until or 0):
             return False
-        for job in live:
-            self._end_job(job, "cancelled", _stop_reason(self.journal), shutdown=True)
+        self._cancel_unfinished()
         return True
 
+    def _cancel_unfinished(self) -> None:
+        """The gateway stops: every live job is cancelled on the nodes, unfinished in the
+        journal (it resumes when the gateway starts again)."""
+        reason = self._books.stop_reason("the gateway is stopping", "gateway")
+        for job in self._books.unfinished():
+            self._end_job(job, "cancelled", reason, shutdown=True)
+
     def _shutdown(self) -> None:
-        with self.lock:
+        with self._books.lock:
             self._stopping = True
-            for job in [j for j in self.jobs_.values() if not j.finished]:
-                self._end_job(job, "cancelled", _stop_reason(self.journal), shutdown=True)
+            self._cancel_unfinished()
             self.inflight.clear()
             for n in self.nodes.values():
                 n.actor = None
-            self.changed.notify_all()
+            self._books.changed.notify_all()
         try:
             self._ray.shutdown()
         except Exception:
@@ -666,14 +584,14 @@ class ClusterEngine:
                 ",".join(n.devices),
                 n.capacity,
             )
-            self._event("node_up", n.node_id, n.incarnation, -1)
+            self._books.event("node_up", n.node_id, n.incarnation, -1)
             self._check_keys(n)
-            self.changed.notify_all()
+            self._books.changed.notify_all()
 
     def _check_keys(self, n: NodeRecord) -> None:
         """Have a node that attached register the keys it has not checked yet: until it
         answers, none of their work goes there."""
-        for k in self.keys_.values():
+        for k in self._books.keys.values():
             if n.node_id in k.checked or n.node_id in k.unreadable:
                 continue
             try:
@@ -684,7 +602,7 @@ class ClusterEngine:
             self.inflight[ref] = ("register", n.node_id, k.key_id)
 
     def _key_checked(self, node_id: str, key_id: str, error) -> None:
-        k = self.keys_.get(key_id)
+        k = self._books.keys.get(key_id)
         if k is None:
             return
         if error is None:
@@ -703,7 +621,7 @@ class ClusterEngine:
                 why,
                 len(n.outstanding),
             )
-            self._event("node_lost", n.node_id, len(n.outstanding), -1)
+            self._books.event("node_lost", n.node_id, len(n.outstanding), -1)
         n.alive = False
         n.error = why
         for wk in list(n.outstanding):
@@ -717,8 +635,8 @@ class ClusterEngine:
         alive = [n for n in self.nodes.values() if n.alive]
         if not alive:
             return
-        for job in [j for j in self.jobs_.values() if not j.finished]:
-            k = self.keys_.get(job.key_id)
+        for job in self._books.unfinished():
+            k = self._books.keys.get(job.key_id)
             if k is None or not all(n.node_id in k.unreadable for n in alive):
                 continue
             reasons = "; ".join(f"{nid[:8]}: {why}" for nid, why in k.unreadable.items())
@@ -728,7 +646,7 @@ class ClusterEngine:
         t = self._no_node_since
         if t is None or self.node_wait_timeout <= 0 or now - t < self.node_wait_timeout:
             return
-        for job in [j for j in self.jobs_.values() if not j.finished]:
+        for job in self._books.unfinished():
             self._end_job(job, "failed", f"no prover node alive for {self.node_wait_timeout:.0f} s")
 
     # ---------------------------------------------------------------- dispatch
@@ -746,7 +664,7 @@ class ClusterEngine:
             return node is not None
 
         while True:
-            wk = self.sched.pop(SYNTH_QUEUE, accept)
+            wk = self._books.sched.pop(SYNTH_QUEUE, accept)
             if wk is None:
                 return
             self._send(wk, chosen.pop(wk))
@@ -755,8 +673,8 @@ class ClusterEngine:
 
     def _place(self, wk: WorkKey, now: float) -> NodeRecord | None:
         """The node for a partition now, or None to leave it queued (see the docstring)."""
-        job = self.jobs_[wk.job_id]
-        k = self.keys_[job.key_id]
+        job = self._books.jobs[wk.job_id]
+        k = self._books.keys[job.key_id]
         usable = [n for n in self.nodes.values() if n.alive and n.node_id in k.checked]
         room = [n for n in usable if n.free > 0]
         if not room:
@@ -782,8 +700,8 @@ class ClusterEngine:
         return min(room, key=load)
 
     def _send(self, wk: WorkKey, n: NodeRecord) -> None:
-        job = self.jobs_[wk.job_id]
-        k = self.keys_[job.key_id]
+        job = self._books.jobs[wk.job_id]
+        k = self._books.keys[job.key_id]
         p = job.partitions[wk.partition]
         item = p.witness_ref if p.witness_ref is not None else job.inputs[wk.partition]
         if isinstance(item, bytes):  # into the object store once; a retry sends the same object
@@ -807,7 +725,7 @@ class ClusterEngine:
         )
         n.outstanding[wk] = n.instance
         self.inflight[ref] = ("prove", n.node_id, wk)
-        self._event("dispatch", job.job_id, wk.partition, wk.attempt)
+        self._books.event("dispatch", job.job_id, wk.partition, wk.attempt)
 
     # ---------------------------------------------------------------- results
     def _settle(self, ref) -> None:
@@ -817,7 +735,7 @@ class ClusterEngine:
             value = ray.get(ref, timeout=0)
         except Exception as e:
             error = e
-        with self.lock:
+        with self._books.lock:
             tag = self.inflight.pop(ref, None)
             if tag is None:
                 return
@@ -832,12 +750,12 @@ class ClusterEngine:
                     self._node_answer(n, what, value, error)
                 return
             sent_to = n.outstanding.pop(wk, None) if n is not None else None
-            live = self.sched.live(wk.job_id, wk.partition)
+            live = self._books.sched.live(wk.job_id, wk.partition)
             if live != wk or sent_to is None:
-                self.counters["stale_ends_ignored"] += 1
-                self._event("stale", wk.job_id, wk.partition, wk.attempt)
+                self._books.counters["stale_ends_ignored"] += 1
+                self._books.event("stale", wk.job_id, wk.partition, wk.attempt)
                 return
-            job = self.jobs_[wk.job_id]
+            job = self._books.jobs[wk.job_id]
             if error is not None:
                 why = f"node {node_id[:8]}: {_cause(ray, error)}"
                 self._retry(wk, why)
@@ -855,21 +773,21 @@ class ClusterEngine:
 
     def _partition_done(self, job: JobRecord, wk: WorkKey, r: dict) -> None:
         p = job.partitions[wk.partition]
-        self.sched.give_up(wk)  # leaves the scheduler: done on a node
+        self._books.sched.give_up(wk)  # leaves the scheduler: done on a node
         p.state, p.proof, p.public, p.error = "done", r["proof"], r["public"], None
         for f in ("synth_ms", "witness_ms", "abc_ms", "gpu_ms", "finalize_ms", "device"):
             setattr(p, f, r.get(f))
         p.node_secs = r.get("node_secs")
         p.witness_ref = None  # the object store may drop the witness now
         job.n_done += 1
-        self._event("done", job.job_id, wk.partition, wk.attempt)
-        if job.n_done + job.n_failed == len(job.partitions):
+        self._books.event("done", job.job_id, wk.partition, wk.attempt)
+        if not job.partitions_left:
             self._end_job(job, *job.outcome())
 
     def _partition_failed(self, job: JobRecord, wk: WorkKey, r: dict) -> None:
         """The node proved and failed it (after its own retries): the input's fault."""
         p = job.partitions[wk.partition]
-        self.sched.give_up(wk)
+        self._books.sched.give_up(wk)
         p.state, p.error, p.witness_ref = "failed", r["error"], None
         log.warning(
             "job %s partition %d failed on node %s: %s",
@@ -880,19 +798,19 @@ class ClusterEngine:
         )
         if job.wasm is not None:  # an input the circuit rejects: the rest goes on
             job.n_failed += 1
-            if job.n_done + job.n_failed == len(job.partitions):
+            if not job.partitions_left:
                 self._end_job(job, *job.outcome())
             return
         self._end_job(job, "failed", f"partition {wk.partition} failed: {r['error']}")
 
     def _retry(self, wk: WorkKey, reason: str) -> None:
-        job = self.jobs_.get(wk.job_id)
-        if job is None or job.finished or self.sched.live(wk.job_id, wk.partition) != wk:
+        job = self._books.jobs.get(wk.job_id)
+        if job is None or job.finished or self._books.sched.live(wk.job_id, wk.partition) != wk:
             return
         p = job.partitions[wk.partition]
         p.error = reason
         if wk.attempt + 1 >= self.config.max_attempts:
-            self.sched.give_up(wk)
+            self._books.sched.give_up(wk)
             p.state = "failed"
             n = wk.attempt + 1
             self._end_job(
@@ -909,58 +827,10 @@ class ClusterEngine:
             wk.attempt,
             reason,
         )
-        self.counters["retries"] += 1
-        new = self.sched.retry(wk, SYNTH_QUEUE)
+        self._books.counters["retries"] += 1
+        new = self._books.sched.retry(wk, SYNTH_QUEUE)
         p.state, p.node, p.queued_at = "pending", None, time.time()
-        self._event("retry", wk.job_id, wk.partition, new.attempt)
-
-    def _end_job(self, job: JobRecord, state: str, error: str | None, *, shutdown=False) -> None:
-        """Finish a job: drop what is queued, cancel what runs on nodes, record, wake."""
-        self.sched.drop_job(job.job_id)
-        nodes = set()
-        for n in self.nodes.values():
-            for wk in [w for w in n.outstanding if w.job_id == job.job_id]:
-                del n.outstanding[wk]
-                nodes.add(n.node_id)
-        for node_id in nodes:
-            n = self.nodes[node_id]
-            if n.actor is not None:
-                try:
-                    n.actor.cancel.remote(job.job_id)
-                except Exception:
-                    pass
-        for p in job.partitions:
-            if p.state not in ("done", "failed"):
-                p.state = "cancelled"
-            p.witness_ref = None
-        job.state, job.error, job.finished_at = state, error, time.time()
-        job.inputs = []
-        if self.journal is not None and not shutdown:
-            try:
-                self.journal.finish(job.job_id, state, job.finished_at, job.result())
-            except Exception as exc:
-                log.error("job %s: cannot record its outcome in the journal: %s", job.job_id, exc)
-        k = self.keys_.get(job.key_id)
-        if k is not None:
-            k.live_jobs -= 1
-            k.last_used = job.finished_at
-        if state == "done":
-            self.counters["completed"] += 1
-            self.counters[("completed", job.kind)] += 1
-        elif state == "failed":
-            self.counters["failed"] += 1
-            self.counters[("failed", job.kind)] += 1
-        self._event(state, job.job_id, -1, -1)
-        (log.info if state == "done" else log.warning)(
-            "job %s %s%s", job.job_id, state, f": {error}" if error else ""
-        )
-        self.finished.append(job.job_id)
-        while len(self.finished) > self.config.job_history:
-            self.jobs_.pop(self.finished.popleft(), None)
-        self.changed.notify_all()
-
-    def _event(self, what, a, b, c) -> None:
-        self.events.append((time.time(), what, a, b, c))
+        self._books.event("retry", wk.job_id, wk.partition, new.attempt)
 
     # ================================================================ status
     def snapshot(self) -> dict:
@@ -970,15 +840,8 @@ class ClusterEngine:
 
         if self.stopped.is_set():
             raise RuntimeError("the gateway has stopped")
-        with self.lock:
+        with self._books.lock:
             return farm_snapshot(self)
-
-
-def _stop_reason(journal) -> str:
-    reason = "the gateway is stopping"
-    if journal is not None:
-        reason += "; it stays in the journal and resumes when the gateway starts again"
-    return reason
 
 
 def _cause(ray, e: BaseException):

@@ -82,7 +82,7 @@ def farm_snapshot(gw) -> dict:
     memory["by_use"] = dict(by_use)
 
     pipelines = []
-    jobs = list(gw.jobs_.values())[-gw.config.board_jobs :]
+    jobs = list(gw._books.jobs.values())[-gw.config.board_jobs :]
     for j in jobs:
         parts = []
         for i, p in enumerate(j.partitions):
@@ -161,9 +161,9 @@ def farm_snapshot(gw) -> dict:
             "retries": c["retries"],
             "restarts": restarts,
             "stale_ends_ignored": c["stale_ends_ignored"],
-            "queue_depth": gw.sched.queue_depth(),
+            "queue_depth": gw._books.sched.queue_depth(),
             "torn_records_repaired": torn,
-            "jobs_not_shown": max(0, len(gw.jobs_) - len(jobs)),
+            "jobs_not_shown": max(0, len(gw._books.jobs) - len(jobs)),
             "jobs_recovered": c["recovered"],
         },
         "nodes": [n.to_dict() for n in gw.nodes.values()],

@@ -2,7 +2,8 @@
 
 from cuzk.engine.budget import BudgetError, MemoryBudget
 from cuzk.engine.config import EngineConfig, format_size, parse_devices, parse_size
-from cuzk.engine.engine import Engine, EngineError, EngineStopped, UnknownJob, UnknownKey
+from cuzk.engine.engine import Engine
+from cuzk.engine.jobs import EngineError, EngineStopped, UnknownJob, UnknownKey
 from cuzk.engine.scheduler import Scheduler, WorkKey
 
 __all__ = [

@@ -1,4 +1,10 @@
-"""The prover contract: what the engine calls on the module named by `EngineConfig.prover`.
+"""The engine's two contracts: `Prover`, what the engine calls on the module named by
+`EngineConfig.prover`, and `EngineAPI`, what `cuzk serve` calls on the engine.
+
+`EngineAPI` is implemented by `Engine` (cuzk.engine.engine, one machine) and `ClusterEngine`
+(cuzk.cluster.gateway, the gateway of a Ray farm), both over cuzk.engine.jobs (JobAPI, the job
+calls written once); tests/test_engine_contract.py checks both, and the API tests of
+tests/test_serve.py run against both. An endpoint that needs a new engine call adds it here.
 
 The real prover (cuzk.groth16), the test double (cuzk.testing.prover_double) and a prover of
 another shape (tests/shaped_prover.py) satisfy `Prover`; tests/test_engine_contract.py checks
@@ -14,7 +20,7 @@ each (isinstance, and every function's and method's parameters). Where each call
     every process       watch_compiles(say, on_change), optional: a prover whose kernels
                         compile at first use reports each compile (GET /healthz "warming")
 
-Buffers. The key declares the arrays one partition needs, as plain data: `witness_buffer()`,
+Prover buffers. The key declares the arrays one partition needs, as plain data: `witness_buffer()`,
 the witness's (shape, numpy dtype), and `buffers()`, {name: (shape, numpy dtype)} of what
 synthesize fills and prove_start takes. The engine sizes them, creates them in shared memory
 (cuzk.engine.buffers.Layout), maps them in each child and frees them, without knowing what
@@ -112,3 +118,72 @@ class Prover(Protocol):
 
     def verify(self, vk, public, proof) -> bool:
         """Self-verification of a proof prove_finish returned."""
+
+
+@runtime_checkable
+class EngineAPI(Protocol):
+    """What `cuzk serve` calls on its engine (serve/daemon.py, serve/api.py, serve/metrics.py).
+
+    Errors: UnknownKey, UnknownJob (KeyError), EngineStopped and EngineError, BudgetError,
+    ValueError for a bad argument (cuzk.engine.jobs); the daemon answers each with its HTTP
+    status.
+    """
+
+    budget: Any  # the MemoryBudget request bodies are charged to (cuzk.engine.budget)
+    board_name: str  # the status board's shared-memory name; "" where there is none
+
+    # life cycle (daemon.py)
+    def start(self, timeout: float = 120.0) -> Any:
+        """Start; return once it can take jobs (or raise EngineError)."""
+
+    def stop(self, drain_deadline: float = 30.0) -> None:
+        """Drain for up to `drain_deadline` seconds, then stop; return once stopped."""
+
+    def request_stop(self, drain_deadline: float = 30.0) -> None:
+        """Start draining (intake stops) without waiting."""
+
+    def wait_stopped(self, timeout: float | None = None) -> bool: ...
+
+    @property
+    def running(self) -> bool: ...
+
+    def health(self) -> tuple[bool, dict]:
+        """(serving, detail) for GET /healthz."""
+
+    def snapshot(self) -> dict:
+        """The JSON of GET /status (RuntimeError once stopped)."""
+
+    # keys
+    def register_key(self, path, wasm=None) -> str:
+        """Open, validate and register a proving key; its key id."""
+
+    def keys(self) -> list[dict]: ...
+
+    def evict_key(self, key_id: str) -> bool:
+        """Drop the key's device residency; False when it was not resident."""
+
+    # jobs
+    def submit(
+        self,
+        key_id: str,
+        witnesses=None,
+        kind: str = "default",
+        priority: str = "normal",
+        *,
+        inputs=None,
+        job_id: str | None = None,
+        submitted_at: float | None = None,
+        recovered: bool = False,
+        done: dict | None = None,
+    ) -> str:
+        """Queue a job (witnesses or circuit inputs, one per partition); its job id."""
+
+    def job(self, job_id: str) -> dict: ...
+
+    def jobs(self) -> list[dict]: ...
+
+    def result(self, job_id: str, timeout: float | None = None) -> dict | None:
+        """Wait up to `timeout` s for the job to finish: its result, or None."""
+
+    def cancel(self, job_id: str) -> bool:
+        """Cancel the job; False when it had already finished."""

@@ -23,10 +23,11 @@ import logging
 import time
 
 from cuzk.engine import buffers
+from cuzk.engine.books import Books
 from cuzk.engine.buffers import BUFFERS_USE
 from cuzk.engine.config import format_size
 from cuzk.engine.messages import Cancel, EvictKey, Failure, Prove, Synth
-from cuzk.engine.records import Books, ChildRecord, JobRecord, KeyRecord, WorkRecord
+from cuzk.engine.records import ChildRecord, JobRecord, KeyRecord, WorkRecord
 from cuzk.engine.scheduler import DEVICE_QUEUE, SYNTH_QUEUE, SYNTHESIZING, WorkKey
 
 log = logging.getLogger("cuzk.engine")
@@ -261,22 +262,21 @@ class Dispatcher:
         failed write; the partition is then only proved again after a restart). The last
         one needs no record: the job's outcome, recorded next, holds every proof."""
         b = self.books
-        if b.journal is not None and job.n_done + job.n_failed < len(job.partitions):
+        if b.journal is not None and job.partitions_left:
             b.journal.partition_done(job.job_id, index, job.partitions[index].record())
 
     def settle(self, job: JobRecord) -> None:
         """End a job whose every partition is done or failed alone."""
-        if job.n_done + job.n_failed < len(job.partitions):
-            return
-        self.end_job(job, *job.outcome())
+        if not job.partitions_left:
+            self.end_job(job, *job.outcome())
 
     def end_job(
         self, job: JobRecord, state: str, error: str | None, *, shutdown: bool = False
     ) -> None:
         """Finish a job (done, failed, cancelled): drop what is still queued, stop what runs at
-        its next stage boundary, record the outcome, wake result() waiters. A job cancelled
-        because the engine stops (`shutdown`) is not finished in the journal: it is re-queued
-        at the next start."""
+        its next stage boundary, then the ledger's bookkeeping (JobLedger.record_end: the
+        outcome, counters, result() waiters) and the board. A job cancelled because the engine
+        stops (`shutdown`) is not finished in the journal: it is re-queued at the next start."""
         b = self.books
         queued, running = b.sched.drop_job(job.job_id)
         for wk in queued:
@@ -285,43 +285,15 @@ class Dispatcher:
             for dev in b.devices:
                 if any(wk.job_id == job.job_id for wk in dev.items):
                     self.send(dev, Cancel(job.job_id))
-        for p in job.partitions:
-            if p.state not in ("done", "failed"):
-                p.state = "cancelled"  # dropped, or stopped at its next stage boundary
-        job.state, job.error, job.finished_at = state, error, time.time()
-        job.inputs = []
-        if b.journal is not None and not shutdown:
-            # A write that fails (a full disk) is held by the journal, served as recorded and
-            # retried until it is committed: the job may leave the history below meanwhile.
-            try:
-                b.journal.finish(job.job_id, state, job.finished_at, job.result())
-            except Exception:  # never the supervisor's end
-                log.exception("job %s: cannot record its outcome in the journal", job.job_id)
-        k = b.keys.get(job.key_id)
-        if k is not None:
-            k.live_jobs -= 1
-            k.last_used = job.finished_at
+        b.record_end(job, state, error, shutdown)
         b.status.job_end(job)
         b.publish_keys()
-        if state == "done":
-            b.counters["completed"] += 1
-        elif state == "failed":
-            b.counters["failed"] += 1
-        b.event(state, job.job_id, -1, -1)
-        (log.info if state == "done" else log.warning)(
-            "job %s %s%s", job.job_id, state, f": {error}" if error else ""
-        )
-        b.finished.append(job.job_id)
-        while len(b.finished) > b.config.job_history:
-            b.jobs.pop(b.finished.popleft(), None)
         b.publish_queue()
-        b.changed.notify_all()
 
     def cancel_unfinished(self, reason: str) -> None:
         """The engine stops: cancel every live job, unfinished in the journal (it resumes when
         the daemon starts again)."""
         b = self.books
-        if b.journal is not None:
-            reason += "; it stays in the journal and resumes when the daemon starts again"
-        for job in [j for j in b.jobs.values() if not j.finished]:
+        reason = b.stop_reason(reason, "daemon")
+        for job in b.unfinished():
             self.end_job(job, "cancelled", reason, shutdown=True)

@@ -16,8 +16,9 @@ Data flow (cf. CPython's concurrent/futures/process.py):
                       sentinel, and a wake-up pipe written by API threads and signal handlers.
 
 The actors and their modules:
-- API threads (`Engine`, here): validate, change the shared records (records.Books) under
-  their lock, wake the supervisor. They never wait on children.
+- API threads (`Engine`, here; its job calls in jobs.JobAPI): validate, change the shared
+  records (books.Books, a jobs.JobLedger) under their lock, wake the supervisor. They never
+  wait on children.
 - The supervisor thread (supervisor.py): the only place that waits: spawn, restart with
   backoff, pings, message handling, drain and teardown.
 - Dispatch (dispatch.py): placement on processes, the memory budget and key eviction,
@@ -37,86 +38,17 @@ import logging
 import os
 import signal
 import time
-import uuid
 import weakref
 
-from cuzk.board.layout import check_priority
 from cuzk.engine import buffers
-from cuzk.engine.budget import BudgetError, MemoryBudget
+from cuzk.engine.books import Books
+from cuzk.engine.budget import BudgetError
 from cuzk.engine.config import EngineConfig, format_size
-from cuzk.engine.records import Books, JobRecord, KeyRecord, PartitionRecord
+from cuzk.engine.jobs import EngineError, JobAPI
+from cuzk.engine.records import JobRecord, KeyRecord
 from cuzk.engine.supervisor import Supervisor
 
 log = logging.getLogger("cuzk.engine")
-
-
-class EngineError(RuntimeError):
-    """The engine refused a request (the message says why)."""
-
-
-class EngineStopped(EngineError):
-    """The engine is stopping or stopped: no new work is taken."""
-
-
-class UnknownJob(KeyError):
-    pass
-
-
-class UnknownKey(KeyError):
-    pass
-
-
-def job_request(witnesses, inputs, kind, priority) -> tuple[str, list, bool]:
-    """A job's arguments checked and normalised, as Engine.submit takes them: (kind, items,
-    circuit). Items: witness bytes or absolute paths of existing files, or (circuit) compact
-    JSON bytes of circuit inputs. Raises ValueError naming the first bad argument."""
-    check_priority(priority)
-    kind = str(kind)
-    if not kind or len(kind.encode()) > 24:
-        raise ValueError("kind must be a label of 1 to 24 bytes")
-    if (witnesses is None) == (inputs is None):
-        raise ValueError("a job has either witnesses or inputs")
-    if inputs is not None:
-        return kind, circuit_inputs(inputs), True
-    items = []
-    for w in witnesses:
-        if isinstance(w, (bytes, bytearray, memoryview)):
-            items.append(bytes(w))
-        elif isinstance(w, (str, os.PathLike)):
-            p = os.path.abspath(os.fspath(w))
-            if not os.path.isfile(p):
-                raise ValueError(f"witness file not found: {p}")
-            items.append(p)
-        else:
-            raise ValueError(f"a witness is bytes or a path, got {type(w).__name__}")
-    if not items:
-        raise ValueError("a job needs at least one witness")
-    return kind, items, False
-
-
-def circuit_inputs(objs) -> list[bytes]:
-    """Circuit inputs as compact JSON bytes, one per partition, values checked."""
-    import json
-
-    from cuzk.witness.inputs import loads_inputs, parse_inputs
-
-    out = []
-    for i, x in enumerate(objs):
-        what = f"inputs[{i}]"
-        if isinstance(x, (bytes, bytearray, str)):
-            x = loads_inputs(x, what)  # WitnessError (a ValueError), one line
-        if not isinstance(x, dict):
-            raise ValueError(
-                f"{what}: the circuit's inputs are a JSON object, got {type(x).__name__}"
-            )
-        parse_inputs(x, what)  # NotANumber (a ValueError) for a value that is not one
-        try:
-            out.append(json.dumps(x, separators=(",", ":")).encode())
-        except RecursionError:  # parse_inputs refuses nested objects; arrays deeper than this
-            raise ValueError(f"{what}: arrays nested too deeply") from None
-    if not out:
-        raise ValueError("a job needs at least one input (one per partition)")
-    return out
 
 
 _watched: set[str] = set()  # provers whose compiles this process reports (once each)
@@ -130,7 +62,7 @@ def _watch_compiles_here(prover) -> None:
         watch(logging.getLogger("cuzk.kernels").warning)
 
 
-class Engine:
+class Engine(JobAPI):
     """The proving engine. `Engine(config).start()`, then register keys and submit jobs.
 
     Thread-safe: every public method may be called from any thread. See the module docstring
@@ -147,10 +79,6 @@ class Engine:
         self._books.budget.on_release = self._sup.wake  # e.g. an upload's reservation
         self._validated: dict[tuple, str] = {}  # (path, size, mtime_ns) -> key id, points checked
 
-    # what tests and the daemon read
-    journal = property(lambda self: self._books.journal)
-    events = property(lambda self: self._books.events)  # (t, what, ...), the last 100 000
-    counters = property(lambda self: self._books.counters)
     pid = property(lambda self: self._books.pid)
 
     # ================================================================ life cycle
@@ -315,149 +243,18 @@ class Engine:
         """Drop a key's device residency now; False when it was not resident. Raises
         EngineError while a job that uses it is live."""
         with self._books.lock:
-            k = self._books.keys.get(key_id)
-            if k is None:
-                raise UnknownKey(key_id)
-            if k.live_jobs:
-                raise EngineError(f"key {key_id} is used by {k.live_jobs} live job(s)")
+            k = self._books.evictable_key(key_id)
             was = bool(k.devices) or k.charged
             self._sup.dispatcher.evict(k)
         self._sup.wake()
         return was
 
-    # ================================================================ jobs
-    def submit(
-        self,
-        key_id: str,
-        witnesses=None,
-        kind: str = "default",
-        priority: str = "normal",
-        *,
-        inputs=None,
-        job_id: str | None = None,
-        submitted_at: float | None = None,
-        recovered: bool = False,
-        done: dict | None = None,
-    ) -> str:
-        """Queue a job: one witness (bytes, or a path) per partition. Returns the job id.
+    # ================================================================ jobs (JobAPI's hooks)
+    def _taking_jobs(self) -> bool:
+        return not self._books.draining and self.running
 
-        Or `inputs` instead of witnesses: one circuit input per partition (a JSON object, its
-        text or bytes), for a key registered with its circuit's wasm; the synthesis process
-        computes each witness. Values that are not numbers raise the WitnessError
-        (NotANumber) here; what only the circuit can tell (a missing signal, a failing
-        assert) fails that partition alone when it runs.
-
-        With a journal, the job is recorded durably (uploads spooled to files) before it is
-        queued, so the id returned survives a crash. `job_id`, `submitted_at` and
-        `recovered=True` re-queue a job the journal already holds, under its original id;
-        `done` ({partition: record}, from the journal's done_partitions) are its partitions
-        finished before the restart: they keep their proofs and are not proved again. Each
-        partition that finishes while others are left is recorded in the journal so."""
-        kind, items, circuit = job_request(witnesses, inputs, kind, priority)
-        restored = {}
-        for i, rec in (done or {}).items():
-            if not recovered or not 0 <= int(i) < len(items):
-                raise ValueError(f"done: partition {i} is not one of a recovered job's")
-            restored[int(i)] = PartitionRecord.restored(rec)
-        return self._submit(
-            key_id,
-            items,
-            kind,
-            priority,
-            job_id,
-            submitted_at,
-            recovered,
-            circuit=circuit,
-            restored=restored,
-        )
-
-    def _submit(
-        self,
-        key_id,
-        inputs,
-        kind,
-        priority,
-        job_id,
-        submitted_at,
-        recovered,
-        circuit: bool = False,
-        restored: dict | None = None,
-    ) -> str:
-        restored = restored or {}
+    def _check_room(self, k: KeyRecord, inputs: list, circuit: bool) -> None:
         b = self._books
-        with b.lock:
-            self._check_intake(key_id, inputs, circuit)
-            k = b.keys[key_id]
-            wasm = k.wasm if circuit else None
-            if job_id is None:
-                job_id = uuid.uuid4().hex[:16]
-            elif job_id in b.jobs:
-                raise ValueError(f"job {job_id} already exists")
-        submitted_at = time.time() if submitted_at is None else float(submitted_at)
-        journal = b.journal if not recovered else None
-        if journal is not None:  # durable before the id is handed out (fsync: outside the lock)
-            inputs = journal.accept(
-                job_id, key_id, k.path, kind, priority, submitted_at, inputs, wasm=wasm
-            )
-        with b.lock:
-            try:
-                self._check_intake(key_id, inputs, circuit)
-            except BaseException:
-                if journal is not None:
-                    journal.discard(job_id)
-                raise
-            job = JobRecord(
-                job_id,
-                key_id,
-                kind,
-                priority,
-                inputs,
-                submitted_at,
-                [restored.get(i) or PartitionRecord() for i in range(len(inputs))],
-                recovered=recovered,
-                wasm=wasm,
-            )
-            job.n_done = sum(p.state == "done" for p in restored.values())
-            job.n_failed = len(restored) - job.n_done
-            b.jobs[job_id] = job
-            k.live_jobs += 1
-            b.sched.add_job(job_id, priority, len(inputs), skip=restored)
-            b.status.job_add(job)
-            for i in sorted(restored):
-                b.status.partition(job, i)
-            if recovered:
-                b.counters["recovered"] += 1
-                b.status.count_recovered()
-            b.event("submit", job_id, -1, -1)
-            b.publish_queue()
-            log.info(
-                "job %s %s: %s, %s, %d partition(s)%s%s",
-                job_id,
-                "recovered" if recovered else "submitted",
-                kind,
-                priority,
-                len(inputs),
-                f", {len(restored)} finished before the restart" if restored else "",
-                " from circuit inputs" if wasm else "",
-            )
-            if restored:
-                self._sup.dispatcher.settle(job)  # every partition was finished already
-        self._sup.wake()
-        return job_id
-
-    def _check_intake(self, key_id: str, inputs: list, circuit: bool = False) -> None:
-        """Raise unless a job of these inputs for this key may be queued now (lock held)."""
-        b = self._books
-        if b.draining or not self.running:
-            raise EngineStopped("engine is not taking new jobs")
-        k = b.keys.get(key_id)
-        if k is None:
-            raise UnknownKey(key_id)
-        if circuit and k.wasm is None:
-            raise ValueError(
-                f"key {key_id} has no circuit wasm: register it with its wasm "
-                "to submit inputs, or submit witnesses"
-            )
         biggest = max(len(x) if isinstance(x, bytes) else 0 for x in inputs)
         need = (
             k.partition_bytes
@@ -471,45 +268,23 @@ class Engine:
                 f"{format_size(b.budget.total)}"
             )
 
-    def _job(self, job_id: str) -> JobRecord:
-        job = self._books.jobs.get(job_id)
-        if job is None:
-            raise UnknownJob(job_id)
-        return job
+    def _queued(self, job: JobRecord) -> None:
+        b = self._books
+        b.status.job_add(job)
+        for i, p in enumerate(job.partitions):
+            if p.state in ("done", "failed"):  # finished before a restart
+                b.status.partition(job, i)
+        if job.recovered:
+            b.status.count_recovered()
+        b.publish_queue()
 
-    def job(self, job_id: str) -> dict:
-        with self._books.lock:
-            return self._job(job_id).to_dict(detail=True)
-
-    def jobs(self) -> list[dict]:
-        with self._books.lock:
-            return [j.to_dict(detail=False) for j in self._books.jobs.values()]
-
-    def result(self, job_id: str, timeout: float | None = None) -> dict | None:
-        """Wait up to `timeout` seconds (None: forever) for a job to finish. Returns its result
-        ({"state", "proofs", "public", "error", ...}, proofs ordered by partition), or None on
-        timeout."""
-        deadline = None if timeout is None else time.time() + timeout
-        with self._books.lock:
-            job = self._job(job_id)
-            while not job.finished:
-                left = None if deadline is None else deadline - time.time()
-                if left is not None and left <= 0:
-                    return None
-                self._books.changed.wait(left if left is not None else 1.0)
-            return job.result()
-
-    def cancel(self, job_id: str) -> bool:
-        """Cancel a job: queued partitions are dropped at once, running ones at their next stage
-        boundary, their reservations and buffers released. False if it had already finished."""
-        with self._books.lock:
-            job = self._job(job_id)
-            if job.finished:
-                return False
-            self._sup.dispatcher.end_job(job, "cancelled", "cancelled by request")
+    def _wake(self) -> None:
         self._sup.wake()
-        return True
 
+    def _end_job(self, job: JobRecord, state: str, error: str | None) -> None:
+        self._sup.dispatcher.end_job(job, state, error)
+
+    # ================================================================ status
     def snapshot(self) -> dict:
         """The status board snapshot (the JSON of GET /status), with ``warming`` while
         kernels compile (see warming())."""
@@ -521,11 +296,9 @@ class Engine:
 
     @property
     def board_name(self) -> str:
-        return self._books.status.name
-
-    @property
-    def budget(self) -> MemoryBudget:
-        return self._books.budget
+        """The status board's shared-memory name ("" before start: no board yet)."""
+        status = self._books.status
+        return status.name if status is not None else ""
 
     def process_pids(self) -> dict[str, list[int]]:
         with self._books.lock:

@@ -1,21 +1,13 @@
-"""What the engine knows: one record per key, job, partition, work item and child process, the
-views the API returns of them, and `Books`, which holds them all under the engine's lock.
-
-API threads and the supervisor thread share the Books: every read or write of a record is
-made with `books.lock` held (an RLock; `books.changed` is its condition, notified when a job
-finishes or the engine stops).
+"""What the engine knows: one record per key, job, partition, work item and child process, and
+the views the API returns of them. They are held under the engine's lock by `Books`
+(cuzk.engine.books); the job records and partition records also by the gateway's ledger.
 """
 
 from __future__ import annotations
 
-import collections
-import os
-import threading
-import time
 from dataclasses import dataclass, field
 
-from cuzk.engine.budget import MemoryBudget
-from cuzk.engine.scheduler import Scheduler, WorkKey
+from cuzk.engine.scheduler import WorkKey
 
 
 @dataclass
@@ -126,6 +118,11 @@ class JobRecord:
     def finished(self) -> bool:
         return self.state in ("done", "failed", "cancelled")
 
+    @property
+    def partitions_left(self) -> int:
+        """Partitions neither done nor failed alone; at 0 the job ends with outcome()."""
+        return len(self.partitions) - self.n_done - self.n_failed
+
     def to_dict(self, detail: bool) -> dict:
         d = {
             "job_id": self.job_id,
@@ -198,53 +195,3 @@ class ChildRecord:
     @property
     def name(self) -> str:
         return f"{self.role} process {self.index}" + (f" ({self.device})" if self.device else "")
-
-
-class Books:
-    """Every record, the scheduler, the budget, the board handle and the counters."""
-
-    def __init__(self, config, journal):
-        self.config = config
-        # The job journal (cuzk.serve.journal.Journal) or None: submit records each job in it
-        # before returning its id, ending a job records its outcome (not a shutdown's cancel).
-        self.journal = journal
-        self.lock = threading.RLock()
-        self.changed = threading.Condition(self.lock)
-        self.sched = Scheduler()
-        self.budget = MemoryBudget(config.memory_budget)
-        self.keys: dict[str, KeyRecord] = {}
-        self.jobs: dict[str, JobRecord] = {}
-        self.finished = collections.deque()  # job ids in finishing order (history bound)
-        self.works: dict[WorkKey, WorkRecord] = {}
-        self.synth: list[ChildRecord] = []
-        self.devices: list[ChildRecord] = []
-        self.status = None  # SupervisorStatus, from start-up to teardown
-        self.draining = False
-        self.drain_deadline = 0.0
-        self.drain_cancelled_at: float | None = None  # when draining cancelled what was left
-        self.events: collections.deque = collections.deque(maxlen=100_000)  # (t, what, ...)
-        self.counters = collections.Counter()
-        self.pid = os.getpid()
-        self._last_depth = -1
-
-    @property
-    def children(self) -> list[ChildRecord]:
-        return self.synth + self.devices
-
-    def job_of(self, wk: WorkKey) -> tuple[JobRecord | None, PartitionRecord | None]:
-        job = self.jobs.get(wk.job_id)
-        return (job, job.partitions[wk.partition]) if job else (None, None)
-
-    def event(self, what: str, *args) -> None:
-        self.events.append((time.time(), what, *args))
-
-    def publish_queue(self) -> None:
-        if self.status is not None:
-            depth = self.sched.queue_depth()
-            if depth != self._last_depth:
-                self._last_depth = depth
-                self.status.set_queue_depth(depth)
-
-    def publish_keys(self) -> None:
-        if self.status is not None:
-            self.status.set_keys(self.keys.values(), self.devices)

@@ -26,6 +26,7 @@ import multiprocess
 from multiprocess.connection import wait
 
 from cuzk.engine import buffers
+from cuzk.engine.books import Books
 from cuzk.engine.buffers import BUFFERS_USE
 from cuzk.engine.config import format_size
 from cuzk.engine.dispatch import Dispatcher
@@ -46,7 +47,7 @@ from cuzk.engine.messages import (
     pack,
     unpack,
 )
-from cuzk.engine.records import Books, ChildRecord
+from cuzk.engine.records import ChildRecord
 from cuzk.engine.scheduler import PROVING, SYNTHESIZING, WorkKey
 from cuzk.engine.status import SupervisorStatus
 

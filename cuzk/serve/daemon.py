@@ -276,7 +276,7 @@ class Daemon:
             try:
                 key_id, inputs = self._recovered_request(e)
                 # partitions proved before the restart keep their proofs (not proved again;
-                # a farm's gateway proves them again: its engine takes whole jobs)
+                # a farm's gateway is given whole jobs: it proves them again)
                 d = {} if self.config.ray else self.journal.done_partitions(e.job_id)
                 done = {"done": d} if d else {}
                 if e.wasm is not None:  # circuit inputs
