@@ -160,7 +160,7 @@ def test_partitions_of_a_key_go_to_the_node_where_it_is_resident(farm, key, tmp_
 def test_a_machine_that_joined_with_its_own_settings_keeps_them(farm, key):
     """`cuzk cluster join --devices cpu:2` records the setting as a Ray node label: that
     node's engine runs two devices while the gateway's flags say cpu:1 for the others."""
-    from cuzk.cluster.settings import to_labels
+    from cuzk.cluster.labels import to_labels
 
     extra = farm.add_node(**to_labels({"devices": "cpu:2"}))
     gw = gateway(farm)

@@ -1,4 +1,4 @@
-"""cuzk.cluster.settings (engine settings <-> Ray node labels) and `cuzk cluster join`.
+"""cuzk.cluster.labels (engine settings <-> Ray node labels) and `cuzk cluster join`.
 
 No Ray cluster starts here: join runs with --dry-run, or with `ray` replaced by a script that
 records what it was given. Ray's own label parser is the judge of the labels.
@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from cuzk.cli import COMMANDS, main
 from cuzk.cluster import join as join_mod
-from cuzk.cluster.settings import (
+from cuzk.cluster.labels import (
     ACTOR_PREFIX,
     NAMESPACE,
     NODE_RESOURCE,
@@ -28,8 +28,8 @@ from cuzk.cluster.settings import (
     from_labels,
     to_labels,
 )
-from cuzk.engine import config as engine_config
-from cuzk.engine.config import parse_devices
+from cuzk.engine import settings as engine_settings
+from cuzk.engine.settings import parse_devices
 
 label_utils = pytest.importorskip("ray._private.label_utils")
 
@@ -44,7 +44,7 @@ def test_names_of_the_contract():
 
 def test_the_package_does_not_import_ray():
     code = (
-        "import sys, cuzk.cluster, cuzk.cluster.settings, cuzk.cluster.join, cuzk.cli\n"
+        "import sys, cuzk.cluster, cuzk.cluster.labels, cuzk.cluster.join, cuzk.cli\n"
         "assert not [m for m in sys.modules if m == 'ray' or m.startswith('ray.')]\n"
     )
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
@@ -231,8 +231,8 @@ def test_to_labels_refuses_bad_settings(s, reason):
 @pytest.fixture(autouse=True)
 def _machine(monkeypatch):
     """A machine with 2 GPUs and 80 GiB of memory budget by default, whatever runs the tests."""
-    monkeypatch.setattr(engine_config, "cuda_device_count", lambda: 2)
-    monkeypatch.setattr(engine_config, "auto_memory_budget", lambda: 80 * GiB)
+    monkeypatch.setattr(engine_settings, "cuda_device_count", lambda: 2)
+    monkeypatch.setattr(engine_settings, "auto_memory_budget", lambda: 80 * GiB)
     for var in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH"):
         monkeypatch.delenv(var, raising=False)
 
@@ -310,7 +310,7 @@ def test_settings_given_are_recorded_and_the_others_left_to_the_gateway():
     [("auto", 2, "2"), ("auto", 0, "0"), ("cpu:4", 2, "0"), ("cpu", 0, "0"), ("1", 2, "1")],
 )
 def test_num_gpus_follows_devices(monkeypatch, devices, gpus_here, num_gpus):
-    monkeypatch.setattr(engine_config, "cuda_device_count", lambda: gpus_here)
+    monkeypatch.setattr(engine_settings, "cuda_device_count", lambda: gpus_here)
     _, argv = dry_run("h:1", "--devices", devices)
     assert opt(argv, "--num-gpus") == num_gpus
     assert from_labels(labels_of(argv))["devices"] == canonical_devices(devices)
@@ -321,7 +321,7 @@ def test_memory_rule():
     for budget, store in [("8GiB", int(8 * GiB * 0.1)), ("100GiB", 4 * GiB), ("500MiB", 75 * MiB)]:
         _, argv = dry_run("h:1", "--memory-budget", budget)
         assert int(opt(argv, "--object-store-memory")) == store
-        total = engine_config.parse_size(budget)
+        total = engine_settings.parse_size(budget)
         assert from_labels(labels_of(argv))["memory_budget"] == total - store
     _, argv = dry_run("h:1", "--memory-budget", "16GiB", "--object-store-memory", "6GiB")
     assert opt(argv, "--object-store-memory") == str(6 * GiB)

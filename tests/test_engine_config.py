@@ -14,7 +14,7 @@ from cuzk.engine import (
     parse_devices,
     parse_size,
 )
-from cuzk.engine.config import auto_memory_budget
+from cuzk.engine.settings import auto_memory_budget
 
 
 @pytest.mark.parametrize(
@@ -148,9 +148,9 @@ def test_no_nvidia_driver_means_no_gpu_without_importing_numba(tmp_path):
 
     script = (
         "import sys\n"
-        "from cuzk.engine import config\n"
-        "config.NVIDIA_DRIVER_PATHS = (sys.argv[1],)\n"
-        "print(config.parse_devices('auto'), 'numba' in sys.modules)\n"
+        "from cuzk.engine import settings\n"
+        "settings.NVIDIA_DRIVER_PATHS = (sys.argv[1],)\n"
+        "print(settings.parse_devices('auto'), 'numba' in sys.modules)\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

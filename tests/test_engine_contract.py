@@ -16,7 +16,7 @@ import shaped_prover
 
 from cuzk.cluster.gateway import ClusterEngine
 from cuzk.engine import Engine, buffers, contract
-from cuzk.engine.config import EngineConfig
+from cuzk.engine.settings import EngineConfig
 from cuzk.testing import prover_double
 
 REAL = EngineConfig().prover  # what the daemon runs

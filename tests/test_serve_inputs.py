@@ -383,7 +383,7 @@ def test_budget_counts_the_calculator(tmp_path, monkeypatch):
     the key and one partition of witnesses, but not the wasm instance besides, refuses the job
     of inputs and takes the job of witnesses."""
     from cuzk.engine import BudgetError, Engine
-    from cuzk.engine.config import EngineConfig
+    from cuzk.engine.settings import EngineConfig
     from cuzk.groth16 import ProvingKey
     from cuzk.witness import Circuit
 

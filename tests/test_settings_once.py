@@ -129,11 +129,11 @@ GiB = 1024**3
     ],
 )
 def test_memory_budget_normal_form(monkeypatch, value, normal):
-    from cuzk.engine import config
+    from cuzk.engine import settings
 
-    monkeypatch.setattr(config, "auto_memory_budget", lambda: 80 * GiB)
-    assert config.parse_memory_budget(value) == normal
-    assert config.memory_budget_bytes(value) == (80 * GiB if normal == "auto" else normal)
+    monkeypatch.setattr(settings, "auto_memory_budget", lambda: 80 * GiB)
+    assert settings.parse_memory_budget(value) == normal
+    assert settings.memory_budget_bytes(value) == (80 * GiB if normal == "auto" else normal)
 
 
 @pytest.mark.parametrize(
@@ -153,7 +153,7 @@ def test_memory_budget_normal_form(monkeypatch, value, normal):
     ],
 )
 def test_memory_budget_refusals(value, reason):
-    from cuzk.engine.config import memory_budget_bytes, parse_memory_budget
+    from cuzk.engine.settings import memory_budget_bytes, parse_memory_budget
 
     for fn in (parse_memory_budget, memory_budget_bytes):
         with pytest.raises(ValueError, match=reason):
@@ -164,41 +164,41 @@ def test_every_reader_of_the_memory_budget_uses_the_one_rule(monkeypatch, tmp_pa
     """serve's setting, EngineConfig, join and the node labels accept and refuse the same
     values, because each calls parse_memory_budget / memory_budget_bytes; a reader that
     parsed the budget itself would not see the rule change below."""
-    from cuzk.cluster import join, settings
-    from cuzk.engine import config
+    from cuzk.cluster import join, labels
+    from cuzk.engine import settings
     from cuzk.serve.config import Config, ConfigError
 
-    monkeypatch.setattr(config, "auto_memory_budget", lambda: 80 * GiB)
-    monkeypatch.setattr(config, "cuda_device_count", lambda: 0)
+    monkeypatch.setattr(settings, "auto_memory_budget", lambda: 80 * GiB)
+    monkeypatch.setattr(settings, "cuda_device_count", lambda: 0)
     calls = []
-    real = config.positive_size
+    real = settings.positive_size
 
     def counting(value):
         calls.append(value)
         return real(value)
 
-    monkeypatch.setattr(config, "positive_size", counting)
-    for module in (settings,):  # imported by name: patch its binding too
+    monkeypatch.setattr(settings, "positive_size", counting)
+    for module in (labels,):  # imported by name: patch its binding too
         monkeypatch.setattr(module, "positive_size", counting)
 
     state = {"state_dir": str(tmp_path)}
     assert Config(env={}, memory_budget="3GiB", **state).load().memory_budget == 3 * GiB
-    assert config.EngineConfig(devices="cpu:1", memory_budget="2GiB").validated().memory_budget
+    assert settings.EngineConfig(devices="cpu:1", memory_budget="2GiB").validated().memory_budget
     plan = join.plan_join("h:1", ray="ray", memory_budget="8GiB")
-    assert settings.from_labels(plan.labels)["memory_budget"] == plan.engine_memory
+    assert labels.from_labels(plan.labels)["memory_budget"] == plan.engine_memory
     assert {"3GiB", "2GiB", "8GiB", plan.engine_memory} <= set(calls)
 
     for bad in ("0", "lots"):
         with pytest.raises(ConfigError, match=r"memory_budget \(flag --memory-budget\)"):
             Config(env={}, memory_budget=bad, **state).load()
         with pytest.raises(ValueError, match="memory_budget: "):
-            config.EngineConfig(devices="cpu:1", memory_budget=bad).validated()
+            settings.EngineConfig(devices="cpu:1", memory_budget=bad).validated()
         with pytest.raises(join.JoinError, match="--memory-budget: "):
             join.plan_join("h:1", ray="ray", memory_budget=bad)
     with pytest.raises(ValueError, match="memory_budget: must be positive"):
-        settings.to_labels({"memory_budget": 0})
+        labels.to_labels({"memory_budget": 0})
     with pytest.raises(ValueError, match="cuzk-memory-budget='0': must be positive"):
-        settings.from_labels({"cuzk-memory-budget": "0"})
+        labels.from_labels({"cuzk-memory-budget": "0"})
 
 
 # ---------------------------------------------------------------------------- the one table
@@ -223,7 +223,7 @@ def _options(command) -> dict:
 
 
 def test_the_names_of_the_contract_stay():
-    from cuzk.cluster.settings import LABEL_KEYS
+    from cuzk.cluster.labels import LABEL_KEYS
     from cuzk.serve.config import SETTINGS
 
     assert [s.flag for s in SETTINGS] == SERVE_FLAGS
@@ -241,7 +241,7 @@ def test_join_and_serve_take_the_node_settings_from_one_table():
     """The same flag, metavar and help (join adds what is particular to it after it) for
     every node setting, and join has no other copy of them."""
     from cuzk.cluster.join import join
-    from cuzk.engine.config import NODE_SETTINGS
+    from cuzk.engine.settings import NODE_SETTINGS
     from cuzk.serve.cli import serve
 
     assert [s.name for s in NODE_SETTINGS] == list(NODE_LABELS)
@@ -256,19 +256,19 @@ def test_join_and_serve_take_the_node_settings_from_one_table():
 
 def test_join_checks_counts_with_the_tables_parser():
     from cuzk.cluster import join
-    from cuzk.engine import config
+    from cuzk.engine import settings
 
     opts = _options(join.join)
     assert opts["synth_workers"].type.convert("0", None, None) == 0
     with pytest.raises(click.BadParameter, match="must be at least 1, got 0"):
         opts["workers_per_device"].type.convert("0", None, None)
     for name in ("synth_workers", "workers_per_device", "finalizers_per_device"):
-        assert opts[name].type.setting is config.ENGINE_SETTING[name]
+        assert opts[name].type.setting is settings.ENGINE_SETTING[name]
 
 
 def test_labels_follow_the_table():
-    from cuzk.cluster.settings import from_labels, to_labels
-    from cuzk.engine.config import NODE_SETTINGS
+    from cuzk.cluster.labels import from_labels, to_labels
+    from cuzk.engine.settings import NODE_SETTINGS
 
     assert [s.label for s in NODE_SETTINGS] == list(NODE_LABELS.values())
     for s in NODE_SETTINGS:
@@ -285,7 +285,7 @@ def test_labels_follow_the_table():
 def test_engine_config_takes_defaults_and_rules_from_the_table():
     import dataclasses
 
-    from cuzk.engine.config import ENGINE_SETTINGS, EngineConfig
+    from cuzk.engine.settings import ENGINE_SETTINGS, EngineConfig
 
     fields = {f.name: f for f in dataclasses.fields(EngineConfig)}
     plain = EngineConfig()
@@ -312,7 +312,7 @@ def test_engine_config_takes_defaults_and_rules_from_the_table():
 
 
 def test_serve_hands_the_engine_every_engine_setting(tmp_path):
-    from cuzk.engine.config import ENGINE_SETTINGS
+    from cuzk.engine.settings import ENGINE_SETTINGS
     from cuzk.serve.config import SETTINGS, Config
 
     assert all(any(t is s for t in SETTINGS) for s in ENGINE_SETTINGS)  # the same entries
@@ -343,7 +343,7 @@ def test_help_reads_the_same_in_both_commands():
     from click.testing import CliRunner
 
     from cuzk.cli import main
-    from cuzk.engine.config import NODE_SETTINGS
+    from cuzk.engine.settings import NODE_SETTINGS
 
     serve = " ".join(CliRunner().invoke(main, ["serve", "--help"]).output.split())
     join = " ".join(CliRunner().invoke(main, ["cluster", "join", "--help"]).output.split())
@@ -358,7 +358,7 @@ def test_help_reads_the_same_in_both_commands():
 
 
 def test_docs_list_every_setting():
-    from cuzk.engine.config import NODE_SETTINGS
+    from cuzk.engine.settings import NODE_SETTINGS
     from cuzk.serve.config import SETTINGS
 
     ops = (ROOT / "docs" / "operations.md").read_text()
@@ -372,9 +372,9 @@ def test_docs_list_every_setting():
 
 def test_plan_join_takes_exactly_the_node_settings(monkeypatch):
     from cuzk.cluster.join import plan_join
-    from cuzk.engine import config
+    from cuzk.engine import settings
 
-    monkeypatch.setattr(config, "cuda_device_count", lambda: 0)
+    monkeypatch.setattr(settings, "cuda_device_count", lambda: 0)
     with pytest.raises(TypeError, match="not a node setting: instance"):
         plan_join("h:1", ray="ray", instance="x")
     plan = plan_join("h:1", ray="ray", workers_per_device=3, memory_budget="8GiB")

@@ -53,10 +53,10 @@ import uuid
 from dataclasses import dataclass, field
 
 from cuzk.cluster.node import node_actor
-from cuzk.engine.config import EngineConfig
 from cuzk.engine.jobs import EngineError, JobAPI, JobLedger
 from cuzk.engine.records import JobRecord, PartitionRecord
 from cuzk.engine.scheduler import SYNTH_QUEUE, WorkKey
+from cuzk.engine.settings import EngineConfig
 
 log = logging.getLogger("cuzk.cluster")
 
@@ -203,7 +203,7 @@ class ClusterEngine(JobAPI):
                 "--ray needs Ray, which is not installed: pip install 'cuzk[cluster]'"
             ) from None
 
-        from cuzk.cluster.settings import NAMESPACE
+        from cuzk.cluster.labels import NAMESPACE
 
         self._ray = ray
         # ray.init installs its own SIGTERM/SIGINT handlers in the main thread (they kill the
@@ -495,7 +495,7 @@ class ClusterEngine(JobAPI):
     # ---------------------------------------------------------------- nodes
     def _poll(self, now: float) -> None:
         """Find the cuzk machines, attach new ones, ask attached ones for their status."""
-        from cuzk.cluster.settings import NODE_RESOURCE
+        from cuzk.cluster.labels import NODE_RESOURCE
 
         try:
             listed = self._ray.nodes()
@@ -836,7 +836,7 @@ class ClusterEngine(JobAPI):
     def snapshot(self) -> dict:
         """GET /status: the local engine's shape, over every node, plus `nodes` and a `node`
         field on every worker, finalizer, synthesis worker and partition."""
-        from cuzk.cluster.status import farm_snapshot
+        from cuzk.cluster.farm_status import farm_snapshot
 
         if self.stopped.is_set():
             raise RuntimeError("the gateway has stopped")

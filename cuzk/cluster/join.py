@@ -4,7 +4,7 @@ It composes, prints and runs one `ray start` command line: the node joins the cl
 head is HEAD, carries the resource `cuzk_node` (the gateway runs one node-engine actor on each
 node that has it), advertises the GPUs its devices setting names, gets an object store of an
 explicit size, and records the engine settings given here as node labels
-(cuzk.cluster.settings). Ray is imported nowhere here: only its `ray` executable is run.
+(cuzk.cluster.labels). Ray is imported nowhere here: only its `ray` executable is run.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 
 import click
 
-from cuzk.cluster.settings import NODE_RESOURCE, to_labels
-from cuzk.engine import config as engine_config
-from cuzk.engine.config import NODE_SETTINGS, format_size
+from cuzk.cluster.labels import NODE_RESOURCE, to_labels
+from cuzk.engine import settings as engine_settings
+from cuzk.engine.settings import NODE_SETTINGS, format_size
 
 CTX = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 EXIT_USAGE, EXIT_NO_RAY = 2, 1
@@ -93,10 +93,10 @@ def count_gpus(devices: str) -> int:
     exist here), cpu:N -> 0, auto -> every CUDA device here (0 when there is none)."""
     spec = str(devices).strip().lower()
     if re.fullmatch(r"cpu(:[0-9]+)?", spec):
-        engine_config.parse_devices(spec, n_gpus=0)  # cpu:0 is refused there
+        engine_settings.parse_devices(spec, n_gpus=0)  # cpu:0 is refused there
         return 0
-    n = engine_config.cuda_device_count()
-    names = engine_config.parse_devices(spec, n_gpus=n)
+    n = engine_settings.cuda_device_count()
+    names = engine_settings.parse_devices(spec, n_gpus=n)
     return sum(name.startswith("cuda:") for name in names)
 
 
@@ -152,7 +152,7 @@ def plan_join(
 ) -> JoinPlan:
     """The `ray start` that joins this machine to HEAD's cluster; raises JoinError with the
     one-line reason when an input is bad. `node`: this machine's node settings (the `node`
-    entries of cuzk.engine.config's table: devices, synth_workers, ...), None = not given."""
+    entries of cuzk.engine.settings's table: devices, synth_workers, ...), None = not given."""
     unknown = sorted(set(node) - {s.name for s in NODE_SETTINGS})
     if unknown:
         raise TypeError(f"plan_join: not a node setting: {', '.join(unknown)}")
@@ -166,11 +166,11 @@ def plan_join(
     memory_budget = node.get("memory_budget")
     if memory_budget is None:
         memory_budget = "auto"
-    budget = _size("--memory-budget", engine_config.memory_budget_bytes, memory_budget)
+    budget = _size("--memory-budget", engine_settings.memory_budget_bytes, memory_budget)
     if object_store_memory is None:
         store = default_object_store(budget)
     else:
-        store = _size("--object-store-memory", engine_config.positive_size, object_store_memory)
+        store = _size("--object-store-memory", engine_settings.positive_size, object_store_memory)
         if store < OBJECT_STORE_MIN:
             raise JoinError(
                 f"--object-store-memory {object_store_memory}: Ray needs at least "
@@ -223,7 +223,7 @@ def _size(option: str, parse, value) -> int:
 
 
 # ---------------------------------------------------------------------------- commands
-# What join says about a node setting beyond the table's help (cuzk.engine.config).
+# What join says about a node setting beyond the table's help (cuzk.engine.settings).
 JOIN_NOTES = {
     "devices": "Also decides --num-gpus: the GPUs it names, none for cpu:N, every GPU found "
     "here for auto or when left out.",

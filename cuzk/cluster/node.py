@@ -61,7 +61,7 @@ class NodeEngine:
     def __init__(self, settings: dict, epoch: str):
         import ray
 
-        from cuzk.cluster.settings import from_labels
+        from cuzk.cluster.labels import from_labels
 
         ctx = ray.get_runtime_context()
         self.node_id = ctx.get_node_id()
@@ -79,7 +79,7 @@ class NodeEngine:
     def _start_engine(self, settings: dict) -> None:
         """(Re)start the local engine with the gateway's settings, this machine's own on top."""
         from cuzk.engine import Engine
-        from cuzk.engine.config import EngineConfig
+        from cuzk.engine.settings import EngineConfig
 
         self.gateway_settings = dict(settings)
         self.settings = {**settings, **self.own}
@@ -258,7 +258,7 @@ def actor_options(node_id: str) -> dict:
     """Ray options that pin the node engine to its machine (see the module docstring)."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    from cuzk.cluster.settings import ACTOR_PREFIX, NAMESPACE, NODE_RESOURCE
+    from cuzk.cluster.labels import ACTOR_PREFIX, NAMESPACE, NODE_RESOURCE
 
     return {
         "name": f"{ACTOR_PREFIX}{node_id}",

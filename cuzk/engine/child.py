@@ -21,8 +21,8 @@ import signal
 import sys
 import threading
 
+from cuzk.engine.board_writes import ChildStatus
 from cuzk.engine.messages import Ping, Pong, Ready, Stop, Warming, pack, unpack
-from cuzk.engine.status import ChildStatus
 
 PR_SET_PDEATHSIG = 1
 

@@ -25,10 +25,10 @@ import time
 from cuzk.engine import buffers
 from cuzk.engine.books import Books
 from cuzk.engine.buffers import BUFFERS_USE
-from cuzk.engine.config import format_size
 from cuzk.engine.messages import Cancel, EvictKey, Failure, Prove, Synth
 from cuzk.engine.records import ChildRecord, JobRecord, KeyRecord, WorkRecord
 from cuzk.engine.scheduler import DEVICE_QUEUE, SYNTH_QUEUE, SYNTHESIZING, WorkKey
+from cuzk.engine.settings import format_size
 
 log = logging.getLogger("cuzk.engine")
 

@@ -43,9 +43,9 @@ import weakref
 from cuzk.engine import buffers
 from cuzk.engine.books import Books
 from cuzk.engine.budget import BudgetError
-from cuzk.engine.config import EngineConfig, format_size
 from cuzk.engine.jobs import EngineError, JobAPI
 from cuzk.engine.records import JobRecord, KeyRecord
+from cuzk.engine.settings import EngineConfig, format_size
 from cuzk.engine.supervisor import Supervisor
 
 log = logging.getLogger("cuzk.engine")

@@ -26,9 +26,9 @@ import multiprocess
 from multiprocess.connection import wait
 
 from cuzk.engine import buffers
+from cuzk.engine.board_writes import SupervisorStatus
 from cuzk.engine.books import Books
 from cuzk.engine.buffers import BUFFERS_USE
-from cuzk.engine.config import format_size
 from cuzk.engine.dispatch import Dispatcher
 from cuzk.engine.messages import (
     Done,
@@ -49,7 +49,7 @@ from cuzk.engine.messages import (
 )
 from cuzk.engine.records import ChildRecord
 from cuzk.engine.scheduler import PROVING, SYNTHESIZING, WorkKey
-from cuzk.engine.status import SupervisorStatus
+from cuzk.engine.settings import format_size
 
 log = logging.getLogger("cuzk.engine")
 

@@ -17,7 +17,7 @@ import sys
 import click
 
 from cuzk.board.layout import PRIORITIES
-from cuzk.engine.config import parse_bool
+from cuzk.engine.settings import parse_bool
 from cuzk.serve.config import EX_CONFIG, SETTINGS
 
 EXIT_FAILED, EXIT_REFUSED, EXIT_UNREACHABLE = 1, 2, 3

@@ -5,7 +5,7 @@ validates it, raising ConfigError with one clear sentence naming the setting and
 value came from. Every setting is declared once in SETTINGS (name, default, parser, help);
 the click options, the environment variables (CUZK_<NAME>), the TOML keys (<name>) and
 `cuzk config show` are all derived from that table. The engine's settings in it are
-cuzk.engine.config.ENGINE_SETTINGS, the same entries `cuzk cluster join` and EngineConfig use.
+cuzk.engine.settings.ENGINE_SETTINGS, the same entries `cuzk cluster join` and EngineConfig use.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import stat
 import tomllib
 from collections.abc import Mapping
 
-from cuzk.engine.config import (
+from cuzk.engine.settings import (
     ENGINE_SETTING,
     ENGINE_SETTINGS,
     ENV_PREFIX,
@@ -168,7 +168,7 @@ def _log_level(v) -> str:
 # ---------------------------------------------------------------------------- the table
 _NODE_FLAGS = ", ".join(s.flag for s in NODE_SETTINGS[:-1]) + " and " + NODE_SETTINGS[-1].flag
 
-# The engine's settings (cuzk.engine.config.ENGINE_SETTINGS) among the daemon's own, in the
+# The engine's settings (cuzk.engine.settings.ENGINE_SETTINGS) among the daemon's own, in the
 # order `--help` and `cuzk config show` list them.
 SETTINGS: tuple[Setting, ...] = (
     Setting(

@@ -3,7 +3,7 @@
 `cuzk cluster join` records the settings given on a machine as Ray node labels; the gateway
 reads them back with `from_labels` and lets them override its own settings for that machine.
 The settings, their label keys and their rules are the `node` entries of the engine's table
-(cuzk.engine.config.NODE_SETTINGS); this module only encodes the values.
+(cuzk.engine.settings.NODE_SETTINGS); this module only encodes the values.
 Label keys and values follow Ray's (Kubernetes') label syntax: at most 63 characters of
 [A-Za-z0-9._-], beginning and ending with a letter or digit — so no ':' nor ','.
 
@@ -25,8 +25,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from cuzk.engine.config import LABEL_PREFIX as LABEL_PREFIX  # the table's; kept importable here
-from cuzk.engine.config import NODE_SETTINGS, parse_devices, positive_size
+from cuzk.engine.settings import LABEL_PREFIX as LABEL_PREFIX  # the table's; kept importable here
+from cuzk.engine.settings import NODE_SETTINGS, parse_devices, positive_size
 
 NODE_RESOURCE = "cuzk_node"  # the custom resource every cuzk prover node carries (quantity 1)
 ACTOR_PREFIX = "cuzk-node-"  # node engine actor names: ACTOR_PREFIX + Ray node id (hex)

@@ -3,7 +3,7 @@
 ENGINE_SETTINGS declares each engine setting once (name, default, parser, help). `cuzk serve`
 takes its options, CUZK_* variables and TOML keys for them from it (cuzk.serve.config adds the
 daemon's own); those marked `node` are also the options of `cuzk cluster join` and the Ray node
-labels (cuzk.cluster.settings); EngineConfig takes its defaults from it and `validated()` runs
+labels (cuzk.cluster.labels); EngineConfig takes its defaults from it and `validated()` runs
 its parsers. `parse_size("8GiB")`, `parse_devices("cpu:2")` and `parse_memory_budget("auto")`
 are the only places that interpret those strings.
 """
