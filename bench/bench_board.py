@@ -70,13 +70,13 @@ def _board(n_slots: int, jobs: int = 16, parts: int = 10) -> Board:
     for i in range(syn):
         b.synth.register(i, ordinal=i)
     for j in range(jobs):
-        b.job_add(f"job-{j}", "porep-c2", "normal", parts)
-        b.job_set_state(f"job-{j}", "running")
+        b.control.job_add(f"job-{j}", "porep-c2", "normal", parts)
+        b.control.job_set_state(f"job-{j}", "running")
     # half the device workers busy on distinct partitions, as under load
     for i in range(0, min(dev, jobs * parts), 2):
         b.claim_device(i, f"job-{(i // parts) % jobs}", i % parts)
-    b.set_memory(64 << 30, 40 << 30, {"abc": 30 << 30, "srs": 10 << 30})
-    b.set_keys(
+    b.control.set_memory(64 << 30, 40 << 30, {"abc": 30 << 30, "srs": 10 << 30})
+    b.control.set_keys(
         [
             {
                 "key_id": "porep-32g",
@@ -123,10 +123,10 @@ def bench_writes(profile: str) -> list[dict]:
             ("stale end (counted under the flock)", lambda: d.end(stale), 1),
             (
                 "partition_set (flock)",
-                lambda: b.partition_set("job-0", 5, "synth_done", synth_ms=1.0),
+                lambda: b.control.partition_set("job-0", 5, "synth_done", synth_ms=1.0),
                 1,
             ),
-            ("count_completed (flock)", lambda: b.count_completed("porep-c2"), 1),
+            ("count(completed) (flock)", lambda: b.control.count(completed="porep-c2"), 1),
         ]
         for name, fn, writes in cases:
             n = number if "flock" not in name else max(number // 5, 100)

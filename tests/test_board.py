@@ -134,10 +134,10 @@ def test_seed_interleaving(board):
     """start A -> A handed to a finalizer -> start B -> A's finalizer ends -> worker shows B."""
     board.devices.register(0, ordinal=0, device="cuda:0")
     board.finalizers.register(0, ordinal=0)
-    board.job_add("sector-1", "porep-c2", "normal", 2)
-    board.job_set_state("sector-1", "running")
+    board.control.job_add("sector-1", "porep-c2", "normal", 2)
+    board.control.job_set_state("sector-1", "running")
     for p in (0, 1):
-        board.partition_set("sector-1", p, "synth_done", synth_ms=10.0)
+        board.control.partition_set("sector-1", p, "synth_done", synth_ms=10.0)
 
     # 1. the worker starts partition A (0)
     tok_a = board.claim_device(0, "sector-1", 0)
@@ -197,7 +197,7 @@ def test_the_seed_bug_is_what_a_generation_free_board_would_show(board):
     reads idle while its partition is in gpu -- the invariant check must catch exactly that."""
     board.devices.register(0)
     board.finalizers.register(0)
-    board.job_add("j", "porep-c2", "normal", 2)
+    board.control.job_add("j", "porep-c2", "normal", 2)
     tok_a = board.claim_device(0, "j", 0)
     tok_f = board.handoff(tok_a, 0)
     board.claim_device(0, "j", 1)
@@ -223,7 +223,7 @@ def test_the_seed_bug_is_what_a_generation_free_board_would_show(board):
 def test_stale_ends_change_nothing_and_are_counted(board):
     t = board.devices
     t.register(1)
-    board.job_add("j", "snap-update", "high", 4)
+    board.control.job_add("j", "snap-update", "high", 4)
     tok1 = t.claim(1, "j", 0)
     tok2 = t.claim(1, "j", 1)  # claimed again without an end: tok1 is stale now
     snap = raw_slot(board, "device", 1)
@@ -256,7 +256,7 @@ def test_generations_only_grow_across_register_claim_reclaim(board):
 
 def test_reclaim_marks_dead_and_kills_every_token(board):
     board.devices.register(2, pid=12345)
-    board.job_add("j", "porep-c2", "normal", 1)
+    board.control.job_add("j", "porep-c2", "normal", 1)
     tok = board.claim_device(2, "j", 0)
     time.sleep(0.01)
     board.devices.reclaim(2)
@@ -272,7 +272,7 @@ def test_reclaim_marks_dead_and_kills_every_token(board):
 
 def test_busy_seconds_and_heartbeat(board):
     board.devices.register(0)
-    board.job_add("j", "porep-c2", "normal", 2)
+    board.control.job_add("j", "porep-c2", "normal", 2)
     tok = board.claim_device(0, "j", 0)
     time.sleep(0.05)
     board.end(tok)
@@ -298,21 +298,21 @@ def test_slot_and_id_bounds(board):
     with pytest.raises(ValueError, match="longer than"):
         board.devices.claim(0, "x" * 49, 0)
     with pytest.raises(ValueError, match="longer than"):
-        board.job_add("y" * 49, "porep-c2", "normal", 1)
+        board.control.job_add("y" * 49, "porep-c2", "normal", 1)
 
 
 # --- jobs and partitions ------------------------------------------------------------------------
 
 
 def test_partition_transient_states_come_only_from_slots(board):
-    board.job_add("j", "porep-c2", "normal", 3)
+    board.control.job_add("j", "porep-c2", "normal", 3)
     for state in ("gpu", "finalizing", "synthesizing"):
         with pytest.raises(ValueError, match="derived from the slot"):
-            board.partition_set("j", 0, state)
+            board.control.partition_set("j", 0, state)
     with pytest.raises(ValueError, match="unknown partition state"):
-        board.partition_set("j", 0, "proving")
-    assert board.partition_set("j", 5, "done") is False  # no such partition
-    assert board.partition_set("nope", 0, "done") is False  # no such job
+        board.control.partition_set("j", 0, "proving")
+    assert board.control.partition_set("j", 5, "done") is False  # no such partition
+    assert board.control.partition_set("nope", 0, "done") is False  # no such job
     board.synth.register(0)
     tok = board.synth.claim(0, "j", 2)
     assert board.snapshot().partition_state("j", 2) == "synthesizing"
@@ -325,7 +325,7 @@ def test_partition_transient_states_come_only_from_slots(board):
 
 def test_job_states_and_times(board):
     t0 = time.time()
-    board.job_add("j", "winning-post", "critical", 1, submitted_at=t0 - 3)
+    board.control.job_add("j", "winning-post", "critical", 1, submitted_at=t0 - 3)
     s = board.snapshot()
     j = s.job("j")
     assert (j.state, j.priority, j.kind, j.submitted_at) == (
@@ -335,36 +335,36 @@ def test_job_states_and_times(board):
         t0 - 3,
     )
     assert j.started_at is None
-    board.job_set_state("j", "running")
-    board.job_set_state("j", "failed")
+    board.control.job_set_state("j", "running")
+    board.control.job_set_state("j", "failed")
     j = board.snapshot().job("j")
     assert j.state == "failed" and j.started_at >= t0 and j.finished_at >= j.started_at
     with pytest.raises(ValueError):
-        board.job_set_state("j", "free")
+        board.control.job_set_state("j", "free")
     with pytest.raises(ValueError):
-        board.job_add("j", "winning-post", "critical", 1)  # already there
+        board.control.job_add("j", "winning-post", "critical", 1)  # already there
     with pytest.raises(ValueError):
-        board.job_add("k", "winning-post", "urgent", 1)
+        board.control.job_add("k", "winning-post", "urgent", 1)
     with pytest.raises(ValueError):
-        board.job_add("k", "porep-c2", "normal", 9)  # the board holds 8 per job
-    assert board.job_set_state("absent", "done") is False
+        board.control.job_add("k", "porep-c2", "normal", 9)  # the board holds 8 per job
+    assert board.control.job_set_state("absent", "done") is False
 
 
 def test_full_table_evicts_the_oldest_finished_job_not_in_use(board):
     board.devices.register(0)
     for i in range(4):
-        assert board.job_add(f"j{i}", "porep-c2", "normal", 2, submitted_at=100.0 + i)
-    assert board.job_add("j4", "porep-c2", "normal", 2) is False  # nothing finished
+        assert board.control.job_add(f"j{i}", "porep-c2", "normal", 2, submitted_at=100.0 + i)
+    assert board.control.job_add("j4", "porep-c2", "normal", 2) is False  # nothing finished
     assert counters(board)["jobs_not_shown"] == 1
-    board.job_set_state("j2", "done")
-    board.job_set_state("j1", "done")
-    board.job_set_state("j3", "cancelled")
+    board.control.job_set_state("j2", "done")
+    board.control.job_set_state("j1", "done")
+    board.control.job_set_state("j3", "cancelled")
     tok = board.claim_device(0, "j2", 1)  # a late worker still names finished j2
-    assert board.job_add("j5", "porep-c2", "normal", 2) is True
+    assert board.control.job_add("j5", "porep-c2", "normal", 2) is True
     names = {j.job_id for j in board.snapshot().jobs}
     assert names == {"j0", "j2", "j3", "j5"}  # j2 finished first but is named: j1 went
     board.end(tok)
-    assert board.job_add("j6", "porep-c2", "normal", 2) is True
+    assert board.control.job_add("j6", "porep-c2", "normal", 2) is True
     names = {j.job_id for j in board.snapshot().jobs}
     assert names == {"j0", "j3", "j5", "j6"}  # j2 (finished before j3) went
     # the reused row starts fresh: no partition state leaks from the evicted job
@@ -398,12 +398,12 @@ def test_to_dict_has_the_team_json_shape(board):
     board.finalizers.register(0, ordinal=1)
     board.synth.register(0, ordinal=0)
     board.synth.register(1, ordinal=1)
-    board.job_add("j", "porep-c2", "normal", 2)
-    board.job_set_state("j", "running")
+    board.control.job_add("j", "porep-c2", "normal", 2)
+    board.control.job_set_state("j", "running")
     board.claim_device(0, "j", 1)
     board.synth.claim(1, "j", 0)
-    board.set_memory(1000, 600, {"abc": 400, "srs": 150, "pce": 40, "misc": 10})
-    board.set_keys(
+    board.control.set_memory(1000, 600, {"abc": 400, "srs": 150, "pce": 40, "misc": 10})
+    board.control.set_keys(
         [
             {
                 "key_id": "porep-32g",
@@ -414,11 +414,11 @@ def test_to_dict_has_the_team_json_shape(board):
             }
         ]
     )
-    board.count_completed("porep-c2", 3)
-    board.count_failed("winning-post")
-    board.count_retry()
-    board.count_restart()
-    board.set_queue_depth(7)
+    board.control.count(completed="porep-c2", n=3)
+    board.control.count(failed="winning-post")
+    board.control.count(retries=1)
+    board.control.count(restarts=1)
+    board.control.count(queue_depth=7)
     d = json.loads(board.snapshot().to_json())
     assert set(d) >= TEAM_KEYS
     assert d["board"] == board.name and d["layout_version"] == LAYOUT_VERSION
@@ -516,19 +516,21 @@ def test_to_dict_has_the_team_json_shape(board):
 
 def test_counters_overflow_kinds_into_other_and_keys_keep_most_recent(board):
     for kind in ("a", "b", "a", "c", "d", "a", "c"):
-        board.count_completed(kind)
-    board.count_failed("b")
+        board.control.count(completed=kind)
+    board.control.count(failed="b")
     c = counters(board)
     assert c["completed_by_kind"] == {"a": 3, "b": 1, "other": 3}
     assert c["failed_by_kind"] == {"b": 1}
     assert (c["total_completed"], c["total_failed"]) == (7, 1)
     now = time.time()
-    board.set_keys([{"key_id": f"k{i}", "bytes": i, "last_used": now - i} for i in range(5)])
+    board.control.set_keys(
+        [{"key_id": f"k{i}", "bytes": i, "last_used": now - i} for i in range(5)]
+    )
     assert [k["key_id"] for k in board.snapshot().keys] == ["k0", "k1", "k2"]
 
 
 def test_floats_absent_are_null_in_json(board):
-    board.job_add("j", "porep-c2", "normal", 1)
+    board.control.job_add("j", "porep-c2", "normal", 1)
     d = board.snapshot().to_dict()
     q = d["pipelines"][0]["partitions"][0]
     assert q["synth_ms"] is None and q["gpu_ms"] is None
@@ -537,7 +539,7 @@ def test_floats_absent_are_null_in_json(board):
 
 def test_snapshot_is_immutable_and_a_cut(board):
     board.devices.register(0)
-    board.job_add("j", "porep-c2", "normal", 1)
+    board.control.job_add("j", "porep-c2", "normal", 1)
     s = board.snapshot()
     board.claim_device(0, "j", 0)
     assert s.devices[0].state == "idle"  # taken before the claim: unaffected by it

@@ -161,8 +161,8 @@ class BoardMachine(RuleBasedStateMachine):
 
     @initialize()
     def setup(self):
-        self.board.job_add(JOB, "porep-c2", "normal", N_PARTS)
-        self.board.job_set_state(JOB, "running")
+        self.board.control.job_add(JOB, "porep-c2", "normal", N_PARTS)
+        self.board.control.job_set_state(JOB, "running")
         for i, actor in enumerate(self.actors):
             for kind, table in (
                 ("synth", "synth"),
@@ -278,8 +278,8 @@ class BoardMachine(RuleBasedStateMachine):
     def retry(self, data):
         """The supervisor re-queues a finished partition (a retry), so the machine goes on."""
         p = data.draw(st.sampled_from(self.parts("failed") + self.parts("done")))
-        self.board.partition_set(JOB, p, "pending", attempts=2)
-        self.board.count_retry()
+        self.board.control.partition_set(JOB, p, "pending", attempts=2)
+        self.board.control.count(retries=1)
         self.retries += 1
         self.stored[p] = "pending"
         FIRED.append("retry")

@@ -215,7 +215,7 @@ def test_kill_inside_a_slot_write(board_factory):
     b = board_factory(
         device_slots=2, finalizer_slots=1, synth_slots=1, job_rows=2, max_partitions=2
     )
-    b.job_add("victim", "porep-c2", "normal", 1)
+    b.control.job_add("victim", "porep-c2", "normal", 1)
     parent, child = CTX.Pipe()
     p = CTX.Process(target=drill.hang_in_slot_write, args=(b.name, "device", 1, child))
     p.start()
@@ -247,8 +247,8 @@ def test_kill_inside_a_control_write_holding_the_lock(board_factory):
     b = board_factory(
         device_slots=1, finalizer_slots=1, synth_slots=1, job_rows=2, max_partitions=3
     )
-    b.job_add("j", "porep-c2", "normal", 3)
-    b.partition_set("j", 1, "synth_done", synth_ms=4.0)
+    b.control.job_add("j", "porep-c2", "normal", 3)
+    b.control.partition_set("j", 1, "synth_done", synth_ms=4.0)
     parent, child = CTX.Pipe()
     p = CTX.Process(target=drill.hang_in_control_write, args=(b.name, "j", 1, child))
     p.start()
@@ -256,7 +256,9 @@ def test_kill_inside_a_control_write_holding_the_lock(board_factory):
         assert parent.recv() == "inside"
         # while the writer lives and holds the lock, another control write waits...
         done = threading.Event()
-        th = threading.Thread(target=lambda: (b.set_queue_depth(3), done.set()), daemon=True)
+        th = threading.Thread(
+            target=lambda: (b.control.count(queue_depth=3), done.set()), daemon=True
+        )
         th.start()
         assert not done.wait(0.3)
         # ...readers do not: they report the record as being written
@@ -272,7 +274,10 @@ def test_kill_inside_a_control_write_holding_the_lock(board_factory):
         assert s.counters["torn_records_repaired"] == 1
         # the half-written partition was reset to empty (its crc no longer matched)
         assert s.partition_state("j", 1) == "pending"
-        assert b.partition_set("j", 1, "done") and b.snapshot().partition_state("j", 1) == "done"
+        assert (
+            b.control.partition_set("j", 1, "done")
+            and b.snapshot().partition_state("j", 1) == "done"
+        )
     finally:
         _kill(p)
 
@@ -281,7 +286,7 @@ def test_kill_a_hammering_writer_at_random_moments(board_factory):
     b = board_factory(
         device_slots=2, finalizer_slots=1, synth_slots=1, job_rows=2, max_partitions=8
     )
-    b.job_add("h", "porep-c2", "normal", 8)
+    b.control.job_add("h", "porep-c2", "normal", 8)
     rng = random.Random(11)
     restarts = 0
     for _ in range(4):
@@ -302,7 +307,9 @@ def test_kill_a_hammering_writer_at_random_moments(board_factory):
         restarts += 1
         if before is not None:
             assert new.generation == before[1] + 1
-        b.set_queue_depth(0)  # any control write repairs a record the kill left half-written
+        b.control.count(
+            queue_depth=0
+        )  # any control write repairs a record the kill left half-written
         s = b.snapshot(verify="all")
         assert s.consistent and s.torn == () and s.invariant_violations() == []
         assert s.devices[0].state == "dead" and s.devices[0].restarts == restarts

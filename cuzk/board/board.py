@@ -250,71 +250,9 @@ class Board:
         """End any claim; see SlotTable.end."""
         return self._tables[token.kind].end(token, **partition_update)
 
-    # --- control records: see ControlRecords ----------------------------------------------------
-    def job_add(
-        self,
-        job_id: str,
-        kind: str,
-        priority: str,
-        n_partitions: int,
-        submitted_at: float | None = None,
-    ) -> bool:
-        """Put a job on the board; see ControlRecords.job_add."""
-        return self.control.job_add(job_id, kind, priority, n_partitions, submitted_at)
-
-    def job_set_state(self, job_id: str, state: str) -> bool:
-        """queued | running | done | failed | cancelled; see ControlRecords.job_set_state."""
-        return self.control.job_set_state(job_id, state)
-
-    def partition_set(
-        self,
-        job_id: str,
-        index: int,
-        state: str | None = None,
-        *,
-        synth_ms: float | None = None,
-        gpu_ms: float | None = None,
-        finalize_ms: float | None = None,
-        attempts: int | None = None,
-    ) -> bool:
-        """A partition's stored state and timings; see ControlRecords.partition_set."""
-        return self.control.partition_set(
-            job_id,
-            index,
-            state,
-            synth_ms=synth_ms,
-            gpu_ms=gpu_ms,
-            finalize_ms=finalize_ms,
-            attempts=attempts,
-        )
-
-    def count_completed(self, kind: str, n: int = 1) -> None:
-        self.control.count(completed=kind, n=n)
-
-    def count_failed(self, kind: str, n: int = 1) -> None:
-        self.control.count(failed=kind, n=n)
-
-    def count_recovered(self, n: int = 1) -> None:
-        """Count jobs re-queued from the job journal after a restart."""
-        self.control.count(recovered=n)
-
-    def count_retry(self, n: int = 1) -> None:
-        self.control.count(retries=n)
-
-    def count_restart(self, n: int = 1) -> None:
-        """Count a restarted child process (reclaim() counts per slot, not here)."""
-        self.control.count(restarts=n)
-
-    def set_queue_depth(self, n: int) -> None:
-        self.control.count(queue_depth=int(n))
-
-    def set_memory(self, total: int, reserved: int, by_use: dict[str, int] | None = None) -> None:
-        """The memory budget; see ControlRecords.set_memory."""
-        self.control.set_memory(total, reserved, by_use)
-
-    def set_keys(self, keys: list[dict]) -> None:
-        """Proving keys resident; see ControlRecords.set_keys."""
-        self.control.set_keys(keys)
+    # --- control records: written through board.control (ControlRecords: jobs, partitions,
+    # memory, counters, keys), under the control lock; the engine's writes are in one place,
+    # cuzk.engine.board_writes.
 
     # --- reading ---------------------------------------------------------------------------------
     def snapshot(self, *, tries: int = 64, verify: bool = True) -> Snapshot:

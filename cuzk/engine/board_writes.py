@@ -138,7 +138,7 @@ class SupervisorStatus:
     # -- jobs ------------------------------------------------------------------------------------
     def job_add(self, job) -> None:
         try:
-            self.board.job_add(
+            self.board.control.job_add(
                 job.job_id,
                 job.kind,
                 job.priority,
@@ -149,22 +149,22 @@ class SupervisorStatus:
             pass  # more partitions than a board record holds: proved, just not shown
 
     def job_state(self, job) -> None:
-        self.board.job_set_state(job.job_id, job.state)
+        self.board.control.job_set_state(job.job_id, job.state)
 
     def job_end(self, job) -> None:
         for i, p in enumerate(job.partitions):
             if p.state == "failed":
-                self.board.partition_set(job.job_id, i, "failed", attempts=p.attempts)
-        self.board.job_set_state(job.job_id, job.state)
+                self.board.control.partition_set(job.job_id, i, "failed", attempts=p.attempts)
+        self.board.control.job_set_state(job.job_id, job.state)
         if job.state == "done":
-            self.board.count_completed(job.kind)
+            self.board.control.count(completed=job.kind)
         elif job.state == "failed":
-            self.board.count_failed(job.kind)
+            self.board.control.count(failed=job.kind)
 
     def partition(self, job, index: int) -> None:
         p = job.partitions[index]
         stored = p.state if p.state in ("pending", "synth_done", "done", "failed") else None
-        self.board.partition_set(
+        self.board.control.partition_set(
             job.job_id,
             index,
             stored,
@@ -179,10 +179,10 @@ class SupervisorStatus:
         m = (budget.total, budget.reserved, tuple(sorted(budget.by_use().items())))
         if m != self._last_memory:
             self._last_memory = m
-            self.board.set_memory(m[0], m[1], dict(m[2]))
+            self.board.control.set_memory(m[0], m[1], dict(m[2]))
 
     def set_keys(self, keys, devices) -> None:
-        self.board.set_keys(
+        self.board.control.set_keys(
             [
                 {
                     "key_id": k.key_id,
@@ -196,16 +196,16 @@ class SupervisorStatus:
         )
 
     def set_queue_depth(self, n: int) -> None:
-        self.board.set_queue_depth(n)
+        self.board.control.count(queue_depth=int(n))
 
     def count_retry(self) -> None:
-        self.board.count_retry()
+        self.board.control.count(retries=1)
 
     def count_recovered(self) -> None:
-        self.board.count_recovered()
+        self.board.control.count(recovered=1)
 
     def count_restart(self) -> None:
-        self.board.count_restart()
+        self.board.control.count(restarts=1)
 
     def reclaim_process(self, ch) -> None:
         """A child died: every slot it owned gets a new generation and state dead."""

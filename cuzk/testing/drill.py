@@ -29,9 +29,9 @@ def _partitions(board, lock, state, prefix: str, n_parts: int):
         if not state["todo"]:
             job = f"{prefix}-j{state['jobs']}"
             state["jobs"] += 1
-            if not board.job_add(job, "porep-c2", "normal", n_parts):
+            if not board.control.job_add(job, "porep-c2", "normal", n_parts):
                 state["dropped"] += 1
-            board.job_set_state(job, "running")
+            board.control.job_set_state(job, "running")
             state["left"][job] = n_parts
             state["todo"].extend((job, p) for p in range(n_parts))
         return state["todo"].popleft()
@@ -94,8 +94,8 @@ def writer_main(
                 if finished:
                     del state["left"][job]
             if finished:
-                board.job_set_state(job, "done")
-                board.count_completed("porep-c2")
+                board.control.job_set_state(job, "done")
+                board.control.count(completed="porep-c2")
                 mine["jobs_done"] += 1
             if pause_every and mine["partitions"] % pause_every == 0:
                 time.sleep(rng.uniform(0.0005, 0.003))
@@ -211,7 +211,7 @@ def hammer_main(name: str, slot: int, job_id: str, n_parts: int, conn) -> None:
         p = i % n_parts
         tok = board.claim_device(slot, job_id, p)
         board.devices.heartbeat(slot)
-        board.partition_set(job_id, p, "synth_done", synth_ms=float(i), attempts=i % 7)
+        board.control.partition_set(job_id, p, "synth_done", synth_ms=float(i), attempts=i % 7)
         i += 1
         if i % 256 == 0:
             try:

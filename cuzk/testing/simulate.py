@@ -272,7 +272,7 @@ class Simulation:
         jobs: dict[str, dict] = {}
         serial = 0
         kinds = [k for k, (n, _) in KINDS.items() if n <= p.max_partitions]
-        board.set_keys(
+        board.control.set_keys(
             [
                 {
                     "key_id": f"{k}.zkey",
@@ -291,9 +291,9 @@ class Simulation:
                 n, prio = KINDS[kind]
                 job_id = f"sim-{serial:05d}-{kind}"
                 serial += 1
-                if not board.job_add(job_id, kind, prio, n):
+                if not board.control.job_add(job_id, kind, prio, n):
                     break
-                board.job_set_state(job_id, "running")
+                board.control.job_set_state(job_id, "running")
                 jobs[job_id] = {"kind": kind, "n": n, "done": 0, "failed": 0, "finished": False}
                 for part in range(n):
                     self._synth_q.put((job_id, part, kind))
@@ -306,8 +306,8 @@ class Simulation:
                 j["done" if ok else "failed"] += 1
                 if j["done"] + j["failed"] == j["n"]:
                     j["finished"] = True
-                    board.job_set_state(job_id, "done" if not j["failed"] else "failed")
-                    (board.count_completed if not j["failed"] else board.count_failed)(kind)
+                    board.control.job_set_state(job_id, "done" if not j["failed"] else "failed")
+                    board.control.count(**{"failed" if j["failed"] else "completed": kind})
             if time.monotonic() - last_meta > 0.25:
                 last_meta = time.monotonic()
                 in_flight = sum(
@@ -320,8 +320,8 @@ class Simulation:
                     in_flight, p.devices * (p.workers_per_device + p.finalizers_per_device)
                 )
                 by_use = {"abc": held * GIB // 2, "prove": on_device * GIB // 4}
-                board.set_memory(16 * GIB, sum(by_use.values()), by_use)
-                board.set_queue_depth(self._synth_q.qsize())
+                board.control.set_memory(16 * GIB, sum(by_use.values()), by_use)
+                board.control.count(queue_depth=int(self._synth_q.qsize()))
             for job_id in [k for k, j in jobs.items() if j["finished"]][:-16]:
                 del jobs[job_id]  # the board keeps finished rows until reused
 
