@@ -480,6 +480,22 @@ def test_window_bits_grows_with_n():
     assert msm_cpu.window_bits(1 << 16) >= 10
 
 
+def test_window_bits_splits_windows_over_threads():
+    """With threads, a width within _BALANCE_SLACK of the least work whose windows split
+    evenly is preferred: at 2^19, c = 16 (16 windows) over c = 15 (17) on two threads."""
+    from cuzk.kernels import msm_cpu
+    from cuzk.kernels.msm import windows_for
+
+    assert msm_cpu.window_bits(1 << 19) == 15
+    assert windows_for(msm_cpu.window_bits(1 << 19, 254, 2), 254) % 2 == 0
+    for e in range(0, 25):
+        c1, work1 = msm_cpu._window_cost(1 << e)
+        c2, work2 = msm_cpu._window_cost(1 << e, 254, 2)
+        assert work2 <= work1 * (1 + msm_cpu._BALANCE_SLACK)
+    cs = [msm_cpu.window_bits(1 << e, 254, 2) for e in range(0, 25)]
+    assert cs == sorted(cs)
+
+
 # ---------------------------------------- resident keys -----------------------------------
 
 

@@ -319,6 +319,28 @@ def test_cpu_mid_size_spot_checks():
         assert got[i] == acc, f"output {i}"
 
 
+@pytest.mark.parametrize("block_log, group_log", [(1, 1), (1, 3), (2, 4), (3, 2)])
+def test_cpu_column_phase_at_small_sizes(monkeypatch, block_log, group_log):
+    """The CPU blocks are 2^BLOCK_LOG elements, so the naive-reference sizes above run the
+    block phase only: here smaller blocks and column groups put those sizes through the column
+    phase too (ntt both ways, and compute_h), against the naive references."""
+    monkeypatch.setattr(ntt_cpu, "BLOCK_LOG", block_log)
+    monkeypatch.setattr(ntt_cpu, "GROUP_LOG", group_log)
+    rng = random.Random(13)
+    for log_n in range(1, max_log("cpu") + 1):
+        n = 1 << log_n
+        values = rand_fr(rng, n)
+        x = to_mont(values)
+        ntt_cpu.ntt(x)
+        assert from_mont(x) == dft(values, W[log_n]), f"n=2^{log_n}"
+        ntt_cpu.ntt(x, inverse=True)
+        assert from_mont(x) == values, f"n=2^{log_n}"
+        a, b, c = (rand_fr(rng, n) for _ in range(3))
+        ea, eb, ec = (coset_evals(v, log_n) for v in (a, b, c))
+        h = ntt_cpu.compute_h(to_mont(a), to_mont(b), to_mont(c))
+        assert ints(h) == [(ea[i] * eb[i] - ec[i]) % R for i in range(n)], f"n=2^{log_n}"
+
+
 def test_cpu_compute_h_mid_size_matches_the_steps():
     """The fused pipeline (DIF, bit-reversed coset step, DIT, folded scalings) equals the
     separately tested steps run one after the other, at n = 2^12."""

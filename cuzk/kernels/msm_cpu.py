@@ -63,7 +63,10 @@ PIPPENGER = {
 # measured c (2 threads, lanes of 128: G1 c = 12 at 2^15 points ~ 24.6k, 12..15 flat at
 # ~98k; G2 best at 12..14).
 _COST_AFFINE_ADD = 9.0
-_COST_BUCKET = 25.0
+# Raised from 25 to 30 on 2026-12-03 (dense G1 MSMs of the H points, c forced, A/B in one
+# process, CPU time): 2^17 c = 13 396 ms against 417 at the old choice 15 (wall 199 / 222);
+# 2^15 c = 12 124 / 13 127 (flat); 2^19 c = 15 1556 / 16 1568 (flat).
+_COST_BUCKET = 30.0
 _COST_INVERSION = 400.0
 # The binary method (c = 1, buckets.double_and_add) in the same units: a Jacobian doubling
 # ~ 7M, a mixed addition ~ 11M, and it runs on one thread where the buckets use all. It needs
@@ -98,28 +101,46 @@ def digit_dtype(c: int, bits: int = 254):
     return np.int16 if c <= 16 and top <= 14 else np.int32
 
 
-def _window_cost(n: int, bits: int = 254) -> tuple[int, float]:
-    """(c, cost): the window width minimising the cost model for n scalars below 2^bits, 1
-    (the binary method) or 2..20 (buckets), and that cost."""
-    best_c = 1
-    best = bits * _COST_DOUBLING + n * (bits / 2) * _COST_MIXED_ADD  # half the bits are set
+# Windows run in parallel, each a similar amount of work, so K windows over T threads take
+# ceil(K / T) windows of wall time: at 2^19 the least-work c = 15 has K = 17 windows, one
+# thread doing 9 while the other does 8, where c = 16 (K = 16) costs as much CPU (measured:
+# 1556 against 1568 ms) and splits evenly. Among widths whose modelled work is within this
+# share of the least, the one with the least modelled wall time on T threads is taken; work
+# stays the first criterion (on a shared machine or in the daemon the other core has other
+# work).
+_BALANCE_SLACK = 0.02
+
+
+def _window_cost(n: int, bits: int = 254, threads: int = 1) -> tuple[int, float]:
+    """(c, cost): the window width for n scalars below 2^bits, 1 (the binary method) or 2..20
+    (buckets), minimising the cost model (work), and that cost; with threads > 1, among the
+    widths within _BALANCE_SLACK of the least work, the one whose windows split best over
+    the threads."""
+    costs = {1: bits * _COST_DOUBLING + n * (bits / 2) * _COST_MIXED_ADD}  # half the bits set
     for c in range(2, 21):
         H = 1 << (c - 1)
         per_bucket = max(n / H, 1.0)
         rounds = max(math.log2(per_bucket), 0.0) + 2.0
         adds = n - H * (1.0 - math.exp(-n / H))  # points minus non-empty buckets
-        cost = windows_for(c, bits) * (
+        costs[c] = windows_for(c, bits) * (
             adds * _COST_AFFINE_ADD + H * _COST_BUCKET + rounds * _COST_INVERSION
         )
-        if cost < best:
-            best_c, best = c, cost
-    return best_c, best
+    best_c = min(costs, key=lambda c: (costs[c], c))
+    if threads > 1 and best_c > 1:
+        limit = costs[best_c] * (1.0 + _BALANCE_SLACK)
+
+        def wall(c):
+            K = windows_for(c, bits)
+            return costs[c] * -(-K // threads) * threads / K
+
+        best_c = min((c for c in costs if c > 1 and costs[c] <= limit), key=lambda c: (wall(c), c))
+    return best_c, costs[best_c]
 
 
-def window_bits(n: int, bits: int = 254) -> int:
+def window_bits(n: int, bits: int = 254, threads: int = 1) -> int:
     """The window width c minimising the cost model for n scalars below 2^bits: 1 (the binary
-    method) or 2..20 (buckets)."""
-    return _window_cost(n, bits)[0]
+    method) or 2..20 (buckets); threads > 1: see _window_cost."""
+    return _window_cost(n, bits, threads)[0]
 
 
 # Scalar classes (see _msm): the bit lengths are binned at these bounds, and neighbouring
@@ -258,7 +279,7 @@ def _pippenger(P, points, scalars, idx, bits, c, lanes, rows, threads, parts, k)
     """parts[k] = the MSM over the points and scalars idx selects (pippenger_cpu.pippenger),
     scalars below 2^bits; c from the cost model unless given."""
     m = idx.shape[0] or points.shape[0]
-    c = int(c or window_bits(m, bits))
+    c = int(c or window_bits(m, bits, threads))
     K = 0 if c == 1 else windows_for(c, bits)  # (c = 1 reads the scalars' bits: no digits)
     digits = np.zeros((K, m), digit_dtype(c, bits))
     P.pippenger(points, scalars, idx, bits, c, lanes, rows, threads, digits, parts[k : k + 1])
