@@ -24,9 +24,17 @@ import time
 import numpy as np
 from numba import njit
 
-from bench import plots as P
 from bench.tables import busy_note, find_row, table, target
-from cuzk.arith import curve as C
+from cuzk.arith.curve import (
+    g1_add,
+    g1_mul,
+    g1_store_affine,
+    g1_to_affine,
+    g2_add,
+    g2_mul,
+    g2_store_affine,
+    g2_to_affine,
+)
 
 G1_SIZES = {
     "smoke": [8],
@@ -80,7 +88,7 @@ def _make_points(group: str, n: int) -> np.ndarray:
     one = tuple(np.uint64(v) for v in Q_ONE)
     if group == "g1":
         G = (m(G1_GENERATOR[0]), m(G1_GENERATOR[1]), one)
-        start, step = C.g1_mul(G, _limbs(123456789)), C.g1_mul(G, _limbs(987654321))
+        start, step = g1_mul(G, _limbs(123456789)), g1_mul(G, _limbs(987654321))
         return _g1_rows(_as_u64(start), _as_u64(step), n)
     zero = _limbs(0)
     G = (
@@ -88,7 +96,7 @@ def _make_points(group: str, n: int) -> np.ndarray:
         (m(G2_GENERATOR[1][0]), m(G2_GENERATOR[1][1])),
         (one, zero),
     )
-    start, step = C.g2_mul(G, _limbs(123456789)), C.g2_mul(G, _limbs(987654321))
+    start, step = g2_mul(G, _limbs(123456789)), g2_mul(G, _limbs(987654321))
     return _g2_rows(_as_u64(start), _as_u64(step), n)
 
 
@@ -104,8 +112,8 @@ def _g1_rows(start, step, n):
     out = np.empty((n, 8), np.uint64)
     P = start
     for i in range(n):
-        C.g1_store_affine(out, i, C.g1_to_affine(P))
-        P = C.g1_add(P, step)
+        g1_store_affine(out, i, g1_to_affine(P))
+        P = g1_add(P, step)
     return out
 
 
@@ -114,8 +122,8 @@ def _g2_rows(start, step, n):
     out = np.empty((n, 16), np.uint64)
     P = start
     for i in range(n):
-        C.g2_store_affine(out, i, C.g2_to_affine(P))
-        P = C.g2_add(P, step)
+        g2_store_affine(out, i, g2_to_affine(P))
+        P = g2_add(P, step)
     return out
 
 
@@ -364,16 +372,18 @@ def plot(name, entry, res, img):
         rows = res.get(part)
         if not rows:
             continue
-        fig, (ax,) = P.figure(f"MSM, {part.upper()}: ms by size", entry)
-        P.lines(ax, rows, "log2n", ["ms"], group="group", labels={"ms": "ms"})
+        fig, (ax,) = plots.figure(f"MSM, {part.upper()}: ms by size", entry)
+        plots.lines(ax, rows, "log2n", ["ms"], group="group", labels={"ms": "ms"})
         for r in rows:
             if r.get("target_ms"):
-                P.mark_target(ax, r["log2n"], r["target_ms"], f"target {r['group']} 2^{r['log2n']}")
+                plots.mark_target(
+                    ax, r["log2n"], r["target_ms"], f"target {r['group']} 2^{r['log2n']}"
+                )
         ax.set_xticks(sorted({r["log2n"] for r in rows}))
         ax.set_xlabel("log2 n (points)")
         ax.set_ylabel("ms (median)")
         ax.legend(fontsize=7)
-        plots.append((f"MSM {part}", P.save(fig, f"bench-{name}-{part}.png", img)))
+        plots.append((f"MSM {part}", plots.save(fig, f"bench-{name}-{part}.png", img)))
     return plots
 
 

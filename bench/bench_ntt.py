@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from bench import plots as P
+from bench.plots import figure, lines, mark_target, save
 from bench.tables import busy_note, find_row, table, target
 
 SIZES = {
@@ -218,8 +218,8 @@ def plot(name, entry, res, img):
         rows = res.get(part)
         if not rows:
             continue
-        fig, (ax,) = P.figure(f"NTT over Fr, {part.upper()}: ms by size", entry)
-        P.lines(
+        fig, (ax,) = figure(f"NTT over Fr, {part.upper()}: ms by size", entry)
+        lines(
             ax,
             rows,
             "log2n",
@@ -232,12 +232,12 @@ def plot(name, entry, res, img):
         )
         for r in rows:
             if r.get("target_ms"):
-                P.mark_target(ax, r["log2n"], r["target_ms"], f"target 2^{r['log2n']}")
+                mark_target(ax, r["log2n"], r["target_ms"], f"target 2^{r['log2n']}")
         ax.set_xticks(sorted({r["log2n"] for r in rows}))
         ax.set_xlabel("log2 n")
         ax.set_ylabel("ms (median)")
         ax.legend(fontsize=7)
-        plots.append((f"NTT {part}", P.save(fig, f"bench-{name}-{part}.png", img)))
+        plots.append((f"NTT {part}", save(fig, f"bench-{name}-{part}.png", img)))
     return plots
 
 

@@ -37,9 +37,9 @@ import sys
 import time
 from pathlib import Path
 
-from bench import plots as P
 from bench.circuits import BIN, FAMILIES, REAL_FAMILIES, ROOT, circuit, profile_text
 from bench.machine import compile_bytecode
+from bench.plots import figure, save
 from bench.tables import family_row, fmt, squarechain_row, table, target
 
 # (family, log2n) per profile: the squaring chain at every size, toyhash for continuity, and
@@ -502,7 +502,7 @@ def plot(name, entry, res, img):
     rows = res.get("rows") or []
     if not rows:
         return []
-    fig, (ax, bx) = P.figure(
+    fig, (ax, bx) = figure(
         "cuzk prove vs rapidsnark and snarkjs, same zkey and witness (squaring chain)",
         entry,
         ncols=2,
@@ -562,7 +562,7 @@ def plot(name, entry, res, img):
         bx.set_xlabel("domain")
         bx.set_ylabel("% of a proof, key loaded (phases)")
         bx.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    return [("prove", P.save(fig, f"bench-{name}.png", img))]
+    return [("prove", save(fig, f"bench-{name}.png", img))]
 
 
 if __name__ == "__main__":

@@ -58,12 +58,12 @@ def engine():
     # Compile (or load from the Numba cache) the prover's and the verifier's kernels once
     # here, so the engine's processes start from a warm cache rather than each compiling them
     # at the same time.
-    import cuzk.groth16 as P
-    from cuzk.groth16 import verifier as V
+    from cuzk.groth16 import ProvingKey, load_witness, open_device, prove
+    from cuzk.groth16.verifier import VerifyingKey, verify
 
-    key = P.ProvingKey.open(CIRCUIT.zkey)
-    proof = P.prove(key, P.load_witness(CIRCUIT.witness(0), key), P.open_device("cpu"))
-    assert V.verify(V.VerifyingKey.from_zkey(key.zkey), proof.public, proof.to_json())
+    key = ProvingKey.open(CIRCUIT.zkey)
+    proof = prove(key, load_witness(CIRCUIT.witness(0), key), open_device("cpu"))
+    assert verify(VerifyingKey.from_zkey(key.zkey), proof.public, proof.to_json())
     eng = Engine(
         EngineConfig(
             devices="cpu:2",

@@ -362,17 +362,17 @@ def test_cpu_compute_h_mid_size_matches_the_steps():
 _LINK_CHILD = """
 import json
 from numba import cuda
-from cuda.bindings import nvjitlink as J
-from cuzk.kernels import ntt_cuda as G
+from cuda.bindings import nvjitlink
+from cuzk.kernels import ntt_cuda
 out = {}
-for name, (fn, sig) in G.CUDA_KERNELS.items():
+for name, (fn, sig) in ntt_cuda.CUDA_KERNELS.items():
     ptx, _ = cuda.compile_ptx(fn, sig, cc=(9, 0))
-    h = J.create(2, ["-arch=sm_90", "-verbose"])
-    J.add_data(h, J.InputType.PTX, ptx.encode(), len(ptx.encode()), name)
-    J.complete(h)
-    buf = bytearray(J.get_info_log_size(h))
-    J.get_info_log(h, buf)
-    J.destroy(h)
+    h = nvjitlink.create(2, ["-arch=sm_90", "-verbose"])
+    nvjitlink.add_data(h, nvjitlink.InputType.PTX, ptx.encode(), len(ptx.encode()), name)
+    nvjitlink.complete(h)
+    buf = bytearray(nvjitlink.get_info_log_size(h))
+    nvjitlink.get_info_log(h, buf)
+    nvjitlink.destroy(h)
     out[name] = buf.decode(errors="replace")
 print("LINK-REPORT " + json.dumps(out))
 """

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from cuzk.arith import field as F
+from cuzk.arith.field import eq, fr_add, fr_mul, fr_to_mont
 
 
 @njit(cache=True, nogil=True)
@@ -32,19 +32,19 @@ def _evaluate_abc(matrix, constraint, signal, value, w, a, b, c):
             b[i, j] = np.uint64(0)
     for k in range(matrix.shape[0]):
         s = signal[k]
-        t = F.fr_mul(
+        t = fr_mul(
             (value[k, 0], value[k, 1], value[k, 2], value[k, 3]),
             (w[s, 0], w[s, 1], w[s, 2], w[s, 3]),
         )
         i = constraint[k]
         if matrix[k] == 0:
-            acc = F.fr_add((a[i, 0], a[i, 1], a[i, 2], a[i, 3]), t)
+            acc = fr_add((a[i, 0], a[i, 1], a[i, 2], a[i, 3]), t)
             a[i, 0], a[i, 1], a[i, 2], a[i, 3] = acc
         else:
-            acc = F.fr_add((b[i, 0], b[i, 1], b[i, 2], b[i, 3]), t)
+            acc = fr_add((b[i, 0], b[i, 1], b[i, 2], b[i, 3]), t)
             b[i, 0], b[i, 1], b[i, 2], b[i, 3] = acc
     for i in range(a.shape[0]):
-        t = F.fr_mul((a[i, 0], a[i, 1], a[i, 2], a[i, 3]), (b[i, 0], b[i, 1], b[i, 2], b[i, 3]))
+        t = fr_mul((a[i, 0], a[i, 1], a[i, 2], a[i, 3]), (b[i, 0], b[i, 1], b[i, 2], b[i, 3]))
         c[i, 0], c[i, 1], c[i, 2], c[i, 3] = t
 
 
@@ -75,9 +75,9 @@ def _row_dot(row_ptr, cols, vals, wm, i):
     acc = (np.uint64(0), np.uint64(0), np.uint64(0), np.uint64(0))
     for k in range(row_ptr[i], row_ptr[i + 1]):
         s = cols[k]
-        acc = F.fr_add(
+        acc = fr_add(
             acc,
-            F.fr_mul(
+            fr_mul(
                 (vals[k, 0], vals[k, 1], vals[k, 2], vals[k, 3]),
                 (wm[s, 0], wm[s, 1], wm[s, 2], wm[s, 3]),
             ),
@@ -89,14 +89,14 @@ def _row_dot(row_ptr, cols, vals, wm, i):
 def _first_unsatisfied(n, ap, ac, av, bp, bc, bv, cp, cc, cv, w):
     wm = np.empty_like(w)
     for s in range(w.shape[0]):
-        t = F.fr_to_mont((w[s, 0], w[s, 1], w[s, 2], w[s, 3]))
+        t = fr_to_mont((w[s, 0], w[s, 1], w[s, 2], w[s, 3]))
         wm[s, 0], wm[s, 1], wm[s, 2], wm[s, 3] = t
     for i in range(n):
         aw = _row_dot(ap, ac, av, wm, i)
         bw = _row_dot(bp, bc, bv, wm, i)
         cw = _row_dot(cp, cc, cv, wm, i)
         # Mont(aw)·bw·R^{-1} = aw·bw (plain)
-        if not F.eq(F.fr_mul(F.fr_to_mont(aw), bw), cw):
+        if not eq(fr_mul(fr_to_mont(aw), bw), cw):
             return i
     return -1
 

@@ -47,7 +47,20 @@ from cuzk.arith.constants import (  # noqa: E402
     MONT_R,
     fr_roots_of_unity,
 )
-from cuzk.kernels import ntt as K  # noqa: E402
+from cuzk.kernels.ntt import (  # noqa: E402
+    bit_reverse,
+    coset_factor_index,
+    dif_butterfly,
+    dit_butterfly,
+    fr_mul,
+    fr_neg,
+    load,
+    mul_lazy,
+    powers_chunk,
+    quotient,
+    store,
+    twiddle_index,
+)
 
 _W = fr_roots_of_unity()  # snarkjs's w[k], plain integers
 SERIAL_LOG = 11  # domains up to this size run on the calling thread only
@@ -98,17 +111,17 @@ def _powers(out, base, starts, firsts, rev_bits):
     nchunks = starts.shape[0] - 1
     for c in prange(nchunks):
         first = (firsts[c, 0], firsts[c, 1], firsts[c, 2], firsts[c, 3])
-        K.powers_chunk(out, base_t, starts[c], starts[c + 1] - starts[c], first, rev_bits)
+        powers_chunk(out, base_t, starts[c], starts[c + 1] - starts[c], first, rev_bits)
 
 
 @njit(parallel=True, cache=True, nogil=True)
 def _bit_reverse(x, log_n):
     for i in prange(x.shape[0]):
-        r = K.bit_reverse(i, log_n)
+        r = bit_reverse(i, log_n)
         if i < r:
-            u = K.load(x, i)
-            K.store(x, i, K.load(x, r))
-            K.store(x, r, u)
+            u = load(x, i)
+            store(x, i, load(x, r))
+            store(x, r, u)
 
 
 @njit(parallel=True, cache=True, nogil=True)
@@ -116,13 +129,13 @@ def _bit_reverse_scale(x, log_n, s):
     """The bit-reversal permutation with every element multiplied by s (the iNTT's 1/n)."""
     st = (s[0], s[1], s[2], s[3])
     for i in prange(x.shape[0]):
-        r = K.bit_reverse(i, log_n)
+        r = bit_reverse(i, log_n)
         if i < r:
-            u = K.load(x, i)
-            K.store(x, i, K.fr_mul(K.load(x, r), st))
-            K.store(x, r, K.fr_mul(u, st))
+            u = load(x, i)
+            store(x, i, fr_mul(load(x, r), st))
+            store(x, r, fr_mul(u, st))
         elif i == r:
-            K.store(x, i, K.fr_mul(K.load(x, i), st))
+            store(x, i, fr_mul(load(x, i), st))
 
 
 # Both transforms run in two phases, each one parallel region over coarse tasks (few barriers:
@@ -149,12 +162,10 @@ def _dit_block(x, tw, base, log_b, log_n, inverse):
         for g0 in range(base, base + (1 << log_b), 2 * m):
             for j in range(m):
                 i = g0 + j
-                e, flip = K.twiddle_index(j, log_m, log_n, inverse)
-                s, d = K.dit_butterfly(
-                    K.load(x, i), K.load(x, i + m), K.load(tw, e), e != 0, flip, final
-                )
-                K.store(x, i, s)
-                K.store(x, i + m, d)
+                e, flip = twiddle_index(j, log_m, log_n, inverse)
+                s, d = dit_butterfly(load(x, i), load(x, i + m), load(tw, e), e != 0, flip, final)
+                store(x, i, s)
+                store(x, i + m, d)
 
 
 @njit(cache=True, nogil=True)
@@ -165,10 +176,10 @@ def _dif_block(x, tw, base, log_b, log_n, inverse):
         for g0 in range(base, base + (1 << log_b), 2 * m):
             for j in range(m):
                 i = g0 + j
-                e, flip = K.twiddle_index(j, log_m, log_n, inverse)
-                s, d = K.dif_butterfly(K.load(x, i), K.load(x, i + m), K.load(tw, e), e != 0, flip)
-                K.store(x, i, s)
-                K.store(x, i + m, d)
+                e, flip = twiddle_index(j, log_m, log_n, inverse)
+                s, d = dif_butterfly(load(x, i), load(x, i + m), load(tw, e), e != 0, flip)
+                store(x, i, s)
+                store(x, i + m, d)
 
 
 @njit(cache=True, nogil=True)
@@ -180,12 +191,12 @@ def _dit_columns(x, tw, r0, log_g, log_b, log_n, inverse):
         for g0 in range(0, 1 << log_n, 2 * m):
             for jj in range(g0, g0 + m, 1 << log_b):
                 for i in range(jj + r0, jj + r0 + (1 << log_g)):
-                    e, flip = K.twiddle_index(i - g0, log_m, log_n, inverse)
-                    s, d = K.dit_butterfly(
-                        K.load(x, i), K.load(x, i + m), K.load(tw, e), e != 0, flip, final
+                    e, flip = twiddle_index(i - g0, log_m, log_n, inverse)
+                    s, d = dit_butterfly(
+                        load(x, i), load(x, i + m), load(tw, e), e != 0, flip, final
                     )
-                    K.store(x, i, s)
-                    K.store(x, i + m, d)
+                    store(x, i, s)
+                    store(x, i + m, d)
 
 
 @njit(cache=True, nogil=True)
@@ -196,12 +207,10 @@ def _dif_columns(x, tw, r0, log_g, log_b, log_n, inverse):
         for g0 in range(0, 1 << log_n, 2 * m):
             for jj in range(g0, g0 + m, 1 << log_b):
                 for i in range(jj + r0, jj + r0 + (1 << log_g)):
-                    e, flip = K.twiddle_index(i - g0, log_m, log_n, inverse)
-                    s, d = K.dif_butterfly(
-                        K.load(x, i), K.load(x, i + m), K.load(tw, e), e != 0, flip
-                    )
-                    K.store(x, i, s)
-                    K.store(x, i + m, d)
+                    e, flip = twiddle_index(i - g0, log_m, log_n, inverse)
+                    s, d = dif_butterfly(load(x, i), load(x, i + m), load(tw, e), e != 0, flip)
+                    store(x, i, s)
+                    store(x, i + m, d)
 
 
 @njit(cache=True, nogil=True)
@@ -274,7 +283,7 @@ def _coset_block(x, tw, g_rev, blk, log_b, log_n):
     base = blk << log_b
     _dif_block(x, tw, base, log_b, log_n, True)
     for p in range(base, base + (1 << log_b)):
-        K.store(x, p, K.mul_lazy(K.load(x, p), K.load(g_rev, p)))
+        store(x, p, mul_lazy(load(x, p), load(g_rev, p)))
     _dit_block(x, tw, base, log_b, log_n, False)
 
 
@@ -302,20 +311,20 @@ def _h_pipeline(a, b, c, h, tw, g_rev, log_n, log_b, log_g, n_mont, inv_n2_plain
             for row in range(1 << (log_n - log_b)):
                 for r in range(r0, r0 + (1 << log_g)):
                     i = (row << log_b) | r
-                    K.store(h, i, K.quotient(K.load(a, i), K.load(b, i), K.load(c, i), nm, k2))
+                    store(h, i, quotient(load(a, i), load(b, i), load(c, i), nm, k2))
     else:
         for i in prange(1 << log_n):
-            K.store(h, i, K.quotient(K.load(a, i), K.load(b, i), K.load(c, i), nm, k2))
+            store(h, i, quotient(load(a, i), load(b, i), load(c, i), nm, k2))
 
 
 @njit(parallel=True, cache=True, nogil=True)
 def _coset_shift(x, g_rev, log_n, inverse):
     for i in prange(x.shape[0]):
-        p, negate = K.coset_factor_index(i, log_n, inverse)
-        y = K.fr_mul(K.load(x, i), K.load(g_rev, p))
+        p, negate = coset_factor_index(i, log_n, inverse)
+        y = fr_mul(load(x, i), load(g_rev, p))
         if negate:
-            y = K.fr_neg(y)
-        K.store(x, i, y)
+            y = fr_neg(y)
+        store(x, i, y)
 
 
 @njit(parallel=True, cache=True, nogil=True)
@@ -323,7 +332,7 @@ def _quotient(h, a, b, c, n_mont, inv_n2_plain):
     nm = (n_mont[0], n_mont[1], n_mont[2], n_mont[3])
     k2 = (inv_n2_plain[0], inv_n2_plain[1], inv_n2_plain[2], inv_n2_plain[3])
     for i in prange(a.shape[0]):
-        K.store(h, i, K.quotient(K.load(a, i), K.load(b, i), K.load(c, i), nm, k2))
+        store(h, i, quotient(load(a, i), load(b, i), load(c, i), nm, k2))
 
 
 # --- tables ---------------------------------------------------------------------------------
