@@ -62,14 +62,16 @@ __all__ = [
 ]
 
 
-def batch(target: str = "cpu"):
+def batch(target: str = "cpu", curve: str = "bn254"):
     """The batch module of ``target``: the build of cuzk.arith.batch_ops for "cpu" or "cuda"
-    (same functions, numpy arrays in and out)."""
+    (same functions, numpy arrays in and out), for BN254 or another curve of
+    cuzk.arith.curves ("bls12_381")."""
     if target not in ("cpu", "cuda"):
         raise ValueError(f"unknown target {target!r} (expected 'cpu' or 'cuda')")
+    from cuzk.arith.curves import build_params
     from cuzk.arith.jit import get_target
 
-    return get_target(target).load("cuzk.arith.batch_ops")
+    return get_target(target).load("cuzk.arith.batch_ops", **build_params(curve))
 
 
 def __getattr__(name):

@@ -60,6 +60,8 @@ SHARED_SOURCES = (
     "cuzk/arith/limbs.py",
     "cuzk/arith/constants.py",
     "cuzk/arith/radix.py",  # builds the limb constants of constants.py
+    "cuzk/arith/curves.py",  # the curve registry and the Montgomery constants' derivation
+    "cuzk/arith/bls12_381.py",
     "cuzk/arith/field.py",
     "cuzk/arith/group.py",
     "cuzk/arith/curve.py",
@@ -293,11 +295,14 @@ class Build:
         """ "" for the plain build, else "[v1,v2]" from the parameter values."""
         return f"[{','.join(self.params_values)}]" if self.params else ""
 
-    def param(self, name: str) -> str:
-        """The value of build parameter ``name``; a clear error where the build has none."""
+    def param(self, name: str, default: str | None = None) -> str:
+        """The value of build parameter ``name``; ``default`` where the build has none (a
+        clear error where there is no default either)."""
         for key, value in self.params:
             if key == name:
                 return value
+        if default is not None:
+            return default
         raise LookupError(
             f"this shared source needs build parameter {name!r}: "
             f"load it with T.load(module, {name}=...)"
