@@ -491,3 +491,44 @@ def test_device_functions_called_from_python():
     assert C.g1_eq(_u64(C.g1_add(P, P)), twice)
     two = np.array(C.g1_to_affine(twice), dtype=np.uint64)
     assert tuple(BLS.from_rows(two, "fq")) == G["g1"].ints(ref.double(ref.G1))
+
+
+# --- the x86-64 assembly multiplication on 6 limbs (cuzk.arith.limbs.x86_mont_mul) -----------
+
+
+@pytest.mark.parametrize("field", ["fq", "fr"])
+def test_assembly_multiplication_matches_cios_and_integers(field):
+    """Where the CPU has BMI2 and ADX the CPU build multiplies both fields in assembly (6
+    limbs for Fq, 4 for Fr); it must agree with the generated CIOS code and with Python
+    integers on edge values and random ones (the properties above go through it too)."""
+    from numba import njit
+
+    from cuzk.arith.limbs import x86_mont_mul_available
+
+    F = get_target("cpu").load("cuzk.arith.field", curve=NAME)
+    p, n = (K.FQ_MODULUS, 6) if field == "fq" else (K.FR_MODULUS, 4)
+    fast, cios = getattr(F, f"mont_mul_{n}"), getattr(F, f"mont_mul_cios_{n}")
+    limbs, inv = (F.Q_LIMBS, F.Q_INV) if field == "fq" else (F.R_LIMBS, F.R_INV)
+    assert (fast is not cios) == x86_mont_mul_available()
+    load, store = getattr(F, f"load_{n}"), getattr(F, f"store_{n}")
+
+    @njit(cache=False)
+    def both(a, b, out_fast, out_cios):
+        for i in range(a.shape[0]):
+            x = load(a, i, 0)
+            y = load(b, i, 0)
+            store(out_fast, i, 0, fast(x, y, limbs, inv))
+            store(out_cios, i, 0, cios(x, y, limbs, inv))
+
+    rng = np.random.default_rng(11)
+    edges = [0, 1, 2, p - 1, p - 2, (1 << 64) - 1, 1 << 64, (1 << 192) + 1, p >> 1]
+    xs = edges + [int.from_bytes(rng.bytes(8 * n), "little") % p for _ in range(1000)]
+    ys = edges[::-1] + [int.from_bytes(rng.bytes(8 * n), "little") % p for _ in range(1000)]
+    a = np.array([int_to_limb_tuple(x, n) for x in xs], np.uint64)
+    b = np.array([int_to_limb_tuple(y, n) for y in ys], np.uint64)
+    out_fast, out_cios = np.zeros_like(a), np.zeros_like(a)
+    both(a, b, out_fast, out_cios)
+    assert np.array_equal(out_fast, out_cios)
+    r_inv = pow(1 << (64 * n), -1, p)
+    for i in list(range(len(edges))) + list(range(len(edges), len(xs), 53)):
+        assert limbs_to_int(out_fast[i]) == xs[i] * ys[i] * r_inv % p

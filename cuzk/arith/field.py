@@ -67,7 +67,8 @@ def limb_source(n: int, mul: str) -> str:
     - ``mod_add_{n}`` (no overflow: a + b < 2p < 2^(64 n)), ``mod_sub_{n}`` (p added back
       under a mask, no branch), ``mod_neg_{n}`` (0 stays 0), ``is_zero_{n}``, ``eq_{n}``.
     - ``mont_pow_{n}(a, e, one, p, inv)``: a^e for Montgomery a and e given as n plain limbs,
-      left-to-right square-and-multiply.
+      left-to-right square-and-multiply (multiplying with ``mul``: mont_mul_{n}, the
+      assembly where the field has it).
     - ``load_{n}(arr, i, col)`` / ``store_{n}(arr, i, col, a)``: the element in row i,
       columns col..col+n-1.
     """
@@ -149,57 +150,65 @@ def _define_limb_routines(n: int) -> None:
     """Generate the n-limb routines (limb_source) as device functions of this build. The text
     is compiled under this file's name, and each function keeps its own name (``_{n}`` and
     the build's suffix in its qualified name), so Numba caches them like hand-written ones."""
-    mul = "mont_mul" if n == 4 else f"mont_mul_cios_{n}"
     scope: dict = {}
-    exec(compile(limb_source(n, mul), __file__, "exec"), globals(), scope)
+    exec(compile(limb_source(n, f"mont_mul_{n}"), __file__, "exec"), globals(), scope)
     for names, decorate in ((LIMB_ROUTINES, device_fn), (ROW_ROUTINES, row_fn)):
         for name in names.split():
             globals()[f"{name}_{n}"] = decorate(scope[f"{name}_{n}"])
 
 
+# The target's assembly multiplication for each of the curve's moduli, where it has one (the
+# CPU build on x86-64 with BMI2 and ADX: cuzk.arith.limbs.x86_mont_mul), else None.
+_fq_mul_asm = T.mont_mul_asm(Q_LIMBS, Q_INV)
+_fr_mul_asm = T.mont_mul_asm(R_LIMBS, R_INV)
+
+
+def _dispatch_source(n: int) -> str:
+    """mont_mul_{n}(a, b, p, inv) for n-limb p: the assembly for the fields of n limbs that
+    have it (p is a constant at every call site, so LLVM folds the choice away), CIOS for any
+    other p."""
+    text = [f"def mont_mul_{n}(a, b, p, inv):"]
+    limbs = ", ".join([f"a[{i}]" for i in range(n)] + [f"b[{i}]" for i in range(n)])
+    for asm, modulus, count in (("_fq_mul_asm", "Q_LIMBS", NQ), ("_fr_mul_asm", "R_LIMBS", NR)):
+        if count == n and globals()[asm] is not None:
+            text.append(f"    if p[0] == {modulus}[0] and p[{n - 1}] == {modulus}[{n - 1}]:")
+            text.append(f"        return {asm}({limbs})")
+    if len(text) == 1:
+        return ""
+    text.append(f"    return mont_mul_cios_{n}(a, b, p, inv)")
+    return "\n".join(text) + "\n"
+
+
+def _define_mont_mul(n: int) -> None:
+    """mont_mul_{n}: the dispatcher above where a field of n limbs has assembly, else the
+    generated CIOS itself."""
+    text = _dispatch_source(n)
+    if not text:
+        globals()[f"mont_mul_{n}"] = globals()[f"mont_mul_cios_{n}"]
+        return
+    scope: dict = {}
+    exec(compile(text, __file__, "exec"), globals(), scope)
+    globals()[f"mont_mul_{n}"] = device_fn(scope[f"mont_mul_{n}"])
+
+
 LIMB_COUNTS = tuple(sorted({4, NQ, NR}))  # 4 always: the unsuffixed routines below
 for _n in LIMB_COUNTS:
     _define_limb_routines(_n)
+    _define_mont_mul(_n)
 del _n
 
 # The unsuffixed names: the 4-limb routines, for any 4-limb modulus given as an argument.
 _mont_round, mont_mul_cios, _reduce_once = _mont_round_4, mont_mul_cios_4, _reduce_once_4  # noqa: F821
 mod_add, mod_sub, mod_neg, mont_pow = mod_add_4, mod_sub_4, mod_neg_4, mont_pow_4  # noqa: F821
 is_zero, eq, load, store = is_zero_4, eq_4, load_4, store_4  # noqa: F821
-
-# The target's assembly multiplication for the curve's 4-limb moduli, where it has one (the
-# CPU build on x86-64 with BMI2 and ADX: cuzk.arith.limbs.x86_mont_mul), else None.
-_fq_mul_asm = T.mont_mul_asm(Q_LIMBS, Q_INV) if NQ == 4 else None
-_fr_mul_asm = T.mont_mul_asm(R_LIMBS, R_INV) if NR == 4 else None
-
-
-def _dispatch_source() -> str:
-    """mont_mul(a, b, p, inv) for 4-limb p: the assembly for the fields that have it (p is a
-    constant at every call site, so LLVM folds the choice away), CIOS for any other p."""
-    text = ["def mont_mul(a, b, p, inv):"]
-    limbs = "a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3]"
-    for asm, modulus in (("_fq_mul_asm", "Q_LIMBS"), ("_fr_mul_asm", "R_LIMBS")):
-        if globals()[asm] is not None:
-            text.append(f"    if p[0] == {modulus}[0] and p[3] == {modulus}[3]:")
-            text.append(f"        return {asm}({limbs})")
-    text.append("    return mont_mul_cios_4(a, b, p, inv)")
-    return "\n".join(text) + "\n"
-
-
-if _fq_mul_asm is None and _fr_mul_asm is None:
-    mont_mul = mont_mul_cios
-else:
-    _scope: dict = {}
-    exec(compile(_dispatch_source(), __file__, "exec"), globals(), _scope)
-    mont_mul = device_fn(_scope["mont_mul"])
-    del _scope
+mont_mul = mont_mul_4  # noqa: F821
 
 # Each field's routines (module constants: Numba compiles them straight through).
-_q_mul = mont_mul if NQ == 4 else globals()[f"mont_mul_cios_{NQ}"]
+_q_mul = globals()[f"mont_mul_{NQ}"]
 _q_add, _q_sub, _q_neg = (globals()[f"{name}_{NQ}"] for name in ("mod_add", "mod_sub", "mod_neg"))
 _q_pow, _q_is_zero, _q_eq = (globals()[f"{name}_{NQ}"] for name in ("mont_pow", "is_zero", "eq"))
 _q_load, _q_store = globals()[f"load_{NQ}"], globals()[f"store_{NQ}"]
-_r_mul = mont_mul if NR == 4 else globals()[f"mont_mul_cios_{NR}"]
+_r_mul = globals()[f"mont_mul_{NR}"]
 _r_add, _r_sub, _r_neg = (globals()[f"{name}_{NR}"] for name in ("mod_add", "mod_sub", "mod_neg"))
 _r_pow, _r_is_zero, _r_eq = (globals()[f"{name}_{NR}"] for name in ("mont_pow", "is_zero", "eq"))
 _r_load, _r_store = globals()[f"load_{NR}"], globals()[f"store_{NR}"]
