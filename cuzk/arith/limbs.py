@@ -14,8 +14,9 @@ add-with-carry chains. The CUDA simulator runs device code as Python and cannot 
 intrinsics, so it gets a pure-Python twin working on Python ints.
 
 One more primitive exists on x86-64 CPUs with BMI2 and ADX (every Zen and every Intel core
-since Broadwell): a whole 4-limb Montgomery multiplication in assembly (``x86_mont_mul``),
-which cuzk.arith.field uses for Fq and Fr when the CPU build has it. LLVM compiles the
+since Broadwell): a whole n-limb Montgomery multiplication in assembly (``x86_mont_mul``; 4
+limbs for BN254's fields and BLS12-381's Fr, 6 for BLS12-381's Fq), which cuzk.arith.field
+uses for every field when the CPU build has it. LLVM compiles the
 generic CIOS code above to one carry chain per row (add + adc pairs); the assembly runs two
 chains at once (ADCX on the carry flag, ADOX on the overflow flag, MULX leaving both alone),
 as multi-precision libraries do (Intel's white paper "New Instructions Supporting Large
