@@ -1,6 +1,7 @@
-"""BN254 field and curve arithmetic, written once and compiled for Numba CPU and CUDA."""
+"""Field and curve arithmetic (BN254; BLS12-381 by build), written once for Numba CPU and CUDA."""
 
-# The flat public face, in the style of py_ecc.optimized_bn128: constants, conversions,
+# The flat public face (BN254's; another curve's builds: cuzk.arith.curves and
+# batch(target, curve)), in the style of py_ecc.optimized_bn128: constants, conversions,
 # Python-level arithmetic and the batch modules. Names resolve lazily (PEP 562) so that
 # ``import cuzk.arith.constants`` does not import Numba.
 #
