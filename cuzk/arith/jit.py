@@ -30,6 +30,8 @@ constants and Numba compiles them straight through (no function arguments, no cl
 build is its own module object (``cuzk.arith.group[cpu:g2]``), and every function it
 decorates gets the build's suffix in its ``__qualname__`` (``add[g2]``): Numba's disk cache
 names entries by file, qualname and line, so two builds of one source never share an entry.
+The arithmetic's curve is such a parameter too (``curve="bls12_381"``, see
+cuzk.arith.curves); ``T.param(name, default)`` reads an optional one.
 """
 
 from __future__ import annotations
