@@ -5,7 +5,8 @@ Convention (docs/arithmetic.md): a module with CUDA kernels defines
 where ``expect = {name: [substring, ...]}`` is text its PTX must contain (e.g. "mul.hi.u64"
 where the kernel multiplies field elements).
 Add the module's name to KERNEL_MODULES below; a shared source module (cuzk.arith.jit) is listed
-as "name[cuda]", its CUDA build.
+as "name[cuda]", its CUDA build, or "name[cuda,curve=bls12_381]", its CUDA build with those
+build parameters.
 
 The compile runs in ONE subprocess with NUMBA_ENABLE_CUDASIM removed from its environment:
 the simulator (on in this test session when no GPU exists) has no compiler.
@@ -22,6 +23,7 @@ import pytest
 
 KERNEL_MODULES = [
     "cuzk.arith.batch_ops[cuda]",
+    "cuzk.arith.batch_ops[cuda,curve=bls12_381]",
     "cuzk.kernels.ntt_cuda",
     "cuzk.kernels.msm_cuda",
     "bench.bench_arith",
@@ -32,13 +34,16 @@ CC = (9, 0)
 
 
 def load_module(name):
-    """The module listed as ``name``: "module[cuda]" is the CUDA build of a shared source."""
+    """The module listed as ``name``: "module[cuda]" is the CUDA build of a shared source,
+    "module[cuda,key=value,...]" its CUDA build with those build parameters."""
     import importlib
 
-    if name.endswith("[cuda]"):
+    if name.endswith("]"):
         from cuzk.arith.jit import get_target
 
-        return get_target("cuda").load(name[: -len("[cuda]")])
+        module, spec = name[:-1].split("[")
+        target, *params = spec.split(",")
+        return get_target(target).load(module, **dict(p.split("=") for p in params))
     return importlib.import_module(name)
 
 
@@ -102,6 +107,25 @@ def test_expected_instructions_present(ptx_report):
     """Kernels that multiply field elements lower the i128 product to mul.hi.u64."""
     missing = {k: v["missing"] for k, v in ptx_report.items() if v.get("missing")}
     assert not missing, missing
+
+
+@pytest.mark.slow
+def test_limb_products_per_multiplication(ptx_report):
+    """A CIOS multiplication on n limbs takes 2 n^2 products 64x64 -> 128 (a_j b_i and m p_j),
+    each a mul.hi.u64 in the PTX: 32 for BN254's 4-limb fields and BLS12-381's Fr, 72 for
+    BLS12-381's 6-limb Fq (the same template, printed for 6 limbs)."""
+    bn, bls = "cuzk.arith.batch_ops[cuda]", "cuzk.arith.batch_ops[cuda,curve=bls12_381]"
+    counts = {
+        f"{m}:{k}": ptx_report[f"{m}:{k}"]["mul_hi"]
+        for m in (bn, bls)
+        for k in ("fq_mul", "fr_mul")
+    }
+    assert counts == {
+        f"{bn}:fq_mul": 32,
+        f"{bn}:fr_mul": 32,
+        f"{bls}:fq_mul": 72,
+        f"{bls}:fr_mul": 32,
+    }
 
 
 def test_every_module_lists_kernels():

@@ -1,6 +1,7 @@
-"""BN254 field and curve arithmetic, written once and compiled for Numba CPU and CUDA."""
+"""Field and curve arithmetic (BN254; BLS12-381 by build), written once for Numba CPU and CUDA."""
 
-# The flat public face, in the style of py_ecc.optimized_bn128: constants, conversions,
+# The flat public face (BN254's; another curve's builds: cuzk.arith.curves and
+# batch(target, curve)), in the style of py_ecc.optimized_bn128: constants, conversions,
 # Python-level arithmetic and the batch modules. Names resolve lazily (PEP 562) so that
 # ``import cuzk.arith.constants`` does not import Numba.
 #
@@ -62,14 +63,16 @@ __all__ = [
 ]
 
 
-def batch(target: str = "cpu"):
+def batch(target: str = "cpu", curve: str = "bn254"):
     """The batch module of ``target``: the build of cuzk.arith.batch_ops for "cpu" or "cuda"
-    (same functions, numpy arrays in and out)."""
+    (same functions, numpy arrays in and out), for BN254 or another curve of
+    cuzk.arith.curves ("bls12_381")."""
     if target not in ("cpu", "cuda"):
         raise ValueError(f"unknown target {target!r} (expected 'cpu' or 'cuda')")
+    from cuzk.arith.curves import build_params
     from cuzk.arith.jit import get_target
 
-    return get_target(target).load("cuzk.arith.batch_ops")
+    return get_target(target).load("cuzk.arith.batch_ops", **build_params(curve))
 
 
 def __getattr__(name):

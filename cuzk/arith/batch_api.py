@@ -2,12 +2,13 @@
 its result, the element function it applies to each row), and the host-side helpers shared by
 both targets. cuzk.arith.batch_ops builds its kernels and entry points from TABLE.
 
-Row layouts (uint64 columns per row, see cuzk.arith.curve): fq/fr 4, fq2 8, G1 affine "g1a"
-8, G1 Jacobian "g1" 12, G2 affine "g2a" 16, G2 Jacobian "g2" 24, a plain scalar 4; "bool"
-is one predicate result per row. Each backend supplies one ``run(kernel, operands,
-out_width)`` that checks and places the operands ((array, width, name) triples), launches
-the kernel over their rows and returns the output ((n, out_width) uint64, or a bool per row
-when out_width is None). This module imports only numpy.
+Row layouts (uint64 columns per row, see cuzk.arith.curve), for BN254 (``widths(nq, nr)``
+for a curve with nq limbs per Fq and nr per Fr element: BLS12-381 has 6 and 4): fq/fr 4,
+fq2 8, G1 affine "g1a" 8, G1 Jacobian "g1" 12, G2 affine "g2a" 16, G2 Jacobian "g2" 24, a
+plain scalar 4; "bool" is one predicate result per row. Each backend supplies one
+``run(kernel, operands, out_width)`` that checks and places the operands ((array, width,
+name) triples), launches the kernel over their rows and returns the output ((n, out_width)
+uint64, or a bool per row when out_width is None). This module imports only numpy.
 """
 
 from __future__ import annotations
@@ -16,11 +17,17 @@ from typing import NamedTuple
 
 import numpy as np
 
-WIDTH: dict[str, int | None] = {
-    "fq": 4, "fr": 4, "fq2": 8, "scalar": 4,
-    "g1a": 8, "g1": 12, "g2a": 16, "g2": 24,
-    "bool": None,
-}  # fmt: skip
+
+def widths(nq: int, nr: int) -> dict[str, int | None]:
+    """The row width of each layout for nq limbs per Fq element and nr per Fr element."""
+    return {
+        "fq": nq, "fr": nr, "fq2": 2 * nq, "scalar": nr,
+        "g1a": 2 * nq, "g1": 3 * nq, "g2a": 4 * nq, "g2": 6 * nq,
+        "bool": None,
+    }  # fmt: skip
+
+
+WIDTH = widths(4, 4)  # BN254's
 
 
 class Op(NamedTuple):
@@ -85,11 +92,17 @@ _field("fq2", "add sub mul sqr inv")
 _curve("g1")
 _curve("g2")
 
-# op -> (operand (name, width) pairs, output width or None for a bool per row, doc line)
-OPS: dict[str, tuple[tuple[tuple[str, int], ...], int | None, str]] = {
-    name: (tuple((arg, WIDTH[layout]) for arg, layout in op.operands), WIDTH[op.result], op.doc)
-    for name, op in TABLE.items()
-}
+
+def ops(width: dict) -> dict[str, tuple[tuple[tuple[str, int], ...], int | None, str]]:
+    """op -> (operand (name, width) pairs, output width or None for a bool per row, doc
+    line), for the row widths ``width`` (see widths)."""
+    return {
+        name: (tuple((a, width[layout]) for a, layout in op.operands), width[op.result], op.doc)
+        for name, op in TABLE.items()
+    }
+
+
+OPS = ops(WIDTH)  # BN254's
 
 
 def rows(a, width: int, name: str = "array") -> np.ndarray:
@@ -103,10 +116,11 @@ def rows(a, width: int, name: str = "array") -> np.ndarray:
     return arr
 
 
-def entry_points(run, kernels: dict) -> dict:
-    """The public functions of a backend: ``kernels`` maps "_<op>" to its kernel."""
+def entry_points(run, kernels: dict, table_ops: dict | None = None) -> dict:
+    """The public functions of a backend: ``kernels`` maps "_<op>" to its kernel;
+    ``table_ops`` (``ops(widths(...))``, BN254's OPS by default) gives the row widths."""
     funcs = {}
-    for op, (operands, out_width, doc) in OPS.items():
+    for op, (operands, out_width, doc) in (OPS if table_ops is None else table_ops).items():
         kernel = kernels[f"_{op}"]
 
         def f(*arrays, _k=kernel, _o=operands, _w=out_width, _op=op, affine=False):

@@ -5,10 +5,13 @@ CPU and CUDA (a shared module, see cuzk.arith.jit).
 ``cuzk.arith.batch("cuda")`` is its CUDA build (one GPU thread per row; host operands give
 host results, and if any operand is already a device array the result stays on the
 device). Both have the same functions, one per entry of cuzk.arith.batch_api.TABLE.
+``cuzk.arith.batch(target, curve="bls12_381")`` is the build for another curve
+(``T.load("cuzk.arith.batch_ops", curve=...)``): the same functions on its layouts.
 
-Array layouts (uint64, C order, one element per row; see cuzk.arith.curve):
-Fq/Fr (n, 4), Fq2 (n, 8), G1 affine (n, 8), G1 Jacobian (n, 12), G2 affine (n, 16),
-G2 Jacobian (n, 24). Field elements are in Montgomery form except where a name says
+Array layouts (uint64, C order, one element per row; see cuzk.arith.curve), BN254's
+(BLS12-381's: 6 limbs per Fq element, so 6 / 12 / 12 / 18 / 24 / 36 for the Fq, Fq2 and
+point layouts; Fr 4): Fq/Fr (n, 4), Fq2 (n, 8), G1 affine (n, 8), G1 Jacobian (n, 12), G2
+affine (n, 16), G2 Jacobian (n, 24). Field elements are in Montgomery form except where a name says
 otherwise (``*_to_mont`` takes plain values, scalars ``k`` of ``*_mul`` are plain).
 Inverses of 0 are 0 here (no exceptions inside kernels); the Python-level ``fq_inv`` etc. in
 cuzk.arith raise ZeroDivisionError.
@@ -29,12 +32,16 @@ import hashlib
 import numpy as np
 from numba import njit, prange, types  # noqa: F401 (prange: in the generated kernels)
 
-from cuzk.arith.batch_api import TABLE, entry_points, rows
+from cuzk.arith.batch_api import TABLE, entry_points, ops, rows, widths
+from cuzk.arith.curves import DEFAULT, build_params
 from cuzk.arith.jit import CPU, KernelTable, building
 
 T = building()
-F = T.load("cuzk.arith.field")
-C = T.load("cuzk.arith.curve")
+CURVE = T.param("curve", DEFAULT)
+F = T.load("cuzk.arith.field", **build_params(CURVE))
+C = T.load("cuzk.arith.curve", **build_params(CURVE))
+WIDTH = widths(F.NQ, F.NR)  # row width per layout
+OPS = ops(WIDTH)
 if T.name != CPU:
     from numba import cuda
 
@@ -44,13 +51,13 @@ AFFINE_CHUNK = 1024
 # ===================================== kernel text ========================================
 # How one row of each layout is read ({x}: the array) and written ({v}: the value).
 GET = {
-    "fq": "F.load({x}, i, 0)", "fr": "F.load({x}, i, 0)", "scalar": "F.load({x}, i, 0)",
+    "fq": "F.fq_load({x}, i, 0)", "fr": "F.fr_load({x}, i, 0)", "scalar": "F.fr_load({x}, i, 0)",
     "fq2": "F.fq2_load({x}, i, 0)",
     "g1": "C.g1_load({x}, i)", "g1a": "C.g1_load_affine({x}, i)",
     "g2": "C.g2_load({x}, i)", "g2a": "C.g2_load_affine({x}, i)",
 }  # fmt: skip
 PUT = {
-    "fq": "F.store(out, i, 0, {v})", "fr": "F.store(out, i, 0, {v})",
+    "fq": "F.fq_store(out, i, 0, {v})", "fr": "F.fr_store(out, i, 0, {v})",
     "fq2": "F.fq2_store(out, i, 0, {v})",
     "g1": "C.g1_store(out, i, {v})", "g1a": "C.g1_store_affine(out, i, {v})",
     "g2": "C.g2_store(out, i, {v})", "g2a": "C.g2_store_affine(out, i, {v})",
@@ -117,8 +124,8 @@ def _coords(f: str, load: str, store: str, is_zero: str, w: int) -> dict:
 
 # The coordinate field of each group, for the chunked loop.
 _COORDS = {
-    "g1": _coords("fq", "F.load", "F.store", "F.is_zero", 4),
-    "g2": _coords("fq2", "F.fq2_load", "F.fq2_store", "F.fq2_is_zero", 8),
+    "g1": _coords("fq", "F.fq_load", "F.fq_store", "F.fq_is_zero", WIDTH["fq"]),
+    "g2": _coords("fq2", "F.fq2_load", "F.fq2_store", "F.fq2_is_zero", WIDTH["fq2"]),
 }
 
 
@@ -147,10 +154,11 @@ def _define(name: str):
     scope: dict = {}
     exec(compile(text, __file__, "exec"), globals(), scope)
     fn = scope[name]
-    # Numba's disk cache is keyed by file, qualified name and first line: a name per target
-    # and per text keeps two builds (and an edited TABLE) from ever sharing an entry.
+    # Numba's disk cache is keyed by file, qualified name and first line: a name per target,
+    # per text and per build (the curve: BN254's and BLS12-381's fr_mul have one text) keeps
+    # two builds (and an edited TABLE) from ever sharing an entry.
     digest = hashlib.sha256(text.encode()).hexdigest()[:10]
-    fn.__qualname__ = f"batch_{T.name}_{name}_{digest}"
+    fn.__qualname__ = f"batch_{T.name}_{name}_{digest}{T.suffix}"
     return fn
 
 
@@ -223,4 +231,4 @@ else:
         return out if on_device else out.copy_to_host()
 
 
-globals().update(entry_points(_run, {f"_{name}": k for name, k in KERNELS.items()}))
+globals().update(entry_points(_run, {f"_{name}": k for name, k in KERNELS.items()}, OPS))

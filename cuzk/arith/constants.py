@@ -16,8 +16,11 @@ FQ_MODULUS = 2188824287183927522224640574525727508869631115729782366268903789464
 # Scalar field Fr: the order of G1 and G2, the field of witnesses and of the NTT.
 FR_MODULUS = 21888242871839275222246405745257275088548364400416034343698204186575808495617
 
+NAME = "bn254"
 LIMBS = 4
+FQ_LIMBS = FR_LIMBS = LIMBS  # 64-bit limbs per element of Fq and of Fr
 MONT_R = 1 << 256  # R = 2^256
+FQ_MONT_R = FR_MONT_R = MONT_R
 
 # --- Fq2 = Fq[u]/(u^2 + 1) on Python ints: a = (a0, a1) means a0 + a1 u ------------------------
 
@@ -43,6 +46,9 @@ def fq2_pow_int(a, e: int) -> tuple[int, int]:
         e >>= 1
     return out
 
+
+# Fq2 = Fq[u]/(u^2 + 1): its modulus u^2 + c1 u + c0 as py_ecc writes it, (c0, c1).
+FQ2_MODULUS_COEFFS = (1, 0)
 
 # Curves. G1: y^2 = x^3 + 3 over Fq.  G2: y^2 = x^3 + 3/(9+u) over Fq2.
 G1_B = 3
@@ -81,35 +87,17 @@ def fr_roots_of_unity() -> list:
 
 
 def _limb_constants() -> dict:
-    import numpy as np
+    from cuzk.arith.curves import curve_limb_constants
 
-    from cuzk.arith.radix import int_to_limb_tuple as limbs
-
-    def mont(p: int, prefix: str) -> dict:
-        return {
-            f"{prefix}_LIMBS": limbs(p),
-            f"{prefix}_INV": np.uint64((-pow(p, -1, 1 << 64)) % (1 << 64)),  # -p^{-1} mod 2^64
-            f"{prefix}_R2": limbs(MONT_R * MONT_R % p),  # R^2 mod p: to_mont(a) = a*R2*R^{-1}
-            f"{prefix}_ONE": limbs(MONT_R % p),  # Montgomery form of 1: R mod p
-            # The exponent p - 2 as limbs, read bit by bit by the Fermat inversion.
-            f"{prefix}_MINUS_2": limbs(p - 2),
-        }
-
-    q = FQ_MODULUS
-    return {
-        **mont(FQ_MODULUS, "Q"),
-        **mont(FR_MODULUS, "R"),
-        "ZERO": limbs(0),
-        "PLAIN_ONE": limbs(1),  # multiplying by plain 1 leaves Montgomery form: from_mont(a)
-        # Montgomery forms of the curve coefficients, used by the on-curve checks.
-        "G1_B_MONT": limbs(G1_B * MONT_R % q),
-        "G2_B_MONT": (limbs(G2_B[0] * MONT_R % q), limbs(G2_B[1] * MONT_R % q)),
-    }
+    out = curve_limb_constants(FQ_MODULUS, FQ_LIMBS, FR_MODULUS, FR_LIMBS, G1_B, G2_B)
+    out["ZERO"] = out["Q_ZERO"]  # both fields have 4 limbs here: one zero, one plain 1
+    out["PLAIN_ONE"] = out["Q_PLAIN_ONE"]
+    return out
 
 
 _LIMB_NAMES = (
-    "Q_LIMBS Q_INV Q_R2 Q_ONE Q_MINUS_2 R_LIMBS R_INV R_R2 R_ONE R_MINUS_2 ZERO PLAIN_ONE "
-    "G1_B_MONT G2_B_MONT"
+    "Q_LIMBS Q_INV Q_R2 Q_ONE Q_MINUS_2 Q_ZERO Q_PLAIN_ONE R_LIMBS R_INV R_R2 R_ONE R_MINUS_2 "
+    "R_ZERO R_PLAIN_ONE ZERO PLAIN_ONE G1_B_MONT G2_B_MONT"
 ).split()
 
 

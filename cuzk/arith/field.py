@@ -1,31 +1,29 @@
-"""Fq, Fr and Fq2 arithmetic on 4-limb Montgomery elements: one source for CPU and CUDA.
+"""Fq, Fr and Fq2 arithmetic on Montgomery limb tuples, for any curve: one source for CPU and
+CUDA.
 
-An element is a tuple of four uint64 limbs, little-endian, in Montgomery form (a*R mod p,
-R = 2^256) unless a name says "plain". Tuples stay in registers inside hot loops (measured:
-arrays per call cost 4x). An Fq2 element is a pair of Fq elements (c0, c1) meaning c0 + c1*u,
-u^2 = -1.
+An element is a tuple of n uint64 limbs, little-endian, in Montgomery form (a*R mod p,
+R = 2^(64 n)) unless a name says "plain"; n is the field's limb count (BN254: 4 for both
+fields; BLS12-381: 6 for Fq, 4 for Fr). Tuples stay in registers inside hot loops
+(measured: arrays per call cost 4x). An Fq2 element is a pair of Fq elements (c0, c1)
+meaning c0 + c1*u, u^2 = -1.
 
 Every function here is a device function of the target being built (see cuzk.arith.jit): import
-this module normally for the CPU build, or ``get_target("cuda").load("cuzk.arith.field")``
-for the CUDA build. Inputs must be reduced (< p); outputs are reduced.
+this module normally for the CPU build of BN254, ``get_target("cuda").load("cuzk.arith.field")``
+for its CUDA build, and ``T.load("cuzk.arith.field", curve="bls12_381")`` for another curve
+(cuzk.arith.curves). Inputs must be reduced (< p); outputs are reduced.
+
+The multi-precision routines (CIOS multiplication, reduction, addition, subtraction, ...)
+are written once, as a template for n limbs (``limb_source(n)``, unrolled over the limbs as
+a hand-written 4-limb routine is), and generated for each limb count the curve needs under
+names ending in ``_{n}`` (``mont_mul_cios_6``). The unsuffixed names (``mont_mul``,
+``mont_mul_cios``, ``mod_add``, ``is_zero``, ``eq``, ``load``, ``store``, ...) are the 4-limb
+routines, taking the modulus as an argument. Field-level names (``fq_mul``, ``fr_inv``,
+``fq_load``, ...) bind each field's routines and constants.
 """
 
 import numpy as np
 
-from cuzk.arith.constants import (
-    PLAIN_ONE,
-    Q_INV,
-    Q_LIMBS,
-    Q_MINUS_2,
-    Q_ONE,
-    Q_R2,
-    R_INV,
-    R_LIMBS,
-    R_MINUS_2,
-    R_ONE,
-    R_R2,
-    ZERO,
-)
+from cuzk.arith.curves import DEFAULT, constants
 from cuzk.arith.jit import building
 
 T = building()
@@ -33,140 +31,187 @@ device_fn = T.device_fn
 row_fn = T.row_fn
 mac, adc, sbb, mul_lo = T.prims
 
+CURVE = T.param("curve", DEFAULT)
+K = constants(CURVE)  # the curve's constants module (cuzk.arith.constants for BN254)
+if K.FQ2_MODULUS_COEFFS != (1, 0):
+    raise NotImplementedError(f"{CURVE}: Fq2 here is Fq[u]/(u^2 + 1)")
+
+NQ, NR = K.FQ_LIMBS, K.FR_LIMBS  # limbs per Fq and per Fr element
+Q_LIMBS, Q_INV, Q_R2, Q_ONE, Q_MINUS_2 = K.Q_LIMBS, K.Q_INV, K.Q_R2, K.Q_ONE, K.Q_MINUS_2
+Q_ZERO, Q_PLAIN_ONE = K.Q_ZERO, K.Q_PLAIN_ONE
+R_LIMBS, R_INV, R_R2, R_ONE, R_MINUS_2 = K.R_LIMBS, K.R_INV, K.R_R2, K.R_ONE, K.R_MINUS_2
+R_ZERO, R_PLAIN_ONE = K.R_ZERO, K.R_PLAIN_ONE
+G1_B_MONT, G2_B_MONT = K.G1_B_MONT, K.G2_B_MONT  # the curve coefficients, Montgomery form
+ZERO, PLAIN_ONE = K.R_ZERO, K.R_PLAIN_ONE  # on 4 limbs (BN254's names for both fields)
+
 Z = np.uint64(0)
 ALL_ONES = np.uint64(0xFFFFFFFFFFFFFFFF)  # br * ALL_ONES: a borrow (0 or 1) as a mask, no overflow
 ONE_BIT = np.uint64(1)
 
 
-# --- generic modular arithmetic over a modulus p given as limbs ---------------------------
+# --- modular arithmetic over an n-limb modulus p, generated for each n ---------------------
 
 
-@device_fn
-def _mont_round(t0, t1, t2, t3, a0, a1, a2, a3, bi, p0, p1, p2, p3, inv):
-    """One outer iteration of CIOS (Koç, Acar, Kaliski 1996, "Analyzing and comparing
-    Montgomery multiplication algorithms"): t = (t + a*b_i + m*p) / 2^64 with
-    m = t0*INV mod 2^64. "No-carry" variant (valid as p's top limb < 2^63 - 1): the carry
-    word above t3 is folded into t3 instead of kept in a fifth limb."""
-    t0, c = mac(a0, bi, t0, Z)
-    t1, c = mac(a1, bi, t1, c)
-    t2, c = mac(a2, bi, t2, c)
-    t3, c = mac(a3, bi, t3, c)
-    t4 = c
-    m = mul_lo(t0, inv)
-    _, c = mac(m, p0, t0, Z)
-    t0, c = mac(m, p1, t1, c)
-    t1, c = mac(m, p2, t2, c)
-    t2, c = mac(m, p3, t3, c)
-    t3, _ = adc(c, t4, Z)
-    return t0, t1, t2, t3
+def limb_source(n: int, mul: str) -> str:
+    """The text of the n-limb routines: every loop over the limbs unrolled, so the limbs stay
+    scalars (registers); ``mul`` names the n-limb Montgomery multiplication mont_pow uses.
+
+    - ``_mont_round_{n}``: one outer iteration of CIOS (Koc, Acar, Kaliski 1996, "Analyzing
+      and comparing Montgomery multiplication algorithms"): t = (t + a*b_i + m*p) / 2^64 with
+      m = t0*INV mod 2^64. "No-carry" variant (valid as p's top limb < 2^63 - 1,
+      cuzk.arith.curves.no_carry_ok): the carry word above t[n-1] is folded into t[n-1]
+      instead of kept in an extra limb.
+    - ``mont_mul_cios_{n}(a, b, p, inv)``: a*b*R^{-1} mod p, n rounds, one final subtraction.
+    - ``_reduce_once_{n}``: t - p if t >= p else t, for t < 2p, branch-free: the outcome is
+      data-dependent, so a branch mispredicts half the time (keep = all ones when t < p).
+    - ``mod_add_{n}`` (no overflow: a + b < 2p < 2^(64 n)), ``mod_sub_{n}`` (p added back
+      under a mask, no branch), ``mod_neg_{n}`` (0 stays 0), ``is_zero_{n}``, ``eq_{n}``.
+    - ``mont_pow_{n}(a, e, one, p, inv)``: a^e for Montgomery a and e given as n plain limbs,
+      left-to-right square-and-multiply (multiplying with ``mul``: mont_mul_{n}, the
+      assembly where the field has it).
+    - ``load_{n}(arr, i, col)`` / ``store_{n}(arr, i, col, a)``: the element in row i,
+      columns col..col+n-1.
+    """
+    r = range(n)
+    ts, As, ps = [f"t{i}" for i in r], [f"a{i}" for i in r], [f"p{i}" for i in r]
+    T_, A_, P_ = ", ".join(ts), ", ".join(As), ", ".join(ps)
+    rnd = [f"def _mont_round_{n}({T_}, {A_}, bi, {P_}, inv):"]
+    c = "Z"
+    for i in r:
+        rnd.append(f"    t{i}, c = mac(a{i}, bi, t{i}, {c})")
+        c = "c"
+    rnd += [f"    t{n} = c", "    m = mul_lo(t0, inv)", "    _, c = mac(m, p0, t0, Z)"]
+    rnd += [f"    t{i - 1}, c = mac(m, p{i}, t{i}, c)" for i in range(1, n)]
+    rnd += [f"    t{n - 1}, _ = adc(c, t{n}, Z)", f"    return {T_}"]
+
+    p_args = ", ".join(f"p[{i}]" for i in r)
+    cios = [f"def mont_mul_cios_{n}(a, b, p, inv):", f"    {A_} = a"]
+    zeros = ", ".join(["Z"] * n)
+    cios.append(f"    {T_} = _mont_round_{n}({zeros}, {A_}, b[0], {p_args}, inv)")
+    cios += [f"    {T_} = _mont_round_{n}({T_}, {A_}, b[{i}], {p_args}, inv)" for i in r[1:]]
+    cios.append(f"    return _reduce_once_{n}({T_}, p)")
+
+    def borrow_chain(dst, x, y):  # dst_i, br = sbb(x_i, y_i, br)
+        out, br = [], "Z"
+        for i in r:
+            out.append(f"    {dst}{i}, br = sbb({x.format(i=i)}, {y.format(i=i)}, {br})")
+            br = "br"
+        return out
+
+    red = [f"def _reduce_once_{n}({T_}, p):", *borrow_chain("s", "t{i}", "p[{i}]")]
+    red += ["    keep = br * ALL_ONES", "    return ("]
+    red += [f"        s{i} ^ ((s{i} ^ t{i}) & keep)," for i in r] + ["    )"]
+
+    add = [f"def mod_add_{n}(a, b, p):"]
+    c = "Z"
+    for i in r:
+        add.append(f"    s{i}, c = adc(a[{i}], b[{i}], {c})")
+        c = "c"
+    add.append(f"    return _reduce_once_{n}({', '.join(f's{i}' for i in r)}, p)")
+
+    sub = [f"def mod_sub_{n}(a, b, p):", *borrow_chain("d", "a[{i}]", "b[{i}]")]
+    sub.append("    mask = br * ALL_ONES")
+    c = "Z"
+    for i in r:
+        sub.append(f"    d{i}, c = adc(d{i}, p[{i}] & mask, {c})")
+        c = "c"
+    sub.append(f"    return ({', '.join(f'd{i}' for i in r)},)")
+
+    words = " | ".join(f"a[{i}]" for i in r)
+    diffs = " | ".join(f"(a[{i}] ^ b[{i}])" for i in r)
+    elements = ", ".join(f"arr[i, col + {i}]" for i in r)
+    text = [
+        *rnd, "", *cios, "", *red, "", *add, "", *sub, "",
+        f"def is_zero_{n}(a):", f"    return ({words}) == Z", "",
+        f"def eq_{n}(a, b):", f"    return ({diffs}) == Z", "",
+        f"def mod_neg_{n}(a, p):",
+        f"    if is_zero_{n}(a):", "        return a", f"    return mod_sub_{n}(p, a, p)", "",
+        f"def mont_pow_{n}(a, e, one, p, inv):",
+        "    acc = one",
+        f"    for limb in range({n - 1}, -1, -1):",
+        "        word = e[limb]",
+        "        for bit in range(63, -1, -1):",
+        f"            acc = {mul}(acc, acc, p, inv)",
+        "            if (word >> np.uint64(bit)) & ONE_BIT:",
+        f"                acc = {mul}(acc, a, p, inv)",
+        "    return acc", "",
+        f"def load_{n}(arr, i, col):", f"    return ({elements},)", "",
+        f"def store_{n}(arr, i, col, a):",
+        *[f"    arr[i, col + {i}] = a[{i}]" for i in r],
+    ]  # fmt: skip
+    return "\n".join(text) + "\n"
 
 
-@device_fn
-def _reduce_once(t0, t1, t2, t3, p):
-    """t - p if t >= p else t, for t < 2p."""
-    s0, br = sbb(t0, p[0], Z)
-    s1, br = sbb(t1, p[1], br)
-    s2, br = sbb(t2, p[2], br)
-    s3, br = sbb(t3, p[3], br)
-    # Branch-free select (keep = all ones when t < p): the outcome is data-dependent, so a
-    # branch here mispredicts half the time.
-    keep = br * ALL_ONES
-    return (
-        s0 ^ ((s0 ^ t0) & keep),
-        s1 ^ ((s1 ^ t1) & keep),
-        s2 ^ ((s2 ^ t2) & keep),
-        s3 ^ ((s3 ^ t3) & keep),
-    )
+LIMB_ROUTINES = "_mont_round mont_mul_cios _reduce_once mod_add mod_sub is_zero eq mod_neg mont_pow"
+ROW_ROUTINES = "load store"  # array access: inlined on the CPU (T.row_fn)
 
 
-@device_fn
-def mont_mul_cios(a, b, p, inv):
-    """a*b*R^{-1} mod p (Montgomery product), for any 4-limb p with its top bit clear."""
-    a0, a1, a2, a3 = a
-    t0, t1, t2, t3 = _mont_round(Z, Z, Z, Z, a0, a1, a2, a3, b[0], p[0], p[1], p[2], p[3], inv)
-    t0, t1, t2, t3 = _mont_round(t0, t1, t2, t3, a0, a1, a2, a3, b[1], p[0], p[1], p[2], p[3], inv)
-    t0, t1, t2, t3 = _mont_round(t0, t1, t2, t3, a0, a1, a2, a3, b[2], p[0], p[1], p[2], p[3], inv)
-    t0, t1, t2, t3 = _mont_round(t0, t1, t2, t3, a0, a1, a2, a3, b[3], p[0], p[1], p[2], p[3], inv)
-    return _reduce_once(t0, t1, t2, t3, p)
+def _define_limb_routines(n: int) -> None:
+    """Generate the n-limb routines (limb_source) as device functions of this build. The text
+    is compiled under this file's name, and each function keeps its own name (``_{n}`` and
+    the build's suffix in its qualified name), so Numba caches them like hand-written ones."""
+    scope: dict = {}
+    exec(compile(limb_source(n, f"mont_mul_{n}"), __file__, "exec"), globals(), scope)
+    for names, decorate in ((LIMB_ROUTINES, device_fn), (ROW_ROUTINES, row_fn)):
+        for name in names.split():
+            globals()[f"{name}_{n}"] = decorate(scope[f"{name}_{n}"])
 
 
-# The target's assembly multiplication for BN254's two moduli, where it has one (the CPU build
-# on x86-64 with BMI2 and ADX: cuzk.arith.limbs.x86_mont_mul), else None.
+# The target's assembly multiplication for each of the curve's moduli, where it has one (the
+# CPU build on x86-64 with BMI2 and ADX: cuzk.arith.limbs.x86_mont_mul), else None.
 _fq_mul_asm = T.mont_mul_asm(Q_LIMBS, Q_INV)
 _fr_mul_asm = T.mont_mul_asm(R_LIMBS, R_INV)
 
-if _fq_mul_asm is None or _fr_mul_asm is None:
-    mont_mul = mont_mul_cios
-else:
 
-    @device_fn
-    def mont_mul(a, b, p, inv):
-        """a*b*R^{-1} mod p: the assembly for Fq and Fr (p is a constant at every call site,
-        so LLVM folds the choice away), CIOS for any other modulus."""
-        if p[0] == Q_LIMBS[0] and p[3] == Q_LIMBS[3]:
-            return _fq_mul_asm(a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3])
-        if p[0] == R_LIMBS[0] and p[3] == R_LIMBS[3]:
-            return _fr_mul_asm(a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3])
-        return mont_mul_cios(a, b, p, inv)
-
-
-@device_fn
-def mod_add(a, b, p):
-    """a + b mod p (no overflow: a + b < 2p < 2^255)."""
-    s0, c = adc(a[0], b[0], Z)
-    s1, c = adc(a[1], b[1], c)
-    s2, c = adc(a[2], b[2], c)
-    s3, c = adc(a[3], b[3], c)
-    return _reduce_once(s0, s1, s2, s3, p)
+def _dispatch_source(n: int) -> str:
+    """mont_mul_{n}(a, b, p, inv) for n-limb p: the assembly for the fields of n limbs that
+    have it (p is a constant at every call site, so LLVM folds the choice away), CIOS for any
+    other p."""
+    text = [f"def mont_mul_{n}(a, b, p, inv):"]
+    limbs = ", ".join([f"a[{i}]" for i in range(n)] + [f"b[{i}]" for i in range(n)])
+    for asm, modulus, count in (("_fq_mul_asm", "Q_LIMBS", NQ), ("_fr_mul_asm", "R_LIMBS", NR)):
+        if count == n and globals()[asm] is not None:
+            text.append(f"    if p[0] == {modulus}[0] and p[{n - 1}] == {modulus}[{n - 1}]:")
+            text.append(f"        return {asm}({limbs})")
+    if len(text) == 1:
+        return ""
+    text.append(f"    return mont_mul_cios_{n}(a, b, p, inv)")
+    return "\n".join(text) + "\n"
 
 
-@device_fn
-def mod_sub(a, b, p):
-    """a - b mod p."""
-    d0, br = sbb(a[0], b[0], Z)
-    d1, br = sbb(a[1], b[1], br)
-    d2, br = sbb(a[2], b[2], br)
-    d3, br = sbb(a[3], b[3], br)
-    # Add p back under a mask instead of a branch (a borrow is data-dependent: see
-    # _reduce_once).
-    mask = br * ALL_ONES
-    d0, c = adc(d0, p[0] & mask, Z)
-    d1, c = adc(d1, p[1] & mask, c)
-    d2, c = adc(d2, p[2] & mask, c)
-    d3, c = adc(d3, p[3] & mask, c)
-    return (d0, d1, d2, d3)
+def _define_mont_mul(n: int) -> None:
+    """mont_mul_{n}: the dispatcher above where a field of n limbs has assembly, else the
+    generated CIOS itself."""
+    text = _dispatch_source(n)
+    if not text:
+        globals()[f"mont_mul_{n}"] = globals()[f"mont_mul_cios_{n}"]
+        return
+    scope: dict = {}
+    exec(compile(text, __file__, "exec"), globals(), scope)
+    globals()[f"mont_mul_{n}"] = device_fn(scope[f"mont_mul_{n}"])
 
 
-@device_fn
-def is_zero(a):
-    return (a[0] | a[1] | a[2] | a[3]) == Z
+LIMB_COUNTS = tuple(sorted({4, NQ, NR}))  # 4 always: the unsuffixed routines below
+for _n in LIMB_COUNTS:
+    _define_limb_routines(_n)
+    _define_mont_mul(_n)
+del _n
 
+# The unsuffixed names: the 4-limb routines, for any 4-limb modulus given as an argument.
+_mont_round, mont_mul_cios, _reduce_once = _mont_round_4, mont_mul_cios_4, _reduce_once_4  # noqa: F821
+mod_add, mod_sub, mod_neg, mont_pow = mod_add_4, mod_sub_4, mod_neg_4, mont_pow_4  # noqa: F821
+is_zero, eq, load, store = is_zero_4, eq_4, load_4, store_4  # noqa: F821
+mont_mul = mont_mul_4  # noqa: F821
 
-@device_fn
-def eq(a, b):
-    return ((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) | (a[3] ^ b[3])) == Z
-
-
-@device_fn
-def mod_neg(a, p):
-    """-a mod p (0 stays 0)."""
-    if is_zero(a):
-        return a
-    return mod_sub(p, a, p)
-
-
-@device_fn
-def mont_pow(a, e, one, p, inv):
-    """a^e for a Montgomery-form a and an exponent e given as 4 plain limbs
-    (left-to-right square-and-multiply)."""
-    acc = one
-    for limb in range(3, -1, -1):
-        word = e[limb]
-        for bit in range(63, -1, -1):
-            acc = mont_mul(acc, acc, p, inv)
-            if (word >> np.uint64(bit)) & ONE_BIT:
-                acc = mont_mul(acc, a, p, inv)
-    return acc
+# Each field's routines (module constants: Numba compiles them straight through).
+_q_mul = globals()[f"mont_mul_{NQ}"]
+_q_add, _q_sub, _q_neg = (globals()[f"{name}_{NQ}"] for name in ("mod_add", "mod_sub", "mod_neg"))
+_q_pow, _q_is_zero, _q_eq = (globals()[f"{name}_{NQ}"] for name in ("mont_pow", "is_zero", "eq"))
+_q_load, _q_store = globals()[f"load_{NQ}"], globals()[f"store_{NQ}"]
+_r_mul = globals()[f"mont_mul_{NR}"]
+_r_add, _r_sub, _r_neg = (globals()[f"{name}_{NR}"] for name in ("mod_add", "mod_sub", "mod_neg"))
+_r_pow, _r_is_zero, _r_eq = (globals()[f"{name}_{NR}"] for name in ("mont_pow", "is_zero", "eq"))
+_r_load, _r_store = globals()[f"load_{NR}"], globals()[f"store_{NR}"]
 
 
 # --- Fq: the base field -------------------------------------------------------------------
@@ -174,56 +219,56 @@ def mont_pow(a, e, one, p, inv):
 
 @device_fn
 def fq_mul(a, b):
-    return mont_mul(a, b, Q_LIMBS, Q_INV)
+    return _q_mul(a, b, Q_LIMBS, Q_INV)
 
 
 @device_fn
 def fq_sqr(a):
-    return mont_mul(a, a, Q_LIMBS, Q_INV)
+    return _q_mul(a, a, Q_LIMBS, Q_INV)
 
 
 @device_fn
 def fq_add(a, b):
-    return mod_add(a, b, Q_LIMBS)
+    return _q_add(a, b, Q_LIMBS)
 
 
 @device_fn
 def fq_sub(a, b):
-    return mod_sub(a, b, Q_LIMBS)
+    return _q_sub(a, b, Q_LIMBS)
 
 
 @device_fn
 def fq_neg(a):
-    return mod_neg(a, Q_LIMBS)
+    return _q_neg(a, Q_LIMBS)
 
 
 @device_fn
 def fq_dbl(a):
-    return mod_add(a, a, Q_LIMBS)
+    return _q_add(a, a, Q_LIMBS)
 
 
 @device_fn
 def fq_inv(a):
     """a^{-1} by Fermat (a^{q-2}); the inverse of 0 is 0 here: callers that can meet 0
     check is_zero first (the Python-level API raises ZeroDivisionError)."""
-    return mont_pow(a, Q_MINUS_2, Q_ONE, Q_LIMBS, Q_INV)
+    return _q_pow(a, Q_MINUS_2, Q_ONE, Q_LIMBS, Q_INV)
 
 
 @device_fn
 def fq_to_mont(a):
     """plain -> Montgomery: a * R^2 * R^{-1} = a*R."""
-    return mont_mul(a, Q_R2, Q_LIMBS, Q_INV)
+    return _q_mul(a, Q_R2, Q_LIMBS, Q_INV)
 
 
 @device_fn
 def fq_from_mont(a):
     """Montgomery -> plain: a * 1 * R^{-1}."""
-    return mont_mul(a, PLAIN_ONE, Q_LIMBS, Q_INV)
+    return _q_mul(a, Q_PLAIN_ONE, Q_LIMBS, Q_INV)
 
 
 @device_fn
 def fq_zero():
-    return ZERO
+    return Q_ZERO
 
 
 @device_fn
@@ -231,53 +276,78 @@ def fq_one():
     return Q_ONE
 
 
+@device_fn
+def fq_is_zero(a):
+    return _q_is_zero(a)
+
+
+@device_fn
+def fq_eq(a, b):
+    return _q_eq(a, b)
+
+
 # --- Fr: the scalar field -----------------------------------------------------------------
 
 
 @device_fn
 def fr_mul(a, b):
-    return mont_mul(a, b, R_LIMBS, R_INV)
+    return _r_mul(a, b, R_LIMBS, R_INV)
 
 
 @device_fn
 def fr_sqr(a):
-    return mont_mul(a, a, R_LIMBS, R_INV)
+    return _r_mul(a, a, R_LIMBS, R_INV)
 
 
 @device_fn
 def fr_add(a, b):
-    return mod_add(a, b, R_LIMBS)
+    return _r_add(a, b, R_LIMBS)
 
 
 @device_fn
 def fr_sub(a, b):
-    return mod_sub(a, b, R_LIMBS)
+    return _r_sub(a, b, R_LIMBS)
 
 
 @device_fn
 def fr_neg(a):
-    return mod_neg(a, R_LIMBS)
+    return _r_neg(a, R_LIMBS)
 
 
 @device_fn
 def fr_inv(a):
     """a^{-1} by Fermat (a^{r-2}); 0 maps to 0 (see fq_inv)."""
-    return mont_pow(a, R_MINUS_2, R_ONE, R_LIMBS, R_INV)
+    return _r_pow(a, R_MINUS_2, R_ONE, R_LIMBS, R_INV)
 
 
 @device_fn
 def fr_to_mont(a):
-    return mont_mul(a, R_R2, R_LIMBS, R_INV)
+    return _r_mul(a, R_R2, R_LIMBS, R_INV)
 
 
 @device_fn
 def fr_from_mont(a):
-    return mont_mul(a, PLAIN_ONE, R_LIMBS, R_INV)
+    return _r_mul(a, R_PLAIN_ONE, R_LIMBS, R_INV)
+
+
+@device_fn
+def fr_zero():
+    return R_ZERO
 
 
 @device_fn
 def fr_one():
     return R_ONE
+
+
+@device_fn
+def fr_is_zero(a):
+    return _r_is_zero(a)
+
+
+@device_fn
+def fr_eq(a, b):
+    return _r_eq(a, b)
 
 
 # --- Fq2 = Fq[u] / (u^2 + 1) --------------------------------------------------------------
@@ -335,50 +405,59 @@ def fq2_inv(a):
 
 @device_fn
 def fq2_is_zero(a):
-    return is_zero(a[0]) and is_zero(a[1])
+    return _q_is_zero(a[0]) and _q_is_zero(a[1])
 
 
 @device_fn
 def fq2_eq(a, b):
-    return eq(a[0], b[0]) and eq(a[1], b[1])
+    return _q_eq(a[0], b[0]) and _q_eq(a[1], b[1])
 
 
 @device_fn
 def fq2_zero():
-    return (ZERO, ZERO)
+    return (Q_ZERO, Q_ZERO)
 
 
 @device_fn
 def fq2_one():
-    return (Q_ONE, ZERO)
+    return (Q_ONE, Q_ZERO)
 
 
 # --- array access: elements stored as rows of (n, k) uint64 arrays --------------------------
-# An Fq/Fr element occupies 4 consecutive columns (limbs, little-endian), an Fq2 element 8
-# (c0 limbs, then c1 limbs). Kernels of both targets read and write through these.
+# An Fq element occupies NQ consecutive columns (limbs, little-endian), an Fr element NR, an
+# Fq2 element 2 NQ (c0 limbs, then c1 limbs). Kernels of both targets read and write through
+# these (and through load/store, the 4-limb ones).
 
 
 @row_fn
-def load(arr, i, col):
-    """The element in row i, columns col..col+3."""
-    return (arr[i, col], arr[i, col + 1], arr[i, col + 2], arr[i, col + 3])
+def fq_load(arr, i, col):
+    """The Fq element in row i, columns col..col+NQ-1."""
+    return _q_load(arr, i, col)
 
 
 @row_fn
-def store(arr, i, col, a):
-    arr[i, col] = a[0]
-    arr[i, col + 1] = a[1]
-    arr[i, col + 2] = a[2]
-    arr[i, col + 3] = a[3]
+def fq_store(arr, i, col, a):
+    _q_store(arr, i, col, a)
+
+
+@row_fn
+def fr_load(arr, i, col):
+    """The Fr element in row i, columns col..col+NR-1."""
+    return _r_load(arr, i, col)
+
+
+@row_fn
+def fr_store(arr, i, col, a):
+    _r_store(arr, i, col, a)
 
 
 @row_fn
 def fq2_load(arr, i, col):
-    """The Fq2 element in row i, columns col..col+7 (c0 then c1)."""
-    return (load(arr, i, col), load(arr, i, col + 4))
+    """The Fq2 element in row i, columns col..col+2NQ-1 (c0 then c1)."""
+    return (_q_load(arr, i, col), _q_load(arr, i, col + NQ))
 
 
 @row_fn
 def fq2_store(arr, i, col, a):
-    store(arr, i, col, a[0])
-    store(arr, i, col + 4, a[1])
+    _q_store(arr, i, col, a[0])
+    _q_store(arr, i, col + NQ, a[1])

@@ -1,22 +1,25 @@
-"""The group arithmetic of BN254's G1 and G2 in Jacobian coordinates, written once: one source,
-built per (target, group).
+"""The group arithmetic of G1 and G2 in Jacobian coordinates, written once: one source, built
+per (target, group, curve).
 
-G1: y^2 = x^3 + 3 over Fq.  G2: y^2 = x^3 + b' over Fq2, b' = 3/(9+u) (the sextic twist).
-Both are short Weierstrass curves with a = 0, so every formula is the same over the two
-coordinate fields; a build binds its field's operations as module constants (``f_mul`` is
-``fq_mul`` in the G1 build, ``fq2_mul`` in the G2 build), and Numba compiles them straight
-through. Load a build with ``T.load("cuzk.arith.group", group="g1")`` (or "g2"); see
-"Parametrized builds" in cuzk.arith.jit. ``cuzk.arith.curve`` holds the two builds of each target
-and the flat names (g1_add, g2_add, ...) the rest of the code uses.
+BN254: G1 y^2 = x^3 + 3 over Fq, G2 y^2 = x^3 + 3/(9+u) over Fq2 (the D-type sextic twist).
+BLS12-381: G1 y^2 = x^3 + 4 over Fq, G2 y^2 = x^3 + 4(1+u) over Fq2 (the M-type twist).
+All are short Weierstrass curves with a = 0, so every formula is the same over the two
+coordinate fields and the curves; a build binds its field's operations as module constants
+(``f_mul`` is ``fq_mul`` in the G1 build, ``fq2_mul`` in the G2 build) and its curve's b, and
+Numba compiles them straight through. Load a build with
+``T.load("cuzk.arith.group", group="g1")`` (or "g2"; BN254), adding ``curve="bls12_381"`` for
+another curve (cuzk.arith.curves.build_params); see "Parametrized builds" in cuzk.arith.jit.
+``cuzk.arith.curve`` holds the two builds of each target and the flat names (g1_add,
+g2_add, ...) the rest of the code uses.
 
 Representations (all coordinates Montgomery-form field elements, see cuzk.arith.field):
 - affine point: (x, y). The point at infinity in affine form is (0, 0), exactly as snarkjs
   stores it (all-zero bytes); (0, 0) is not on either curve (b != 0), so no clash.
 - Jacobian point: (X, Y, Z) meaning x = X/Z^2, y = Y/Z^3; infinity iff Z == 0 (``inf()``
   returns (1, 1, 0)).
-- rows of uint64 arrays, limbs little-endian: G1 affine (n, 8) = x || y and Jacobian
-  (n, 12) = X || Y || Z; G2 affine (n, 16) = x.c0 || x.c1 || y.c0 || y.c1 (the zkey's point
-  layouts) and Jacobian (n, 24).
+- rows of uint64 arrays, limbs little-endian, NQ limbs per Fq element (4 for BN254, 6 for
+  BLS12-381): G1 affine (n, 2 NQ) = x || y and Jacobian (n, 3 NQ) = X || Y || Z; G2 affine
+  (n, 4 NQ) = x.c0 || x.c1 || y.c0 || y.c1 (the zkey's point layouts) and Jacobian (n, 6 NQ).
 
 Formulas come from the Explicit-Formulas Database (EFD, hyperelliptic.org/EFD), section
 "g1p/auto-shortw-jacobian-0" (short Weierstrass, a = 0); each routine names the one it uses.
@@ -26,33 +29,35 @@ P = -Q) are caught by explicit branches here.
 
 import numpy as np
 
-from cuzk.arith.constants import G1_B_MONT, G2_B_MONT, Q_ONE, ZERO
+from cuzk.arith.curves import DEFAULT, build_params
 from cuzk.arith.jit import building
 
 T = building()
 device_fn = T.device_fn
 row_fn = T.row_fn
-F = T.load("cuzk.arith.field")
 GROUP = T.param("group")
+CURVE = T.param("curve", DEFAULT)
+F = T.load("cuzk.arith.field", **build_params(CURVE))
 
 if GROUP == "g1":  # coordinates in Fq
     f_add, f_sub, f_dbl, f_neg = F.fq_add, F.fq_sub, F.fq_dbl, F.fq_neg
     f_mul, f_sqr, f_inv = F.fq_mul, F.fq_sqr, F.fq_inv
-    f_is_zero, f_eq = F.is_zero, F.eq
-    f_load, f_store = F.load, F.store
-    F_ZERO, F_ONE = ZERO, Q_ONE
-    CURVE_B = G1_B_MONT
+    f_is_zero, f_eq = F.fq_is_zero, F.fq_eq
+    f_load, f_store = F.fq_load, F.fq_store
+    F_ZERO, F_ONE = F.Q_ZERO, F.Q_ONE
+    CURVE_B = F.G1_B_MONT
 elif GROUP == "g2":  # coordinates in Fq2
     f_add, f_sub, f_dbl, f_neg = F.fq2_add, F.fq2_sub, F.fq2_dbl, F.fq2_neg
     f_mul, f_sqr, f_inv = F.fq2_mul, F.fq2_sqr, F.fq2_inv
     f_is_zero, f_eq = F.fq2_is_zero, F.fq2_eq
     f_load, f_store = F.fq2_load, F.fq2_store
-    F_ZERO, F_ONE = (ZERO, ZERO), (Q_ONE, ZERO)
-    CURVE_B = G2_B_MONT
+    F_ZERO, F_ONE = (F.Q_ZERO, F.Q_ZERO), (F.Q_ONE, F.Q_ZERO)
+    CURVE_B = F.G2_B_MONT
 else:
     raise ValueError(f"cuzk.arith.group: group must be 'g1' or 'g2', not {GROUP!r}")
 
-COORD_LIMBS = 4 if GROUP == "g1" else 8  # uint64 limbs per coordinate
+COORD_LIMBS = F.NQ if GROUP == "g1" else 2 * F.NQ  # uint64 limbs per coordinate
+SCALAR_LIMBS = F.NR  # plain limbs of a scalar k of mul (any value below 2^(64 NR))
 AFFINE_WIDTH = 2 * COORD_LIMBS  # row width of an affine point
 JACOBIAN_WIDTH = 3 * COORD_LIMBS  # row width of a Jacobian point
 ONE_BIT = np.uint64(1)
@@ -115,7 +120,8 @@ def dbl(P):
     """2P. EFD g1p/auto-shortw-jacobian-0 "dbl-2009-l" (1M + 5S):
     A = X1^2, B = Y1^2, C = B^2, D = 2((X1+B)^2 - A - C), E = 3A, F = E^2,
     X3 = F - 2D, Y3 = E(D - X3) - 8C, Z3 = 2 Y1 Z1.
-    Infinity (Z1 = 0) gives Z3 = 0; no point of G1 or G2 has y = 0 (their order is odd)."""
+    Infinity (Z1 = 0) gives Z3 = 0; no point of G1 or G2 has y = 0 (their order is odd: a
+    point with y = 0 has order 2)."""
     X1, Y1, Z1 = P
     A = f_sqr(X1)
     B = f_sqr(Y1)
@@ -213,10 +219,11 @@ def eq(P, Q):
 
 @device_fn
 def mul(P, k):
-    """k P for k given as 4 plain uint64 limbs (any 256-bit value), left-to-right
-    double-and-add: 256 doublings. For tests and small uses; MSM is the fast path."""
+    """k P for k given as SCALAR_LIMBS plain uint64 limbs (any value below 2^(64
+    SCALAR_LIMBS)), left-to-right double-and-add: 64 SCALAR_LIMBS doublings. For tests and
+    small uses; MSM is the fast path."""
     acc = inf()
-    for limb in range(3, -1, -1):
+    for limb in range(SCALAR_LIMBS - 1, -1, -1):
         word = k[limb]
         for bit in range(63, -1, -1):
             acc = dbl(acc)

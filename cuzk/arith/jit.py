@@ -30,6 +30,8 @@ constants and Numba compiles them straight through (no function arguments, no cl
 build is its own module object (``cuzk.arith.group[cpu:g2]``), and every function it
 decorates gets the build's suffix in its ``__qualname__`` (``add[g2]``): Numba's disk cache
 names entries by file, qualname and line, so two builds of one source never share an entry.
+The arithmetic's curve is such a parameter too (``curve="bls12_381"``, see
+cuzk.arith.curves); ``T.param(name, default)`` reads an optional one.
 """
 
 from __future__ import annotations
@@ -60,6 +62,8 @@ SHARED_SOURCES = (
     "cuzk/arith/limbs.py",
     "cuzk/arith/constants.py",
     "cuzk/arith/radix.py",  # builds the limb constants of constants.py
+    "cuzk/arith/curves.py",  # the curve registry and the Montgomery constants' derivation
+    "cuzk/arith/bls12_381.py",
     "cuzk/arith/field.py",
     "cuzk/arith/group.py",
     "cuzk/arith/curve.py",
@@ -293,11 +297,14 @@ class Build:
         """ "" for the plain build, else "[v1,v2]" from the parameter values."""
         return f"[{','.join(self.params_values)}]" if self.params else ""
 
-    def param(self, name: str) -> str:
-        """The value of build parameter ``name``; a clear error where the build has none."""
+    def param(self, name: str, default: str | None = None) -> str:
+        """The value of build parameter ``name``; ``default`` where the build has none (a
+        clear error where there is no default either)."""
         for key, value in self.params:
             if key == name:
                 return value
+        if default is not None:
+            return default
         raise LookupError(
             f"this shared source needs build parameter {name!r}: "
             f"load it with T.load(module, {name}=...)"

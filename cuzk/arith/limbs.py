@@ -14,8 +14,9 @@ add-with-carry chains. The CUDA simulator runs device code as Python and cannot 
 intrinsics, so it gets a pure-Python twin working on Python ints.
 
 One more primitive exists on x86-64 CPUs with BMI2 and ADX (every Zen and every Intel core
-since Broadwell): a whole 4-limb Montgomery multiplication in assembly (``x86_mont_mul``),
-which cuzk.arith.field uses for Fq and Fr when the CPU build has it. LLVM compiles the
+since Broadwell): a whole n-limb Montgomery multiplication in assembly (``x86_mont_mul``; 4
+limbs for BN254's fields and BLS12-381's Fr, 6 for BLS12-381's Fq), which cuzk.arith.field
+uses for every field when the CPU build has it. LLVM compiles the
 generic CIOS code above to one carry chain per row (add + adc pairs); the assembly runs two
 chains at once (ADCX on the carry flag, ADOX on the overflow flag, MULX leaving both alone),
 as multi-precision libraries do (Intel's white paper "New Instructions Supporting Large
@@ -95,52 +96,49 @@ _cache: dict = {}
 # --- x86-64 Montgomery multiplication (BMI2 + ADX) ------------------------------------------
 
 
-def _x86_mont_mul_asm() -> tuple[str, list[int]]:
-    """AT&T text of a 4-limb CIOS Montgomery multiplication, and which outputs hold the result.
+def _x86_mont_mul_asm(n: int = 4) -> tuple[str, list[int]]:
+    """AT&T text of an n-limb CIOS Montgomery multiplication, and which outputs hold the result.
 
-    Operands: $0..$4 the accumulator t0..t4 and $5, $6 the high and low halves of a product
-    (outputs, early-clobbered); $7..$10 the limbs of a (registers); $11..$14 b's limbs (memory
-    operands on the stack: registers run out); $15 a pointer to the modulus's four limbs
-    followed by -p^{-1} mod 2^64 (a constant table). Each of the
-    four rounds adds a*b_i into the accumulator (low halves on the OF chain, high halves on the
-    CF chain), then m*p with m = t0*INV, and drops the zero low word by renaming the
-    registers (no moves). BN254's moduli leave the top bit free, so the no-carry variant
-    holds: the accumulator stays below 2p in four words plus the renamed fifth. A final
-    subtraction of p with CMOV (no branch) makes the result fully reduced."""
-    t = ["$0", "$1", "$2", "$3", "$4"]
-    hi, lo = "$5", "$6"
-    a = ["$7", "$8", "$9", "$10"]
-    b = ["$11", "$12", "$13", "$14"]
-    c = "$15"
-    text = [f"xorq {r}, {r}" for r in t[:4]]
-    acc, spare = t[:4], t[4]
-    for i in range(4):
-        q0, q1, q2, q3 = acc
+    Operands: $0..$n the accumulator t0..tn and $n+1, $n+2 the high and low halves of a
+    product (outputs, early-clobbered), then n - 4 more scratch outputs for the final
+    subtraction where n > 4; then the limbs of a (registers for n = 4; memory operands on the
+    stack above that, since registers run out: MULX takes its source from memory as well),
+    b's limbs (memory operands), and a pointer to the modulus's n limbs followed by
+    -p^{-1} mod 2^64 (a constant table). Each of the n rounds adds a*b_i into the accumulator
+    (low halves on the OF chain, high halves on the CF chain), then m*p with m = t0*INV, and
+    drops the zero low word by renaming the registers (no moves). The moduli served leave the
+    top limb below 2^63 - 1, so the no-carry variant holds: the accumulator stays below 2p in
+    n words plus the renamed extra one. A final subtraction of p with CMOV (no branch) makes
+    the result fully reduced. For n = 4 the text is the one measured in the module docstring."""
+    extra = max(0, n - 4)
+    t = [f"${k}" for k in range(n + 1)]
+    hi, lo = f"${n + 1}", f"${n + 2}"
+    scratch = [f"${n + 3 + k}" for k in range(extra)]
+    first = n + 3 + extra  # the first input operand
+    a = [f"${first + k}" for k in range(n)]
+    b = [f"${first + n + k}" for k in range(n)]
+    c = f"${first + 2 * n}"
+    text = [f"xorq {r}, {r}" for r in t[:n]]
+    acc, spare = t[:n], t[n]
+    for i in range(n):
+        pairs = list(zip(acc, [*acc[1:], spare], strict=True))
         text += [f"movq {b[i]}, %rdx", f"xorq {spare}, {spare}"]  # xor clears CF, OF
-        for j, (dst, nxt) in enumerate(((q0, q1), (q1, q2), (q2, q3), (q3, spare))):
+        for j, (dst, nxt) in enumerate(pairs):
             text += [f"mulxq {a[j]}, {lo}, {hi}", f"adoxq {lo}, {dst}", f"adcxq {hi}, {nxt}"]
         text += [f"movq $$0, {lo}", f"adoxq {lo}, {spare}"]
-        text += [f"movq {q0}, %rdx", f"imulq 32({c}), %rdx", f"xorq {lo}, {lo}"]  # m = t0*INV
-        for j, (dst, nxt) in enumerate(((q0, q1), (q1, q2), (q2, q3), (q3, spare))):
+        text += [f"movq {acc[0]}, %rdx", f"imulq {8 * n}({c}), %rdx", f"xorq {lo}, {lo}"]
+        for j, (dst, nxt) in enumerate(pairs):
             text += [f"mulxq {8 * j}({c}), {lo}, {hi}", f"adoxq {lo}, {dst}", f"adcxq {hi}, {nxt}"]
         text += [f"movq $$0, {lo}", f"adoxq {lo}, {spare}"]
-        acc, spare = [q1, q2, q3, spare], q0
-    q0, q1, q2, q3 = acc
-    # s = acc - p into (spare, hi, lo, rdx); keep s where there was no borrow.
-    text += [
-        f"movq {q0}, {spare}",
-        f"subq 0({c}), {spare}",
-        f"movq {q1}, {hi}",
-        f"sbbq 8({c}), {hi}",
-        f"movq {q2}, {lo}",
-        f"sbbq 16({c}), {lo}",
-        f"movq {q3}, %rdx",
-        f"sbbq 24({c}), %rdx",
-        f"cmovncq {spare}, {q0}",
-        f"cmovncq {hi}, {q1}",
-        f"cmovncq {lo}, {q2}",
-        f"cmovncq %rdx, {q3}",
-    ]
+        acc, spare = [*acc[1:], spare], acc[0]
+    # s = acc - p into (spare, hi, lo, rdx, scratch...); keep s where there was no borrow.
+    temps = [spare, hi, lo, "%rdx", *scratch]
+    for j in range(n):
+        text += [
+            f"movq {acc[j]}, {temps[j]}",
+            f"{'subq' if j == 0 else 'sbbq'} {8 * j}({c}), {temps[j]}",
+        ]
+    text += [f"cmovncq {temps[j]}, {acc[j]}" for j in range(n)]
     return "\n".join(text), [int(r[1:]) for r in acc]
 
 
@@ -159,8 +157,9 @@ def x86_mont_mul_available() -> bool:
 
 
 def x86_mont_mul(p: tuple, inv) -> object:
-    """A Numba CPU intrinsic (a0, a1, a2, a3, b0, b1, b2, b3) -> a*b*2^-256 mod p, fully
-    reduced, for the 4-limb modulus p (top bit clear) and inv = -p^{-1} mod 2^64."""
+    """A Numba CPU intrinsic (a0, ..., a[n-1], b0, ..., b[n-1]) -> a*b*2^(-64 n) mod p, fully
+    reduced, for the n-limb modulus p (top limb below 2^63 - 1, n >= 4) and
+    inv = -p^{-1} mod 2^64."""
     key = ("x86", tuple(int(x) for x in p), int(inv))
     if key in _cache:
         return _cache[key]
@@ -169,45 +168,65 @@ def x86_mont_mul(p: tuple, inv) -> object:
     from numba.core import cgutils
     from numba.extending import intrinsic
 
+    n = len(p)
+    if n < 4:
+        raise ValueError(f"x86_mont_mul: {n} limbs (4 or more)")
     binding.initialize_native_asmparser()  # Numba initialises the target, not its asm parser
-    text, result = _x86_mont_mul_asm()
+    text, result = _x86_mont_mul_asm(n)
     consts = [int(x) for x in p] + [int(inv)]
     u64 = types.uint64
+    a_in_memory = n > 4  # registers run out: a's limbs as memory operands too
+    n_outputs = n + 3 + max(0, n - 4)
 
     def codegen(context, builder, sig, args):
         module = builder.module
-        name = f"cuzk_mont_{consts[0]:016x}"
-        table_type = ir.ArrayType(_I64, 5)
+        name = f"cuzk_mont_{consts[0]:016x}_{n}"
+        table_type = ir.ArrayType(_I64, n + 1)
         table = module.globals.get(name)
         if table is None:
             table = ir.GlobalVariable(module, table_type, name)
             table.initializer = ir.Constant(table_type, [ir.Constant(_I64, v) for v in consts])
             table.global_constant = True
             table.linkage = "internal"
-        slots = []
-        for k in range(4):
-            slot = cgutils.alloca_once(builder, _I64)
-            builder.store(args[4 + k], slot)
-            slots.append(slot)
+
+        def slots(values):
+            out = []
+            for v in values:
+                slot = cgutils.alloca_once(builder, _I64)
+                builder.store(v, slot)
+                out.append(slot)
+            return out
+
+        a_ops = slots(args[:n]) if a_in_memory else list(args[:n])
+        b_ops = slots(args[n:])
         fnty = ir.FunctionType(
-            ir.LiteralStructType([_I64] * 7), [_I64] * 4 + [_I64.as_pointer()] * 5
+            ir.LiteralStructType([_I64] * n_outputs),
+            [_I64.as_pointer() if a_in_memory else _I64] * n + [_I64.as_pointer()] * (n + 1),
         )
-        # b's limbs as indirect memory operands ("*m", typed by elementtype): LLVM then knows
-        # the text reads those slots, so the stores stay before it. The constant table is
-        # never written, so a plain pointer is enough for it.
+        # Limbs in stack slots are indirect memory operands ("*m", typed by elementtype): LLVM
+        # then knows the text reads those slots, so the stores stay before it. The constant
+        # table is never written, so a plain pointer is enough for it.
         # The flags clobber is "~{flags}" on x86: "~{cc}" is not one here, and LLVM then kept
         # a loop's comparison across the text (seen: a loop that never ended).
-        constraints = ",".join(["=&r"] * 7 + ["r"] * 4 + ["*m"] * 4 + ["r", "~{rdx}", "~{flags}"])
+        a_constraint = ["*m" if a_in_memory else "r"] * n
+        constraints = ",".join(
+            ["=&r"] * n_outputs + a_constraint + ["*m"] * n + ["r", "~{rdx}", "~{flags}"]
+        )
         asm = ir.InlineAsm(fnty, text, constraints, side_effect=False)
-        operands = list(args[:4]) + slots + [builder.bitcast(table, _I64.as_pointer())]
-        out = builder.call(asm, operands, arg_attrs={k: ("elementtype",) for k in range(4, 8)})
+        operands = a_ops + b_ops + [builder.bitcast(table, _I64.as_pointer())]
+        in_memory = range(0 if a_in_memory else n, 2 * n)
+        out = builder.call(asm, operands, arg_attrs={k: ("elementtype",) for k in in_memory})
         limbs = [builder.extract_value(out, k) for k in result]
         return context.make_tuple(builder, sig.return_type, limbs)
 
-    @intrinsic
-    def mont_mul_x86(typingctx, a0, a1, a2, a3, b0, b1, b2, b3):
-        return types.UniTuple(u64, 4)(u64, u64, u64, u64, u64, u64, u64, u64), codegen
+    def typer(typingctx, *limbs):
+        return types.UniTuple(u64, n)(*([u64] * (2 * n))), codegen
 
+    # Numba types an intrinsic by its named parameters (no *args): one per limb.
+    names = ", ".join([f"a{i}" for i in range(n)] + [f"b{i}" for i in range(n)])
+    scope: dict = {"typer": typer}
+    exec(f"def mont_mul_x86(typingctx, {names}):\n    return typer(typingctx, {names})\n", scope)
+    mont_mul_x86 = intrinsic(scope["mont_mul_x86"])
     _cache[key] = mont_mul_x86
     return mont_mul_x86
 
