@@ -210,10 +210,10 @@ def test_engine_device_process_on_cuda(monkeypatch, caplog):
     cuda:0 after the first job, gone after an eviction, and placed again by the next job."""
     import logging
 
-    from cuzk.engine import Engine, EngineConfig, buffers, config
+    from cuzk.engine import Engine, EngineConfig, buffers, settings
 
     if CUDA_MODE == "sim":  # the engine counts no GPU under the simulator: let it count one
-        monkeypatch.setattr(config, "cuda_device_count", lambda: 1)
+        monkeypatch.setattr(settings, "cuda_device_count", lambda: 1)
     caplog.set_level(logging.INFO, logger="cuzk.engine")
     c = fixture_circuit("tiny")
     vk = VerifyingKey.from_json(json.loads(c.vk.read_text()))

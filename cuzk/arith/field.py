@@ -203,151 +203,95 @@ mod_add, mod_sub, mod_neg, mont_pow = mod_add_4, mod_sub_4, mod_neg_4, mont_pow_
 is_zero, eq, load, store = is_zero_4, eq_4, load_4, store_4  # noqa: F821
 mont_mul = mont_mul_4  # noqa: F821
 
-# Each field's routines (module constants: Numba compiles them straight through).
-_q_mul = globals()[f"mont_mul_{NQ}"]
-_q_add, _q_sub, _q_neg = (globals()[f"{name}_{NQ}"] for name in ("mod_add", "mod_sub", "mod_neg"))
-_q_pow, _q_is_zero, _q_eq = (globals()[f"{name}_{NQ}"] for name in ("mont_pow", "is_zero", "eq"))
-_q_load, _q_store = globals()[f"load_{NQ}"], globals()[f"store_{NQ}"]
-_r_mul = globals()[f"mont_mul_{NR}"]
-_r_add, _r_sub, _r_neg = (globals()[f"{name}_{NR}"] for name in ("mod_add", "mod_sub", "mod_neg"))
-_r_pow, _r_is_zero, _r_eq = (globals()[f"{name}_{NR}"] for name in ("mont_pow", "is_zero", "eq"))
-_r_load, _r_store = globals()[f"load_{NR}"], globals()[f"store_{NR}"]
+# --- Fq and Fr: the prime fields, written once -----------------------------------------------
 
 
-# --- Fq: the base field -------------------------------------------------------------------
+def prime_field_source(f: str, P: str, n: int) -> str:
+    """The text of one prime field's routines, named ``{f}_*`` (fq_mul, fr_inv, ...): the
+    n-limb routines above bound to the field's constants {P}_LIMBS (the modulus), {P}_INV,
+    {P}_R2, {P}_ONE, {P}_ZERO, {P}_PLAIN_ONE and {P}_MINUS_2 (module constants: Numba
+    compiles them straight through).
+
+    - ``{f}_mul``, ``{f}_sqr``, ``{f}_add``, ``{f}_sub``, ``{f}_neg``, ``{f}_dbl``: Montgomery
+      form in and out.
+    - ``{f}_inv``: a^(p-2) (Fermat); the inverse of 0 is 0 here, so callers that can meet 0
+      check ``{f}_is_zero`` first (the Python-level API raises ZeroDivisionError).
+    - ``{f}_to_mont`` (a R^2 R^-1 = a R), ``{f}_from_mont`` (a 1 R^-1), ``{f}_zero``,
+      ``{f}_one`` (Montgomery), ``{f}_is_zero``, ``{f}_eq``.
+    - ``{f}_load(arr, i, col)`` / ``{f}_store(arr, i, col, a)``: the element in row i,
+      columns col .. col + n - 1 (limbs, little-endian).
+    """
+    return f"""
+def {f}_mul(a, b):
+    return mont_mul_{n}(a, b, {P}_LIMBS, {P}_INV)
+
+def {f}_sqr(a):
+    return mont_mul_{n}(a, a, {P}_LIMBS, {P}_INV)
+
+def {f}_add(a, b):
+    return mod_add_{n}(a, b, {P}_LIMBS)
+
+def {f}_sub(a, b):
+    return mod_sub_{n}(a, b, {P}_LIMBS)
+
+def {f}_neg(a):
+    return mod_neg_{n}(a, {P}_LIMBS)
+
+def {f}_dbl(a):
+    return mod_add_{n}(a, a, {P}_LIMBS)
+
+def {f}_inv(a):
+    return mont_pow_{n}(a, {P}_MINUS_2, {P}_ONE, {P}_LIMBS, {P}_INV)
+
+def {f}_to_mont(a):
+    return mont_mul_{n}(a, {P}_R2, {P}_LIMBS, {P}_INV)
+
+def {f}_from_mont(a):
+    return mont_mul_{n}(a, {P}_PLAIN_ONE, {P}_LIMBS, {P}_INV)
+
+def {f}_zero():
+    return {P}_ZERO
+
+def {f}_one():
+    return {P}_ONE
+
+def {f}_is_zero(a):
+    return is_zero_{n}(a)
+
+def {f}_eq(a, b):
+    return eq_{n}(a, b)
+
+def {f}_load(arr, i, col):
+    return load_{n}(arr, i, col)
+
+def {f}_store(arr, i, col, a):
+    store_{n}(arr, i, col, a)
+"""
 
 
-@device_fn
-def fq_mul(a, b):
-    return _q_mul(a, b, Q_LIMBS, Q_INV)
+FIELD_ROUTINES = "mul sqr add sub neg dbl inv to_mont from_mont zero one is_zero eq"
+FIELD_ROW_ROUTINES = "load store"
 
 
-@device_fn
-def fq_sqr(a):
-    return _q_mul(a, a, Q_LIMBS, Q_INV)
+def _prime_field(f: str, P: str, n: int) -> tuple:
+    """One prime field's routines (prime_field_source) as device functions of this build, in
+    the order of FIELD_ROUTINES then FIELD_ROW_ROUTINES; each keeps its own name, so Numba
+    caches them like hand-written ones (as _define_limb_routines)."""
+    scope: dict = {}
+    exec(compile(prime_field_source(f, P, n), __file__, "exec"), globals(), scope)
+    return tuple(
+        decorate(scope[f"{f}_{name}"])
+        for names, decorate in ((FIELD_ROUTINES, device_fn), (FIELD_ROW_ROUTINES, row_fn))
+        for name in names.split()
+    )
 
 
-@device_fn
-def fq_add(a, b):
-    return _q_add(a, b, Q_LIMBS)
-
-
-@device_fn
-def fq_sub(a, b):
-    return _q_sub(a, b, Q_LIMBS)
-
-
-@device_fn
-def fq_neg(a):
-    return _q_neg(a, Q_LIMBS)
-
-
-@device_fn
-def fq_dbl(a):
-    return _q_add(a, a, Q_LIMBS)
-
-
-@device_fn
-def fq_inv(a):
-    """a^{-1} by Fermat (a^{q-2}); the inverse of 0 is 0 here: callers that can meet 0
-    check is_zero first (the Python-level API raises ZeroDivisionError)."""
-    return _q_pow(a, Q_MINUS_2, Q_ONE, Q_LIMBS, Q_INV)
-
-
-@device_fn
-def fq_to_mont(a):
-    """plain -> Montgomery: a * R^2 * R^{-1} = a*R."""
-    return _q_mul(a, Q_R2, Q_LIMBS, Q_INV)
-
-
-@device_fn
-def fq_from_mont(a):
-    """Montgomery -> plain: a * 1 * R^{-1}."""
-    return _q_mul(a, Q_PLAIN_ONE, Q_LIMBS, Q_INV)
-
-
-@device_fn
-def fq_zero():
-    return Q_ZERO
-
-
-@device_fn
-def fq_one():
-    return Q_ONE
-
-
-@device_fn
-def fq_is_zero(a):
-    return _q_is_zero(a)
-
-
-@device_fn
-def fq_eq(a, b):
-    return _q_eq(a, b)
-
-
-# --- Fr: the scalar field -----------------------------------------------------------------
-
-
-@device_fn
-def fr_mul(a, b):
-    return _r_mul(a, b, R_LIMBS, R_INV)
-
-
-@device_fn
-def fr_sqr(a):
-    return _r_mul(a, a, R_LIMBS, R_INV)
-
-
-@device_fn
-def fr_add(a, b):
-    return _r_add(a, b, R_LIMBS)
-
-
-@device_fn
-def fr_sub(a, b):
-    return _r_sub(a, b, R_LIMBS)
-
-
-@device_fn
-def fr_neg(a):
-    return _r_neg(a, R_LIMBS)
-
-
-@device_fn
-def fr_inv(a):
-    """a^{-1} by Fermat (a^{r-2}); 0 maps to 0 (see fq_inv)."""
-    return _r_pow(a, R_MINUS_2, R_ONE, R_LIMBS, R_INV)
-
-
-@device_fn
-def fr_to_mont(a):
-    return _r_mul(a, R_R2, R_LIMBS, R_INV)
-
-
-@device_fn
-def fr_from_mont(a):
-    return _r_mul(a, R_PLAIN_ONE, R_LIMBS, R_INV)
-
-
-@device_fn
-def fr_zero():
-    return R_ZERO
-
-
-@device_fn
-def fr_one():
-    return R_ONE
-
-
-@device_fn
-def fr_is_zero(a):
-    return _r_is_zero(a)
-
-
-@device_fn
-def fr_eq(a, b):
-    return _r_eq(a, b)
+# the base field
+(fq_mul, fq_sqr, fq_add, fq_sub, fq_neg, fq_dbl, fq_inv, fq_to_mont, fq_from_mont, fq_zero,
+ fq_one, fq_is_zero, fq_eq, fq_load, fq_store) = _prime_field("fq", "Q", NQ)  # fmt: skip
+# the scalar field
+(fr_mul, fr_sqr, fr_add, fr_sub, fr_neg, fr_dbl, fr_inv, fr_to_mont, fr_from_mont, fr_zero,
+ fr_one, fr_is_zero, fr_eq, fr_load, fr_store) = _prime_field("fr", "R", NR)  # fmt: skip
 
 
 # --- Fq2 = Fq[u] / (u^2 + 1) --------------------------------------------------------------
@@ -405,12 +349,12 @@ def fq2_inv(a):
 
 @device_fn
 def fq2_is_zero(a):
-    return _q_is_zero(a[0]) and _q_is_zero(a[1])
+    return fq_is_zero(a[0]) and fq_is_zero(a[1])
 
 
 @device_fn
 def fq2_eq(a, b):
-    return _q_eq(a[0], b[0]) and _q_eq(a[1], b[1])
+    return fq_eq(a[0], b[0]) and fq_eq(a[1], b[1])
 
 
 @device_fn
@@ -430,34 +374,12 @@ def fq2_one():
 
 
 @row_fn
-def fq_load(arr, i, col):
-    """The Fq element in row i, columns col..col+NQ-1."""
-    return _q_load(arr, i, col)
-
-
-@row_fn
-def fq_store(arr, i, col, a):
-    _q_store(arr, i, col, a)
-
-
-@row_fn
-def fr_load(arr, i, col):
-    """The Fr element in row i, columns col..col+NR-1."""
-    return _r_load(arr, i, col)
-
-
-@row_fn
-def fr_store(arr, i, col, a):
-    _r_store(arr, i, col, a)
-
-
-@row_fn
 def fq2_load(arr, i, col):
     """The Fq2 element in row i, columns col..col+2NQ-1 (c0 then c1)."""
-    return (_q_load(arr, i, col), _q_load(arr, i, col + NQ))
+    return (fq_load(arr, i, col), fq_load(arr, i, col + NQ))
 
 
 @row_fn
 def fq2_store(arr, i, col, a):
-    _q_store(arr, i, col, a[0])
-    _q_store(arr, i, col + NQ, a[1])
+    fq_store(arr, i, col, a[0])
+    fq_store(arr, i, col + NQ, a[1])

@@ -242,6 +242,16 @@ def dif_butterfly(u, v, w, twiddled, flip):
 
 
 @device_fn
+def butterfly(u, v, w, twiddled, flip, final, dif):
+    """One butterfly of a stage, Gentleman-Sande with dif, else Cooley-Tukey: the kernels
+    write each stage loop once for both kinds (the choice is the same for a whole stage, so
+    it costs a predicted branch)."""
+    if dif:
+        return dif_butterfly(u, v, w, twiddled, flip)
+    return dit_butterfly(u, v, w, twiddled, flip, final)
+
+
+@device_fn
 def quotient(a, b, c, n_mont, inv_n2_plain):
     """h = a b - c for a, b, c each an unscaled iNTT -> coset -> NTT result (n times the true
     value), in plain form: (a b - n c) * n^{-2}, the from-Montgomery step and the n^{-2}

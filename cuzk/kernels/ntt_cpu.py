@@ -35,6 +35,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 import numpy as np  # noqa: E402
 from numba import (  # noqa: E402
     get_num_threads,
+    literally,
     njit,
     prange,
     set_num_threads,
@@ -49,9 +50,8 @@ from cuzk.arith.constants import (  # noqa: E402
 )
 from cuzk.kernels.ntt import (  # noqa: E402
     bit_reverse,
+    butterfly,
     coset_factor_index,
-    dif_butterfly,
-    dit_butterfly,
     fr_mul,
     fr_neg,
     load,
@@ -154,61 +154,40 @@ def _bit_reverse_scale(x, log_n, s):
 
 
 @njit(cache=True, nogil=True)
-def _dit_block(x, tw, base, log_b, log_n, inverse):
-    """DIT stages 0 .. log_b-1 on x[base : base + 2^log_b]."""
-    for log_m in range(log_b):
+def _block(x, tw, base, log_b, log_n, inverse, dif):
+    """Stages of half-size 2^0 .. 2^(log_b-1) on x[base : base + 2^log_b]: DIT in that
+    order, or with dif DIF in the reverse order. dif is a compile-time constant (literally:
+    one build per kind, the butterfly's choice folded away)."""
+    literally(dif)
+    for k in range(log_b):
+        log_m = log_b - 1 - k if dif else k
         m = 1 << log_m
         final = log_m == log_n - 1
         for g0 in range(base, base + (1 << log_b), 2 * m):
             for j in range(m):
                 i = g0 + j
                 e, flip = twiddle_index(j, log_m, log_n, inverse)
-                s, d = dit_butterfly(load(x, i), load(x, i + m), load(tw, e), e != 0, flip, final)
+                s, d = butterfly(load(x, i), load(x, i + m), load(tw, e), e != 0, flip, final, dif)
                 store(x, i, s)
                 store(x, i + m, d)
 
 
 @njit(cache=True, nogil=True)
-def _dif_block(x, tw, base, log_b, log_n, inverse):
-    """DIF stages log_b-1 .. 0 on x[base : base + 2^log_b]."""
-    for log_m in range(log_b - 1, -1, -1):
-        m = 1 << log_m
-        for g0 in range(base, base + (1 << log_b), 2 * m):
-            for j in range(m):
-                i = g0 + j
-                e, flip = twiddle_index(j, log_m, log_n, inverse)
-                s, d = dif_butterfly(load(x, i), load(x, i + m), load(tw, e), e != 0, flip)
-                store(x, i, s)
-                store(x, i + m, d)
-
-
-@njit(cache=True, nogil=True)
-def _dit_columns(x, tw, r0, log_g, log_b, log_n, inverse):
-    """DIT stages log_b .. log_n-1 on the columns r0 .. r0 + 2^log_g - 1."""
-    for log_m in range(log_b, log_n):
+def _columns(x, tw, r0, log_g, log_b, log_n, inverse, dif):
+    """Stages of half-size 2^log_b .. 2^(log_n-1) on the columns r0 .. r0 + 2^log_g - 1: DIT
+    in that order, or with dif DIF in the reverse order (dif a constant, as in _block)."""
+    literally(dif)
+    for k in range(log_n - log_b):
+        log_m = log_n - 1 - k if dif else log_b + k
         m = 1 << log_m
         final = log_m == log_n - 1
         for g0 in range(0, 1 << log_n, 2 * m):
             for jj in range(g0, g0 + m, 1 << log_b):
                 for i in range(jj + r0, jj + r0 + (1 << log_g)):
                     e, flip = twiddle_index(i - g0, log_m, log_n, inverse)
-                    s, d = dit_butterfly(
-                        load(x, i), load(x, i + m), load(tw, e), e != 0, flip, final
+                    s, d = butterfly(
+                        load(x, i), load(x, i + m), load(tw, e), e != 0, flip, final, dif
                     )
-                    store(x, i, s)
-                    store(x, i + m, d)
-
-
-@njit(cache=True, nogil=True)
-def _dif_columns(x, tw, r0, log_g, log_b, log_n, inverse):
-    """DIF stages log_n-1 .. log_b on the columns r0 .. r0 + 2^log_g - 1."""
-    for log_m in range(log_n - 1, log_b - 1, -1):
-        m = 1 << log_m
-        for g0 in range(0, 1 << log_n, 2 * m):
-            for jj in range(g0, g0 + m, 1 << log_b):
-                for i in range(jj + r0, jj + r0 + (1 << log_g)):
-                    e, flip = twiddle_index(i - g0, log_m, log_n, inverse)
-                    s, d = dif_butterfly(load(x, i), load(x, i + m), load(tw, e), e != 0, flip)
                     store(x, i, s)
                     store(x, i + m, d)
 
@@ -227,11 +206,13 @@ def _dit(a, b, c, nvec, tw, log_n, inverse, log_b, log_g):
     """All DIT stages (bit-reversed in, natural out) on nvec of the vectors a, b, c."""
     nblocks = 1 << (log_n - log_b)
     for t in prange(nvec * nblocks):
-        _dit_block(_pick(a, b, c, t // nblocks), tw, (t % nblocks) << log_b, log_b, log_n, inverse)
+        _block(
+            _pick(a, b, c, t // nblocks), tw, (t % nblocks) << log_b, log_b, log_n, inverse, False
+        )
     if log_b < log_n:
         ngroups = 1 << (log_b - log_g)
         for t in prange(nvec * ngroups):
-            _dit_columns(
+            _columns(
                 _pick(a, b, c, t // ngroups),
                 tw,
                 (t % ngroups) << log_g,
@@ -239,6 +220,7 @@ def _dit(a, b, c, nvec, tw, log_n, inverse, log_b, log_g):
                 log_b,
                 log_n,
                 inverse,
+                False,
             )
 
 
@@ -281,10 +263,10 @@ def _coset_block(x, tw, g_rev, blk, log_b, log_n):
     """One block of the H pipeline's middle: the iNTT's last (block) stages, the coset step
     on the now bit-reversed coefficients, the NTT's first (block) stages."""
     base = blk << log_b
-    _dif_block(x, tw, base, log_b, log_n, True)
+    _block(x, tw, base, log_b, log_n, True, True)
     for p in range(base, base + (1 << log_b)):
         store(x, p, mul_lazy(load(x, p), load(g_rev, p)))
-    _dit_block(x, tw, base, log_b, log_n, False)
+    _block(x, tw, base, log_b, log_n, False, False)
 
 
 @njit(parallel=True, cache=True, nogil=True)
@@ -296,18 +278,17 @@ def _h_pipeline(a, b, c, h, tw, g_rev, log_n, log_b, log_g, n_mont, inv_n2_plain
     ngroups = 1 << (log_b - log_g)
     if log_b < log_n:
         for t in prange(3 * ngroups):
-            _dif_columns(
-                _pick(a, b, c, t // ngroups), tw, (t % ngroups) << log_g, log_g, log_b, log_n, True
-            )
+            x = _pick(a, b, c, t // ngroups)
+            _columns(x, tw, (t % ngroups) << log_g, log_g, log_b, log_n, True, True)
     nblocks = 1 << (log_n - log_b)
     for t in prange(3 * nblocks):
         _coset_block(_pick(a, b, c, t // nblocks), tw, g_rev, t % nblocks, log_b, log_n)
     if log_b < log_n:
         for t in prange(ngroups):
             r0 = t << log_g
-            _dit_columns(a, tw, r0, log_g, log_b, log_n, False)
-            _dit_columns(b, tw, r0, log_g, log_b, log_n, False)
-            _dit_columns(c, tw, r0, log_g, log_b, log_n, False)
+            _columns(a, tw, r0, log_g, log_b, log_n, False, False)
+            _columns(b, tw, r0, log_g, log_b, log_n, False, False)
+            _columns(c, tw, r0, log_g, log_b, log_n, False, False)
             for row in range(1 << (log_n - log_b)):
                 for r in range(r0, r0 + (1 << log_g)):
                     i = (row << log_b) | r

@@ -68,8 +68,9 @@ def ntt_bit_reverse_scale(x, log_n, s):
             store(x, i, K.fr_mul(load(x, i), st))
 
 
-def ntt_dit_stage(a, b, c, nvec, tw, log_m, log_n, inverse):
-    """One decimation-in-time stage on nvec of a, b, c: thread = butterfly."""
+def ntt_stage(a, b, c, nvec, tw, log_m, log_n, inverse, dif):
+    """One stage of half-size 2^log_m on nvec of a, b, c, decimation in frequency with dif,
+    else in time: thread = butterfly (dif is the same for the whole grid: no divergence)."""
     k = cuda.grid(1)
     half = 1 << (log_n - 1)
     if k < nvec * half:
@@ -80,26 +81,9 @@ def ntt_dit_stage(a, b, c, nvec, tw, log_m, log_n, inverse):
         elif v == 2:
             x = c
         i, i2, e, flip = K.stage_indices(k & (half - 1), log_m, log_n, inverse)
-        s, d = K.dit_butterfly(
-            load(x, i), load(x, i2), load(tw, e), e != 0, flip, log_m == log_n - 1
+        s, d = K.butterfly(
+            load(x, i), load(x, i2), load(tw, e), e != 0, flip, log_m == log_n - 1, dif
         )
-        store(x, i, s)
-        store(x, i2, d)
-
-
-def ntt_dif_stage(a, b, c, nvec, tw, log_m, log_n, inverse):
-    """One decimation-in-frequency stage on nvec of a, b, c: thread = butterfly."""
-    k = cuda.grid(1)
-    half = 1 << (log_n - 1)
-    if k < nvec * half:
-        v = k >> (log_n - 1)
-        x = a
-        if v == 1:
-            x = b
-        elif v == 2:
-            x = c
-        i, i2, e, flip = K.stage_indices(k & (half - 1), log_m, log_n, inverse)
-        s, d = K.dif_butterfly(load(x, i), load(x, i2), load(tw, e), e != 0, flip)
         store(x, i, s)
         store(x, i2, d)
 
@@ -117,6 +101,21 @@ def _block_vector(a, b, c, log_n, log_b):
     return x, (cuda.blockIdx.x % nblocks) << log_b
 
 
+@K.device_fn
+def _shared_stages(xs, tw, t, log_b, log_n, inverse, dif):
+    """Stages of half-size 2^0 .. 2^(log_b-1) on a block in shared memory xs (thread t does
+    butterfly t of each): DIT in that order, with dif DIF in the reverse order."""
+    for k in range(log_b):
+        log_m = log_b - 1 - k if dif else k
+        i, i2, e, flip = K.stage_indices(t, log_m, log_n, inverse)
+        s, d = K.butterfly(
+            load(xs, i), load(xs, i2), load(tw, e), e != 0, flip, log_m == log_n - 1, dif
+        )
+        store(xs, i, s)
+        store(xs, i2, d)
+        cuda.syncthreads()
+
+
 def ntt_dit_block(a, b, c, nvec, tw, log_b, log_n, inverse):
     """DIT stages 0 .. log_b-1 on blocks of 2^log_b elements in shared memory; grid =
     nvec * n / 2^log_b blocks of 2^(log_b-1) threads."""
@@ -127,14 +126,7 @@ def ntt_dit_block(a, b, c, nvec, tw, log_b, log_n, inverse):
     store(xs, t, load(x, base + t))
     store(xs, t + hb, load(x, base + t + hb))
     cuda.syncthreads()
-    for log_m in range(log_b):
-        i, i2, e, flip = K.stage_indices(t, log_m, log_n, inverse)
-        s, d = K.dit_butterfly(
-            load(xs, i), load(xs, i2), load(tw, e), e != 0, flip, log_m == log_n - 1
-        )
-        store(xs, i, s)
-        store(xs, i2, d)
-        cuda.syncthreads()
+    _shared_stages(xs, tw, t, log_b, log_n, inverse, False)
     store(x, base + t, load(xs, t))
     store(x, base + t + hb, load(xs, t + hb))
 
@@ -150,23 +142,11 @@ def ntt_coset_block(a, b, c, nvec, tw, g_rev, log_b, log_n):
     store(xs, t, load(x, base + t))
     store(xs, t + hb, load(x, base + t + hb))
     cuda.syncthreads()
-    for log_m in range(log_b - 1, -1, -1):
-        i, i2, e, flip = K.stage_indices(t, log_m, log_n, True)
-        s, d = K.dif_butterfly(load(xs, i), load(xs, i2), load(tw, e), e != 0, flip)
-        store(xs, i, s)
-        store(xs, i2, d)
-        cuda.syncthreads()
+    _shared_stages(xs, tw, t, log_b, log_n, True, True)
     store(xs, t, K.mul_lazy(load(xs, t), load(g_rev, base + t)))
     store(xs, t + hb, K.mul_lazy(load(xs, t + hb), load(g_rev, base + t + hb)))
     cuda.syncthreads()
-    for log_m in range(log_b):
-        i, i2, e, flip = K.stage_indices(t, log_m, log_n, False)
-        s, d = K.dit_butterfly(
-            load(xs, i), load(xs, i2), load(tw, e), e != 0, flip, log_m == log_n - 1
-        )
-        store(xs, i, s)
-        store(xs, i2, d)
-        cuda.syncthreads()
+    _shared_stages(xs, tw, t, log_b, log_n, False, False)
     store(x, base + t, load(xs, t))
     store(x, base + t + hb, load(xs, t + hb))
 
@@ -201,8 +181,7 @@ CUDA_KERNELS = KernelTable(
     {
         "ntt_bit_reverse": (ntt_bit_reverse, (_V, _I)),
         "ntt_bit_reverse_scale": (ntt_bit_reverse_scale, (_V, _I, _V)),
-        "ntt_dit_stage": (ntt_dit_stage, _STAGE),
-        "ntt_dif_stage": (ntt_dif_stage, _STAGE),
+        "ntt_stage": (ntt_stage, (*_STAGE, _B)),
         "ntt_dit_block": (ntt_dit_block, _STAGE),
         "ntt_coset_block": (ntt_coset_block, (_V, _V, _V, _I, _V, _V, _I, _I)),
         "ntt_coset_shift": (ntt_coset_shift, (_V, _V, _I, _B)),
@@ -304,9 +283,9 @@ def _dit(vs, tables, log_n, inverse, block_log=None, stream=0):
     kernel("ntt_dit_block")[nvec << (log_n - log_b), 1 << (log_b - 1), stream](
         a, b, c, nvec, tw, log_b, log_n, inverse
     )
-    stage = _launch("ntt_dit_stage", nvec << (log_n - 1), stream)
+    stage = _launch("ntt_stage", nvec << (log_n - 1), stream)
     for log_m in range(log_b, log_n):
-        stage(a, b, c, nvec, tw, log_m, log_n, inverse)
+        stage(a, b, c, nvec, tw, log_m, log_n, inverse, False)
 
 
 def _device(x):
@@ -392,15 +371,14 @@ def compute_h(a, b, c, out=None, block_log: int | None = None, stream=0):
     if log_n:
         log_b = _block_log(log_n, block_log)
         tw = tables["tw"]
-        stage = _launch("ntt_dif_stage", 3 << (log_n - 1), stream)
+        stage = _launch("ntt_stage", 3 << (log_n - 1), stream)
         for log_m in range(log_n - 1, log_b - 1, -1):
-            stage(da, db, dc, 3, tw, log_m, log_n, True)
+            stage(da, db, dc, 3, tw, log_m, log_n, True, True)
         kernel("ntt_coset_block")[3 << (log_n - log_b), 1 << (log_b - 1), stream](
             da, db, dc, 3, tw, tables["g_rev"], log_b, log_n
         )
-        stage = _launch("ntt_dit_stage", 3 << (log_n - 1), stream)
         for log_m in range(log_b, log_n):
-            stage(da, db, dc, 3, tw, log_m, log_n, False)
+            stage(da, db, dc, 3, tw, log_m, log_n, False, False)
     _launch("ntt_quotient", 1 << log_n, stream)(dh, da, db, dc, tables["quotient"])
     if host:
         target = a if out is None else out
