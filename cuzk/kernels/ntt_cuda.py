@@ -116,6 +116,22 @@ def _shared_stages(xs, tw, t, log_b, log_n, inverse, dif):
         cuda.syncthreads()
 
 
+@K.device_fn
+def _block_in(xs, x, base, t, hb):
+    """Thread t copies its two elements of the block at base into shared memory xs; then all
+    wait for the whole block."""
+    store(xs, t, load(x, base + t))
+    store(xs, t + hb, load(x, base + t + hb))
+    cuda.syncthreads()
+
+
+@K.device_fn
+def _block_out(xs, x, base, t, hb):
+    """Thread t writes its two elements back from shared memory."""
+    store(x, base + t, load(xs, t))
+    store(x, base + t + hb, load(xs, t + hb))
+
+
 def ntt_dit_block(a, b, c, nvec, tw, log_b, log_n, inverse):
     """DIT stages 0 .. log_b-1 on blocks of 2^log_b elements in shared memory; grid =
     nvec * n / 2^log_b blocks of 2^(log_b-1) threads."""
@@ -123,12 +139,9 @@ def ntt_dit_block(a, b, c, nvec, tw, log_b, log_n, inverse):
     x, base = _block_vector(a, b, c, log_n, log_b)
     t = cuda.threadIdx.x
     hb = 1 << (log_b - 1)
-    store(xs, t, load(x, base + t))
-    store(xs, t + hb, load(x, base + t + hb))
-    cuda.syncthreads()
+    _block_in(xs, x, base, t, hb)
     _shared_stages(xs, tw, t, log_b, log_n, inverse, False)
-    store(x, base + t, load(xs, t))
-    store(x, base + t + hb, load(xs, t + hb))
+    _block_out(xs, x, base, t, hb)
 
 
 def ntt_coset_block(a, b, c, nvec, tw, g_rev, log_b, log_n):
@@ -139,16 +152,13 @@ def ntt_coset_block(a, b, c, nvec, tw, g_rev, log_b, log_n):
     x, base = _block_vector(a, b, c, log_n, log_b)
     t = cuda.threadIdx.x
     hb = 1 << (log_b - 1)
-    store(xs, t, load(x, base + t))
-    store(xs, t + hb, load(x, base + t + hb))
-    cuda.syncthreads()
+    _block_in(xs, x, base, t, hb)
     _shared_stages(xs, tw, t, log_b, log_n, True, True)
     store(xs, t, K.mul_lazy(load(xs, t), load(g_rev, base + t)))
     store(xs, t + hb, K.mul_lazy(load(xs, t + hb), load(g_rev, base + t + hb)))
     cuda.syncthreads()
     _shared_stages(xs, tw, t, log_b, log_n, False, False)
-    store(x, base + t, load(xs, t))
-    store(x, base + t + hb, load(xs, t + hb))
+    _block_out(xs, x, base, t, hb)
 
 
 def ntt_coset_shift(x, g_rev, log_n, inverse):
