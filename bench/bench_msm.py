@@ -24,6 +24,7 @@ import time
 import numpy as np
 from numba import njit
 
+from bench import plots
 from bench.tables import busy_note, find_row, table, target
 from cuzk.arith.curve import (
     g1_add,
@@ -367,7 +368,7 @@ def targets(get) -> list[dict]:
 
 
 def plot(name, entry, res, img):
-    plots = []
+    made = []
     for part in ("cpu", "gpu"):
         rows = res.get(part)
         if not rows:
@@ -383,8 +384,8 @@ def plot(name, entry, res, img):
         ax.set_xlabel("log2 n (points)")
         ax.set_ylabel("ms (median)")
         ax.legend(fontsize=7)
-        plots.append((f"MSM {part}", plots.save(fig, f"bench-{name}-{part}.png", img)))
-    return plots
+        made.append((f"MSM {part}", plots.save(fig, f"bench-{name}-{part}.png", img)))
+    return made
 
 
 if __name__ == "__main__":

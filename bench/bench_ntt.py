@@ -213,7 +213,7 @@ def targets(get) -> list[dict]:
 
 
 def plot(name, entry, res, img):
-    plots = []
+    made = []
     for part in ("cpu", "gpu"):
         rows = res.get(part)
         if not rows:
@@ -237,8 +237,8 @@ def plot(name, entry, res, img):
         ax.set_xlabel("log2 n")
         ax.set_ylabel("ms (median)")
         ax.legend(fontsize=7)
-        plots.append((f"NTT {part}", save(fig, f"bench-{name}-{part}.png", img)))
-    return plots
+        made.append((f"NTT {part}", save(fig, f"bench-{name}-{part}.png", img)))
+    return made
 
 
 if __name__ == "__main__":
