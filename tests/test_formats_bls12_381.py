@@ -390,6 +390,17 @@ def test_readers_limited_to_bn254_refuse_bls_files():
         ProvingKey(ZKey(ZKEY))
 
 
+def test_the_engine_refuses_to_register_a_bls_key():
+    """The daemon registers keys through Engine.register_key: a BLS12-381 key is refused
+    with the one-line UnsupportedCurve (the API answers 422 with its text), nothing kept."""
+    from cuzk.engine import Engine
+
+    eng = Engine(prover="cuzk.groth16")  # registration needs no running engine
+    with pytest.raises(UnsupportedCurve, match=r"bls12381 \(BLS12-381\); cuzk proves on bn128"):
+        eng.register_key(ZKEY)
+    assert eng.keys() == []
+
+
 def test_cuzk_prove_with_a_bls_key_exits_1_in_one_line(tmp_path):
     from cuzk.cli import main
 
