@@ -79,12 +79,15 @@ class Compiled:
 
 
 def compile_circuit(
-    circom_file: os.PathLike | str, out_dir: os.PathLike | str, include=None
+    circom_file: os.PathLike | str, out_dir: os.PathLike | str, include=None, prime=None
 ) -> Compiled:
-    """circom2 --r1cs --wasm --sym [-l include]; returns the paths of the files it wrote."""
+    """circom2 --r1cs --wasm --sym [-l include] [-p prime]; returns the paths of the files it
+    wrote. `prime` is circom's curve name ("bls12381"); circom's default is bn128."""
     circom_file, out_dir = Path(circom_file), Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     extra = ["-l", include] if include is not None else []
+    if prime is not None:
+        extra += ["-p", prime]
     circom2(circom_file, "--r1cs", "--wasm", "--sym", *extra, "-o", out_dir)
     name = circom_file.stem
     return Compiled(
@@ -112,15 +115,18 @@ def _stringify(x):
     return str(x)
 
 
-def powers_of_tau(power: int, out, work_dir=None, entropy: str = "cuzk tests") -> Path:
-    """A prepared (phase 2) powers-of-tau file of 2^power: new, one contribution, prepare.
+def powers_of_tau(
+    power: int, out, work_dir=None, entropy: str = "cuzk tests", curve: str = "bn128"
+) -> Path:
+    """A prepared (phase 2) powers-of-tau file of 2^power on `curve` (snarkjs's name: bn128,
+    bls12381): new, one contribution, prepare.
 
     About 12 s for power 10 on the CI machine; cache or commit the result.
     """
     out = Path(out)
     work = Path(work_dir or out.parent)
     p0, p1 = work / f"pot{power}_0000.ptau", work / f"pot{power}_0001.ptau"
-    snarkjs("powersoftau", "new", "bn128", power, p0)
+    snarkjs("powersoftau", "new", curve, power, p0)
     snarkjs("powersoftau", "contribute", p0, p1, "--name=cuzk", f"-e={entropy}")
     snarkjs("powersoftau", "prepare", "phase2", p1, out, timeout=1800)
     p0.unlink()

@@ -226,7 +226,7 @@ def test_wtns_bad_magic_version_prime(wtns, zkey, tmp_path):
     with _raises(BadVersion, bad, "version 3"):
         read_wtns(bad)
     _patch(wtns, _section(wtns, "wtns", 1).offset + 4, BN254_Q.to_bytes(32, "little"))
-    with _raises(WrongPrime, wtns, "not BN254's scalar field"):
+    with _raises(WrongPrime, wtns, "not the scalar field r of BN254 or BLS12-381"):
         read_wtns(wtns)
 
 

@@ -45,7 +45,13 @@ class BadSectionSize(FormatError):
 
 
 class WrongPrime(FormatError):
-    """A field prime (or its byte width) is not BN254's base field q or scalar field r."""
+    """A field prime (or its byte width) that is no known curve's (BN254's or BLS12-381's
+    base field q or scalar field r), or not the one the file's other prime implies."""
+
+
+class UnsupportedCurve(WrongPrime):
+    """A well-formed file over a curve the command does not handle (a BLS12-381 key given to
+    the prover, which proves BN254 only)."""
 
 
 class UnsupportedProtocol(FormatError):

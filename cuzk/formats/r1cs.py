@@ -4,7 +4,8 @@ Sections: 1 header = u32 n8, prime, u32 nWires, u32 nPubOut, u32 nPubIn, u32 nPr
 u64 nLabels, u32 nConstraints; 2 constraints = per constraint three linear combinations
 A, B, C, each u32 nTerms then nTerms x (u32 wire, value[n8]); 3 wire -> label map
 (nWires x u64). Values are plain form. Wire order: 0 = constant one, then public outputs,
-public inputs, private inputs, internal signals (the witness order).
+public inputs, private inputs, internal signals (the witness order). The prime is a curve's
+scalar field r (cuzk.formats.curve: BN254's or BLS12-381's, both n8 = 32).
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cuzk.arith.constants import FR_MODULUS
 from cuzk.arith.radix import N8, limbs_to_ints
+from cuzk.formats import curve as curves
 from cuzk.formats.binfile import BinFile
 from cuzk.formats.errors import BadSectionSize, BadValue, Truncated, WrongPrime
 
@@ -49,10 +50,12 @@ class R1CS:
     """A mapped .r1cs: header fields and the A, B, C matrices (SparseMatrix each).
 
     Attributes: path, prime, n_wires, n_pub_out, n_pub_in, n_prv_in, n_labels, n_constraints,
-    n_public (= n_pub_out + n_pub_in), A, B, C, wire_to_label (uint64 view or None).
+    n_public (= n_pub_out + n_pub_in), A, B, C, wire_to_label (uint64 view or None);
+    curve (snarkjs's name of the prime's curve: "bn128", "bls12381"). `curves_allowed`
+    (snarkjs names) limits the curves: another raises UnsupportedCurve.
     """
 
-    def __init__(self, path: os.PathLike | str):
+    def __init__(self, path: os.PathLike | str, curves_allowed=None):
         self.file = f = BinFile(path, "r1cs", (R1CS_VERSION,))
         self.path = f.path
         s = f.section(HEADER, "header")
@@ -60,14 +63,21 @@ class R1CS:
             raise BadSectionSize(self.path, f"header section (1) is {s.size} bytes, too short")
         n8 = f.u32(s.offset)
         if n8 != N8:
-            raise WrongPrime(self.path, f"n8 = {n8}: BN254's scalar field needs 32 bytes")
+            raise WrongPrime(
+                self.path, f"n8 = {n8}: the scalar fields of {curves.known()} need 32 bytes"
+            )
         if s.size != HEADER_SIZE:
             raise BadSectionSize(
                 self.path, f"header section (1) is {s.size} bytes, expected {HEADER_SIZE}"
             )
         self.prime = f.bigint(s.offset + 4, N8)
-        if self.prime != FR_MODULUS:
-            raise WrongPrime(self.path, f"prime {self.prime:#x} is not BN254's scalar field r")
+        curve = curves.by_r(self.prime)
+        if curve is None:
+            raise WrongPrime(
+                self.path, f"prime {self.prime:#x} is not the scalar field r of {curves.known()}"
+            )
+        curves.require(curve, curves_allowed, self.path, "cuzk sets up on")
+        self.curve = curve.name
         pos = s.offset + 4 + N8
         counts = struct.unpack_from("<4I", f.mm, pos)
         self.n_wires, self.n_pub_out, self.n_pub_in, self.n_prv_in = counts
@@ -151,7 +161,7 @@ class R1CS:
 
         A slow reference for small circuits (tests); the prover has its own fast check.
         """
-        r = FR_MODULUS
+        r = self.prime
         for i, (a, b, c) in enumerate(self.constraints()):
             dot = [sum(v * witness[j] for j, v in row.items()) % r for row in (a, b, c)]
             if dot[0] * dot[1] % r != dot[2]:

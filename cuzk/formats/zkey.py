@@ -11,6 +11,9 @@ Sections (ids; snarkjs writes them physically as 1,2,4,3,9,8,5,6,7,10):
   8 pointsC      nVars-nPublic-1 G1 (signals nPublic+1..)     9 pointsH   domainSize G1
  10 contributions (not needed to prove; optional here)
 Points are affine, coordinates in Montgomery form, little-endian; infinity is all zeros.
+The curve is the one whose primes q and r the header holds (cuzk.formats.curve): BN254
+(n8q = 32: G1 = 8 limbs, G2 = 16) or BLS12-381 (n8q = 48: G1 = 12 limbs, G2 = 24); n8r is
+32 for both, so coefficient entries have the same layout.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import numpy as np
 
 from cuzk.arith.constants import FQ_MODULUS, FR_MODULUS
 from cuzk.arith.radix import N8, int_to_bytes
+from cuzk.formats import curve as curves
 from cuzk.formats.atomic import atomic_writer
 from cuzk.formats.binfile import BinFile, write_container
 from cuzk.formats.errors import (
@@ -37,6 +41,7 @@ ZKEY_VERSION = 1
 PROTOCOL_NAMES = {1: "groth16", 2: "plonk", 10: "fflonk"}
 GROTH16_PROTOCOL_ID = 1
 
+# BN254's point widths (other curves': cuzk.formats.curve.Curve.g1_limbs, g2_limbs).
 G1_LIMBS = 8  # x||y, 4 limbs each
 G2_LIMBS = 16  # x.c0||x.c1||y.c0||y.c1
 G1_BYTES = 8 * G1_LIMBS
@@ -64,16 +69,30 @@ assert COEF_DTYPE.itemsize == 12 + N8
 # The physical order snarkjs writes (zkey_new.js); kept so our keys diff cleanly with theirs.
 SNARKJS_SECTION_ORDER = (1, 2, 4, 3, 9, 8, 5, 6, 7, 10)
 
-# The header's points in stored order, with their widths in limbs.
-HEADER_POINTS = (
-    ("alpha1", G1_LIMBS),
-    ("beta1", G1_LIMBS),
-    ("beta2", G2_LIMBS),
-    ("gamma2", G2_LIMBS),
-    ("delta1", G1_LIMBS),
-    ("delta2", G2_LIMBS),
+# The header's points in stored order, with their group (1 = G1, 2 = G2).
+HEADER_GROUPS = (
+    ("alpha1", 1),
+    ("beta1", 1),
+    ("beta2", 2),
+    ("gamma2", 2),
+    ("delta1", 1),
+    ("delta2", 2),
 )
-GROTH16_HEADER_SIZE = 4 + N8 + 4 + N8 + 3 * 4 + 3 * G1_BYTES + 3 * G2_BYTES
+
+
+def header_points(curve) -> tuple[tuple[str, int], ...]:
+    """The header's points in stored order with their widths in limbs, on `curve`."""
+    return tuple((name, curve.g1_limbs if g == 1 else curve.g2_limbs) for name, g in HEADER_GROUPS)
+
+
+def groth16_header_size(curve) -> int:
+    """Bytes of the Groth16 header section (2) of a key on `curve`."""
+    return 4 + curve.n8q + 4 + curve.n8r + 3 * 4 + 3 * 8 * (curve.g1_limbs + curve.g2_limbs)
+
+
+# BN254's (the names this module has always exported).
+HEADER_POINTS = header_points(curves.BN254)
+GROTH16_HEADER_SIZE = groth16_header_size(curves.BN254)
 
 
 @dataclass
@@ -81,7 +100,8 @@ class ZKeyData:
     """Everything a Groth16 .zkey holds, as arrays in the stored (Montgomery limb) form.
 
     `ZKey` (the reader) has the same attributes, so `write_zkey(path, ZKey(src))` copies a key.
-    G1 = (8,) uint64, G2 = (16,) uint64; `coefficients` is a COEF_DTYPE array.
+    G1 = (8,) uint64, G2 = (16,) uint64 on BN254 ((12,) and (24,) on BLS12-381: the curve is
+    the one of q and r); `coefficients` is a COEF_DTYPE array.
     `contributions` is section 10's raw payload (snarkjs: 64-byte circuit hash + u32 count).
     """
 
@@ -111,17 +131,24 @@ class ZKeyData:
 class ZKey:
     """A mapped Groth16 .zkey. Point and coefficient arrays are read-only views of the file.
 
-    Attributes: path, n8q, q, n8r, r, n_vars, n_public, domain_size (ints);
-    alpha1, beta1, delta1 (8,) and beta2, gamma2, delta2 (16,) uint64 Montgomery limbs;
-    ic (n_public+1, 8); coefficients (structured, COEF_DTYPE); points_a (n_vars, 8);
-    points_b1 (n_vars, 8); points_b2 (n_vars, 16); points_c (n_vars-n_public-1, 8);
-    points_h (domain_size, 8); contributions (bytes or None).
+    Attributes: path, n8q, q, n8r, r, n_vars, n_public, domain_size (ints); curve (snarkjs's
+    name, "bn128" or "bls12381", from q and r) and curve_info (its cuzk.formats.curve.Curve);
+    alpha1, beta1, delta1 (G1,) and beta2, gamma2, delta2 (G2,) uint64 Montgomery limbs;
+    ic (n_public+1, G1); coefficients (structured, COEF_DTYPE); points_a (n_vars, G1);
+    points_b1 (n_vars, G1); points_b2 (n_vars, G2); points_c (n_vars-n_public-1, G1);
+    points_h (domain_size, G1); contributions (bytes or None). G1 and G2 are the curve's
+    point widths in limbs: 8 and 16 on BN254, 12 and 24 on BLS12-381.
+
+    `curves` (snarkjs names) limits the curves accepted: a key on another raises
+    UnsupportedCurve (the prover passes ("bn128",)); None accepts every known curve.
 
     `check_coefficients` scans the coefficient section once (vectorised) to confirm that every
     matrix id is 0 or 1 and every constraint/signal index is in range.
     """
 
-    def __init__(self, path: os.PathLike | str, check_coefficients: bool = True):
+    def __init__(
+        self, path: os.PathLike | str, check_coefficients: bool = True, curves_allowed=None
+    ):
         self.file = f = BinFile(path, "zkey", (ZKEY_VERSION,))
         self.path = f.path
 
@@ -139,25 +166,45 @@ class ZKey:
         if s.size < 4:
             raise BadSectionSize(self.path, f"Groth16 header section (2) is only {s.size} bytes")
         pos = s.offset
-        self.n8q = f.u32(pos)
-        if self.n8q != N8:
-            raise WrongPrime(self.path, f"n8q = {self.n8q}: BN254's base field needs 32 bytes")
-        if s.size != GROTH16_HEADER_SIZE:
+        self.n8q = n8q = f.u32(pos)
+        widths = {c.n8q: c for c in curves.CURVES.values()}
+        if n8q not in widths:
+            sizes = ", ".join(f"{c.title}'s {c.n8q}" for c in curves.CURVES.values())
+            raise WrongPrime(
+                self.path,
+                f"n8q = {n8q}: no known curve's base field has {n8q}-byte elements ({sizes})",
+            )
+        if s.size < 4 + n8q:
+            raise BadSectionSize(self.path, f"Groth16 header section (2) is only {s.size} bytes")
+        self.q = f.bigint(pos + 4, n8q)
+        pos += 4 + n8q
+        curve = curves.by_q(self.q)
+        if curve is None or curve.n8q != n8q:
+            raise WrongPrime(
+                self.path,
+                f"n8q = {n8q}: base field prime q = {self.q:#x} is not {widths[n8q].title}'s",
+            )
+        curves.require(curve, curves_allowed, self.path, "cuzk proves on")
+        header_size = groth16_header_size(curve)
+        if s.size != header_size:
             raise BadSectionSize(
                 self.path,
-                f"Groth16 header section (2) is {s.size} bytes, expected {GROTH16_HEADER_SIZE}",
+                f"Groth16 header section (2) is {s.size} bytes, expected {header_size}",
             )
-        self.q = f.bigint(pos + 4, N8)
-        pos += 4 + N8
-        if self.q != FQ_MODULUS:
-            raise WrongPrime(self.path, f"base field prime q = {self.q:#x} is not BN254's")
         self.n8r = f.u32(pos)
-        if self.n8r != N8:
-            raise WrongPrime(self.path, f"n8r = {self.n8r}: BN254's scalar field needs 32 bytes")
-        self.r = f.bigint(pos + 4, N8)
-        pos += 4 + N8
-        if self.r != FR_MODULUS:
-            raise WrongPrime(self.path, f"scalar field prime r = {self.r:#x} is not BN254's")
+        if self.n8r != curve.n8r:
+            raise WrongPrime(
+                self.path, f"n8r = {self.n8r}: {curve.title}'s scalar field needs {curve.n8r} bytes"
+            )
+        self.r = f.bigint(pos + 4, curve.n8r)
+        pos += 4 + curve.n8r
+        if self.r != curve.r:
+            raise WrongPrime(
+                self.path, f"scalar field prime r = {self.r:#x} is not {curve.title}'s"
+            )
+        self.curve_info = curve
+        self.curve = curve.name
+        g1, g2 = curve.g1_limbs, curve.g2_limbs
         self.n_vars = f.u32(pos)
         self.n_public = f.u32(pos + 4)
         self.domain_size = f.u32(pos + 8)
@@ -167,13 +214,17 @@ class ZKey:
         d = self.domain_size
         if d < 1 or d & (d - 1):
             raise BadHeader(self.path, f"domainSize = {d} is not a power of two")
-        if d.bit_length() - 1 > 28:
-            raise BadHeader(self.path, f"domainSize = 2^{d.bit_length() - 1} exceeds BN254's 2^28")
-        for name, width in HEADER_POINTS:
+        if d.bit_length() - 1 > curve.fr_two_adicity:
+            raise BadHeader(
+                self.path,
+                f"domainSize = 2^{d.bit_length() - 1} exceeds {curve.title}'s"
+                f" 2^{curve.fr_two_adicity}",
+            )
+        for name, width in header_points(curve):
             setattr(self, name, f.limbs(pos, 1, width)[0])
             pos += 8 * width
 
-        self.ic = self._points(IC, "IC", self.n_public + 1, G1_LIMBS)
+        self.ic = self._points(IC, "IC", self.n_public + 1, g1)
 
         s = f.section(COEFS, "coefficients")
         if s.size < 4:
@@ -190,11 +241,11 @@ class ZKey:
             )
         self.coefficients = f.view(s.offset + 4, COEF_DTYPE, n_coefs)
 
-        self.points_a = self._points(POINTS_A, "pointsA", self.n_vars, G1_LIMBS)
-        self.points_b1 = self._points(POINTS_B1, "pointsB1", self.n_vars, G1_LIMBS)
-        self.points_b2 = self._points(POINTS_B2, "pointsB2", self.n_vars, G2_LIMBS)
-        self.points_c = self._points(POINTS_C, "pointsC", self.n_vars - self.n_public - 1, G1_LIMBS)
-        self.points_h = self._points(POINTS_H, "pointsH", self.domain_size, G1_LIMBS)
+        self.points_a = self._points(POINTS_A, "pointsA", self.n_vars, g1)
+        self.points_b1 = self._points(POINTS_B1, "pointsB1", self.n_vars, g1)
+        self.points_b2 = self._points(POINTS_B2, "pointsB2", self.n_vars, g2)
+        self.points_c = self._points(POINTS_C, "pointsC", self.n_vars - self.n_public - 1, g1)
+        self.points_h = self._points(POINTS_H, "pointsH", self.domain_size, g1)
         if f.has(CONTRIBUTIONS):
             s = f.section(CONTRIBUTIONS, "contributions")
             self.contributions = bytes(f.mm[s.offset : s.offset + s.size])
@@ -208,7 +259,7 @@ class ZKey:
         s = self.file.section(sid, name)
         expected = count * 8 * width
         if s.size != expected:
-            kind = "G1" if width == G1_LIMBS else "G2"
+            kind = "G1" if width == self.curve_info.g1_limbs else "G2"
             raise BadSectionSize(
                 self.path,
                 f"{name} section ({sid}) is {s.size} bytes, expected {count} {kind} points"
@@ -262,7 +313,8 @@ class ZKey:
 
     def __repr__(self) -> str:
         return (
-            f"ZKey({self.path!r}, n_vars={self.n_vars}, n_public={self.n_public}, "
+            f"ZKey({self.path!r}, curve={self.curve}, n_vars={self.n_vars}, "
+            f"n_public={self.n_public}, "
             f"domain_size={self.domain_size}, coefficients={len(self.coefficients)})"
         )
 
@@ -282,36 +334,42 @@ def write_zkey(path: os.PathLike | str, key) -> None:
     equivalent structured array) and are written without copying when C-contiguous.
     """
     n_vars, n_public, d = int(key.n_vars), int(key.n_public), int(key.domain_size)
-    if getattr(key, "q", FQ_MODULUS) != FQ_MODULUS or getattr(key, "r", FR_MODULUS) != FR_MODULUS:
-        raise ValueError("write_zkey: only BN254 keys")
+    q, r = int(getattr(key, "q", FQ_MODULUS)), int(getattr(key, "r", FR_MODULUS))
+    curve = curves.by_q(q)
+    if curve is None or curve.r != r:
+        raise ValueError(f"write_zkey: q = {q:#x}, r = {r:#x} are not one known curve's primes")
+    g1, g2 = curve.g1_limbs, curve.g2_limbs
     if d < 1 or d & (d - 1):
         raise ValueError(f"write_zkey: domain_size {d} is not a power of two")
     header = b"".join(
         [
-            N8.to_bytes(4, "little"),
-            int_to_bytes(FQ_MODULUS),
-            N8.to_bytes(4, "little"),
-            int_to_bytes(FR_MODULUS),
+            curve.n8q.to_bytes(4, "little"),
+            int_to_bytes(q, curve.n8q),
+            curve.n8r.to_bytes(4, "little"),
+            int_to_bytes(r, curve.n8r),
             n_vars.to_bytes(4, "little"),
             n_public.to_bytes(4, "little"),
             d.to_bytes(4, "little"),
         ]
-        + [_check_shape(name, getattr(key, name), (w,)).tobytes() for name, w in HEADER_POINTS]
+        + [
+            _check_shape(name, getattr(key, name), (w,)).tobytes()
+            for name, w in header_points(curve)
+        ]
     )
-    assert len(header) == GROTH16_HEADER_SIZE
+    assert len(header) == groth16_header_size(curve)
     coefs = np.ascontiguousarray(key.coefficients)
     if coefs.dtype != COEF_DTYPE:
         coefs = coefs.astype(COEF_DTYPE)
     payload = {
         HEADER: [GROTH16_PROTOCOL_ID.to_bytes(4, "little")],
         GROTH16_HEADER: [header],
-        IC: [_check_shape("ic", key.ic, (n_public + 1, G1_LIMBS))],
+        IC: [_check_shape("ic", key.ic, (n_public + 1, g1))],
         COEFS: [len(coefs).to_bytes(4, "little"), coefs],
-        POINTS_A: [_check_shape("points_a", key.points_a, (n_vars, G1_LIMBS))],
-        POINTS_B1: [_check_shape("points_b1", key.points_b1, (n_vars, G1_LIMBS))],
-        POINTS_B2: [_check_shape("points_b2", key.points_b2, (n_vars, G2_LIMBS))],
-        POINTS_C: [_check_shape("points_c", key.points_c, (n_vars - n_public - 1, G1_LIMBS))],
-        POINTS_H: [_check_shape("points_h", key.points_h, (d, G1_LIMBS))],
+        POINTS_A: [_check_shape("points_a", key.points_a, (n_vars, g1))],
+        POINTS_B1: [_check_shape("points_b1", key.points_b1, (n_vars, g1))],
+        POINTS_B2: [_check_shape("points_b2", key.points_b2, (n_vars, g2))],
+        POINTS_C: [_check_shape("points_c", key.points_c, (n_vars - n_public - 1, g1))],
+        POINTS_H: [_check_shape("points_h", key.points_h, (d, g1))],
     }
     contributions = getattr(key, "contributions", None)
     if contributions is not None:

@@ -42,9 +42,10 @@ def _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device):
         vk = key.validate(b2_subgroup=not verify)
         w = load_witness(wtns, key)
         if r1cs is not None:
+            from cuzk.formats.curve import BN254_ONLY
             from cuzk.formats.r1cs import R1CS
 
-            system = R1CS(r1cs)
+            system = R1CS(r1cs, curves_allowed=BN254_ONLY)
             if system.n_wires != key.n_vars:
                 raise ProveError(
                     f"{r1cs}: {system.n_wires} wires but {zkey} has "
@@ -87,6 +88,7 @@ def run_fullprove(
     from pathlib import Path
 
     from cuzk.formats.atomic import check_outputs
+    from cuzk.formats.curve import BN254_ONLY
     from cuzk.formats.zkey import ZKey
     from cuzk.witness.calculator import Circuit
     from cuzk.witness.errors import check_same_circuit
@@ -95,7 +97,7 @@ def run_fullprove(
 
     inputs = read_inputs(input_json)
     circuit = Circuit(wasm, sym)
-    check_same_circuit(circuit, ZKey(zkey, check_coefficients=False))
+    check_same_circuit(circuit, ZKey(zkey, check_coefficients=False, curves_allowed=BN254_ONLY))
     check_outputs(proof_json, public_json)  # before the work: one file twice, a missing folder
     values = circuit.calculator().witness_view(inputs, input_json)
     with tempfile.TemporaryDirectory(prefix="cuzk-fullprove-") as tmp:

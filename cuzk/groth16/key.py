@@ -7,6 +7,8 @@ import os
 
 import numpy as np
 
+from cuzk.formats.curve import BN254_ONLY
+from cuzk.formats.curve import require as require_curve
 from cuzk.formats.wtns import read_wtns
 from cuzk.formats.zkey import ZKey
 
@@ -27,6 +29,8 @@ class ProvingKey:
     """
 
     def __init__(self, zkey: ZKey, resident: bool = True):
+        # The prover is BN254's: a key over another curve is refused here, whoever opened it.
+        require_curve(zkey.curve_info, BN254_ONLY, zkey.path, "cuzk proves on")
         self.zkey = zkey
         self.resident = resident
         self.path = zkey.path
@@ -40,7 +44,7 @@ class ProvingKey:
     def open(cls, path: os.PathLike | str, resident: bool = True) -> ProvingKey:
         """Map the key (header, section sizes and coefficient indices are checked; its points
         are not: call validate() once per key file). resident=False: see done_with()."""
-        return cls(ZKey(path), resident)
+        return cls(ZKey(path, curves_allowed=BN254_ONLY), resident)
 
     def done_with(self, *sections: str) -> None:
         """This process has read the named sections ("coefficients", "points_a", "points_b1",
@@ -126,11 +130,11 @@ def load_witness(source, key: ProvingKey | None = None) -> np.ndarray:
         with tempfile.NamedTemporaryFile(suffix=".wtns") as f:
             f.write(source)
             f.flush()
-            witness = read_wtns(f.name)
+            witness = read_wtns(f.name, curves_allowed=BN254_ONLY)
             values = np.array(witness.values)  # copy: the temporary file goes away
             path = "<uploaded witness>"
     else:
-        witness = read_wtns(source)
+        witness = read_wtns(source, curves_allowed=BN254_ONLY)
         values = witness.values
         path = str(source)
     if key is not None:

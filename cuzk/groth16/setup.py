@@ -204,12 +204,13 @@ def setup(r1cs_path, zkey_path, progress=None, log=None):
 
     ``progress(stage, done, total)`` is called as point sets are computed; ``log(msg)`` for
     stage lines."""
+    from cuzk.formats.curve import BN254_ONLY
     from cuzk.formats.r1cs import R1CS
     from cuzk.formats.zkey import ZKeyData, write_zkey
 
     say = log or (lambda msg: None)
     t_start = time.perf_counter()
-    r1cs = R1CS(r1cs_path)
+    r1cs = R1CS(r1cs_path, curves_allowed=BN254_ONLY)
     n_vars = r1cs.n_wires
     n_public = r1cs.n_public
     n_constraints = r1cs.n_constraints

@@ -338,6 +338,7 @@ class Api:
     def _witness(self, w, i: int, key_info: dict):
         """One witness entry: {"data": base64} | {"path": str} | "path" -> bytes | real path,
         checked to be a .wtns of BN254's r with the key's nVars values."""
+        from cuzk.formats.curve import BN254_ONLY
         from cuzk.formats.wtns import read_wtns
 
         what = f"witnesses[{i}]"
@@ -365,9 +366,9 @@ class Api:
             name = source
         try:
             if isinstance(source, bytes):
-                witness = read_wtns(name, data=source)
+                witness = read_wtns(name, data=source, curves_allowed=BN254_ONLY)
             else:
-                witness = read_wtns(source)
+                witness = read_wtns(source, curves_allowed=BN254_ONLY)
             n = len(witness.values)
         except FormatError as e:
             raise HttpError(422, f"{what}: not a usable witness: {e.problem}") from None
