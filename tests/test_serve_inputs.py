@@ -17,8 +17,10 @@ import time
 
 import interop
 import pytest
+from cluster_harness import farm as start_farm
 from conftest import fixture_circuit
 from serve_harness import cli_env, request, run_cli, serve_daemon, serving, warm_kernels
+from waiting import wait_for
 from wasm_fakes import fake_circom
 
 from cuzk.groth16.verifier import verify
@@ -63,16 +65,28 @@ def roots(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def server(roots, tmp_path_factory):
+def farm():
+    """One prover node on a Ray cluster on this machine, for the gateway runs."""
+    yield from start_farm(1)
+
+
+@pytest.fixture(scope="module", params=["local", "gateway"])
+def server(request, roots, tmp_path_factory):
+    """The daemon the API tests talk to: one machine (`local`), or the gateway of a farm of
+    one prover node (`cuzk serve --ray`): jobs of circuit inputs go the same way on both."""
     warm_kernels(NESTED, TINY)
+    farm = ["--ray", request.getfixturevalue("farm").address] if request.param == "gateway" else []
     s = serve_daemon(
-        roots["base"] / "serve.log",
+        roots["base"] / f"serve-{request.param}.log",
         roots["root"],
+        *farm,
         "--self-verify",
         "--log-level",
         "info",
         env=serve_env(tmp_path_factory.getbasetemp()),
     ).start()
+    if farm:
+        wait_for(lambda: get(s, "/healthz")[2].get("nodes_alive") == 1, 180)
     yield from serving(s)
 
 

@@ -209,11 +209,15 @@ class NodeEngine:
         del witness  # the engine holds it until the partition is proved, then drops it
         res = self.engine.result(local)
         p = res["partitions"][0]
+        error = p["error"] or res["error"]
+        if error:  # said of the gateway's job and partition, as a local engine says it
+            error = error.replace(f"job {local} partition 0", f"job {job_id} partition {partition}")
+            error = error.replace(f"job {local}", f"job {job_id}")
         return {
             "state": res["state"],
             "proof": res["proofs"][0],
             "public": res["public"][0],
-            "error": p["error"] or res["error"],
+            "error": error,
             "synth_ms": p["synth_ms"],
             "witness_ms": p["witness_ms"],
             "abc_ms": p["abc_ms"],

@@ -19,6 +19,20 @@ class FormatError(ValueError):
         self.problem = problem
         super().__init__(f"{self.where}: {problem}" if self.where is not None else problem)
 
+    def __reduce__(self):
+        # Pickled as what it holds (message, where, problem, any fields a kind adds), not
+        # through __init__, whose arguments differ from args: an error raised in another
+        # process (a node of a farm, a child) arrives as itself, with its kind and message.
+        return (_restore, (type(self), self.args, self.__dict__))
+
+
+def _restore(cls, args, state):
+    """A FormatError (or kind) from its pickled args and attributes (FormatError.__reduce__)."""
+    err = cls.__new__(cls)
+    Exception.__init__(err, *args)
+    err.__dict__.update(state)
+    return err
+
 
 class BadMagic(FormatError):
     """The file does not start with the expected 4-byte magic ("zkey", "wtns", "r1cs")."""
