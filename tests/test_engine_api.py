@@ -177,3 +177,29 @@ def test_a_recovered_job_proves_only_its_unfinished_partitions(open_engine, tmp_
         assert len(proof_log.read_text().split()) == logged + 2
     finally:
         eng.stop(drain_deadline=0)
+
+
+def test_finished_partitions_are_journalled_while_their_job_runs(open_engine, tmp_path):
+    """Each partition that finishes while others of its job are left is written to the
+    journal (so a restart does not prove it again), by a farm's gateway as by one machine;
+    the last needs no record: the job's outcome holds every proof."""
+    recorded = []
+
+    class Spy(Journal):
+        def partition_done(self, job_id, partition, record):
+            recorded.append((job_id, partition, record["state"], record["proof"]))
+            return super().partition_done(job_id, partition, record)
+
+    j = Spy.open(tmp_path / "state")
+    kpath = key_file(tmp_path)
+    eng = open_engine(j)
+    try:
+        kid = eng.register_key(kpath)
+        ws = witnesses(3, seed=11)
+        a = eng.submit(kid, ws)
+        r = eng.result(a, timeout=120)
+        assert_proofs(r, ws, kpath)
+        assert len(recorded) == 2 and {x[0] for x in recorded} == {a}
+        assert all(state == "done" and proof == r["proofs"][i] for _, i, state, proof in recorded)
+    finally:
+        eng.stop(drain_deadline=0)

@@ -781,6 +781,7 @@ class ClusterEngine(JobAPI):
         p.witness_ref = None  # the object store may drop the witness now
         job.n_done += 1
         self._books.event("done", job.job_id, wk.partition, wk.attempt)
+        self._books.record_partition(job, wk.partition)
         if not job.partitions_left:
             self._end_job(job, *job.outcome())
 
@@ -798,6 +799,7 @@ class ClusterEngine(JobAPI):
         )
         if job.wasm is not None:  # an input the circuit rejects: the rest goes on
             job.n_failed += 1
+            self._books.record_partition(job, wk.partition)
             if not job.partitions_left:
                 self._end_job(job, *job.outcome())
             return

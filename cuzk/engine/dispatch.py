@@ -229,7 +229,7 @@ class Dispatcher:
             b.status.partition(job, wk.partition)
             if alone:  # this partition fails, the rest of the job goes on
                 job.n_failed += 1
-                self.record_partition(job, wk.partition)
+                b.record_partition(job, wk.partition)
                 self.settle(job)
             else:
                 n = wk.attempt + 1
@@ -255,15 +255,6 @@ class Dispatcher:
             p.state = "pending"
         b.status.partition(job, wk.partition)
         b.event("retry", wk.job_id, wk.partition, new.attempt)
-
-    def record_partition(self, job: JobRecord, index: int) -> None:
-        """Journal a partition that just finished (done, or failed alone) while others of its
-        job are left, so a crash before the job ends does not cost it (the journal logs a
-        failed write; the partition is then only proved again after a restart). The last
-        one needs no record: the job's outcome, recorded next, holds every proof."""
-        b = self.books
-        if b.journal is not None and job.partitions_left:
-            b.journal.partition_done(job.job_id, index, job.partitions[index].record())
 
     def settle(self, job: JobRecord) -> None:
         """End a job whose every partition is done or failed alone."""

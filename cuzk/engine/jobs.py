@@ -128,6 +128,14 @@ class JobLedger:
     def event(self, what: str, *args) -> None:
         self.events.append((time.time(), what, *args))
 
+    def record_partition(self, job: JobRecord, index: int) -> None:
+        """Journal a partition that just finished (done, or failed alone) while others of its
+        job are left, so a crash or restart before the job ends does not cost it (the journal
+        logs a failed write; the partition is then only proved again after a restart). The
+        last one needs no record: the job's outcome, recorded next, holds every proof."""
+        if self.journal is not None and job.partitions_left:
+            self.journal.partition_done(job.job_id, index, job.partitions[index].record())
+
     def job(self, job_id: str) -> JobRecord:
         job = self.jobs.get(job_id)
         if job is None:

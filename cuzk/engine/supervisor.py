@@ -430,7 +430,7 @@ class Supervisor:
                 p.gpu_ms, p.t_gpu_start, p.t_gpu_end = msg.gpu_ms, msg.t_start, msg.t_end
                 job.n_done += 1
                 b.status.partition(job, wk.partition)
-                d.record_partition(job, wk.partition)
+                b.record_partition(job, wk.partition)
                 d.settle(job)
             case Failed(wk, stage, buffers_intact, permanent, failure):
                 if stage == "start":

@@ -275,9 +275,9 @@ class Daemon:
         for e in entries:
             try:
                 key_id, inputs = self._recovered_request(e)
-                # partitions proved before the restart keep their proofs (not proved again;
-                # a farm's gateway is given whole jobs: it proves them again)
-                d = {} if self.config.ray else self.journal.done_partitions(e.job_id)
+                # partitions proved before the restart keep their proofs (not proved again),
+                # on one machine and on a farm's gateway alike
+                d = self.journal.done_partitions(e.job_id)
                 done = {"done": d} if d else {}
                 if e.wasm is not None:  # circuit inputs
                     self.engine.submit(
