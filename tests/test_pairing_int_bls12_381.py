@@ -1,15 +1,20 @@
 """The Python-int pairing built for BLS12-381 (cuzk.arith.pairing_int.for_curve) against py_ecc's
-optimized_bls12_381: the tower through a change of basis, the pairing value (py_ecc's is the
-inverse of ours: it does not conjugate for x < 0), bilinearity, non-degeneracy, products of
-pairings as Groth16's check uses them, and the G2 subgroup test against [r]Q = O."""
+optimized_bls12_381 and snarkjs's ffjavascript: the tower through a change of basis, the
+pairing value (snarkjs's exactly: the reduced pairing cubed; py_ecc's to the power -3, py_ecc
+not conjugating for x < 0), bilinearity, non-degeneracy, products of pairings as Groth16's
+check uses them, and the G2 subgroup test against [r]Q = O."""
 
+import json
 import math
 import random
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from need_tool import missing_tool
 from py_ecc import optimized_bls12_381 as bls
 
 from cuzk.arith import bls12_381 as C
@@ -120,10 +125,10 @@ def test_constants():
     assert PI.ATE_LOOP_COUNT == -x == 0xD201000000010000
     assert sum(d << i for i, d in enumerate(PI._naf(PI.ATE_LOOP_COUNT))) == PI.ATE_LOOP_COUNT
     assert int("1" + "".join(map(str, PI.X_BITS)), 2) == -x
-    assert sum(d << i for i, d in enumerate([1, *PI.H1_NAF][::-1])) == PI.H1 == C.G1_COFACTOR
     # the hard part's identity, in integers
     assert (q**4 - q**2 + 1) % r == 0
-    assert (q**4 - q**2 + 1) // r == PI.H1 * (x + q) * (x * x + q * q - 1) + 1
+    assert 3 * (q**4 - q**2 + 1) // r == (x - 1) ** 2 * (x + q) * (x * x + q * q - 1) + 3
+    assert PI.PAIRING_POWER == 3 and r % 3
     xi = (1, 1)
     for k in range(6):
         assert PI.GAMMA1[k] == _fq2_pow(xi, k * (q - 1) // 6)
@@ -175,21 +180,20 @@ def test_cyclotomic_square_and_exponentiations():
     assert PI.fq12_cyclotomic_sqr(a) != PI.fq12_sqr(a)
     gx = to_py_ecc(PI._cyclotomic_exp_x(g))
     assert gx * to_py_ecc(g) ** (-x) == bls.FQ12.one()  # g^x, x < 0
-    assert to_py_ecc(PI._cyclotomic_exp_naf(g, PI.H1_NAF)) == to_py_ecc(g) ** PI.H1
-    assert to_py_ecc(PI._hard_part_bls12(g)) == to_py_ecc(g) ** ((q**4 - q**2 + 1) // r)
+    assert to_py_ecc(PI._hard_part_bls12(g)) == to_py_ecc(g) ** (3 * (q**4 - q**2 + 1) // r)
 
 
 # --- the pairing -----------------------------------------------------------------------------
 
 
-def test_pairing_is_py_ecc_s_inverse():
-    """py_ecc's Miller loop runs over |x| and does not conjugate; the final exponent is the
-    same (q^12 - 1)/r, so the values are inverse to each other."""
+def test_pairing_is_py_ecc_s_to_the_power_minus_3():
+    """py_ecc's Miller loop runs over |x| and does not conjugate, and its final exponent is
+    (q^12 - 1)/r: its value is the inverse of the reduced pairing; ours is the cube."""
     a, b = 0x1234567, 0xABCDEF0123
     Pp, Qp = bls.multiply(bls.G1, a), bls.multiply(bls.G2, b)
     ours = to_py_ecc(PI.multi_pairing([(ints_g1(Pp), ints_g2(Qp))]))
     ref = bls.pairing(Qp, Pp)
-    assert ours * ref == bls.FQ12.one()
+    assert ours * ref**3 == bls.FQ12.one()
     assert ours != bls.FQ12.one()  # non-degenerate
     assert ours**r == bls.FQ12.one()  # in mu_r
 
@@ -236,6 +240,43 @@ def test_groth16_shaped_product():
 def test_infinity_contributes_one():
     assert PI.multi_pairing([(None, G2)]) == PI.FQ12_ONE
     assert PI.multi_pairing([(G1, None)]) == PI.FQ12_ONE
+
+
+FFJS_SCRIPT = """
+const { getCurveFromName } = require(process.argv[1]);
+(async () => {
+  const curve = await getCurveFromName("bls12381", true);
+  const out = [];
+  for (const [a, b] of JSON.parse(process.argv[2])) {
+    const P = curve.G1.timesScalar(curve.G1.g, BigInt(a));
+    const Q = curve.G2.timesScalar(curve.G2.g, BigInt(b));
+    out.push(curve.Gt.toObject(curve.pairing(P, Q)));
+  }
+  console.log(JSON.stringify(out, (k, v) => (typeof v === "bigint" ? v.toString() : v)));
+  await curve.terminate();
+})();
+"""
+
+
+def test_pairing_equals_snarkjs_s():
+    """e(aP, bQ) against ffjavascript's (snarkjs's curve library) in the same tower layout:
+    the value vk_alphabeta_12 of a BLS12-381 verification key is made of."""
+    ffjs = Path(__file__).resolve().parents[1] / ".tools" / "node_modules" / "ffjavascript"
+    if shutil.which("node") is None or not ffjs.is_dir():
+        missing_tool("node and .tools/node_modules/ffjavascript are needed (make tools)")
+    scalars = [(1, 1), (rng.randrange(1, r), rng.randrange(1, r))]
+    proc = subprocess.run(
+        ["node", "-e", FFJS_SCRIPT, str(ffjs), json.dumps([[str(a), str(b)] for a, b in scalars])],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    want = json.loads(proc.stdout)
+    for (a, b), w in zip(scalars, want, strict=True):
+        P, Q = ints_g1(bls.multiply(bls.G1, a)), ints_g2(bls.multiply(bls.G2, b))
+        got = PI.multi_pairing([(P, Q)])
+        assert [[[str(c) for c in f2] for f2 in f6] for f6 in got] == w
 
 
 # --- the groups ------------------------------------------------------------------------------

@@ -28,9 +28,9 @@ BLS12-381 (build parameter ``curve="bls12_381"``: ``get_target("cpu").load("cuzk
 curve="bls12_381")``; BN254's is the plain module): the same steps on 6-limb Fq, over the NAF
 of |x| (x = -0xd201000000010000) with no Frobenius steps and f conjugated at the end (x < 0);
 the twist is M-type (untwist (x / w^2, y / w^3)), so a step's three line values land on
-w^3, w^2 and 1 (cuzk.arith.fq12.fq12_mul_line_m); the final exponent is exactly
-(q^12 - 1)/r, its hard part by (q^4 - q^2 + 1)/r = H1 (x + q)(x^2 + q^2 - 1) + 1 with
-H1 = (x - 1)^2/3 (as cuzk.arith.pairing_int, whose module doc has the details).
+w^3, w^2 and 1 (cuzk.arith.fq12.fq12_mul_line_m); the final exponent is 3 (q^12 - 1)/r, its
+hard part by 3 (q^4 - q^2 + 1)/r = (x - 1)^2 (x + q)(x^2 + q^2 - 1) + 3: the reduced pairing
+cubed, snarkjs's value (as cuzk.arith.pairing_int, whose module doc has the details).
 """
 
 from __future__ import annotations
@@ -99,9 +99,9 @@ if IS_BN:
     assert 36 * BN_X**4 + 36 * BN_X**3 + 24 * BN_X**2 + 6 * BN_X + 1 == FQ_MODULUS
     assert 36 * BN_X**4 + 36 * BN_X**3 + 18 * BN_X**2 + 6 * BN_X + 1 == FR_MODULUS
 else:
-    # r = x^4 - x^2 + 1, q = (x - 1)^2 r / 3 + x; the reduced pairing itself (power 1).
+    # r = x^4 - x^2 + 1, q = (x - 1)^2 r / 3 + x; snarkjs's value is the reduced pairing cubed.
     ATE_LOOP_COUNT = abs(X)
-    PAIRING_POWER = 1
+    PAIRING_POWER = 3
     assert X**4 - X**2 + 1 == FR_MODULUS and (X - 1) ** 2 * FR_MODULUS // 3 + X == FQ_MODULUS
 
 
@@ -129,11 +129,6 @@ X_ABS_U64 = np.uint64(abs(X))
 X_ABS_BITS = abs(X).bit_length()  # 63 (BN254), 64 (BLS12-381)
 if IS_BN:
     BN_X_U64, BN_X_BITS = X_ABS_U64, X_ABS_BITS
-# BLS12's hard part: H1 = (x - 1)^2 / 3 in NAF, most significant first, the leading 1 dropped.
-H1 = (X - 1) ** 2 // 3
-_h1_naf = _naf(H1)
-assert _h1_naf[-1] == 1 and sum(d << i for i, d in enumerate(_h1_naf)) == H1
-H1_NAF = np.array(_h1_naf[::-1][1:], dtype=np.int8)
 
 
 def _fq2_mont(a):
@@ -421,31 +416,17 @@ else:
 
 
 @device_fn
-def cyclotomic_exp_naf(a, digits):
-    """a^n for a in the cyclotomic subgroup, n by its NAF digits (an int8 array, most
-    significant first, the leading 1 dropped); -1 multiplies by conj(a) = 1/a."""
-    acc = a
-    inv = fq12_conj(a)
-    for i in range(digits.shape[0]):
-        acc = fq12_cyclotomic_sqr(acc)
-        if digits[i] > 0:
-            acc = fq12_mul(acc, a)
-        elif digits[i] < 0:
-            acc = fq12_mul(acc, inv)
-    return acc
-
-
-@device_fn
 def final_exponentiation_bls12(f):
-    """f^((q^12 - 1)/r) exactly: the easy part (q^6 - 1)(q^2 + 1), then the hard part
-    g^(H1 (x + q)(x^2 + q^2 - 1)) g (cuzk.arith.pairing_int._hard_part_bls12)."""
+    """f^(3 (q^12 - 1)/r): the easy part (q^6 - 1)(q^2 + 1), then the hard part
+    g^((x - 1)^2 (x + q)(x^2 + q^2 - 1)) g^3 (cuzk.arith.pairing_int._hard_part_bls12)."""
     f1 = fq12_mul(fq12_conj(f), fq12_inv(f))
     g = fq12_mul(fq12_frobenius2(f1), f1)
-    a = cyclotomic_exp_naf(g, H1_NAF)  # g^H1
+    a = fq12_mul(cyclotomic_exp_x(g), fq12_conj(g))  # g^(x - 1)
+    a = fq12_mul(cyclotomic_exp_x(a), fq12_conj(a))  # g^((x - 1)^2)
     b = fq12_mul(cyclotomic_exp_x(a), fq12_frobenius(a))  # a^(x + q)
     c = cyclotomic_exp_x(cyclotomic_exp_x(b))  # b^(x^2)
     c = fq12_mul(fq12_mul(c, fq12_frobenius2(b)), fq12_conj(b))  # b^(x^2 + q^2 - 1)
-    return fq12_mul(c, g)
+    return fq12_mul(c, fq12_mul(fq12_cyclotomic_sqr(g), g))
 
 
 @device_fn

@@ -28,10 +28,12 @@ BN254 (D-type twist, lines l0 + l1 w + l3 w^3); over the NAF of |x| for BLS12-38
 twist: the same three line values land on w^3, w^2 and 1), conjugated since x < 0. Final
 exponentiation: the easy part (q^6 - 1)(q^2 + 1), then the hard part with Granger-Scott
 cyclotomic squarings (2010): for BN254 Fuentes-Castaneda, Knapp and Rodriguez-Henriquez's
-(SAC 2011, a power M of the reduced pairing, as snarkjs's); for BLS12-381 exactly
+(SAC 2011, a power M of the reduced pairing, as snarkjs's); for BLS12-381 three times
 (q^4 - q^2 + 1)/r, from the identity (Hayashida, Hayasaka and Teruya, 2020)
-(q^4 - q^2 + 1)/r = (x - 1)^2/3 (x + q)(x^2 + q^2 - 1) + 1, (x - 1)^2/3 an integer, so the
-value is py_ecc's (up to the basis and the conjugation py_ecc omits). G2 subgroup checks:
+3 (q^4 - q^2 + 1)/r = (x - 1)^2 (x + q)(x^2 + q^2 - 1) + 3: the reduced pairing cubed (3 is
+prime to r), which is the value snarkjs (ffjavascript) computes, as BN254's power M is;
+py_ecc's value is the inverse of the reduced pairing (its loop does not conjugate for
+x < 0), so ours is py_ecc's to the power -3. G2 subgroup checks:
 BN254's is El Housni, Guillevic and Piellard's (2022), BLS12-381's is Scott's (2021) psi(Q) =
 [x]Q; [r]Q = O as the slow reference for both.
 """
@@ -59,8 +61,8 @@ if FAMILY == "bn":
 else:
     assert X**4 - X**2 + 1 == R and (X - 1) ** 2 * R // 3 + X == Q and (X - 1) % 3 == 0
     ATE_LOOP_COUNT = abs(X)
-# BLS12's hard part: (q^4 - q^2 + 1)/r = H1 (x + q)(x^2 + q^2 - 1) + 1 with H1 = (x - 1)^2/3.
-H1 = (X - 1) ** 2 // 3
+# BLS12's hard part, times 3: 3 (q^4 - q^2 + 1)/r = (x - 1)^2 (x + q)(x^2 + q^2 - 1) + 3.
+PAIRING_POWER = 3 if FAMILY == "bls12" else 2 * X * (6 * X**2 + 3 * X + 1)  # of the reduced one
 
 
 def _naf(n: int) -> list[int]:
@@ -79,8 +81,6 @@ def _naf(n: int) -> list[int]:
 ATE_NAF = tuple(_naf(ATE_LOOP_COUNT)[::-1][1:])
 # |x|, most significant bit first, the leading 1 dropped (square-and-multiply).
 X_BITS = tuple(int(b) for b in bin(abs(X))[3:])
-# H1 in NAF, most significant first, the leading 1 dropped.
-H1_NAF = tuple(_naf(H1)[::-1][1:])
 
 
 def _fq2_mul_int(a, b):
@@ -743,17 +743,6 @@ def _cyclotomic_exp_x(a):
     return fq12_conj(acc) if X < 0 else acc
 
 
-def _cyclotomic_exp_naf(a, digits):
-    """a^n for a in the cyclotomic subgroup, n given by its NAF digits (most significant
-    first, the leading 1 dropped); a digit -1 multiplies by conj(a) = 1/a."""
-    acc, inv = a, fq12_conj(a)
-    for d in digits:
-        acc = fq12_cyclotomic_sqr(acc)
-        if d:
-            acc = fq12_mul(acc, a if d > 0 else inv)
-    return acc
-
-
 def final_exponentiation(f):
     """f^((q^6 - 1)(q^2 + 1) H), H the hard part: the easy part, then _hard_part_bn or
     _hard_part_bls12 by the curve's family."""
@@ -765,14 +754,15 @@ def final_exponentiation(f):
 
 
 def _hard_part_bls12(g):
-    """g^((q^4 - q^2 + 1)/r) for g in the cyclotomic subgroup, exactly, as
-    g^(H1 (x + q)(x^2 + q^2 - 1)) g with H1 = (x - 1)^2/3 (the identity of the module doc):
-    one exponentiation by H1 (126 bits), three by x, three Frobenius maps."""
-    a = _cyclotomic_exp_naf(g, H1_NAF)  # g^H1
+    """g^(3 (q^4 - q^2 + 1)/r) for g in the cyclotomic subgroup, as
+    g^((x - 1)^2 (x + q)(x^2 + q^2 - 1)) g^3 (the identity of the module doc): five
+    exponentiations by x, three Frobenius maps."""
+    a = fq12_mul(_cyclotomic_exp_x(g), fq12_conj(g))  # g^(x - 1)
+    a = fq12_mul(_cyclotomic_exp_x(a), fq12_conj(a))  # g^((x - 1)^2)
     b = fq12_mul(_cyclotomic_exp_x(a), fq12_frobenius(a, 1))  # a^(x + q)
     c = _cyclotomic_exp_x(_cyclotomic_exp_x(b))  # b^(x^2)
     c = fq12_mul(fq12_mul(c, fq12_frobenius(b, 2)), fq12_conj(b))  # b^(x^2 + q^2 - 1)
-    return fq12_mul(c, g)
+    return fq12_mul(c, fq12_mul(fq12_cyclotomic_sqr(g), g))
 
 
 def _hard_part_bn(g):
