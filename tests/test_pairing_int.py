@@ -26,7 +26,7 @@ from cuzk.arith.constants import (
 from cuzk.arith.constants import fq2_mul_int as f2mul
 
 q, r = FQ_MODULUS, FR_MODULUS
-M = 2 * PI.BN_X * (6 * PI.BN_X**2 + 3 * PI.BN_X + 1)  # ours = py_ecc's ** M
+M = 2 * PI.X * (6 * PI.X**2 + 3 * PI.X + 1)  # ours = py_ecc's ** M
 rng = random.Random(20261202)
 G1 = tuple(G1_GENERATOR)
 G2 = tuple(tuple(c) for c in G2_GENERATOR)
@@ -129,7 +129,7 @@ def test_constants():
     assert all(
         x == 0 or x * y == 0 for x, y in zip(PI.ATE_NAF, PI.ATE_NAF[1:], strict=False)
     )  # NAF
-    assert int("1" + "".join(map(str, PI.BN_X_BITS)), 2) == PI.BN_X
+    assert int("1" + "".join(map(str, PI.X_BITS)), 2) == PI.X
     xi = (9, 1)
     for k in range(6):
         assert PI.GAMMA1[k] == fq2_pow_int(xi, k * (q - 1) // 6)

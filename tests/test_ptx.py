@@ -24,6 +24,8 @@ import pytest
 KERNEL_MODULES = [
     "cuzk.arith.batch_ops[cuda]",
     "cuzk.arith.batch_ops[cuda,curve=bls12_381]",
+    "cuzk.arith.subgroup[cuda]",
+    "cuzk.arith.subgroup[cuda,curve=bls12_381]",
     "cuzk.kernels.ntt_cuda",
     "cuzk.kernels.msm_cuda",
     "bench.bench_arith",

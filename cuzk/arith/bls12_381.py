@@ -37,6 +37,9 @@ FQ2_MODULUS_COEFFS = (1, 0)
 G1_B = 4
 FQ2_NONRESIDUE = (1, 1)  # xi = 1 + u
 G2_B = (G1_B * FQ2_NONRESIDUE[0] % FQ_MODULUS, G1_B * FQ2_NONRESIDUE[1] % FQ_MODULUS)
+# The pairing's shape: a BLS12 curve (Miller loop over |x|) and an M-type twist.
+FAMILY = "bls12"
+TWIST = "M"
 
 # Generators (Zcash's, as in the IETF pairing-friendly-curves draft and py_ecc), plain ints.
 G1_GENERATOR = (

@@ -55,6 +55,12 @@ G1_B = 3
 FQ2_NONRESIDUE = (9, 1)  # xi = 9 + u, the sextic twist's non-residue
 G2_B = fq2_mul_int((3, 0), fq2_inv_int(FQ2_NONRESIDUE))  # b' = 3 / (9 + u)
 
+# The BN parameter: q = 36x^4 + 36x^3 + 24x^2 + 6x + 1, r = 36x^4 + 36x^3 + 18x^2 + 6x + 1.
+X = 4965661367192848881
+# The pairing's shape: a BN curve (Miller loop over 6x + 2) and a D-type twist (b' = b / xi).
+FAMILY = "bn"
+TWIST = "D"
+
 # Generators (as in snarkjs / py_ecc / EIP-197), plain integers.
 G1_GENERATOR = (1, 2)
 G2_GENERATOR = (

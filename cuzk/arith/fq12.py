@@ -1,10 +1,16 @@
-"""Fq6 and Fq12, the tower above Fq2 where BN254 pairings take their values.
+"""Fq6 and Fq12, the tower above Fq2 where pairings take their values, for BN254 and
+BLS12-381 from one source.
 
-Tower (the one snarkjs/ffjavascript, arkworks and the EIP-197 implementations use):
+Tower (the one snarkjs/ffjavascript, arkworks and the EIP-197 implementations use for BN254,
+and the one of BLS12-381's specifications):
 
     Fq2  = Fq[u]  / (u^2 + 1)
-    Fq6  = Fq2[v] / (v^3 - xi),   xi = 9 + u
+    Fq6  = Fq2[v] / (v^3 - xi),   xi = 9 + u (BN254), 1 + u (BLS12-381)
     Fq12 = Fq6[w] / (w^2 - v)
+
+The curve is a build parameter, as in cuzk.arith.field: ``T.load("cuzk.arith.fq12",
+curve="bls12_381")``; BN254's is the plain build. Only fq2_mul_xi and the Frobenius constants
+depend on it (and the field build underneath).
 
 An Fq6 element is a tuple (c0, c1, c2) of Fq2 elements meaning c0 + c1 v + c2 v^2; an Fq12
 element is a pair (c0, c1) of Fq6 elements meaning c0 + c1 w. Since v = w^2, an Fq12
@@ -20,13 +26,15 @@ formulae" (2007) for Fq6 squaring; Granger and Scott, "Faster squaring in the cy
 subgroup of sixth degree extensions" (2010) for cyclotomic squaring.
 """
 
-from cuzk.arith.constants import FQ2_NONRESIDUE, FQ_MODULUS, MONT_R, fq2_pow_int
+from cuzk.arith.curves import DEFAULT, build_params, constants
 from cuzk.arith.jit import building
 from cuzk.arith.radix import int_to_limb_tuple
 
 T = building()
 device_fn = T.device_fn
-F = T.load("cuzk.arith.field")
+CURVE = T.param("curve", DEFAULT)
+_C = constants(CURVE)
+F = T.load("cuzk.arith.field", **build_params(CURVE))
 
 fq_neg, fq_mul, fq_add, fq_sub, fq_dbl = F.fq_neg, F.fq_mul, F.fq_add, F.fq_sub, F.fq_dbl
 fq2_add, fq2_sub, fq2_neg, fq2_dbl = F.fq2_add, F.fq2_sub, F.fq2_neg, F.fq2_dbl
@@ -36,14 +44,36 @@ fq2_zero, fq2_one, fq2_eq, fq2_is_zero = F.fq2_zero, F.fq2_one, F.fq2_eq, F.fq2_
 
 # --- import-time constants, computed with Python ints and documented by formula ------------
 
-_q = FQ_MODULUS
+_q = _C.FQ_MODULUS
+_N = _C.FQ_LIMBS
+_R = _C.FQ_MONT_R
+
+
+def _fq_mont(a):
+    return int_to_limb_tuple(a * _R % _q, _N)
 
 
 def _f2_mont(a):
-    return (int_to_limb_tuple(a[0] * MONT_R % _q), int_to_limb_tuple(a[1] * MONT_R % _q))
+    return (_fq_mont(a[0]), _fq_mont(a[1]))
 
 
-XI = FQ2_NONRESIDUE  # xi = 9 + u = w^6
+def _f2_mul_int(a, b):
+    return ((a[0] * b[0] - a[1] * b[1]) % _q, (a[0] * b[1] + a[1] * b[0]) % _q)
+
+
+def fq2_pow_int(a, e: int):
+    """a^e in this curve's Fq2 on Python ints (e >= 0)."""
+    out = (1, 0)
+    while e:
+        if e & 1:
+            out = _f2_mul_int(out, a)
+        a = _f2_mul_int(a, a)
+        e >>= 1
+    return out
+
+
+XI = _C.FQ2_NONRESIDUE  # xi = w^6: 9 + u (BN254), 1 + u (BLS12-381)
+assert XI in ((9, 1), (1, 1)), "fq2_mul_xi is written for xi = 9 + u and xi = 1 + u"
 # Frobenius on Fq12 in the w-power view: (a w^k)^(q^n) = a^(q^n) * w^k * gamma_n[k] with
 # gamma_n[k] = xi^(k (q^n - 1) / 6)   (w^(q^n) = w * (w^6)^((q^n - 1)/6); 6 | q - 1).
 # a^(q^n) is the conjugate of a in Fq2 for odd n, a itself for even n.
@@ -54,7 +84,7 @@ assert all(g[1] == 0 for g in _GAMMA2), "xi^(k(q^2-1)/6) lies in Fq"
 
 # gamma_n[k] as Montgomery Fq2, indexed [k] = coefficient of w^k.
 GAMMA1 = tuple(_f2_mont(g) for g in _GAMMA1)
-GAMMA2 = tuple(int_to_limb_tuple(g[0] * MONT_R % _q) for g in _GAMMA2)  # in Fq
+GAMMA2 = tuple(_fq_mont(g[0]) for g in _GAMMA2)  # in Fq
 GAMMA3 = tuple(_f2_mont(g) for g in _GAMMA3)
 
 # Named copies (Numba indexes tuples of tuples fastest with constant indices).
@@ -72,13 +102,23 @@ def fq2_conj(a):
     return (a[0], fq_neg(a[1]))
 
 
-@device_fn
-def fq2_mul_xi(a):
-    """a * xi = (c0 + c1 u)(9 + u) = (9 c0 - c1) + (c0 + 9 c1) u."""
-    c0, c1 = a
-    t0 = fq_dbl(fq_dbl(fq_dbl(c0)))  # 8 c0
-    t1 = fq_dbl(fq_dbl(fq_dbl(c1)))  # 8 c1
-    return (fq_sub(fq_add(t0, c0), c1), fq_add(fq_add(t1, c1), c0))
+if XI == (9, 1):
+
+    @device_fn
+    def fq2_mul_xi(a):
+        """a * xi = (c0 + c1 u)(9 + u) = (9 c0 - c1) + (c0 + 9 c1) u."""
+        c0, c1 = a
+        t0 = fq_dbl(fq_dbl(fq_dbl(c0)))  # 8 c0
+        t1 = fq_dbl(fq_dbl(fq_dbl(c1)))  # 8 c1
+        return (fq_sub(fq_add(t0, c0), c1), fq_add(fq_add(t1, c1), c0))
+
+else:
+
+    @device_fn
+    def fq2_mul_xi(a):
+        """a * xi = (c0 + c1 u)(1 + u) = (c0 - c1) + (c0 + c1) u."""
+        c0, c1 = a
+        return (fq_sub(c0, c1), fq_add(c0, c1))
 
 
 # --- Fq6 = Fq2[v] / (v^3 - xi) -----------------------------------------------------------
@@ -266,6 +306,18 @@ def fq12_mul_line(f, l0, l1, l3):
     t0 = (fq2_mul(f0[0], l0), fq2_mul(f0[1], l0), fq2_mul(f0[2], l0))  # f0 * A
     t1 = fq6_mul_01(f1, l1, l3)  # f1 * B
     c1 = fq6_sub(fq6_sub(fq6_mul_01(fq6_add(f0, f1), fq2_add(l0, l1), l3), t0), t1)
+    return (fq6_add(t0, fq6_mul_v(t1)), c1)
+
+
+@device_fn
+def fq12_mul_line_m(f, l0, l2, l3):
+    """f * (l0 + l2 w^2 + l3 w^3): a line function value of the Miller loop on an M-type twist
+    (BLS12-381; 13 Fq2 multiplications). As Fq6[w] (w^2 = v, w^3 = v w): l = A + B w with
+    A = (l0, l2, 0), B = (0, l3, 0); f1 B = v (f1 l3)."""
+    f0, f1 = f
+    t0 = fq6_mul_01(f0, l0, l2)  # f0 * A
+    t1 = fq6_mul_v(fq6_mul_fq2(f1, l3))  # f1 * B
+    c1 = fq6_sub(fq6_sub(fq6_mul_01(fq6_add(f0, f1), l0, fq2_add(l2, l3)), t0), t1)
     return (fq6_add(t0, fq6_mul_v(t1)), c1)
 
 

@@ -72,6 +72,7 @@ SHARED_SOURCES = (
     "cuzk/kernels/ntt.py",
     "cuzk/arith/fq12.py",
     "cuzk/arith/pairing.py",
+    "cuzk/arith/subgroup.py",
 )
 _cache_keyed = False
 

@@ -23,6 +23,14 @@ final exponentiation sends them to 1. The loop runs over the non-adjacent form o
 
 A multi-pairing prod_i e(P_i, Q_i) runs all Miller loops in one loop (one shared squaring of f
 per step) and one final exponentiation: the Groth16 check is one such product.
+
+BLS12-381 (build parameter ``curve="bls12_381"``: ``get_target("cpu").load("cuzk.arith.pairing",
+curve="bls12_381")``; BN254's is the plain module): the same steps on 6-limb Fq, over the NAF
+of |x| (x = -0xd201000000010000) with no Frobenius steps and f conjugated at the end (x < 0);
+the twist is M-type (untwist (x / w^2, y / w^3)), so a step's three line values land on
+w^3, w^2 and 1 (cuzk.arith.fq12.fq12_mul_line_m); the final exponent is 3 (q^12 - 1)/r, its
+hard part by 3 (q^4 - q^2 + 1)/r = (x - 1)^2 (x + q)(x^2 + q^2 - 1) + 3: the reduced pairing
+cubed, snarkjs's value (as cuzk.arith.pairing_int, whose module doc has the details).
 """
 
 from __future__ import annotations
@@ -30,14 +38,32 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from cuzk.arith.constants import FQ_MODULUS, FR_MODULUS, G2_B, MONT_R, Q_ONE
+from cuzk.arith.curves import DEFAULT, build_params, constants
 from cuzk.arith.jit import building
 from cuzk.arith.radix import int_to_limb_tuple
 
 T = building()
 device_fn = T.device_fn
-F = T.load("cuzk.arith.field")
-K = T.load("cuzk.arith.fq12")
+CURVE = T.param("curve", DEFAULT)
+_C = constants(CURVE)
+F = T.load("cuzk.arith.field", **build_params(CURVE))
+K = T.load("cuzk.arith.fq12", **build_params(CURVE))
+FQ_MODULUS, FR_MODULUS, G2_B, Q_ONE = _C.FQ_MODULUS, _C.FR_MODULUS, _C.G2_B, _C.Q_ONE
+MONT_R = _C.FQ_MONT_R
+NQ = _C.FQ_LIMBS  # limbs per Fq element: 4 (BN254) or 6 (BLS12-381)
+FAMILY = _C.FAMILY
+IS_BN = FAMILY == "bn"
+assert FAMILY in ("bn", "bls12") and NQ in (4, 6)
+assert (_C.TWIST == "D") == IS_BN, "BN curves here have D-type twists, BLS12 ones M-type"
+
+
+def _entry(fn):
+    """An njit entry point of this build; another curve's is named apart (one text, a cache
+    entry per curve)."""
+    if CURVE != DEFAULT:
+        fn.__qualname__ = fn.__name__ = f"{fn.__name__}_{CURVE}"
+    return njit(cache=True, nogil=True)(fn)
+
 
 fq_mul, fq_neg, is_zero, fq2_is_zero = F.fq_mul, F.fq_neg, F.is_zero, F.fq2_is_zero
 fq2_add, fq2_sub, fq2_dbl, fq2_neg = F.fq2_add, F.fq2_sub, F.fq2_dbl, F.fq2_neg
@@ -50,8 +76,9 @@ fq12_one, fq12_mul, fq12_sqr, fq12_inv, fq12_conj = (
     K.fq12_inv,
     K.fq12_conj,
 )
-fq12_mul_line, fq12_cyclotomic_sqr, fq12_is_one = (
+fq12_mul_line, fq12_mul_line_m, fq12_cyclotomic_sqr, fq12_is_one = (
     K.fq12_mul_line,
+    K.fq12_mul_line_m,
     K.fq12_cyclotomic_sqr,
     K.fq12_is_one,
 )
@@ -63,12 +90,19 @@ fq12_frobenius, fq12_frobenius2, fq12_frobenius3 = (
 
 # --- constants ---------------------------------------------------------------------------
 
-BN_X = 4965661367192848881  # q = 36x^4 + 36x^3 + 24x^2 + 6x + 1, r = 36x^4 + 36x^3 + 18x^2 + 6x + 1
-ATE_LOOP_COUNT = 6 * BN_X + 2
-# snarkjs's pairing is the textbook (exponent (q^12 - 1)/r) pairing to this power.
-PAIRING_POWER = 2 * BN_X * (6 * BN_X**2 + 3 * BN_X + 1)
-assert 36 * BN_X**4 + 36 * BN_X**3 + 24 * BN_X**2 + 6 * BN_X + 1 == FQ_MODULUS
-assert 36 * BN_X**4 + 36 * BN_X**3 + 18 * BN_X**2 + 6 * BN_X + 1 == FR_MODULUS
+X = _C.X  # the curve parameter
+if IS_BN:
+    BN_X = X  # q = 36x^4 + 36x^3 + 24x^2 + 6x + 1, r = 36x^4 + 36x^3 + 18x^2 + 6x + 1
+    ATE_LOOP_COUNT = 6 * BN_X + 2
+    # snarkjs's pairing is the textbook (exponent (q^12 - 1)/r) pairing to this power.
+    PAIRING_POWER = 2 * BN_X * (6 * BN_X**2 + 3 * BN_X + 1)
+    assert 36 * BN_X**4 + 36 * BN_X**3 + 24 * BN_X**2 + 6 * BN_X + 1 == FQ_MODULUS
+    assert 36 * BN_X**4 + 36 * BN_X**3 + 18 * BN_X**2 + 6 * BN_X + 1 == FR_MODULUS
+else:
+    # r = x^4 - x^2 + 1, q = (x - 1)^2 r / 3 + x; snarkjs's value is the reduced pairing cubed.
+    ATE_LOOP_COUNT = abs(X)
+    PAIRING_POWER = 3
+    assert X**4 - X**2 + 1 == FR_MODULUS and (X - 1) ** 2 * FR_MODULUS // 3 + X == FQ_MODULUS
 
 
 def _naf(n: int) -> list[int]:
@@ -85,17 +119,20 @@ def _naf(n: int) -> list[int]:
     return digits
 
 
-# NAF of 6x + 2, most significant digit first, the leading 1 dropped (the loop starts at T = Q).
+# NAF of the loop count (6x + 2 or |x|), most significant digit first, the leading 1 dropped
+# (the loop starts at T = Q).
 _ate_naf = _naf(ATE_LOOP_COUNT)
 assert _ate_naf[-1] == 1 and sum(d << i for i, d in enumerate(_ate_naf)) == ATE_LOOP_COUNT
 ATE_NAF = np.array(_ate_naf[::-1][1:], dtype=np.int8)
 
-BN_X_U64 = np.uint64(BN_X)
-BN_X_BITS = BN_X.bit_length()  # 63
+X_ABS_U64 = np.uint64(abs(X))
+X_ABS_BITS = abs(X).bit_length()  # 63 (BN254), 64 (BLS12-381)
+if IS_BN:
+    BN_X_U64, BN_X_BITS = X_ABS_U64, X_ABS_BITS
 
 
 def _fq2_mont(a):
-    return tuple(int_to_limb_tuple(c * MONT_R % FQ_MODULUS) for c in a)
+    return tuple(int_to_limb_tuple(c * MONT_R % FQ_MODULUS, NQ) for c in a)
 
 
 B3_TWIST = _fq2_mont((3 * G2_B[0] % FQ_MODULUS, 3 * G2_B[1] % FQ_MODULUS))  # 3 b', b' = 3/xi
@@ -104,7 +141,7 @@ B3_TWIST = _fq2_mont((3 * G2_B[0] % FQ_MODULUS, 3 * G2_B[1] % FQ_MODULUS))  # 3 
 #   pi^2(x, y) = (x xi^((q^2-1)/3),      y xi^((q^2-1)/2))      = gamma_2[2], gamma_2[3]
 FROB_TWIST_X1, FROB_TWIST_Y1 = K.GAMMA1[2], K.GAMMA1[3]
 FROB_TWIST_X2, FROB_TWIST_Y2 = K.GAMMA2[2], K.GAMMA2[3]  # in Fq
-FQ2_ONE_M = (Q_ONE, int_to_limb_tuple(0))
+FQ2_ONE_M = (Q_ONE, int_to_limb_tuple(0, NQ))
 U1 = np.uint64(1)
 
 
@@ -162,6 +199,18 @@ def miller_add_step(Tp, xQ, yQ, xP, yP):
     return (X3, Y3, Z3), l0, l1, l3
 
 
+if IS_BN:
+    mul_line = fq12_mul_line
+else:
+
+    @device_fn
+    def mul_line(f, l0, l1, l3):
+        """The step's line (yP term l0, xP term l1, constant l3) on the M-type twist:
+        f (l3 + l1 w^2 + l0 w^3) (the D-type line with 1/w for w, times w^3, which lies in
+        Fq4 and is removed by the final exponentiation)."""
+        return fq12_mul_line_m(f, l3, l1, l0)
+
+
 @device_fn
 def twist_frobenius(xQ, yQ):
     """pi(Q) for affine Q on the twist."""
@@ -177,23 +226,45 @@ def twist_frobenius2_neg(xQ, yQ):
 # --- array access (points arrive as uint64 arrays of Montgomery limbs) --------------------
 
 
-@device_fn
-def _fq_at(a, i, j):
-    return (a[i, j, 0], a[i, j, 1], a[i, j, 2], a[i, j, 3])
+if NQ == 4:
 
+    @device_fn
+    def _fq_at(a, i, j):
+        return (a[i, j, 0], a[i, j, 1], a[i, j, 2], a[i, j, 3])
 
-@device_fn
-def _fq2_at(a, i, j):
-    return (
-        (a[i, j, 0, 0], a[i, j, 0, 1], a[i, j, 0, 2], a[i, j, 0, 3]),
-        (a[i, j, 1, 0], a[i, j, 1, 1], a[i, j, 1, 2], a[i, j, 1, 3]),
-    )
+    @device_fn
+    def _fq2_at(a, i, j):
+        return (
+            (a[i, j, 0, 0], a[i, j, 0, 1], a[i, j, 0, 2], a[i, j, 0, 3]),
+            (a[i, j, 1, 0], a[i, j, 1, 1], a[i, j, 1, 2], a[i, j, 1, 3]),
+        )
+
+else:
+
+    @device_fn
+    def _fq_at(a, i, j):
+        return (a[i, j, 0], a[i, j, 1], a[i, j, 2], a[i, j, 3], a[i, j, 4], a[i, j, 5])
+
+    @device_fn
+    def _fq_at_h(a, i, j, h):
+        return (
+            a[i, j, h, 0],
+            a[i, j, h, 1],
+            a[i, j, h, 2],
+            a[i, j, h, 3],
+            a[i, j, h, 4],
+            a[i, j, h, 5],
+        )
+
+    @device_fn
+    def _fq2_at(a, i, j):
+        return (_fq_at_h(a, i, j, 0), _fq_at_h(a, i, j, 1))
 
 
 @device_fn
 def _fq2_put(a, i, j, v):
     for h in range(2):
-        for k in range(4):
+        for k in range(NQ):
             a[i, j, h, k] = v[h][k]
 
 
@@ -210,7 +281,7 @@ def _g2_at(a, i):
 
 
 @device_fn
-def fq12_load(a):
+def _fq12_load_4(a):
     """An Fq12 element from a (2, 3, 2, 4) uint64 array (a[i, j, h] = limbs of the c_h
     coefficient of the v^j w^i coefficient)."""
     return (
@@ -243,26 +314,38 @@ def fq12_load(a):
 
 
 @device_fn
+def _fq12_load_6(a):
+    """An Fq12 element from a (2, 3, 2, 6) uint64 array (layout as _fq12_load_4)."""
+    return (
+        (_fq2_at(a, 0, 0), _fq2_at(a, 0, 1), _fq2_at(a, 0, 2)),
+        (_fq2_at(a, 1, 0), _fq2_at(a, 1, 1), _fq2_at(a, 1, 2)),
+    )
+
+
+fq12_load = _fq12_load_4 if NQ == 4 else _fq12_load_6
+
+
+@device_fn
 def fq12_store(out, f):
-    """Write an Fq12 element into a (2, 3, 2, 4) uint64 array (layout as fq12_load)."""
+    """Write an Fq12 element into a (2, 3, 2, NQ) uint64 array (layout as fq12_load)."""
     for i in range(2):
         for j in range(3):
             for h in range(2):
-                for k in range(4):
+                for k in range(NQ):
                     out[i, j, h, k] = f[i][j][h][k]
 
 
-@njit(cache=True, nogil=True)
+@_entry
 def miller_loop(ps, qs):
     """prod_i of the Miller loop values of (P_i, Q_i), before the final exponentiation.
 
-    ps: (n, 2, 4) uint64, affine G1 points (x, y) in Montgomery form;
-    qs: (n, 2, 2, 4) uint64, affine G2 points ((x.c0, x.c1), (y.c0, y.c1)) in Montgomery form.
+    ps: (n, 2, NQ) uint64, affine G1 points (x, y) in Montgomery form;
+    qs: (n, 2, 2, NQ) uint64, affine G2 points ((x.c0, x.c1), (y.c0, y.c1)) in Montgomery form.
     A pair where either point is the infinity encoding (0, 0) contributes 1 and is skipped.
     Points must lie in G1 and G2 (the caller checks)."""
     n = ps.shape[0]
     active = np.zeros(n, dtype=np.bool_)
-    ts = np.zeros((n, 3, 2, 4), dtype=np.uint64)  # T_i = (X : Y : Z) on the twist
+    ts = np.zeros((n, 3, 2, NQ), dtype=np.uint64)  # T_i = (X : Y : Z) on the twist
     for i in range(n):
         p_inf = is_zero(_fq_at(ps, i, 0)) and is_zero(_fq_at(ps, i, 1))
         xq = _fq2_at(qs, i, 0)
@@ -281,15 +364,17 @@ def miller_loop(ps, qs):
             xP = _fq_at(ps, i, 0)
             yP = _fq_at(ps, i, 1)
             Tp, l0, l1, l3 = miller_dbl_step(_g2_at(ts, i), xP, yP)
-            f = fq12_mul_line(f, l0, l1, l3)
+            f = mul_line(f, l0, l1, l3)
             if digit != 0:
                 xQ = _fq2_at(qs, i, 0)
                 yQ = _fq2_at(qs, i, 1)
                 if digit < 0:
                     yQ = fq2_neg(yQ)
                 Tp, l0, l1, l3 = miller_add_step(Tp, xQ, yQ, xP, yP)
-                f = fq12_mul_line(f, l0, l1, l3)
+                f = mul_line(f, l0, l1, l3)
             _g2_put(ts, i, Tp)
+    if not IS_BN:
+        return fq12_conj(f)  # BLS12-381: x < 0
     for i in range(n):
         if not active[i]:
             continue
@@ -310,18 +395,42 @@ def miller_loop(ps, qs):
 
 
 @device_fn
-def cyclotomic_exp_x(a):
-    """a^x for a in the cyclotomic subgroup (square-and-multiply over the 63 bits of x)."""
+def cyclotomic_exp_x_abs(a):
+    """a^|x| for a in the cyclotomic subgroup (square-and-multiply over the bits of |x|)."""
     acc = a
-    for i in range(BN_X_BITS - 2, -1, -1):
+    for i in range(X_ABS_BITS - 2, -1, -1):
         acc = fq12_cyclotomic_sqr(acc)
-        if (BN_X_U64 >> np.uint64(i)) & U1:
+        if (X_ABS_U64 >> np.uint64(i)) & U1:
             acc = fq12_mul(acc, a)
     return acc
 
 
+if X > 0:
+    cyclotomic_exp_x = cyclotomic_exp_x_abs
+else:
+
+    @device_fn
+    def cyclotomic_exp_x(a):
+        """a^x = 1/a^|x| for a in the cyclotomic subgroup (x < 0)."""
+        return fq12_conj(cyclotomic_exp_x_abs(a))
+
+
 @device_fn
-def final_exponentiation(f):
+def final_exponentiation_bls12(f):
+    """f^(3 (q^12 - 1)/r): the easy part (q^6 - 1)(q^2 + 1), then the hard part
+    g^((x - 1)^2 (x + q)(x^2 + q^2 - 1)) g^3 (cuzk.arith.pairing_int._hard_part_bls12)."""
+    f1 = fq12_mul(fq12_conj(f), fq12_inv(f))
+    g = fq12_mul(fq12_frobenius2(f1), f1)
+    a = fq12_mul(cyclotomic_exp_x(g), fq12_conj(g))  # g^(x - 1)
+    a = fq12_mul(cyclotomic_exp_x(a), fq12_conj(a))  # g^((x - 1)^2)
+    b = fq12_mul(cyclotomic_exp_x(a), fq12_frobenius(a))  # a^(x + q)
+    c = cyclotomic_exp_x(cyclotomic_exp_x(b))  # b^(x^2)
+    c = fq12_mul(fq12_mul(c, fq12_frobenius2(b)), fq12_conj(b))  # b^(x^2 + q^2 - 1)
+    return fq12_mul(c, fq12_mul(fq12_cyclotomic_sqr(g), g))
+
+
+@device_fn
+def final_exponentiation_bn(f):
     """f^((q^6 - 1)(q^2 + 1) M (q^4 - q^2 + 1)/r), M = 2x(6x^2 + 3x + 1).
 
     Easy part: f^(q^6 - 1) = conj(f)/f, then ^(q^2 + 1); the result lies in the cyclotomic
@@ -348,15 +457,18 @@ def final_exponentiation(f):
     return fq12_mul(u, t)
 
 
-@njit(cache=True, nogil=True)
+final_exponentiation = final_exponentiation_bn if IS_BN else final_exponentiation_bls12
+
+
+@_entry
 def pairing_product_is_one(ps, qs):
     """True iff prod_i e(P_i, Q_i) = 1 (arrays as in miller_loop; one final exponentiation)."""
     return fq12_is_one(final_exponentiation(miller_loop(ps, qs)))
 
 
-@njit(cache=True, nogil=True)
+@_entry
 def pairing_product(ps, qs, out):
-    """out[:] = prod_i e(P_i, Q_i) as a (2, 3, 2, 4) uint64 array of Montgomery limbs
+    """out[:] = prod_i e(P_i, Q_i) as a (2, 3, 2, NQ) uint64 array of Montgomery limbs
     (out[i, j, h] is the c_h coefficient (Fq) of the v^j w^i coefficient (Fq2))."""
     fq12_store(out, final_exponentiation(miller_loop(ps, qs)))
 
@@ -370,13 +482,13 @@ _R_INV_Q = pow(MONT_R, -1, FQ_MODULUS)
 
 
 def _mont_limbs(x: int) -> np.ndarray:
-    """Plain x < q as 4 little-endian uint64 limbs of x R mod q."""
-    return np.frombuffer((x * MONT_R % FQ_MODULUS).to_bytes(32, "little"), dtype=np.uint64)
+    """Plain x < q as NQ little-endian uint64 limbs of x R mod q."""
+    return np.frombuffer((x * MONT_R % FQ_MODULUS).to_bytes(8 * NQ, "little"), dtype=np.uint64)
 
 
 def g1_array(points) -> np.ndarray:
-    """A sequence of G1 points (plain ints; None = infinity) as an (n, 2, 4) Montgomery array."""
-    out = np.zeros((len(points), 2, 4), dtype=np.uint64)
+    """A sequence of G1 points (plain ints; None = infinity) as an (n, 2, NQ) Montgomery array."""
+    out = np.zeros((len(points), 2, NQ), dtype=np.uint64)
     for i, p in enumerate(points):
         if p is not None:
             out[i, 0], out[i, 1] = _mont_limbs(p[0]), _mont_limbs(p[1])
@@ -384,8 +496,8 @@ def g1_array(points) -> np.ndarray:
 
 
 def g2_array(points) -> np.ndarray:
-    """A sequence of G2 points (plain ints; None = infinity) as an (n, 2, 2, 4) array."""
-    out = np.zeros((len(points), 2, 2, 4), dtype=np.uint64)
+    """A sequence of G2 points (plain ints; None = infinity) as an (n, 2, 2, NQ) array."""
+    out = np.zeros((len(points), 2, 2, NQ), dtype=np.uint64)
     for i, p in enumerate(points):
         if p is not None:
             for j in range(2):
@@ -395,7 +507,7 @@ def g2_array(points) -> np.ndarray:
 
 
 def fq12_from_array(a: np.ndarray) -> list:
-    """A (2, 3, 2, 4) Montgomery-limb Fq12 array as nested lists of plain ints."""
+    """A (2, 3, 2, NQ) Montgomery-limb Fq12 array as nested lists of plain ints."""
 
     def fq(limbs):
         mont = int.from_bytes(np.ascontiguousarray(limbs).tobytes(), "little")
@@ -405,8 +517,8 @@ def fq12_from_array(a: np.ndarray) -> list:
 
 
 def fq12_to_array(c) -> np.ndarray:
-    """Nested lists of plain ints (snarkjs layout) as a (2, 3, 2, 4) Montgomery-limb array."""
-    out = np.zeros((2, 3, 2, 4), dtype=np.uint64)
+    """Nested lists of plain ints (snarkjs layout) as a (2, 3, 2, NQ) Montgomery-limb array."""
+    out = np.zeros((2, 3, 2, NQ), dtype=np.uint64)
     for i in range(2):
         for j in range(3):
             for h in range(2):
@@ -422,7 +534,7 @@ def pairing(P, Q) -> list:
 
 def multi_pairing(pairs) -> list:
     """prod e(P_i, Q_i) over [(P_i, Q_i), ...] with one final exponentiation."""
-    out = np.zeros((2, 3, 2, 4), dtype=np.uint64)
+    out = np.zeros((2, 3, 2, NQ), dtype=np.uint64)
     pairing_product(g1_array([p for p, _ in pairs]), g2_array([q for _, q in pairs]), out)
     return fq12_from_array(out)
 

@@ -1,40 +1,68 @@
-"""The BN254 optimal ate pairing and the group checks a verifier needs, on plain Python ints.
+"""The optimal ate pairing and the group checks a verifier needs, on plain Python ints, for
+BN254 and BLS12-381 from one text.
 
-The same mathematics as cuzk.arith.fq12 and cuzk.arith.pairing (the compiled pairing; its
+The same mathematics as cuzk.arith.fq12 and cuzk.arith.pairing (the compiled BN254 pairing; its
 module doc explains the exponent), written for CPython instead of Numba so that a one-shot
 command (`cuzk verify`) imports neither numpy nor numba and loads no machine code: a 4-pair
 product costs tens of milliseconds here, against about half a second of imports and cache
 loading for the compiled one; a long-lived process keeps using the compiled one (2 ms).
 
+One text, one build per curve: importing this module gives BN254's; ``for_curve(name)``
+runs the same text again with the constants of another curve of cuzk.arith.curves (its
+constants module names X, FAMILY "bn" or "bls12", TWIST "D" or "M") and returns that build, a
+module object with the same names. What differs between the curves is chosen once, when the
+text runs (globals such as Q and K are read by the functions), so BN254's code is not slowed.
+
 Elements are tuples of ints below q: Fq2 (c0, c1) = c0 + c1 u; Fq6 (a0, a1, a2) of Fq2 =
 a0 + a1 v + a2 v^2; Fq12 (a0, a1) of Fq6 = a0 + a1 w (the tower Fq2 = Fq[u]/(u^2 + 1),
-Fq6 = Fq2[v]/(v^3 - xi), xi = 9 + u, Fq12 = Fq6[w]/(w^2 - v), snarkjs's). Products are
-summed unreduced (Python ints do not overflow) and reduced once per output coefficient.
-Points: G1 (x, y), G2 ((x.c0, x.c1), (y.c0, y.c1)), affine, None for infinity.
+Fq6 = Fq2[v]/(v^3 - xi), Fq12 = Fq6[w]/(w^2 - v), xi = K + u: 9 + u for BN254 (snarkjs's
+tower), 1 + u for BLS12-381). Products are summed unreduced (Python ints do not overflow) and
+reduced once per output coefficient. Points: G1 (x, y), G2 ((x.c0, x.c1), (y.c0, y.c1)),
+affine, None for infinity.
 
 Algorithms (as in the compiled code): Fq6 products schoolbook with lazy reduction, Fq12
-products Karatsuba over Fq6, Fq12 squaring the complex method; Miller loop over the NAF of
-6x + 2 with the homogeneous-projective D-type twist steps and lines of Aranha, Karabina,
-Longa, Gebotys and Lopez (Eurocrypt 2011), all pairs in one loop; final exponentiation: easy
-part, then the hard part of Fuentes-Castaneda, Knapp and Rodriguez-Henriquez (SAC 2011) with
-Granger-Scott cyclotomic squarings (2010). The G2 subgroup check is El Housni, Guillevic and
-Piellard's (2022), [r]Q = O with a scalar of 63 bits.
+products Karatsuba over Fq6, Fq12 squaring the complex method; Miller loop with the
+homogeneous-projective twist steps and lines of Aranha, Karabina, Longa, Gebotys and Lopez
+(Eurocrypt 2011), all pairs in one loop: over the NAF of 6x + 2 then two Frobenius steps for
+BN254 (D-type twist, lines l0 + l1 w + l3 w^3); over the NAF of |x| for BLS12-381 (M-type
+twist: the same three line values land on w^3, w^2 and 1), conjugated since x < 0. Final
+exponentiation: the easy part (q^6 - 1)(q^2 + 1), then the hard part with Granger-Scott
+cyclotomic squarings (2010): for BN254 Fuentes-Castaneda, Knapp and Rodriguez-Henriquez's
+(SAC 2011, a power M of the reduced pairing, as snarkjs's); for BLS12-381 three times
+(q^4 - q^2 + 1)/r, from the identity (Hayashida, Hayasaka and Teruya, 2020)
+3 (q^4 - q^2 + 1)/r = (x - 1)^2 (x + q)(x^2 + q^2 - 1) + 3: the reduced pairing cubed (3 is
+prime to r), which is the value snarkjs (ffjavascript) computes, as BN254's power M is;
+py_ecc's value is the inverse of the reduced pairing (its loop does not conjugate for
+x < 0), so ours is py_ecc's to the power -3. G2 subgroup checks:
+BN254's is El Housni, Guillevic and Piellard's (2022), BLS12-381's is Scott's (2021) psi(Q) =
+[x]Q; [r]Q = O as the slow reference for both.
 """
 
 from __future__ import annotations
 
-from cuzk.arith.constants import (
-    FQ2_NONRESIDUE,
-    FQ_MODULUS,
-    FR_MODULUS,
-    G2_B,
-    fq2_mul_int,
-    fq2_pow_int,
-)
+from cuzk.arith.curves import DEFAULT, constants
 
-Q = FQ_MODULUS
-BN_X = 4965661367192848881  # the BN parameter x (cuzk.arith.pairing checks q and r from it)
-ATE_LOOP_COUNT = 6 * BN_X + 2
+# The curve of this build: BN254 on import, another when for_curve runs this text again.
+CURVE = globals().get("_BUILD_CURVE", DEFAULT)
+_C = constants(CURVE)
+Q = _C.FQ_MODULUS
+R = _C.FR_MODULUS
+G2_B = _C.G2_B
+X = _C.X  # the curve parameter (BN or BLS), q and r are polynomials in it
+FAMILY = _C.FAMILY  # "bn" or "bls12"
+TWIST = _C.TWIST  # "D" (b' = b / xi) or "M" (b' = b xi)
+XI = _C.FQ2_NONRESIDUE
+K = XI[0]  # xi = K + u; xi (c0 + c1 u) = (K c0 - c1) + (c0 + K c1) u
+assert XI[1] == 1 and FAMILY in ("bn", "bls12") and TWIST in ("D", "M")
+if FAMILY == "bn":
+    assert 36 * X**4 + 36 * X**3 + 24 * X**2 + 6 * X + 1 == Q
+    assert 36 * X**4 + 36 * X**3 + 18 * X**2 + 6 * X + 1 == R
+    ATE_LOOP_COUNT = 6 * X + 2
+else:
+    assert X**4 - X**2 + 1 == R and (X - 1) ** 2 * R // 3 + X == Q and (X - 1) % 3 == 0
+    ATE_LOOP_COUNT = abs(X)
+# BLS12's hard part, times 3: 3 (q^4 - q^2 + 1)/r = (x - 1)^2 (x + q)(x^2 + q^2 - 1) + 3.
+PAIRING_POWER = 3 if FAMILY == "bls12" else 2 * X * (6 * X**2 + 3 * X + 1)  # of the reduced one
 
 
 def _naf(n: int) -> list[int]:
@@ -48,34 +76,86 @@ def _naf(n: int) -> list[int]:
     return digits
 
 
-# NAF of 6x + 2, most significant first, the leading 1 dropped (the loop starts at T = Q).
+# The NAF of the Miller loop's count, most significant first, the leading 1 dropped (the loop
+# starts at T = Q).
 ATE_NAF = tuple(_naf(ATE_LOOP_COUNT)[::-1][1:])
-# x, most significant bit first, the leading 1 dropped (square-and-multiply).
-BN_X_BITS = tuple(int(b) for b in bin(BN_X)[3:])
+# |x|, most significant bit first, the leading 1 dropped (square-and-multiply).
+X_BITS = tuple(int(b) for b in bin(abs(X))[3:])
+
+
+def _fq2_mul_int(a, b):
+    return ((a[0] * b[0] - a[1] * b[1]) % Q, (a[0] * b[1] + a[1] * b[0]) % Q)
+
+
+def _fq2_pow_int(a, e: int):
+    out = (1, 0)
+    while e:
+        if e & 1:
+            out = _fq2_mul_int(out, a)
+        a = _fq2_mul_int(a, a)
+        e >>= 1
+    return out
+
 
 # Frobenius on Fq12 in the w-power view a = sum_k a_k w^k (w^6 = xi, a_k = c[k % 2][k // 2]):
 # a^(q^n) = sum_k conj^n(a_k) gamma_n[k] w^k with gamma_n[k] = xi^(k (q^n - 1) / 6). From
 # g = xi^((q - 1)/6) and a^q = conj(a) in Fq2: xi^((q^2 - 1)/6) = g^(q + 1) = g conj(g) (in Fq)
 # and xi^((q^3 - 1)/6) = g^(q^2 + q + 1) = g^2 conj(g) (a^(q^2) = a in Fq2); one power only.
-_G = fq2_pow_int(FQ2_NONRESIDUE, (Q - 1) // 6)
+_G = _fq2_pow_int(XI, (Q - 1) // 6)
 _G_CONJ = (_G[0], -_G[1] % Q)
 
 
 def _powers(g) -> tuple:
     out = [(1, 0)]
     for _ in range(5):
-        out.append(fq2_mul_int(out[-1], g))
+        out.append(_fq2_mul_int(out[-1], g))
     return tuple(out)
 
 
 GAMMA1 = _powers(_G)
-GAMMA2 = tuple(c[0] for c in _powers(fq2_mul_int(_G, _G_CONJ)))  # in Fq
-GAMMA3 = _powers(fq2_mul_int(fq2_mul_int(_G, _G), _G_CONJ))
+GAMMA2 = tuple(c[0] for c in _powers(_fq2_mul_int(_G, _G_CONJ)))  # in Fq
+GAMMA3 = _powers(_fq2_mul_int(_fq2_mul_int(_G, _G), _G_CONJ))
 B3_TWIST = (3 * G2_B[0] % Q, 3 * G2_B[1] % Q)  # 3 b', the twist being y^2 = x^3 + b'
+
+
+def _fq2_inv_int(a):
+    t = pow((a[0] * a[0] + a[1] * a[1]) % Q, -1, Q)
+    return (a[0] * t % Q, -a[1] * t % Q)
+
+
+# psi = untwist-Frobenius-twist on the twist: (x, y) -> (conj(x) PSI_X, conj(y) PSI_Y). The
+# D-type untwist is (x w^2, y w^3), so PSI_X = w^(2(q - 1)) = xi^((q - 1)/3) = gamma_1[2] and
+# PSI_Y = gamma_1[3]; the M-type one is (x / w^2, y / w^3): their inverses.
+if TWIST == "D":
+    PSI_X, PSI_Y = GAMMA1[2], GAMMA1[3]
+else:
+    PSI_X, PSI_Y = _fq2_inv_int(GAMMA1[2]), _fq2_inv_int(GAMMA1[3])
 
 FQ2_ZERO, FQ2_ONE = (0, 0), (1, 0)
 FQ6_ZERO = (FQ2_ZERO, FQ2_ZERO, FQ2_ZERO)
 FQ12_ONE = ((FQ2_ONE, FQ2_ZERO, FQ2_ZERO), FQ6_ZERO)
+
+_BUILDS: dict = {}
+
+
+def for_curve(name: str):
+    """This module built for curve ``name`` (of cuzk.arith.curves): the same text run again
+    with that curve's constants, once per process; BN254's is this module itself."""
+    import importlib
+    import importlib.util
+
+    base = importlib.import_module(__name__)
+    if name == DEFAULT:
+        return base
+    builds = base._BUILDS
+    if name not in builds:
+        constants(name)  # an unknown name fails here
+        spec = importlib.util.find_spec(__name__)
+        mod = importlib.util.module_from_spec(spec)
+        mod._BUILD_CURVE = name
+        spec.loader.exec_module(mod)
+        builds[name] = mod
+    return builds[name]
 
 
 # --- Fq2 -------------------------------------------------------------------------------------
@@ -128,9 +208,9 @@ def fq6_neg(a):
 
 
 def fq6_mul_v(a):
-    """a v = xi a2 + a0 v + a1 v^2, xi (c0 + c1 u) = (9 c0 - c1) + (c0 + 9 c1) u."""
+    """a v = xi a2 + a0 v + a1 v^2, xi (c0 + c1 u) = (K c0 - c1) + (c0 + K c1) u."""
     a0, a1, (c0, c1) = a
-    return (((9 * c0 - c1) % Q, (c0 + 9 * c1) % Q), a0, a1)
+    return (((K * c0 - c1) % Q, (c0 + K * c1) % Q), a0, a1)
 
 
 def fq6_mul(a, b):
@@ -143,10 +223,10 @@ def fq6_mul(a, b):
     t0 = a4 * b4 - a5 * b5  # a2 b2
     t1 = a4 * b5 + a5 * b4
     return (
-        ((a0 * b0 - a1 * b1 + 9 * s0 - s1) % Q, (a0 * b1 + a1 * b0 + s0 + 9 * s1) % Q),
+        ((a0 * b0 - a1 * b1 + K * s0 - s1) % Q, (a0 * b1 + a1 * b0 + s0 + K * s1) % Q),
         (
-            (a0 * b2 - a1 * b3 + a2 * b0 - a3 * b1 + 9 * t0 - t1) % Q,
-            (a0 * b3 + a1 * b2 + a2 * b1 + a3 * b0 + t0 + 9 * t1) % Q,
+            (a0 * b2 - a1 * b3 + a2 * b0 - a3 * b1 + K * t0 - t1) % Q,
+            (a0 * b3 + a1 * b2 + a2 * b1 + a3 * b0 + t0 + K * t1) % Q,
         ),
         (
             (a0 * b4 - a1 * b5 + a2 * b2 - a3 * b3 + a4 * b0 - a5 * b1) % Q,
@@ -176,7 +256,7 @@ def _fq2_sub(a, b):
 
 
 def _fq2_mul_xi(a):
-    return ((9 * a[0] - a[1]) % Q, (a[0] + 9 * a[1]) % Q)
+    return ((K * a[0] - a[1]) % Q, (a[0] + K * a[1]) % Q)
 
 
 def _fq2_conj(a):
@@ -230,7 +310,7 @@ def fq12_mul_line(f, l0, l1, l3):
     b0, b1 = l0
     c0, c1 = l1
     d0, d1 = l3
-    # the wrapped terms, before the factor xi: xi (x + y u) = (9x - y) + (x + 9y) u
+    # the wrapped terms, before the factor xi: xi (x + y u) = (Kx - y) + (x + Ky) u
     s0 = a5r * c0 - a5i * c1 + a3r * d0 - a3i * d1  # a_5 l1 + a_3 l3 (into w^0)
     s1 = a5r * c1 + a5i * c0 + a3r * d1 + a3i * d0
     t0 = a4r * d0 - a4i * d1  # a_4 l3 (into w^1)
@@ -239,10 +319,10 @@ def fq12_mul_line(f, l0, l1, l3):
     u1 = a5r * d1 + a5i * d0
     return (
         (
-            ((a0r * b0 - a0i * b1 + 9 * s0 - s1) % Q, (a0r * b1 + a0i * b0 + s0 + 9 * s1) % Q),
+            ((a0r * b0 - a0i * b1 + K * s0 - s1) % Q, (a0r * b1 + a0i * b0 + s0 + K * s1) % Q),
             (
-                (a2r * b0 - a2i * b1 + a1r * c0 - a1i * c1 + 9 * u0 - u1) % Q,
-                (a2r * b1 + a2i * b0 + a1r * c1 + a1i * c0 + u0 + 9 * u1) % Q,
+                (a2r * b0 - a2i * b1 + a1r * c0 - a1i * c1 + K * u0 - u1) % Q,
+                (a2r * b1 + a2i * b0 + a1r * c1 + a1i * c0 + u0 + K * u1) % Q,
             ),
             (
                 (a4r * b0 - a4i * b1 + a3r * c0 - a3i * c1 + a1r * d0 - a1i * d1) % Q,
@@ -251,8 +331,8 @@ def fq12_mul_line(f, l0, l1, l3):
         ),
         (
             (
-                (a1r * b0 - a1i * b1 + a0r * c0 - a0i * c1 + 9 * t0 - t1) % Q,
-                (a1r * b1 + a1i * b0 + a0r * c1 + a0i * c0 + t0 + 9 * t1) % Q,
+                (a1r * b0 - a1i * b1 + a0r * c0 - a0i * c1 + K * t0 - t1) % Q,
+                (a1r * b1 + a1i * b0 + a0r * c1 + a0i * c0 + t0 + K * t1) % Q,
             ),
             (
                 (a3r * b0 - a3i * b1 + a2r * c0 - a2i * c1 + a0r * d0 - a0i * d1) % Q,
@@ -264,6 +344,62 @@ def fq12_mul_line(f, l0, l1, l3):
             ),
         ),
     )
+
+
+def fq12_mul_line_m(f, l0, l2, l3):
+    """f (l0 + l2 w^2 + l3 w^3), a line value of the Miller loop on an M-type twist, in the
+    w-power view (as fq12_mul_line): coefficient j of the product is
+    a_j l0 + a_(j-2) l2 + a_(j-3) l3, a term whose index wraps below 0 taken times xi.
+    18 Fq2 products written out on ints, one reduction per coefficient."""
+    ((a0r, a0i), (a2r, a2i), (a4r, a4i)), ((a1r, a1i), (a3r, a3i), (a5r, a5i)) = f
+    b0, b1 = l0
+    c0, c1 = l2
+    d0, d1 = l3
+    # the wrapped terms, before the factor xi: xi (x + y u) = (Kx - y) + (x + Ky) u
+    s0 = a4r * c0 - a4i * c1 + a3r * d0 - a3i * d1  # a_4 l2 + a_3 l3 (into w^0)
+    s1 = a4r * c1 + a4i * c0 + a3r * d1 + a3i * d0
+    t0 = a5r * c0 - a5i * c1 + a4r * d0 - a4i * d1  # a_5 l2 + a_4 l3 (into w^1)
+    t1 = a5r * c1 + a5i * c0 + a4r * d1 + a4i * d0
+    u0 = a5r * d0 - a5i * d1  # a_5 l3 (into w^2)
+    u1 = a5r * d1 + a5i * d0
+    return (
+        (
+            ((a0r * b0 - a0i * b1 + K * s0 - s1) % Q, (a0r * b1 + a0i * b0 + s0 + K * s1) % Q),
+            (
+                (a2r * b0 - a2i * b1 + a0r * c0 - a0i * c1 + K * u0 - u1) % Q,
+                (a2r * b1 + a2i * b0 + a0r * c1 + a0i * c0 + u0 + K * u1) % Q,
+            ),
+            (
+                (a4r * b0 - a4i * b1 + a2r * c0 - a2i * c1 + a1r * d0 - a1i * d1) % Q,
+                (a4r * b1 + a4i * b0 + a2r * c1 + a2i * c0 + a1r * d1 + a1i * d0) % Q,
+            ),
+        ),
+        (
+            (
+                (a1r * b0 - a1i * b1 + K * t0 - t1) % Q,
+                (a1r * b1 + a1i * b0 + t0 + K * t1) % Q,
+            ),
+            (
+                (a3r * b0 - a3i * b1 + a1r * c0 - a1i * c1 + a0r * d0 - a0i * d1) % Q,
+                (a3r * b1 + a3i * b0 + a1r * c1 + a1i * c0 + a0r * d1 + a0i * d0) % Q,
+            ),
+            (
+                (a5r * b0 - a5i * b1 + a3r * c0 - a3i * c1 + a2r * d0 - a2i * d1) % Q,
+                (a5r * b1 + a5i * b0 + a3r * c1 + a3i * c0 + a2r * d1 + a2i * d0) % Q,
+            ),
+        ),
+    )
+
+
+if TWIST == "D":
+    _mul_line = fq12_mul_line
+else:
+
+    def _mul_line(f, l0, l1, l3):
+        """The line l0 yP-term, l1 xP-term, l3 constant of the twist steps, on an M-type twist:
+        f (l3 + l1 w^2 + l0 w^3) (the D-type line l0 + l1 w + l3 w^3 with w^-1 for w, times
+        w^3, a factor in Fq4 that the final exponentiation removes)."""
+        return fq12_mul_line_m(f, l3, l1, l0)
 
 
 def fq12_frobenius(a, n: int = 1):
@@ -295,7 +431,7 @@ def _fq4_sqr(a, b):
     s1 = 2 * a0 * a1
     t0 = (b0 + b1) * (b0 - b1)  # b^2
     t1 = 2 * b0 * b1
-    return (s0 + 9 * t0 - t1, s1 + t0 + 9 * t1), (2 * (a0 * b0 - a1 * b1), 2 * (a0 * b1 + a1 * b0))
+    return (s0 + K * t0 - t1, s1 + t0 + K * t1), (2 * (a0 * b0 - a1 * b1), 2 * (a0 * b1 + a1 * b0))
 
 
 def fq12_cyclotomic_sqr(a):
@@ -307,7 +443,7 @@ def fq12_cyclotomic_sqr(a):
     (t0, t1) = _fq4_sqr(z0, z1)
     (t2, t3) = _fq4_sqr(z2, z3)
     (t4, t5) = _fq4_sqr(z4, z5)
-    u = (9 * t5[0] - t5[1], t5[0] + 9 * t5[1])  # y (t4 + t5 y) = xi t5 + t4 y
+    u = (K * t5[0] - t5[1], t5[0] + K * t5[1])  # y (t4 + t5 y) = xi t5 + t4 y
 
     def sub3(t, z):  # 3 t - 2 z
         return ((3 * t[0] - 2 * z[0]) % Q, (3 * t[1] - 2 * z[1]) % Q)
@@ -437,10 +573,11 @@ def g2_mul_jacobian(p, k: int):
 
 
 def g2_psi_jacobian(p):
-    """psi(p) = untwist-Frobenius-twist, (x, y) -> (conj(x) xi^((q-1)/3), conj(y) xi^((q-1)/2)),
-    on Jacobian coordinates (conj is a field automorphism, so Z becomes conj(Z))."""
+    """psi(p) = untwist-Frobenius-twist, (x, y) -> (conj(x) PSI_X, conj(y) PSI_Y) (for BN254's
+    D-type twist PSI_X = xi^((q-1)/3), PSI_Y = xi^((q-1)/2)), on Jacobian coordinates (conj is
+    a field automorphism, so Z becomes conj(Z))."""
     x, y, z = p
-    return (fq2_mul(_fq2_conj(x), GAMMA1[2]), fq2_mul(_fq2_conj(y), GAMMA1[3]), _fq2_conj(z))
+    return (fq2_mul(_fq2_conj(x), PSI_X), fq2_mul(_fq2_conj(y), PSI_Y), _fq2_conj(z))
 
 
 def g2_eq_jacobian(p, q) -> bool:
@@ -457,15 +594,35 @@ def g2_eq_jacobian(p, q) -> bool:
 
 def g2_in_subgroup(p) -> bool:
     """Whether an affine point of the twist (None = infinity) lies in G2, the order-r
-    subgroup (the twist's group has order r c2 with c2 > 1). The test of El Housni, Guillevic
+    subgroup (the twist's group has order r c2 with c2 > 1): _g2_in_subgroup_bn or
+    _g2_in_subgroup_bls12, by the curve's family."""
+    if p is None:
+        return True
+    if FAMILY == "bn":
+        return _g2_in_subgroup_bn(p)
+    return _g2_in_subgroup_bls12(p)
+
+
+def _g2_in_subgroup_bls12(p) -> bool:
+    """Scott's test for BLS12 curves ("A note on group membership tests for G1, G2 and GT on
+    BLS pairing-friendly curves", ePrint 2021/1130, sec. 4): Q is in G2 iff psi(Q) = [x]Q, a
+    64-bit scalar instead of the 255-bit r (x < 0: [x]Q = -[|x|]Q).
+    (g2_in_subgroup_by_order checks [r]Q = O itself; the tests compare the two.)"""
+    pj = (p[0], p[1], FQ2_ONE)
+    xq = g2_mul_jacobian(pj, abs(X))
+    if X < 0:
+        xq = (xq[0], _fq2_sub(FQ2_ZERO, xq[1]), xq[2])
+    return g2_eq_jacobian(g2_psi_jacobian(pj), xq)
+
+
+def _g2_in_subgroup_bn(p) -> bool:
+    """The test of El Housni, Guillevic
     and Piellard ("Co-factor clearing and subgroup membership testing on pairing-friendly
     curves", Africacrypt 2022, sec. 5.1; gnark-crypto's for BN254), with a 63-bit scalar
     instead of the 254-bit r:  [r]Q = O  iff  [x+1]Q + psi([x]Q) + psi^2([x]Q) = psi^3([2x]Q).
     (g2_in_subgroup_by_order checks [r]Q = O itself; the tests compare the two.)"""
-    if p is None:
-        return True
     pj = (p[0], p[1], FQ2_ONE)
-    xq = g2_mul_jacobian(pj, BN_X)
+    xq = g2_mul_jacobian(pj, X)
     psi_xq = g2_psi_jacobian(xq)
     lhs = g2_add_jacobian(g2_add_jacobian(xq, pj), psi_xq)
     lhs = g2_add_jacobian(lhs, g2_psi_jacobian(psi_xq))
@@ -474,15 +631,16 @@ def g2_in_subgroup(p) -> bool:
 
 
 def g2_in_subgroup_by_order(p) -> bool:
-    """[r]Q = O: the definition, slower (a 254-bit scalar)."""
-    return p is None or g2_mul_jacobian((p[0], p[1], FQ2_ONE), FR_MODULUS)[2] == FQ2_ZERO
+    """[r]Q = O: the definition, slower (a 254- or 255-bit scalar)."""
+    return p is None or g2_mul_jacobian((p[0], p[1], FQ2_ONE), R)[2] == FQ2_ZERO
 
 
 # --- the Miller loop and the final exponentiation -----------------------------------------------
 
 
 def _dbl_step(t, xp, yp):
-    """T <- 2T and the tangent line at P (Aranha et al. 2011, D-type twist, T projective):
+    """T <- 2T and the tangent line at P (Aranha et al. 2011, D-type twist, T projective; the
+    same values make the M-type line, see _mul_line):
     B = Y^2, C = Z^2, E = 3b' C, F = 3E, H = 2YZ, J = X^2,
     2T = (2XY(B - F) : (B + F)^2 - 12 E^2 : 4 B H), l = -H yP + 3 J xP w + (E - B) w^3.
     Written out on ints (the Miller loop's second most frequent operation)."""
@@ -541,8 +699,10 @@ def _add_step(t, xq, yq, xp, yp):
 
 
 def miller_loop(pairs):
-    """prod_i of the Miller loop values f_{6x+2,Q_i}(P_i) l(P_i) l'(P_i) over pairs of affine
-    (P in G1, Q in G2), one loop for all; a pair with a point at infinity contributes 1."""
+    """prod_i of the Miller loop values over pairs of affine (P in G1, Q in G2), one loop for
+    all; a pair with a point at infinity contributes 1. BN: f_{6x+2,Q_i}(P_i) l(P_i) l'(P_i)
+    (the two Frobenius lines); BLS12: f_{x,Q_i}(P_i), conjugated for x < 0 (1/f_{|x|} up to
+    factors the final exponentiation removes)."""
     pairs = [(p, q) for p, q in pairs if p is not None and q is not None]
     ts = [(q[0], q[1], FQ2_ONE) for _, q in pairs]
     negs = [(q[0], (-q[1][0] % Q, -q[1][1] % Q)) for _, q in pairs]
@@ -552,12 +712,14 @@ def miller_loop(pairs):
             f = fq12_sqr(f)
         for i, ((xp, yp), (xq, yq)) in enumerate(pairs):
             t, l0, l1, l3 = _dbl_step(ts[i], xp, yp)
-            f = fq12_mul_line(f, l0, l1, l3)
+            f = _mul_line(f, l0, l1, l3)
             if digit:
                 yq_ = yq if digit > 0 else negs[i][1]
                 t, l0, l1, l3 = _add_step(t, xq, yq_, xp, yp)
-                f = fq12_mul_line(f, l0, l1, l3)
+                f = _mul_line(f, l0, l1, l3)
             ts[i] = t
+    if FAMILY == "bls12":
+        return fq12_conj(f) if X < 0 else f
     for i, ((xp, yp), (xq, yq)) in enumerate(pairs):
         # pi(Q) = (conj(x) gamma_1[2], conj(y) gamma_1[3]), -pi^2(Q) = (x g_2[2], -y g_2[3])
         x1 = fq2_mul(_fq2_conj(xq), GAMMA1[2])
@@ -572,20 +734,40 @@ def miller_loop(pairs):
 
 
 def _cyclotomic_exp_x(a):
-    """a^x for a in the cyclotomic subgroup."""
+    """a^x for a in the cyclotomic subgroup (where 1/a = conj(a))."""
     acc = a
-    for bit in BN_X_BITS:
+    for bit in X_BITS:
         acc = fq12_cyclotomic_sqr(acc)
         if bit:
             acc = fq12_mul(acc, a)
-    return acc
+    return fq12_conj(acc) if X < 0 else acc
 
 
 def final_exponentiation(f):
-    """f^((q^6 - 1)(q^2 + 1) M (q^4 - q^2 + 1)/r), M = 2x(6x^2 + 3x + 1): the easy part, then
-    the Fuentes-Castaneda et al. hard part as in cuzk.arith.pairing.final_exponentiation."""
+    """f^((q^6 - 1)(q^2 + 1) H), H the hard part: the easy part, then _hard_part_bn or
+    _hard_part_bls12 by the curve's family."""
     f1 = fq12_mul(fq12_conj(f), fq12_inv(f))
     g = fq12_mul(fq12_frobenius(f1, 2), f1)
+    if FAMILY == "bn":
+        return _hard_part_bn(g)
+    return _hard_part_bls12(g)
+
+
+def _hard_part_bls12(g):
+    """g^(3 (q^4 - q^2 + 1)/r) for g in the cyclotomic subgroup, as
+    g^((x - 1)^2 (x + q)(x^2 + q^2 - 1)) g^3 (the identity of the module doc): five
+    exponentiations by x, three Frobenius maps."""
+    a = fq12_mul(_cyclotomic_exp_x(g), fq12_conj(g))  # g^(x - 1)
+    a = fq12_mul(_cyclotomic_exp_x(a), fq12_conj(a))  # g^((x - 1)^2)
+    b = fq12_mul(_cyclotomic_exp_x(a), fq12_frobenius(a, 1))  # a^(x + q)
+    c = _cyclotomic_exp_x(_cyclotomic_exp_x(b))  # b^(x^2)
+    c = fq12_mul(fq12_mul(c, fq12_frobenius(b, 2)), fq12_conj(b))  # b^(x^2 + q^2 - 1)
+    return fq12_mul(c, fq12_mul(fq12_cyclotomic_sqr(g), g))
+
+
+def _hard_part_bn(g):
+    """g^(M (q^4 - q^2 + 1)/r), M = 2x(6x^2 + 3x + 1): the Fuentes-Castaneda et al. hard part
+    as in cuzk.arith.pairing.final_exponentiation."""
     a = fq12_conj(_cyclotomic_exp_x(g))  # g^(-x)
     b = fq12_cyclotomic_sqr(a)  # g^(-2x)
     c = fq12_cyclotomic_sqr(b)  # g^(-4x)
@@ -605,7 +787,8 @@ def final_exponentiation(f):
 
 def multi_pairing(pairs):
     """prod_i e(P_i, Q_i) (one final exponentiation) in the tower layout
-    ((Fq2 x3) x2), equal to cuzk.arith.pairing.multi_pairing's and to snarkjs's values."""
+    ((Fq2 x3) x2); for BN254 equal to cuzk.arith.pairing.multi_pairing's and to snarkjs's
+    values."""
     return final_exponentiation(miller_loop(pairs))
 
 

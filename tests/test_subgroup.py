@@ -1,0 +1,128 @@
+"""The compiled G2 subgroup tests (cuzk.arith.subgroup), built for BN254 and BLS12-381, against
+[r]Q = O on Python ints (cuzk.arith.pairing_int's builds): points of G2, random points of the
+twist, their cofactor parts [r]P and sums with G2 points; ψ's constants against pairing_int's;
+the CPU build called from Python and a CUDA kernel (simulator here, GPU when present)."""
+
+import random
+
+import numpy as np
+import pytest
+from numba import cuda
+
+from cuzk.arith import pairing_int
+from cuzk.arith.curves import build_params, constants
+from cuzk.arith.jit import get_target
+from cuzk.arith.radix import int_to_limb_tuple
+
+CURVES = ["bn254", "bls12_381"]
+rng = random.Random(20261203)
+
+
+class Curve:
+    def __init__(self, name):
+        self.C = constants(name)
+        self.PI = pairing_int.for_curve(name)
+        self.q, self.r, self.n = self.C.FQ_MODULUS, self.C.FR_MODULUS, self.C.FQ_LIMBS
+        self.mont_r = 1 << (64 * self.n)
+
+    def mont(self, x):
+        return int_to_limb_tuple(x * self.mont_r % self.q, self.n)
+
+    def dev(self, p):
+        """An affine twist point of ints (None = infinity) as the device's nested tuples."""
+        if p is None:
+            z = self.mont(0)
+            return ((z, z), (z, z))
+        return tuple(tuple(self.mont(c) for c in coord) for coord in p)
+
+    def row(self, p):
+        """The same as one uint64 row (x.c0, x.c1, y.c0, y.c1)."""
+        return np.array([limb for coord in self.dev(p) for c in coord for limb in c], np.uint64)
+
+    def jac(self, p):
+        return (p[0], p[1], (1, 0))
+
+    def affine(self, P):
+        x, y, z = P
+        if z == (0, 0):
+            return None
+        PI = self.PI
+        zi = PI.fq2_inv(z)
+        zi2 = PI.fq2_sqr(zi)
+        return (PI.fq2_mul(x, zi2), PI.fq2_mul(y, PI.fq2_mul(zi2, zi)))
+
+    def sqrt(self, a):
+        """A square root in Fq2 (q = 3 mod 4; Adj and Rodriguez-Henriquez 2012, Alg. 9) or None."""
+        PI, q = self.PI, self.q
+
+        def pw(b, e):
+            out = (1, 0)
+            while e:
+                if e & 1:
+                    out = PI.fq2_mul(out, b)
+                b = PI.fq2_sqr(b)
+                e >>= 1
+            return out
+
+        a1 = pw(a, (q - 3) // 4)
+        alpha = PI.fq2_mul(PI.fq2_sqr(a1), a)
+        x0 = PI.fq2_mul(a1, a)
+        if alpha == (q - 1, 0):
+            y = PI.fq2_mul((0, 1), x0)
+        else:
+            y = PI.fq2_mul(pw(((1 + alpha[0]) % q, alpha[1]), (q - 1) // 2), x0)
+        return y if PI.fq2_sqr(y) == a else None
+
+    def twist_points(self, n):
+        out = []
+        while len(out) < n:
+            x = (rng.randrange(self.q), rng.randrange(self.q))
+            rhs = self.PI.fq2_mul(self.PI.fq2_sqr(x), x)
+            rhs = ((rhs[0] + self.C.G2_B[0]) % self.q, (rhs[1] + self.C.G2_B[1]) % self.q)
+            y = self.sqrt(rhs)
+            if y is not None:
+                out.append((x, y))
+        return out
+
+    def cases(self):
+        """(point, in G2) pairs: G2 points and infinity; twist points, cofactor parts, sums."""
+        PI = self.PI
+        G2 = tuple(tuple(c) for c in self.C.G2_GENERATOR)
+        inside = [G2, self.affine(PI.g2_mul_jacobian(self.jac(G2), rng.randrange(1, self.r)))]
+        outside = self.twist_points(2)
+        cof = [self.affine(PI.g2_mul_jacobian(self.jac(p), self.r)) for p in outside]
+        mixed = [self.affine(PI.g2_add_jacobian(self.jac(G2), self.jac(c))) for c in cof]
+        out = [(p, True) for p in inside + [None]] + [(p, False) for p in outside + cof + mixed]
+        for p, want in out:
+            assert PI.g2_in_subgroup_by_order(p) == want
+        return out
+
+
+@pytest.mark.parametrize("name", CURVES)
+def test_psi_constants_match_pairing_int(name):
+    S = get_target("cpu").load("cuzk.arith.subgroup", **build_params(name))
+    PI = pairing_int.for_curve(name)
+    assert (S.PSI_X_INT, S.PSI_Y_INT) == (PI.PSI_X, PI.PSI_Y)
+    assert int(S.X_ABS) == abs(PI.X) and S.FAMILY == PI.FAMILY
+
+
+@pytest.mark.parametrize("name", CURVES)
+def test_cpu_build_agrees_with_the_order(name):
+    S = get_target("cpu").load("cuzk.arith.subgroup", **build_params(name))
+    c = Curve(name)
+    for p, want in c.cases():
+        assert bool(S.g2_in_subgroup(c.dev(p))) == want, (name, p)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("name", CURVES)
+def test_cuda_kernel_agrees_with_the_order(name):
+    """The CUDA build's kernel, one thread per point (the simulator runs it here)."""
+    S = get_target("cuda").load("cuzk.arith.subgroup", **build_params(name))
+    c = Curve(name)
+    cases = c.cases()[1:5]  # a multiple of the generator, infinity, two twist points
+    rows = np.stack([c.row(p) for p, _ in cases])
+    d_out = cuda.device_array(len(cases), dtype=np.bool_)
+    S.CUDA_KERNELS.launch(S.KERNEL_NAME, len(cases), cuda.to_device(rows), d_out)
+    assert [bool(v) for v in d_out.copy_to_host()] == [want for _, want in cases]
+    assert S.KERNEL_NAME == "g2_rows_in_subgroup" + ("" if name == "bn254" else "_bls12_381")
