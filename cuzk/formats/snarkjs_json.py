@@ -459,41 +459,25 @@ def fq12_to_json(tower) -> list:
 # snarkjs's pairing on a curve other than BN254, as a power of cuzk's Python-int pairing
 # (cuzk.arith.pairing_int.for_curve): wasmcurves' BLS12-381 final exponentiation (the
 # zkcrypto chain) gives the reduced optimal ate pairing cubed.
-SNARKJS_PAIRING_POWER = {"bls12381": 3}
-
-
 def alphabeta_12(alpha1, beta2, curve=BN254, where=None) -> list:
     """e(alpha1, beta2) as snarkjs tower coefficients, equal to snarkjs's own value.
 
-    snarkjs (wasmcurves) uses the Fuentes-Castaneda et al. hard part of the final
-    exponentiation, which yields the optimal ate pairing raised to
-    SNARKJS_PAIRING_EXPONENT = 2x(6x^2 + 3x + 1) (x = BN254's parameter) relative to the
-    textbook (q^12 - 1)/r exponent; cuzk's pairing (cuzk.arith.pairing) uses the same chain,
-    so this matches snarkjs's file exactly (the formats tests compare them byte for byte).
-    On BLS12-381 snarkjs's value is the reduced pairing cubed (SNARKJS_PAIRING_POWER),
-    computed with the Python-int pairing built for that curve; where cuzk.arith has no
-    pairing for the curve, UnsupportedCurve (naming `where`) says so.
+    snarkjs (wasmcurves) computes the optimal ate pairing with a final exponentiation whose
+    hard part is a multiple of the textbook one: on BN254 the Fuentes-Castaneda et al. chain,
+    the reduced pairing to the power 2x(6x^2 + 3x + 1) (x = BN254's parameter); on
+    BLS12-381 the reduced pairing cubed. cuzk's pairings use the same exponents (compiled,
+    cuzk.arith.pairing, for BN254; on Python ints, cuzk.arith.pairing_int built for the
+    curve, for the others), so this matches snarkjs's file exactly (the formats tests compare
+    them byte for byte). `where` names the file in errors.
     """
     curve = curves.by_name(curve)
     if curve is BN254:
         from cuzk.arith.pairing import pairing
 
         return pairing(tuple(alpha1), tuple(beta2))
-    try:
-        from cuzk.arith.pairing_int import for_curve
-    except ImportError:
-        from cuzk.formats.errors import UnsupportedCurve
+    from cuzk.arith.pairing_int import for_curve
 
-        raise UnsupportedCurve(
-            where,
-            f"vk_alphabeta_12 on {curve} needs that curve's pairing, which cuzk does not have yet",
-        ) from None
-    p = for_curve(curve.arith)
-    e = p.multi_pairing([(tuple(alpha1), tuple(beta2))])
-    out = e
-    for _ in range(SNARKJS_PAIRING_POWER[curve.name] - 1):
-        out = p.fq12_mul(out, e)
-    return out
+    return for_curve(curve.arith).multi_pairing([(tuple(alpha1), tuple(beta2))])
 
 
 def verification_key(zkey, alphabeta=None) -> dict:
