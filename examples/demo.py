@@ -133,15 +133,15 @@ class Demo:
     def warm_up(self, zkey: Path, wtns: Path) -> None:
         """One proof here first, so that Numba compiles the kernels once into its cache
         (NUMBA_CACHE_DIR) instead of in every device process at the same time."""
-        import cuzk.groth16 as P
+        from cuzk.groth16 import ProvingKey, load_witness, open_device, prove
 
         t = time.time()
         self.say(
             "warming the Numba kernel cache with one proof (the first run on a machine "
             "compiles the kernels: a minute or two)"
         )
-        key = P.ProvingKey.open(zkey)
-        P.prove(key, P.load_witness(wtns, key), P.open_device("cpu"))
+        key = ProvingKey.open(zkey)
+        prove(key, load_witness(wtns, key), open_device("cpu"))
         self.say(f"kernels ready in {time.time() - t:.1f} s")
 
     # ------------------------------------------------------------------ 3: the daemon

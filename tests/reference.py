@@ -126,18 +126,35 @@ def g2_jac(p):
     return (bn.FQ2([x0, x1]), bn.FQ2([y0, y1]), bn.FQ2.one())
 
 
-def g1_affine(P):
-    if bn.is_inf(P):
+def g1_affine(P, ec=bn):
+    """A py_ecc point of `ec` (optimized_bn128, optimized_bls12_381) as affine ints."""
+    if ec.is_inf(P):
         return None
-    x, y = bn.normalize(P)
+    x, y = ec.normalize(P)
     return int(x.n), int(y.n)
 
 
-def g2_affine(P):
-    if bn.is_inf(P):
+def g2_affine(P, ec=bn):
+    if ec.is_inf(P):
         return None
-    x, y = bn.normalize(P)
+    x, y = ec.normalize(P)
     return tuple(int(c) for c in x.coeffs), tuple(int(c) for c in y.coeffs)
+
+
+def twist_affine(pairing_int, P):
+    """A Jacobian twist point of cuzk.arith.pairing_int (either curve's build) as affine ints
+    (None = infinity)."""
+    x, y, z = P
+    if z == (0, 0):
+        return None
+    zi = pairing_int.fq2_inv(z)
+    zi2 = pairing_int.fq2_sqr(zi)
+    return (pairing_int.fq2_mul(x, zi2), pairing_int.fq2_mul(y, pairing_int.fq2_mul(zi2, zi)))
+
+
+def random_fq12(rng, q: int):
+    """A random Fq12 element in cuzk's tower form ((c0, c1, c2), (c3, c4, c5)) of Fq2 pairs."""
+    return tuple(tuple((rng.randrange(q), rng.randrange(q)) for _ in range(3)) for _ in range(2))
 
 
 def msm(points: list, scalars: list[int], zero):

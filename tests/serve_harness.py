@@ -49,11 +49,11 @@ def run_cli(*args, timeout: float = 120, env: dict | None = None, cwd=None):
 def warm_kernels(*circuits) -> None:
     """Prove once here per circuit, so Numba compiles the prover's kernels into its cache once
     (NUMBA_CACHE_DIR) rather than in every device process of every daemon at the same time."""
-    import cuzk.groth16 as P
+    from cuzk.groth16 import ProvingKey, load_witness, open_device, prove
 
     for c in circuits:
-        key = P.ProvingKey.open(c.zkey)
-        P.prove(key, P.load_witness(c.witness(0), key), P.open_device("cpu"))
+        key = ProvingKey.open(c.zkey)
+        prove(key, load_witness(c.witness(0), key), open_device("cpu"))
 
 
 def daemon_args(

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from py_ecc import optimized_bls12_381 as ref
 
 import cuzk.arith as arith
-from cuzk.arith import bls12_381 as K
+from cuzk.arith import bls12_381
 from cuzk.arith.curves import build_params, constants, no_carry_ok
 from cuzk.arith.jit import get_target
 from cuzk.arith.radix import int_to_limb_tuple, limbs_to_int
@@ -72,7 +72,7 @@ class Curve:
         return [tuple(flat[i : i + 2]) for i in range(0, len(flat), 2)]
 
 
-BLS = Curve(NAME, K, ref)
+BLS = Curve(NAME, bls12_381, ref)
 
 
 def run(prop, target, *strategies, n_examples=None):
@@ -92,24 +92,28 @@ def batch_size(target):
 
 
 def test_constants_match_py_ecc():
-    assert constants(NAME) is K
-    assert K.FQ_MODULUS == ref.field_modulus and K.FR_MODULUS == ref.curve_order
-    assert K.FQ_MODULUS.bit_length() == 381 and K.FR_MODULUS.bit_length() == 255
-    assert (K.FQ_LIMBS, K.FR_LIMBS) == (6, 4)
-    assert K.G1_B == int(ref.b) and K.G2_B == tuple(int(c) for c in ref.b2.coeffs)
-    assert K.FQ2_MODULUS_COEFFS == tuple(ref.FQ2.FQ2_MODULUS_COEFFS)
-    assert K.G1_GENERATOR == tuple(int(c) for c in ref.normalize(ref.G1))
-    assert K.G2_GENERATOR == tuple(tuple(int(v) for v in c.coeffs) for c in ref.normalize(ref.G2))
+    assert constants(NAME) is bls12_381
+    assert bls12_381.FQ_MODULUS == ref.field_modulus and bls12_381.FR_MODULUS == ref.curve_order
+    assert bls12_381.FQ_MODULUS.bit_length() == 381 and bls12_381.FR_MODULUS.bit_length() == 255
+    assert (bls12_381.FQ_LIMBS, bls12_381.FR_LIMBS) == (6, 4)
+    assert bls12_381.G1_B == int(ref.b) and bls12_381.G2_B == tuple(int(c) for c in ref.b2.coeffs)
+    assert bls12_381.FQ2_MODULUS_COEFFS == tuple(ref.FQ2.FQ2_MODULUS_COEFFS)
+    assert bls12_381.G1_GENERATOR == tuple(int(c) for c in ref.normalize(ref.G1))
+    assert bls12_381.G2_GENERATOR == tuple(
+        tuple(int(v) for v in c.coeffs) for c in ref.normalize(ref.G2)
+    )
     # The generators generate the order-r subgroups; G1's curve has h1 r points.
-    assert ref.is_inf(ref.multiply(ref.G1, K.FR_MODULUS))
-    assert ref.is_on_curve(ref.multiply(ref.G1, K.G1_COFACTOR), ref.b)
+    assert ref.is_inf(ref.multiply(ref.G1, bls12_381.FR_MODULUS))
+    assert ref.is_on_curve(ref.multiply(ref.G1, bls12_381.G1_COFACTOR), ref.b)
 
 
 @pytest.mark.parametrize("field", ["fq", "fr"])
 def test_montgomery_constants(field):
-    p, n = (K.FQ_MODULUS, 6) if field == "fq" else (K.FR_MODULUS, 4)
+    p, n = (bls12_381.FQ_MODULUS, 6) if field == "fq" else (bls12_381.FR_MODULUS, 4)
     P = "Q" if field == "fq" else "R"
-    c = {name: getattr(K, f"{P}_{name}") for name in "LIMBS INV R2 ONE MINUS_2 ZERO".split()}
+    c = {
+        name: getattr(bls12_381, f"{P}_{name}") for name in "LIMBS INV R2 ONE MINUS_2 ZERO".split()
+    }
     mont_r = 1 << (64 * n)
     assert all(len(c[k]) == n for k in ("LIMBS", "R2", "ONE", "MINUS_2", "ZERO"))
     assert all(type(v) is np.uint64 for v in c["LIMBS"])
@@ -121,9 +125,9 @@ def test_montgomery_constants(field):
 
 
 def test_curve_coefficients_in_montgomery_form():
-    q, mont_r = K.FQ_MODULUS, 1 << 384
-    assert limbs_to_int(K.G1_B_MONT) == 4 * mont_r % q
-    assert [limbs_to_int(c) for c in K.G2_B_MONT] == [4 * mont_r % q] * 2  # 4(1 + u)
+    q, mont_r = bls12_381.FQ_MODULUS, 1 << 384
+    assert limbs_to_int(bls12_381.G1_B_MONT) == 4 * mont_r % q
+    assert [limbs_to_int(c) for c in bls12_381.G2_B_MONT] == [4 * mont_r % q] * 2  # 4(1 + u)
 
 
 def test_builds_are_named_for_the_curve():
@@ -147,7 +151,7 @@ def test_builds_are_named_for_the_curve():
 
 # ================================ fields, both targets ====================================
 
-FIELDS = {"fq": K.FQ_MODULUS, "fr": K.FR_MODULUS}
+FIELDS = {"fq": bls12_381.FQ_MODULUS, "fr": bls12_381.FR_MODULUS}
 
 
 def elements(p, n):
@@ -235,7 +239,7 @@ def test_fq2_ops_match_py_ecc(target, name):
         got = BLS.fq2_from_rows(fn(*[BLS.fq2_rows(v) for v in vals]))
         assert got == [FQ2_REFERENCE[name](*args) for args in zip(*vals, strict=True)]
 
-    run(prop, target, batches(target, K.FQ_MODULUS, BLS.nq, 2 * n_args))
+    run(prop, target, batches(target, bls12_381.FQ_MODULUS, BLS.nq, 2 * n_args))
 
 
 # ================================ groups, both targets ====================================
@@ -337,7 +341,7 @@ GENERAL = (0x1D6B2A9C4E7F3051, 0x5A3C9E1B7D2F4068)  # a general-position pair, a
 
 
 def scalars(target):
-    r = K.FR_MODULUS
+    r = bls12_381.FR_MODULUS
     k = st.one_of(st.sampled_from([0, 1, 2, 3, r - 1, r - 2]), st.integers(0, r - 1))
     return st.lists(k, min_size=1, max_size=batch_size(target) // 2 + 1)
 
@@ -448,7 +452,7 @@ def test_eq_and_on_curve(target, group):
 def test_mul_matches_py_ecc(target, group):
     """k P by double-and-add over 4-limb scalars, for k including 0, 1, r - 1 and r."""
     g = G[group]
-    r = K.FR_MODULUS
+    r = bls12_381.FR_MODULUS
 
     def prop(ks, ms, seed):
         rng = random.Random(seed)
@@ -481,7 +485,7 @@ def test_device_functions_called_from_python():
     agree with py_ecc."""
     F = get_target("cpu").load("cuzk.arith.field", curve=NAME)
     C = get_target("cpu").load("cuzk.arith.curve", curve=NAME)
-    q, mont_r = K.FQ_MODULUS, 1 << 384
+    q, mont_r = bls12_381.FQ_MODULUS, 1 << 384
 
     def m(x):
         return int_to_limb_tuple(x * mont_r % q, 6)
@@ -489,7 +493,7 @@ def test_device_functions_called_from_python():
     for x, y in [(q - 1, q - 1), (1, q - 1), ((1 << 320) + 7, q - 2), (q >> 1, 3)]:
         got = limbs_to_int(F.mont_mul_cios_6(m(x), m(y), F.Q_LIMBS, F.Q_INV))
         assert got == x * y * mont_r % q  # (x R)(y R) / R = x y R
-    g = (m(K.G1_GENERATOR[0]), m(K.G1_GENERATOR[1]))
+    g = (m(bls12_381.G1_GENERATOR[0]), m(bls12_381.G1_GENERATOR[1]))
     assert C.g1_is_on_curve_affine(g)
     P = _u64(C.g1_from_affine(g))
     twice = _u64(C.g1_dbl(P))
@@ -511,7 +515,7 @@ def test_assembly_multiplication_matches_cios_and_integers(field):
     from cuzk.arith.limbs import x86_mont_mul_available
 
     F = get_target("cpu").load("cuzk.arith.field", curve=NAME)
-    p, n = (K.FQ_MODULUS, 6) if field == "fq" else (K.FR_MODULUS, 4)
+    p, n = (bls12_381.FQ_MODULUS, 6) if field == "fq" else (bls12_381.FR_MODULUS, 4)
     fast, cios = getattr(F, f"mont_mul_{n}"), getattr(F, f"mont_mul_cios_{n}")
     limbs, inv = (F.Q_LIMBS, F.Q_INV) if field == "fq" else (F.R_LIMBS, F.R_INV)
     assert (fast is not cios) == x86_mont_mul_available()

@@ -7,15 +7,15 @@ import random
 
 import pytest
 
-from cuzk.arith import bls12_381 as C
 from cuzk.arith import pairing as PR_BN
 from cuzk.arith import pairing_int
+from cuzk.arith.bls12_381 import FQ_MODULUS, FR_MODULUS, G1_GENERATOR, G2_GENERATOR, X
 from cuzk.arith.jit import get_target
 
 PI = pairing_int.for_curve("bls12_381")
-q, r = C.FQ_MODULUS, C.FR_MODULUS
-G1 = tuple(C.G1_GENERATOR)
-G2 = tuple(tuple(c) for c in C.G2_GENERATOR)
+q, r = FQ_MODULUS, FR_MODULUS
+G1 = tuple(G1_GENERATOR)
+G2 = tuple(tuple(c) for c in G2_GENERATOR)
 rng = random.Random(20261203)
 
 
@@ -40,7 +40,7 @@ def as_lists(f):
 
 
 def test_build(PR):
-    assert (PR.CURVE, PR.NQ, PR.FAMILY, PR.ATE_LOOP_COUNT) == ("bls12_381", 6, "bls12", -C.X)
+    assert (PR.CURVE, PR.NQ, PR.FAMILY, PR.ATE_LOOP_COUNT) == ("bls12_381", 6, "bls12", -X)
     assert PR.PAIRING_POWER == PI.PAIRING_POWER == 3
     names = {PR.miller_loop.py_func.__qualname__, PR.pairing_product.py_func.__qualname__}
     assert names == {"miller_loop_bls12_381", "pairing_product_bls12_381"}

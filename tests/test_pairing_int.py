@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from py_ecc import optimized_bn128 as bn
 from reference import fq12_to_py_ecc as to_py_ecc
+from reference import g1_affine, g2_affine, random_fq12, twist_affine
 
 from cuzk.arith import pairing_int as PI
 from cuzk.arith.constants import (
@@ -31,32 +32,6 @@ rng = random.Random(20261202)
 G1 = tuple(G1_GENERATOR)
 G2 = tuple(tuple(c) for c in G2_GENERATOR)
 scalars = st.integers(min_value=1, max_value=r - 1)
-
-
-def rand_fq12():
-    return tuple(tuple((rng.randrange(q), rng.randrange(q)) for _ in range(3)) for _ in range(2))
-
-
-def ints_g1(p):
-    if bn.is_inf(p):
-        return None
-    x, y = bn.normalize(p)
-    return (int(x), int(y))
-
-
-def ints_g2(p):
-    x, y = bn.normalize(p)
-    return (tuple(int(c) for c in x.coeffs), tuple(int(c) for c in y.coeffs))
-
-
-def affine_g2(p):
-    """A Jacobian twist point of pairing_int as affine ints (None = infinity)."""
-    x, y, z = p
-    if z == (0, 0):
-        return None
-    zi = PI.fq2_inv(z)
-    zi2 = PI.fq2_sqr(zi)
-    return (PI.fq2_mul(x, zi2), PI.fq2_mul(y, PI.fq2_mul(zi2, zi)))
 
 
 def twist_points(n):
@@ -89,7 +64,7 @@ def _fq2_sqrt(a):
 
 def test_fq12_arithmetic_matches_py_ecc():
     for _ in range(3):
-        a, b = rand_fq12(), rand_fq12()
+        a, b = random_fq12(rng, q), random_fq12(rng, q)
         pa, pb = to_py_ecc(a), to_py_ecc(b)
         assert to_py_ecc(PI.fq12_mul(a, b)) == pa * pb
         assert to_py_ecc(PI.fq12_sqr(a)) == pa * pa
@@ -98,7 +73,7 @@ def test_fq12_arithmetic_matches_py_ecc():
 
 
 def test_frobenius_maps_are_powers_of_q():
-    a = rand_fq12()
+    a = random_fq12(rng, q)
     f = to_py_ecc(a)
     for n in (1, 2, 3):
         f = f**q
@@ -107,14 +82,14 @@ def test_frobenius_maps_are_powers_of_q():
 
 
 def test_sparse_line_product_equals_full_product():
-    a = rand_fq12()
+    a = random_fq12(rng, q)
     l0, l1, l3 = ((rng.randrange(q), rng.randrange(q)) for _ in range(3))
     line = ((l0, (0, 0), (0, 0)), (l1, l3, (0, 0)))  # l0 + l1 w + l3 w^3
     assert PI.fq12_mul_line(a, l0, l1, l3) == PI.fq12_mul(a, line)
 
 
 def test_cyclotomic_square_on_the_cyclotomic_subgroup():
-    a = rand_fq12()
+    a = random_fq12(rng, q)
     # g = a^((q^6 - 1)(q^2 + 1)) lies in the cyclotomic subgroup
     f1 = PI.fq12_mul(PI.fq12_conj(a), PI.fq12_inv(a))
     g = PI.fq12_mul(PI.fq12_frobenius(f1, 2), f1)
@@ -143,7 +118,7 @@ def test_constants():
 def test_pairing_equals_py_ecc_to_the_power_m():
     a, b = 0x1234567, 0xABCDEF0123
     Pp, Qp = bn.multiply(bn.G1, a), bn.multiply(bn.G2, b)
-    ours = to_py_ecc(PI.multi_pairing([(ints_g1(Pp), ints_g2(Qp))]))
+    ours = to_py_ecc(PI.multi_pairing([(g1_affine(Pp), g2_affine(Qp))]))
     assert ours == bn.pairing(Qp, Pp) ** M
     assert ours != bn.FQ12.one()
 
@@ -161,9 +136,9 @@ def test_alphabeta_12_matches_snarkjs_verification_keys(circuit_named, name):
 @settings(max_examples=3, deadline=None)
 @given(a=scalars, b=scalars)
 def test_bilinearity_and_products(a, b):
-    aP = ints_g1(bn.multiply(bn.G1, a))
-    bQ = ints_g2(bn.multiply(bn.G2, b))
-    abP = ints_g1(bn.multiply(bn.G1, a * b % r))
+    aP = g1_affine(bn.multiply(bn.G1, a))
+    bQ = g2_affine(bn.multiply(bn.G2, b))
+    abP = g1_affine(bn.multiply(bn.G1, a * b % r))
     e_ab = PI.multi_pairing([(aP, bQ)])
     assert e_ab == PI.multi_pairing([(abP, G2)])
     # e(aP, bQ) e(-abP, Q) = 1 as one product; a wrong scalar breaks it
@@ -184,7 +159,7 @@ def test_values_equal_the_compiled_pairing():
     from cuzk.arith import pairing as PR
 
     pairs = [
-        (ints_g1(bn.multiply(bn.G1, rng.randrange(1, r))), ints_g2(bn.multiply(bn.G2, k)))
+        (g1_affine(bn.multiply(bn.G1, rng.randrange(1, r))), g2_affine(bn.multiply(bn.G2, k)))
         for k in (rng.randrange(1, r), rng.randrange(1, r))
     ]
     got = PI.multi_pairing(pairs)
@@ -197,33 +172,37 @@ def test_values_equal_the_compiled_pairing():
 @settings(max_examples=5, deadline=None)
 @given(ks=st.lists(st.integers(min_value=0, max_value=r - 1), min_size=1, max_size=4))
 def test_g1_linear_combination_matches_py_ecc(ks):
-    points = [ints_g1(bn.multiply(bn.G1, i + 2)) for i in range(len(ks))]
+    points = [g1_affine(bn.multiply(bn.G1, i + 2)) for i in range(len(ks))]
     want = None
     for i, k in enumerate(ks):
         term = bn.multiply(bn.G1, (i + 2) * k % r)
         want = term if want is None else bn.add(want, term)
-    assert PI.g1_linear_combination(points, ks) == ints_g1(want)
+    assert PI.g1_linear_combination(points, ks) == g1_affine(want)
 
 
 def test_g1_linear_combination_edges():
     negG = (G1[0], q - G1[1])
     assert PI.g1_linear_combination([G1, negG], [1, 1]) is None  # P + (-P) = O
-    assert PI.g1_linear_combination([G1, G1], [1, 1]) == ints_g1(bn.multiply(bn.G1, 2))  # doubling
-    assert PI.g1_linear_combination([G1, None], [3, 5]) == ints_g1(bn.multiply(bn.G1, 3))
+    assert PI.g1_linear_combination([G1, G1], [1, 1]) == g1_affine(
+        bn.multiply(bn.G1, 2)
+    )  # doubling
+    assert PI.g1_linear_combination([G1, None], [3, 5]) == g1_affine(bn.multiply(bn.G1, 3))
     assert PI.g1_linear_combination([G1], [r]) is None
 
 
 def test_g2_subgroup_test_agrees_with_the_order():
     """El Housni et al.'s test against [r]Q = O: points of G2, random twist points, points of
     the cofactor part ([r]P, order dividing c2 = 2q - r) and sums of both."""
-    inside = [G2, ints_g2(bn.multiply(bn.G2, rng.randrange(1, r))), None]
+    inside = [G2, g2_affine(bn.multiply(bn.G2, rng.randrange(1, r))), None]
     outside = twist_points(4)
-    cofactor_part = [affine_g2(PI.g2_mul_jacobian((p[0], p[1], (1, 0)), r)) for p in outside]
+    cofactor_part = [twist_affine(PI, PI.g2_mul_jacobian((p[0], p[1], (1, 0)), r)) for p in outside]
     mixed = [
-        affine_g2(PI.g2_add_jacobian((G2[0], G2[1], (1, 0)), (c[0], c[1], (1, 0))))
+        twist_affine(PI, PI.g2_add_jacobian((G2[0], G2[1], (1, 0)), (c[0], c[1], (1, 0))))
         for c in cofactor_part
     ]
-    cleared = [affine_g2(PI.g2_mul_jacobian((p[0], p[1], (1, 0)), 2 * q - r)) for p in outside]
+    cleared = [
+        twist_affine(PI, PI.g2_mul_jacobian((p[0], p[1], (1, 0)), 2 * q - r)) for p in outside
+    ]
     for p in inside + cleared:
         assert PI.g2_in_subgroup(p) and PI.g2_in_subgroup_by_order(p)
     for p in outside + cofactor_part + mixed:

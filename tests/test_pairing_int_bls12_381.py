@@ -16,15 +16,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from need_tool import missing_tool
 from py_ecc import optimized_bls12_381 as bls
+from reference import g1_affine, g2_affine, random_fq12, twist_affine
 
-from cuzk.arith import bls12_381 as C
 from cuzk.arith import pairing_int
+from cuzk.arith.bls12_381 import FQ_MODULUS, FR_MODULUS, G1_GENERATOR, G2_B, G2_GENERATOR, X
 
 PI = pairing_int.for_curve("bls12_381")
-q, r, x = C.FQ_MODULUS, C.FR_MODULUS, C.X
+q, r, x = FQ_MODULUS, FR_MODULUS, X
 rng = random.Random(20261203)
-G1 = tuple(C.G1_GENERATOR)
-G2 = tuple(tuple(c) for c in C.G2_GENERATOR)
+G1 = tuple(G1_GENERATOR)
+G2 = tuple(tuple(c) for c in G2_GENERATOR)
 scalars = st.integers(min_value=1, max_value=r - 1)
 
 
@@ -40,34 +41,8 @@ def to_py_ecc(c) -> bls.FQ12:
     return bls.FQ12(co)
 
 
-def rand_fq12():
-    return tuple(tuple((rng.randrange(q), rng.randrange(q)) for _ in range(3)) for _ in range(2))
-
-
-def ints_g1(p):
-    if bls.is_inf(p):
-        return None
-    px, py = bls.normalize(p)
-    return (int(px), int(py))
-
-
-def ints_g2(p):
-    px, py = bls.normalize(p)
-    return (tuple(int(c) for c in px.coeffs), tuple(int(c) for c in py.coeffs))
-
-
 def jac(p):
     return (p[0], p[1], (1, 0))
-
-
-def affine_g2(p):
-    """A Jacobian twist point as affine ints (None = infinity)."""
-    px, py, pz = p
-    if pz == (0, 0):
-        return None
-    zi = PI.fq2_inv(pz)
-    zi2 = PI.fq2_sqr(zi)
-    return (PI.fq2_mul(px, zi2), PI.fq2_mul(py, PI.fq2_mul(zi2, zi)))
 
 
 def _fq2_pow(a, e):
@@ -98,7 +73,7 @@ def twist_points(n):
     while len(out) < n:
         px = (rng.randrange(q), rng.randrange(q))
         rhs = PI.fq2_mul(PI.fq2_sqr(px), px)
-        rhs = ((rhs[0] + C.G2_B[0]) % q, (rhs[1] + C.G2_B[1]) % q)
+        rhs = ((rhs[0] + G2_B[0]) % q, (rhs[1] + G2_B[1]) % q)
         py = _fq2_sqrt(rhs)
         if py is not None:
             out.append((px, py))
@@ -143,7 +118,7 @@ def test_constants():
 
 def test_fq12_arithmetic_matches_py_ecc():
     for _ in range(2):
-        a, b = rand_fq12(), rand_fq12()
+        a, b = random_fq12(rng, q), random_fq12(rng, q)
         pa, pb = to_py_ecc(a), to_py_ecc(b)
         assert to_py_ecc(PI.fq12_mul(a, b)) == pa * pb
         assert to_py_ecc(PI.fq12_sqr(a)) == pa * pa
@@ -152,7 +127,7 @@ def test_fq12_arithmetic_matches_py_ecc():
 
 
 def test_frobenius_maps_are_powers_of_q():
-    a = rand_fq12()
+    a = random_fq12(rng, q)
     f = to_py_ecc(a)
     for n in (1, 2, 3):
         f = f**q
@@ -161,7 +136,7 @@ def test_frobenius_maps_are_powers_of_q():
 
 
 def test_sparse_line_products_equal_full_products():
-    a = rand_fq12()
+    a = random_fq12(rng, q)
     l0, l1, l3 = ((rng.randrange(q), rng.randrange(q)) for _ in range(3))
     z = (0, 0)
     # the M-type line l0 + l2 w^2 + l3 w^3, and what the Miller loop multiplies by
@@ -172,7 +147,7 @@ def test_sparse_line_products_equal_full_products():
 
 
 def test_cyclotomic_square_and_exponentiations():
-    a = rand_fq12()
+    a = random_fq12(rng, q)
     f1 = PI.fq12_mul(PI.fq12_conj(a), PI.fq12_inv(a))
     g = PI.fq12_mul(PI.fq12_frobenius(f1, 2), f1)
     assert to_py_ecc(g) == to_py_ecc(a) ** ((q**6 - 1) * (q**2 + 1))
@@ -191,7 +166,7 @@ def test_pairing_is_py_ecc_s_to_the_power_minus_3():
     (q^12 - 1)/r: its value is the inverse of the reduced pairing; ours is the cube."""
     a, b = 0x1234567, 0xABCDEF0123
     Pp, Qp = bls.multiply(bls.G1, a), bls.multiply(bls.G2, b)
-    ours = to_py_ecc(PI.multi_pairing([(ints_g1(Pp), ints_g2(Qp))]))
+    ours = to_py_ecc(PI.multi_pairing([(g1_affine(Pp, bls), g2_affine(Qp, bls))]))
     ref = bls.pairing(Qp, Pp)
     assert ours * ref**3 == bls.FQ12.one()
     assert ours != bls.FQ12.one()  # non-degenerate
@@ -201,9 +176,9 @@ def test_pairing_is_py_ecc_s_to_the_power_minus_3():
 @settings(max_examples=3, deadline=None)
 @given(a=scalars, b=scalars)
 def test_bilinearity_and_products(a, b):
-    aP = ints_g1(bls.multiply(bls.G1, a))
-    bQ = ints_g2(bls.multiply(bls.G2, b))
-    abP = ints_g1(bls.multiply(bls.G1, a * b % r))
+    aP = g1_affine(bls.multiply(bls.G1, a), bls)
+    bQ = g2_affine(bls.multiply(bls.G2, b), bls)
+    abP = g1_affine(bls.multiply(bls.G1, a * b % r), bls)
     e_ab = PI.multi_pairing([(aP, bQ)])
     e_1 = PI.multi_pairing([(G1, G2)])
     assert e_ab == PI.multi_pairing([(abP, G2)])
@@ -224,10 +199,10 @@ def test_groth16_shaped_product():
     a = (al * be + l_ * ga + c_ * de) * pow(b, -1, r) % r
 
     def p1(k):
-        return ints_g1(bls.multiply(bls.G1, k))
+        return g1_affine(bls.multiply(bls.G1, k), bls)
 
     def p2(k):
-        return ints_g2(bls.multiply(bls.G2, k))
+        return g2_affine(bls.multiply(bls.G2, k), bls)
 
     negA = p1(-a % r)
     pairs = [(negA, p2(b)), (p1(al), p2(be)), (p1(l_), p2(ga)), (p1(c_), p2(de))]
@@ -274,7 +249,7 @@ def test_pairing_equals_snarkjs_s():
     assert proc.returncode == 0, proc.stderr[-2000:]
     want = json.loads(proc.stdout)
     for (a, b), w in zip(scalars, want, strict=True):
-        P, Q = ints_g1(bls.multiply(bls.G1, a)), ints_g2(bls.multiply(bls.G2, b))
+        P, Q = g1_affine(bls.multiply(bls.G1, a), bls), g2_affine(bls.multiply(bls.G2, b), bls)
         got = PI.multi_pairing([(P, Q)])
         assert [[[str(c) for c in f2] for f2 in f6] for f6 in got] == w
 
@@ -284,11 +259,11 @@ def test_pairing_equals_snarkjs_s():
 
 def test_g1_linear_combination_matches_py_ecc():
     ks = [rng.randrange(r) for _ in range(3)]
-    points = [ints_g1(bls.multiply(bls.G1, i + 2)) for i in range(3)]
+    points = [g1_affine(bls.multiply(bls.G1, i + 2), bls) for i in range(3)]
     want = bls.Z1
     for i, k in enumerate(ks):
         want = bls.add(want, bls.multiply(bls.G1, (i + 2) * k % r))
-    assert PI.g1_linear_combination(points, ks) == ints_g1(want)
+    assert PI.g1_linear_combination(points, ks) == g1_affine(want, bls)
     assert PI.g1_linear_combination([G1], [r]) is None
 
 
@@ -314,10 +289,10 @@ def test_g2_subgroup_test_agrees_with_the_order():
     assert len(n2s) == 1
     n2 = n2s[0]
     h2 = n2 // r
-    inside = [G2, ints_g2(bls.multiply(bls.G2, rng.randrange(1, r))), None]
-    cleared = [affine_g2(PI.g2_mul_jacobian(jac(p), h2)) for p in outside]
-    cofactor_part = [affine_g2(PI.g2_mul_jacobian(jac(p), r)) for p in outside]
-    mixed = [affine_g2(PI.g2_add_jacobian(jac(G2), jac(c))) for c in cofactor_part]
+    inside = [G2, g2_affine(bls.multiply(bls.G2, rng.randrange(1, r)), bls), None]
+    cleared = [twist_affine(PI, PI.g2_mul_jacobian(jac(p), h2)) for p in outside]
+    cofactor_part = [twist_affine(PI, PI.g2_mul_jacobian(jac(p), r)) for p in outside]
+    mixed = [twist_affine(PI, PI.g2_add_jacobian(jac(G2), jac(c))) for c in cofactor_part]
     for p in inside + cleared:
         assert PI.g2_in_subgroup(p) and PI.g2_in_subgroup_by_order(p)
     for p in outside + cofactor_part + mixed:

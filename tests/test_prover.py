@@ -459,9 +459,9 @@ def test_the_prove_command_module_loads_before_numpy():
         "import sys, os, cuzk.cli, cuzk.groth16.cli; "
         "print(sorted(m for m in ('numpy', 'numba', 'cuzk.kernels') if m in sys.modules), "
         "os.environ.get('OPENBLAS_NUM_THREADS')); "
-        "from cuzk.groth16 import prove, ProvingKey, synthesis; import cuzk.groth16 as P; "
+        "from cuzk.groth16 import prove, ProvingKey, synthesis; import cuzk.groth16 as groth16; "
         "print(prove.__module__, ProvingKey.__module__, synthesis.__name__, "
-        "sorted(P.__all__) == sorted(n for n in dir(P) if n in P.__all__))"
+        "sorted(groth16.__all__) == sorted(n for n in dir(groth16) if n in groth16.__all__))"
     )
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
     p = subprocess.run(
