@@ -321,7 +321,9 @@ def _mutations():
             BadJson,
         ),
         ("proof protocol plonk", "proof", setp("protocol", lambda o: "plonk"), UnsupportedProtocol),
-        ("vk curve bls12381", "vk", setp("curve", lambda o: "bls12381"), UnsupportedProtocol),
+        # read as BLS12-381's, as it says: its BN254 points are not on that curve
+        ("vk curve bls12381", "vk", setp("curve", lambda o: "bls12381"), NotOnCurve),
+        ("vk curve mnt4", "vk", setp("curve", lambda o: "mnt4"), UnsupportedProtocol),
         ("vk gamma2 outside G2", "vk", setp("vk_gamma_2", lambda o: bad_g2), NotInSubgroup),
         ("vk IC short", "vk", setp("IC", lambda o: o["IC"][:-1]), CountMismatch),
         ("vk nPublic not a count", "vk", setp("nPublic", lambda o: "2"), BadJson),

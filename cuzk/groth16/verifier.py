@@ -12,7 +12,10 @@ verdicts: compiled (cuzk.groth16.verifier_numba on cuzk.arith.pairing, for proce
 verify many proofs) or on Python ints (cuzk.arith.pairing_int, for the one-shot `cuzk
 verify`, which then imports neither numpy nor numba).
 
-Input that cannot be a Groth16 instance on BN254 is refused with a FormatError
+Keys and proofs of either curve cuzk knows are verified (BN254, and BLS12-381, which
+snarkjs names bls12381: the curve is the one the files name, and a proof must be on its
+key's curve); BLS12-381 is checked on Python ints whichever backend is asked (the compiled
+verifier is BN254's). Input that cannot be a Groth16 instance is refused with a FormatError
 (cuzk.formats.errors) that names the file and the field: the snarkjs JSON reader
 (cuzk.formats.snarkjs_json) checks shapes, decimal numbers, coordinates below q, public
 signals below r, points on their curves, the protocol and curve, and the counts against
@@ -28,14 +31,15 @@ import functools
 import os
 from dataclasses import dataclass
 
-from cuzk.arith.constants import FQ_MODULUS
-from cuzk.formats.errors import NotInSubgroup
+from cuzk.formats import curve as curves
+from cuzk.formats.errors import NotInSubgroup, UnsupportedProtocol
 from cuzk.formats.snarkjs_json import (
     alphabeta_12,
     check_g1,
     check_g2,
     check_ic_count,
     fq12_to_json,
+    json_curve,
     load,
     parse_public,
     proof_from_json,
@@ -52,8 +56,6 @@ __all__ = [
     "verify_with_zkey",
 ]
 
-Q = FQ_MODULUS
-
 # How the subgroup checks and the pairing product are computed; the verdicts are the same.
 #   "numba"   compiled (cuzk.groth16.verifier_numba): ~2 ms a proof once loaded, but loading
 #             numpy, numba and the cached machine code costs about half a second;
@@ -62,20 +64,25 @@ Q = FQ_MODULUS
 BACKENDS = ("numba", "python")
 
 
-def _backend(name: str):
-    if name == "numba":
+BN254 = curves.BN254
+
+
+def _backend(name: str, curve=BN254):
+    """The module that checks subgroups and pairing products for `curve`: BN254's compiled
+    verifier or Python-int pairing; another curve's Python-int pairing (either name)."""
+    if name not in BACKENDS:
+        raise ValueError(f"unknown verifier backend {name!r} (expected one of {BACKENDS})")
+    if name == "numba" and curve is BN254:
         from cuzk.groth16 import verifier_numba
 
         return verifier_numba
-    if name == "python":
-        from cuzk.arith import pairing_int
+    from cuzk.arith import pairing_int
 
-        return pairing_int
-    raise ValueError(f"unknown verifier backend {name!r} (expected one of {BACKENDS})")
+    return pairing_int.for_curve(curve.arith)
 
 
-def _require_subgroup(p, where: str, backend: str) -> None:
-    if p is not None and not _backend(backend).g2_in_subgroup(p):
+def _require_subgroup(p, where: str, backend: str, curve=BN254) -> None:
+    if p is not None and not _backend(backend, curve).g2_in_subgroup(p):
         raise NotInSubgroup(where, "G2 point is on the twist but not in the order-r subgroup")
 
 
@@ -84,8 +91,9 @@ def _require_subgroup(p, where: str, backend: str) -> None:
 
 @dataclass(frozen=True)
 class VerifyingKey:
-    """A checked Groth16 verifying key: affine int points (None = infinity). Build with
-    from_json / from_points / from_zkey; `backend` (BACKENDS) does the G2 subgroup checks."""
+    """A checked Groth16 verifying key: affine int points (None = infinity) of `curve` (a
+    cuzk.formats.curve Curve). Build with from_json / from_points / from_zkey; `backend`
+    (BACKENDS) does the G2 subgroup checks."""
 
     n_public: int
     alpha1: tuple | None
@@ -93,6 +101,7 @@ class VerifyingKey:
     gamma2: tuple | None
     delta2: tuple | None
     ic: tuple
+    curve: curves.Curve = BN254
 
     @classmethod
     def from_points(
@@ -105,28 +114,31 @@ class VerifyingKey:
         n_public=None,
         where: str = "verifying key",
         backend: str = "numba",
+        curve=BN254,
     ) -> VerifyingKey:
         """From affine int points; checks range, curve, subgroup and counts."""
-        alpha1 = check_g1(alpha1, f"{where}: vk_alpha_1")
+        alpha1 = check_g1(alpha1, f"{where}: vk_alpha_1", curve)
         g2 = [
-            check_g2(p, f"{where}: {name}")
+            check_g2(p, f"{where}: {name}", curve)
             for p, name in ((beta2, "vk_beta_2"), (gamma2, "vk_gamma_2"), (delta2, "vk_delta_2"))
         ]
         for p, name in zip(g2, ("vk_beta_2", "vk_gamma_2", "vk_delta_2"), strict=True):
-            _require_subgroup(p, f"{where}: {name}", backend)
-        ic = tuple(check_g1(p, f"{where}: IC[{i}]") for i, p in enumerate(ic))
+            _require_subgroup(p, f"{where}: {name}", backend, curve)
+        ic = tuple(check_g1(p, f"{where}: IC[{i}]", curve) for i, p in enumerate(ic))
         if n_public is None:
             n_public = len(ic) - 1
         check_ic_count(ic, n_public, where)
-        return cls(n_public, alpha1, g2[0], g2[1], g2[2], ic)
+        return cls(n_public, alpha1, g2[0], g2[1], g2[2], ic, curve)
 
     @classmethod
     def from_json(
         cls, obj, where: str = "verification_key.json", backend: str = "numba"
     ) -> VerifyingKey:
-        """From snarkjs's verification_key.json object (vk_alphabeta_12 is not needed)."""
-        n_public, alpha1, beta2, gamma2, delta2, ic = vk_from_json(obj, where)
-        return cls.from_points(alpha1, beta2, gamma2, delta2, ic, n_public, where, backend)
+        """From snarkjs's verification_key.json object (vk_alphabeta_12 is not needed), on the
+        curve it names."""
+        n_public, alpha1, beta2, gamma2, delta2, ic = vk_from_json(obj, where, None)
+        curve = json_curve(obj, where)
+        return cls.from_points(alpha1, beta2, gamma2, delta2, ic, n_public, where, backend, curve)
 
     @classmethod
     def from_zkey(cls, zkey, backend: str = "numba") -> VerifyingKey:
@@ -153,29 +165,33 @@ class VerifyingKey:
 
     def alphabeta_12_json(self) -> list:
         """vk_alphabeta_12 for this key, in snarkjs's layout."""
-        return fq12_to_json(alphabeta_12(self.alpha1, self.beta2))
+        return fq12_to_json(alphabeta_12(self.alpha1, self.beta2, self.curve))
 
 
 @dataclass(frozen=True)
 class Proof:
-    """A checked Groth16 proof: affine int points (None = infinity)."""
+    """A checked Groth16 proof: affine int points (None = infinity) of `curve`."""
 
     pi_a: tuple | None
     pi_b: tuple | None
     pi_c: tuple | None
+    curve: curves.Curve = BN254
 
     @classmethod
-    def from_points(cls, pi_a, pi_b, pi_c, where: str = "proof", backend: str = "numba") -> Proof:
-        a = check_g1(pi_a, f"{where}: pi_a")
-        b = check_g2(pi_b, f"{where}: pi_b")
-        _require_subgroup(b, f"{where}: pi_b", backend)
-        c = check_g1(pi_c, f"{where}: pi_c")
-        return cls(a, b, c)
+    def from_points(
+        cls, pi_a, pi_b, pi_c, where: str = "proof", backend: str = "numba", curve=BN254
+    ) -> Proof:
+        a = check_g1(pi_a, f"{where}: pi_a", curve)
+        b = check_g2(pi_b, f"{where}: pi_b", curve)
+        _require_subgroup(b, f"{where}: pi_b", backend, curve)
+        c = check_g1(pi_c, f"{where}: pi_c", curve)
+        return cls(a, b, c, curve)
 
     @classmethod
     def from_json(cls, obj, where: str = "proof.json", backend: str = "numba") -> Proof:
-        """From snarkjs's proof.json object."""
-        return cls.from_points(*proof_from_json(obj, where), where, backend)
+        """From snarkjs's proof.json object, on the curve it names."""
+        points = proof_from_json(obj, where, None)
+        return cls.from_points(*points, where, backend, json_curve(obj, where))
 
 
 # --- verification --------------------------------------------------------------------------
@@ -187,24 +203,26 @@ def verify(vk, public_signals, proof, backend: str = "numba") -> bool:
     vk: a VerifyingKey or a verification_key.json object; public_signals: a list of ints or
     decimal strings (public.json); proof: a Proof or a proof.json object; backend: one of
     BACKENDS (same verdicts). Raises a FormatError (cuzk.formats.errors) for input that is
-    not a Groth16/BN254 instance."""
+    not a Groth16 instance of one curve (a proof on another curve than its key's included)."""
     _backend(backend)  # an unknown name fails before any work
     if not isinstance(vk, VerifyingKey):
         vk = VerifyingKey.from_json(vk, backend=backend)
     if not isinstance(proof, Proof):
         proof = Proof.from_json(proof, backend=backend)
-    signals = parse_public(public_signals, vk.n_public)
+    curve = vk.curve
+    if proof.curve is not curve:
+        raise UnsupportedProtocol(
+            "proof", f"the proof is on {proof.curve.title} but the key on {curve.title}"
+        )
+    signals = parse_public(public_signals, vk.n_public, curve=curve)
     a = proof.pi_a
-    neg_a = None if a is None else (a[0], (Q - a[1]) % Q)
-    if backend == "numba":
-        from cuzk.groth16.verifier_numba import product_is_one
-
-        return product_is_one(vk._arrays, neg_a, proof.pi_b, proof.pi_c, signals)
-    from cuzk.arith.pairing_int import g1_linear_combination, pairing_product_is_one
-
+    neg_a = None if a is None else (a[0], (curve.q - a[1]) % curve.q)
+    ops = _backend(backend, curve)
+    if backend == "numba" and curve is BN254:
+        return ops.product_is_one(vk._arrays, neg_a, proof.pi_b, proof.pi_c, signals)
     # vk_x = IC_0 + sum_i s_i IC_i, then e(-A, B) e(alpha1, beta2) e(vk_x, gamma2) e(C, delta2)
-    vk_x = g1_linear_combination(vk.ic, [1, *signals])
-    return pairing_product_is_one(
+    vk_x = ops.g1_linear_combination(vk.ic, [1, *signals])
+    return ops.pairing_product_is_one(
         [(neg_a, proof.pi_b), (vk.alpha1, vk.beta2), (vk_x, vk.gamma2), (proof.pi_c, vk.delta2)]
     )
 
@@ -214,8 +232,16 @@ def verify_files(vk_json, public_json, proof_json, backend: str = "numba") -> bo
     vk = VerifyingKey.from_json(
         load(vk_json, "verification key"), os.fspath(vk_json), backend=backend
     )
-    public = parse_public(load(public_json, "public signals"), vk.n_public, os.fspath(public_json))
+    public = parse_public(
+        load(public_json, "public signals"), vk.n_public, os.fspath(public_json), vk.curve
+    )
     proof = Proof.from_json(load(proof_json, "proof"), os.fspath(proof_json), backend=backend)
+    if proof.curve is not vk.curve:
+        raise UnsupportedProtocol(
+            os.fspath(proof_json),
+            f"the proof is on {proof.curve.title} but the key ({os.fspath(vk_json)}) on "
+            f"{vk.curve.title}",
+        )
     return verify(vk, public, proof, backend)
 
 
