@@ -262,3 +262,18 @@ def verify(vk, public: list[int], proof) -> bool:
             continue  # e(., O) = e(O, .) = 1
         f = f * bn.pairing(Q, P, final_exponentiate=False)
     return bn.final_exponentiate(f) == bn.FQ12.one()
+
+
+# One general-position pair appended to every drawn batch, so that each example (the CUDA
+# runs draw only a few) exercises the main formula and not only the exceptional branches.
+GENERAL = (0x1D6B2A9C4E7F3051, 0x5A3C9E1B7D2F4068)
+
+
+def paired(ks, ls, relation="any"):
+    """ks and ls of equal length (ls cycled), related as asked, plus the general pair."""
+    ls = (ls * len(ks))[: len(ks)]
+    if relation == "equal":
+        ls = list(ks)
+    elif relation == "opposite":
+        ls = [-k for k in ks]
+    return [*ks, GENERAL[0]], [*ls, GENERAL[1]]

@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from py_ecc import optimized_bls12_381 as ref
+from reference import paired
 
 import cuzk.arith as arith
 from cuzk.arith import bls12_381
@@ -337,23 +338,12 @@ class Group:
 
 G = {g: Group(g, BLS) for g in ("g1", "g2")}
 WIDTHS = {"g1": (12, 18), "g2": (24, 36)}  # affine, Jacobian row widths on 6-limb Fq
-GENERAL = (0x1D6B2A9C4E7F3051, 0x5A3C9E1B7D2F4068)  # a general-position pair, always added
 
 
 def scalars(target):
     r = bls12_381.FR_MODULUS
     k = st.one_of(st.sampled_from([0, 1, 2, 3, r - 1, r - 2]), st.integers(0, r - 1))
     return st.lists(k, min_size=1, max_size=batch_size(target) // 2 + 1)
-
-
-def paired(ks, ls, relation="any"):
-    """ks and ls of equal length (ls cycled), related as asked, plus the general pair."""
-    ls = (ls * len(ks))[: len(ks)]
-    if relation == "equal":
-        ls = list(ks)
-    elif relation == "opposite":
-        ls = [-k for k in ks]
-    return [*ks, GENERAL[0]], [*ls, GENERAL[1]]
 
 
 def op(target, group, name):

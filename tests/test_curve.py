@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from py_ecc import optimized_bn128 as ob
+from reference import GENERAL, paired
 
 import cuzk.arith as bn
 from cuzk.arith import convert as cv
@@ -105,21 +106,6 @@ G = {
     "g1": Group("g1", ob.G1, ob.FQ, 8, 12),
     "g2": Group("g2", ob.G2, ob.FQ2, 16, 24),
 }
-
-
-# One general-position pair appended to every drawn batch, so that each example (the CUDA
-# runs draw only a few) exercises the main formula and not only the exceptional branches.
-GENERAL = (0x1D6B2A9C4E7F3051, 0x5A3C9E1B7D2F4068)
-
-
-def paired(ks, ls, relation="any"):
-    """ks and ls of equal length (ls cycled), related as asked, plus the general pair."""
-    ls = (ls * len(ks))[: len(ks)]
-    if relation == "equal":
-        ls = list(ks)
-    elif relation == "opposite":
-        ls = [-k for k in ks]
-    return [*ks, GENERAL[0]], [*ls, GENERAL[1]]
 
 
 def op(target, group, name):
