@@ -27,6 +27,7 @@ from cuzk.board.layout import (
     JOB_NPART_AT,
     JOB_SIZE,
     JOB_STATE_AT,
+    KEY_ROW,
     LAYOUT_VERSION,
     MAGIC,
     PART_SIZE,
@@ -86,7 +87,8 @@ def test_layout_is_a_pure_function_of_the_counts_and_8_byte_aligned():
 
 def test_record_formats_match_the_documented_sizes():
     # docs/status-board.md documents these byte counts; a change must bump LAYOUT_VERSION
-    assert (LAYOUT_VERSION, SLOT_SIZE, JOB_SIZE, PART_SIZE) == (2, 144, 128, 56)
+    assert (LAYOUT_VERSION, SLOT_SIZE, JOB_SIZE, PART_SIZE) == (3, 144, 128, 56)
+    assert KEY_ROW.size == 120  # docs/status-board.md: keys payload
     assert HEADER.size == 208
     assert (JOB_STATE_AT, JOB_NPART_AT) == (89, 92)
 
@@ -411,6 +413,7 @@ def test_to_dict_has_the_team_json_shape(board):
                 "devices": ["cuda:1"],
                 "last_used_secs_ago": 2.0,
                 "evictable": False,
+                "curve": "bls12381",
             }
         ]
     )
@@ -500,6 +503,7 @@ def test_to_dict_has_the_team_json_shape(board):
     }
     (k,) = d["keys"]
     assert k["key_id"] == "porep-32g" and k["devices"] == ["cuda:1"] and not k["evictable"]
+    assert k["curve"] == "bls12381"
     assert 2.0 <= k["last_used_secs_ago"] < 60
     assert d["allocations"] == {"srs": d["keys"], "pce": []}
     c = d["counters"]

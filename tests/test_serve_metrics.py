@@ -127,3 +127,11 @@ def test_one_machine_keeps_the_local_names_and_labels():
         "cuzk_proofs_failed_total",
     ):
         assert name in names, name
+
+
+def test_resident_keys_are_counted_by_curve():
+    snap = busy_snapshot(keys=3)  # the sample's keys alternate BN254 and BLS12-381
+    m = scrape(snap)
+    assert m[("cuzk_keys_resident", frozenset())] == 3
+    assert m[("cuzk_keys_resident_by_curve", frozenset({"curve": "bn128"}.items()))] == 2
+    assert m[("cuzk_keys_resident_by_curve", frozenset({"curve": "bls12381"}.items()))] == 1

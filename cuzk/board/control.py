@@ -30,6 +30,7 @@ from cuzk.board.layout import (
     JOB_FINISHED,
     JOB_PAYLOAD,
     JOB_STATES,
+    KEY_CURVE_BYTES,
     KEY_DEVICES_BYTES,
     LABEL_BYTES,
     P_ATTEMPTS,
@@ -220,8 +221,9 @@ class ControlRecords:
             self._write(lay.offsets["memory"], lay.memory_payload, f)
 
     def set_keys(self, keys: list[dict]) -> None:
-        """Proving keys resident: dicts with key_id, bytes, devices (list of str), evictable and
-        last_used (unix time) or last_used_secs_ago. Keys beyond the board's rows are dropped
+        """Proving keys resident: dicts with key_id, bytes, devices (list of str), evictable,
+        last_used (unix time) or last_used_secs_ago, and optionally curve (the key's curve
+        as its files name it, "bn128" or "bls12381"). Keys beyond the board's rows are dropped
         (most recently used kept)."""
         lay = self.layout
         now = time.time()
@@ -241,6 +243,7 @@ class ControlRecords:
                     devs,
                     t,
                     1 if k.get("evictable") else 0,
+                    str(k.get("curve") or "").encode()[:KEY_CURVE_BYTES],
                 )
             )
         if len(rows) > lay.key_rows:
@@ -248,7 +251,7 @@ class ControlRecords:
             rows = rows[: lay.key_rows]
         f = [len(rows)]
         for i in range(lay.key_rows):
-            f += list(rows[i]) if i < len(rows) else [b"", 0, b"", _NAN, 0]
+            f += list(rows[i]) if i < len(rows) else [b"", 0, b"", _NAN, 0, b""]
         with self:
             self._write(lay.offsets["keys"], lay.keys_payload, f)
 

@@ -20,7 +20,7 @@ import struct
 from dataclasses import dataclass
 
 MAGIC = b"CUZKBRD\x00"
-LAYOUT_VERSION = 2  # 2: jobs_recovered in the counters record (was padding)
+LAYOUT_VERSION = 3  # 2: jobs_recovered in the counters record (was padding); 3: a key's curve
 NAME_PREFIX = "cuzk-"
 
 ID_BYTES = 48  # job ids, key ids (UTF-8, zero padded)
@@ -28,6 +28,7 @@ LABEL_BYTES = 24  # proof kinds, memory-use labels, device strings are 8
 DEVICE_BYTES = 8
 INSTANCE_BYTES = 64
 KEY_DEVICES_BYTES = 32
+KEY_CURVE_BYTES = 16  # a key's curve name ("bls12381")
 
 # --- enumerations (stored as u8) -------------------------------------------------------------
 SLOT_EMPTY, SLOT_IDLE, SLOT_BUSY, SLOT_DEAD = 0, 1, 2, 3
@@ -129,7 +130,7 @@ PART_PAYLOAD = struct.Struct(
 
 LABELLED_U64 = struct.Struct(f"<{LABEL_BYTES}s Q")
 KIND_COUNTS = struct.Struct(f"<{LABEL_BYTES}s Q Q")
-KEY_ROW = struct.Struct(f"<{ID_BYTES}s Q {KEY_DEVICES_BYTES}s d B 7x")
+KEY_ROW = struct.Struct(f"<{ID_BYTES}s Q {KEY_DEVICES_BYTES}s d B 7x {KEY_CURVE_BYTES}s")
 
 
 @functools.cache
@@ -148,8 +149,9 @@ def counters_payload(kind_rows: int) -> struct.Struct:
 
 @functools.cache
 def keys_payload(key_rows: int) -> struct.Struct:
-    """number of keys, then `key_rows` (key id, bytes, devices, last_used unix, evictable)."""
-    return struct.Struct("<I 4x" + f" {ID_BYTES}s Q {KEY_DEVICES_BYTES}s d B 7x" * key_rows)
+    """number of keys, then `key_rows` (key id, bytes, devices, last_used unix, evictable,
+    curve: the name of the key's curve as its files give it, "bn128", "bls12381", or empty)."""
+    return struct.Struct("<I 4x" + f" {KEY_ROW.format[1:]}" * key_rows)
 
 
 def record_size(payload: struct.Struct) -> int:

@@ -465,7 +465,7 @@ class Snapshot:
         k = self.raw_keys
         out = []
         for i in range(k[1]):
-            key_id, nbytes, devs, last, evictable = k[2 + 5 * i : 7 + 5 * i]
+            key_id, nbytes, devs, last, evictable, curve = k[2 + 6 * i : 8 + 6 * i]
             d = unpack_str(devs)
             out.append(
                 {
@@ -474,6 +474,7 @@ class Snapshot:
                     "devices": d.split(",") if d else [],
                     "last_used_secs_ago": _ago(self.now, _opt(last)),
                     "evictable": bool(evictable),
+                    "curve": unpack_str(curve),
                 }
             )
         return out

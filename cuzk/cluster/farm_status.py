@@ -126,6 +126,7 @@ def farm_snapshot(gw) -> dict:
                 "devices": k["devices"],
                 "last_used_secs_ago": k["last_used_secs_ago"],
                 "evictable": k["evictable"],
+                "curve": k.get("curve", ""),
                 "nodes": k["nodes"],
             }
         )

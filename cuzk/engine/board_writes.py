@@ -190,6 +190,7 @@ class SupervisorStatus:
                     "devices": [devices[i].device for i in sorted(k.devices)],
                     "last_used": k.last_used,
                     "evictable": k.live_jobs == 0,
+                    "curve": k.curve,
                 }
                 for k in keys
             ]

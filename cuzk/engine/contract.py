@@ -46,6 +46,9 @@ class ProvingKey(Protocol):
     domain_size: int  # the circuit's size, reported in GET /keys (the engine sizes nothing by it)
     n_public: int
     nbytes: int  # what a resident copy costs (budgeted under "keys")
+    # Optional: the curve (or field) the key is over, as its files name it ("bn128",
+    # "bls12381"), shown to operators in GET /keys, /status, /metrics, `cuzk top` and the web
+    # panel; the engine reads it with getattr(key, "curve", "") and decides nothing by it.
 
     @classmethod
     def open(cls, path) -> ProvingKey: ...

@@ -218,14 +218,16 @@ class Engine(JobAPI):
                 buf_bytes,
                 now,
                 now,
+                curve=str(getattr(pk, "curve", "") or ""),
             )
             if circuit is not None:
                 k.wasm, k.wasm_bytes = wasm, int(circuit.instance_bytes)
             b.publish_keys()
         log.info(
-            "key %s registered: %s (%d vars, domain %d, %s per partition)%s",
+            "key %s registered: %s (%s%d vars, domain %d, %s per partition)%s",
             pk.key_id,
             path,
+            f"{k.curve}, " if k.curve else "",
             pk.n_vars,
             pk.domain_size,
             format_size(pb),

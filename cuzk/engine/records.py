@@ -23,6 +23,7 @@ class KeyRecord:
     buffer_bytes: int  # the buffers segment (key.buffers(), laid out by buffers.Layout)
     registered_at: float
     last_used: float
+    curve: str = ""  # the key's curve as its files name it ("bn128", "bls12381"); "" if none
     wasm: str | None = None  # the circuit's witness calculator (jobs with inputs)
     wasm_bytes: int = 0  # what one calculator instance holds (Circuit.instance_bytes)
     devices: set = field(default_factory=set)  # device indices where resident
@@ -36,6 +37,7 @@ class KeyRecord:
             "n_vars": self.n_vars,
             "domain_size": self.domain_size,
             "n_public": self.n_public,
+            "curve": self.curve,
             "bytes": self.nbytes,
             "partition_bytes": self.partition_bytes,
             "devices": [devices[i].device for i in sorted(self.devices)],

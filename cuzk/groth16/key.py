@@ -32,6 +32,7 @@ class ProvingKey:
         # The prover is BN254's: a key over another curve is refused here, whoever opened it.
         require_curve(zkey.curve_info, BN254_ONLY, zkey.path, "cuzk proves on")
         self.zkey = zkey
+        self.curve = zkey.curve_info.name  # snarkjs's name: "bn128", "bls12381"
         self.resident = resident
         self.path = zkey.path
         header = np.concatenate(

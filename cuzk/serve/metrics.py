@@ -123,6 +123,17 @@ class SnapshotCollector:
             "Proving keys resident on devices.",
             value=len(s.get("keys") or []),
         )
+        by_curve = GaugeMetricFamily(
+            "cuzk_keys_resident_by_curve",
+            "Proving keys resident on devices, by the curve their files name.",
+            labels=["curve"],
+        )
+        curves: dict[str, int] = {}
+        for k in s.get("keys") or []:
+            curves[k.get("curve") or ""] = curves.get(k.get("curve") or "", 0) + 1
+        for name, n in sorted(curves.items()):
+            by_curve.add_metric([name], n)
+        yield by_curve
         yield GaugeMetricFamily(
             "cuzk_uptime_seconds",
             "Seconds since the engine started.",

@@ -76,6 +76,7 @@ class ProvingKey:
     domain_size: int
     n_public: int
     nbytes: int
+    curve: str = "bn128"  # what the key file says (shown by the daemon, decides nothing)
 
     @classmethod
     def open(cls, path) -> ProvingKey:
@@ -92,6 +93,7 @@ class ProvingKey:
             int(d["domain_size"]),
             int(d["n_public"]),
             int(d.get("nbytes", len(raw))),
+            str(d.get("curve", "bn128")),
         )
 
     def validate(self) -> None:
@@ -112,12 +114,20 @@ class ProvingKey:
 
 
 def write_key(
-    path, n_vars: int = 64, domain_size: int = 128, n_public: int = 2, nbytes: int | None = None
+    path,
+    n_vars: int = 64,
+    domain_size: int = 128,
+    n_public: int = 2,
+    nbytes: int | None = None,
+    curve: str | None = None,
 ) -> None:
-    """A key file; `nbytes` pretends the key is that large (for budget and eviction tests)."""
+    """A key file; `nbytes` pretends the key is that large (for budget and eviction tests),
+    `curve` names a curve for the daemon to show ("bn128" when not given)."""
     d = {"double_key": 1, "n_vars": n_vars, "domain_size": domain_size, "n_public": n_public}
     if nbytes is not None:
         d["nbytes"] = nbytes
+    if curve is not None:
+        d["curve"] = curve
     with open(path, "w") as f:
         json.dump(d, f)
 

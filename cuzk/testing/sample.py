@@ -183,6 +183,7 @@ def busy_snapshot(
             "devices": [f"{device_kind}:{d}" for d in range(devices)],
             "last_used_secs_ago": round(rng.uniform(0.5, 90), 1),
             "evictable": i % 2 == 1,
+            "curve": ("bn128", "bls12381")[i % 2],
         }
         for i, kind in enumerate(list(KINDS)[:keys])
     ]

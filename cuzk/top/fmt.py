@@ -57,3 +57,13 @@ def bar(frac, width: int, fill: str = "|") -> str:
     frac = 0.0 if frac is None else min(1.0, max(0.0, frac))
     k = int(round(frac * width))
     return fill * k + " " * (width - k)
+
+
+def curve(name) -> str:
+    """A key's curve as its files name it ("bn128", "bls12381") -> its usual name ("BN254",
+    "BLS12-381"); another name as given; none -> '-'."""
+    if not name:
+        return "-"
+    from cuzk.formats.curve import TITLES
+
+    return TITLES.get(str(name), str(name))

@@ -615,7 +615,7 @@ def _help(width: int, farm: bool = False) -> list[Line]:
         Line()
         .add(" ")
         .add(f"{'KEY':<10}", "key")
-        .add(" resident proving keys: size, devices, idle time, evictable")
+        .add(" resident proving keys: curve, size, devices, idle time, evictable")
     )
     return lines
 
@@ -748,6 +748,7 @@ def _keys(snap: dict, width: int) -> Section | None:
     t = Table(
         [
             Col("KEY", 8, flex=40),
+            Col("CURVE", 9, prio=1),
             Col("SIZE", 6, ">"),
             Col("DEVICES", 8, prio=1, flex=30),
             Col("IDLE", 6, ">"),
@@ -760,6 +761,7 @@ def _keys(snap: dict, width: int) -> Section | None:
         lambda k: t.row(
             [
                 k.get("key_id"),
+                fmt.curve(k.get("curve")),
                 fmt.bytes_(k.get("bytes")),
                 ",".join(k.get("devices") or ()) or "-",
                 fmt.secs(k.get("last_used_secs_ago")),

@@ -29,6 +29,8 @@
     pending: "pending", synthesizing: "synth", synth_done: "wait", gpu: "gpu",
     finalizing: "finalize", done: "done", failed: "failed",
   };
+  // a key's curve as its files name it -> its usual name (as in cuzk top)
+  const CURVES = { bn128: "BN254", bls12381: "BLS12-381" };
   const PRIORITY_RANK = { critical: 0, high: 1, normal: 2 };
   const JOB_STATE_RANK = { running: 0, queued: 1, failed: 2, cancelled: 3, done: 4 };
   const FINISHED = new Set(["done", "failed", "cancelled"]);
@@ -711,7 +713,7 @@
     sync($("keys"), keys, (k) => k.key_id, () => {
       const tr = h("tr", { cls: "key" });
       const id = makeId();
-      const tds = ["id", "size", "devices", "idle", "evict"].map((c) =>
+      const tds = ["id", "curve", "size", "devices", "idle", "evict"].map((c) =>
         h("td", { cls: "c-" + c + (c === "size" || c === "idle" ? " num" : "") }));
       tds[0].append(id);
       tr.append(...tds);
@@ -720,10 +722,11 @@
       return tr;
     }, (tr, k) => {
       setId(tr._id, k.key_id, "key");
-      setText(tr._tds[1], fmtBytes(k.bytes));
-      setText(tr._tds[2], (k.devices || []).join(", ") || "-");
-      setText(tr._tds[3], fmtSecs(k.last_used_secs_ago));
-      setText(tr._tds[4], k.evictable ? "yes" : "no (in use)");
+      setText(tr._tds[1], CURVES[k.curve] || k.curve || "-");
+      setText(tr._tds[2], fmtBytes(k.bytes));
+      setText(tr._tds[3], (k.devices || []).join(", ") || "-");
+      setText(tr._tds[4], fmtSecs(k.last_used_secs_ago));
+      setText(tr._tds[5], k.evictable ? "yes" : "no (in use)");
     });
     $("keys-empty").hidden = keys.length > 0;
     const total = keys.reduce((s, k) => s + (k.bytes || 0), 0);
