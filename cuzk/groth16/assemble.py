@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cuzk.arith.constants import FR_MODULUS
+from cuzk.arith import curves
 from cuzk.arith.radix import int_to_limb_array
 
 
@@ -30,27 +30,29 @@ def _frozen(rows, dtype=np.uint64) -> np.ndarray:
     return a
 
 
-def _scalars(ks) -> np.ndarray:
+def _scalars(ks, curve: str) -> np.ndarray:
     """Plain-form (not Montgomery) (n, 4) limbs, as the MSM kernels take them."""
-    return _frozen([int_to_limb_array(k % FR_MODULUS) for k in ks])
+    r = curves.constants(curve).FR_MODULUS
+    return _frozen([int_to_limb_array(k % r) for k in ks])
 
 
-def _g1_sum(points, ks) -> np.ndarray:
+def _g1_sum(points, ks, curve: str) -> np.ndarray:
     from cuzk.kernels import msm_cpu
 
-    return msm_cpu.msm_g1(_frozen(points), _scalars(ks))
+    return msm_cpu.msm_g1(_frozen(points), _scalars(ks, curve), curve=curve)
 
 
-def _g2_sum(points, ks) -> np.ndarray:
+def _g2_sum(points, ks, curve: str) -> np.ndarray:
     from cuzk.kernels import msm_cpu
 
-    return msm_cpu.msm_g2(_frozen(points), _scalars(ks))
+    return msm_cpu.msm_g2(_frozen(points), _scalars(ks, curve), curve=curve)
 
 
-def assemble(zkey, a, b1, c, h, b2, r: int, s: int):
-    """(πA, πB, πC) as affine limb arrays, from the MSM results and blinding scalars r, s."""
-    pi_a = _g1_sum([zkey.alpha1, a, zkey.delta1], [1, 1, r])
-    pi_b = _g2_sum([zkey.beta2, b2, zkey.delta2], [1, 1, s])
-    b1s = _g1_sum([zkey.beta1, b1, zkey.delta1], [1, 1, s])
-    pi_c = _g1_sum([c, h, pi_a, b1s, zkey.delta1], [1, 1, s, r, -(r * s)])
+def assemble(zkey, a, b1, c, h, b2, r: int, s: int, curve: str = curves.DEFAULT):
+    """(πA, πB, πC) as affine limb arrays, from the MSM results and blinding scalars r, s, on
+    `curve` (cuzk.arith.curves's name: the key's)."""
+    pi_a = _g1_sum([zkey.alpha1, a, zkey.delta1], [1, 1, r], curve)
+    pi_b = _g2_sum([zkey.beta2, b2, zkey.delta2], [1, 1, s], curve)
+    b1s = _g1_sum([zkey.beta1, b1, zkey.delta1], [1, 1, s], curve)
+    pi_c = _g1_sum([c, h, pi_a, b1s, zkey.delta1], [1, 1, s, r, -(r * s)], curve)
     return pi_a, pi_b, pi_c

@@ -64,15 +64,17 @@ class CpuDevice:
     def resident_bytes(self, key_id: str | None = None) -> int:
         return 0  # mapped file pages belong to the page cache, shared by every process
 
-    def compute_h(self, a, b, c) -> np.ndarray:
+    def compute_h(self, a, b, c, curve: str = "bn254") -> np.ndarray:
         from cuzk.kernels import ntt_cpu
 
-        return ntt_cpu.compute_h(a, b, c, keep_tables=self.keep_tables)
+        return ntt_cpu.compute_h(a, b, c, keep_tables=self.keep_tables, curve=curve)
 
     def msm_g1(self, key, which: str, scalars) -> np.ndarray:
         from cuzk.kernels import msm_cpu
 
-        return msm_cpu.msm_g1(_points(key.zkey, which), readonly(scalars))
+        return msm_cpu.msm_g1(
+            _points(key.zkey, which), readonly(scalars), curve=key.zkey.curve_info.arith
+        )
 
 
 class DeviceUnavailable(ValueError):
@@ -154,12 +156,12 @@ class CudaDevice:
         )
         return sum(int(k.nbytes) for k in keys)
 
-    def compute_h(self, a, b, c) -> np.ndarray:
+    def compute_h(self, a, b, c, curve: str = "bn254") -> np.ndarray:
         from cuzk.kernels import ntt_cuda
         from cuzk.kernels.resident import gpu_context
 
         with gpu_context(self.ordinal):  # this GPU whatever the calling thread's default
-            return ntt_cuda.compute_h(a, b, c)
+            return ntt_cuda.compute_h(a, b, c, curve=curve)
 
     def msm_g1(self, key, which: str, scalars) -> np.ndarray:
         # ResidentKey.msm pins the key (and its GPU) while the MSM runs

@@ -42,10 +42,15 @@ def _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device):
         vk = key.validate(b2_subgroup=not verify)
         w = load_witness(wtns, key)
         if r1cs is not None:
-            from cuzk.formats.curve import BN254_ONLY
+            from cuzk.formats.curve import CURVES
             from cuzk.formats.r1cs import R1CS
 
-            system = R1CS(r1cs, curves_allowed=BN254_ONLY)
+            system = R1CS(r1cs)
+            if system.curve != key.curve:
+                raise ProveError(
+                    f"{r1cs}: the circuit is over {CURVES[system.curve]} but {zkey} is over "
+                    f"{key.zkey.curve_info}: not the same circuit"
+                )
             if system.n_wires != key.n_vars:
                 raise ProveError(
                     f"{r1cs}: {system.n_wires} wires but {zkey} has "
@@ -64,7 +69,7 @@ def _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device):
         from cuzk.groth16.verifier import verify as check
 
         try:  # on Python ints: one check costs less than loading the compiled pairing's code
-            pts = Proof.from_points(*proof.points(), backend="python")
+            pts = Proof.from_points(*proof.points(), backend="python", curve=proof.curve)
             ok = check(vk, proof.public, pts, backend="python")
         except FormatError as e:  # e.g. piB outside G2 (a pointsB2 point outside G2)
             raise ProveError(f"the proof does not verify: {e}") from None
@@ -74,7 +79,7 @@ def _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device):
                 "circuit of this key, or the key is damaged (pass --r1cs to find "
                 "a failing constraint)"
             )
-    write_proof_and_public(proof_json, public_json, proof.points(), proof.public)
+    write_proof_and_public(proof_json, public_json, proof.points(), proof.public, proof.curve)
     return proof
 
 

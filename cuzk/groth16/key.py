@@ -7,8 +7,6 @@ import os
 
 import numpy as np
 
-from cuzk.formats.curve import BN254_ONLY
-from cuzk.formats.curve import require as require_curve
 from cuzk.formats.wtns import read_wtns
 from cuzk.formats.zkey import ZKey
 
@@ -29,10 +27,12 @@ class ProvingKey:
     """
 
     def __init__(self, zkey: ZKey, resident: bool = True):
-        # The prover is BN254's: a key over another curve is refused here, whoever opened it.
-        require_curve(zkey.curve_info, BN254_ONLY, zkey.path, "cuzk proves on")
         self.zkey = zkey
-        self.curve = zkey.curve_info.name  # snarkjs's name: "bn128", "bls12381"
+        # The key's curve: every curve cuzk.formats.curve knows is proved, by the same kernels
+        # built for it (cuzk.arith.curves). `curve` is snarkjs's name ("bn128", "bls12381"),
+        # `arith_curve` the kernels' ("bn254", "bls12_381").
+        self.curve = zkey.curve_info.name
+        self.arith_curve = zkey.curve_info.arith
         self.resident = resident
         self.path = zkey.path
         header = np.concatenate(
@@ -45,7 +45,7 @@ class ProvingKey:
     def open(cls, path: os.PathLike | str, resident: bool = True) -> ProvingKey:
         """Map the key (header, section sizes and coefficient indices are checked; its points
         are not: call validate() once per key file). resident=False: see done_with()."""
-        return cls(ZKey(path, curves_allowed=BN254_ONLY), resident)
+        return cls(ZKey(path), resident)
 
     def done_with(self, *sections: str) -> None:
         """This process has read the named sections ("coefficients", "points_a", "points_b1",
@@ -123,7 +123,8 @@ class ProvingKey:
 
 def load_witness(source, key: ProvingKey | None = None) -> np.ndarray:
     """The witness as an (n_vars, 4) uint64 plain-form array, from a .wtns path or its bytes,
-    validated (prime, values < r, count matching the key)."""
+    validated (prime, values < r, count matching the key; with a key, its curve: a witness
+    over another curve's r is refused with UnsupportedCurve)."""
     if isinstance(source, (bytes, bytearray, memoryview)):
         import tempfile
 
@@ -131,13 +132,22 @@ def load_witness(source, key: ProvingKey | None = None) -> np.ndarray:
         with tempfile.NamedTemporaryFile(suffix=".wtns") as f:
             f.write(source)
             f.flush()
-            witness = read_wtns(f.name, curves_allowed=BN254_ONLY)
+            witness = read_wtns(f.name)
             values = np.array(witness.values)  # copy: the temporary file goes away
             path = "<uploaded witness>"
     else:
-        witness = read_wtns(source, curves_allowed=BN254_ONLY)
+        witness = read_wtns(source)
         values = witness.values
         path = str(source)
     if key is not None:
+        if witness.curve != key.curve:
+            from cuzk.formats.curve import CURVES
+            from cuzk.formats.errors import UnsupportedCurve
+
+            raise UnsupportedCurve(
+                path,
+                f"the witness is over {CURVES[witness.curve]}'s scalar field but the key "
+                f"{key.path} is over {CURVES[key.curve]}",
+            )
         key.zkey.check_witness(values, path)
     return values

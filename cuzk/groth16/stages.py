@@ -4,6 +4,8 @@
     prove_start(key, buffers, w, dev)    device: H = coset NTT pipeline; G1 MSMs A, B1, C, H
     prove_finish(key, partial, w)        finalizer thread: B in G2 (CPU MSM), blinding, proof
 
+The key's curve (key.arith_curve: "bn254" or "bls12_381") picks the builds of the kernels
+each stage runs (cuzk.arith.curves); the stages are the same for every curve.
 Every stage takes and returns numpy arrays (or small dataclasses of them), so the engine can
 keep a, b, c and the witness in shared memory between processes: a, b, c go between the
 stages as {"a": .., "b": .., "c": ..}, the buffers the key declares (ProvingKey.buffers(),
@@ -21,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from cuzk.arith.constants import FR_MODULUS
+from cuzk.arith import curves
 from cuzk.groth16.synthesis import evaluate_abc
 
 log = logging.getLogger("cuzk.groth16")
@@ -67,25 +69,29 @@ class Partial:
 
 @dataclass
 class Proof:
-    """A Groth16 proof: affine limb arrays πA (8,), πB (16,), πC (8,), and the public signals."""
+    """A Groth16 proof: affine limb arrays πA (2 NQ,), πB (4 NQ,), πC (2 NQ,) (NQ = 4 limbs
+    per Fq element on BN254, 6 on BLS12-381), the public signals, and the curve (snarkjs's
+    name, "bn128" or "bls12381")."""
 
     pi_a: np.ndarray
     pi_b: np.ndarray
     pi_c: np.ndarray
     public: list
     timings: dict = field(default_factory=dict)
+    curve: str = "bn128"
 
     def points(self):
         """(πA, πB, πC) as affine Python-int points (None for infinity)."""
         from cuzk.formats.stored import g1_from_limbs, g2_from_limbs
 
-        return g1_from_limbs(self.pi_a), g2_from_limbs(self.pi_b), g1_from_limbs(self.pi_c)
+        c = self.curve
+        return g1_from_limbs(self.pi_a, c), g2_from_limbs(self.pi_b, c), g1_from_limbs(self.pi_c, c)
 
     def to_json(self) -> dict:
         """proof.json as snarkjs writes it."""
         from cuzk.formats.snarkjs_json import proof_to_json
 
-        return proof_to_json(*self.points())
+        return proof_to_json(*self.points(), curve=self.curve)
 
     def public_json(self) -> list:
         """public.json: the public signals as decimal strings."""
@@ -96,6 +102,11 @@ def public_signals(key, w) -> list:
     from cuzk.arith.radix import limbs_to_ints
 
     return limbs_to_ints(w[1 : key.n_public + 1])
+
+
+def arith_curve(key) -> str:
+    """The kernels' name of the key's curve (cuzk.arith.curves): "bn254" or "bls12_381"."""
+    return getattr(key, "arith_curve", curves.DEFAULT)
 
 
 def done_with(key, *sections: str) -> None:
@@ -116,7 +127,9 @@ def synthesize(key, w, out=None) -> Synthesis:
         # read-only: one compiled build for mapped and shared-memory witnesses alike
         if out is not None:
             out = (out["a"], out["b"], out["c"])
-        a, b, c = evaluate_abc(key.zkey.coefficients, readonly(w), key.domain_size, out=out)
+        a, b, c = evaluate_abc(
+            key.zkey.coefficients, readonly(w), key.domain_size, out=out, curve=arith_curve(key)
+        )
     done_with(key, "coefficients")
     return Synthesis(a, b, c, public_signals(key, w), timings)
 
@@ -125,16 +138,16 @@ def prove_start(key, buffers, w, device) -> Partial:
     """The device stage: h from buffers a, b, c (they may be overwritten), then the G1 MSMs."""
     timings: dict = {}
     abc = [buffers["a"], buffers["b"], buffers["c"]]
-    return g1_msms(key, compute_h(abc, device, timings), w, device, timings)
+    return g1_msms(key, compute_h(abc, device, timings, arith_curve(key)), w, device, timings)
 
 
-def compute_h(abc: list, device, timings: dict):
+def compute_h(abc: list, device, timings: dict, curve: str = curves.DEFAULT):
     """h from [a, b, c] (taken out of the list: when the caller holds no other reference,
     b and c are freed once h is computed, h reusing a's storage on the CPU)."""
     a, b, c = abc
     abc.clear()
     with phase("compute H (NTT pipeline)", timings):
-        return device.compute_h(a, b, c)
+        return device.compute_h(a, b, c, curve=curve)
 
 
 def g1_msms(key, h, w, device, timings: dict) -> Partial:
@@ -154,10 +167,12 @@ def g1_msms(key, h, w, device, timings: dict) -> Partial:
     return Partial(msm_a, msm_b1, msm_c, msm_h, timings)
 
 
-def random_scalar() -> int:
-    """A uniformly random nonzero element of Fr from the OS's cryptographic source."""
+def random_scalar(curve: str = curves.DEFAULT) -> int:
+    """A uniformly random nonzero element of the curve's Fr from the OS's cryptographic
+    source."""
+    r = curves.constants(curve).FR_MODULUS
     while True:
-        k = secrets.randbelow(FR_MODULUS)
+        k = secrets.randbelow(r)
         if k:
             return k
 
@@ -169,14 +184,17 @@ def prove_finish(key, partial: Partial, w, r: int | None = None, s: int | None =
     from cuzk.kernels import msm_cpu
 
     timings = dict(partial.timings)
+    curve = arith_curve(key)
     with phase("MSM B2 (G2)", timings):
-        b2 = msm_cpu.msm_g2(key.zkey.points_b2, readonly(w))
+        b2 = msm_cpu.msm_g2(key.zkey.points_b2, readonly(w), curve=curve)
     done_with(key, "points_b2")
-    r = random_scalar() if r is None else r
-    s = random_scalar() if s is None else s
+    r = random_scalar(curve) if r is None else r
+    s = random_scalar(curve) if s is None else s
     with phase("assemble", timings):
-        pi_a, pi_b, pi_c = assemble(key.zkey, partial.a, partial.b1, partial.c, partial.h, b2, r, s)
-    return Proof(pi_a, pi_b, pi_c, public_signals(key, w), timings)
+        pi_a, pi_b, pi_c = assemble(
+            key.zkey, partial.a, partial.b1, partial.c, partial.h, b2, r, s, curve=curve
+        )
+    return Proof(pi_a, pi_b, pi_c, public_signals(key, w), timings, key.zkey.curve_info.name)
 
 
 def prove(key, w, device=None) -> Proof:
@@ -188,7 +206,7 @@ def prove(key, w, device=None) -> Proof:
     syn = synthesize(key, w)
     abc = [syn.a, syn.b, syn.c]
     syn.a = syn.b = syn.c = None  # so compute_h holds the only references
-    h = compute_h(abc, device, syn.timings)
+    h = compute_h(abc, device, syn.timings, arith_curve(key))
     partial = g1_msms(key, h, w, device, syn.timings)
     del h  # not needed by the G2 MSM
     return prove_finish(key, partial, w)

@@ -337,8 +337,8 @@ class Api:
 
     def _witness(self, w, i: int, key_info: dict):
         """One witness entry: {"data": base64} | {"path": str} | "path" -> bytes | real path,
-        checked to be a .wtns of BN254's r with the key's nVars values."""
-        from cuzk.formats.curve import BN254_ONLY
+        checked to be a .wtns of the key's curve's r with the key's nVars values."""
+        from cuzk.formats.curve import CURVES
         from cuzk.formats.wtns import read_wtns
 
         what = f"witnesses[{i}]"
@@ -366,16 +366,22 @@ class Api:
             name = source
         try:
             if isinstance(source, bytes):
-                witness = read_wtns(name, data=source, curves_allowed=BN254_ONLY)
+                witness = read_wtns(name, data=source)
             else:
-                witness = read_wtns(source, curves_allowed=BN254_ONLY)
-            n = len(witness.values)
+                witness = read_wtns(source)
+            n, curve = len(witness.values), witness.curve
         except FormatError as e:
             raise HttpError(422, f"{what}: not a usable witness: {e.problem}") from None
         except OSError as e:
             raise HttpError(422, f"{what}: cannot read it: {e.strerror or e}") from None
         finally:
             witness = None  # drop the mapping before the engine opens the file
+        if key_info.get("curve") and curve != key_info["curve"]:
+            raise HttpError(
+                422,
+                f"{what}: the witness is over {CURVES[curve]}'s scalar field but key "
+                f"{key_info['key_id']} is over {CURVES[key_info['curve']]}",
+            )
         if n != key_info["n_vars"]:
             raise HttpError(
                 422,
