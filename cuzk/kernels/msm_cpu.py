@@ -192,7 +192,7 @@ def plan_classes(hist, bits: int = 254) -> list[tuple[int, int, int, int]]:
     class of the scalars whose bit lengths are in [lo, hi], top the largest present. Bins at
     CLASS_BOUNDS (the last one at bits), merged by a shortest path over the non-empty bins
     (cost model: _class_cost + _COST_CLASS a class)."""
-    bounds = (*(b for b in CLASS_BOUNDS if b < bits), bits)
+    bounds = (*CLASS_BOUNDS[:-1], bits)
     bins = []
     lo = 1
     for hi in bounds:
