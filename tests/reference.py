@@ -141,6 +141,83 @@ def g2_affine(P, ec=bn):
     return tuple(int(c) for c in x.coeffs), tuple(int(c) for c in y.coeffs)
 
 
+# --- kernel rows of either curve (zkey layout, Montgomery) <-> py_ecc points -----------------
+
+PY_ECC_CURVES = {"bn254": "optimized_bn128", "bls12_381": "optimized_bls12_381"}
+
+
+def py_ecc_curve(curve: str = "bn254"):
+    """The py_ecc module (optimized_bn128, optimized_bls12_381) of cuzk.arith's curve name."""
+    import importlib
+
+    return importlib.import_module(f"py_ecc.{PY_ECC_CURVES[curve]}")
+
+
+def mont_limbs(x: int, curve: str = "bn254") -> list[int]:
+    """An Fq element of `curve` as its NQ Montgomery limbs (ints, little-endian)."""
+    from cuzk.arith.curves import constants
+
+    k = constants(curve)
+    nq = k.FQ_LIMBS
+    v = int(x) * (1 << (64 * nq)) % k.FQ_MODULUS
+    return [(v >> (64 * i)) & ((1 << 64) - 1) for i in range(nq)]
+
+
+def unmont_int(limbs, curve: str = "bn254") -> int:
+    """NQ Montgomery limbs -> the Fq element as an int."""
+    from cuzk.arith.curves import constants
+
+    k = constants(curve)
+    v = sum(int(w) << (64 * i) for i, w in enumerate(limbs))
+    return v * pow(1 << (64 * k.FQ_LIMBS), -1, k.FQ_MODULUS) % k.FQ_MODULUS
+
+
+def point_rows(points, group: str, curve: str = "bn254"):
+    """py_ecc points of G1 or G2 ("g1", "g2") of `curve` -> (n, 2 NQ) or (n, 4 NQ) uint64 rows
+    in the zkey layout (x || y; Fq2 as c0 || c1; zeros = infinity)."""
+    import numpy as np
+
+    ec = py_ecc_curve(curve)
+    width = (2 if group == "g1" else 4) * len(mont_limbs(0, curve))
+    out = []
+    for P in points:
+        if ec.is_inf(P):
+            out.append([0] * width)
+            continue
+        x, y = ec.normalize(P)
+        coords = (x.n, y.n) if group == "g1" else (*x.coeffs, *y.coeffs)
+        out.append(sum((mont_limbs(int(c), curve) for c in coords), []))
+    return np.array(out, dtype=np.uint64).reshape(len(out), width)
+
+
+def row_ints(row, curve: str = "bn254"):
+    """An affine row (G1 or G2, Montgomery) -> its integer coordinates, None for infinity."""
+    nq = len(mont_limbs(0, curve))
+    row = [int(v) for v in row]
+    if not any(row):
+        return None
+    return tuple(unmont_int(row[i : i + nq], curve) for i in range(0, len(row), nq))
+
+
+def py_ecc_ints(P, curve: str = "bn254"):
+    """A py_ecc point as the integer coordinates row_ints gives, None for infinity."""
+    ec = py_ecc_curve(curve)
+    if ec.is_inf(P):
+        return None
+    x, y = ec.normalize(P)
+    if isinstance(x, ec.FQ):
+        return (int(x.n), int(y.n))
+    return (*(int(c) for c in x.coeffs), *(int(c) for c in y.coeffs))
+
+
+def scalar_rows(ks):
+    """Integers below 2^256 -> (n, 4) uint64 plain little-endian limbs (a .wtns's layout)."""
+    import numpy as np
+
+    rows = [[(int(k) >> (64 * i)) & ((1 << 64) - 1) for i in range(4)] for k in ks]
+    return np.array(rows, dtype=np.uint64).reshape(len(ks), 4)
+
+
 def twist_affine(pairing_int, P):
     """A Jacobian twist point of cuzk.arith.pairing_int (either curve's build) as affine ints
     (None = infinity)."""
