@@ -46,6 +46,8 @@ class ProvingKey(Protocol):
     domain_size: int  # the circuit's size, reported in GET /keys (the engine sizes nothing by it)
     n_public: int
     nbytes: int  # what a resident copy costs (budgeted under "keys")
+    # Optional: r, the scalar field prime, where the key has one; a circuit's wasm registered
+    # with the key must compute over it (cuzk.witness.errors.check_same_circuit).
 
     @classmethod
     def open(cls, path) -> ProvingKey: ...

@@ -102,5 +102,5 @@ def run_fullprove(
     values = circuit.calculator().witness_view(inputs, input_json)
     with tempfile.TemporaryDirectory(prefix="cuzk-fullprove-") as tmp:
         wtns = Path(tmp) / "witness.wtns"
-        write_wtns_bytes(wtns, values)
+        write_wtns_bytes(wtns, values, circuit.prime)
         return run_prove(zkey, wtns, proof_json, public_json, verify=verify, device=device)

@@ -80,6 +80,7 @@ class ProvingKey:
 
     # sizes --------------------------------------------------------------------------------
     n_vars = property(lambda self: self.zkey.n_vars)
+    r = property(lambda self: self.zkey.r)  # the scalar field: a circuit's wasm must match it
     n_public = property(lambda self: self.zkey.n_public)
     domain_size = property(lambda self: self.zkey.domain_size)
 
