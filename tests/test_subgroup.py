@@ -1,7 +1,8 @@
-"""The compiled G2 subgroup tests (cuzk.arith.subgroup), built for BN254 and BLS12-381, against
-[r]Q = O on Python ints (cuzk.arith.pairing_int's builds): points of G2, random points of the
-twist, their cofactor parts [r]P and sums with G2 points; ψ's constants against pairing_int's;
-the CPU build called from Python and a CUDA kernel (simulator here, GPU when present)."""
+"""The compiled G1 and G2 subgroup tests (cuzk.arith.subgroup), built for BN254 and BLS12-381,
+and pairing_int's, against [r]P = O on Python ints (cuzk.arith.pairing_int's builds): points
+of the group, random points of the curve or the twist, their cofactor parts [r]P and sums with
+group points; ψ's constants against pairing_int's; the CPU build called from Python and a CUDA
+kernel (simulator here, GPU when present)."""
 
 import random
 
@@ -96,6 +97,57 @@ class Curve:
         for p, want in out:
             assert PI.g2_in_subgroup_by_order(p) == want
         return out
+
+    def curve_points(self, n):
+        """Random points of E(Fq) (q = 3 mod 4 for both curves: one power is a square root)."""
+        out = []
+        while len(out) < n:
+            x = rng.randrange(self.q)
+            rhs = (x * x * x + self.C.G1_B) % self.q
+            y = pow(rhs, (self.q + 1) // 4, self.q)
+            if y * y % self.q == rhs:
+                out.append((x, y))
+        return out
+
+    def g1_cases(self):
+        """(point, in G1) pairs as cases() for G1: on BN254 (cofactor 1) every point is in G1
+        and [r]P is infinity, so only BLS12-381 has points outside."""
+        PI = self.PI
+
+        def times(p, k):
+            return PI.g1_to_affine(PI.g1_mul_jacobian((*p, 1), k))
+
+        def plus(a, b):
+            return PI.g1_to_affine(PI.g1_add_jacobian((*a, 1), (*b, 1)))
+
+        G1 = tuple(self.C.G1_GENERATOR)
+        inside = [G1, times(G1, rng.randrange(1, self.r))]
+        points = self.curve_points(3)
+        cof = [times(p, self.r) for p in points]
+        if self.C.G1_COFACTOR == 1:
+            assert cof == [None] * len(points)
+            inside, outside = inside + points, []
+        else:
+            outside = points + cof + [plus(G1, c) for c in cof]
+        out = [(p, True) for p in inside + [None]] + [(p, False) for p in outside]
+        for p, want in out:
+            assert PI.g1_in_subgroup_by_order(p) == want
+        return out
+
+
+@pytest.mark.parametrize("name", CURVES)
+def test_g1_tests_agree_with_the_order(name):
+    """pairing_int's and the compiled CPU build's G1 tests; the cube root of unity beta."""
+    S = get_target("cpu").load("cuzk.arith.subgroup", **build_params(name))
+    c = Curve(name)
+    for p, want in c.g1_cases():
+        assert c.PI.g1_in_subgroup(p) == want, (name, p)
+        dev = tuple(c.mont(v) for v in (p or (0, 0)))
+        assert bool(S.g1_in_subgroup(dev)) == want, (name, p)
+    beta = c.PI.G1_BETA
+    assert (beta is None) == (c.C.G1_COFACTOR == 1)
+    if beta is not None:
+        assert beta != 1 and pow(beta, 3, c.q) == 1 and S.G1_BETA_INT == beta
 
 
 @pytest.mark.parametrize("name", CURVES)
