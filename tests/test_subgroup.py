@@ -9,6 +9,7 @@ import random
 import numpy as np
 import pytest
 from numba import cuda
+from reference import random_curve_point, random_twist_point
 
 from cuzk.arith import pairing_int
 from cuzk.arith.curves import build_params, constants
@@ -21,6 +22,7 @@ rng = random.Random(20261203)
 
 class Curve:
     def __init__(self, name):
+        self.name = name
         self.C = constants(name)
         self.PI = pairing_int.for_curve(name)
         self.q, self.r, self.n = self.C.FQ_MODULUS, self.C.FR_MODULUS, self.C.FQ_LIMBS
@@ -52,38 +54,8 @@ class Curve:
         zi2 = PI.fq2_sqr(zi)
         return (PI.fq2_mul(x, zi2), PI.fq2_mul(y, PI.fq2_mul(zi2, zi)))
 
-    def sqrt(self, a):
-        """A square root in Fq2 (q = 3 mod 4; Adj and Rodriguez-Henriquez 2012, Alg. 9) or None."""
-        PI, q = self.PI, self.q
-
-        def pw(b, e):
-            out = (1, 0)
-            while e:
-                if e & 1:
-                    out = PI.fq2_mul(out, b)
-                b = PI.fq2_sqr(b)
-                e >>= 1
-            return out
-
-        a1 = pw(a, (q - 3) // 4)
-        alpha = PI.fq2_mul(PI.fq2_sqr(a1), a)
-        x0 = PI.fq2_mul(a1, a)
-        if alpha == (q - 1, 0):
-            y = PI.fq2_mul((0, 1), x0)
-        else:
-            y = PI.fq2_mul(pw(((1 + alpha[0]) % q, alpha[1]), (q - 1) // 2), x0)
-        return y if PI.fq2_sqr(y) == a else None
-
     def twist_points(self, n):
-        out = []
-        while len(out) < n:
-            x = (rng.randrange(self.q), rng.randrange(self.q))
-            rhs = self.PI.fq2_mul(self.PI.fq2_sqr(x), x)
-            rhs = ((rhs[0] + self.C.G2_B[0]) % self.q, (rhs[1] + self.C.G2_B[1]) % self.q)
-            y = self.sqrt(rhs)
-            if y is not None:
-                out.append((x, y))
-        return out
+        return [random_twist_point(self.name, rng) for _ in range(n)]
 
     def cases(self):
         """(point, in G2) pairs: G2 points and infinity; twist points, cofactor parts, sums."""
@@ -99,15 +71,7 @@ class Curve:
         return out
 
     def curve_points(self, n):
-        """Random points of E(Fq) (q = 3 mod 4 for both curves: one power is a square root)."""
-        out = []
-        while len(out) < n:
-            x = rng.randrange(self.q)
-            rhs = (x * x * x + self.C.G1_B) % self.q
-            y = pow(rhs, (self.q + 1) // 4, self.q)
-            if y * y % self.q == rhs:
-                out.append((x, y))
-        return out
+        return [random_curve_point(self.name, rng) for _ in range(n)]
 
     def g1_cases(self):
         """(point, in G1) pairs as cases() for G1: on BN254 (cofactor 1) every point is in G1
