@@ -229,6 +229,62 @@ def twist_affine(pairing_int, P):
     return (pairing_int.fq2_mul(x, zi2), pairing_int.fq2_mul(y, pairing_int.fq2_mul(zi2, zi)))
 
 
+def fq2_sqrt(a, q: int):
+    """A square root of a = (a0, a1) in Fq2 = Fq[u]/(u^2 + 1) for q = 3 mod 4 (Adj and
+    Rodriguez-Henriquez 2012, Alg. 9; both curves' q), or None."""
+
+    def mul(b, c):
+        return ((b[0] * c[0] - b[1] * c[1]) % q, (b[0] * c[1] + b[1] * c[0]) % q)
+
+    def power(b, e):
+        out = (1, 0)
+        while e:
+            if e & 1:
+                out = mul(out, b)
+            b = mul(b, b)
+            e >>= 1
+        return out
+
+    a1 = power(a, (q - 3) // 4)
+    alpha = mul(mul(a1, a1), a)
+    x0 = mul(a1, a)
+    if alpha == (q - 1, 0):
+        y = mul((0, 1), x0)
+    else:
+        y = mul(power(((1 + alpha[0]) % q, alpha[1]), (q - 1) // 2), x0)
+    return y if mul(y, y) == (a[0] % q, a[1] % q) else None
+
+
+def random_curve_point(curve: str, rng):
+    """A random affine point of E(Fq) of cuzk.arith curve `curve` ("bn254", "bls12_381"): on
+    BLS12-381 almost surely outside G1 (G1 is a 1/h1 part of it)."""
+    from cuzk.arith.curves import constants
+
+    C = constants(curve)
+    q = C.FQ_MODULUS
+    while True:
+        x = rng.randrange(q)
+        rhs = (x * x * x + C.G1_B) % q
+        y = pow(rhs, (q + 1) // 4, q)  # q = 3 mod 4
+        if y * y % q == rhs:
+            return (x, y)
+
+
+def random_twist_point(curve: str, rng):
+    """A random affine point of the twist E'(Fq2) of `curve`, almost surely outside G2."""
+    from cuzk.arith.curves import constants
+
+    C = constants(curve)
+    q, b = C.FQ_MODULUS, C.G2_B
+    while True:
+        x = (rng.randrange(q), rng.randrange(q))
+        x2 = ((x[0] * x[0] - x[1] * x[1]) % q, 2 * x[0] * x[1] % q)
+        x3 = ((x2[0] * x[0] - x2[1] * x[1]) % q, (x2[0] * x[1] + x2[1] * x[0]) % q)
+        y = fq2_sqrt(((x3[0] + b[0]) % q, (x3[1] + b[1]) % q), q)
+        if y is not None:
+            return (x, y)
+
+
 def random_fq12(rng, q: int):
     """A random Fq12 element in cuzk's tower form ((c0, c1, c2), (c3, c4, c5)) of Fq2 pairs."""
     return tuple(tuple((rng.randrange(q), rng.randrange(q)) for _ in range(3)) for _ in range(2))

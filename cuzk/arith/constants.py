@@ -59,6 +59,8 @@ G2_B = fq2_mul_int((3, 0), fq2_inv_int(FQ2_NONRESIDUE))  # b' = 3 / (9 + u)
 X = 4965661367192848881
 # The pairing's shape: a BN curve (Miller loop over 6x + 2) and a D-type twist (b' = b / xi).
 FAMILY = "bn"
+# #E(Fq) = q + 1 - t with the trace t = 6x^2 + 1: q + 1 - t = r, so G1 is all of E(Fq).
+G1_COFACTOR = 1
 TWIST = "D"
 
 # Generators (as in snarkjs / py_ecc / EIP-197), plain integers.
