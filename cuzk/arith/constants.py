@@ -76,19 +76,18 @@ G2_GENERATOR = (
     ),
 )
 
-# NTT: snarkjs's roots of unity. Fr* has 2-adicity 28; with non-residue 5,
-# w[28] = 5^((r-1)/2^28) has order 2^28 and w[k] = w[k+1]^2 has order 2^k.
+# NTT: snarkjs's roots of unity (cuzk.arith.curves.roots_of_unity). Fr* has 2-adicity 28;
+# 5 is the least quadratic non-residue mod r, w[28] = 5^((r-1)/2^28) has order 2^28 and
+# w[k] = w[k+1]^2 has order 2^k.
 FR_TWO_ADICITY = 28
 FR_NONRESIDUE = 5
 
 
 def fr_roots_of_unity() -> list:
     """w[k] for k = 0..28, plain integers, exactly as snarkjs/ffjavascript derive them."""
-    w = [0] * (FR_TWO_ADICITY + 1)
-    w[FR_TWO_ADICITY] = pow(FR_NONRESIDUE, (FR_MODULUS - 1) >> FR_TWO_ADICITY, FR_MODULUS)
-    for k in range(FR_TWO_ADICITY - 1, -1, -1):
-        w[k] = w[k + 1] * w[k + 1] % FR_MODULUS
-    return w
+    from cuzk.arith.curves import roots_of_unity
+
+    return roots_of_unity(FR_MODULUS, FR_TWO_ADICITY, FR_NONRESIDUE)
 
 
 # --- limb forms for the kernels (tuples of np.uint64), built on first use ---------------------
