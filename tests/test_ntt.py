@@ -477,15 +477,17 @@ from numba import cuda
 from cuda.bindings import nvjitlink
 from cuzk.kernels import ntt_cuda
 out = {}
-for name, (fn, sig) in ntt_cuda.CUDA_KERNELS.items():
-    ptx, _ = cuda.compile_ptx(fn, sig, cc=(9, 0))
-    h = nvjitlink.create(2, ["-arch=sm_90", "-verbose"])
-    nvjitlink.add_data(h, nvjitlink.InputType.PTX, ptx.encode(), len(ptx.encode()), name)
-    nvjitlink.complete(h)
-    buf = bytearray(nvjitlink.get_info_log_size(h))
-    nvjitlink.get_info_log(h, buf)
-    nvjitlink.destroy(h)
-    out[name] = buf.decode(errors="replace")
+for curve in ("bn254", "bls12_381"):
+    for kname, (fn, sig) in ntt_cuda.kernels(curve).CUDA_KERNELS.items():
+        name = f"{curve}:{kname}"
+        ptx, _ = cuda.compile_ptx(fn, sig, cc=(9, 0))
+        h = nvjitlink.create(2, ["-arch=sm_90", "-verbose"])
+        nvjitlink.add_data(h, nvjitlink.InputType.PTX, ptx.encode(), len(ptx.encode()), name)
+        nvjitlink.complete(h)
+        buf = bytearray(nvjitlink.get_info_log_size(h))
+        nvjitlink.get_info_log(h, buf)
+        nvjitlink.destroy(h)
+        out[name] = buf.decode(errors="replace")
 print("LINK-REPORT " + json.dumps(out))
 """
 
@@ -493,9 +495,10 @@ print("LINK-REPORT " + json.dumps(out))
 @pytest.mark.slow
 @pytest.mark.cuda
 def test_cuda_kernels_fit_their_launch_shapes():
-    """Linked for sm_90 by nvJitLink (no GPU needed): no register spills, registers x threads
-    per block within the 64K register file, shared memory within the 48 KiB static limit, so
-    the launches in ntt_cuda cannot fail for lack of resources on an H100/H200."""
+    """Linked for sm_90 by nvJitLink (no GPU needed), both curves' builds: no register spills,
+    registers x threads per block within the 64K register file, shared memory within the
+    48 KiB static limit, so the launches in ntt_cuda cannot fail for lack of resources on an
+    H100/H200."""
     import os
     import re
     import sys
@@ -515,7 +518,7 @@ def test_cuda_kernels_fit_their_launch_shapes():
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("LINK-REPORT ")]
     assert proc.returncode == 0 and lines, proc.stderr[-3000:]
     logs = json.loads(lines[-1][len("LINK-REPORT ") :])
-    assert set(logs) == set(ntt_cuda.CUDA_KERNELS)
+    assert set(logs) == {f"{c}:{k}" for c in ("bn254", "bls12_381") for k in ntt_cuda.CUDA_KERNELS}
     block_threads = 1 << (ntt_cuda.BLOCK_LOG - 1)
     for name, log in logs.items():
         regs = int(re.search(r"Used (\d+) registers", log).group(1))
