@@ -8,7 +8,8 @@ snarkjs's groth16_prove.js step by step:
   2. For each of a, b, c: inverse NTT over the domain of size n, multiply coefficient i by
      w_2n^i (the coset shift), forward NTT; h_i = a_i b_i - c_i on that coset. The zkey's H
      points already absorb the vanishing polynomial, so h goes straight into the H MSM.
-  3. Roots of unity as snarkjs: w[28] = 5^((r-1)/2^28), w[k] = w[k+1]^2, w_2n = w[log2(n)+1].
+  3. Roots of unity as snarkjs: w[28] = 5^((r-1)/2^28), w[k] = w[k+1]^2, w_2n = w[log2(n)+1]
+     (snarkjs_roots: derived by ffjavascript's rule, for any r: BLS12-381's too).
   4. pi_a = alpha1 + sum w_i A_i + r delta1;  pi_b = beta2 + sum w_i B2_i + s delta2;
      B1' = beta1 + sum w_i B1_i + s delta1;
      pi_c = sum_{i>nPublic} w_i C_i + sum h_i H_i + s pi_a + r B1' - r s delta1.
@@ -21,6 +22,7 @@ G1 (x, y), G2 ((x0, x1), (y0, y1)), None for infinity.
 
 from __future__ import annotations
 
+import functools
 import secrets
 
 from py_ecc import optimized_bn128 as bn
@@ -36,7 +38,6 @@ from cuzk.formats import (
 )
 
 R = BN254_R
-TWO_ADICITY = 28
 
 
 def fq12_to_py_ecc(c) -> bn.FQ12:
@@ -52,36 +53,53 @@ def fq12_to_py_ecc(c) -> bn.FQ12:
     return bn.FQ12(co)
 
 
-def root_of_unity(log_n: int) -> int:
-    """A primitive 2^log_n-th root of unity in F_r, snarkjs's: w[28] = 5^((r-1)/2^28), squared
-    down to w[log_n]."""
-    w = pow(5, (R - 1) >> TWO_ADICITY, R)
-    for _ in range(TWO_ADICITY - log_n):
-        w = w * w % R
-    return w
+@functools.cache
+def snarkjs_roots(r: int = R) -> tuple[int, ...]:
+    """snarkjs's 2-power roots of unity of F_r, w[0..s], derived as its field library does
+    (ffjavascript src/wasm_field1.js, the Fr.w that groth16_prove.js reads for the coset;
+    wasmcurves src/build_fft.js, the tables of its FFTs and of the powers of tau's Lagrange
+    bases, searches the same way): nqr is the least of 2, 3, ... with nqr^((r-1)/2) = -1;
+    r - 1 = 2^s t with t odd; w[s] = nqr^t and w[k] = w[k+1]^2."""
+    nqr = 2
+    while pow(nqr, (r - 1) // 2, r) != r - 1:
+        nqr += 1
+    s, t = 0, r - 1
+    while t % 2 == 0:
+        s, t = s + 1, t // 2
+    w = [0] * (s + 1)
+    w[s] = pow(nqr, t, r)
+    for k in range(s - 1, -1, -1):
+        w[k] = w[k + 1] * w[k + 1] % r
+    return tuple(w)
 
 
-def ntt(values: list[int], omega: int) -> list[int]:
-    """Evaluations sum_j values[j] omega^(ij), i < n (recursive radix-2 Cooley-Tukey)."""
+def root_of_unity(log_n: int, r: int = R) -> int:
+    """snarkjs's primitive 2^log_n-th root of unity in F_r (BN254's: w[28] = 5^((r-1)/2^28),
+    squared down to w[log_n])."""
+    return snarkjs_roots(r)[log_n]
+
+
+def ntt(values: list[int], omega: int, r: int = R) -> list[int]:
+    """Evaluations sum_j values[j] omega^(ij) mod r, i < n (recursive radix-2 Cooley-Tukey)."""
     n = len(values)
     if n == 1:
         return list(values)
-    even = ntt(values[0::2], omega * omega % R)
-    odd = ntt(values[1::2], omega * omega % R)
+    even = ntt(values[0::2], omega * omega % r, r)
+    odd = ntt(values[1::2], omega * omega % r, r)
     out = [0] * n
     t = 1
     for i in range(n // 2):
-        x = odd[i] * t % R
-        out[i] = (even[i] + x) % R
-        out[i + n // 2] = (even[i] - x) % R
-        t = t * omega % R
+        x = odd[i] * t % r
+        out[i] = (even[i] + x) % r
+        out[i + n // 2] = (even[i] - x) % r
+        t = t * omega % r
     return out
 
 
-def intt(values: list[int], omega: int) -> list[int]:
-    """The inverse of ntt(., omega)."""
-    n_inv = pow(len(values), -1, R)
-    return [v * n_inv % R for v in ntt(values, pow(omega, -1, R))]
+def intt(values: list[int], omega: int, r: int = R) -> list[int]:
+    """The inverse of ntt(., omega, r)."""
+    n_inv = pow(len(values), -1, r)
+    return [v * n_inv % r for v in ntt(values, pow(omega, -1, r), r)]
 
 
 def synthesize(zkey, w: list[int]) -> tuple[list[int], list[int], list[int]]:
@@ -95,21 +113,24 @@ def synthesize(zkey, w: list[int]) -> tuple[list[int], list[int], list[int]]:
     return a, b, [x * y % R for x, y in zip(a, b, strict=True)]
 
 
-def h_on_coset(a: list[int], b: list[int], c: list[int]) -> list[int]:
-    """h_i = A(g w^i) B(g w^i) - C(g w^i) on the coset g = w_2n (the H MSM's scalars)."""
+def h_on_coset(a: list[int], b: list[int], c: list[int], r: int = R, roots=None) -> list[int]:
+    """h_i = A(g w^i) B(g w^i) - C(g w^i) mod r on the coset g = w_2n (the H MSM's scalars):
+    snarkjs's groth16_prove.js step (ifft, batchApplyKey by w_2n^i, fft, joinABC), with
+    ``roots`` w[k] (default snarkjs's, snarkjs_roots(r))."""
     n = len(a)
     log_n = n.bit_length() - 1
-    omega, shift = root_of_unity(log_n), root_of_unity(log_n + 1)
+    roots = snarkjs_roots(r) if roots is None else roots
+    omega, shift = roots[log_n], roots[log_n + 1]
     coset = []
     for evals in (a, b, c):
-        coeffs = intt(evals, omega)
+        coeffs = intt(evals, omega, r)
         g = 1
         for i in range(n):
-            coeffs[i] = coeffs[i] * g % R
-            g = g * shift % R
-        coset.append(ntt(coeffs, omega))
+            coeffs[i] = coeffs[i] * g % r
+            g = g * shift % r
+        coset.append(ntt(coeffs, omega, r))
     ea, eb, ec = coset
-    return [(x * y - z) % R for x, y, z in zip(ea, eb, ec, strict=True)]
+    return [(x * y - z) % r for x, y, z in zip(ea, eb, ec, strict=True)]
 
 
 # --- curve helpers (py_ecc Jacobian <-> affine ints) ----------------------------------------
@@ -141,6 +162,83 @@ def g2_affine(P, ec=bn):
     return tuple(int(c) for c in x.coeffs), tuple(int(c) for c in y.coeffs)
 
 
+# --- kernel rows of either curve (zkey layout, Montgomery) <-> py_ecc points -----------------
+
+PY_ECC_CURVES = {"bn254": "optimized_bn128", "bls12_381": "optimized_bls12_381"}
+
+
+def py_ecc_curve(curve: str = "bn254"):
+    """The py_ecc module (optimized_bn128, optimized_bls12_381) of cuzk.arith's curve name."""
+    import importlib
+
+    return importlib.import_module(f"py_ecc.{PY_ECC_CURVES[curve]}")
+
+
+def mont_limbs(x: int, curve: str = "bn254") -> list[int]:
+    """An Fq element of `curve` as its NQ Montgomery limbs (ints, little-endian)."""
+    from cuzk.arith.curves import constants
+
+    k = constants(curve)
+    nq = k.FQ_LIMBS
+    v = int(x) * (1 << (64 * nq)) % k.FQ_MODULUS
+    return [(v >> (64 * i)) & ((1 << 64) - 1) for i in range(nq)]
+
+
+def unmont_int(limbs, curve: str = "bn254") -> int:
+    """NQ Montgomery limbs -> the Fq element as an int."""
+    from cuzk.arith.curves import constants
+
+    k = constants(curve)
+    v = sum(int(w) << (64 * i) for i, w in enumerate(limbs))
+    return v * pow(1 << (64 * k.FQ_LIMBS), -1, k.FQ_MODULUS) % k.FQ_MODULUS
+
+
+def point_rows(points, group: str, curve: str = "bn254"):
+    """py_ecc points of G1 or G2 ("g1", "g2") of `curve` -> (n, 2 NQ) or (n, 4 NQ) uint64 rows
+    in the zkey layout (x || y; Fq2 as c0 || c1; zeros = infinity)."""
+    import numpy as np
+
+    ec = py_ecc_curve(curve)
+    width = (2 if group == "g1" else 4) * len(mont_limbs(0, curve))
+    out = []
+    for P in points:
+        if ec.is_inf(P):
+            out.append([0] * width)
+            continue
+        x, y = ec.normalize(P)
+        coords = (x.n, y.n) if group == "g1" else (*x.coeffs, *y.coeffs)
+        out.append(sum((mont_limbs(int(c), curve) for c in coords), []))
+    return np.array(out, dtype=np.uint64).reshape(len(out), width)
+
+
+def row_ints(row, curve: str = "bn254"):
+    """An affine row (G1 or G2, Montgomery) -> its integer coordinates, None for infinity."""
+    nq = len(mont_limbs(0, curve))
+    row = [int(v) for v in row]
+    if not any(row):
+        return None
+    return tuple(unmont_int(row[i : i + nq], curve) for i in range(0, len(row), nq))
+
+
+def py_ecc_ints(P, curve: str = "bn254"):
+    """A py_ecc point as the integer coordinates row_ints gives, None for infinity."""
+    ec = py_ecc_curve(curve)
+    if ec.is_inf(P):
+        return None
+    x, y = ec.normalize(P)
+    if isinstance(x, ec.FQ):
+        return (int(x.n), int(y.n))
+    return (*(int(c) for c in x.coeffs), *(int(c) for c in y.coeffs))
+
+
+def scalar_rows(ks):
+    """Integers below 2^256 -> (n, 4) uint64 plain little-endian limbs (a .wtns's layout)."""
+    import numpy as np
+
+    rows = [[(int(k) >> (64 * i)) & ((1 << 64) - 1) for i in range(4)] for k in ks]
+    return np.array(rows, dtype=np.uint64).reshape(len(ks), 4)
+
+
 def twist_affine(pairing_int, P):
     """A Jacobian twist point of cuzk.arith.pairing_int (either curve's build) as affine ints
     (None = infinity)."""
@@ -150,6 +248,62 @@ def twist_affine(pairing_int, P):
     zi = pairing_int.fq2_inv(z)
     zi2 = pairing_int.fq2_sqr(zi)
     return (pairing_int.fq2_mul(x, zi2), pairing_int.fq2_mul(y, pairing_int.fq2_mul(zi2, zi)))
+
+
+def fq2_sqrt(a, q: int):
+    """A square root of a = (a0, a1) in Fq2 = Fq[u]/(u^2 + 1) for q = 3 mod 4 (Adj and
+    Rodriguez-Henriquez 2012, Alg. 9; both curves' q), or None."""
+
+    def mul(b, c):
+        return ((b[0] * c[0] - b[1] * c[1]) % q, (b[0] * c[1] + b[1] * c[0]) % q)
+
+    def power(b, e):
+        out = (1, 0)
+        while e:
+            if e & 1:
+                out = mul(out, b)
+            b = mul(b, b)
+            e >>= 1
+        return out
+
+    a1 = power(a, (q - 3) // 4)
+    alpha = mul(mul(a1, a1), a)
+    x0 = mul(a1, a)
+    if alpha == (q - 1, 0):
+        y = mul((0, 1), x0)
+    else:
+        y = mul(power(((1 + alpha[0]) % q, alpha[1]), (q - 1) // 2), x0)
+    return y if mul(y, y) == (a[0] % q, a[1] % q) else None
+
+
+def random_curve_point(curve: str, rng):
+    """A random affine point of E(Fq) of cuzk.arith curve `curve` ("bn254", "bls12_381"): on
+    BLS12-381 almost surely outside G1 (G1 is a 1/h1 part of it)."""
+    from cuzk.arith.curves import constants
+
+    C = constants(curve)
+    q = C.FQ_MODULUS
+    while True:
+        x = rng.randrange(q)
+        rhs = (x * x * x + C.G1_B) % q
+        y = pow(rhs, (q + 1) // 4, q)  # q = 3 mod 4
+        if y * y % q == rhs:
+            return (x, y)
+
+
+def random_twist_point(curve: str, rng):
+    """A random affine point of the twist E'(Fq2) of `curve`, almost surely outside G2."""
+    from cuzk.arith.curves import constants
+
+    C = constants(curve)
+    q, b = C.FQ_MODULUS, C.G2_B
+    while True:
+        x = (rng.randrange(q), rng.randrange(q))
+        x2 = ((x[0] * x[0] - x[1] * x[1]) % q, 2 * x[0] * x[1] % q)
+        x3 = ((x2[0] * x[0] - x2[1] * x[1]) % q, (x2[0] * x[1] + x2[1] * x[0]) % q)
+        y = fq2_sqrt(((x3[0] + b[0]) % q, (x3[1] + b[1]) % q), q)
+        if y is not None:
+            return (x, y)
 
 
 def random_fq12(rng, q: int):
@@ -227,6 +381,39 @@ def prove(zkey, witness: list[int], r: int | None = None, s: int | None = None):
     pi_c = bn.add(pi_c, bn.multiply(delta1, (-r * s) % R))
     public = witness[1 : zkey.n_public + 1]
     return g1_affine(pi_a), g2_affine(pi_b), g1_affine(pi_c), public
+
+
+def unblinded_proof(zkey, witness: list[int], h: list[int]):
+    """(pi_a, pi_b, pi_c) as affine ints for blinding r = s = 0, from the witness and the
+    quotient evaluations h, on the zkey's curve (BN254 or BLS12-381, py_ecc's optimized
+    modules): pi_a = alpha1 + sum w_i A_i, pi_b = beta2 + sum w_i B2_i,
+    pi_c = sum_{i > nPublic} w_i C_i + sum h_i H_i. Naive MSMs: tiny keys only."""
+    from py_ecc import optimized_bls12_381
+
+    curve = zkey.curve
+    ec = bn if curve == "bn128" else optimized_bls12_381
+
+    def g1(p):
+        return ec.Z1 if p is None else (ec.FQ(p[0]), ec.FQ(p[1]), ec.FQ.one())
+
+    def g2(p):
+        return ec.Z2 if p is None else (ec.FQ2(list(p[0])), ec.FQ2(list(p[1])), ec.FQ2.one())
+
+    def lincomb(start, points, scalars):
+        acc = start
+        for p, k in zip(points, scalars, strict=True):
+            acc = ec.add(acc, ec.multiply(p, k))
+        return acc
+
+    def g1s(arr):
+        return [g1(p) for p in g1_array_to_points(arr, curve)]
+
+    pi_a = lincomb(g1(g1_from_limbs(zkey.alpha1, curve)), g1s(zkey.points_a), witness)
+    b2 = [g2(p) for p in g2_array_to_points(zkey.points_b2, curve)]
+    pi_b = lincomb(g2(g2_from_limbs(zkey.beta2, curve)), b2, witness)
+    pi_c = lincomb(ec.Z1, g1s(zkey.points_c), witness[zkey.n_public + 1 :])
+    pi_c = lincomb(pi_c, g1s(zkey.points_h), h)
+    return g1_affine(pi_a, ec), g2_affine(pi_b, ec), g1_affine(pi_c, ec)
 
 
 def prove_files(zkey, wtns_values, r=None, s=None):

@@ -12,78 +12,25 @@ import random
 import numpy as np
 import pytest
 from py_ecc import optimized_bn128 as ob
+from reference import point_rows, py_ecc_curve, py_ecc_ints, row_ints, scalar_rows
 
-from cuzk.arith.constants import FQ_MODULUS, FR_MODULUS, MONT_R
-from cuzk.arith.radix import int_to_limb_tuple, limbs_to_int
+from cuzk.arith.constants import FR_MODULUS
+from cuzk.arith.curves import constants
 
 R = FR_MODULUS
 TARGETS = ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)]
 # where numba's CUDA simulator (no GPU) takes over 10 s for the cuda case
 TARGETS_SLOW_SIM = ["cpu", pytest.param("cuda", marks=[pytest.mark.cuda, pytest.mark.slow])]
-_R_INV = pow(MONT_R, -1, FQ_MODULUS)
 
 
-# --------------------------------- conversions (test-local) -------------------------------
+def generator(group, curve="bn254"):
+    ec = py_ecc_curve(curve)
+    return ec.G1 if group == "g1" else ec.G2
 
 
-def _mont(x: int) -> list:
-    return [int(v) for v in int_to_limb_tuple(int(x) * MONT_R % FQ_MODULUS)]
-
-
-def _unmont(limbs) -> int:
-    return limbs_to_int(limbs) * _R_INV % FQ_MODULUS
-
-
-def g1_rows(points) -> np.ndarray:
-    """py_ecc G1 points -> (n, 8) uint64 rows in the zkey layout (zeros = infinity)."""
-    out = []
-    for P in points:
-        if ob.is_inf(P):
-            out.append([0] * 8)
-        else:
-            x, y = ob.normalize(P)
-            out.append(_mont(x.n) + _mont(y.n))
-    return np.array(out, dtype=np.uint64).reshape(len(out), 8)
-
-
-def g2_rows(points) -> np.ndarray:
-    out = []
-    for P in points:
-        if ob.is_inf(P):
-            out.append([0] * 16)
-        else:
-            x, y = ob.normalize(P)
-            out.append(sum((_mont(c) for c in (*x.coeffs, *y.coeffs)), []))
-    return np.array(out, dtype=np.uint64).reshape(len(out), 16)
-
-
-def row_to_ints(row):
-    """An (8,) or (16,) affine row -> integer coordinates, None for infinity."""
-    row = [int(v) for v in row]
-    if not any(row):
-        return None
-    coords = [_unmont(row[i : i + 4]) for i in range(0, len(row), 4)]
-    return tuple(coords)
-
-
-def py_ecc_ints(P):
-    if ob.is_inf(P):
-        return None
-    x, y = ob.normalize(P)
-    if isinstance(x, ob.FQ):
-        return (x.n, y.n)
-    return (*(int(c) for c in x.coeffs), *(int(c) for c in y.coeffs))
-
-
-def scalar_rows(ks) -> np.ndarray:
-    rows = [[int(v) for v in int_to_limb_tuple(k)] for k in ks]
-    return np.array(rows, dtype=np.uint64).reshape(len(ks), 4)
-
-
-GROUPS = {
-    "g1": (ob.G1, g1_rows, 8),
-    "g2": (ob.G2, g2_rows, 16),
-}
+def infinity(group, curve="bn254"):
+    ec = py_ecc_curve(curve)
+    return ec.Z1 if group == "g1" else ec.Z2
 
 
 def msm_fn(target, group):
@@ -95,15 +42,25 @@ def msm_fn(target, group):
 
 
 def exponent_check(
-    target, group, a, k, c=None, points=None, lanes=None, chunk_rows=None, partition=None
+    target,
+    group,
+    a,
+    k,
+    c=None,
+    points=None,
+    lanes=None,
+    chunk_rows=None,
+    partition=None,
+    curve="bn254",
 ):
     """MSM of points a_i G with scalars k_i (ints; a_i None = infinity) against
-    (sum k_i a_i) G from py_ecc."""
-    gen, rows, _ = GROUPS[group]
+    (sum k_i a_i) G from py_ecc, on `curve` (BN254 through the default of curve=)."""
+    ec, gen = py_ecc_curve(curve), generator(group, curve)
+    r = constants(curve).FR_MODULUS
     if points is None:
-        inf = ob.Z1 if group == "g1" else ob.Z2
-        points = rows([inf if ai is None else ob.multiply(gen, ai) for ai in a])
-    total = sum(ki * ai for ki, ai in zip(k, a, strict=True) if ai is not None) % R
+        inf = infinity(group, curve)
+        points = point_rows([inf if ai is None else ec.multiply(gen, ai) for ai in a], group, curve)
+    total = sum(ki * ai for ki, ai in zip(k, a, strict=True) if ai is not None) % r
     options = {"c": c} if c else {}
     if lanes is not None:
         options["lanes"] = lanes
@@ -111,9 +68,11 @@ def exponent_check(
         options["rows"] = chunk_rows
     if partition is not None:
         options["partition"] = partition
+    if curve != "bn254":
+        options["curve"] = curve
     got = msm_fn(target, group)(points, scalar_rows(k), **options)
-    assert got.dtype == np.uint64 and got.shape == (GROUPS[group][2],)
-    assert row_to_ints(got) == py_ecc_ints(ob.multiply(gen, total))
+    assert got.dtype == np.uint64 and got.shape == (points.shape[1],)
+    assert row_ints(got, curve) == py_ecc_ints(ec.multiply(gen, total), curve)
     return got
 
 
@@ -143,8 +102,8 @@ def test_g1_naive_py_ecc_sum(target):
     expect = ob.Z1
     for P, ki in zip(pts, k, strict=True):
         expect = ob.add(expect, ob.multiply(P, ki))
-    got = msm_fn(target, "g1")(g1_rows(pts), scalar_rows(k))
-    assert row_to_ints(got) == py_ecc_ints(expect)
+    got = msm_fn(target, "g1")(point_rows(pts, "g1"), scalar_rows(k))
+    assert row_ints(got) == py_ecc_ints(expect)
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -163,9 +122,9 @@ def test_g1_degenerate_inputs(target):
     """n = 1 (with r - 1 and zero), all scalars zero, all points at infinity, n = 0."""
     fn = msm_fn(target, "g1")
     exponent_check(target, "g1", [3], [R - 1])
-    zero = fn(g1_rows([ob.multiply(ob.G1, 3)]), scalar_rows([0]))
+    zero = fn(point_rows([ob.multiply(ob.G1, 3)], "g1"), scalar_rows([0]))
     assert not zero.any()
-    assert not fn(g1_rows([ob.G1, ob.multiply(ob.G1, 2)]), scalar_rows([0, 0])).any()
+    assert not fn(point_rows([ob.G1, ob.multiply(ob.G1, 2)], "g1"), scalar_rows([0, 0])).any()
     assert not fn(np.zeros((3, 8), np.uint64), scalar_rows([1, 2, 3])).any()
     assert not fn(np.zeros((0, 8), np.uint64), np.zeros((0, 4), np.uint64)).any()
 
@@ -179,11 +138,11 @@ def test_g1_cuda_segments_of_several_buckets():
     rng = random.Random(15)
     a = [rng.randrange(1, R) for _ in range(5)]
     k = [rng.randrange(R) for _ in range(5)]
-    points = g1_rows([ob.multiply(ob.G1, x) for x in a])
+    points = point_rows([ob.multiply(ob.G1, x) for x in a], "g1")
     expect = py_ecc_ints(ob.multiply(ob.G1, sum(x * y for x, y in zip(a, k, strict=True)) % R))
     for segments in (4, 1):
         got = msm_cuda.msm_g1(points, scalar_rows(k), c=5, segments=segments)
-        assert row_to_ints(got) == expect
+        assert row_ints(got) == expect
     with pytest.raises(ValueError, match="must divide"):
         msm_cuda.msm_g1(points, scalar_rows(k), c=5, segments=3)
 
@@ -200,15 +159,17 @@ def test_g1_shape_errors():
             msm_cpu.msm_g1(np.zeros((2, 8), np.uint64), np.zeros((2, 4), np.uint64), c=c)
 
 
-def _progression(n, a0, step):
+def _progression(n, a0, step, group="g1", curve="bn254"):
     """Rows of P_i = (a0 + i step) G built by py_ecc additions (cheap for thousands)."""
-    Q = ob.multiply(ob.G1, step)
-    P = ob.multiply(ob.G1, a0)
+    ec, gen = py_ecc_curve(curve), generator(group, curve)
+    Q = ec.multiply(gen, step)
+    P = ec.multiply(gen, a0)
     pts = []
     for _ in range(n):
         pts.append(P)
-        P = ob.add(P, Q)
-    return g1_rows(pts), [(a0 + i * step) % R for i in range(n)]
+        P = ec.add(P, Q)
+    r = constants(curve).FR_MODULUS
+    return point_rows(pts, group, curve), [(a0 + i * step) % r for i in range(n)]
 
 
 @pytest.fixture(scope="module")
@@ -230,7 +191,7 @@ def test_g1_cpu_heavy_bucket_and_cancellation():
     """One bucket gets everything: 300 copies of P and 301 of -P with one scalar each, so
     the batch-affine rounds double, cancel, and meet infinity operands."""
     P = ob.multiply(ob.G1, 42)
-    rows = g1_rows([P] * 300 + [ob.neg(P)] * 301 + [ob.G1])
+    rows = point_rows([P] * 300 + [ob.neg(P)] * 301 + [ob.G1], "g1")
     a = [42] * 300 + [R - 42] * 301 + [1]
     k = [987654321] * 601 + [5]
     exponent_check("cpu", "g1", a, k, points=rows)
@@ -261,14 +222,14 @@ def test_cpu_bucket_sums_in_lanes(group):
     exponent sum for every lane count from one lane per bucket to one lane, and the Jacobian
     running sums (lanes=0): empty buckets (the lanes' running sums double), buckets that
     cancel to infinity, and lane totals that cancel each other."""
-    gen, rows, _ = GROUPS[group]
+    gen = generator(group)
     P5, P7 = ob.multiply(gen, 5), ob.multiply(gen, 7)
     a = [5] * 6 + [R - 5] * 6 + [7, 7, None, 7]
-    pts = [P5] * 6 + [ob.neg(P5)] * 6 + [P7, P7, ob.Z1 if group == "g1" else ob.Z2, P7]
+    pts = [P5] * 6 + [ob.neg(P5)] * 6 + [P7, P7, infinity(group), P7]
     # Several points per bucket; P5 and -P5 with equal scalars cancel inside their buckets;
     # 41 and 62 have negative digits with a carry at c = 6.
     k = [9, 9, 41, 31, 31, 2] * 2 + [3, 3, 5, 62]
-    points = rows(pts)
+    points = point_rows(pts, group)
     for c in (3, 6):
         H = 1 << (c - 1)
         for lanes in (0, H, H // 2, 2, 1):
@@ -282,14 +243,13 @@ def test_cpu_chunks_and_buckets_in_pieces(group):
     is added up in pieces, each piece starting from the sum of the ones before (a skewed
     window: equal scalars). Pieces that cancel to infinity, doubling across pieces, points
     at infinity and zero scalars ride along."""
-    gen, to_rows, _ = GROUPS[group]
-    inf = ob.Z1 if group == "g1" else ob.Z2
+    gen, inf = generator(group), infinity(group)
     rng = random.Random(21)
     a = [rng.randrange(1, 50) for _ in range(40)] + [9] * 8 + [R - 9] * 8 + [None, 4]
     pts = [inf if ai is None else ob.multiply(gen, ai) for ai in a]
     # One scalar for most points (a heavy bucket in every window), a few others, and 0.
     k = [123456789] * 44 + [rng.randrange(R) for _ in range(12)] + [77, 0]
-    points = to_rows(pts)
+    points = point_rows(pts, group)
     for rows in (2, 3, 5, 16, 10_000):
         for c in (3, 8):
             exponent_check("cpu", group, a, k, c=c, points=points, chunk_rows=rows)
@@ -347,17 +307,17 @@ def test_cpu_top_window_at_its_largest_digits(group):
         exponent_check("cpu", group, a, k, c=c)
 
 
-def _sized_scalars(rng, n):
+def _sized_scalars(rng, n, r=R):
     """Scalars of every size class: 0, 1, r - 1, small, r - small, < 2^64, < 2^128, dense."""
     kinds = (
         lambda: 0,
         lambda: 1,
-        lambda: R - 1,
+        lambda: r - 1,
         lambda: rng.randrange(2, 2**12),
-        lambda: R - rng.randrange(2, 2**20),
+        lambda: r - rng.randrange(2, 2**20),
         lambda: rng.randrange(2**64),
         lambda: rng.randrange(2**128),
-        lambda: rng.randrange(R),
+        lambda: rng.randrange(r),
     )
     weights = (20, 40, 5, 10, 5, 10, 3, 7)
     return [rng.choices(kinds, weights)[0]() for _ in range(n)]
@@ -452,19 +412,145 @@ def test_g2_cpu_naive_py_ecc_sum():
         expect = ob.add(expect, ob.multiply(P, ki))
     from cuzk.kernels import msm_cpu
 
-    assert row_to_ints(msm_cpu.msm_g2(g2_rows(pts), scalar_rows(k))) == py_ecc_ints(expect)
+    assert row_ints(msm_cpu.msm_g2(point_rows(pts, "g2"), scalar_rows(k))) == py_ecc_ints(expect)
 
 
 def test_g2_cpu_larger():
-    Q = ob.multiply(ob.G2, 3)
-    P = ob.multiply(ob.G2, 17)
-    pts = []
-    for _ in range(600):
-        pts.append(P)
-        P = ob.add(P, Q)
-    a = [(17 + 3 * i) % R for i in range(600)]
+    points, a = _progression(600, 17, 3, "g2")
     k = [random.Random(23).randrange(R) for _ in a]
-    exponent_check("cpu", "g2", a, k, points=g2_rows(pts))
+    exponent_check("cpu", "g2", a, k, points=points)
+
+
+# ---------------------------------------- BLS12-381 ---------------------------------------
+# The same kernels built for BLS12-381 (cuzk.arith.curves): Fq on 6 limbs (G1 rows of 12 limbs,
+# G2 rows of 24), r of 255 bits (K = ceil(256 / c) windows, scalar classes up to 255 bits);
+# py_ecc.optimized_bls12_381 is the reference. Few cases: each build compiles for a while.
+
+BLS = "bls12_381"
+R_BLS = constants(BLS).FR_MODULUS
+# Widths where ceil(256 / c) != ceil(255 / c) (c divides 255 = 3 * 5 * 17): BN254's window
+# count would leave the top of a 255-bit scalar to a window that must carry out; 16: the top
+# window then holds 15 bits (int32 digits); 1: the binary method.
+BLS_WIDTHS = (1, 3, 5, 15, 16, 17)
+
+
+def _bls_edges():
+    """(a, k): repeated points (a doubling in a bucket), P and -P with one scalar
+    (cancellation), a point at infinity, and scalars 0, 1, r - 1, r - 2, near 2^254 and 2^255
+    (r > 2^254), and >= r (reduced: r, r + 4, 2^256 - 1)."""
+    a = [5, 5, 7, R_BLS - 7, None, 9, 11, 2, 13, 17, 19, 23, 29]
+    k = [3, 3, 2**200 + 1, 2**200 + 1, 12345, R_BLS - 1, R_BLS - 2, 0, 1]
+    k += [2**254 + 2**253 - 1, R_BLS, R_BLS + 4, 2**256 - 1]
+    return a, k
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+def test_bls12_381_cpu_against_exponent_sum(group):
+    """Edge cases at every width of BLS_WIDTHS and the default (the binary method for so few
+    points), then random dense scalars over 40 points (buckets by default) with r - 1 and
+    scalars above 2^254 mixed in, with and without the batch-affine lanes."""
+    a, k = _bls_edges()
+    for c in (None, *BLS_WIDTHS):
+        exponent_check("cpu", group, a, k, c=c, curve=BLS)
+    rng = random.Random(381)
+    points, a = _progression(40, rng.randrange(1, R_BLS), rng.randrange(1, R_BLS), group, BLS)
+    k = [rng.randrange(R_BLS) for _ in a[:-3]] + [R_BLS - 1, 2**254 + 1, R_BLS - 2**200]
+    from cuzk.kernels.msm_cpu import scalar_bits, window_bits
+
+    assert window_bits(40, scalar_bits(BLS)) > 1
+    exponent_check("cpu", group, a, k, points=points, curve=BLS)
+    exponent_check("cpu", group, a, k, c=5, points=points, lanes=0, curve=BLS)
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+def test_bls12_381_cpu_scalar_classes(group):
+    """Scalars split by size on BLS12-381: zeros, ones and r - 1 (points_sum), small and
+    r - small (the point negated), below 2^64 and 2^128, dense (255 bits); each mix against
+    the exponent sum and equal to the MSM without the split; ones and r - 1 alone; and one
+    dense class (r - 1 and scalars above 2^254 among random ones)."""
+    rng = random.Random(382)
+    n = 160 if group == "g1" else 80
+    points, a = _progression(n, 3, rng.randrange(1, R_BLS), group, BLS)
+    k = _sized_scalars(rng, n, R_BLS)
+    got = exponent_check("cpu", group, a, k, points=points, curve=BLS)
+    plain = msm_fn("cpu", group)(points, scalar_rows(k), partition=False, curve=BLS)
+    assert (got == plain).all()
+    exponent_check("cpu", group, a, [1, R_BLS - 1] * (n // 2), points=points, curve=BLS)
+    k = [rng.randrange(R_BLS) for _ in range(n - 2)] + [R_BLS - 1, 2**254 + 3]
+    exponent_check("cpu", group, a, k, points=points, curve=BLS)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("group", ["g1", pytest.param("g2", marks=pytest.mark.slow)])
+def test_bls12_381_cuda_against_exponent_sum(group):
+    """The CUDA kernels' BLS12-381 builds (tiny n in the simulator): scalars near r and above
+    it, a point at infinity, a zero scalar, repeated points; c = 5 (K = ceil(256 / 5) = 52,
+    one more window than 255 bits at BN254's count would get) and the default."""
+    a = [5, 5, None, 7, 9]
+    k = [R_BLS - 1, R_BLS - 1, 3, 2**256 - 1, 0]
+    exponent_check("cuda", group, a, k, c=5, curve=BLS)
+    if group == "g1":
+        exponent_check("cuda", group, a[:2], [2**254 + 2**253, R_BLS + 4], curve=BLS)
+
+
+@pytest.mark.parametrize("target", TARGETS_SLOW_SIM)
+def test_bls12_381_resident_key(target):
+    """A key with BLS12-381 point sets (12- and 24-limb rows): each set's curve comes from its
+    width (or is given, and checked), key.msm runs that curve's MSM, and an MSM asked on
+    another curve than its set's refuses it."""
+    from cuzk.kernels import msm_cpu, msm_cuda
+    from cuzk.kernels.resident import ResidentKey, place_points
+
+    ec = py_ecc_curve(BLS)
+    rng = random.Random(383)
+    n = 4 if target == "cpu" else 2
+    a = [rng.randrange(1, R_BLS) for _ in range(n)]
+    g1 = point_rows([ec.multiply(ec.G1, x) for x in a], "g1", BLS)
+    g2 = point_rows([ec.multiply(ec.G2, x) for x in a], "g2", BLS)
+    device = "cpu" if target == "cpu" else "cuda:0"
+    key = ResidentKey.place("k381", {"a": g1, "b2": g2}, device=device)
+    assert key.nbytes == n * 96 + n * 192
+    assert (key["a"].curve, key["a"].group, key["b2"].curve, key["b2"].group) == (BLS, 1, BLS, 2)
+    k = [rng.randrange(R_BLS) for _ in range(n)]
+    total = sum(x * y for x, y in zip(a, k, strict=True)) % R_BLS
+    groups = (("a", ec.G1), ("b2", ec.G2)) if target == "cpu" else (("a", ec.G1),)
+    for name, gen in groups:
+        got = key.msm(name, scalar_rows(k))
+        assert row_ints(got, BLS) == py_ecc_ints(ec.multiply(gen, total), BLS)
+    mod = msm_cpu if target == "cpu" else msm_cuda
+    with pytest.raises(ValueError, match="is on bls12_381, not bn254"):
+        mod.msm_g1(key["a"], scalar_rows(k))
+    got = mod.msm_g1(key["a"], scalar_rows(k), curve=BLS)
+    assert row_ints(got, BLS) == py_ecc_ints(ec.multiply(ec.G1, total), BLS)
+    with pytest.raises(ValueError, match="expected"):
+        place_points(g1, device, "a", curve="bn254")  # 12 limbs is not a BN254 width
+    with pytest.raises(ValueError, match="is on bls12_381, not bn254"):
+        ResidentKey({"a": key["a"]}, device=device, curve="bn254")
+
+
+def test_bls12_381_windows_digits_and_classes():
+    """What the curve's 255 bits change: K = ceil(256 / c), the digits' type, the class plan's
+    last bound, the row widths; shape errors name the curve's width; unknown curves fail."""
+    from cuzk.kernels import msm_cpu
+    from cuzk.kernels.msm import windows_for
+    from cuzk.kernels.points import groups_by_width, point_width
+
+    assert msm_cpu.scalar_bits(BLS) == 255 and msm_cpu.scalar_bits() == 254
+    for c in range(2, 25):
+        assert windows_for(c, 255) == -(-256 // c)
+        assert windows_for(c, 255) == windows_for(c, 254) + (255 % c == 0)
+    assert msm_cpu.digit_dtype(16, 255) == np.int32 and msm_cpu.digit_dtype(15, 255) == np.int16
+    hist = np.zeros(256, np.int64)
+    hist[255] = 5000
+    hist[1] = 5000
+    assert msm_cpu.plan_classes(hist, 255) == [(1, 1, 5000, 1), (193, 255, 5000, 255)]
+    assert (point_width(1, BLS), point_width(2, BLS)) == (12, 24)
+    assert groups_by_width() == {8: ("bn254", 1), 16: ("bn254", 2), 12: (BLS, 1), 24: (BLS, 2)}
+    zeros = np.zeros((2, 4), np.uint64)
+    with pytest.raises(ValueError, match=r"\(n, 12\) uint64 on bls12_381"):
+        msm_cpu.msm_g1(np.zeros((2, 8), np.uint64), zeros, curve=BLS)
+    with pytest.raises(ValueError, match="unknown curve"):
+        msm_cpu.msm_g2(np.zeros((2, 16), np.uint64), zeros, curve="bls12_377")
 
 
 # ---------------------------------------- window choice -----------------------------------
@@ -507,8 +593,8 @@ def test_resident_key_runs_msms(target):
     n = 6 if target == "cpu" else 2
     a = [rng.randrange(1, R) for _ in range(n)]
     b = [rng.randrange(1, R) for _ in range(n)]
-    g1 = g1_rows([ob.multiply(ob.G1, x) for x in a])
-    g2 = g2_rows([ob.multiply(ob.G2, x) for x in b])
+    g1 = point_rows([ob.multiply(ob.G1, x) for x in a], "g1")
+    g2 = point_rows([ob.multiply(ob.G2, x) for x in b], "g2")
     device = "cpu" if target == "cpu" else "cuda:0"
     key = ResidentKey.place("k", {"a": g1, "b2": g2}, device=device)
     assert key.nbytes == g1.nbytes + g2.nbytes == n * 64 + n * 128
@@ -519,12 +605,12 @@ def test_resident_key_runs_msms(target):
         k = [rng.randrange(R) for _ in range(n)]
         got = key.msm("a", scalar_rows(k))
         expect = ob.multiply(ob.G1, sum(x * y for x, y in zip(a, k, strict=True)) % R)
-        assert row_to_ints(got) == py_ecc_ints(expect)
+        assert row_ints(got) == py_ecc_ints(expect)
     if target == "cpu":
         k = [rng.randrange(R) for _ in range(n)]
         got = key.msm("b2", scalar_rows(k))
         expect = ob.multiply(ob.G2, sum(x * y for x, y in zip(b, k, strict=True)) % R)
-        assert row_to_ints(got) == py_ecc_ints(expect)
+        assert row_ints(got) == py_ecc_ints(expect)
     with pytest.raises(KeyError, match="no resident point set 'h'"):
         key["h"]
     again = ResidentKey({"a": key["a"]}, device=device)  # already placed: kept, not copied
@@ -540,12 +626,12 @@ def test_resident_key_default_device_and_direct_msm():
     from cuzk.kernels import msm_cpu, msm_cuda
     from cuzk.kernels.resident import ResidentKey, device_name
 
-    pts = g1_rows([ob.multiply(ob.G1, 5), ob.multiply(ob.G1, 6)])
+    pts = point_rows([ob.multiply(ob.G1, 5), ob.multiply(ob.G1, 6)], "g1")
     key = ResidentKey({"a": pts})
     assert key.device == device_name(default_device_target())
     mod = msm_cpu if key.device == "cpu" else msm_cuda
     got = mod.msm_g1(key["a"], scalar_rows([2, 3]))
-    assert row_to_ints(got) == py_ecc_ints(ob.multiply(ob.G1, 28))
+    assert row_ints(got) == py_ecc_ints(ob.multiply(ob.G1, 28))
     with pytest.raises(ValueError, match="unknown device"):
         ResidentKey({"a": pts}, device="tpu:0")
 

@@ -27,6 +27,7 @@ KERNEL_MODULES = [
     "cuzk.arith.subgroup[cuda]",
     "cuzk.arith.subgroup[cuda,curve=bls12_381]",
     "cuzk.kernels.ntt_cuda",
+    "cuzk.kernels.ntt_cuda[cuda,curve=bls12_381]",
     "cuzk.kernels.msm_cuda",
     "bench.bench_arith",
 ]

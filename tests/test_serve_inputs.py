@@ -129,6 +129,7 @@ def test_register_with_wasm_and_its_errors(server, roots):
     from cuzk.formats import BN254_R
 
     (roots["root"] / "bls.wasm").write_bytes(fake_circom(BLS12_381_R))
+    (roots["root"] / "goldilocks.wasm").write_bytes(fake_circom(0xFFFFFFFF00000001))
     (roots["root"] / "v3.wasm").write_bytes(fake_circom(BN254_R, version=3))
     code, _, key = register(server, roots)
     assert code == 201, key
@@ -138,7 +139,9 @@ def test_register_with_wasm_and_its_errors(server, roots):
         ({"wasm_name": "tiny/circuit.wasm"}, 422, "has 4 wires but circuit.zkey has nVars"),
         ({"wasm_name": "junk.wasm"}, 422, "not a WebAssembly module"),
         ({"wasm_name": "nested/circuit.sym"}, 422, "not a WebAssembly module"),
-        ({"wasm_name": "bls.wasm"}, 422, "compiled for the prime 0x73eda753"),
+        # a circuit over BLS12-381 is not the BN254 key's; a prime of no known curve
+        ({"wasm_name": "bls.wasm"}, 422, "computes over the prime 0x73eda753"),
+        ({"wasm_name": "goldilocks.wasm"}, 422, "compiled for the prime 0xffffffff00000001"),
         ({"wasm_name": "v3.wasm"}, 422, "a circom 3 witness calculator"),
         ({"wasm_name": "nested/none.wasm"}, 404, "no such file"),
     ]

@@ -1,13 +1,15 @@
-"""The compiled G2 subgroup tests (cuzk.arith.subgroup), built for BN254 and BLS12-381, against
-[r]Q = O on Python ints (cuzk.arith.pairing_int's builds): points of G2, random points of the
-twist, their cofactor parts [r]P and sums with G2 points; ψ's constants against pairing_int's;
-the CPU build called from Python and a CUDA kernel (simulator here, GPU when present)."""
+"""The compiled G1 and G2 subgroup tests (cuzk.arith.subgroup), built for BN254 and BLS12-381,
+and pairing_int's, against [r]P = O on Python ints (cuzk.arith.pairing_int's builds): points
+of the group, random points of the curve or the twist, their cofactor parts [r]P and sums with
+group points; ψ's constants against pairing_int's; the CPU build called from Python and a CUDA
+kernel (simulator here, GPU when present)."""
 
 import random
 
 import numpy as np
 import pytest
 from numba import cuda
+from reference import random_curve_point, random_twist_point
 
 from cuzk.arith import pairing_int
 from cuzk.arith.curves import build_params, constants
@@ -20,6 +22,7 @@ rng = random.Random(20261203)
 
 class Curve:
     def __init__(self, name):
+        self.name = name
         self.C = constants(name)
         self.PI = pairing_int.for_curve(name)
         self.q, self.r, self.n = self.C.FQ_MODULUS, self.C.FR_MODULUS, self.C.FQ_LIMBS
@@ -51,38 +54,8 @@ class Curve:
         zi2 = PI.fq2_sqr(zi)
         return (PI.fq2_mul(x, zi2), PI.fq2_mul(y, PI.fq2_mul(zi2, zi)))
 
-    def sqrt(self, a):
-        """A square root in Fq2 (q = 3 mod 4; Adj and Rodriguez-Henriquez 2012, Alg. 9) or None."""
-        PI, q = self.PI, self.q
-
-        def pw(b, e):
-            out = (1, 0)
-            while e:
-                if e & 1:
-                    out = PI.fq2_mul(out, b)
-                b = PI.fq2_sqr(b)
-                e >>= 1
-            return out
-
-        a1 = pw(a, (q - 3) // 4)
-        alpha = PI.fq2_mul(PI.fq2_sqr(a1), a)
-        x0 = PI.fq2_mul(a1, a)
-        if alpha == (q - 1, 0):
-            y = PI.fq2_mul((0, 1), x0)
-        else:
-            y = PI.fq2_mul(pw(((1 + alpha[0]) % q, alpha[1]), (q - 1) // 2), x0)
-        return y if PI.fq2_sqr(y) == a else None
-
     def twist_points(self, n):
-        out = []
-        while len(out) < n:
-            x = (rng.randrange(self.q), rng.randrange(self.q))
-            rhs = self.PI.fq2_mul(self.PI.fq2_sqr(x), x)
-            rhs = ((rhs[0] + self.C.G2_B[0]) % self.q, (rhs[1] + self.C.G2_B[1]) % self.q)
-            y = self.sqrt(rhs)
-            if y is not None:
-                out.append((x, y))
-        return out
+        return [random_twist_point(self.name, rng) for _ in range(n)]
 
     def cases(self):
         """(point, in G2) pairs: G2 points and infinity; twist points, cofactor parts, sums."""
@@ -96,6 +69,49 @@ class Curve:
         for p, want in out:
             assert PI.g2_in_subgroup_by_order(p) == want
         return out
+
+    def curve_points(self, n):
+        return [random_curve_point(self.name, rng) for _ in range(n)]
+
+    def g1_cases(self):
+        """(point, in G1) pairs as cases() for G1: on BN254 (cofactor 1) every point is in G1
+        and [r]P is infinity, so only BLS12-381 has points outside."""
+        PI = self.PI
+
+        def times(p, k):
+            return PI.g1_to_affine(PI.g1_mul_jacobian((*p, 1), k))
+
+        def plus(a, b):
+            return PI.g1_to_affine(PI.g1_add_jacobian((*a, 1), (*b, 1)))
+
+        G1 = tuple(self.C.G1_GENERATOR)
+        inside = [G1, times(G1, rng.randrange(1, self.r))]
+        points = self.curve_points(3)
+        cof = [times(p, self.r) for p in points]
+        if self.C.G1_COFACTOR == 1:
+            assert cof == [None] * len(points)
+            inside, outside = inside + points, []
+        else:
+            outside = points + cof + [plus(G1, c) for c in cof]
+        out = [(p, True) for p in inside + [None]] + [(p, False) for p in outside]
+        for p, want in out:
+            assert PI.g1_in_subgroup_by_order(p) == want
+        return out
+
+
+@pytest.mark.parametrize("name", CURVES)
+def test_g1_tests_agree_with_the_order(name):
+    """pairing_int's and the compiled CPU build's G1 tests; the cube root of unity beta."""
+    S = get_target("cpu").load("cuzk.arith.subgroup", **build_params(name))
+    c = Curve(name)
+    for p, want in c.g1_cases():
+        assert c.PI.g1_in_subgroup(p) == want, (name, p)
+        dev = tuple(c.mont(v) for v in (p or (0, 0)))
+        assert bool(S.g1_in_subgroup(dev)) == want, (name, p)
+    beta = c.PI.G1_BETA
+    assert (beta is None) == (c.C.G1_COFACTOR == 1)
+    if beta is not None:
+        assert beta != 1 and pow(beta, 3, c.q) == 1 and S.G1_BETA_INT == beta
 
 
 @pytest.mark.parametrize("name", CURVES)

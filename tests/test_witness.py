@@ -27,6 +27,7 @@ from wasm_fakes import fake_circom
 from cuzk.cli import main as cli
 from cuzk.formats import BN254_R as R
 from cuzk.formats import read_wtns
+from cuzk.formats.curve import BLS12_381, BN254
 from cuzk.witness import (
     Circuit,
     NotANumber,
@@ -38,7 +39,11 @@ from cuzk.witness import cache as wcache
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 CIRCUITS = Path(__file__).resolve().parent / "circuits"
-WITNESS_CIRCUITS = ("tiny", "mulchain", "bits", "toyhash", "nested")
+# tiny381: tiny compiled for BLS12-381 (circom --prime bls12381), its witnesses snarkjs's
+WITNESS_CIRCUITS = ("tiny", "mulchain", "bits", "toyhash", "nested", "tiny381")
+# The fixtures of each curve's scalar field r: the same circuit (circuits/tiny.circom).
+TINY = {BN254.r: "tiny", BLS12_381.r: "tiny381"}
+PRIMES = pytest.mark.parametrize("r", list(TINY), ids=["bn254", "bls12_381"])
 
 
 @pytest.fixture(autouse=True)
@@ -65,22 +70,21 @@ def test_fnv1a64_known_values():
     assert fnv1a64("foobar") == 0x85944171F73967E8
 
 
-def test_inputs_flatten_and_reduce_like_snarkjs():
-    got = parse_inputs(
-        {
-            "m": [[1, "2"], ["0x1f", -1]],
-            "n": "-5",
-            "big": str(R + 7),
-            "f": 1e3,
-            "t": True,
-            "sp": " 42 ",
-            "o": "0o17",
-            "b": "0b101",
-        }
-    )
-    assert got == [
-        ("m", [1, 2, 31, R - 1]),
-        ("n", [R - 5]),
+@PRIMES
+def test_inputs_flatten_and_reduce_like_snarkjs(r):
+    obj = {
+        "m": [[1, "2"], ["0x1f", -1]],
+        "n": "-5",
+        "big": str(r + 7),
+        "f": 1e3,
+        "t": True,
+        "sp": " 42 ",
+        "o": "0o17",
+        "b": "0b101",
+    }
+    assert parse_inputs(obj, prime=r) == [
+        ("m", [1, 2, 31, r - 1]),
+        ("n", [r - 5]),
         ("big", [7]),
         ("f", [1000]),
         ("t", [1]),
@@ -88,6 +92,9 @@ def test_inputs_flatten_and_reduce_like_snarkjs():
         ("o", [15]),
         ("b", [5]),
     ]
+    # Without a prime the values stay exact: the calculator reduces them mod its circuit's
+    exact = dict(parse_inputs(obj))
+    assert exact["m"] == [1, 2, 31, -1] and exact["n"] == [-5] and exact["big"] == [r + 7]
 
 
 @pytest.mark.parametrize(
@@ -238,17 +245,19 @@ def test_witness_equals_snarkjs(name, tmp_path):
         assert out.read_bytes() == d.joinpath(f"witness_{k}.wtns").read_bytes()
 
 
-def test_wtns_writer_equals_formats_writer(tmp_path):
+@PRIMES
+def test_wtns_writer_equals_formats_writer(r, tmp_path):
     """The numpy-free writer of `cuzk wtns calculate` and cuzk.formats.write_wtns agree."""
     from cuzk.formats import write_wtns
     from cuzk.witness.wtnsfile import write_wtns_bytes
 
-    values = [1, 2, R - 1, 2**200 + 3]
-    write_wtns(tmp_path / "a.wtns", values)
-    write_wtns_bytes(tmp_path / "b.wtns", b"".join(v.to_bytes(32, "little") for v in values))
+    values = [1, 2, r - 1, 2**200 + 3]
+    write_wtns(tmp_path / "a.wtns", values, prime=r)
+    write_wtns_bytes(tmp_path / "b.wtns", b"".join(v.to_bytes(32, "little") for v in values), r)
     assert (tmp_path / "a.wtns").read_bytes() == (tmp_path / "b.wtns").read_bytes()
+    assert read_wtns(tmp_path / "b.wtns").prime == r
     with pytest.raises(ValueError, match="whole number"):
-        write_wtns_bytes(tmp_path / "c.wtns", b"x" * 33)
+        write_wtns_bytes(tmp_path / "c.wtns", b"x" * 33, r)
     assert not (tmp_path / "c.wtns").exists()
 
 
@@ -515,6 +524,73 @@ def test_circuit_traps_and_foreign_versions(tmp_path):
     assert out.read_bytes()[76:] == 2 * R.to_bytes(32, "little")
 
 
+def test_prime_of_no_known_curve_without_circom(tmp_path):
+    """A wasm whose getRawPrime gives a prime of no curve cuzk knows (goldilocks, here in a
+    fake: circom's own build of it is the interop test above)."""
+    other = tmp_path / "goldilocks.wasm"
+    other.write_bytes(fake_circom(prime=0xFFFFFFFF00000001))
+    _calc_fails(
+        tmp_path,
+        other,
+        {"a": 1},
+        "goldilocks.wasm: compiled for the prime 0xffffffff00000001",
+        "cuzk computes witnesses over the scalar field r of BN254 or BLS12-381",
+    )
+
+
+# ---- the prime is the circuit's: BN254's r or BLS12-381's, the same circuit on each ----
+
+
+@PRIMES
+def test_inputs_reduced_mod_the_circuits_own_prime(r, tmp_path):
+    """Values >= r and negative ones are taken mod the r the wasm was compiled for (read
+    from it, as snarkjs does), not mod BN254's: a = 3 + r, b = 11 - 2r give input_0's
+    witness; the .wtns carries that r."""
+    d = fx(TINY[r])
+    circuit = Circuit(d / "circuit.wasm")
+    assert (circuit.prime, circuit.curve.r) == (r, r)
+    inp = tmp_path / "input.json"
+    inp.write_text(json.dumps({"a": str(3 + r), "b": str(11 - 2 * r)}))
+    out = tmp_path / "w.wtns"
+    assert run_cli("wtns", "calculate", d / "circuit.wasm", inp, out).exit_code == 0
+    assert out.read_bytes() == (d / "witness_0.wtns").read_bytes()
+    assert read_wtns(out).prime == r
+
+
+@PRIMES
+def test_input_errors_on_either_curve(r, tmp_path):
+    """The bad-input lines of the BN254 path, on the same circuit compiled for each curve."""
+    wasm = fx(TINY[r]) / "circuit.wasm"
+    ok = {"a": 3, "b": 11}
+    _calc_fails(tmp_path, wasm, {**ok, "c": 1}, "'c' is not an input signal of the circuit")
+    _calc_fails(tmp_path, wasm, {"a": 3}, "input.json: missing input signal b ", "has inputs a, b")
+    _calc_fails(tmp_path, wasm, {**ok, "b": [1, 2]}, "b has 2 values, but the circuit's b has 1")
+    _calc_fails(tmp_path, wasm, {**ok, "a": "3x"}, "a = '3x' is not a number")
+    _calc_fails(tmp_path, wasm, {**ok, "a": "9" * 5000}, "a has 5000 digits")
+
+
+def test_fullprove_across_curves_refused_in_one_line(tmp_path):
+    """A BLS12-381 wasm with a BN254 key is another circuit; a BLS12-381 key is refused (the
+    prover is BN254's for now) — one line, exit 1, nothing written."""
+    proof, public = tmp_path / "proof.json", tmp_path / "public.json"
+    cases = [
+        ("tiny381", "tiny", "circuit.wasm: computes over the prime 0x73eda753"),
+        ("tiny381", "tiny381", "cuzk proves on bn128 (BN254) only"),
+    ]
+    for wasm, key, said in cases:
+        r = run_cli(
+            "fullprove",
+            fx(wasm) / "input_0.json",
+            fx(wasm) / "circuit.wasm",
+            fx(key) / "circuit.zkey",
+            proof,
+            public,
+        )
+        assert r.exit_code == 1 and len(r.output.strip().splitlines()) == 1, r.output
+        assert said in r.output, r.output
+        assert not proof.exists() and not public.exists()
+
+
 def test_missing_files_exit_1(tmp_path):
     r = run_cli(
         "wtns",
@@ -707,19 +783,37 @@ def test_circomlib_poseidon_equals_snarkjs(poseidon, tmp_path):
 
 
 @pytest.mark.interop
-@pytest.mark.parametrize("prime", ["bls12381", "goldilocks"])
-def test_prime_not_bn254(prime, tmp_path, tools):
+def test_prime_of_no_known_curve(tmp_path, tools):
     src = tmp_path / "tinyp.circom"
     src.write_text((CIRCUITS / "tiny.circom").read_text())
-    interop.circom2(src, "--wasm", "--prime", prime, "-o", tmp_path)
+    interop.circom2(src, "--wasm", "--prime", "goldilocks", "-o", tmp_path)
     wasm = tmp_path / "tinyp_js" / "tinyp.wasm"
     _calc_fails(
         tmp_path,
         wasm,
         {"a": 3, "b": 11},
-        "tinyp.wasm: compiled for the prime",
-        "BN254's scalar field r",
+        "tinyp.wasm: compiled for the prime 0xffffffff00000001 (64 bits)",
+        "the scalar field r of BN254 or BLS12-381",
     )
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("name", ["nested", "toyhash"])
+def test_bls12_381_witness_equals_snarkjs(name, tmp_path, tools):
+    """Circuits compiled live for BLS12-381: snarkjs's bytes for the BN254 fixtures' inputs
+    (near BN254's r, so reduced by nothing on this curve)."""
+    src = tmp_path / f"{name}.circom"
+    src.write_text((CIRCUITS / f"{name}.circom").read_text())
+    interop.circom2(src, "--wasm", "--prime", "bls12381", "-o", tmp_path)
+    wasm = tmp_path / f"{name}_js" / f"{name}.wasm"
+    for k in (0, 1):
+        inp = fx(name) / f"input_{k}.json"
+        out, ref = tmp_path / f"o{k}.wtns", tmp_path / f"ref{k}.wtns"
+        r = run_cli("wtns", "calculate", wasm, inp, out)
+        assert r.exit_code == 0, r.output
+        interop.snarkjs("wtns", "calculate", wasm, inp, ref)
+        assert out.read_bytes() == ref.read_bytes()
+        assert read_wtns(out).prime == BLS12_381.r
 
 
 # ---- older circom 2 layouts (tests/fixtures/layouts/README.md) ----

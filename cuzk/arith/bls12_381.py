@@ -58,6 +58,21 @@ G2_GENERATOR = (
 )
 
 
+# NTT: snarkjs's roots of unity (cuzk.arith.curves.roots_of_unity). Fr* has 2-adicity 32
+# (r - 1 = 2^32 t, t odd); 5 is the least quadratic non-residue mod r (2 and 3 are squares),
+# the one ffjavascript's and wasmcurves' search from 2 finds, so w[32] = 5^((r-1)/2^32) has
+# order 2^32 and w[k] = w[k+1]^2 has order 2^k.
+FR_TWO_ADICITY = 32
+FR_NONRESIDUE = 5
+
+
+def fr_roots_of_unity() -> list:
+    """w[k] for k = 0..32, plain integers, exactly as snarkjs/ffjavascript derive them."""
+    from cuzk.arith.curves import roots_of_unity
+
+    return roots_of_unity(FR_MODULUS, FR_TWO_ADICITY, FR_NONRESIDUE)
+
+
 def _limb_constants() -> dict:
     from cuzk.arith.curves import curve_limb_constants
 

@@ -59,6 +59,8 @@ G2_B = fq2_mul_int((3, 0), fq2_inv_int(FQ2_NONRESIDUE))  # b' = 3 / (9 + u)
 X = 4965661367192848881
 # The pairing's shape: a BN curve (Miller loop over 6x + 2) and a D-type twist (b' = b / xi).
 FAMILY = "bn"
+# #E(Fq) = q + 1 - t with the trace t = 6x^2 + 1: q + 1 - t = r, so G1 is all of E(Fq).
+G1_COFACTOR = 1
 TWIST = "D"
 
 # Generators (as in snarkjs / py_ecc / EIP-197), plain integers.
@@ -74,19 +76,18 @@ G2_GENERATOR = (
     ),
 )
 
-# NTT: snarkjs's roots of unity. Fr* has 2-adicity 28; with non-residue 5,
-# w[28] = 5^((r-1)/2^28) has order 2^28 and w[k] = w[k+1]^2 has order 2^k.
+# NTT: snarkjs's roots of unity (cuzk.arith.curves.roots_of_unity). Fr* has 2-adicity 28;
+# 5 is the least quadratic non-residue mod r, w[28] = 5^((r-1)/2^28) has order 2^28 and
+# w[k] = w[k+1]^2 has order 2^k.
 FR_TWO_ADICITY = 28
 FR_NONRESIDUE = 5
 
 
 def fr_roots_of_unity() -> list:
     """w[k] for k = 0..28, plain integers, exactly as snarkjs/ffjavascript derive them."""
-    w = [0] * (FR_TWO_ADICITY + 1)
-    w[FR_TWO_ADICITY] = pow(FR_NONRESIDUE, (FR_MODULUS - 1) >> FR_TWO_ADICITY, FR_MODULUS)
-    for k in range(FR_TWO_ADICITY - 1, -1, -1):
-        w[k] = w[k + 1] * w[k + 1] % FR_MODULUS
-    return w
+    from cuzk.arith.curves import roots_of_unity
+
+    return roots_of_unity(FR_MODULUS, FR_TWO_ADICITY, FR_NONRESIDUE)
 
 
 # --- limb forms for the kernels (tuples of np.uint64), built on first use ---------------------

@@ -3,7 +3,8 @@ curve derives the same way.
 
 A curve is one constants module with the same names (``cuzk.arith.constants`` is BN254,
 ``cuzk.arith.bls12_381`` is BLS12-381): the plain integers (FQ_MODULUS, FR_MODULUS, G1_B,
-G2_B, generators, FQ_LIMBS, FR_LIMBS) and, built on first use from them by
+G2_B, generators, FQ_LIMBS, FR_LIMBS, FR_TWO_ADICITY, FR_NONRESIDUE), the NTT's roots of
+unity (``fr_roots_of_unity()``, by ``roots_of_unity`` below) and, built on first use from them by
 ``limb_constants`` below, the limb forms the kernels read (Q_LIMBS, Q_INV, Q_R2, ...).
 The shared sources (cuzk.arith.field, .group, .curve, .batch_ops) take the curve as a build
 parameter: ``T.load("cuzk.arith.field", **build_params("bls12_381"))``; BN254, the default,
@@ -39,6 +40,19 @@ def build_params(name: str) -> dict:
     default curve (its builds keep their plain names), else ``{"curve": name}``."""
     constants(name)  # fails early on an unknown name
     return {} if name == DEFAULT else {"curve": name}
+
+
+def roots_of_unity(r: int, two_adicity: int, nonresidue: int) -> list:
+    """The 2-power roots of unity of F_r as snarkjs uses them (ffjavascript's WasmField1
+    and wasmcurves' build_fft, which both compute the NTT tables and the powers of tau's
+    Lagrange bases): with r - 1 = 2^s t, t odd, and nqr the least quadratic non-residue,
+    w[s] = nqr^t, of order 2^s, and w[k] = w[k+1]^2, of order 2^k; w[0] = 1. A curve's
+    constants module gives s (FR_TWO_ADICITY) and nqr (FR_NONRESIDUE)."""
+    w = [0] * (two_adicity + 1)
+    w[two_adicity] = pow(nonresidue, (r - 1) >> two_adicity, r)
+    for k in range(two_adicity - 1, -1, -1):
+        w[k] = w[k + 1] * w[k + 1] % r
+    return w
 
 
 def no_carry_ok(p: int, n: int) -> bool:

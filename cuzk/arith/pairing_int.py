@@ -521,6 +521,45 @@ def g1_linear_combination(points, scalars):
     return g1_to_affine(acc)
 
 
+# G1 membership. BN254's G1 is all of E(Fq) (cofactor 1): a point on the curve is in G1.
+# BLS12's E(Fq) has order h1 r, h1 = (x - 1)^2 / 3: phi(x, y) = (beta x, y), beta a cube root
+# of unity in Fq, acts on G1 as a cube root of unity mod r, and for the beta acting as -x^2
+# (chosen below on the generator) P is in G1 iff phi(P) = [-x^2]P (Scott, ePrint 2021/1130
+# sec. 6; the proof completed in Dai, Lin, Zhao and Zhou, ePrint 2022/352): two 64-bit
+# multiplications by |x| instead of the 255-bit r.
+G1_COFACTOR = _C.G1_COFACTOR
+
+
+def g1_in_subgroup_by_order(p) -> bool:
+    """[r]P = O for an affine point (None = infinity) on the curve: the definition."""
+    return p is None or not g1_mul_jacobian((p[0], p[1], 1), R)[2]
+
+
+def _g1_beta() -> int:
+    """The cube root of unity beta in Fq for which phi(P) = (beta x, y) is [-x^2] on G1."""
+    g = next(g for g in range(2, 100) if pow(g, (Q - 1) // 3, Q) != 1)
+    beta = pow(g, (Q - 1) // 3, Q)
+    gx, gy = _C.G1_GENERATOR
+    x2g = g1_to_affine(g1_mul_jacobian((gx, gy, 1), X * X))
+    for b in (beta, beta * beta % Q):
+        if (b * gx % Q, gy) == (x2g[0], -x2g[1] % Q):
+            return b
+    raise AssertionError("no cube root of unity acts as -x^2 on G1")
+
+
+G1_BETA = _g1_beta() if G1_COFACTOR != 1 else None
+
+
+def g1_in_subgroup(p) -> bool:
+    """Whether an affine point of the curve (None = infinity) lies in G1, the order-r
+    subgroup: always for a cofactor-1 curve (BN254), else phi(P) = [-x^2]P (above).
+    (g1_in_subgroup_by_order checks [r]P = O itself; the tests compare the two.)"""
+    if p is None or G1_COFACTOR == 1:
+        return True
+    x2p = g1_mul_jacobian(g1_mul_jacobian((p[0], p[1], 1), abs(X)), abs(X))
+    return g1_to_affine(x2p) == (G1_BETA * p[0] % Q, -p[1] % Q)
+
+
 def g2_add_jacobian(p, q):
     """p + q on the twist in Jacobian coordinates over Fq2 (formulas as g1_add_jacobian)."""
     x1, y1, z1 = p

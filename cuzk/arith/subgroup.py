@@ -1,4 +1,13 @@
-"""G2 subgroup membership, compiled, for every curve: one source, built per (target, curve).
+"""G1 and G2 subgroup membership, compiled, for every curve: one source, built per (target,
+curve).
+
+G1: BN254's E(Fq) has prime order r, so a point on the curve is in G1 (g1_in_subgroup is
+True). BLS12's E(Fq) has order h1 r, h1 = (x - 1)^2 / 3 = 3 * 11^2 * 10177^2 * 859267^2 *
+52437899^2 for BLS12-381, and (Scott, ePrint 2021/1130 sec. 6; Dai, Lin, Zhao and Zhou,
+ePrint 2022/352):
+      P in G1  iff  phi(P) = [-x^2]P,   phi(x, y) = (beta x, y),
+beta the cube root of unity in Fq acting as -x^2 on G1 (cuzk.arith.pairing_int.G1_BETA):
+two multiplications by |x| (64 bits).
 
 The twist's group E'(Fq2) has order r h2 with a large cofactor h2, so a point on the twist need
 not be in G2 (order r). [r]Q = O costs a 254/255-bit multiplication; the endomorphism tests
@@ -36,7 +45,9 @@ F = T.load("cuzk.arith.field", **_PARAMS)
 K = T.load("cuzk.arith.fq12", **_PARAMS)
 G = T.load("cuzk.arith.curve", **_PARAMS)
 
-fq2_mul, fq2_conj = F.fq2_mul, K.fq2_conj
+fq_mul, fq2_mul, fq2_conj = F.fq_mul, F.fq2_mul, K.fq2_conj
+g1_dbl, g1_add, g1_add_mixed, g1_eq = G.g1_dbl, G.g1_add, G.g1_add_mixed, G.g1_eq
+g1_neg, g1_from_affine, g1_affine_is_inf = G.g1_neg, G.g1_from_affine, G.g1_affine_is_inf
 g2_dbl, g2_add, g2_add_mixed, g2_eq = G.g2_dbl, G.g2_add, G.g2_add_mixed, G.g2_eq
 g2_neg, g2_from_affine, g2_affine_is_inf = G.g2_neg, G.g2_from_affine, G.g2_affine_is_inf
 
@@ -116,6 +127,44 @@ else:
         if g2_affine_is_inf(a):
             return True
         return g2_eq(g2_psi(g2_from_affine(a)), g2_mul_x_abs(a))
+
+
+# --- G1 --------------------------------------------------------------------------------------
+
+G1_COFACTOR = _C.G1_COFACTOR
+
+if G1_COFACTOR == 1:
+
+    @device_fn
+    def g1_in_subgroup(a):
+        """E(Fq) has prime order r: every point of the curve (checked before) is in G1."""
+        return True
+
+else:
+    from cuzk.arith import pairing_int
+    from cuzk.arith.radix import int_to_limb_tuple
+
+    G1_BETA_INT = pairing_int.for_curve(CURVE).G1_BETA
+    G1_BETA = int_to_limb_tuple(G1_BETA_INT * (1 << (64 * _C.FQ_LIMBS)) % _q, _C.FQ_LIMBS)
+
+    @device_fn
+    def g1_mul_x_abs(P):
+        """[|x|]P for a Jacobian point P, left to right over |x|'s bits."""
+        acc = P
+        for bit in range(X_TOP_BIT - 1, -1, -1):
+            acc = g1_dbl(acc)
+            if (X_ABS >> np.uint64(bit)) & ONE_BIT:
+                acc = g1_add(acc, P)
+        return acc
+
+    @device_fn
+    def g1_in_subgroup(a):
+        """phi(a) = [-x^2]a (module doc) for an affine point on the curve (checked before);
+        the infinity encoding (0, 0) is in G1. [x^2] = [|x|]^2 whatever x's sign."""
+        if g1_affine_is_inf(a):
+            return True
+        x2a = g1_mul_x_abs(g1_mul_x_abs(g1_from_affine(a)))
+        return g1_eq(g1_neg(x2a), g1_from_affine((fq_mul(a[0], G1_BETA), a[1])))
 
 
 # --- the CUDA build's kernel: one thread per row ---------------------------------------------

@@ -49,6 +49,8 @@ class ProvingKey(Protocol):
     # Optional: the curve (or field) the key is over, as its files name it ("bn128",
     # "bls12381"), shown to operators in GET /keys, /status, /metrics, `cuzk top` and the web
     # panel; the engine reads it with getattr(key, "curve", "") and decides nothing by it.
+    # Optional: r, the scalar field prime, where the key has one; a circuit's wasm registered
+    # with the key must compute over it (cuzk.witness.errors.check_same_circuit).
 
     @classmethod
     def open(cls, path) -> ProvingKey: ...

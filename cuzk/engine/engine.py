@@ -160,7 +160,7 @@ class Engine(JobAPI):
         section and index) and is not registered.
 
         `wasm`: the circuit's witness calculator (circom --wasm), for jobs that carry circuit
-        inputs instead of witnesses. It is loaded here and checked against the key (BN254's
+        inputs instead of witnesses. It is loaded here and checked against the key (the key's
         prime, wires = the key's nVars): a WitnessError (NotACircuit, WrongCircuitPrime,
         CircuitMismatch) refuses the registration. A key registered again with another wasm
         uses that one for the jobs submitted after; without `wasm` a registered wasm stays."""
@@ -185,15 +185,10 @@ class Engine(JobAPI):
             )
             with b.lock:
                 self._validated[stamp] = pk.key_id
-        if circuit is not None and circuit.witness_size != int(pk.n_vars):
-            from cuzk.witness.errors import CircuitMismatch
+        if circuit is not None:  # a wasm for another prime (BLS12-381's) or circuit
+            from cuzk.witness.errors import check_same_circuit
 
-            raise CircuitMismatch(
-                wasm,
-                f"has {circuit.witness_size} wires but "
-                f"{os.path.basename(path)} has nVars = {pk.n_vars}: "
-                "not the same circuit",
-            )
+            check_same_circuit(circuit, pk, os.path.basename(path))
         with b.lock:
             k = b.keys.get(pk.key_id)
             if k is not None:

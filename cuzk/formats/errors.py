@@ -93,7 +93,8 @@ class NotOnCurve(BadPoint):
 
 
 class NotInSubgroup(BadPoint):
-    """A G2 point on the twist but outside the order-r subgroup (G1 has cofactor 1)."""
+    """A point on its curve but outside the order-r subgroup: a G2 point on the twist, or a
+    G1 point on a curve whose G1 has a cofactor (BLS12-381; BN254's has none)."""
 
 
 class CountMismatch(FormatError):

@@ -38,8 +38,9 @@ def _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device):
         key = ProvingKey.open(zkey, resident=False)  # read once: see ProvingKey.done_with
         # A proof verified before it is written needs no G2 test of pointsB2: a point outside G2
         # that the witness reaches gives a pi_b outside G2, which the verifier refuses (0.27 s
-        # of a 2^15 key's 0.3 s of validation left out of the command).
-        vk = key.validate(b2_subgroup=not verify)
+        # of a 2^15 key's 0.3 s of validation left out of the command); on BLS12-381 likewise
+        # the G1 sections' subgroup test (pi_a, pi_c outside G1 are refused by the verifier).
+        vk = key.validate(b2_subgroup=not verify, g1_subgroup=not verify)
         w = load_witness(wtns, key)
         if r1cs is not None:
             from cuzk.formats.curve import CURVES
@@ -107,5 +108,5 @@ def run_fullprove(
     values = circuit.calculator().witness_view(inputs, input_json)
     with tempfile.TemporaryDirectory(prefix="cuzk-fullprove-") as tmp:
         wtns = Path(tmp) / "witness.wtns"
-        write_wtns_bytes(wtns, values)
+        write_wtns_bytes(wtns, values, circuit.prime)
         return run_prove(zkey, wtns, proof_json, public_json, verify=verify, device=device)

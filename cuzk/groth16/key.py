@@ -57,19 +57,24 @@ class ProvingKey:
         for name in sections:
             self.zkey.file.release(getattr(self.zkey, name))
 
-    def validate(self, b2_subgroup: bool = True):
+    def validate(self, b2_subgroup: bool = True, g1_subgroup: bool = True):
         """Check every point of the key (cuzk.groth16.validate: header points on the curve or
         the twist and G2 ones in the subgroup, every point section on its curve); raise
         cuzk.formats.errors.BadPoint naming the first bad point. Returns the key's checked
         cuzk.groth16.verifier.VerifyingKey. Done once per instance.
         b2_subgroup=False leaves out the batched G2 subgroup test of pointsB2 (on the twist is
         still checked): for a one-shot proof that is verified before it is written, where a
-        point outside G2 gives a pi_b that the verifier refuses."""
+        point outside G2 gives a pi_b that the verifier refuses. g1_subgroup=False likewise
+        leaves out the per-point G1 subgroup test of the G1 sections on a curve with a G1
+        cofactor (BLS12-381; cuzk.groth16.validate): the verifier refuses a pi_a or pi_c
+        outside G1."""
         vk = getattr(self, "_vk", None)
         if vk is None:
             from cuzk.groth16.validate import validate_key
 
-            vk = self._vk = validate_key(self.zkey, self.done_with, b2_subgroup=b2_subgroup)
+            vk = self._vk = validate_key(
+                self.zkey, self.done_with, b2_subgroup=b2_subgroup, g1_subgroup=g1_subgroup
+            )
         return vk
 
     def verification_key(self):
@@ -81,6 +86,7 @@ class ProvingKey:
 
     # sizes --------------------------------------------------------------------------------
     n_vars = property(lambda self: self.zkey.n_vars)
+    r = property(lambda self: self.zkey.r)  # the scalar field: a circuit's wasm must match it
     n_public = property(lambda self: self.zkey.n_public)
     domain_size = property(lambda self: self.zkey.domain_size)
 

@@ -9,17 +9,43 @@ witness value gives coef·w·R: a, b and c come out in Montgomery form, ready fo
 
 With the circuit's .r1cs, ``first_unsatisfied`` checks (A·w)∘(B·w) = C·w row by row, which a
 zkey alone cannot: an unsatisfying witness would otherwise yield an invalid proof silently.
+
+Both work in the scalar field Fr of a curve (``curve``: a name of cuzk.arith.curves, "bn254"
+by default, or "bls12_381"; both Fr have 4 limbs). One source, a build per curve: imported
+normally this module's kernels use BN254's Fr; ``get_target("cpu").load(
+"cuzk.groth16.synthesis", curve="bls12_381")`` executes it again on BLS12-381's field build,
+each kernel named for that build (its own Numba cache entries). The public functions are this
+module's and run the kernels of the build their curve names (``kernels(curve)``).
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
+
 import numpy as np
-from numba import njit
 
-from cuzk.arith.field import eq, fr_add, fr_mul, fr_to_mont
+from cuzk.arith.curves import DEFAULT, build_params
+from cuzk.arith.jit import building, get_target
+
+T = building()
+CURVE = T.param("curve", DEFAULT)
+F = T.load("cuzk.arith.field", **build_params(CURVE))
+if F.NR != 4:
+    raise NotImplementedError(f"{CURVE}: synthesis works on 4-limb Fr elements")
+eq, fr_add, fr_mul, fr_to_mont = F.eq, F.fr_add, F.fr_mul, F.fr_to_mont
+njit = T.njit  # numba.njit(cache=True, nogil=True), each kernel named for its build
 
 
-@njit(cache=True, nogil=True)
+@functools.cache
+def kernels(curve: str = DEFAULT):
+    """The build of this module whose kernels work in ``curve``'s Fr (this module for BN254)."""
+    if curve == DEFAULT:
+        return importlib.import_module("cuzk.groth16.synthesis")
+    return get_target("cpu").load("cuzk.groth16.synthesis", **build_params(curve))
+
+
+@njit()
 def _evaluate_abc(matrix, constraint, signal, value, w, a, b, c):
     """a = A·w (matrix 0 entries), b = B·w (matrix 1), c = a∘b; Montgomery out.
 
@@ -48,15 +74,15 @@ def _evaluate_abc(matrix, constraint, signal, value, w, a, b, c):
         c[i, 0], c[i, 1], c[i, 2], c[i, 3] = t
 
 
-def evaluate_abc(coefficients, witness, domain_size, out=None):
+def evaluate_abc(coefficients, witness, domain_size, out=None, curve: str = DEFAULT):
     """a, b, c = (A·w, B·w, (A·w)∘(B·w)) on the domain, as (domain_size, 4) uint64 arrays in
-    Montgomery form. ``out`` may supply the three arrays (e.g. shared-memory views); they are
-    overwritten whole."""
+    Montgomery form, in ``curve``'s Fr. ``out`` may supply the three arrays (e.g.
+    shared-memory views); they are overwritten whole."""
     if out is None:
         a, b, c = (np.empty((domain_size, 4), dtype=np.uint64) for _ in range(3))
     else:
         a, b, c = out
-    _evaluate_abc(
+    kernels(curve)._evaluate_abc(
         coefficients["matrix"],
         coefficients["constraint"],
         coefficients["signal"],
@@ -69,7 +95,7 @@ def evaluate_abc(coefficients, witness, domain_size, out=None):
     return a, b, c
 
 
-@njit(cache=True, nogil=True)
+@njit()
 def _row_dot(row_ptr, cols, vals, wm, i):
     """Σ val·w over row i; plain values times Montgomery w gives a plain result."""
     acc = (np.uint64(0), np.uint64(0), np.uint64(0), np.uint64(0))
@@ -85,7 +111,7 @@ def _row_dot(row_ptr, cols, vals, wm, i):
     return acc
 
 
-@njit(cache=True, nogil=True)
+@njit()
 def _first_unsatisfied(n, ap, ac, av, bp, bc, bv, cp, cc, cv, w):
     wm = np.empty_like(w)
     for s in range(w.shape[0]):
@@ -101,11 +127,28 @@ def _first_unsatisfied(n, ap, ac, av, bp, bc, bv, cp, cc, cv, w):
     return -1
 
 
-def first_unsatisfied(r1cs, witness) -> int | None:
+def r1cs_curve(r1cs, curve: str | None = None) -> str:
+    """The cuzk.arith name of the curve whose Fr the constraint system is over: the one its
+    prime names (``r1cs.curve``, snarkjs's name, as cuzk.formats.R1CS reads it), else
+    ``curve``, else the default; ValueError when ``curve`` is given and the file names
+    another."""
+    from cuzk.formats import curve as curves
+
+    named = getattr(r1cs, "curve", None)
+    if named is None:
+        return DEFAULT if curve is None else curves.by_name(curve).arith
+    own = curves.by_name(named).arith
+    if curve is not None and curves.by_name(curve).arith != own:
+        raise ValueError(f"the constraint system is over {own}, not {curve}")
+    return own
+
+
+def first_unsatisfied(r1cs, witness, curve: str | None = None) -> int | None:
     """The index of the first constraint (A·w)·(B·w) ≠ C·w, or None when all hold.
-    ``witness`` is the (n_wires, 4) plain-form array."""
+    ``witness`` is the (n_wires, 4) plain-form array. The field is the r1cs's curve's Fr
+    (``r1cs.curve``); ``curve``, if given, must agree with it (see r1cs_curve)."""
     A, B, C = r1cs.A, r1cs.B, r1cs.C
-    i = _first_unsatisfied(
+    i = kernels(r1cs_curve(r1cs, curve))._first_unsatisfied(
         int(r1cs.n_constraints),
         A.row_ptr,
         A.cols,

@@ -1,32 +1,51 @@
-"""Validation of a mapped proving key's points: once per key file, before any proof.
+"""Validation of a mapped proving key's points: once per key file, before any proof, on the
+key's curve (BN254 or BLS12-381: the equations, q and the subgroup tests are the curve's).
 
 `validate_key(zkey)` checks, in order, and raises `BadPoint` (a FormatError, one line naming
 the file, the section and the index of the first bad point) at the first failure:
 
 1. the Groth16 header's points (vk_alpha_1, vk_beta_1, vk_delta_1 in G1; vk_beta_2,
-   vk_gamma_2, vk_delta_2 in G2): coordinates below q, on the curve / the twist, and the G2
-   points in the order-r subgroup ([r]Q = O; the twist's group has a large cofactor);
+   vk_gamma_2, vk_delta_2 in G2): coordinates below q, on the curve / the twist, the G2
+   points in the order-r subgroup (the twist's group has a large cofactor) and, on a curve
+   whose G1 has a cofactor, the G1 points in G1 too (Python ints, cuzk.arith.pairing_int);
 2. IC and every point section (pointsA, pointsB1, pointsB2, pointsC, pointsH): coordinates
-   below q and every point on its curve, the all-zero encoding of infinity allowed. G1 has
-   cofactor 1, so on the curve is in the group. Every pointsB2 point is also checked to be
-   in G2, by Scott's endomorphism test (M. Scott, "A note on group membership tests for G1,
-   G2 and GT on BLS pairing-friendly curves", ePrint 2021/1130; for BN curves as in ePrint
-   2022/348 §3 and 5.1, which holds for BN254's x since x mod 13 != 4 and x mod 97 != 92):
-       Q in G2  iff  [x+1]Q + psi([x]Q) + psi^2([x]Q) == psi^3([2x]Q),
-   psi the q-power Frobenius carried to the twist: one 63-bit multiplication per point
-   instead of the 254-bit [r]Q. Per point that is still ~75x the rest of the validation, so
-   the section is checked in batch (`first_outside_g2_batched`): B2_ROUNDS random
-   combinations sum_i rho_i Q_i (rho_i 64-bit, from secrets; one G2 MSM each) pass the test
-   when every Q_i is in G2; when one fails, the per-point sweep names the first bad point.
-   A point outside G2 has a component of prime order l in the twist's cofactor group
-   (2q - r = 10069 * 5864401 * 1875725156269 * a 177-bit prime, each to the first power),
-   which a round misses with probability 1/l at most: 1/10069 for a point built for it,
-   2^-64 for a damaged or random one; B2_ROUNDS = 2 make the first 1e-8. A point of the twist
-   outside G2 would give proofs that verification refuses; the key is refused instead.
+   below q and every point on its curve, the all-zero encoding of infinity allowed. The
+   messages name the curve's equation ("point is not on the curve y^2 = x^3 + 4").
+
+Subgroups of the sections. BN254's G1 has cofactor 1: on the curve is in G1. BLS12-381's
+E(Fq) has order h1 r, h1 = (x - 1)^2 / 3 (126 bits, with the small primes 3 and 11), and
+the pairing does not see a point's component of the cofactor's order: e(P + T, Q) = e(P, Q)
+for such a T and Q in G2 (checked in the tests). A G1 section point with such a component
+therefore gives a proof whose pi_a or pi_c is outside G1 and which still satisfies the
+pairing equation: snarkjs-style verification accepts it, a verifier that checks membership
+(Ethereum's BLS12-381 precompiles) refuses it. So on BLS12-381, IC is checked to lie in G1
+(with the header), and every point of pointsA, pointsB1, pointsC and pointsH too, by the
+compiled per-point test phi(P) = [-x^2]P (cuzk.arith.subgroup): two 64-bit multiplications,
+~60 us a point on this machine's two cores against ~0.12 us for the curve equation, ~20 s
+for a 2^16 circuit. `g1_subgroup=False` leaves the section test out, which is sound where the
+proof is verified before it is written: cuzk's verifier checks pi_a and pi_c for G1
+membership on such a curve (cuzk.groth16.verifier), so a component that reaches the proof
+refuses it, and one that does not (its witness coefficient kills it) changes nothing; a point
+that is simply wrong fails the pairing equation. `cuzk prove` passes it when it verifies;
+the daemon, which validates once per key and does not verify each proof, keeps it. A
+batched test (random combinations, as for pointsB2 below) is not used on BLS12-381: a
+component of order 3 escapes a round with probability 1/3, so 2^-64 would take ~40 MSMs.
+
+pointsB2 is checked to lie in G2. On BN254 in batch (`first_outside_g2_batched`): B2_ROUNDS
+random combinations sum_i rho_i Q_i (rho_i 64-bit, from secrets; one G2 MSM each) pass the
+test (El Housni, Guillevic and Piellard's, cuzk.arith.subgroup) when every Q_i is in G2;
+when one fails, the per-point sweep names the first bad point. A point outside G2 has a
+component of prime order l in the twist's cofactor group (2q - r = 10069 * 5864401 *
+1875725156269 * a 177-bit prime, each to the first power), which a round misses with
+probability 1/l at most: 1/10069 for a point built for it, 2^-64 for a damaged or random
+one; B2_ROUNDS = 2 make the first 1e-8. On BLS12-381 per point (Scott's psi(Q) = [x]Q): the
+compiled MSM is BN254's, and the twist's cofactor has the primes 13 and 23, which would need
+more rounds. A point of the twist outside G2 would give proofs that verification refuses;
+the key is refused instead (`b2_subgroup=False` leaves it to that verification).
 
 Section sizes against the header are checked when the file is opened (`ZKey`,
-`BadSectionSize`). The sweep is one compiled pass per section, parallel over chunks of
-rows; measured figures are in docs/prover.md.
+`BadSectionSize`). The sweeps are compiled per curve (cuzk.groth16.point_sweeps), one pass
+per section, parallel over chunks of rows; measured figures are in docs/prover.md.
 """
 
 from __future__ import annotations
@@ -35,125 +54,25 @@ import os
 import secrets
 
 import numpy as np
-from numba import njit, prange
 
-from cuzk.arith import pairing
-from cuzk.arith.constants import FQ_MODULUS, Q_LIMBS
-from cuzk.arith.curve import (
-    g1_is_on_curve_affine,
-    g1_load_affine,
-    g2_add,
-    g2_add_mixed,
-    g2_affine_is_inf,
-    g2_dbl,
-    g2_eq,
-    g2_inf,
-    g2_is_on_curve_affine,
-    g2_load_affine,
-)
+from cuzk.formats import curve as curves
 from cuzk.formats.errors import BadPoint, FormatError
 from cuzk.formats.snarkjs_json import check_g1
 from cuzk.formats.stored import g1_from_limbs
-
-CHUNK = 4096  # rows per parallel task; a task stops at its first bad row
-
-_Q3, _Q2, _Q1, _Q0 = Q_LIMBS[3], Q_LIMBS[2], Q_LIMBS[1], Q_LIMBS[0]
+from cuzk.groth16 import point_sweeps
+from cuzk.groth16.point_sweeps import CHUNK, g2_row_in_subgroup  # noqa: F401 (BN254's, for tests)
 
 
-@njit(cache=True, nogil=True)
-def _below_q(pts, i, col):
-    """The coordinate in limbs col..col+3 of row i is below q (limbs little-endian)."""
-    for k, qk in ((3, _Q3), (2, _Q2), (1, _Q1), (0, _Q0)):
-        v = pts[i, col + k]
-        if v < qk:
-            return True
-        if v > qk:
-            return False
-    return False  # equal to q
+def sweeps(curve=None):
+    """The compiled sweeps (cuzk.groth16.point_sweeps) of `curve` (a cuzk.formats Curve or
+    a name; BN254 when None), built on first use."""
+    c = curves.BN254 if curve is None else curves.by_name(curve)
+    if c is curves.BN254:
+        return point_sweeps
+    from cuzk.arith.curves import build_params
+    from cuzk.arith.jit import get_target
 
-
-@njit(cache=True, parallel=True, nogil=True)
-def g1_first_bad(pts, first):
-    """first[c] = the first row of chunk c whose coordinates are not below q or that is not
-    on y^2 = x^3 + 3, else -1. pts (n, 8) affine Montgomery limbs; first (ceil(n/CHUNK),)."""
-    n = pts.shape[0]
-    for c in prange(first.shape[0]):
-        first[c] = -1
-        for i in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
-            if not (
-                _below_q(pts, i, 0)
-                and _below_q(pts, i, 4)
-                and g1_is_on_curve_affine(g1_load_affine(pts, i))
-            ):
-                first[c] = i
-                break
-
-
-@njit(cache=True, parallel=True, nogil=True)
-def g2_first_bad(pts, first):
-    """As g1_first_bad for (n, 16) G2 rows and the twist y^2 = x^3 + 3/(9+u)."""
-    n = pts.shape[0]
-    for c in prange(first.shape[0]):
-        first[c] = -1
-        for i in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
-            if not (
-                _below_q(pts, i, 0)
-                and _below_q(pts, i, 4)
-                and _below_q(pts, i, 8)
-                and _below_q(pts, i, 12)
-                and g2_is_on_curve_affine(g2_load_affine(pts, i))
-            ):
-                first[c] = i
-                break
-
-
-BN_X = np.uint64(pairing.BN_X)  # the BN parameter x = 4965661367192848881 (63 bits)
-
-
-@njit(cache=True, nogil=True)
-def _psi(Q):
-    """psi on a Jacobian twist point: (conj(X) gx, conj(Y) gy, conj(Z)), the affine
-    pairing.twist_frobenius with x = X/Z^2, y = Y/Z^3 (conjugation is a field automorphism)."""
-    return (
-        pairing.fq2_mul(pairing.fq2_conj(Q[0]), pairing.FROB_TWIST_X1),
-        pairing.fq2_mul(pairing.fq2_conj(Q[1]), pairing.FROB_TWIST_Y1),
-        pairing.fq2_conj(Q[2]),
-    )
-
-
-@njit(cache=True, nogil=True)
-def g2_in_subgroup_psi(a):
-    """Scott's test (module doc) for an affine twist point `a` (on the twist, checked
-    before): [x+1]a + psi([x]a) + psi^2([x]a) == psi^3([2x]a). Infinity is in G2."""
-    if g2_affine_is_inf(a):
-        return True
-    xa = g2_inf()
-    for bit in range(62, -1, -1):  # [x]a, left to right (x has 63 bits)
-        xa = g2_dbl(xa)
-        if (BN_X >> np.uint64(bit)) & np.uint64(1):
-            xa = g2_add_mixed(xa, a)
-    psi1 = _psi(xa)
-    psi2 = _psi(psi1)
-    lhs = g2_add(g2_add(g2_add_mixed(xa, a), psi1), psi2)
-    return g2_eq(lhs, g2_dbl(_psi(psi2)))
-
-
-@njit(cache=True, nogil=True)
-def g2_row_in_subgroup(pts, i):
-    """Scott's test of row i of a (n, 16) array of affine twist points."""
-    return g2_in_subgroup_psi(g2_load_affine(pts, i))
-
-
-@njit(cache=True, parallel=True, nogil=True)
-def g2_first_outside_subgroup(pts, first):
-    """first[c] = the first row of chunk c that is not in G2 (rows on the twist), else -1."""
-    n = pts.shape[0]
-    for c in prange(first.shape[0]):
-        first[c] = -1
-        for i in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
-            if not g2_row_in_subgroup(pts, i):
-                first[c] = i
-                break
+    return get_target("cpu").load("cuzk.groth16.point_sweeps", **build_params(c.arith))
 
 
 def _first_flagged(sweep, pts: np.ndarray) -> int:
@@ -168,18 +87,24 @@ def _first_flagged(sweep, pts: np.ndarray) -> int:
     return int(bad.min()) if len(bad) else -1
 
 
-def first_outside_g2(pts: np.ndarray) -> int:
-    """Index of the first row of a G2 (n, 16) array of twist points that is not in the
-    order-r subgroup; -1 when every row is."""
-    return _first_flagged(g2_first_outside_subgroup, pts)
+def first_outside_g2(pts: np.ndarray, curve=None) -> int:
+    """Index of the first row of a G2 array of twist points that is not in the order-r
+    subgroup; -1 when every row is."""
+    return _first_flagged(sweeps(curve).g2_first_outside_subgroup, pts)
+
+
+def first_outside_g1(pts: np.ndarray, curve=None) -> int:
+    """Index of the first row of a G1 array of curve points that is not in the order-r
+    subgroup; -1 when every row is (always, for a cofactor-1 curve: BN254)."""
+    return _first_flagged(sweeps(curve).g1_first_outside_subgroup, pts)
 
 
 B2_ROUNDS = 2  # random combinations of the pointsB2 section (module doc)
 
 
 def first_outside_g2_batched(pts: np.ndarray, rounds: int | None = None) -> int:
-    """As first_outside_g2 (on-twist rows), in `rounds` G2 MSMs with random 64-bit scalars
-    plus one test each; the per-point sweep runs only when a round fails."""
+    """As first_outside_g2 for BN254 (on-twist rows), in `rounds` G2 MSMs with random 64-bit
+    scalars plus one test each; the per-point sweep runs only when a round fails."""
     from cuzk.kernels.msm_cpu import msm_g2
 
     n = pts.shape[0]
@@ -189,15 +114,16 @@ def first_outside_g2_batched(pts: np.ndarray, rounds: int | None = None) -> int:
     for _ in range(B2_ROUNDS if rounds is None else rounds):
         scalars[:, 0] = np.frombuffer(secrets.token_bytes(8 * n), dtype=np.uint64)
         total = msm_g2(_readonly(pts), scalars).reshape(1, 16)
-        if not g2_row_in_subgroup(total, 0):
+        if not point_sweeps.g2_row_in_subgroup(total, 0):
             return first_outside_g2(pts)
     return -1
 
 
-def first_bad_point(pts: np.ndarray) -> int:
-    """Index of the first row of a G1 (n, 8) or G2 (n, 16) point array that is not a point of
-    its curve with coordinates below q; -1 when every row is."""
-    return _first_flagged(g1_first_bad if pts.shape[1] == 8 else g2_first_bad, pts)
+def first_bad_point(pts: np.ndarray, curve=None) -> int:
+    """Index of the first row of a G1 or G2 point array of `curve` (BN254 when None) that is
+    not a point of its curve with coordinates below q; -1 when every row is."""
+    s = sweeps(curve)
+    return _first_flagged(s.g1_first_bad if pts.shape[1] == s.G1_WIDTH else s.g2_first_bad, pts)
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
@@ -210,27 +136,38 @@ def _readonly(a: np.ndarray) -> np.ndarray:
     return v
 
 
-_COORDS = {8: ("x", "y"), 16: ("x.c0", "x.c1", "y.c0", "y.c1")}
+_COORDS = {2: ("x", "y"), 4: ("x.c0", "x.c1", "y.c0", "y.c1")}
 
 
-def describe_bad_point(row) -> str:
-    """Why one stored point (8 or 16 Montgomery limbs) is bad, in words."""
+def describe_bad_point(row, curve=None) -> str:
+    """Why one stored point of `curve` (BN254 when None) is bad, in words."""
+    c = curves.BN254 if curve is None else curves.by_name(curve)
     row = np.asarray(row, dtype=np.uint64)
-    names = _COORDS[len(row)]
+    n = c.q_limbs
+    names = _COORDS[len(row) // n]
     for j, name in enumerate(names):
-        v = int.from_bytes(row[4 * j : 4 * j + 4].tobytes(), "little")
-        if v >= FQ_MODULUS:
+        v = int.from_bytes(row[n * j : n * (j + 1)].tobytes(), "little")
+        if v >= c.q:
             return f"coordinate {name} (Montgomery form) is not below the base field prime q"
-    if len(row) == 8:
-        return "point is not on the curve y^2 = x^3 + 3"
-    return "point is not on the twist y^2 = x^3 + 3/(9+u)"
+    if len(names) == 2:
+        return f"point is not on the curve y^2 = x^3 + {c.g1_b}"
+    return f"point is not on the twist y^2 = x^3 + {c.g2_b_text()}"
 
 
-def check_points(path, name: str, pts: np.ndarray) -> None:
+def check_points(path, name: str, pts: np.ndarray, curve=None) -> None:
     """Raise BadPoint naming `name`[i] for the first bad row of `pts`."""
-    i = first_bad_point(pts)
+    i = first_bad_point(pts, curve)
     if i >= 0:
-        raise BadPoint(path, f"{name}[{i}]: {describe_bad_point(pts[i])}")
+        raise BadPoint(path, f"{name}[{i}]: {describe_bad_point(pts[i], curve)}")
+
+
+def check_g1_subgroup(path, name: str, pts: np.ndarray, curve) -> None:
+    """Raise BadPoint naming `name`[i] for the first row of `pts` (on the curve) outside G1."""
+    i = first_outside_g1(pts, curve)
+    if i >= 0:
+        raise BadPoint(
+            path, f"{name}[{i}]: G1 point is on the curve but not in the order-r subgroup"
+        )
 
 
 # The header's points as snarkjs's verification key names them.
@@ -252,27 +189,32 @@ SECTIONS = (
 )
 
 
-def validate_key(zkey, done_with=None, b2_subgroup=True):
-    """Check every point of a cuzk.formats ZKey (see the module's doc); return its checked
-    cuzk.groth16.verifier.VerifyingKey, ready to verify proofs made with the key.
+def validate_key(zkey, done_with=None, b2_subgroup=True, g1_subgroup=True):
+    """Check every point of a cuzk.formats ZKey, on its curve (see the module's doc); return
+    its checked cuzk.groth16.verifier.VerifyingKey, ready to verify proofs made with the key.
     done_with(attr) is called after each point section is checked (a one-shot process drops
-    its pages: cuzk.groth16.key.ProvingKey.done_with). b2_subgroup=False skips the batched
-    G2 subgroup test of pointsB2 (cuzk.groth16.key.ProvingKey.validate says when)."""
+    its pages: cuzk.groth16.key.ProvingKey.done_with). b2_subgroup=False skips the G2
+    subgroup test of pointsB2, g1_subgroup=False that of the G1 sections on a curve whose G1
+    has a cofactor (BLS12-381) (cuzk.groth16.key.ProvingKey.validate says when)."""
+    from cuzk.arith import pairing_int
     from cuzk.groth16.verifier import VerifyingKey
 
+    curve = getattr(zkey, "curve_info", curves.BN254)
+    int_ops = pairing_int.for_curve(curve.arith)
+    cofactor = int_ops.G1_COFACTOR != 1
     path = os.fspath(zkey.path)
     for attr, name in HEADER_NAMES.items():
         row = np.asarray(getattr(zkey, attr))
         if row.any():
-            why = describe_bad_point(row)
+            why = describe_bad_point(row, curve)
             if why.startswith("coordinate"):
                 raise BadPoint(path, f"Groth16 header: {name}: {why}")
     for attr in ("beta1", "delta1"):  # in the header, not in the verification key
         try:  # coordinates are below q (checked above): this checks the curve equation
-            check_g1(g1_from_limbs(getattr(zkey, attr)), HEADER_NAMES[attr])
+            check_g1(g1_from_limbs(getattr(zkey, attr), curve), HEADER_NAMES[attr], curve)
         except FormatError as e:
             raise BadPoint(path, f"Groth16 header: {e}") from None
-    check_points(path, "IC", zkey.ic)
+    check_points(path, "IC", zkey.ic, curve)
     try:
         # curve, twist, G2 subgroup, IC count; the three subgroup checks on Python ints (~4 ms)
         # cost less than loading the compiled pairing's code into a one-shot `cuzk prove`
@@ -280,16 +222,29 @@ def validate_key(zkey, done_with=None, b2_subgroup=True):
     except FormatError as e:
         where = e.where[len(path) + 2 :] if e.where.startswith(path + ": ") else e.where
         raise BadPoint(path, f"Groth16 header: {where}: {e.problem}") from None
+    if cofactor:  # on the curve is not yet in G1 (alpha1 and IC: checked by the VerifyingKey)
+        for attr in ("beta1", "delta1"):
+            if not int_ops.g1_in_subgroup(g1_from_limbs(getattr(zkey, attr), curve)):
+                raise BadPoint(
+                    path,
+                    f"Groth16 header: {HEADER_NAMES[attr]}: G1 point is on the curve but not "
+                    "in the order-r subgroup",
+                )
     for name, attr in SECTIONS:
-        check_points(path, name, getattr(zkey, attr))
-        if (
-            attr == "points_b2" and b2_subgroup
-        ):  # on the twist is not yet in G2 (G1's cofactor is 1)
-            i = first_outside_g2_batched(zkey.points_b2)
+        pts = getattr(zkey, attr)
+        check_points(path, name, pts, curve)
+        if attr == "points_b2" and b2_subgroup:  # on the twist is not yet in G2
+            i = (
+                first_outside_g2_batched(pts)
+                if curve is curves.BN254
+                else first_outside_g2(pts, curve)
+            )
             if i >= 0:
                 raise BadPoint(
                     path, f"{name}[{i}]: G2 point is on the twist but not in the order-r subgroup"
                 )
+        elif attr != "points_b2" and cofactor and g1_subgroup:
+            check_g1_subgroup(path, name, pts, curve)
         if done_with is not None:
             done_with(attr)
     return vk

@@ -19,7 +19,11 @@ verifier is BN254's). Input that cannot be a Groth16 instance is refused with a 
 (cuzk.formats.errors) that names the file and the field: the snarkjs JSON reader
 (cuzk.formats.snarkjs_json) checks shapes, decimal numbers, coordinates below q, public
 signals below r, points on their curves, the protocol and curve, and the counts against
-nPublic; this module adds the order-r subgroup check of G2 points (NotInSubgroup). snarkjs
+nPublic; this module adds the order-r subgroup check of G2 points, and of G1 points on a
+curve whose G1 has a cofactor (BLS12-381: a G1 point with a component of the cofactor's
+order pairs as its G1 part does, so the pairing equation alone would accept a proof with
+one, which a verifier that checks membership, as Ethereum's BLS12-381 precompiles do,
+refuses) (NotInSubgroup). snarkjs
 answers some of these with "invalid" instead (a signal >= r) or does not check them
 (subgroup membership of piB); cuzk refuses them, so a `False` from verify() always means a
 well-formed proof that fails the pairing equation.
@@ -86,6 +90,17 @@ def _require_subgroup(p, where: str, backend: str, curve=BN254) -> None:
         raise NotInSubgroup(where, "G2 point is on the twist but not in the order-r subgroup")
 
 
+def _require_g1_subgroup(p, where: str, curve=BN254) -> None:
+    """G1 membership on Python ints (~0.6 ms a point on BLS12-381); nothing on BN254, whose
+    E(Fq) is G1."""
+    if curve is BN254 or p is None:
+        return
+    from cuzk.arith import pairing_int
+
+    if not pairing_int.for_curve(curve.arith).g1_in_subgroup(p):
+        raise NotInSubgroup(where, "G1 point is on the curve but not in the order-r subgroup")
+
+
 # --- keys and proofs -----------------------------------------------------------------------
 
 
@@ -118,6 +133,7 @@ class VerifyingKey:
     ) -> VerifyingKey:
         """From affine int points; checks range, curve, subgroup and counts."""
         alpha1 = check_g1(alpha1, f"{where}: vk_alpha_1", curve)
+        _require_g1_subgroup(alpha1, f"{where}: vk_alpha_1", curve)
         g2 = [
             check_g2(p, f"{where}: {name}", curve)
             for p, name in ((beta2, "vk_beta_2"), (gamma2, "vk_gamma_2"), (delta2, "vk_delta_2"))
@@ -125,6 +141,8 @@ class VerifyingKey:
         for p, name in zip(g2, ("vk_beta_2", "vk_gamma_2", "vk_delta_2"), strict=True):
             _require_subgroup(p, f"{where}: {name}", backend, curve)
         ic = tuple(check_g1(p, f"{where}: IC[{i}]", curve) for i, p in enumerate(ic))
+        for i, p in enumerate(ic):
+            _require_g1_subgroup(p, f"{where}: IC[{i}]", curve)
         if n_public is None:
             n_public = len(ic) - 1
         check_ic_count(ic, n_public, where)
@@ -142,18 +160,20 @@ class VerifyingKey:
 
     @classmethod
     def from_zkey(cls, zkey, backend: str = "numba") -> VerifyingKey:
-        """From a cuzk.formats ZKey (its header points and IC section)."""
+        """From a cuzk.formats ZKey (its header points and IC section), on its curve."""
         from cuzk.formats.stored import g1_from_limbs, g2_from_limbs
 
+        curve = getattr(zkey, "curve_info", BN254)
         return cls.from_points(
-            g1_from_limbs(zkey.alpha1),
-            g2_from_limbs(zkey.beta2),
-            g2_from_limbs(zkey.gamma2),
-            g2_from_limbs(zkey.delta2),
-            [g1_from_limbs(p) for p in zkey.ic],
+            g1_from_limbs(zkey.alpha1, curve),
+            g2_from_limbs(zkey.beta2, curve),
+            g2_from_limbs(zkey.gamma2, curve),
+            g2_from_limbs(zkey.delta2, curve),
+            [g1_from_limbs(p, curve) for p in zkey.ic],
             int(zkey.n_public),
             os.fspath(getattr(zkey, "path", "zkey")),
             backend,
+            curve,
         )
 
     @functools.cached_property
@@ -182,9 +202,11 @@ class Proof:
         cls, pi_a, pi_b, pi_c, where: str = "proof", backend: str = "numba", curve=BN254
     ) -> Proof:
         a = check_g1(pi_a, f"{where}: pi_a", curve)
+        _require_g1_subgroup(a, f"{where}: pi_a", curve)
         b = check_g2(pi_b, f"{where}: pi_b", curve)
         _require_subgroup(b, f"{where}: pi_b", backend, curve)
         c = check_g1(pi_c, f"{where}: pi_c", curve)
+        _require_g1_subgroup(c, f"{where}: pi_c", curve)
         return cls(a, b, c, curve)
 
     @classmethod

@@ -1,7 +1,8 @@
-"""Pippenger's bucket steps for one group, written once: built per (target, group).
+"""Pippenger's bucket steps for one group, written once: built per (target, group, curve).
 
-``T.load("cuzk.kernels.buckets", group="g1")`` (or "g2") binds the group's routines
-(cuzk.arith.group) and its coordinate field's operations as module constants; the MSM
+``T.load("cuzk.kernels.buckets", group="g1")`` (or "g2"; BN254), adding
+``curve="bls12_381"`` for another curve (cuzk.arith.curves.build_params), binds the group's
+routines (cuzk.arith.group) and its coordinate field's operations as module constants; the MSM
 drivers (cuzk.kernels.pippenger_cpu for the CPU, cuzk.kernels.pippenger_cuda for CUDA) take
 these builds. See cuzk.kernels.msm for the method and the digit decomposition.
 
@@ -18,11 +19,12 @@ bucket, all pairs of all buckets sharing one inversion, until each bucket holds 
 point (a pairwise tree, as in Aztec's barretenberg "pippenger reduce_buckets"; rounds =
 log2 of the largest bucket). The exceptional pairs need no inversion of zero: an operand
 at infinity (the result is the other one), P = -P' (infinity), and P = P' (doubling,
-slope 3x^2 / 2y; the denominator 2y is never 0 on BN254, whose groups have odd order).
+slope 3x^2 / 2y; the denominator 2y is never 0: G1 and G2 have odd order r on both curves).
 """
 
 import numpy as np
 
+from cuzk.arith.curves import DEFAULT, build_params
 from cuzk.arith.jit import building
 from cuzk.kernels.msm import PAIR_ADD, PAIR_DBL, PAIR_INF, PAIR_TAKE_P, PAIR_TAKE_Q
 
@@ -30,8 +32,9 @@ T = building()
 device_fn = T.device_fn
 inline_fn = T.row_fn  # array-taking helpers: see Target.row_fn
 GROUP = T.param("group")
-G = T.load("cuzk.arith.group", group=GROUP)
-M = T.load("cuzk.kernels.msm")
+CURVE = T.param("curve", DEFAULT)
+G = T.load("cuzk.arith.group", group=GROUP, **build_params(CURVE))
+M = T.load("cuzk.kernels.msm", **build_params(CURVE))
 point_row_copy = M.point_row_copy
 
 f_add, f_sub, f_dbl, f_mul, f_sqr, f_inv = G.f_add, G.f_sub, G.f_dbl, G.f_mul, G.f_sqr, G.f_inv
@@ -166,7 +169,7 @@ def bucket_weighted_sum(sums, H, wins, w):
 @device_fn
 def double_and_add(points, reduced, nbits, out):
     """out[0] = affine(sum_i reduced[i] points[i]) by the binary method with shared doublings
-    (Straus), for scalars already reduced mod r and below 2^nbits (nbits <= 254 < 256):
+    (Straus), for scalars already reduced mod r and below 2^nbits (nbits <= M.R_BITS < 256):
     one doubling per scalar bit, one mixed addition per set bit of each scalar, all in
     Jacobian coordinates: no inversion but the last. For a handful of points (the proof's
     blinding sums) this beats the bucket method, whose every window pays inversions

@@ -1,8 +1,15 @@
-"""Multi-scalar multiplication building blocks (Pippenger), one source for CPU and CUDA.
+"""Multi-scalar multiplication building blocks (Pippenger), one source for CPU and CUDA, built
+per curve.
 
 MSM computes sum_i k_i P_i for scalars k_i in Fr (plain form, 4 little-endian uint64 limbs,
-as snarkjs stores them) and affine points P_i (Montgomery form, as the zkey stores them:
-G1 rows of 8 limbs x||y, G2 rows of 16 limbs x.c0||x.c1||y.c0||y.c1; all zeros = infinity).
+as snarkjs stores them, on both curves) and affine points P_i (Montgomery form, as the zkey
+stores them: G1 rows of 2 NQ limbs x||y, G2 rows of 4 NQ limbs x.c0||x.c1||y.c0||y.c1, NQ the
+limbs of an Fq element: 4 on BN254, 6 on BLS12-381; all zeros = infinity).
+
+Built like cuzk.arith.field: imported normally this is the CPU build for BN254;
+``T.load("cuzk.kernels.msm", **build_params(curve))`` builds it for another curve or target
+(cuzk.arith.curves, "Parametrized builds" in cuzk.arith.jit). What depends on the curve is
+r (reduction, negation, R_BITS) and Fq (negating a point row).
 
 Pippenger's bucket method with signed digits
 --------------------------------------------
@@ -14,34 +21,44 @@ subtraction), bucket m holds B_m = sum of its points, and the window sum is
 W_w = sum_m m B_m, computed with two running sums from the top bucket down
 (R += B_m; S += R). Finally sum_w 2^{cw} W_w by Horner (c doublings per window).
 Signed digits halve the buckets per window (2^{c-1} instead of 2^c - 1).
-K = ceil(255 / c): scalars are < r < 2^254, so the top window plus a carry stays within
-[0, 2^{c-1}] and never carries out.
+For scalars below 2^bits, K = ceil((bits + 1) / c) (windows_for): then k < 2^(K c - 1), so
+the top window's raw value is below 2^{c-1} and, plus a carry, stays within [0, 2^{c-1}]:
+it never carries out. Every reduced scalar is below r < 2^R_BITS (R_BITS = 254 on BN254,
+255 on BLS12-381), so bits = R_BITS serves any scalar (K = ceil(255 / c) or ceil(256 / c)).
 
-What lives here: the digit decomposition and the group-independent row helpers. The
-drivers are cuzk.kernels.msm_cpu (numba prange over windows) and cuzk.kernels.msm_cuda
-(bucket sort, accumulation and reduction kernels on the device).
+What lives here: the digit decomposition and the group-independent row helpers (and, in the
+CUDA build, the digit kernel). The drivers are cuzk.kernels.msm_cpu (numba prange over
+windows) and cuzk.kernels.msm_cuda (bucket sort, accumulation and reduction kernels on the
+device).
 
 The group-dependent steps (batch-affine bucket accumulation, bucket sums, the window
-combination) are in cuzk.kernels.buckets, built per (target, group).
+combination) are in cuzk.kernels.buckets, built per (target, group, curve).
 """
 
 import numpy as np
 
-from cuzk.arith.constants import FR_MODULUS
-from cuzk.arith.jit import building
-from cuzk.arith.radix import int_to_limb_tuple
+from cuzk.arith.curves import DEFAULT, build_params, constants
+from cuzk.arith.jit import CUDA, building
 
 T = building()
 device_fn = T.device_fn
 inline_fn = T.row_fn  # array-taking helpers: see Target.row_fn
-F = T.load("cuzk.arith.field")
+CURVE = T.param("curve", DEFAULT)
+F = T.load("cuzk.arith.field", **build_params(CURVE))
 sbb = T.prims.sbb
-fq_neg, fq_load, fq_store = F.fq_neg, F.load, F.store
+fq_neg, fq_load, fq_store = F.fq_neg, F.fq_load, F.fq_store
+if F.NR != 4:
+    raise NotImplementedError(f"{CURVE}: MSM scalars here are 4 limbs, Fr has {F.NR}")
 
 Z = np.uint64(0)
 U1 = np.uint64(1)
 U64 = np.uint64(64)
-R_LIMBS = int_to_limb_tuple(FR_MODULUS)
+R_LIMBS = F.R_LIMBS  # r, plain, 4 limbs
+R_BITS = constants(CURVE).FR_MODULUS.bit_length()  # every reduced scalar is below 2^R_BITS
+NQ = F.NQ  # limbs of an Fq element (a coordinate of a G1 row, half of one of a G2 row)
+# Subtractions of r that reduce any 256-bit value (2^256 / r < 6 on BN254, < 3 on BLS12-381),
+# plus the comparison that finds the value reduced.
+REDUCE_ROUNDS = ((1 << 256) - 1) // constants(CURVE).FR_MODULUS + 1
 
 # Kinds of a bucket pair (P, Q) in the batch-affine step.
 PAIR_ADD = 0  # x_P != x_Q: slope (y_Q - y_P) / (x_Q - x_P)
@@ -52,8 +69,9 @@ PAIR_INF = 4  # P = -Q: the sum is infinity
 
 
 def windows_for(c: int, bits: int = 254) -> int:
-    """K = ceil((bits + 1) / c) windows of c bits for scalars below 2^bits: ceil(255 / c) for
-    any scalar below r (see the module docstring); the extra bit holds the top carry."""
+    """K = ceil((bits + 1) / c) windows of c bits for scalars below 2^bits: for any scalar
+    below r, bits = R_BITS (254 on BN254, the default here; 255 on BLS12-381): see the module
+    docstring; the extra bit holds the top carry."""
     return -(-(bits + 1) // c)
 
 
@@ -63,9 +81,9 @@ def windows_for(c: int, bits: int = 254) -> int:
 @device_fn
 def scalar_load_reduced(scalars, i):
     """Scalar i as 4 limbs, reduced mod r (inputs may be any 256-bit value; snarkjs's are
-    already < r). At most five subtractions: 2^256 / r < 6."""
+    already < r): at most REDUCE_ROUNDS - 1 subtractions."""
     s0, s1, s2, s3 = scalars[i, 0], scalars[i, 1], scalars[i, 2], scalars[i, 3]
-    for _ in range(6):
+    for _ in range(REDUCE_ROUNDS):
         d0, br = sbb(s0, R_LIMBS[0], Z)
         d1, br = sbb(s1, R_LIMBS[1], br)
         d2, br = sbb(s2, R_LIMBS[2], br)
@@ -153,13 +171,20 @@ def limbs_bit_length(s0, s1, s2, s3):
     return base + b
 
 
+# Scalars shorter than this many bits skip computing r - s, which is then not shorter: a
+# scalar of b <= R_BITS - 2 bits has s < 2^(R_BITS - 2) <= r / 2, so r - s > r / 2 has at
+# least R_BITS - 1 > b bits. Any bound up to R_BITS - 1 holds; R_BITS - 4 is the 250 BN254
+# always used (BLS12-381: 251).
+CLASS_NEG_MIN = R_BITS - 4
+
+
 @device_fn
 def scalar_class_bits(scalars, i):
     """The size class of scalar i: its bit length b after reduction mod r, or -b when r - s is
     shorter (the scalar is then used as -(r - s), the point negated); 0 for a zero scalar."""
     s0, s1, s2, s3 = scalar_load_reduced(scalars, i)
     b = limbs_bit_length(s0, s1, s2, s3)
-    if b < 250:  # r - s has >= 253 bits: not shorter
+    if b < CLASS_NEG_MIN:  # r - s is longer: see CLASS_NEG_MIN
         return b
     n0, n1, n2, n3 = scalar_neg_mod_r(s0, s1, s2, s3)
     nb = limbs_bit_length(n0, n1, n2, n3)
@@ -198,8 +223,8 @@ def scalar_is_zero(scalars, i):
 
 @inline_fn
 def point_row_copy(src, i, dst, j, negate):
-    """dst[j] = src[i] (an affine row of 8 or 16 limbs), or -src[i] when negate: -(x, y) =
-    (x, -y), coordinate-wise for Fq2."""
+    """dst[j] = src[i] (an affine row of 2 NQ or 4 NQ limbs), or -src[i] when negate:
+    -(x, y) = (x, -y), coordinate-wise for Fq2 (y's NQ-limb Fq elements negated)."""
     W = src.shape[1]
     half = W >> 1
     for k in range(half):
@@ -208,5 +233,23 @@ def point_row_copy(src, i, dst, j, negate):
         for k in range(half, W):
             dst[j, k] = src[i, k]
     else:
-        for o in range(half, W, 4):
+        for o in range(half, W, NQ):
             fq_store(dst, j, o, fq_neg(fq_load(src, i, o)))
+
+
+# ================================ the digit kernel (CUDA) =================================
+
+if T.name == CUDA:
+    from numba import cuda
+
+    @T.kernel
+    def msm_signed_digits(points, scalars, c, K, digits):
+        """digits[0:K, i] = the signed c-bit digits of scalars[i]; zeros where the scalar is
+        zero or points[i] is infinity (cuzk.kernels.msm_cuda launches it)."""
+        i = cuda.grid(1)
+        if i < points.shape[0]:
+            if point_row_is_zero(points, i) or scalar_is_zero(scalars, i):
+                for w in range(K):
+                    digits[w, i] = 0
+            else:
+                scalar_signed_digits(scalars, i, c, K, digits)

@@ -1,8 +1,13 @@
 """MSM on the CPU: Pippenger with signed digits and batch-affine buckets, parallel over windows.
 
-    msm_g1(points (n, 8) uint64, scalars (n, 4) uint64) -> (8,) uint64 affine point
-    msm_g2(points (n, 16) uint64, scalars (n, 4) uint64) -> (16,) uint64 affine point
+    msm_g1(points (n, 2 NQ) uint64, scalars (n, 4) uint64, curve="bn254") -> (2 NQ,) affine
+    msm_g2(points (n, 4 NQ) uint64, scalars (n, 4) uint64, curve="bn254") -> (4 NQ,) affine
     (points may also be a cuzk.kernels.points.ResidentPoints placed on "cpu")
+
+NQ is the curve's limbs per Fq element (cuzk.arith.curves): BN254 4 (G1 rows of 8 limbs,
+G2 of 16), BLS12-381 6 (12 and 24). One source, built per (curve, group)
+(cuzk.kernels.pippenger_cpu); scalars are 4 limbs on both curves, below r < 2^R_BITS after
+reduction (R_BITS = 254 on BN254, 255 on BLS12-381), and every bit count below is the curve's.
 
 Points are affine, Montgomery form, all zeros = infinity (the zkey layout; read-only and
 unaligned views over an mmap are fine and are never copied); scalars are plain (not
@@ -44,16 +49,34 @@ os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 import numpy as np  # noqa: E402
 from numba import get_num_threads  # noqa: E402
 
+from cuzk.arith.curves import DEFAULT, build_params, constants  # noqa: E402
 from cuzk.arith.jit import get_target  # noqa: E402
-from cuzk.kernels.msm import windows_for
-from cuzk.kernels.points import G1_WIDTH, G2_WIDTH, ResidentPoints  # noqa: E402
+from cuzk.kernels.msm import windows_for  # noqa: E402
+from cuzk.kernels.points import ResidentPoints, point_width  # noqa: E402
 
-# The drivers of each group (cuzk.kernels.pippenger_cpu, built per group).
+# The drivers of each (curve, group) (cuzk.kernels.pippenger_cpu, built per group and curve):
+# BN254's loaded here, another curve's on its first MSM (drivers()).
 _CPU = get_target("cpu")
-PIPPENGER = {
-    1: _CPU.load("cuzk.kernels.pippenger_cpu", group="g1"),
-    2: _CPU.load("cuzk.kernels.pippenger_cpu", group="g2"),
-}
+PIPPENGER: dict[tuple[str, int], object] = {}
+
+
+def drivers(curve: str, g: int):
+    """The cuzk.kernels.pippenger_cpu build of G{g} (1 or 2) on ``curve``."""
+    P = PIPPENGER.get((curve, g))
+    if P is None:  # (Target.load is locked and returns one module per build: no race)
+        P = _CPU.load("cuzk.kernels.pippenger_cpu", group=f"g{g}", **build_params(curve))
+        PIPPENGER[(curve, g)] = P
+    return P
+
+
+drivers(DEFAULT, 1)
+drivers(DEFAULT, 2)
+
+
+def scalar_bits(curve: str = DEFAULT) -> int:
+    """R_BITS: the bit length of the curve's r (254 on BN254, 255 on BLS12-381), so every
+    reduced scalar is below 2^R_BITS (cuzk.kernels.msm.R_BITS of the curve's build)."""
+    return constants(curve).FR_MODULUS.bit_length()
 
 
 # Cost model of one window, in Fq multiplications: a batch-affine addition ~ 5M + 1S plus
@@ -61,7 +84,9 @@ PIPPENGER = {
 # per batch round, and per bucket the two batch-affine additions of the lanes' running sums
 # plus sorting and copying. The bucket weight is fitted so the choice matches the best
 # measured c (2 threads, lanes of 128: G1 c = 12 at 2^15 points ~ 24.6k, 12..15 flat at
-# ~98k; G2 best at 12..14).
+# ~98k; G2 best at 12..14). Fitted on BN254; on BLS12-381 every step costs about 2.2 times
+# as much (6-limb Fq), the bookkeeping the same, so the weights hold to first order (one
+# model, the curve's scalar bits).
 _COST_AFFINE_ADD = 9.0
 # Raised from 25 to 30 on 2026-12-03 (dense G1 MSMs of the H points, c forced, A/B in one
 # process, CPU time): 2^17 c = 13 396 ms against 417 at the old choice 15 (wall 199 / 222);
@@ -95,8 +120,10 @@ CHUNK_BYTES = 1 << 20
 def digit_dtype(c: int, bits: int = 254):
     """The digits' type for window width c over scalars below 2^bits: int16 when every digit
     fits (a digit of a lower window is in [-2^(c-1), 2^(c-1)), the top window's at most
-    2^(bits - c (K - 1)): 2^14 at c = 15 or 16 for any scalar below r), so the (K, n) digits
-    take 2 bytes a point per window (at 2^17: 5 MiB instead of 10); int32 otherwise."""
+    2^(bits - c (K - 1))), so the (K, n) digits take 2 bytes a point per window (at 2^17:
+    5 MiB instead of 10); int32 otherwise. BN254 (bits = 254): the top digit is at most 2^14
+    at c = 15 or 16, int16 up to c = 16. BLS12-381 (bits = 255): at c = 16, K = 16 windows
+    leave 15 bits on top, a digit up to 2^15: int32 (c = 15: K = 18, top digit at most 1)."""
     top = bits - c * (windows_for(c, bits) - 1)
     return np.int16 if c <= 16 and top <= 14 else np.int32
 
@@ -144,7 +171,8 @@ def window_bits(n: int, bits: int = 254, threads: int = 1) -> int:
 
 
 # Scalar classes (see _msm): the bit lengths are binned at these bounds, and neighbouring
-# bins are merged where the cost model says one MSM over both is cheaper than two.
+# bins are merged where the cost model says one MSM over both is cheaper than two. The last
+# bound is BN254's R_BITS; plan_classes puts the curve's there.
 CLASS_BOUNDS = (1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 254)
 # Fewer points than this skip the class pass (the proof's blinding sums: 3 to 5 points).
 PARTITION_MIN = 64
@@ -158,14 +186,16 @@ def _class_cost(n: int, bits: int) -> float:
     return _window_cost(n, bits)[1]
 
 
-def plan_classes(hist) -> list[tuple[int, int, int, int]]:
-    """The scalar classes for a histogram of bit lengths (hist[b] scalars of b bits, b = 1..254;
-    hist[0], the zeros, is skipped): (lo, hi, count, bits) for each class of the scalars whose
-    bit lengths are in [lo, hi], bits the largest present. Bins at CLASS_BOUNDS, merged by a
-    shortest path over the non-empty bins (cost model: _class_cost + _COST_CLASS a class)."""
+def plan_classes(hist, bits: int = 254) -> list[tuple[int, int, int, int]]:
+    """The scalar classes for a histogram of bit lengths (hist[b] scalars of b bits, b = 1..bits,
+    bits the curve's R_BITS; hist[0], the zeros, is skipped): (lo, hi, count, top) for each
+    class of the scalars whose bit lengths are in [lo, hi], top the largest present. Bins at
+    CLASS_BOUNDS (the last one at bits), merged by a shortest path over the non-empty bins
+    (cost model: _class_cost + _COST_CLASS a class)."""
+    bounds = (*CLASS_BOUNDS[:-1], bits)
     bins = []
     lo = 1
-    for hi in CLASS_BOUNDS:
+    for hi in bounds:
         part = hist[lo : hi + 1]
         cnt = int(part.sum())
         if cnt:
@@ -193,25 +223,29 @@ def plan_classes(hist) -> list[tuple[int, int, int, int]]:
     return classes[::-1]
 
 
-def windows_combine(wins, c: int, g: int) -> np.ndarray:
-    """sum_w 2^{c w} wins[w] for Jacobian window sums ((K, 12) G1 or (K, 24) G2 rows), as
-    an (8,) or (16,) affine row: the host's share of the CUDA MSM."""
-    out = np.zeros((1, G1_WIDTH if g == 1 else G2_WIDTH), np.uint64)
-    PIPPENGER[g].windows_combine(np.ascontiguousarray(wins, dtype=np.uint64), int(c), out)
+def windows_combine(wins, c: int, g: int, curve: str = DEFAULT) -> np.ndarray:
+    """sum_w 2^{c w} wins[w] for Jacobian window sums ((K, 3 NQ) G1 or (K, 6 NQ) G2 rows), as
+    a (2 NQ,) or (4 NQ,) affine row: the host's share of the CUDA MSM."""
+    out = np.zeros((1, point_width(g, curve)), np.uint64)
+    wins = np.ascontiguousarray(wins, dtype=np.uint64)
+    drivers(curve, g).windows_combine(wins, int(c), out)
     return out[0]
 
 
-def _check(points, scalars, width, name):
+def _check(points, scalars, width, name, curve):
     if isinstance(points, ResidentPoints):
         if points.device != "cpu":
             raise ValueError(f"{name}: point set {points.name!r} is on {points.device}, not cpu")
+        if points.curve != curve:
+            raise ValueError(f"{name}: point set {points.name!r} is on {points.curve}, not {curve}")
         points.touch()
         points = points.array
     points = np.asarray(points)
     scalars = np.asarray(scalars)
     if points.dtype != np.uint64 or points.ndim != 2 or points.shape[1] != width:
         raise ValueError(
-            f"{name}: points must be (n, {width}) uint64, got {points.dtype} {points.shape}"
+            f"{name}: points must be (n, {width}) uint64 on {curve}, "
+            f"got {points.dtype} {points.shape}"
         )
     if scalars.dtype != np.uint64 or scalars.ndim != 2 or scalars.shape[1] != 4:
         raise ValueError(
@@ -222,8 +256,9 @@ def _check(points, scalars, width, name):
     return points, scalars
 
 
-def _msm(points, scalars, g, width, name, c, lanes=None, rows=None, partition=None):
-    points, scalars = _check(points, scalars, width, name)
+def _msm(points, scalars, g, name, c, lanes=None, rows=None, partition=None, curve=DEFAULT):
+    width = point_width(g, curve)  # (checks the curve's name)
+    points, scalars = _check(points, scalars, width, name, curve)
     out = np.zeros((1, width), np.uint64)
     n = points.shape[0]
     if n == 0:
@@ -238,25 +273,26 @@ def _msm(points, scalars, g, width, name, c, lanes=None, rows=None, partition=No
         raise ValueError(f"{name}: rows = {rows}: a chunk needs at least 2 rows")
     if partition is None:  # (a handful of points: not worth the class pass)
         partition = c is None and n >= PARTITION_MIN
-    P = PIPPENGER[g]
+    P = drivers(curve, g)
+    nbits = scalar_bits(curve)
     threads = get_num_threads()
-    if not partition:  # one class: every scalar as it is, below 2^254
-        _pippenger(P, points, scalars, _EVERY, 254, c, lanes, rows, threads, out, 0)
+    if not partition:  # one class: every scalar as it is, below 2^nbits
+        _pippenger(P, points, scalars, _EVERY, nbits, c, lanes, rows, threads, out, 0)
         return out[0]
     # One pass over the scalars: each one's class (bit length, or minus the bit length of
     # r - s where that is shorter), then an index list per class (no copies of points).
     bits = np.empty(n, np.int16)
     P.scalar_classes(points, scalars, bits)
     size = np.abs(bits)
-    classes = plan_classes(np.bincount(size, minlength=255))
+    classes = plan_classes(np.bincount(size, minlength=nbits + 1), nbits)
     if not classes:
         return out[0]
     parts = np.zeros((len(classes), width), np.uint64)
     for k, (lo, hi, _count, top) in enumerate(classes):
-        if len(classes) == 1 and top >= 253:
+        if len(classes) == 1 and top >= nbits - 1:
             # one class, dense: the points in order, no index list, nothing negated (that
             # would not save a window); the digit pass skips zeros and points at infinity
-            _pippenger(P, points, scalars, _EVERY, 254, c, lanes, rows, threads, parts, k)
+            _pippenger(P, points, scalars, _EVERY, nbits, c, lanes, rows, threads, parts, k)
             continue
         idx = np.flatnonzero((size >= lo) & (size <= hi)).astype(np.int32)
         neg = bits[idx] < 0
@@ -292,11 +328,13 @@ def msm_g1(
     lanes: int | None = None,
     rows: int | None = None,
     partition: bool | None = None,
+    curve: str = DEFAULT,
 ) -> np.ndarray:
-    """sum_i scalars[i] * points[i] over G1 as an (8,) affine row (zeros = infinity).
+    """sum_i scalars[i] * points[i] over G1 of ``curve`` (cuzk.arith.curves' name) as a
+    (2 NQ,) affine row ((8,) on BN254, (12,) on BLS12-381; zeros = infinity).
     partition (default: when c is not given and n >= PARTITION_MIN): split the scalars by
     size first (see the module docstring)."""
-    return _msm(points, scalars, 1, G1_WIDTH, "msm_g1", c, lanes, rows, partition)
+    return _msm(points, scalars, 1, "msm_g1", c, lanes, rows, partition, curve)
 
 
 def msm_g2(
@@ -306,8 +344,10 @@ def msm_g2(
     lanes: int | None = None,
     rows: int | None = None,
     partition: bool | None = None,
+    curve: str = DEFAULT,
 ) -> np.ndarray:
-    """sum_i scalars[i] * points[i] over G2 as a (16,) affine row (zeros = infinity).
+    """sum_i scalars[i] * points[i] over G2 of ``curve`` as a (4 NQ,) affine row ((16,) on
+    BN254, (24,) on BLS12-381; zeros = infinity).
     partition (default: when c is not given and n >= PARTITION_MIN): split the scalars by
     size first (see the module docstring)."""
-    return _msm(points, scalars, 2, G2_WIDTH, "msm_g2", c, lanes, rows, partition)
+    return _msm(points, scalars, 2, "msm_g2", c, lanes, rows, partition, curve)

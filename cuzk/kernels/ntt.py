@@ -1,15 +1,18 @@
-"""NTT over Fr: butterflies, index maps and per-element steps, one source for CPU and CUDA.
+"""NTT over Fr: butterflies, index maps and per-element steps, one source for CPU and CUDA
+and for every curve.
 
 Every function here is a device function of the target being built (see cuzk.arith.jit): the CPU
 kernels (cuzk.kernels.ntt_cpu) call them from ``prange`` loops, the CUDA kernels
-(cuzk.kernels.ntt_cuda) from one thread per butterfly or per element.
+(cuzk.kernels.ntt_cuda) from one thread per butterfly or per element. The curve is a build
+parameter (cuzk.arith.curves): imported normally this is BN254's build,
+``T.load("cuzk.kernels.ntt", curve="bls12_381")`` BLS12-381's.
 
 Conventions
 -----------
 - A vector is a C-contiguous (n, 4) uint64 array, element i = x[i, 0..3], 4 little-endian
-  64-bit limbs in Montgomery form; n = 2^log_n.
+  64-bit limbs in Montgomery form (R = 2^256; both curves' Fr has 4 limbs); n = 2^log_n.
 - ``tw`` is the twiddle table of the domain: tw[e] = w_n^e for 0 <= e < n/2, w_n = w[log_n]
-  (snarkjs's roots, cuzk.arith.constants.fr_roots_of_unity), Montgomery form. Stage twiddles
+  (snarkjs's roots, the curve's fr_roots_of_unity()), Montgomery form. Stage twiddles
   w_{2m}^j are read as tw[j * n/(2m)]. The inverse transform needs w_n^{-e}, and since
   w_n^{n/2} = -1, w_n^{-e} = -w_n^{n/2-e} for 0 < e < n/2: it reads the same table and folds the
   sign into the butterfly, so no second table is kept.
@@ -24,23 +27,49 @@ Conventions
   reference-count updates on every call (+5 ns per butterfly, ~15%); branch-free load/store
   lose them.
 - Lazy reduction (Harvey 2014, "Faster arithmetic for number-theoretic transforms"): inside a
-  transform, values are kept in [0, 4p) (DIT) or [0, 2p) (DIF) instead of [0, p), which
-  p < 2^254 allows (4p < 2^256). A butterfly then needs one branch-free conditional
-  subtraction instead of three reductions, and its Montgomery product skips the final
-  subtraction (mul_lazy). DIT's last stage reduces its outputs to [0, p), so every transform
-  still takes and returns reduced elements. Measured on the CPU: 23 ns per butterfly against
-  32 ns with fully reduced field operations.
+  transform, values are kept below 2L (DIT) or below L (DIF) instead of below r, for a bound
+  L chosen per curve (below). A butterfly then needs one or two branch-free conditional
+  subtractions instead of three reductions, and its Montgomery product skips the final
+  subtraction (mul_lazy). DIT's last stage reduces its outputs to [0, r), so every transform
+  still takes and returns reduced elements. Measured on the CPU (BN254): 23 ns per butterfly
+  against 32 ns with fully reduced field operations.
+
+The lazy bound L (R = 2^256)
+----------------------------
+WIDE curves, 4r < R (BN254, r < 2^254): L = 2r. NARROW curves, 2r < R <= 4r (BLS12-381,
+r ~ 0.45 R: 2r < R < 3r): L = r. (Below, "x < B" for a limb tuple means its integer value.)
+
+- mul_lazy(w, v), w < r reduced (a twiddle or coset factor), v < R (any 256-bit value):
+  each CIOS round keeps t < w + r < 2r < R (see _mont_round), and the result is
+  (w v + M r) / R < w v / R + r < 2r, M < R. mul_twiddle(w, v) is mul_lazy's result, for
+  NARROW curves minus r if >= r: below 2r = L on WIDE, below r = L on NARROW.
+- DIT butterfly, u, v < 2L: u' = sub_if_ge(u, L) < L; t = mul_twiddle(w, v) < L (or
+  sub_if_ge(v, L) < L untwiddled); u' + t < 2L and u' - t + L in (0, 2L): outputs < 2L,
+  and 2L < R (4r < R, resp. 2r < R), so no sum overflows 256 bits.
+- DIF butterfly, u, v < L: u + v < 2L < R, minus L if >= L: < L; u - v + L in (0, 2L),
+  times the twiddle by mul_twiddle: < L, or minus L if >= L: < L.
+- The H pipeline's coset step: DIF output x < L, mul_lazy(g, x) < 2r <= 2L: a DIT input.
+- reduce_lazy: [0, 2L) -> [0, r): for WIDE minus 2r if >= 2r, then minus r if >= r; for
+  NARROW minus r if >= r.
+WIDE and L are module constants, so each build folds the choice at compile time: BN254 keeps
+its bounds and its operations per butterfly; BLS12-381 pays one conditional subtraction more
+per twiddled butterfly. (mul_lazy's reduced operand is the twiddle on both: BN254's lazy
+operand v < 4r would also fit, v + r < 5r < R, but BLS12-381's v < 2r would not: 3r > R.)
 """
 
 import numpy as np
 
-from cuzk.arith.constants import FR_MODULUS
+from cuzk.arith.curves import DEFAULT, build_params, constants
 from cuzk.arith.jit import building
 from cuzk.arith.radix import int_to_limb_tuple
 
 T = building()
 device_fn = T.device_fn
-F = T.load("cuzk.arith.field")
+CURVE = T.param("curve", DEFAULT)
+FR_MODULUS = constants(CURVE).FR_MODULUS
+F = T.load("cuzk.arith.field", **build_params(CURVE))
+if F.NR != 4:
+    raise NotImplementedError(f"{CURVE}: the NTT works on 4-limb Fr elements")
 fr_mul = F.fr_mul
 fr_sub = F.fr_sub
 fr_neg = F.fr_neg
@@ -51,7 +80,12 @@ mac, adc, sbb, mul_lo = T.prims
 _R_LIMBS = F.R_LIMBS
 _R_INV = F.R_INV
 _P = F.R_LIMBS  # r, the modulus of Fr, as 4 limbs
-_P2 = int_to_limb_tuple(2 * FR_MODULUS)  # 2r: the bound the lazy butterflies keep
+# The lazy bound L (module docstring): 2r where 4r < 2^256, else r (2r < 2^256 needed).
+WIDE = 4 * FR_MODULUS < 1 << 256
+if not WIDE and 2 * FR_MODULUS >= 1 << 256:
+    raise NotImplementedError(f"{CURVE}: the lazy NTT needs 2r < 2^256")
+LAZY_BOUND = (2 if WIDE else 1) * FR_MODULUS
+_L = int_to_limb_tuple(LAZY_BOUND)
 _Z = np.uint64(0)
 _ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
 
@@ -121,14 +155,15 @@ def stage_indices(k, log_m, log_n, inverse):
     return i, i + (1 << log_m), e, flip
 
 
-# --- lazy arithmetic (values below 4r; see the module docstring) -----------------------------
+# --- lazy arithmetic (values below 2L; see the module docstring) -----------------------------
 
 
 @device_fn
 def _mont_round(t0, t1, t2, t3, a0, a1, a2, a3, bi):
     """t = (t + a b_i + m r) / 2^64, m = t_0 (-r^{-1}) mod 2^64: one CIOS iteration (Koc, Acar,
-    Kaliski 1996) with the carry above t_3 folded into t_3. That cannot overflow here: with
-    a < 4r each step keeps t < a + r < 5r < 2^256."""
+    Kaliski 1996) with the carry above t_3 folded into t_3. That cannot overflow here: if
+    t < a + r, then t + a b_i + m r < (a + r) 2^64, so the new t < a + r again; with a < r
+    (mul_lazy's reduced operand) t < 2r < 2^256 throughout, whatever b_i."""
     t0, c = mac(a0, bi, t0, _Z)
     t1, c = mac(a1, bi, t1, c)
     t2, c = mac(a2, bi, t2, c)
@@ -145,14 +180,26 @@ def _mont_round(t0, t1, t2, t3, a0, a1, a2, a3, bi):
 
 @device_fn
 def mul_lazy(a, b):
-    """a b R^{-1} mod r, up to one r: for a < 4r and b < r the result is below
-    a b / R + r < 2r (4r < R), so the final subtraction of a Montgomery product is skipped."""
+    """a b R^{-1} mod r, up to one r, for a < r (reduced: it is added whole in every round)
+    and any b < R (read word by word): the result (a b + M r) / R, M < R, is below
+    a b / R + r < 2r, so the final subtraction of a Montgomery product is skipped."""
     a0, a1, a2, a3 = a
     t0, t1, t2, t3 = _mont_round(_Z, _Z, _Z, _Z, a0, a1, a2, a3, b[0])
     t0, t1, t2, t3 = _mont_round(t0, t1, t2, t3, a0, a1, a2, a3, b[1])
     t0, t1, t2, t3 = _mont_round(t0, t1, t2, t3, a0, a1, a2, a3, b[2])
     t0, t1, t2, t3 = _mont_round(t0, t1, t2, t3, a0, a1, a2, a3, b[3])
     return (t0, t1, t2, t3)
+
+
+@device_fn
+def mul_twiddle(w, v):
+    """w v R^{-1} mod r below L, for w < r and v < R: mul_lazy's result is below 2r, which
+    is L on WIDE curves; one conditional subtraction of r brings it below r = L on NARROW
+    ones."""
+    t = mul_lazy(w, v)
+    if not WIDE:
+        t = sub_if_ge(t, _P)
+    return t
 
 
 @device_fn
@@ -183,22 +230,24 @@ def add_lazy(a, b):
 
 @device_fn
 def sub_lazy(a, b):
-    """a - b + 2r, not reduced: in (0, 4r) for a < 2r, b < 2r."""
+    """a - b + L, not reduced: in (0, 2L) for a < L, b < L."""
     d0, br = sbb(a[0], b[0], _Z)
     d1, br = sbb(a[1], b[1], br)
     d2, br = sbb(a[2], b[2], br)
     d3, _ = sbb(a[3], b[3], br)
-    d0, c = adc(d0, _P2[0], _Z)
-    d1, c = adc(d1, _P2[1], c)
-    d2, c = adc(d2, _P2[2], c)
-    d3, _ = adc(d3, _P2[3], c)
+    d0, c = adc(d0, _L[0], _Z)
+    d1, c = adc(d1, _L[1], c)
+    d2, c = adc(d2, _L[2], c)
+    d3, _ = adc(d3, _L[3], c)
     return (d0, d1, d2, d3)
 
 
 @device_fn
 def reduce_lazy(a):
-    """[0, 4r) -> [0, r)."""
-    return sub_if_ge(sub_if_ge(a, _P2), _P)
+    """[0, 2L) -> [0, r)."""
+    if WIDE:
+        a = sub_if_ge(a, _L)
+    return sub_if_ge(a, _P)
 
 
 # --- butterflies ----------------------------------------------------------------------------
@@ -207,13 +256,13 @@ def reduce_lazy(a):
 @device_fn
 def dit_butterfly(u, v, w, twiddled, flip, final):
     """Cooley-Tukey (decimation in time): (u, v) -> (u + w v, u - w v); w = 1 unless
-    twiddled; with flip the twiddle is -w, which only swaps the two outputs. Inputs below 4r,
-    outputs below 4r, or reduced (below r) when final."""
-    u = sub_if_ge(u, _P2)
+    twiddled; with flip the twiddle is -w, which only swaps the two outputs. Inputs below 2L,
+    outputs below 2L, or reduced (below r) when final."""
+    u = sub_if_ge(u, _L)
     if twiddled:
-        t = mul_lazy(v, w)
+        t = mul_twiddle(w, v)
     else:
-        t = sub_if_ge(v, _P2)
+        t = sub_if_ge(v, _L)
     s = add_lazy(u, t)
     d = sub_lazy(u, t)
     if final:
@@ -228,16 +277,16 @@ def dit_butterfly(u, v, w, twiddled, flip, final):
 def dif_butterfly(u, v, w, twiddled, flip):
     """Gentleman-Sande (decimation in frequency): (u, v) -> (u + v, (u - v) w); w = 1 unless
     twiddled; with flip the twiddle is -w: (u - v)(-w) = (v - u) w. Inputs and outputs below
-    2r (reduced inputs are fine)."""
-    s = sub_if_ge(add_lazy(u, v), _P2)
+    L (reduced inputs are fine)."""
+    s = sub_if_ge(add_lazy(u, v), _L)
     if flip:
         d = sub_lazy(v, u)
     else:
         d = sub_lazy(u, v)
     if twiddled:
-        d = mul_lazy(d, w)
+        d = mul_twiddle(w, d)
     else:
-        d = sub_if_ge(d, _P2)
+        d = sub_if_ge(d, _L)
     return s, d
 
 

@@ -1,12 +1,15 @@
 """NTT over Fr on the CPU: parallel (numba prange) radix-2 transforms, coset step, H pipeline.
 
 Public API (in place on C-contiguous (n, 4) uint64 arrays of Montgomery-form elements,
-n = 2^log_n, 1 <= n <= 2^27, the coset of the largest needing w[28]):
+n = 2^log_n, 1 <= n <= 2^(s-1) for a field of 2-adicity s, the coset of the largest needing
+w[s]: 2^27 on BN254, 2^31 on BLS12-381), each for the curve named by ``curve`` (a name of
+cuzk.arith.curves: "bn254", the default, or "bls12_381"):
 
-    ntt(x, inverse=False)               forward NTT, or inverse NTT including the 1/n
-    coset_shift(x, log2n, inverse=False) x_i *= w_{2n}^i  (w_{2n}^{-i} with inverse=True)
-    ntt_batch(xs, inverse=False)         ntt() of several same-size vectors in one pass
-    compute_h(a, b, c, out=None) -> h    the Groth16 quotient evaluations (see below)
+    ntt(x, inverse=False, curve=)         forward NTT, or inverse NTT including the 1/n
+    coset_shift(x, log2n, inverse=False, curve=)  x_i *= w_{2n}^i  (w_{2n}^{-i} with inverse)
+    ntt_batch(xs, inverse=False, curve=)  ntt() of several same-size vectors in one pass
+    compute_h(a, b, c, out=None, curve=) -> h   the Groth16 quotient evaluations (see below)
+    tables(log_n, curve=)                 the domain's constants, cached per (curve, log_n)
 
 compute_h is the prover's H step (snarkjs groth16_prove.js: ifft, batchApplyKey with
 inc = w[log_n + 1], fft, then joinABC and batchFromMontgomery): for each of a, b, c an inverse
@@ -14,13 +17,22 @@ NTT, the coset shift, a forward NTT; then h_i = a_i b_i - c_i, returned in plain
 (non-Montgomery) form, which is how the H MSM takes its scalars. a, b and c are overwritten
 (with n times their coset evaluations); h goes to ``out``, by default a's storage.
 
-Twiddle tables are computed once per domain size and kept for the life of the process
-(``tables(log_n)``; ``clear_tables()`` frees them).
+Twiddle tables are computed once per curve and domain size and kept for the life of the
+process (``tables(log_n, curve)``; ``clear_tables()`` frees them).
+
+One source, a build per curve: this module, imported normally, holds BN254's kernels (plain
+names, as always); ``get_target("cpu").load("cuzk.kernels.ntt_cpu", curve="bls12_381")``
+executes it again with the butterflies of cuzk.kernels.ntt built for BLS12-381 and every
+kernel renamed for that build (``_dit[bls12_381]``: its own Numba cache entries). The public
+functions are this module's; they pick the kernels of the build their ``curve`` names
+(``kernels(curve)``). A build's own copies of the public functions are not used.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib
 import os
 import threading
 
@@ -36,54 +48,61 @@ import numpy as np  # noqa: E402
 from numba import (  # noqa: E402
     get_num_threads,
     literally,
-    njit,
     prange,
     set_num_threads,
     set_parallel_chunksize,
 )
 
-from cuzk.arith.constants import (  # noqa: E402
-    FR_MODULUS,
-    FR_TWO_ADICITY,
-    MONT_R,
-    fr_roots_of_unity,
-)
-from cuzk.kernels.ntt import (  # noqa: E402
-    bit_reverse,
-    butterfly,
-    coset_factor_index,
-    fr_mul,
-    fr_neg,
-    load,
-    mul_lazy,
-    powers_chunk,
-    quotient,
-    store,
-    twiddle_index,
-)
+from cuzk.arith import curves  # noqa: E402
+from cuzk.arith.curves import DEFAULT  # noqa: E402
+from cuzk.arith.jit import building, get_target  # noqa: E402
 
-_W = fr_roots_of_unity()  # snarkjs's w[k], plain integers
+T = building()
+CURVE = T.param("curve", DEFAULT)
+N = T.load("cuzk.kernels.ntt", **curves.build_params(CURVE))
+bit_reverse, butterfly, coset_factor_index = N.bit_reverse, N.butterfly, N.coset_factor_index
+fr_mul, fr_neg, load, store, mul_lazy = N.fr_mul, N.fr_neg, N.load, N.store, N.mul_lazy
+powers_chunk, quotient, twiddle_index = N.powers_chunk, N.quotient, N.twiddle_index
+njit = T.njit  # numba.njit(cache=True, nogil=True, ...), each kernel named for its build
+
 SERIAL_LOG = 11  # domains up to this size run on the calling thread only
 _M64 = (1 << 64) - 1
+
+
+@functools.cache
+def kernels(curve: str = DEFAULT):
+    """The build of this module whose kernels work in ``curve``'s Fr (this module for BN254)."""
+    if curve == DEFAULT:
+        return importlib.import_module("cuzk.kernels.ntt_cpu")
+    return get_target("cpu").load("cuzk.kernels.ntt_cpu", **curves.build_params(curve))
+
+
+@functools.cache
+def _field(curve: str):
+    """(r, 2-adicity, snarkjs's roots w[k] as plain integers) of ``curve``'s Fr."""
+    k = curves.constants(curve)
+    return k.FR_MODULUS, k.FR_TWO_ADICITY, tuple(k.fr_roots_of_unity())
 
 
 # --- conversions used to build constants ----------------------------------------------------
 
 
-def mont_limbs(v: int) -> np.ndarray:
-    """The Montgomery form of v mod r as a (4,) uint64 array."""
-    m = (v % FR_MODULUS) * MONT_R % FR_MODULUS
+def mont_limbs(v: int, curve: str = DEFAULT) -> np.ndarray:
+    """The Montgomery form (R = 2^256) of v mod r as a (4,) uint64 array."""
+    r = _field(curve)[0]
+    m = (v % r) * (1 << 256) % r
     return np.array([(m >> (64 * t)) & _M64 for t in range(4)], dtype=np.uint64)
 
 
-def plain_limbs(v: int) -> np.ndarray:
+def plain_limbs(v: int, curve: str = DEFAULT) -> np.ndarray:
     """v mod r as a (4,) uint64 array (plain form)."""
-    m = v % FR_MODULUS
+    m = v % _field(curve)[0]
     return np.array([(m >> (64 * t)) & _M64 for t in range(4)], dtype=np.uint64)
 
 
-def domain_log2(x: np.ndarray) -> int:
-    """log2 of the length of an (n, 4) uint64 vector; checks shape, dtype and layout."""
+def domain_log2(x: np.ndarray, curve: str = DEFAULT) -> int:
+    """log2 of the length of an (n, 4) uint64 vector; checks shape, dtype and layout, and
+    that ``curve``'s Fr has the coset's root."""
     if x.ndim != 2 or x.shape[1] != 4 or x.dtype != np.uint64:
         raise ValueError(f"expected an (n, 4) uint64 array, got {x.shape} {x.dtype}")
     if not x.flags.c_contiguous:
@@ -92,10 +111,11 @@ def domain_log2(x: np.ndarray) -> int:
     if n < 1 or n & (n - 1):
         raise ValueError(f"domain size {n} is not a power of two")
     log_n = n.bit_length() - 1
-    if log_n > FR_TWO_ADICITY - 1:
+    two_adicity = _field(curve)[1]
+    if log_n > two_adicity - 1:
         raise ValueError(
             f"domain 2^{log_n} too large: the coset needs w[{log_n + 1}], "
-            f"and Fr has 2-adicity {FR_TWO_ADICITY}"
+            f"and {curve}'s Fr has 2-adicity {two_adicity}"
         )
     return log_n
 
@@ -103,7 +123,7 @@ def domain_log2(x: np.ndarray) -> int:
 # --- kernels --------------------------------------------------------------------------------
 
 
-@njit(parallel=True, cache=True, nogil=True)
+@njit(parallel=True)
 def _powers(out, base, starts, firsts, rev_bits):
     """out[i] = base^i (i < len(out)); chunk c starts at index starts[c] with value firsts[c];
     with rev_bits > 0 the table is stored in bit-reversed order."""
@@ -114,7 +134,7 @@ def _powers(out, base, starts, firsts, rev_bits):
         powers_chunk(out, base_t, starts[c], starts[c + 1] - starts[c], first, rev_bits)
 
 
-@njit(parallel=True, cache=True, nogil=True)
+@njit(parallel=True)
 def _bit_reverse(x, log_n):
     for i in prange(x.shape[0]):
         r = bit_reverse(i, log_n)
@@ -124,7 +144,7 @@ def _bit_reverse(x, log_n):
             store(x, r, u)
 
 
-@njit(parallel=True, cache=True, nogil=True)
+@njit(parallel=True)
 def _bit_reverse_scale(x, log_n, s):
     """The bit-reversal permutation with every element multiplied by s (the iNTT's 1/n)."""
     st = (s[0], s[1], s[2], s[3])
@@ -153,7 +173,7 @@ def _bit_reverse_scale(x, log_n, s):
 # against 21.5 ns per butterfly inline).
 
 
-@njit(cache=True, nogil=True)
+@njit()
 def _block(x, tw, base, log_b, log_n, inverse, dif):
     """Stages of half-size 2^0 .. 2^(log_b-1) on x[base : base + 2^log_b]: DIT in that
     order, or with dif DIF in the reverse order. dif is a compile-time constant (literally:
@@ -172,7 +192,7 @@ def _block(x, tw, base, log_b, log_n, inverse, dif):
                 store(x, i + m, d)
 
 
-@njit(cache=True, nogil=True)
+@njit()
 def _columns(x, tw, r0, log_g, log_b, log_n, inverse, dif):
     """Stages of half-size 2^log_b .. 2^(log_n-1) on the columns r0 .. r0 + 2^log_g - 1: DIT
     in that order, or with dif DIF in the reverse order (dif a constant, as in _block)."""
@@ -192,7 +212,7 @@ def _columns(x, tw, r0, log_g, log_b, log_n, inverse, dif):
                     store(x, i + m, d)
 
 
-@njit(cache=True, nogil=True)
+@njit()
 def _pick(a, b, c, v):
     if v == 0:
         return a
@@ -201,7 +221,7 @@ def _pick(a, b, c, v):
     return c
 
 
-@njit(parallel=True, cache=True, nogil=True)
+@njit(parallel=True)
 def _dit(a, b, c, nvec, tw, log_n, inverse, log_b, log_g):
     """All DIT stages (bit-reversed in, natural out) on nvec of the vectors a, b, c."""
     nblocks = 1 << (log_n - log_b)
@@ -258,18 +278,18 @@ def _blocking(log_n: int):
     return log_b, min(log_b, GROUP_LOG)
 
 
-@njit(cache=True, nogil=True)
+@njit()
 def _coset_block(x, tw, g_rev, blk, log_b, log_n):
     """One block of the H pipeline's middle: the iNTT's last (block) stages, the coset step
     on the now bit-reversed coefficients, the NTT's first (block) stages."""
     base = blk << log_b
     _block(x, tw, base, log_b, log_n, True, True)
     for p in range(base, base + (1 << log_b)):
-        store(x, p, mul_lazy(load(x, p), load(g_rev, p)))
+        store(x, p, mul_lazy(load(g_rev, p), load(x, p)))
     _block(x, tw, base, log_b, log_n, False, False)
 
 
-@njit(parallel=True, cache=True, nogil=True)
+@njit(parallel=True)
 def _h_pipeline(a, b, c, h, tw, g_rev, log_n, log_b, log_g, n_mont, inv_n2_plain):
     """compute_h in three parallel regions: iNTT column stages; per block iNTT block stages +
     coset + NTT block stages; per column group NTT column stages + h_i of those columns."""
@@ -298,7 +318,7 @@ def _h_pipeline(a, b, c, h, tw, g_rev, log_n, log_b, log_g, n_mont, inv_n2_plain
             store(h, i, quotient(load(a, i), load(b, i), load(c, i), nm, k2))
 
 
-@njit(parallel=True, cache=True, nogil=True)
+@njit(parallel=True)
 def _coset_shift(x, g_rev, log_n, inverse):
     for i in prange(x.shape[0]):
         p, negate = coset_factor_index(i, log_n, inverse)
@@ -308,7 +328,7 @@ def _coset_shift(x, g_rev, log_n, inverse):
         store(x, i, y)
 
 
-@njit(parallel=True, cache=True, nogil=True)
+@njit(parallel=True)
 def _quotient(h, a, b, c, n_mont, inv_n2_plain):
     nm = (n_mont[0], n_mont[1], n_mont[2], n_mont[3])
     k2 = (inv_n2_plain[0], inv_n2_plain[1], inv_n2_plain[2], inv_n2_plain[3])
@@ -320,51 +340,56 @@ def _quotient(h, a, b, c, n_mont, inv_n2_plain):
 
 
 class Tables:
-    """Per-domain constants: twiddles tw[e] = w_n^e (e < n/2), the coset table
-    g_rev[p] = w_{2n}^{rev(p)} (p < n, bit-reversed order), and the scalars the transforms
-    use, all Montgomery form unless named plain."""
+    """Per-domain constants of one curve's Fr: twiddles tw[e] = w_n^e (e < n/2), the coset
+    table g_rev[p] = w_{2n}^{rev(p)} (p < n, bit-reversed order), and the scalars the
+    transforms use, all Montgomery form unless named plain."""
 
-    def __init__(self, log_n: int):
+    def __init__(self, log_n: int, curve: str = DEFAULT):
+        r, _, w = _field(curve)
         n = 1 << log_n
+        self.curve = curve
         self.log_n = log_n
         self.n = n
-        self.tw = powers_table(_W[log_n], n // 2)
-        self.g_rev = powers_table(_W[log_n + 1], n, rev_bits=log_n)
-        inv_n = pow(n, -1, FR_MODULUS)
-        self.inv_n = mont_limbs(inv_n)
-        self.n_mont = mont_limbs(n)
-        self.inv_n2_plain = plain_limbs(inv_n * inv_n)
+        self.tw = powers_table(w[log_n], n // 2, curve=curve)
+        self.g_rev = powers_table(w[log_n + 1], n, rev_bits=log_n, curve=curve)
+        inv_n = pow(n, -1, r)
+        self.inv_n = mont_limbs(inv_n, curve)
+        self.n_mont = mont_limbs(n, curve)
+        self.inv_n2_plain = plain_limbs(inv_n * inv_n, curve)
 
     @property
     def nbytes(self) -> int:
         return self.tw.nbytes + self.g_rev.nbytes
 
 
-def powers_table(base: int, count: int, rev_bits: int = 0) -> np.ndarray:
-    """(count, 4) Montgomery table of base^i, computed in parallel chunks (each chunk starts
-    from a power taken in Python ints); with rev_bits, stored in bit-reversed order."""
+def powers_table(base: int, count: int, rev_bits: int = 0, curve: str = DEFAULT) -> np.ndarray:
+    """(count, 4) Montgomery table of base^i in ``curve``'s Fr, computed in parallel chunks
+    (each chunk starts from a power taken in Python ints); with rev_bits, stored in
+    bit-reversed order."""
     out = np.empty((count, 4), dtype=np.uint64)
     if count == 0:
         return out
+    r = _field(curve)[0]
     nchunks = min(count, 256)
     starts = np.linspace(0, count, nchunks + 1).astype(np.int64)
-    firsts = np.stack([mont_limbs(pow(base, int(s), FR_MODULUS)) for s in starts[:-1]])
-    _powers(out, mont_limbs(base), starts, firsts, rev_bits)
+    firsts = np.stack([mont_limbs(pow(base, int(s), r), curve) for s in starts[:-1]])
+    kernels(curve)._powers(out, mont_limbs(base, curve), starts, firsts, rev_bits)
     return out
 
 
-_tables: dict[int, Tables] = {}
+_tables: dict[tuple[str, int], Tables] = {}
 _tables_lock = threading.Lock()
 
 
-def tables(log_n: int) -> Tables:
-    """The cached Tables of the domain 2^log_n (built on first use)."""
-    t = _tables.get(log_n)
+def tables(log_n: int, curve: str = DEFAULT) -> Tables:
+    """The cached Tables of the domain 2^log_n of ``curve``'s Fr (built on first use)."""
+    key = (curve, log_n)
+    t = _tables.get(key)
     if t is None:
         with _tables_lock:
-            t = _tables.get(log_n)
+            t = _tables.get(key)
             if t is None:
-                t = _tables[log_n] = Tables(log_n)
+                t = _tables[key] = Tables(log_n, curve)
     return t
 
 
@@ -381,52 +406,58 @@ def tables_nbytes() -> int:
 # --- API ------------------------------------------------------------------------------------
 
 
-def ntt(x: np.ndarray, inverse: bool = False) -> np.ndarray:
+def ntt(x: np.ndarray, inverse: bool = False, curve: str = DEFAULT) -> np.ndarray:
     """In-place NTT of x over the domain of size len(x) (natural order in and out), with
-    snarkjs's root w[log_n]; inverse=True computes the inverse, 1/n included. Returns x."""
-    log_n = domain_log2(x)
+    snarkjs's root w[log_n] of ``curve``'s Fr; inverse=True computes the inverse, 1/n
+    included. Returns x."""
+    log_n = domain_log2(x, curve)
     if log_n == 0:
         return x
-    t = tables(log_n)
+    k = kernels(curve)
+    t = tables(log_n, curve)
     with _schedule(log_n):
         if inverse:
-            _bit_reverse_scale(x, log_n, t.inv_n)
+            k._bit_reverse_scale(x, log_n, t.inv_n)
         else:
-            _bit_reverse(x, log_n)
-        _dit(x, x, x, 1, t.tw, log_n, inverse, *_blocking(log_n))
+            k._bit_reverse(x, log_n)
+        k._dit(x, x, x, 1, t.tw, log_n, inverse, *_blocking(log_n))
     return x
 
 
-def ntt_batch(xs, inverse: bool = False):
+def ntt_batch(xs, inverse: bool = False, curve: str = DEFAULT):
     """ntt() of up to three same-size vectors, each stage run over all of them at once."""
     xs = list(xs)
     if not 1 <= len(xs) <= 3:
         raise ValueError("ntt_batch takes one to three vectors")
-    log_n = domain_log2(xs[0])
-    if any(domain_log2(x) != log_n for x in xs):
+    log_n = domain_log2(xs[0], curve)
+    if any(domain_log2(x, curve) != log_n for x in xs):
         raise ValueError("ntt_batch vectors differ in size")
     if log_n == 0:
         return xs
-    t = tables(log_n)
+    k = kernels(curve)
+    t = tables(log_n, curve)
     padded = xs + [xs[0]] * (3 - len(xs))
     with _schedule(log_n):
         for x in xs:
             if inverse:
-                _bit_reverse_scale(x, log_n, t.inv_n)
+                k._bit_reverse_scale(x, log_n, t.inv_n)
             else:
-                _bit_reverse(x, log_n)
-        _dit(padded[0], padded[1], padded[2], len(xs), t.tw, log_n, inverse, *_blocking(log_n))
+                k._bit_reverse(x, log_n)
+        k._dit(padded[0], padded[1], padded[2], len(xs), t.tw, log_n, inverse, *_blocking(log_n))
     return xs
 
 
-def coset_shift(x: np.ndarray, log2n: int, inverse: bool = False) -> np.ndarray:
+def coset_shift(
+    x: np.ndarray, log2n: int, inverse: bool = False, curve: str = DEFAULT
+) -> np.ndarray:
     """In place x_i *= w_{2n}^i for i < n = 2^log2n, w_{2n} = w[log2n + 1] (snarkjs's
-    batchApplyKey(x, 1, w[log2n+1])); inverse=True multiplies by w_{2n}^{-i}. Returns x."""
-    log_n = domain_log2(x)
+    batchApplyKey(x, 1, w[log2n+1])) in ``curve``'s Fr; inverse=True multiplies by
+    w_{2n}^{-i}. Returns x."""
+    log_n = domain_log2(x, curve)
     if log_n != log2n:
         raise ValueError(f"vector of length 2^{log_n} given with log2n={log2n}")
     with _schedule(log_n):
-        _coset_shift(x, tables(log_n).g_rev, log_n, inverse)
+        kernels(curve)._coset_shift(x, tables(log_n, curve).g_rev, log_n, inverse)
     return x
 
 
@@ -436,27 +467,35 @@ def compute_h(
     c: np.ndarray,
     out: np.ndarray | None = None,
     keep_tables: bool = True,
+    curve: str = DEFAULT,
 ):
     """Groth16 quotient evaluations h_i = A(g w^i) B(g w^i) - C(g w^i) on the coset g = w_{2n}
-    of the domain where a, b, c hold A, B, C's evaluations (Montgomery form). Returns h as
-    plain-form (n, 4) uint64 in ``out`` (default: a's storage); a, b, c are overwritten.
+    of the domain where a, b, c hold A, B, C's evaluations (Montgomery form), in ``curve``'s
+    Fr. Returns h as plain-form (n, 4) uint64 in ``out`` (default: a's storage); a, b, c are
+    overwritten.
 
     The iNTTs run as DIF (natural in, bit-reversed out) without their 1/n, the coset step
     scales in bit-reversed order, the NTTs run as DIT (bit-reversed in, natural out); the
     three 1/n and the final from-Montgomery fold into the pointwise step. keep_tables=False:
     the domain's tables, unless already cached, are built for this call and dropped after
     it (a one-shot process: 6 MiB at 2^17)."""
-    log_n = domain_log2(a)
-    if domain_log2(b) != log_n or domain_log2(c) != log_n:
+    log_n = domain_log2(a, curve)
+    if domain_log2(b, curve) != log_n or domain_log2(c, curve) != log_n:
         raise ValueError("a, b, c differ in size")
     if out is None:
         out = a
-    elif domain_log2(out) != log_n:
+    elif domain_log2(out, curve) != log_n:
         raise ValueError("out differs in size from a")
-    t = tables(log_n) if keep_tables else _tables.get(log_n) or Tables(log_n)
+    k = kernels(curve)
+    if keep_tables:
+        t = tables(log_n, curve)
+    else:
+        t = _tables.get((curve, log_n)) or Tables(log_n, curve)
     if log_n == 0:  # n = 1: the transforms and the coset factor g^0 are identities
-        _quotient(out, a, b, c, t.n_mont, t.inv_n2_plain)
+        k._quotient(out, a, b, c, t.n_mont, t.inv_n2_plain)
         return out
     with _schedule(log_n):
-        _h_pipeline(a, b, c, out, t.tw, t.g_rev, log_n, *_blocking(log_n), t.n_mont, t.inv_n2_plain)
+        k._h_pipeline(
+            a, b, c, out, t.tw, t.g_rev, log_n, *_blocking(log_n), t.n_mont, t.inv_n2_plain
+        )
     return out

@@ -1,13 +1,15 @@
 """NTT over Fr on CUDA: the same butterflies as the CPU (cuzk.kernels.ntt), as kernels.
 
 Public API (the CPU module's names; each takes device arrays, worked on in place, or numpy
-arrays, copied in and back out):
+arrays, copied in and back out; ``curve`` names the curve whose Fr they work in, "bn254" by
+default or "bls12_381", as in cuzk.kernels.ntt_cpu):
 
-    ntt(x, inverse=False)                forward NTT, or inverse NTT including the 1/n
-    coset_shift(x, log2n, inverse=False) x_i *= w_{2n}^i  (w_{2n}^{-i} with inverse=True)
-    ntt_batch(xs, inverse=False)         ntt() of up to three same-size vectors, batched
-    compute_h(a, b, c, out=None) -> h    the Groth16 quotient evaluations, plain form
-    DeviceTables / device_tables()       twiddle and coset tables resident per device
+    ntt(x, inverse=False, curve=)        forward NTT, or inverse NTT including the 1/n
+    coset_shift(x, log2n, inverse=False, curve=)  x_i *= w_{2n}^i  (w_{2n}^{-i} with inverse)
+    ntt_batch(xs, inverse=False, curve=) ntt() of up to three same-size vectors, batched
+    compute_h(a, b, c, out=None, curve=) -> h   the Groth16 quotient evaluations, plain form
+    DeviceTables / device_tables()       twiddle and coset tables resident per device, per
+                                         (curve, domain size): ``.get(log_n, curve=)``
 
 How the transforms run on the device:
   block phase   stages log_m < log_b (2^log_b <= 1024 elements, aligned blocks): one kernel,
@@ -19,20 +21,33 @@ How the transforms run on the device:
 All kernels take up to three vectors (a, b, c; nvec of them used) so the three vectors of a
 proof share each launch. Every kernel is in CUDA_KERNELS with its signature, compiled
 at first launch and to PTX by tests/test_ptx.py.
+
+One source, a build per curve (as cuzk.kernels.ntt_cpu): imported normally this module's
+kernels use BN254's butterflies (cuzk.kernels.ntt's CUDA build); ``get_target("cuda").load(
+"cuzk.kernels.ntt_cuda", curve="bls12_381")`` executes it again with BLS12-381's, every
+kernel renamed for that build (``ntt_stage[bls12_381]``: its own disk-cache entries on a
+GPU). The public functions are this module's and launch the kernels of the build their
+``curve`` names (``kernels(curve)``).
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 import threading
 
 import numpy as np
 from numba import cuda, types
 
-from cuzk.arith.jit import KernelTable, cuda_simulated, get_target, require_cuda
+from cuzk.arith.curves import DEFAULT, build_params
+from cuzk.arith.jit import KernelTable, building, cuda_simulated, get_target, require_cuda
 from cuzk.kernels import ntt_cpu
 
-K = get_target("cuda").load("cuzk.kernels.ntt")
+_BUILD = building()  # the plain build when imported; the curve's when loaded for one
+CURVE = _BUILD.param("curve", DEFAULT)
+K = get_target("cuda").load("cuzk.kernels.ntt", **build_params(CURVE))
 load, store = K.load, K.store
+kernel_fn = _BUILD.kernel  # names each kernel for the build (no change for BN254)
 
 BLOCK_LOG = 10  # largest block phase: 2^10 elements = 32 KiB of shared memory
 _SHARED = (1 << BLOCK_LOG, 4)
@@ -43,6 +58,7 @@ SIMULATOR_THREADS = 16  # the simulator runs each thread as a Python thread
 # --- kernels (plain Python functions; CUDA_KERNELS below compiles them) --------------------
 
 
+@kernel_fn
 def ntt_bit_reverse(x, log_n):
     """x[i] <-> x[rev(i)]."""
     i = cuda.grid(1)
@@ -54,6 +70,7 @@ def ntt_bit_reverse(x, log_n):
             store(x, r, u)
 
 
+@kernel_fn
 def ntt_bit_reverse_scale(x, log_n, s):
     """x[i] <-> x[rev(i)], both times s[0] (the iNTT's 1/n)."""
     i = cuda.grid(1)
@@ -68,6 +85,7 @@ def ntt_bit_reverse_scale(x, log_n, s):
             store(x, i, K.fr_mul(load(x, i), st))
 
 
+@kernel_fn
 def ntt_stage(a, b, c, nvec, tw, log_m, log_n, inverse, dif):
     """One stage of half-size 2^log_m on nvec of a, b, c, decimation in frequency with dif,
     else in time: thread = butterfly (dif is the same for the whole grid: no divergence)."""
@@ -132,6 +150,7 @@ def _block_out(xs, x, base, t, hb):
     store(x, base + t + hb, load(xs, t + hb))
 
 
+@kernel_fn
 def ntt_dit_block(a, b, c, nvec, tw, log_b, log_n, inverse):
     """DIT stages 0 .. log_b-1 on blocks of 2^log_b elements in shared memory; grid =
     nvec * n / 2^log_b blocks of 2^(log_b-1) threads."""
@@ -144,6 +163,7 @@ def ntt_dit_block(a, b, c, nvec, tw, log_b, log_n, inverse):
     _block_out(xs, x, base, t, hb)
 
 
+@kernel_fn
 def ntt_coset_block(a, b, c, nvec, tw, g_rev, log_b, log_n):
     """The H pipeline's middle on one block in shared memory: iNTT (DIF) stages
     log_b-1 .. 0, times g_rev (the coset step, bit-reversed order), NTT (DIT) stages
@@ -154,13 +174,14 @@ def ntt_coset_block(a, b, c, nvec, tw, g_rev, log_b, log_n):
     hb = 1 << (log_b - 1)
     _block_in(xs, x, base, t, hb)
     _shared_stages(xs, tw, t, log_b, log_n, True, True)
-    store(xs, t, K.mul_lazy(load(xs, t), load(g_rev, base + t)))
-    store(xs, t + hb, K.mul_lazy(load(xs, t + hb), load(g_rev, base + t + hb)))
+    store(xs, t, K.mul_lazy(load(g_rev, base + t), load(xs, t)))
+    store(xs, t + hb, K.mul_lazy(load(g_rev, base + t + hb), load(xs, t + hb)))
     cuda.syncthreads()
     _shared_stages(xs, tw, t, log_b, log_n, False, False)
     _block_out(xs, x, base, t, hb)
 
 
+@kernel_fn
 def ntt_coset_shift(x, g_rev, log_n, inverse):
     """x[i] *= g^{+-i}, g = w_{2n}, natural order."""
     i = cuda.grid(1)
@@ -172,6 +193,7 @@ def ntt_coset_shift(x, g_rev, log_n, inverse):
         store(x, i, y)
 
 
+@kernel_fn
 def ntt_quotient(h, a, b, c, consts):
     """h_i = a_i b_i - c_i, plain form, for unscaled coset evaluations a, b, c;
     consts = [n (Montgomery), n^{-2} (plain)]."""
@@ -203,31 +225,41 @@ CUDA_KERNELS.expect = {name: ["mul.hi.u64"] for name in CUDA_KERNELS if name != 
 kernel = CUDA_KERNELS.kernel  # compiled at first launch; cached on disk on a GPU
 
 
+@functools.cache
+def kernels(curve: str = DEFAULT):
+    """The build of this module whose kernels work in ``curve``'s Fr (this module for BN254)."""
+    if curve == DEFAULT:
+        return importlib.import_module("cuzk.kernels.ntt_cuda")
+    return get_target("cuda").load("cuzk.kernels.ntt_cuda", **build_params(curve))
+
+
 # --- resident tables ------------------------------------------------------------------------
 
 
 class DeviceTables:
-    """The NTT tables of each domain size, resident on one device: twiddles tw (n/2 x 32
-    bytes), the coset table g_rev (n x 32 bytes) and the scalars the kernels take. Built from
-    the CPU's cached tables, copied once; ``nbytes`` for a memory budget, ``clear()`` to
-    evict."""
+    """The NTT tables of each curve and domain size, resident on one device: twiddles tw
+    (n/2 x 32 bytes), the coset table g_rev (n x 32 bytes) and the scalars the kernels take.
+    Built from the CPU's cached tables, copied once; ``nbytes`` for a memory budget,
+    ``clear()`` to evict."""
 
     def __init__(self, device_id: int):
         self.device_id = device_id
-        self._by_log_n: dict[int, dict] = {}
+        self._by_log_n: dict[tuple[str, int], dict] = {}
         self._lock = threading.Lock()
 
-    def get(self, log_n: int) -> dict:
-        t = self._by_log_n.get(log_n)
+    def get(self, log_n: int, curve: str = DEFAULT) -> dict:
+        """The tables of the domain 2^log_n of ``curve``'s Fr (copied on first use)."""
+        key = (curve, log_n)
+        t = self._by_log_n.get(key)
         if t is None:
             with self._lock:
-                t = self._by_log_n.get(log_n)
+                t = self._by_log_n.get(key)
                 if t is None:
-                    t = self._by_log_n[log_n] = self._build(log_n)
+                    t = self._by_log_n[key] = self._build(log_n, curve)
         return t
 
-    def _build(self, log_n: int) -> dict:
-        host = ntt_cpu.tables(log_n)
+    def _build(self, log_n: int, curve: str) -> dict:
+        host = ntt_cpu.tables(log_n, curve)
         arrays = {
             "tw": host.tw if len(host.tw) else np.zeros((1, 4), dtype=np.uint64),
             "g_rev": host.g_rev,
@@ -274,34 +306,34 @@ def device_tables(device_id: int | None = None) -> DeviceTables:
 # --- launches -------------------------------------------------------------------------------
 
 
-def _launch(name: str, count: int, stream):
-    """Kernel ``name`` configured with one thread per item of ``count``."""
+def _launch(name: str, count: int, stream, curve: str = DEFAULT):
+    """Kernel ``name`` of ``curve``'s build configured with one thread per item of ``count``."""
     threads = SIMULATOR_THREADS if cuda_simulated() else THREADS
-    return CUDA_KERNELS.configure(name, max(1, count), stream, threads)
+    return kernels(curve).CUDA_KERNELS.configure(name, max(1, count), stream, threads)
 
 
 def _block_log(log_n: int, block_log: int | None) -> int:
     return min(log_n, BLOCK_LOG if block_log is None else block_log)
 
 
-def _dit(vs, tables, log_n, inverse, block_log=None, stream=0):
+def _dit(vs, tables, log_n, inverse, block_log=None, stream=0, curve=DEFAULT):
     """All DIT stages on the device vectors vs (1..3 of them)."""
     a, b, c = (list(vs) + [vs[0]] * 3)[:3]
     nvec = len(vs)
     log_b = _block_log(log_n, block_log)
     tw = tables["tw"]
-    kernel("ntt_dit_block")[nvec << (log_n - log_b), 1 << (log_b - 1), stream](
+    kernels(curve).kernel("ntt_dit_block")[nvec << (log_n - log_b), 1 << (log_b - 1), stream](
         a, b, c, nvec, tw, log_b, log_n, inverse
     )
-    stage = _launch("ntt_stage", nvec << (log_n - 1), stream)
+    stage = _launch("ntt_stage", nvec << (log_n - 1), stream, curve)
     for log_m in range(log_b, log_n):
         stage(a, b, c, nvec, tw, log_m, log_n, inverse, False)
 
 
-def _device(x):
+def _device(x, curve=DEFAULT):
     """(device array, is_host): numpy arrays are copied to the device."""
     if isinstance(x, np.ndarray):
-        ntt_cpu.domain_log2(x)
+        ntt_cpu.domain_log2(x, curve)
         return cuda.to_device(x), True
     return x, False
 
@@ -315,13 +347,16 @@ def _log_n(x) -> int:
     return n.bit_length() - 1
 
 
-def ntt(x, inverse: bool = False, block_log: int | None = None, stream=0):
-    """In-place NTT (inverse=True: inverse NTT, 1/n included) of x, natural order in and out.
-    x: device array (kept there) or numpy array (copied to the device and back). Returns x."""
-    return ntt_batch([x], inverse, block_log, stream)[0]
+def ntt(x, inverse: bool = False, block_log: int | None = None, stream=0, curve: str = DEFAULT):
+    """In-place NTT (inverse=True: inverse NTT, 1/n included) of x, natural order in and out,
+    in ``curve``'s Fr. x: device array (kept there) or numpy array (copied to the device and
+    back). Returns x."""
+    return ntt_batch([x], inverse, block_log, stream, curve)[0]
 
 
-def ntt_batch(xs, inverse: bool = False, block_log: int | None = None, stream=0):
+def ntt_batch(
+    xs, inverse: bool = False, block_log: int | None = None, stream=0, curve: str = DEFAULT
+):
     """ntt() of up to three same-size vectors, each launch covering all of them."""
     require_cuda()
     xs = list(xs)
@@ -332,15 +367,15 @@ def ntt_batch(xs, inverse: bool = False, block_log: int | None = None, stream=0)
         raise ValueError("ntt_batch vectors differ in size")
     if log_n == 0:
         return xs
-    tables = device_tables().get(log_n)
-    moved = [_device(x) for x in xs]
+    tables = device_tables().get(log_n, curve)
+    moved = [_device(x, curve) for x in xs]
     ds = [d for d, _ in moved]
     for d in ds:
         if inverse:
-            _launch("ntt_bit_reverse_scale", d.shape[0], stream)(d, log_n, tables["inv_n"])
+            _launch("ntt_bit_reverse_scale", d.shape[0], stream, curve)(d, log_n, tables["inv_n"])
         else:
-            _launch("ntt_bit_reverse", d.shape[0], stream)(d, log_n)
-    _dit(ds, tables, log_n, inverse, block_log, stream)
+            _launch("ntt_bit_reverse", d.shape[0], stream, curve)(d, log_n)
+    _dit(ds, tables, log_n, inverse, block_log, stream, curve)
     for x, (d, host) in zip(xs, moved, strict=True):
         if host:
             d.copy_to_host(x, stream=stream)
@@ -349,31 +384,33 @@ def ntt_batch(xs, inverse: bool = False, block_log: int | None = None, stream=0)
     return xs
 
 
-def coset_shift(x, log2n: int, inverse: bool = False, stream=0):
-    """In place x_i *= w_{2n}^i (inverse: w_{2n}^{-i}), i < n = 2^log2n. Returns x."""
+def coset_shift(x, log2n: int, inverse: bool = False, stream=0, curve: str = DEFAULT):
+    """In place x_i *= w_{2n}^i (inverse: w_{2n}^{-i}), i < n = 2^log2n, in ``curve``'s Fr.
+    Returns x."""
     require_cuda()
     log_n = _log_n(x)
     if log_n != log2n:
         raise ValueError(f"vector of length 2^{log_n} given with log2n={log2n}")
-    tables = device_tables().get(log_n)
-    d, host = _device(x)
-    _launch("ntt_coset_shift", d.shape[0], stream)(d, tables["g_rev"], log_n, inverse)
+    tables = device_tables().get(log_n, curve)
+    d, host = _device(x, curve)
+    _launch("ntt_coset_shift", d.shape[0], stream, curve)(d, tables["g_rev"], log_n, inverse)
     if host:
         d.copy_to_host(x, stream=stream)
     return x
 
 
-def compute_h(a, b, c, out=None, block_log: int | None = None, stream=0):
+def compute_h(a, b, c, out=None, block_log: int | None = None, stream=0, curve: str = DEFAULT):
     """h_i = A(g w^i) B(g w^i) - C(g w^i), g = w_{2n}, from evaluations a, b, c (Montgomery),
-    as plain-form (n, 4) uint64 (see cuzk.kernels.ntt_cpu.compute_h). Device inputs: a, b, c
-    are overwritten and h is a device array (``out``, default a's storage). Numpy inputs are
-    copied in; h is copied back into ``out`` (default a) and returned."""
+    as plain-form (n, 4) uint64 (see cuzk.kernels.ntt_cpu.compute_h), in ``curve``'s Fr.
+    Device inputs: a, b, c are overwritten and h is a device array (``out``, default a's
+    storage). Numpy inputs are copied in; h is copied back into ``out`` (default a) and
+    returned."""
     require_cuda()
     log_n = _log_n(a)
     if _log_n(b) != log_n or _log_n(c) != log_n:
         raise ValueError("a, b, c differ in size")
-    tables = device_tables().get(log_n)
-    (da, host), (db, _), (dc, _) = _device(a), _device(b), _device(c)
+    tables = device_tables().get(log_n, curve)
+    (da, host), (db, _), (dc, _) = _device(a, curve), _device(b, curve), _device(c, curve)
     if host:
         dh = da
     else:
@@ -381,15 +418,15 @@ def compute_h(a, b, c, out=None, block_log: int | None = None, stream=0):
     if log_n:
         log_b = _block_log(log_n, block_log)
         tw = tables["tw"]
-        stage = _launch("ntt_stage", 3 << (log_n - 1), stream)
+        stage = _launch("ntt_stage", 3 << (log_n - 1), stream, curve)
         for log_m in range(log_n - 1, log_b - 1, -1):
             stage(da, db, dc, 3, tw, log_m, log_n, True, True)
-        kernel("ntt_coset_block")[3 << (log_n - log_b), 1 << (log_b - 1), stream](
+        kernels(curve).kernel("ntt_coset_block")[3 << (log_n - log_b), 1 << (log_b - 1), stream](
             da, db, dc, 3, tw, tables["g_rev"], log_b, log_n
         )
         for log_m in range(log_b, log_n):
             stage(da, db, dc, 3, tw, log_m, log_n, False, False)
-    _launch("ntt_quotient", 1 << log_n, stream)(dh, da, db, dc, tables["quotient"])
+    _launch("ntt_quotient", 1 << log_n, stream, curve)(dh, da, db, dc, tables["quotient"])
     if host:
         target = a if out is None else out
         dh.copy_to_host(target, stream=stream)

@@ -1,7 +1,8 @@
-"""Pippenger's method on the CPU for one group: built per group (CPU target only).
+"""Pippenger's method on the CPU for one group: built per (group, curve) (CPU target only).
 
-``get_target("cpu").load("cuzk.kernels.pippenger_cpu", group="g1")`` (or "g2"): the drivers
-of cuzk.kernels.msm_cpu (the public entry points, which pick the build). Windows run in
+``get_target("cpu").load("cuzk.kernels.pippenger_cpu", group="g1")`` (or "g2"; BN254, adding
+``curve="bls12_381"`` for another curve: cuzk.arith.curves.build_params): the drivers of
+cuzk.kernels.msm_cpu (the public entry points, which pick the build). Windows run in
 parallel (numba prange): each counting-sorts its points into buckets (negating the points of
 negative digits), adds pairs within buckets in batch-affine rounds until one point per bucket
 is left (cuzk.kernels.buckets), and sums m * B_m with running sums (in batch-affine lanes, or
@@ -11,14 +12,16 @@ Jacobian when lanes = 0); then Horner over the window sums and one inversion to 
 import numpy as np
 from numba import prange
 
+from cuzk.arith.curves import DEFAULT, build_params
 from cuzk.arith.jit import building
 from cuzk.arith.limbs import cpu_fetch_add, cpu_prefetch_row
 
 T = building()
 GROUP = T.param("group")
-B = T.load("cuzk.kernels.buckets", group=GROUP)
-G = T.load("cuzk.arith.group", group=GROUP)
-M = T.load("cuzk.kernels.msm")
+CURVE = T.param("curve", DEFAULT)
+B = T.load("cuzk.kernels.buckets", group=GROUP, **build_params(CURVE))
+G = T.load("cuzk.arith.group", group=GROUP, **build_params(CURVE))
+M = T.load("cuzk.kernels.msm", **build_params(CURVE))
 prefetch_row = cpu_prefetch_row()
 fetch_add = cpu_fetch_add()
 

@@ -1,18 +1,22 @@
-"""The CUDA bucket kernels of Pippenger's method for one group: built per group (CUDA target).
+"""The CUDA bucket kernels of Pippenger's method for one group: built per (group, curve) (CUDA
+target).
 
-``get_target("cuda").load("cuzk.kernels.pippenger_cuda", group="g1")`` (or "g2"); the
+``get_target("cuda").load("cuzk.kernels.pippenger_cuda", group="g1")`` (or "g2"; BN254,
+adding ``curve="bls12_381"`` for another curve: cuzk.arith.curves.build_params); the
 kernels are plain functions (``T.kernel`` gives each its build's name, so Numba's disk cache
-keeps the two builds apart) that cuzk.kernels.msm_cuda registers, compiles and launches. See
+keeps the builds apart) that cuzk.kernels.msm_cuda registers, compiles and launches. See
 msm_cuda's docstring for the launch order.
 """
 
 from numba import cuda
 
+from cuzk.arith.curves import DEFAULT, build_params
 from cuzk.arith.jit import building
 
 T = building()
 GROUP = T.param("group")
-G = T.load("cuzk.arith.group", group=GROUP)
+CURVE = T.param("curve", DEFAULT)
+G = T.load("cuzk.arith.group", group=GROUP, **build_params(CURVE))
 
 
 @T.kernel

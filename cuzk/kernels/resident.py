@@ -12,6 +12,11 @@ cache, but they are what the prover touches).
     key.nbytes                           # bytes held on the device
     key.free()                           # (= release())
 
+Point sets of any registered curve (cuzk.arith.curves): each ResidentPoints knows its curve
+and group, inferred from its row width (BN254 8 and 16 limbs, BLS12-381 12 and 24) unless
+``curve=`` says it (then checked against the width); ``ResidentKey.msm`` runs that curve's
+MSM, and ``from_zkey`` takes the key's curve.
+
 ``ResidentKeys`` is a small registry per process: get-or-place, pinning while MSMs run,
 eviction of keys idle longer than a threshold, and rows for the status board's "keys" list.
 """
@@ -25,7 +30,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from cuzk.kernels.points import G1_WIDTH, G2_WIDTH, ResidentPoints
+from cuzk.kernels.points import G1_WIDTH, G2_WIDTH, ResidentPoints, groups_by_width
 
 __all__ = [
     "ResidentPoints",
@@ -78,17 +83,21 @@ def device_name(device: str | None) -> str:
     return "cpu" if kind == "cpu" else f"cuda:{ordinal}"
 
 
-def place_points(points: np.ndarray, device: str = "cpu", name: str = "") -> ResidentPoints:
+def place_points(
+    points: np.ndarray, device: str = "cpu", name: str = "", curve: str | None = None
+) -> ResidentPoints:
     """Put one host point set on ``device``: no copy for "cpu", one transfer for "cuda:N"
-    ("cuda": the current device)."""
+    ("cuda": the current device). ``curve``: see ResidentPoints (None: from the width)."""
     kind, ordinal = parse_device(device)
     host = np.asarray(points)
-    if host.dtype != np.uint64 or host.ndim != 2 or host.shape[1] not in (G1_WIDTH, G2_WIDTH):
+    widths = groups_by_width(curve)
+    if host.dtype != np.uint64 or host.ndim != 2 or host.shape[1] not in widths:
+        expect = "|".join(str(w) for w in sorted(widths))
         raise ValueError(
-            f"point set {name!r}: expected (n, 8|16) uint64, got {host.dtype} {host.shape}"
+            f"point set {name!r}: expected (n, {expect}) uint64, got {host.dtype} {host.shape}"
         )
     if kind == "cpu":
-        return ResidentPoints(host, "cpu", name)
+        return ResidentPoints(host, "cpu", name, curve)
     from cuzk.arith.jit import require_cuda
 
     require_cuda()
@@ -97,7 +106,7 @@ def place_points(points: np.ndarray, device: str = "cpu", name: str = "") -> Res
     with _gpu(cuda, ordinal):
         # C-contiguous and aligned for the transfer (a zkey view may sit at offset 4 mod 8)
         arr = cuda.to_device(np.require(host, requirements=["C", "A"]))
-    return ResidentPoints(arr, f"cuda:{ordinal}", name)
+    return ResidentPoints(arr, f"cuda:{ordinal}", name, curve)
 
 
 def gpu_context(ordinal: int):
@@ -122,9 +131,16 @@ class ResidentKey:
     ``ResidentKey({"a": points_a, ...}, device="cuda:0")`` places host arrays (numpy, e.g.
     the zkey's mmap views) on the device; values that are already ResidentPoints are kept.
     ``device=None`` means cuzk.arith.jit.default_device_target(): the current GPU where one is
-    present, else the CPU (no copy)."""
+    present, else the CPU (no copy). ``curve`` (cuzk.arith.curves' name): every set must be
+    on it; None: each set's curve from its row width (ResidentPoints)."""
 
-    def __init__(self, sets: Mapping[str, object], device: str | None = None, key_id: str = ""):
+    def __init__(
+        self,
+        sets: Mapping[str, object],
+        device: str | None = None,
+        key_id: str = "",
+        curve: str | None = None,
+    ):
         dev = device_name(device)
         placed: dict[str, ResidentPoints] = {}
         try:
@@ -132,9 +148,11 @@ class ResidentKey:
                 if isinstance(pts, ResidentPoints):
                     if pts.device != dev:
                         raise ValueError(f"point set {name!r} is on {pts.device}, not {dev}")
+                    if curve is not None and pts.curve != curve:
+                        raise ValueError(f"point set {name!r} is on {pts.curve}, not {curve}")
                     placed[name] = pts
                 else:
-                    placed[name] = place_points(pts, dev, name)
+                    placed[name] = place_points(pts, dev, name, curve)
         except BaseException:
             placed.clear()  # drop the device arrays placed so far
             raise
@@ -146,17 +164,26 @@ class ResidentKey:
         self.last_used = time.monotonic()
 
     @classmethod
-    def place(cls, key_id: str, sets: Mapping[str, np.ndarray], device: str = "cpu") -> ResidentKey:
+    def place(
+        cls,
+        key_id: str,
+        sets: Mapping[str, np.ndarray],
+        device: str = "cpu",
+        curve: str | None = None,
+    ) -> ResidentKey:
         """Place the named host point sets on ``device`` ("cpu", "cuda" or "cuda:N")."""
-        return cls(sets, device, key_id)
+        return cls(sets, device, key_id, curve)
 
     @classmethod
     def from_zkey(
         cls, zkey, device: str = "cpu", key_id: str | None = None, sets=tuple(ZKEY_SETS)
     ) -> ResidentKey:
-        """Place a cuzk.formats.zkey.ZKey's point sets ("a", "b1", "b2", "c", "h")."""
+        """Place a cuzk.formats.zkey.ZKey's point sets ("a", "b1", "b2", "c", "h"), on the
+        key's curve."""
         arrays = {name: getattr(zkey, ZKEY_SETS[name]) for name in sets}
-        return cls.place(key_id or str(zkey.path), arrays, device)
+        info = getattr(zkey, "curve_info", None)
+        curve = info.arith if info is not None else None
+        return cls.place(key_id or str(zkey.path), arrays, device, curve)
 
     @property
     def nbytes(self) -> int:
@@ -191,8 +218,8 @@ class ResidentKey:
         return self._pins > 0
 
     def msm(self, name: str, scalars):
-        """The MSM of point set ``name`` with ``scalars`` on the key's device: an (8,) or
-        (16,) affine row."""
+        """The MSM of point set ``name`` with ``scalars`` on the key's device, on the set's
+        curve: an affine row of the set's width ((8,) or (16,) on BN254)."""
         pts = self[name]
         with self.pinned():
             pts.touch()
@@ -200,14 +227,14 @@ class ResidentKey:
                 from cuzk.kernels import msm_cpu
 
                 fn = msm_cpu.msm_g1 if pts.group == 1 else msm_cpu.msm_g2
-                return fn(pts.array, scalars)
+                return fn(pts.array, scalars, curve=pts.curve)
             from numba import cuda
 
             from cuzk.kernels import msm_cuda
 
             fn = msm_cuda.msm_g1 if pts.group == 1 else msm_cuda.msm_g2
             with _gpu(cuda, int(self.device.partition(":")[2])):
-                return fn(pts, scalars)
+                return fn(pts, scalars, curve=pts.curve)
 
     def release(self) -> None:
         """Drop the device arrays (their memory returns to the device when unreferenced)."""

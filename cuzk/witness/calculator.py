@@ -1,7 +1,8 @@
 """The circom 2 witness calculator (.wasm) run on wasmtime, with circom_runtime's protocol.
 
 A circom 2 .wasm exports its memory and a small API: `getVersion` (2), `getFieldNumLen32`
-(8 for BN254), `getRawPrime` + `readSharedRWMemory` (the prime), `getWitnessSize`,
+(8 for BN254 and BLS12-381), `getRawPrime` + `readSharedRWMemory` (the prime: the curve's
+scalar field r, `circom --prime bn128` or `bls12381`), `getWitnessSize`,
 `getInputSize`, `init`, `writeSharedRWMemory` + `setInputSignal(hMSB, hLSB, i)` (one input
 value, the signal named by its FNV-1a hash; the last input runs the circuit),
 `getWitness(i)` + `readSharedRWMemory` (one witness value, plain form, 8 words little-endian)
@@ -34,7 +35,7 @@ import struct
 import time
 from pathlib import Path
 
-from cuzk.arith.constants import FR_MODULUS
+from cuzk.formats import curve as curves
 from cuzk.witness.errors import (
     AssertFailed,
     MissingInput,
@@ -46,8 +47,8 @@ from cuzk.witness.errors import (
 )
 from cuzk.witness.inputs import fnv1a64
 
-N8 = 32  # bytes per BN254 field element
-N32 = N8 // 4  # 32-bit words per BN254 field element
+N8 = 32  # bytes per field element: r of BN254 and of BLS12-381 are both below 2^256
+N32 = N8 // 4  # 32-bit words per field element (circom's getFieldNumLen32)
 RECORD_WORDS = 3 + N32  # an input record: hMSB, hLSB, index, value words (least significant first)
 PAGE = 65536
 
@@ -218,8 +219,9 @@ def main_signals(sym_path) -> dict[str, int]:
 class Circuit:
     """A compiled circom 2 witness calculator: the .wasm checked and compiled (cached).
 
-    Facts read from a first instance: `version` (major, minor, patch), `prime`,
-    `witness_size` (wires, = the zkey's nVars), `input_size` (input values)."""
+    Facts read from a first instance: `version` (major, minor, patch), `prime` (the scalar
+    field r of `curve`, a cuzk.formats.curve.Curve: BN254 or BLS12-381), `witness_size`
+    (wires, = the zkey's nVars), `input_size` (input values)."""
 
     def __init__(
         self,
@@ -251,6 +253,7 @@ class Circuit:
         calc = WitnessCalculator(self)
         self.version = calc.version
         self.prime = calc.prime
+        self.curve = calc.curve
         self.witness_size = calc.witness_size
         self.input_size = calc.input_size
         self._spare = calc  # the first calculator, handed out once
@@ -378,12 +381,13 @@ class WitnessCalculator:
         self.n32 = self.ex["getFieldNumLen32"](s)
         self.ex["getRawPrime"](s)
         self.prime = self._read_shared()
-        if self.n32 != N32 or self.prime != FR_MODULUS:
+        self.curve = curves.by_r(self.prime) if self.n32 == N32 else None
+        if self.curve is None:
             raise WrongCircuitPrime(
                 self.path,
                 f"compiled for the prime {self.prime:#x} "
-                f"({self.n32 * 32} bits): cuzk proves over "
-                "BN254's scalar field r (circom --prime bn128)",
+                f"({self.n32 * 32} bits): cuzk computes witnesses over the scalar field r "
+                f"of {curves.known()} (circom --prime {' or '.join(curves.CURVES)})",
             )
         self.witness_size = self.ex["getWitnessSize"](s)
         self.input_size = self.ex["getInputSize"](s)
@@ -582,7 +586,8 @@ class WitnessCalculator:
         return bytes(self.witness_view(inputs, input_path))
 
     def calculate(self, inputs: list[tuple[str, list[int]]], input_path=None, out=None):
-        """The witness of `inputs` ([(name, flat values mod r)], inputs.parse_inputs) as an
+        """The witness of `inputs` ([(name, flat integer values)], inputs.parse_inputs;
+        each taken mod the circuit's prime, as circom_runtime does) as an
         (witness_size, 4) uint64 numpy array, plain form (a new array, or written into `out`,
         a C-contiguous array of that shape, e.g. a shared-memory segment).
 
@@ -626,12 +631,13 @@ class WitnessCalculator:
         rows: list[bytes] = []
         names: list[str] = []
         head = struct.Struct("<III")
+        p = self.prime  # circom_runtime's normalize: BigInt(v) mod p, negatives to p - |v|
         for name, values in inputs:
             h = fnv1a64(name)
             hi, lo = h >> 32, h & 0xFFFFFFFF
             for i, v in enumerate(values):
                 rows.append(head.pack(hi, lo, i))
-                rows.append(v.to_bytes(N8, "little"))
+                rows.append((v % p).to_bytes(N8, "little"))
             names.extend([name] * len(values))
         return b"".join(rows), names
 

@@ -26,7 +26,8 @@ def calculate(circuit_wasm, input_json, out_wtns, sym):
     The file is the one `snarkjs wtns calculate` writes, byte for byte. Bad inputs (a missing
     or unknown signal, a wrong array length, a value that is not a number or has more than
     4,300 digits, a failing assert in the circuit, a file that is not JSON: not UTF-8 text,
-    nested more than 512 deep) or a wasm that is not a BN254 circom 2 circuit exit 1 with
+    nested more than 512 deep) or a wasm that is not a circom 2 circuit over BN254 or
+    BLS12-381 (circom --prime bn128 or bls12381) exit 1 with
     the reason, and nothing is written.
     """
     from cuzk.formats.errors import FormatError

@@ -39,26 +39,31 @@ class NotACircuit(WitnessError):
 
 
 class WrongCircuitPrime(WitnessError):
-    """A circom witness calculator compiled for a prime other than BN254's scalar field r."""
+    """A circom witness calculator compiled for a prime that is not the scalar field r of a
+    curve cuzk knows (BN254, BLS12-381)."""
 
 
 class CircuitMismatch(WitnessError):
     """A circuit's .wasm and a proving key that do not belong to the same circuit."""
 
 
-def check_same_circuit(circuit, zkey) -> None:
-    """Raise CircuitMismatch unless the wasm's circuit and the key agree (wires, prime)."""
-    if circuit.prime != zkey.r:
+def check_same_circuit(circuit, zkey, key_name=None) -> None:
+    """Raise CircuitMismatch unless the wasm's circuit and the key agree (prime, wires).
+    `zkey`: a ZKey or an engine's ProvingKey (path, n_vars, and r, its prime, where it has
+    one: a prover double has none); `key_name` names it in the message (default: its path)."""
+    name = zkey.path if key_name is None else key_name
+    r = getattr(zkey, "r", None)
+    if r is not None and circuit.prime != r:
         raise CircuitMismatch(
             circuit.path,
             f"computes over the prime {circuit.prime:#x} but "
-            f"{zkey.path} is for {zkey.r:#x}: not the same "
+            f"{name} is for {r:#x}: not the same "
             "circuit",
         )
     if circuit.witness_size != zkey.n_vars:
         raise CircuitMismatch(
             circuit.path,
             f"has {circuit.witness_size} wires but "
-            f"{zkey.path} has nVars = {zkey.n_vars}: not the "
+            f"{name} has nVars = {zkey.n_vars}: not the "
             "same circuit",
         )

@@ -12,7 +12,8 @@ SYM_HELP = (
 
 def run_calculate(wasm, input_json, out_wtns, sym=None) -> memoryview:
     """Calculate the witness of input_json for the circuit wasm and write out_wtns (the
-    bytes snarkjs writes); nothing is written on failure. Returns the values (a view of
+    bytes snarkjs writes, with the circuit's prime: BN254's or BLS12-381's r); nothing is
+    written on failure. Returns the values (a view of
     the calculator's memory).
     Imports neither numpy nor the prover."""
     from cuzk.witness.calculator import Circuit
@@ -22,5 +23,5 @@ def run_calculate(wasm, input_json, out_wtns, sym=None) -> memoryview:
     inputs = read_inputs(input_json)
     circuit = Circuit(wasm, sym)
     values = circuit.calculator().witness_view(inputs, input_json)
-    write_wtns_bytes(out_wtns, values)
+    write_wtns_bytes(out_wtns, values, circuit.prime)
     return values

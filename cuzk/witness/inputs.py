@@ -1,9 +1,12 @@
-"""Circuit inputs as snarkjs reads them: names hashed with FNV-1a, values flattened to F_r.
+"""Circuit inputs as snarkjs reads them: names hashed with FNV-1a, values flattened to integers.
 
 snarkjs (`wtns calculate`, `groth16 fullprove`) reads input.json with JSON.parse, turns
 strings of digits or 0x-hex into BigInts (ffjavascript's unstringifyBigInts), flattens each
 signal's nested arrays depth first (circom_runtime's flatArray: row-major, the order of the
-signal's elements) and reduces every value with BigInt(v) mod p, negative values to p - |v|.
+signal's elements) and reduces every value with BigInt(v) mod p, negative values to p - |v|,
+p being the prime the circuit's wasm was compiled for (BN254's or BLS12-381's r). Here
+the values stay exact integers (at most MAX_DIGITS digits) until the calculator, which knows
+its circuit's prime, reduces them (cuzk.witness.calculator); `prime=` reduces them at once.
 The same rules here, with deliberate differences (docs/witness.md): a JSON integer above
 2^53 keeps its exact value (JavaScript rounds it to a double first), an empty string is an
 error (BigInt("") is 0), a decimal integer of more than MAX_DIGITS digits is an error (its
@@ -18,7 +21,6 @@ from __future__ import annotations
 import math
 import re
 
-from cuzk.arith.constants import FR_MODULUS  # BN254's scalar field r (imports no numpy)
 from cuzk.formats.json_limits import MAX_DEPTH, MAX_DIGITS, nested_deeper_than
 from cuzk.witness.errors import NotANumber, WitnessError
 
@@ -92,15 +94,16 @@ def to_integer(value, where: str, path=None) -> int:
     raise NotANumber(path, f"{where} is {kind}, not a number")
 
 
-def flatten(name: str, value, path=None, prime: int = FR_MODULUS) -> list[int]:
-    """A signal's values in signal order (nested arrays depth first), each reduced mod prime.
-    Iterative, so that no nesting the JSON parser accepts can exhaust the stack; the field is
-    named ("m[1][0]") only in an error, as repr() if it is not printable (a message is one
-    line)."""
+def flatten(name: str, value, path=None, prime: int | None = None) -> list[int]:
+    """A signal's values in signal order (nested arrays depth first), each reduced mod prime
+    when one is given (else exact, negative ones too). Iterative, so that no nesting the JSON
+    parser accepts can exhaust the stack; the field is named ("m[1][0]") only in an error, as
+    repr() if it is not printable (a message is one line)."""
     if not (name.isprintable() and name):
         name = repr(name)
     if not isinstance(value, list):
-        return [to_integer(value, name, path) % prime]
+        v = to_integer(value, name, path)
+        return [v if prime is None else v % prime]
     out: list[int] = []
     stack = [[value, 0]]  # (array, index of its next element)
     while stack:
@@ -115,15 +118,16 @@ def flatten(name: str, value, path=None, prime: int = FR_MODULUS) -> list[int]:
             stack.append([v, 0])
             continue
         try:
-            out.append(to_integer(v, name, path) % prime)
+            out.append(to_integer(v, name, path))
         except NotANumber:
             where = name + "".join(f"[{a[1] - 1}]" for a in stack)
             out.append(to_integer(v, where, path))  # raises, naming the element
-    return out
+    return out if prime is None else [v % prime for v in out]
 
 
-def parse_inputs(obj, path=None, prime: int = FR_MODULUS) -> list[tuple[str, list[int]]]:
-    """[(signal name, flat values mod prime)] in the order of the JSON object's keys."""
+def parse_inputs(obj, path=None, prime: int | None = None) -> list[tuple[str, list[int]]]:
+    """[(signal name, flat values)] in the order of the JSON object's keys; the values exact
+    integers, or reduced mod `prime` when one is given."""
     if not isinstance(obj, dict):
         raise WitnessError(
             path, f"the inputs must be a JSON object of signal names, not {type(obj).__name__}"
@@ -169,7 +173,7 @@ def _parse_int(text: str):
     return LongNumber(text) if len(text.lstrip("-")) > MAX_DIGITS else int(text)
 
 
-def read_inputs(path, prime: int = FR_MODULUS) -> list[tuple[str, list[int]]]:
+def read_inputs(path, prime: int | None = None) -> list[tuple[str, list[int]]]:
     """Read and parse an input JSON file (see loads_inputs, parse_inputs)."""
     with open(path, "rb") as f:
         data = f.read()
