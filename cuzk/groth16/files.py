@@ -94,7 +94,6 @@ def run_fullprove(
     from pathlib import Path
 
     from cuzk.formats.atomic import check_outputs
-    from cuzk.formats.curve import BN254_ONLY
     from cuzk.formats.zkey import ZKey
     from cuzk.witness.calculator import Circuit
     from cuzk.witness.errors import check_same_circuit
@@ -103,7 +102,7 @@ def run_fullprove(
 
     inputs = read_inputs(input_json)
     circuit = Circuit(wasm, sym)
-    check_same_circuit(circuit, ZKey(zkey, check_coefficients=False, curves_allowed=BN254_ONLY))
+    check_same_circuit(circuit, ZKey(zkey, check_coefficients=False))
     check_outputs(proof_json, public_json)  # before the work: one file twice, a missing folder
     values = circuit.calculator().witness_view(inputs, input_json)
     with tempfile.TemporaryDirectory(prefix="cuzk-fullprove-") as tmp:

@@ -201,6 +201,9 @@ class Proof:
     def from_points(
         cls, pi_a, pi_b, pi_c, where: str = "proof", backend: str = "numba", curve=BN254
     ) -> Proof:
+        """From affine int points on `curve` (a Curve or its name); checks range, curve and
+        subgroups."""
+        curve = curves.by_name(curve)
         a = check_g1(pi_a, f"{where}: pi_a", curve)
         _require_g1_subgroup(a, f"{where}: pi_a", curve)
         b = check_g2(pi_b, f"{where}: pi_b", curve)
