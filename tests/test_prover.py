@@ -253,9 +253,9 @@ def test_cpu_msms_of_one_proof_share_one_kernel_build(small_circuit, monkeypatch
     seen = []
 
     def spy(real):
-        def msm(points, scalars, c=None):
+        def msm(points, scalars, c=None, curve="bn254"):
             seen.append((numba.typeof(points), numba.typeof(scalars)))
-            return real(points, scalars, c)
+            return real(points, scalars, c, curve=curve)
 
         return msm
 
@@ -531,9 +531,9 @@ def test_prove_frees_b_and_c_after_h_and_a_one_shot_device_keeps_no_tables(small
     refs, alive = [], []
 
     class Spy:
-        def compute_h(self, a, b, c):
+        def compute_h(self, a, b, c, curve="bn254"):
             refs.extend([weakref.ref(b), weakref.ref(c)])
-            return device.compute_h(a, b, c)
+            return device.compute_h(a, b, c, curve=curve)
 
         def msm_g1(self, key, which, scalars):
             alive.append(sum(r() is not None for r in refs))
