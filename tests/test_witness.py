@@ -919,3 +919,35 @@ def test_pool_reloads_a_changed_wasm(tmp_path):
     out = np.zeros((905, 4), dtype=np.uint64)
     pool.calculate_into(wasm, fx("toyhash").joinpath("input_0.json").read_text(), out)
     assert np.array_equal(out, read_wtns(fx("toyhash") / "witness_0.wtns").values)
+
+
+def test_a_cache_file_rewritten_in_place_does_not_kill_the_process(tmp_path):
+    """A module loaded from the disk cache must not map the file: one truncated or rewritten
+    in place while the module lives (by hand, or by another tool sharing the folder) made the
+    process die of SIGBUS when the module was freed (seen at pytest's exit)."""
+    script = f"""
+import gc, os, sys
+os.environ["CUZK_CACHE_DIR"] = {str(tmp_path / "cache")!r}
+from pathlib import Path
+from cuzk.witness import cache as wcache, read_inputs
+from cuzk.witness.calculator import Circuit
+d = Path({str(fx("mulchain"))!r})
+Circuit(d / "circuit.wasm")
+wcache.forget_process_cache()
+c = Circuit(d / "circuit.wasm")
+assert c.load_stats["source"] == "disk", c.load_stats
+(f,) = (Path({str(tmp_path / "cache")!r}) / "wasm").glob("*.cwasm")
+f.write_bytes(b"x")  # in place: the same inode, truncated
+c.calculator().calculate(read_inputs(d / "input_1.json"))
+del c
+wcache.forget_process_cache()
+gc.collect()
+print("alive")
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0 and out.stdout.strip() == "alive", (
+        out.returncode,
+        out.stderr[-2000:],
+    )
