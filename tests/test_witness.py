@@ -570,12 +570,12 @@ def test_input_errors_on_either_curve(r, tmp_path):
 
 
 def test_fullprove_across_curves_refused_in_one_line(tmp_path):
-    """A BLS12-381 wasm with a BN254 key is another circuit; a BLS12-381 key is refused (the
-    prover is BN254's for now) — one line, exit 1, nothing written."""
+    """A wasm of one curve with a key of the other is another circuit: one line, exit 1,
+    nothing written."""
     proof, public = tmp_path / "proof.json", tmp_path / "public.json"
     cases = [
         ("tiny381", "tiny", "circuit.wasm: computes over the prime 0x73eda753"),
-        ("tiny381", "tiny381", "cuzk proves on bn128 (BN254) only"),
+        ("tiny", "tiny381", "circuit.wasm: computes over the prime 0x30644e72"),
     ]
     for wasm, key, said in cases:
         r = run_cli(
