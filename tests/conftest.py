@@ -49,6 +49,9 @@ import pytest  # noqa: E402
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 FIXTURE_CIRCUITS = ("tiny", "mulchain", "bits", "toyhash")  # toyhash: ~900 constraints, 2^10
 SMALL_CIRCUITS = ("tiny", "mulchain", "bits")  # up to ~70 constraints
+# tiny on each curve: BN254's tiny and BLS12-381's tiny381 (circom2 -p bls12381, a snarkjs
+# bls12381 ceremony); the BN254 fixtures above are all BN254
+EACH_CURVE = ("tiny", "tiny381")
 
 
 @dataclass(frozen=True)
@@ -94,9 +97,15 @@ def small_circuit(request) -> FixtureCircuit:
     return fixture_circuit(request.param)
 
 
+@pytest.fixture(params=EACH_CURVE)
+def each_curve(request) -> FixtureCircuit:
+    """tiny on each curve in turn: BN254 (tiny), BLS12-381 (tiny381)."""
+    return fixture_circuit(request.param)
+
+
 @pytest.fixture
 def circuit_named():
-    """A function name -> FixtureCircuit ("tiny", "mulchain", "bits", "toyhash")."""
+    """A function name -> FixtureCircuit ("tiny", "mulchain", "bits", "toyhash", "tiny381")."""
     return fixture_circuit
 
 

@@ -8,6 +8,7 @@ import shutil
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from conftest import FIXTURE_CIRCUITS
 
 from cuzk.arith.constants import FR_MODULUS, MONT_R
 from cuzk.arith.radix import limbs_to_ints
@@ -52,18 +53,22 @@ def test_r1cs_check_finds_the_broken_constraint(any_circuit):
 
 
 @pytest.mark.interop
-def test_cuzk_proofs_verify_in_snarkjs(tools, any_circuit, tmp_path):
+@pytest.mark.parametrize("name", [*FIXTURE_CIRCUITS, "tiny381"])
+def test_cuzk_proofs_verify_in_snarkjs(tools, circuit_named, name, tmp_path):
+    """`cuzk prove` of each witness, on either curve: snarkjs and `cuzk verify` accept it."""
     from interop import groth16_verify
 
-    for k in range(any_circuit.n_sets):
+    c = circuit_named(name)
+    for k in range(c.n_sets):
         proof, public = tmp_path / f"proof{k}.json", tmp_path / f"public{k}.json"
         r = CliRunner().invoke(
-            main,
-            ["prove", str(any_circuit.zkey), str(any_circuit.witness(k)), str(proof), str(public)],
+            main, ["prove", str(c.zkey), str(c.witness(k)), str(proof), str(public)]
         )
         assert r.exit_code == 0, r.output
-        assert json.loads(public.read_text()) == json.loads(any_circuit.public(k).read_text())
-        assert groth16_verify(any_circuit.vk, public, proof)
+        assert json.loads(public.read_text()) == json.loads(c.public(k).read_text())
+        assert groth16_verify(c.vk, public, proof)
+        r = CliRunner().invoke(main, ["verify", str(c.vk), str(public), str(proof)])
+        assert r.exit_code == 0, r.output
 
 
 @pytest.mark.interop
@@ -126,8 +131,9 @@ def _prove(args):
     return CliRunner().invoke(main, ["prove", *map(str, args)])
 
 
-def test_prove_refuses_an_unsatisfying_witness_with_r1cs(circuit_named, tmp_path):
-    c = circuit_named("mulchain")
+@pytest.mark.parametrize("name", ["mulchain", "tiny381"])
+def test_prove_refuses_an_unsatisfying_witness_with_r1cs(circuit_named, name, tmp_path):
+    c = circuit_named(name)
     proof, public = tmp_path / "p.json", tmp_path / "pub.json"
     r = _prove(["--r1cs", c.r1cs, c.zkey, c.bad_witness, proof, public])
     assert r.exit_code == 1
@@ -135,8 +141,9 @@ def test_prove_refuses_an_unsatisfying_witness_with_r1cs(circuit_named, tmp_path
     assert not proof.exists() and not public.exists()
 
 
-def test_prove_refuses_an_unsatisfying_witness_with_verify(circuit_named, tmp_path):
-    c = circuit_named("mulchain")
+@pytest.mark.parametrize("name", ["mulchain", "tiny381"])
+def test_prove_refuses_an_unsatisfying_witness_with_verify(circuit_named, name, tmp_path):
+    c = circuit_named(name)
     proof, public = tmp_path / "p.json", tmp_path / "pub.json"
     r = _prove(["--verify", c.zkey, c.bad_witness, proof, public])
     assert r.exit_code == 1
@@ -155,8 +162,10 @@ def test_prove_with_verify_and_r1cs_writes_a_good_proof(circuit_named, tmp_path)
 @pytest.mark.parametrize(
     "damage", ["truncate_zkey", "truncate_wtns", "corrupt_magic", "plonk", "wrong_count", "missing"]
 )
-def test_prove_bad_inputs_named_error_no_output(circuit_named, tmp_path, damage):
-    c = circuit_named("tiny")
+def test_prove_bad_inputs_named_error_no_output(each_curve, tmp_path, damage):
+    from cuzk.formats.wtns import read_wtns, write_wtns
+
+    c = each_curve
     zkey, wtns = tmp_path / "k.zkey", tmp_path / "w.wtns"
     shutil.copy(c.zkey, zkey)
     shutil.copy(c.witness(0), wtns)
@@ -167,9 +176,12 @@ def test_prove_bad_inputs_named_error_no_output(circuit_named, tmp_path, damage)
     elif damage == "corrupt_magic":
         zkey.write_bytes(b"zkez" + zkey.read_bytes()[4:])
     elif damage == "plonk":
+        if not (c.dir / "plonk.zkey").exists():
+            pytest.skip(f"{c.name} has no PLONK key")
         shutil.copy(c.dir / "plonk.zkey", zkey)
-    elif damage == "wrong_count":
-        shutil.copy(circuit_named("mulchain").witness(0), wtns)
+    elif damage == "wrong_count":  # a well-formed witness of the key's field, one value short
+        w = read_wtns(c.witness(0))
+        write_wtns(wtns, limbs_to_ints(w.values)[:-1], prime=w.prime)
     elif damage == "missing":
         wtns.unlink()
     proof, public = tmp_path / "p.json", tmp_path / "pub.json"
@@ -177,6 +189,22 @@ def test_prove_bad_inputs_named_error_no_output(circuit_named, tmp_path, damage)
     assert r.exit_code == 1, r.output
     assert r.output.startswith("cuzk prove: ")
     assert len(r.output.strip().splitlines()) == 1
+    if damage == "wrong_count":
+        assert "nVars" in r.output, r.output
+    assert not proof.exists() and not public.exists()
+
+
+@pytest.mark.parametrize("flag", ["witness", "--r1cs"])
+@pytest.mark.parametrize(("name", "other"), [("tiny", "tiny381"), ("tiny381", "tiny")])
+def test_prove_refuses_a_file_of_the_other_curve(circuit_named, name, other, flag, tmp_path):
+    """A witness or --r1cs of the other curve: one line naming both curves, nothing written."""
+    c, o = circuit_named(name), circuit_named(other)
+    proof, public = tmp_path / "p.json", tmp_path / "pub.json"
+    if flag == "witness":
+        r = _prove([c.zkey, o.witness(0), proof, public])
+    else:
+        r = _prove(["--r1cs", o.r1cs, c.zkey, c.witness(0), proof, public])
+    _one_line_error(r, "BN254", "BLS12-381")
     assert not proof.exists() and not public.exists()
 
 
@@ -287,10 +315,13 @@ def _cuzk_process(*args, env=None):
     )
 
 
-def test_prove_as_a_process_writes_proofs_that_verify(any_circuit, tmp_path):
+@pytest.mark.parametrize("name", [*FIXTURE_CIRCUITS, "tiny381"])
+def test_prove_as_a_process_writes_proofs_that_verify(circuit_named, name, tmp_path):
     """The real command (not CliRunner): lean cache loads, then an exit that skips the
     interpreter's teardown, must leave complete outputs and exit 0; bad input still exits 1."""
     from cuzk.groth16.verifier import VerifyingKey, verify
+
+    any_circuit = circuit_named(name)
 
     proof, public = tmp_path / "p.json", tmp_path / "pub.json"
     p = _cuzk_process("prove", any_circuit.zkey, any_circuit.witness(0), proof, public)
