@@ -23,9 +23,9 @@ import pytest
 from click.testing import CliRunner
 from conftest import CUDA_MODE, _has_gpu, fixture_circuit
 
-from cuzk.arith.constants import FR_MODULUS
 from cuzk.arith.jit import cuda_available
 from cuzk.cli import main
+from cuzk.formats import curve as curves
 from cuzk.groth16 import (
     ProvingKey,
     load_witness,
@@ -39,7 +39,7 @@ from cuzk.groth16.verifier import VerifyingKey, verify
 
 pytestmark = pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU and no simulator")
 
-CIRCUITS = ("tiny", "mulchain")  # domains 4 and 32
+CIRCUITS = ("tiny", "mulchain", "tiny381")  # domains 4 and 32; tiny381: tiny on BLS12-381
 SETS = ("a", "b1", "c", "h")  # the G1 point sets prove_start runs MSMs over
 
 
@@ -105,7 +105,8 @@ def test_prove_start_matches_cpu(runs, name):
     run = runs(name)
     for which in SETS:
         got, want = getattr(run.cuda, which), getattr(run.cpu, which)
-        assert got.shape == want.shape == (8,), which
+        n = curves.by_name(run.key.curve).g1_limbs  # affine x, y
+        assert got.shape == want.shape == (n,), which
         assert got.dtype == want.dtype == np.uint64, which
         assert np.array_equal(got, want), which
     assert any(getattr(run.cpu, which).any() for which in SETS)  # not all at infinity
@@ -127,7 +128,7 @@ def test_cuda_proof_verifies(runs, name):
     vk = _vk(run)
     assert verify(vk, proof.public, proof.to_json())
     wrong = list(proof.public)
-    wrong[0] = (wrong[0] + 1) % FR_MODULUS
+    wrong[0] = (wrong[0] + 1) % run.key.r
     assert not verify(vk, wrong, proof.to_json())
 
 
@@ -173,6 +174,12 @@ def test_key_residency(runs):
     assert dev.resident_bytes() == want + dev.resident_bytes(other.key_id) > want
     dev.evict_key(other.key_id)
     assert dev.resident_keys() == [key.key_id] and dev.resident_bytes() == want
+    bls = runs("tiny381").key  # BLS12-381's G1 points (96 bytes) counted as stored
+    dev.load_key(bls)
+    bls_want = sum(getattr(bls.zkey, f"points_{w}").nbytes for w in SETS)
+    assert bls.zkey.points_a.shape[1] * 8 == 96
+    assert dev.resident_bytes(bls.key_id) == bls_want and dev.resident_bytes() == want + bls_want
+    dev.evict_key(bls.key_id)
 
     out = {}
 
@@ -259,9 +266,10 @@ def test_engine_device_process_on_cuda(monkeypatch, caplog):
 
 
 @pytest.mark.slow
-def test_cuzk_prove_device_cuda(tmp_path):
+@pytest.mark.parametrize("name", ["tiny", "tiny381"])
+def test_cuzk_prove_device_cuda(tmp_path, name):
     """The command itself on the CUDA device (the simulator here): exit 0, a valid proof."""
-    c = fixture_circuit("tiny")
+    c = fixture_circuit(name)
     proof, public = tmp_path / "proof.json", tmp_path / "public.json"
     r = CliRunner().invoke(
         main, ["prove", "--device", "cuda", str(c.zkey), str(c.witness(1)), str(proof), str(public)]

@@ -7,7 +7,8 @@ The sweep runs the command in this process (click's CliRunner: an exception that
 a traceback is `result.exception`), with a watchdog that dumps every thread's stack and ends
 the run if one mutation hangs; the proofs that exit 0 go to snarkjs in one node process. A few
 mutations run again as processes of their own, as a user runs them. ~300 mutations of the
-mulchain fixture (domain 2^5): about 20 s on the 2-core machine, snarkjs included.
+mulchain fixture (domain 2^5): about 20 s on the 2-core machine, snarkjs included; ~90 of
+the tiny381 fixture (BLS12-381).
 """
 
 import faulthandler
@@ -27,7 +28,8 @@ from cuzk.cli import main
 pytestmark = pytest.mark.interop
 
 SEED = 17
-N_ZKEY, N_WTNS = 200, 100
+# mutations of each circuit's key and witness: mulchain (BN254), tiny381 (BLS12-381, fewer)
+SWEEPS = {"mulchain": (200, 100), "tiny381": (60, 30)}
 CIRCUIT = fixture_circuit("mulchain")
 HANG_SECS = 120  # one mutation taking this long is a hang: the watchdog ends the run
 
@@ -109,12 +111,14 @@ def snarkjs_verify_all(vk_path, items) -> list[bool]:
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def test_mutated_keys_and_witnesses_never_give_an_invalid_proof(tmp_path):
+@pytest.mark.parametrize("name", list(SWEEPS))
+def test_mutated_keys_and_witnesses_never_give_an_invalid_proof(tmp_path, name):
     require_tools()
     rng = random.Random(SEED)
-    zkey, wtns = CIRCUIT.zkey.read_bytes(), CIRCUIT.witness(0).read_bytes()
-    cases = [("zkey", *mutate(rng, zkey, "zkey")) for _ in range(N_ZKEY)]
-    cases += [("wtns", *mutate(rng, wtns, "wtns")) for _ in range(N_WTNS)]
+    circuit, (n_zkey, n_wtns) = fixture_circuit(name), SWEEPS[name]
+    zkey, wtns = circuit.zkey.read_bytes(), circuit.witness(0).read_bytes()
+    cases = [("zkey", *mutate(rng, zkey, "zkey")) for _ in range(n_zkey)]
+    cases += [("wtns", *mutate(rng, wtns, "wtns")) for _ in range(n_wtns)]
     runner = CliRunner()
     accepted, outcomes, slowest = [], {"refused": 0, "proved": 0}, 0.0
     faulthandler.dump_traceback_later(HANG_SECS, repeat=True, exit=True)
@@ -149,7 +153,7 @@ def test_mutated_keys_and_witnesses_never_give_an_invalid_proof(tmp_path):
     # most damage is refused; some lands on bytes a proof does not use
     assert outcomes["refused"] > len(cases) // 2, outcomes
     if accepted:
-        verdicts = snarkjs_verify_all(CIRCUIT.vk, [[p, s] for _, p, s in accepted])
+        verdicts = snarkjs_verify_all(circuit.vk, [[p, s] for _, p, s in accepted])
         rejected = [ctx for (ctx, _, _), ok in zip(accepted, verdicts, strict=True) if not ok]
         assert rejected == [], f"exit 0 with a proof snarkjs rejects: {rejected}"
     print(f"\n{len(cases)} mutations: {outcomes}, slowest {slowest:.2f} s")

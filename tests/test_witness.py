@@ -673,7 +673,7 @@ def test_fullprove_writes_both_outputs_or_neither(tmp_path, monkeypatch):
 
 
 @pytest.mark.interop
-@pytest.mark.parametrize("name", ["nested", "toyhash"])
+@pytest.mark.parametrize("name", ["nested", "toyhash", "tiny381"])
 def test_fullprove_verifies_with_snarkjs(name, tmp_path, tools):
     d = fx(name)
     proof, public = tmp_path / "proof.json", tmp_path / "public.json"
