@@ -47,12 +47,14 @@ def run_cli(*args, timeout: float = 120, env: dict | None = None, cwd=None):
 
 
 def warm_kernels(*circuits) -> None:
-    """Prove once here per circuit, so Numba compiles the prover's kernels into its cache once
-    (NUMBA_CACHE_DIR) rather than in every device process of every daemon at the same time."""
+    """Validate each circuit's key and prove once here, so Numba compiles the key checks and
+    the prover's kernels (per curve) into its cache once (NUMBA_CACHE_DIR) rather than in every
+    device process of every daemon at the same time."""
     from cuzk.groth16 import ProvingKey, load_witness, open_device, prove
 
     for c in circuits:
         key = ProvingKey.open(c.zkey)
+        key.validate()
         prove(key, load_witness(c.witness(0), key), open_device("cpu"))
 
 

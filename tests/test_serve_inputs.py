@@ -19,6 +19,7 @@ import interop
 import pytest
 from cluster_harness import farm as start_farm
 from conftest import fixture_circuit
+from prometheus_client.parser import text_string_to_metric_families
 from serve_harness import cli_env, request, run_cli, serve_daemon, serving, warm_kernels
 from waiting import wait_for
 from wasm_fakes import fake_circom
@@ -26,6 +27,7 @@ from wasm_fakes import fake_circom
 from cuzk.groth16.verifier import verify
 
 NESTED, TINY = fixture_circuit("nested"), fixture_circuit("tiny")
+TINY381 = fixture_circuit("tiny381")  # tiny on BLS12-381, beside tiny (BN254) in one daemon
 
 
 @pytest.fixture(autouse=True)
@@ -47,7 +49,7 @@ def roots(tmp_path_factory):
     root, outside = base / "keys", base / "outside"
     root.mkdir()
     outside.mkdir()
-    for c in (NESTED, TINY):
+    for c in (NESTED, TINY, TINY381):
         d = root / c.name
         d.mkdir()
         for f in (
@@ -74,7 +76,7 @@ def farm():
 def server(request, roots, tmp_path_factory):
     """The daemon the API tests talk to: one machine (`local`), or the gateway of a farm of
     one prover node (`cuzk serve --ray`): jobs of circuit inputs go the same way on both."""
-    warm_kernels(NESTED, TINY)
+    warm_kernels(NESTED, TINY, TINY381)
     farm = ["--ray", request.getfixturevalue("farm").address] if request.param == "gateway" else []
     s = serve_daemon(
         roots["base"] / f"serve-{request.param}.log",
@@ -323,6 +325,63 @@ def test_bad_inputs_fail_their_partition_alone(server, roots):
     assert snap["counters"]["restarts"] == 0, snap["counters"]
     code, _, r = post(server, "/v1/prove", {"key": key["key_id"], "inputs": [_inputs(1)]})
     assert r["state"] == "done", r
+
+
+# ------------------------------------------------------------------------------ two curves
+def test_keys_of_both_curves_share_one_queue(server, roots):
+    """tiny (BN254) and tiny381 (BLS12-381) registered side by side, with their wasm; witness
+    and inputs jobs of both curves submitted together into the one queue: every proof valid
+    for its own key; both curves in GET /v1/keys, the board's keys and /metrics; a key is
+    charged its file's bytes (BLS12-381's 48-byte coordinates included); a witness of the
+    other curve refused with 422 naming both."""
+    keys = {}
+    for c in (TINY, TINY381):
+        code, _, k = register(server, roots, c.name)
+        assert code == 201, k
+        keys[c.name] = k
+    assert keys["tiny"]["curve"] == "bn128" and keys["tiny381"]["curve"] == "bls12381"
+    for c in (TINY, TINY381):
+        assert keys[c.name]["bytes"] == (roots["root"] / c.name / "circuit.zkey").stat().st_size
+    inputs = {c.name: [json.loads(c.input(k).read_text()) for k in (0, 1)] for c in (TINY, TINY381)}
+    jobs = []  # (circuit, sets, job id), interleaved curves
+    for c in (TINY381, TINY):
+        d = roots["root"] / c.name
+        body = {"key": keys[c.name]["key_id"], "witnesses": [str(d / "witness_0.wtns")]}
+        code, _, job = post(server, "/v1/jobs", body)
+        assert code == 201, job
+        jobs.append((c, (0,), job["job_id"]))
+    for c in (TINY, TINY381):
+        body = {"key": keys[c.name]["key_id"], "inputs": [inputs[c.name][1], inputs[c.name][0]]}
+        code, _, job = post(server, "/v1/jobs", body)
+        assert code == 201, job
+        jobs.append((c, (1, 0), job["job_id"]))
+    for c, sets, job_id in jobs:
+        r = wait_result(server, job_id)
+        assert r["state"] == "done", r
+        for proof, public, k in zip(r["proofs"], r["public"], sets, strict=True):
+            check_proof(c, proof, public, k)
+    code, _, listed = get(server, "/v1/keys")
+    curve_of = {k["key_id"]: k["curve"] for k in listed["keys"]}
+    assert curve_of[keys["tiny"]["key_id"]] == "bn128"
+    assert curve_of[keys["tiny381"]["key_id"]] == "bls12381"
+    code, _, snap = get(server, "/status")
+    assert {"bn128", "bls12381"} <= {k["curve"] for k in snap["keys"]}, snap["keys"]
+    code, _, text = request(server.url, "GET", "/metrics")
+    by_curve = {
+        s.labels["curve"]: s.value
+        for fam in text_string_to_metric_families(text.decode())
+        for s in fam.samples
+        if s.name == "cuzk_keys_resident_by_curve"
+    }
+    assert by_curve.get("bn128", 0) >= 1 and by_curve.get("bls12381", 0) >= 1, by_curve
+    for c, other in ((TINY, TINY381), (TINY381, TINY)):
+        body = {
+            "key": keys[c.name]["key_id"],
+            "witnesses": [str(roots["root"] / other.name / "witness_0.wtns")],
+        }
+        code, _, r = post(server, "/v1/jobs", body)
+        assert code == 422, r
+        assert "BN254" in r["error"] and "BLS12-381" in r["error"], r
 
 
 # ------------------------------------------------------------------------------ the CLI
