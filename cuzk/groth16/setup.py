@@ -17,6 +17,13 @@ The H points are the odd-index Lagrange points of the 2n domain over δ, as snar
 them from a powers-of-tau file; snarkjs's (and cuzk's) prover multiplies them by the h
 vector its NTT pipeline computes. The interop test proves a cuzk-setup key with snarkjs.
 Scalar multiples of the generators use fixed-base tables (32 windows of 8 bits).
+
+The curve is the one whose prime the .r1cs names: BN254 or BLS12-381 (both Fr on 4 limbs).
+One source, a build per curve: imported normally this module's kernels use BN254's Fr;
+``get_target("cpu").load("cuzk.groth16.setup", curve="bls12_381")`` executes it again on
+BLS12-381's field build, each kernel named for that build (its own Numba cache entries). The
+public functions are this module's and run the kernels of the build their curve names
+(``kernels(curve)``); the fixed-base tables are built per group and curve (``fixed_base``).
 """
 
 from __future__ import annotations
