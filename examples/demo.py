@@ -2,15 +2,19 @@
 
     python examples/demo.py [--devices cpu:2] [--keep]
 
-1. a proving key for the committed demo circuit (tests/circuits/toyhash.circom, compiled in
-   tests/fixtures/toyhash/) made by `cuzk setup` (development-only single-party setup);
+1. proving keys made by `cuzk setup` (development-only single-party setup) for the demo
+   circuit (tests/circuits/toyhash.circom) on each curve: on BN254 as compiled in
+   tests/fixtures/toyhash/, on BLS12-381 compiled here by circom2 with `-p bls12381` (the
+   committed tests/fixtures/tiny381 circuit if circom2 is not installed);
 2. fresh witnesses for random inputs (snarkjs wtns calculate on the circuit's wasm; the
-   committed witnesses if snarkjs is not installed);
-3. `cuzk serve` on CPU devices, as a real daemon process;
-4. partitioned jobs of mixed kinds and priorities submitted over its HTTP API, witnesses
-   both uploaded and given by path; the critical job, submitted last, overtakes;
+   committed witnesses if snarkjs is not installed); for BLS12-381 the daemon computes them
+   from the inputs (the key is registered with its wasm);
+3. `cuzk serve` on CPU devices, as a real daemon process, with both keys side by side;
+4. partitioned jobs of mixed kinds, priorities and curves submitted into its one queue over
+   its HTTP API, witnesses uploaded, given by path, or computed from circuit inputs; the
+   critical job, submitted last, overtakes;
 5. every proof verified by the project's verifier against public signals computed here in
-   plain Python (an outside reference), one also by `snarkjs groth16 verify`;
+   plain Python (an outside reference), one of each curve also by `snarkjs groth16 verify`;
 6. one `cuzk top --once` frame, a summary, and SIGTERM: the daemon drains and exits 0 with no
    shared-memory segment left behind.
 
@@ -33,25 +37,33 @@ import time
 from pathlib import Path
 
 from cuzk.arith.constants import FR_MODULUS as R
+from cuzk.formats.curve import by_name
+
+R381 = by_name("bls12_381").r  # BLS12-381's scalar field
 
 ROOT = Path(__file__).resolve().parent.parent
 CIRCUIT = ROOT / "tests" / "fixtures" / "toyhash"
+TINY381 = ROOT / "tests" / "fixtures" / "tiny381"  # tiny on BLS12-381, if circom2 is missing
 SNARKJS_DIR = ROOT / ".tools" / "node_modules" / "snarkjs"
 SNARKJS_BIN = ROOT / ".tools" / "node_modules" / ".bin" / "snarkjs"
+CIRCOM2_BIN = ROOT / ".tools" / "node_modules" / ".bin" / "circom2"
 CLI = [sys.executable, "-m", "cuzk.cli"]
+CURVE_TITLES = {"bn254": "BN254", "bls12_381": "BLS12-381"}
 
-# (kind, priority, partitions), in submission order: the critical job comes last
+# (kind, priority, partitions, curve), in submission order: the critical job comes last
 JOBS = [
-    ("porep-c2", "normal", 8),
-    ("snap-update", "normal", 6),
-    ("window-post", "high", 4),
-    ("winning-post", "critical", 2),
+    ("porep-c2", "normal", 8, "bn254"),
+    ("snap-update", "normal", 6, "bn254"),
+    ("porep-c2", "normal", 4, "bls12_381"),  # circuit inputs: the daemon computes witnesses
+    ("window-post", "high", 4, "bn254"),
+    ("winning-post", "critical", 2, "bn254"),
 ]
 
 
-def toyhash_public(x: int, k: int, rounds: int = 300) -> list[str]:
+def toyhash_public(x: int, k: int, rounds: int = 300, R: int = R) -> list[str]:
     """The circuit's public signals [h, h2, k] computed directly (tests/circuits/toyhash.circom:
-    s <- (s + k + c_i)^5 for `rounds` rounds, c_0 = 7, c_{i+1} = c_i^2 + 13, all mod r)."""
+    s <- (s + k + c_i)^5 for `rounds` rounds, c_0 = 7, c_{i+1} = c_i^2 + 13, all mod r, the
+    scalar field R of the curve it is compiled for)."""
     s, c, states = x % R, 7, [x % R]
     for _ in range(rounds):
         s = pow((s + k + c) % R, 5, R)
@@ -76,18 +88,48 @@ class Demo:
         self.say(f"FAILED: {msg}")
 
     # ------------------------------------------------------------------ 1-2: key, witnesses
-    def make_key(self) -> Path:
+    def make_key(self, r1cs: Path, name: str) -> Path:
+        """`cuzk setup` on r1cs (its curve is the one its prime names) -> name.zkey, and its
+        verification key name.vk.json."""
         from cuzk.formats.cli import export_vk_file
         from cuzk.groth16.setup import setup
 
-        zkey = self.work / "toyhash.zkey"
-        self.say(
-            f"cuzk setup {CIRCUIT.relative_to(ROOT)}/circuit.r1cs -> {zkey.name} "
-            "(development-only single-party setup)"
-        )
-        setup(CIRCUIT / "circuit.r1cs", zkey)
-        export_vk_file(zkey, self.work / "verification_key.json")
+        zkey = self.work / f"{name}.zkey"
+        shown = r1cs.relative_to(ROOT) if r1cs.is_relative_to(ROOT) else r1cs.name
+        self.say(f"cuzk setup {shown} -> {zkey.name} (development-only single-party setup)")
+        setup(r1cs, zkey)
+        export_vk_file(zkey, self.work / f"{name}.vk.json")
         return zkey
+
+    def make_bls_circuit(self):
+        """The demo circuit on BLS12-381: (r1cs, wasm under the key root, inputs(rng) -> a
+        circuit input, public(input) -> the public signals computed in Python)."""
+        if CIRCOM2_BIN.exists():
+            out = self.work / "bls12381"
+            out.mkdir()
+            self.say("circom2 -p bls12381 tests/circuits/toyhash.circom (the demo circuit)")
+            subprocess.run(
+                [str(CIRCOM2_BIN), str(ROOT / "tests" / "circuits" / "toyhash.circom")]
+                + ["--r1cs", "--wasm", "-p", "bls12381", "-o", str(out)],
+                check=True,
+                capture_output=True,
+                timeout=300,
+            )
+            return (
+                out / "toyhash.r1cs",
+                out / "toyhash_js" / "toyhash.wasm",
+                lambda rng: {"x": rng.randrange(R381), "k": rng.randrange(R381)},
+                lambda inp: toyhash_public(inp["x"], inp["k"], R=R381),
+            )
+        self.say("circom2 not installed (`make tools`): the committed tiny381 circuit")
+        wasm = self.work / "tiny381.wasm"
+        shutil.copy(TINY381 / "circuit.wasm", wasm)
+        return (
+            TINY381 / "circuit.r1cs",
+            wasm,
+            lambda rng: {"a": rng.randrange(R381), "b": rng.randrange(R381)},
+            lambda inp: [str(inp["a"] * inp["b"] % R381), str(inp["a"])],  # c = a*b, then a
+        )
 
     def make_witnesses(self, n: int) -> list[tuple[Path, list[str]]]:
         rng = random.Random()
@@ -130,19 +172,30 @@ class Demo:
             out.append((dst, toyhash_public(int(inp["x"]), int(inp["k"]))))
         return out
 
-    def warm_up(self, zkey: Path, wtns: Path) -> None:
-        """One proof here first, so that Numba compiles the kernels once into its cache
-        (NUMBA_CACHE_DIR) instead of in every device process at the same time."""
+    def warm_up(self, zkey: Path, wtns: Path, bls) -> None:
+        """One proof of each curve here first, so that Numba compiles the kernels once into
+        its cache (NUMBA_CACHE_DIR) instead of in every device process at the same time. The
+        BLS12-381 one is `cuzk fullprove` (inputs -> witness -> proof, verified), its public
+        signals checked against Python's."""
         from cuzk.groth16 import ProvingKey, load_witness, open_device, prove
+        from cuzk.groth16.files import run_fullprove
 
         t = time.time()
         self.say(
-            "warming the Numba kernel cache with one proof (the first run on a machine "
-            "compiles the kernels: a minute or two)"
+            "warming the Numba kernel cache with one proof of each curve (the first run on a "
+            "machine compiles the kernels: a few minutes)"
         )
         key = ProvingKey.open(zkey)
+        key.validate()
         prove(key, load_witness(wtns, key), open_device("cpu"))
-        self.say(f"kernels ready in {time.time() - t:.1f} s")
+        zkey381, wasm, make_input, public_of = bls
+        inp = make_input(random.Random())
+        (self.work / "input381.json").write_text(json.dumps({k: str(v) for k, v in inp.items()}))
+        proof, public = self.work / "proof381.json", self.work / "public381.json"
+        run_fullprove(self.work / "input381.json", wasm, zkey381, proof, public)
+        if json.loads(public.read_text()) != public_of(inp):
+            self.fail("cuzk fullprove on BLS12-381: public signals differ from Python's")
+        self.say(f"kernels ready in {time.time() - t:.1f} s (BLS12-381 fullprove: verified)")
 
     # ------------------------------------------------------------------ 3: the daemon
     def start_server(self) -> tuple[str, str]:
@@ -216,31 +269,50 @@ class Demo:
         from cuzk.client import Client
         from cuzk.groth16.verifier import VerifyingKey, verify
 
-        zkey = self.make_key()
-        n = sum(p for _, _, p in JOBS)
+        zkey = self.make_key(CIRCUIT / "circuit.r1cs", "toyhash")
+        r1cs381, wasm381, make_input, public_of = self.make_bls_circuit()
+        zkey381 = self.make_key(r1cs381, "toyhash381")
+        n = sum(p for _, _, p, curve in JOBS if curve == "bn254")
         witnesses = self.make_witnesses(n)
-        self.warm_up(zkey, witnesses[0][0])
+        self.warm_up(zkey, witnesses[0][0], (zkey381, wasm381, make_input, public_of))
         url, board = self.start_server()
         try:
             client = Client(url)
-            key = client.register_key(zkey)
-            self.say(
-                f"key {key['key_id']} registered: {key['n_vars']} variables, domain "
-                f"{key['domain_size']}"
-            )
-            jobs, i = [], 0
-            t_submit = time.time()
-            for j, (kind, prio, parts) in enumerate(JOBS):
-                ws = witnesses[i : i + parts]
-                i += parts
-                # half the jobs upload their witnesses, half name files under the key root
-                job = client.submit(
-                    key["key_id"], [w for w, _ in ws], kind=kind, priority=prio, upload=j % 2 == 0
-                )
-                jobs.append((job, ws))
+            keys = {"bn254": client.register_key(zkey)}
+            keys["bls12_381"] = client.register_key(zkey381, wasm=wasm381)
+            for curve, key in keys.items():
                 self.say(
-                    f"submitted job {job['job_id']}: {kind}, {prio}, {parts} partitions"
-                    f" ({'uploaded' if j % 2 == 0 else 'by path'})"
+                    f"key {key['key_id']} registered: {key['curve']} ({CURVE_TITLES[curve]}), "
+                    f"{key['n_vars']} variables, domain {key['domain_size']}"
+                    + (", with its wasm" if key.get("wasm") else "")
+                )
+            jobs, i = [], 0
+            rng = random.Random()
+            t_submit = time.time()
+            for j, (kind, prio, parts, curve) in enumerate(JOBS):
+                key = keys[curve]
+                if curve == "bls12_381":  # circuit inputs: the daemon computes the witnesses
+                    inputs = [make_input(rng) for _ in range(parts)]
+                    ws = [(None, public_of(inp)) for inp in inputs]
+                    sent = [{k: str(v) for k, v in inp.items()} for inp in inputs]
+                    job = client.submit(key["key_id"], kind=kind, priority=prio, inputs=sent)
+                    how = "circuit inputs"
+                else:
+                    ws = witnesses[i : i + parts]
+                    i += parts
+                    # half the jobs upload their witnesses, half name files under the key root
+                    job = client.submit(
+                        key["key_id"],
+                        [w for w, _ in ws],
+                        kind=kind,
+                        priority=prio,
+                        upload=j % 2 == 0,
+                    )
+                    how = "uploaded" if j % 2 == 0 else "by path"
+                jobs.append((job, ws, curve))
+                self.say(
+                    f"submitted job {job['job_id']}: {kind}, {prio}, {parts} partitions on "
+                    f"{CURVE_TITLES[curve]} ({how})"
                 )
             top = subprocess.Popen(
                 [
@@ -262,8 +334,8 @@ class Demo:
                 text=True,
             )
             results = []
-            for job, ws in jobs:
-                results.append((client.wait(job["job_id"], timeout=900), ws))
+            for job, ws, curve in jobs:
+                results.append((client.wait(job["job_id"], timeout=900), ws, curve))
             wall = time.time() - t_submit
             frame = top.communicate(timeout=120)[0]
             self.say("one `cuzk top --once` frame, taken while the jobs ran:")
@@ -279,10 +351,13 @@ class Demo:
         return 0
 
     def verify_all(self, results, VerifyingKey, verify) -> None:
-        vk_json = json.loads((self.work / "verification_key.json").read_text())
-        vk = VerifyingKey.from_json(vk_json)
+        vks = {
+            curve: VerifyingKey.from_json(json.loads((self.work / f"{name}.vk.json").read_text()))
+            for curve, name in (("bn254", "toyhash"), ("bls12_381", "toyhash381"))
+        }
         n_ok = n = 0
-        for r, ws in results:
+        for r, ws, curve in results:
+            vk = vks[curve]
             if r.get("state") != "done":
                 self.fail(f"job {r['job_id']} ended {r.get('state')}: {r.get('error')}")
                 continue
@@ -300,9 +375,14 @@ class Demo:
                 else:
                     n_ok += 1
         self.say(f"project verifier: {n_ok}/{n} proofs valid, public signals as computed in Python")
-        # and one by snarkjs itself
-        r = results[-1][0]
-        if r.get("state") == "done" and SNARKJS_BIN.exists():
+        # and one of each curve by snarkjs itself: the last job of that curve
+        if not SNARKJS_BIN.exists():
+            self.say("snarkjs not installed: its check skipped")
+            return
+        for curve, name in (("bn254", "toyhash"), ("bls12_381", "toyhash381")):
+            r = [r for r, _, c in results if c == curve][-1]
+            if r.get("state") != "done":
+                continue
             (self.work / "proof.json").write_text(json.dumps(r["proofs"][0]))
             (self.work / "public.json").write_text(json.dumps(r["public"][0]))
             p = subprocess.run(
@@ -310,7 +390,7 @@ class Demo:
                     str(SNARKJS_BIN),
                     "groth16",
                     "verify",
-                    str(self.work / "verification_key.json"),
+                    str(self.work / f"{name}.vk.json"),
                     str(self.work / "public.json"),
                     str(self.work / "proof.json"),
                 ],
@@ -319,26 +399,27 @@ class Demo:
                 timeout=120,
             )
             if p.returncode == 0 and "OK" in p.stdout:
-                self.say(f"snarkjs groth16 verify (job {r['job_id']}, partition 0): OK")
+                self.say(
+                    f"snarkjs groth16 verify ({CURVE_TITLES[curve]}, job {r['job_id']}, "
+                    "partition 0): OK"
+                )
             else:
                 self.fail(f"snarkjs groth16 verify refused a proof: {p.stdout}{p.stderr}")
-        elif not SNARKJS_BIN.exists():
-            self.say("snarkjs not installed: its check skipped")
 
     def summary(self, results, wall: float) -> None:
         print()
         print(
-            f"{'JOB':16}  {'KIND':13} {'PRIORITY':8} {'PARTS':>5} {'STATE':6} "
+            f"{'JOB':16}  {'KIND':13} {'CURVE':9} {'PRIORITY':8} {'PARTS':>5} {'STATE':6} "
             f"{'QUEUED→DONE':>11} {'DEVICE MS (median)':>19}"
         )
         total = 0
-        for r, _ in sorted(results, key=lambda x: x[0].get("finished_at") or 0):
+        for r, _, curve in sorted(results, key=lambda x: x[0].get("finished_at") or 0):
             gpu = sorted(p["gpu_ms"] for p in r["partitions"] if p.get("gpu_ms") is not None)
             med = f"{gpu[len(gpu) // 2]:.0f}" if gpu else "-"
             secs = (r.get("finished_at") or 0) - r["submitted_at"]
             total += r["partitions_done"]
             print(
-                f"{r['job_id']:16}  {r['kind']:13} {r['priority']:8} "
+                f"{r['job_id']:16}  {r['kind']:13} {CURVE_TITLES[curve]:9} {r['priority']:8} "
                 f"{r['total_partitions']:>5} {r['state']:6} {secs:>10.1f}s {med:>19}"
             )
         print(
