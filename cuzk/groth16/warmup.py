@@ -1,5 +1,6 @@
 """`cuzk warmup`'s work: one setup, proof and verification of a small circuit (a chain of
-squarings, written here), which compiles or loads every kernel those commands use."""
+squarings, written here) on each curve cuzk proves (BN254, BLS12-381), which compiles or loads
+every kernel those commands use, each curve's build."""
 
 from __future__ import annotations
 
@@ -13,17 +14,21 @@ import click
 WARMUP_CONSTRAINTS = 1000
 
 
-def write_square_chain(r1cs_path, wtns_path, n: int = WARMUP_CONSTRAINTS, x: int = 3) -> None:
+def write_square_chain(
+    r1cs_path, wtns_path, n: int = WARMUP_CONSTRAINTS, x: int = 3, curve: str = "bn254"
+) -> None:
     """A circuit of n constraints x_{i+1} = x_i * x_i (public output x_n, private input x_0)
-    as a circom .r1cs, and its witness for x_0 = x as a .wtns."""
-    from cuzk.arith.constants import FR_MODULUS
+    over `curve`'s scalar field (any name cuzk.formats.curve knows) as a circom .r1cs, and its
+    witness for x_0 = x as a .wtns."""
     from cuzk.arith.radix import N8, int_to_bytes
     from cuzk.formats.atomic import atomic_writer
     from cuzk.formats.binfile import write_container
+    from cuzk.formats.curve import by_name
     from cuzk.formats.wtns import write_wtns
 
     if n < 1:
         raise ValueError(f"the warm-up circuit needs at least one constraint, not {n}")
+    r = by_name(curve).r  # 255 bits on both curves: N8 = 32 bytes
     # wires: 0 = one, 1 = x_n (public output), 2 = x_0 (private input), 3.. = x_1 .. x_{n-1}
     n_wires = n + 2
 
@@ -33,7 +38,7 @@ def write_square_chain(r1cs_path, wtns_path, n: int = WARMUP_CONSTRAINTS, x: int
     one = int_to_bytes(1)
     header = (
         N8.to_bytes(4, "little")
-        + int_to_bytes(FR_MODULUS)
+        + int_to_bytes(r)
         + b"".join(v.to_bytes(4, "little") for v in (n_wires, 1, 0, 1))
         + n_wires.to_bytes(8, "little")
         + n.to_bytes(4, "little")
@@ -46,20 +51,27 @@ def write_square_chain(r1cs_path, wtns_path, n: int = WARMUP_CONSTRAINTS, x: int
     labels = b"".join(k.to_bytes(8, "little") for k in range(n_wires))
     with atomic_writer(r1cs_path) as f:
         write_container(f, "r1cs", 1, [(1, [header]), (2, [rows]), (3, [labels])])
-    xs = [x % FR_MODULUS]
+    xs = [x % r]
     for _ in range(n):
-        xs.append(xs[-1] * xs[-1] % FR_MODULUS)
+        xs.append(xs[-1] * xs[-1] % r)
     values = [0] * n_wires
     values[0] = 1
     for i, v in enumerate(xs):
         values[wire(i)] = v
-    write_wtns(wtns_path, values)
+    write_wtns(wtns_path, values, prime=r)
 
 
-def warm(device: str = "cpu", constraints: int = WARMUP_CONSTRAINTS, workdir=None) -> float:
-    """Compile (or load) every kernel of `cuzk setup`, `cuzk prove` and `cuzk verify` by
-    running them once on a square chain of `constraints` constraints in a temporary folder;
-    the proof is checked as `cuzk prove` checks it. Returns the seconds it took."""
+#: the curves warmed: every curve cuzk proves (the kernels are built per curve)
+WARMUP_CURVES = ("bn254", "bls12_381")
+
+
+def warm(
+    device: str = "cpu", constraints: int = WARMUP_CONSTRAINTS, workdir=None, curves=WARMUP_CURVES
+) -> float:
+    """Compile (or load) every kernel of `cuzk setup`, `cuzk prove` and `cuzk verify` on each
+    of `curves` by running them once on a square chain of `constraints` constraints over that
+    curve in a temporary folder; the proof is checked as `cuzk prove` checks it. Returns the
+    seconds it took."""
     import tempfile
     from pathlib import Path
 
@@ -69,11 +81,11 @@ def warm(device: str = "cpu", constraints: int = WARMUP_CONSTRAINTS, workdir=Non
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="cuzk-warmup-", dir=workdir) as tmp:
         d = Path(tmp)
-        write_square_chain(d / "chain.r1cs", d / "chain.wtns", constraints)
-        setup(d / "chain.r1cs", d / "chain.zkey")
-        run_prove(
-            d / "chain.zkey", d / "chain.wtns", d / "proof.json", d / "public.json", device=device
-        )
+        for curve in curves:
+            r1cs, wtns, zkey = (d / f"{curve}.{ext}" for ext in ("r1cs", "wtns", "zkey"))
+            write_square_chain(r1cs, wtns, constraints, curve=curve)
+            setup(r1cs, zkey)
+            run_prove(zkey, wtns, d / "proof.json", d / "public.json", device=device)
     return time.perf_counter() - t0
 
 
@@ -96,10 +108,10 @@ def warmup(device, constraints):
 
     Numba compiles cuzk's kernels at their first use and keeps them on disk (NUMBA_CACHE_DIR
     when set); the first command after an install or upgrade otherwise pays for it, minutes on
-    a small machine. This runs one setup, proof and verification of a small circuit in a
-    temporary folder, with progress on stderr, and ends with one line saying where the
-    kernels are kept. Run it in an image build or after `pip install`; it is quick when the
-    kernels are already there.
+    a small machine. This runs one setup, proof and verification of a small circuit on each
+    curve cuzk proves (BN254, BLS12-381) in a temporary folder, with progress on stderr, and
+    ends with one line saying where the kernels are kept. Run it in an image build or after
+    `pip install`; it is quick when the kernels are already there.
     """
     from cuzk.compiling import cache_location, compile_notice
     from cuzk.groth16.fast_exit import exit_now_if_a_process_of_its_own
