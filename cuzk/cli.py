@@ -48,7 +48,7 @@ class LazyGroup(click.Group):
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="cuzk")
 def main():
-    """cuzk: Groth16 proofs for circom/snarkjs circuits (BN254) on GPUs and CPUs.
+    """cuzk: Groth16 proofs for circom/snarkjs circuits (BN254, BLS12-381) on GPUs and CPUs.
 
     Run `cuzk serve` on a prover machine, watch it with `cuzk top`, prove one file with
     `cuzk prove`. `cuzk COMMAND --help` describes each command.
