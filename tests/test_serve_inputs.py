@@ -329,30 +329,30 @@ def test_bad_inputs_fail_their_partition_alone(server, roots):
 
 # ------------------------------------------------------------------------------ two curves
 def test_keys_of_both_curves_share_one_queue(server, roots):
-    """tiny (BN254) and tiny381 (BLS12-381) registered side by side, with their wasm; witness
-    and inputs jobs of both curves submitted together into the one queue: every proof valid
-    for its own key; both curves in GET /v1/keys, the board's keys and /metrics; a key is
-    charged its file's bytes (BLS12-381's 48-byte coordinates included); a witness of the
-    other curve refused with 422 naming both."""
+    """tiny and nested (BN254) and tiny381 (BLS12-381) registered side by side, the latter two
+    with their wasm; witness and inputs jobs of both curves submitted together into the one
+    queue: every proof valid for its own key; both curves in GET /v1/keys, the board's keys
+    and /metrics; a key is charged its file's bytes (BLS12-381's 48-byte coordinates
+    included); a witness of the other curve refused with 422 naming both. (tiny keeps no
+    wasm: test_cli_submit_with_wasm_and_input relies on it.)"""
     keys = {}
-    for c in (TINY, TINY381):
-        code, _, k = register(server, roots, c.name)
+    for c, wasm in ((TINY, False), (NESTED, None), (TINY381, None)):
+        code, _, k = register(server, roots, c.name, wasm_name=wasm)
         assert code == 201, k
         keys[c.name] = k
-    assert keys["tiny"]["curve"] == "bn128" and keys["tiny381"]["curve"] == "bls12381"
-    for c in (TINY, TINY381):
-        assert keys[c.name]["bytes"] == (roots["root"] / c.name / "circuit.zkey").stat().st_size
-    inputs = {c.name: [json.loads(c.input(k).read_text()) for k in (0, 1)] for c in (TINY, TINY381)}
-    jobs = []  # (circuit, sets, job id), interleaved curves
+        assert k["bytes"] == (roots["root"] / c.name / "circuit.zkey").stat().st_size
+    assert keys["tiny"]["curve"] == keys["nested"]["curve"] == "bn128"
+    assert keys["tiny381"]["curve"] == "bls12381"
+    jobs = []  # (circuit, sets, job id), the curves interleaved
     for c in (TINY381, TINY):
         d = roots["root"] / c.name
         body = {"key": keys[c.name]["key_id"], "witnesses": [str(d / "witness_0.wtns")]}
         code, _, job = post(server, "/v1/jobs", body)
         assert code == 201, job
         jobs.append((c, (0,), job["job_id"]))
-    for c in (TINY, TINY381):
-        body = {"key": keys[c.name]["key_id"], "inputs": [inputs[c.name][1], inputs[c.name][0]]}
-        code, _, job = post(server, "/v1/jobs", body)
+    for c in (NESTED, TINY381):
+        ins = [json.loads(c.input(k).read_text()) for k in (1, 0)]
+        code, _, job = post(server, "/v1/jobs", {"key": keys[c.name]["key_id"], "inputs": ins})
         assert code == 201, job
         jobs.append((c, (1, 0), job["job_id"]))
     for c, sets, job_id in jobs:
@@ -375,11 +375,8 @@ def test_keys_of_both_curves_share_one_queue(server, roots):
     }
     assert by_curve.get("bn128", 0) >= 1 and by_curve.get("bls12381", 0) >= 1, by_curve
     for c, other in ((TINY, TINY381), (TINY381, TINY)):
-        body = {
-            "key": keys[c.name]["key_id"],
-            "witnesses": [str(roots["root"] / other.name / "witness_0.wtns")],
-        }
-        code, _, r = post(server, "/v1/jobs", body)
+        w = str(roots["root"] / other.name / "witness_0.wtns")
+        code, _, r = post(server, "/v1/jobs", {"key": keys[c.name]["key_id"], "witnesses": [w]})
         assert code == 422, r
         assert "BN254" in r["error"] and "BLS12-381" in r["error"], r
 
