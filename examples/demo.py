@@ -79,6 +79,7 @@ class Demo:
         self.t0 = time.time()
         self.proc = None
         self.failures: list[str] = []
+        self.names = {"bn254": "toyhash"}  # each curve's key files: NAME.zkey, NAME.vk.json
 
     def say(self, msg: str = "") -> None:
         print(f"[{time.time() - self.t0:6.1f}s] {msg}" if msg else "", flush=True)
@@ -103,10 +104,12 @@ class Demo:
 
     def make_bls_circuit(self):
         """The demo circuit on BLS12-381: (r1cs, wasm under the key root, inputs(rng) -> a
-        circuit input, public(input) -> the public signals computed in Python)."""
+        circuit input, public(input) -> the public signals computed in Python); sets the
+        name of its key files."""
         if CIRCOM2_BIN.exists():
             out = self.work / "bls12381"
             out.mkdir()
+            self.names["bls12_381"] = "toyhash381"
             self.say("circom2 -p bls12381 tests/circuits/toyhash.circom (the demo circuit)")
             subprocess.run(
                 [str(CIRCOM2_BIN), str(ROOT / "tests" / "circuits" / "toyhash.circom")]
@@ -122,6 +125,7 @@ class Demo:
                 lambda inp: toyhash_public(inp["x"], inp["k"], R=R381),
             )
         self.say("circom2 not installed (`make tools`): the committed tiny381 circuit")
+        self.names["bls12_381"] = "tiny381"
         wasm = self.work / "tiny381.wasm"
         shutil.copy(TINY381 / "circuit.wasm", wasm)
         return (
@@ -271,7 +275,7 @@ class Demo:
 
         zkey = self.make_key(CIRCUIT / "circuit.r1cs", "toyhash")
         r1cs381, wasm381, make_input, public_of = self.make_bls_circuit()
-        zkey381 = self.make_key(r1cs381, "toyhash381")
+        zkey381 = self.make_key(r1cs381, self.names["bls12_381"])
         n = sum(p for _, _, p, curve in JOBS if curve == "bn254")
         witnesses = self.make_witnesses(n)
         self.warm_up(zkey, witnesses[0][0], (zkey381, wasm381, make_input, public_of))
@@ -353,7 +357,7 @@ class Demo:
     def verify_all(self, results, VerifyingKey, verify) -> None:
         vks = {
             curve: VerifyingKey.from_json(json.loads((self.work / f"{name}.vk.json").read_text()))
-            for curve, name in (("bn254", "toyhash"), ("bls12_381", "toyhash381"))
+            for curve, name in self.names.items()
         }
         n_ok = n = 0
         for r, ws, curve in results:
@@ -379,7 +383,7 @@ class Demo:
         if not SNARKJS_BIN.exists():
             self.say("snarkjs not installed: its check skipped")
             return
-        for curve, name in (("bn254", "toyhash"), ("bls12_381", "toyhash381")):
+        for curve, name in self.names.items():
             r = [r for r, _, c in results if c == curve][-1]
             if r.get("state") != "done":
                 continue
