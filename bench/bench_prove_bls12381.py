@@ -8,11 +8,16 @@ and the chain at 2^12 as well, 2^19 in the full profile. Each cuzk proof is chec
 verifier and by `snarkjs groth16 verify`. snarkjs runs once per circuit from 2^16 (no untimed
 warm-up there: a BLS12-381 proof in JavaScript takes minutes at 2^17) and every round below.
 Not here: rapidsnark refuses BLS12-381 keys ("zkey curve not supported"); circomlib's Poseidon
-Merkle paths and EdDSA-Poseidon, whose constants are BN254's (Poseidon's round constants and
-MDS matrix were generated for BN254's r; BabyJubjub is a curve over BN254's r, so circomlibjs's
-signatures do not verify in a circuit over BLS12-381's r).
-Keys: snarkjs up to 2^12 (a powers-of-tau file made by snarkjs on first use), `cuzk setup`
-above; while `cuzk setup` refuses BLS12-381 those circuits are listed under "skipped".
+Merkle paths and EdDSA-Poseidon, which circomlib defines for BN254 only: Poseidon's round
+constants and MDS matrix were generated for BN254's r (over BLS12-381's r the circuit would
+compile, as any constants do, but compute a hash no one uses), and BabyJubjub is a curve over
+BN254's r, so circomlibjs's signatures cannot verify in a circuit over BLS12-381's r (not run
+here: reasoned from circomlib's sources).
+Keys: `snarkjs groth16 setup` where a BLS12-381 powers-of-tau file covers the circuit (made by
+snarkjs on first use up to 2^12, ~3 min at 2^12 on 2 cores; a larger
+bench/work/bls12381/pot<k>.ptau made by hand with snarkjs is used too), `cuzk setup` above;
+while `cuzk setup` refuses BLS12-381 the circuits no file covers are listed under "skipped"
+(bench.circuits.KeyUnavailable, raised before anything is compiled).
 Targets (issue #28): `cuzk prove` >= 10x faster than `snarkjs groth16 prove` as whole
 commands at 2^15 and up; the warm daemon >= 20x (here the in-process proof with the key
 resident, what `cuzk serve` pays per proof).

@@ -22,11 +22,12 @@ are field-agnostic; circomlib's Poseidon and BabyJubjub are BN254's, so the Merk
 families are BN254 only (Family.curves; see bench/bench_prove_bls12381.py).
 Inputs come from a seeded generator (the same files every time). A circuit is compiled by
 circom2 (`-l .tools/node_modules` for circomlib); its witness by `cuzk wtns calculate`; its key
-by `snarkjs groth16 setup` when the circuit fits the curve's powers-of-tau file (BN254:
-tests/fixtures/pot10.ptau; BLS12-381: a 2^8..2^12 file made here by snarkjs on first use, see
-ptau()), and by `cuzk setup` otherwise (snarkjs's own setup needs a powers-of-tau file of the
-circuit's size, which takes far longer to make). Where `cuzk setup` does not take the curve
-yet, such a circuit raises KeyUnavailable before anything is compiled.
+by `snarkjs groth16 setup` when the curve's powers-of-tau file covers it (BN254:
+tests/fixtures/pot10.ptau; BLS12-381: a 2^8..2^12 file made here by snarkjs on first use, or
+a larger one put in its work folder, see ptau()), and by `cuzk setup` otherwise (snarkjs's
+own setup needs a powers-of-tau file of the circuit's size, which takes far longer to make).
+Where `cuzk setup` does not take the curve yet, such a circuit raises KeyUnavailable before
+anything is compiled.
 info.json records the witness profile: the share of values that are 0, 1, other values below
 2^64 ("small") and the rest ("dense"; a negative field element such as −1 is dense).
 
@@ -116,18 +117,21 @@ def ensure_tools() -> None:
 
 def ptau(curve: str, log2n: int, log=print) -> Path | None:
     """A powers-of-tau file (phase 2 prepared) of the curve covering a domain of 2^log2n, or
-    None above the curve's ptau_log2. BN254: tests/fixtures/pot10.ptau. Other curves: a
-    file of 2^max(8, log2n) made by snarkjs (`powersoftau new`, one contribution of fixed
-    entropy, `prepare phase2`) on first use, cached beside the circuits."""
+    None. BN254: tests/fixtures/pot10.ptau up to 2^10. Other curves: the smallest
+    pot<k>.ptau in the curve's work folder with k >= log2n (one made by hand with snarkjs
+    counts too), else, up to the curve's ptau_log2, a file of 2^max(8, log2n) made by
+    snarkjs (`powersoftau new`, one contribution of fixed entropy, `prepare phase2`) and
+    kept there."""
     c = CURVES[curve]
+    if curve == "bn254":
+        return PTAU if PTAU.exists() and log2n <= c.ptau_log2 else None
+    k = max(8, log2n)
+    for have in range(k, 29):  # snarkjs's files go to 2^28
+        if (c.work / f"pot{have}.ptau").exists():
+            return c.work / f"pot{have}.ptau"
     if log2n > c.ptau_log2:
         return None
-    if curve == "bn254":
-        return PTAU if PTAU.exists() else None
-    k = max(8, log2n)
     out = c.work / f"pot{k}.ptau"
-    if out.exists():
-        return out
     ensure_tools()
     c.work.mkdir(parents=True, exist_ok=True)
     tmp = c.work / f".pot{k}.{os.getpid()}"
@@ -334,8 +338,8 @@ def circuit(family: str, log2n: int, log=print, curve: str = "bn254") -> dict:
         return files
     if ptau(curve, log2n, log) is None and (why := setup_supported(curve)):
         raise KeyUnavailable(
-            f"{family} 2^{log2n} on {curve}: above its 2^{CURVES[curve].ptau_log2} powers of "
-            f"tau and `cuzk setup` refuses the curve ({why})"
+            f"{family} 2^{log2n} on {curve}: no powers of tau of 2^{log2n} (the bench makes "
+            f"them up to 2^{CURVES[curve].ptau_log2}) and `cuzk setup` refuses the curve ({why})"
         )
     work.mkdir(parents=True, exist_ok=True)
     tmp = work / f".{family}-{log2n}.{os.getpid()}"
