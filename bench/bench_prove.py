@@ -539,7 +539,11 @@ def prose(prove: dict) -> str:
     def span(xs):
         return f"{fmt(xs[0])}x" if len(xs) == 1 else f"{fmt(min(xs))}x to {fmt(max(xs))}x"
 
-    where = f"at 2^{lo['log2n']}" if lo is hi else f"from 2^{lo['log2n']} to 2^{hi['log2n']}"
+    where = (
+        f"at 2^{lo['log2n']}"
+        if lo["log2n"] == hi["log2n"]
+        else f"from 2^{lo['log2n']} to 2^{hi['log2n']}"
+    )
     text = (
         f"As a whole command `cuzk prove` is {span(cmd)} "
         f"{'faster than' if faster else 'the speed of'} `snarkjs groth16 prove` {where}"

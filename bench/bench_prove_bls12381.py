@@ -138,8 +138,9 @@ def summary(get) -> list[str]:
     if res.get("skipped"):
         lines += [
             "Not measured on BLS12-381: "
-            + "; ".join(f"{s['family']} 2^{s['log2n']}" for s in res["skipped"])
-            + f" ({res['skipped'][0]['why'].split(': ', 1)[-1]}).",
+            + ", ".join(f"{s['family']} 2^{s['log2n']}" for s in res["skipped"])
+            + ". Why, for the first: "
+            + res["skipped"][0]["why"].split(": ", 1)[-1],
             "",
         ]
     return lines

@@ -162,11 +162,13 @@ def setup_supported(curve: str) -> str | None:
     if curve not in _SETUP_OK:
         out = WORK / f".setup-probe-{curve}-{os.getpid()}.zkey"
         WORK.mkdir(parents=True, exist_ok=True)
-        p = subprocess.run(
-            [sys.executable, "-m", "cuzk.cli", "setup", "-q", CURVES[curve].fixture, out],
+        p = subprocess.run(  # from the checkout, so that its message names no local path
+            [sys.executable, "-m", "cuzk.cli", "setup", "-q"]
+            + [CURVES[curve].fixture.relative_to(ROOT), out],
             capture_output=True,
             text=True,
             timeout=600,
+            cwd=ROOT,
         )
         out.unlink(missing_ok=True)
         lines = [ln for ln in p.stderr.splitlines() if ln.strip() and "WARNING" not in ln]
