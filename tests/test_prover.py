@@ -83,43 +83,55 @@ def test_two_proofs_of_one_witness_differ_and_both_verify(tools, circuit_named, 
     assert outs[0]["pi_a"] != outs[1]["pi_a"] and outs[0]["pi_c"] != outs[1]["pi_c"]
 
 
+# `cuzk setup` per curve (the curve is the .r1cs's): the circuit set up, a witness of another
+# circuit its key refuses and the words that refusal names.
+SETUP_CASES = {
+    "bn254": ("toyhash", "tiny", "nVars"),
+    "bls12_381": ("tiny381", "tiny", "scalar field"),
+}
+
+
 @pytest.mark.interop
-def test_cuzk_setup_keys_work_with_snarkjs(tools, circuit_named, tmp_path):
-    """cuzk setup → snarkjs groth16 prove → snarkjs verify; and cuzk prove on that key."""
+@pytest.mark.parametrize("curve", SETUP_CASES)
+def test_cuzk_setup_keys_work_with_snarkjs(tools, curve, circuit_named, tmp_path):
+    """cuzk setup → snarkjs groth16 prove → snarkjs verify; cuzk prove on that key → snarkjs
+    verify and cuzk verify; the key validates on its curve, and the header names it."""
     from interop import export_vk, groth16_prove, groth16_verify
 
-    c = circuit_named("toyhash")
+    from cuzk.formats import ZKey
+    from cuzk.formats.curve import by_name
+    from cuzk.groth16.validate import validate_key
+
+    name, other, refusal = SETUP_CASES[curve]
+    c = circuit_named(name)
     zkey = tmp_path / "k.zkey"
     r = CliRunner().invoke(main, ["setup", "-q", str(c.r1cs), str(zkey)])
     assert r.exit_code == 0, r.output
     assert "INSECURE" in r.output
+    key = ZKey(zkey)
+    assert key.curve_info is by_name(curve)  # the header's q and r are the .r1cs's curve's
+    validate_key(key)
     vk = export_vk(zkey, tmp_path / "vk.json")
     proof, public = groth16_prove(zkey, c.witness(1), tmp_path / "p.json", tmp_path / "pub.json")
     assert groth16_verify(vk, public, proof)
-    r = CliRunner().invoke(
-        main,
-        [
-            "prove",
-            str(zkey),
-            str(c.witness(0)),
-            str(tmp_path / "q.json"),
-            str(tmp_path / "qpub.json"),
-        ],
-    )
+    proof, public = tmp_path / "q.json", tmp_path / "qpub.json"
+    r = CliRunner().invoke(main, ["prove", str(zkey), str(c.witness(0)), str(proof), str(public)])
     assert r.exit_code == 0, r.output
-    assert groth16_verify(vk, tmp_path / "qpub.json", tmp_path / "q.json")
-    # A witness of another circuit is refused with the counts named.
+    assert groth16_verify(vk, public, proof)
+    r = CliRunner().invoke(main, ["verify", str(vk), str(public), str(proof)])
+    assert r.exit_code == 0 and r.output.startswith("OK"), r.output
+    # A witness of another circuit is refused with the reason named.
     r = CliRunner().invoke(
         main,
         [
             "prove",
             str(zkey),
-            str(circuit_named("tiny").witness(0)),
+            str(circuit_named(other).witness(0)),
             str(tmp_path / "x.json"),
             str(tmp_path / "xp.json"),
         ],
     )
-    assert r.exit_code != 0 and "nVars" in r.output
+    assert r.exit_code != 0 and refusal in r.output
 
 
 def _prove(args):

@@ -107,7 +107,8 @@ def prove(
 @click.argument("zkey", type=click.Path(dir_okay=False, writable=True))
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
 def setup(r1cs, zkey, quiet):
-    """Development-only single-party Groth16 setup: R1CS → ZKEY (snarkjs format).
+    """Development-only single-party Groth16 setup: R1CS → ZKEY (snarkjs format), on the
+    curve the R1CS is over: BN254 (bn128) or BLS12-381 (bls12381).
 
     INSECURE FOR PRODUCTION: this process draws the toxic waste alone. Use it for tests and
     benchmark keys; use a snarkjs ceremony (powers of tau + phase 2) for real keys.

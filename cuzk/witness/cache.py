@@ -76,7 +76,11 @@ def load_module(code: bytes, stats: dict | None = None):
     module = None
     if path.exists():
         try:
-            module = wasmtime.Module.deserialize_file(runtime, str(path))
+            # From bytes, not deserialize_file: that maps the file, and a file truncated or
+            # rewritten in place while the module lives (a damaged cache repaired by hand,
+            # another tool sharing the folder) makes the process die of SIGBUS when the module
+            # is next touched, at the latest when it is freed.
+            module = wasmtime.Module.deserialize(runtime, path.read_bytes())
             source = "disk"
         except Exception:
             module = None  # another wasmtime, another CPU or a damaged file: compile again
