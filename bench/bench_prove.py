@@ -636,7 +636,7 @@ def plot(name, entry, res, img):
         bx.set_xlabel("domain")
         bx.set_ylabel("% of a proof, key loaded (phases)")
         bx.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    return [("prove", save(fig, f"bench-{name}.png", img))]
+    return [(name, save(fig, f"bench-{name}.png", img))]
 
 
 if __name__ == "__main__":
