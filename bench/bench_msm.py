@@ -1,12 +1,16 @@
-"""Suite `msm`: multi-scalar multiplication, G1 and G2, by size.
+"""Suite `msm`: multi-scalar multiplication, G1 and G2, by size, on BN254 and BLS12-381.
 
 CPU: cuzk.kernels.msm_cpu (batch-affine Pippenger, numba prange over windows, every core).
 GPU (profile gpu): cuzk.kernels.msm_cuda against a resident point set (placed once, as the
 engine does), scalars from the host each call, timed to the result on the host.
 Points are P_i = P_0 + i Q (distinct, affine, Montgomery, as a zkey stores them), scalars
-uniform below r. Rows of their own (part "sized", issue #25's target 3) take scalars by
-size: all 0 or 1 ("bits", as most witness values of hash circuits), below 2^64 ("u64"), and
-"mixed" (90% 0 or 1, 10% dense), each against the dense MSM of the same n (vs_dense); the
+uniform below r. Each row names its curve: BN254's (4-limb Fq, G1 rows of 8 limbs) at every
+size, BLS12-381's (6-limb Fq, 255-bit r; issue #28) at the sizes of BLS_SIZES, the same kernels
+built for that curve (cuzk.kernels.msm_cpu/msm_cuda with curve="bls12_381"); vs_bn254 is a
+BLS12-381 row's time ÷ BN254's at the same group and size.
+Rows of their own (part "sized", issue #25's target 3; BN254) take scalars by size: all 0 or
+1 ("bits", as most witness values of hash circuits), below 2^64 ("u64"), and "mixed" (90% 0
+or 1, 10% dense), each against the dense MSM of the same n (vs_dense); the
 mixed row also times its two parts as MSMs of their own (parts_ms: 0/1 part + dense part).
 Each figure is the median of several runs after a warm-up (compile or cache load); cpu_ms
 is the process's CPU time (all threads) and cores_used = cpu_ms / ms shows how many cores
@@ -22,20 +26,10 @@ import sys
 import time
 
 import numpy as np
-from numba import njit
 
 from bench import plots
 from bench.tables import busy_note, find_row, table, target
-from cuzk.arith.curve import (
-    g1_add,
-    g1_mul,
-    g1_store_affine,
-    g1_to_affine,
-    g2_add,
-    g2_mul,
-    g2_store_affine,
-    g2_to_affine,
-)
+from cuzk.arith.curves import constants
 
 G1_SIZES = {
     "smoke": [8],
@@ -44,6 +38,14 @@ G1_SIZES = {
     "gpu": [16, 18, 20, 22],
 }
 G2_SIZES = {"smoke": [6], "quick": [10, 12], "full": [10, 12, 14, 16], "gpu": [16]}
+# BLS12-381's rows (issue #28): (group, log2 n) per profile
+BLS_SIZES = {
+    "smoke": [("g1", 6)],
+    "quick": [("g1", 12), ("g1", 16), ("g2", 10), ("g2", 12)],
+    "full": [("g1", 12), ("g1", 16), ("g1", 18), ("g2", 12), ("g2", 16)],
+    "gpu": [("g1", 16), ("g1", 20), ("g2", 16)],
+}
+BLS = "bls12_381"
 REPEATS = {"smoke": 1, "quick": 5, "full": 3, "gpu": 10}
 TARGET_MS = {("cpu", "g1", 16): 200.0, ("cuda", "g1", 20): 20.0}  # issue 3's targets
 # Scalar profiles of the "sized" rows (CPU), by group and size
@@ -59,82 +61,104 @@ SIZED_GOAL = {"bits": 1 / 8, "u64": 1 / 4}
 MIXED_DENSE = 0.1  # share of dense scalars in the mixed profile
 
 
-def points(group: str, n: int) -> np.ndarray:
-    """n distinct affine points of G1 ((n, 8)) or G2 ((n, 16)) in the zkey layout."""
-    return _points_cached(group, n)
-
-
-def _limbs(x: int):
-    from cuzk.arith.radix import int_to_limb_tuple
-
-    return int_to_limb_tuple(x)
+def points(group: str, n: int, curve: str = "bn254") -> np.ndarray:
+    """n distinct affine points of G1 ((n, 2 NQ)) or G2 ((n, 4 NQ)) of the curve in the zkey
+    layout (NQ: its limbs per Fq element)."""
+    have = _CACHE.get((curve, group))
+    if have is None or have.shape[0] < n:
+        have = _CACHE[(curve, group)] = _make_points(group, n, curve)
+    return have[:n]
 
 
 _CACHE: dict = {}
 
 
-def _points_cached(group: str, n: int) -> np.ndarray:
-    have = _CACHE.get(group)
-    if have is None or have.shape[0] < n:
-        have = _CACHE[group] = _make_points(group, n)
-    return have[:n]
+# --- the points, in plain integers: affine arithmetic over Fq (G1) or Fq2 = Fq[u]/(u^2 + 1)
+# (G2; both curves' quadratic extension), an element of Fq2 as (c0, c1). One inversion an
+# addition, a few microseconds: 2^16 points in about a second.
 
 
-def _make_points(group: str, n: int) -> np.ndarray:
-    from cuzk.arith.constants import FQ_MODULUS, G1_GENERATOR, G2_GENERATOR, MONT_R, Q_ONE
+def _fq2_ops(q: int):
+    def mul(a, b):
+        return ((a[0] * b[0] - a[1] * b[1]) % q, (a[0] * b[1] + a[1] * b[0]) % q)
 
-    def m(x):
-        return _limbs(x * MONT_R % FQ_MODULUS)
+    def inv(a):
+        t = pow(a[0] * a[0] + a[1] * a[1], -1, q)
+        return (a[0] * t % q, -a[1] * t % q)
 
-    one = tuple(np.uint64(v) for v in Q_ONE)
-    if group == "g1":
-        G = (m(G1_GENERATOR[0]), m(G1_GENERATOR[1]), one)
-        start, step = g1_mul(G, _limbs(123456789)), g1_mul(G, _limbs(987654321))
-        return _g1_rows(_as_u64(start), _as_u64(step), n)
-    zero = _limbs(0)
-    G = (
-        (m(G2_GENERATOR[0][0]), m(G2_GENERATOR[0][1])),
-        (m(G2_GENERATOR[1][0]), m(G2_GENERATOR[1][1])),
-        (one, zero),
+    def add(a, b):
+        return ((a[0] + b[0]) % q, (a[1] + b[1]) % q)
+
+    def sub(a, b):
+        return ((a[0] - b[0]) % q, (a[1] - b[1]) % q)
+
+    return mul, inv, add, sub
+
+
+def _fq_ops(q: int):
+    return (
+        lambda a, b: a * b % q,
+        lambda a: pow(a, -1, q),
+        lambda a, b: (a + b) % q,
+        lambda a, b: (a - b) % q,
     )
-    start, step = g2_mul(G, _limbs(123456789)), g2_mul(G, _limbs(987654321))
-    return _g2_rows(_as_u64(start), _as_u64(step), n)
 
 
-def _as_u64(t):
-    """Nested tuples of Python ints (what a Numba function returns) -> np.uint64 leaves."""
-    if isinstance(t, tuple):
-        return tuple(_as_u64(v) for v in t)
-    return np.uint64(t)
+def _affine_add(P, Q, ops):
+    """P + Q in affine coordinates (None: infinity) with the field's (mul, inv, add, sub)."""
+    mul, inv, add, sub = ops
+    if P is None:
+        return Q
+    if Q is None:
+        return P
+    (x1, y1), (x2, y2) = P, Q
+    if x1 == x2:
+        if y1 != y2 or y1 == sub(y1, y1):  # Q = -P, or P of order 2
+            return None
+        xx = mul(x1, x1)
+        lam = mul(add(add(xx, xx), xx), inv(add(y1, y1)))  # doubling: 3 x^2 / 2 y
+    else:
+        lam = mul(sub(y2, y1), inv(sub(x2, x1)))
+    x3 = sub(sub(mul(lam, lam), x1), x2)
+    return x3, sub(mul(lam, sub(x1, x3)), y1)
 
 
-@njit(cache=True)
-def _g1_rows(start, step, n):
-    out = np.empty((n, 8), np.uint64)
-    P = start
-    for i in range(n):
-        g1_store_affine(out, i, g1_to_affine(P))
-        P = g1_add(P, step)
-    return out
+def _affine_mul(P, k: int, ops):
+    R = None
+    while k:
+        if k & 1:
+            R = _affine_add(R, P, ops)
+        P = _affine_add(P, P, ops)
+        k >>= 1
+    return R
 
 
-@njit(cache=True)
-def _g2_rows(start, step, n):
-    out = np.empty((n, 16), np.uint64)
-    P = start
-    for i in range(n):
-        g2_store_affine(out, i, g2_to_affine(P))
-        P = g2_add(P, step)
-    return out
+def _make_points(group: str, n: int, curve: str) -> np.ndarray:
+    """P_i = 123456789 G + i 987654321 G, i < n, as Montgomery limb rows (x || y; Fq2 as
+    c0 || c1)."""
+    k = constants(curve)
+    q, nq = k.FQ_MODULUS, k.FQ_LIMBS
+    if group == "g1":
+        ops, G = _fq_ops(q), k.G1_GENERATOR
+    else:
+        ops, G = _fq2_ops(q), tuple(tuple(c) for c in k.G2_GENERATOR)
+    P, step = _affine_mul(G, 123456789, ops), _affine_mul(G, 987654321, ops)
+    R = 1 << (64 * nq)
+    parts = []
+    for _ in range(n):
+        coords = P if group == "g1" else (*P[0], *P[1])
+        parts += [(c * R % q).to_bytes(8 * nq, "little") for c in coords]
+        P = _affine_add(P, step, ops)
+    width = (2 if group == "g1" else 4) * nq
+    return np.frombuffer(b"".join(parts), dtype="<u8").astype(np.uint64).reshape(n, width)
 
 
-def scalars(rng, n: int) -> np.ndarray:
-    """n uniform scalars below r, plain form."""
-    from cuzk.arith.constants import FR_MODULUS
-
+def scalars(rng, n: int, curve: str = "bn254") -> np.ndarray:
+    """n uniform scalars below the curve's r, plain form."""
+    r = constants(curve).FR_MODULUS
     s = rng.integers(0, 2**63, size=(n, 4), dtype=np.uint64) * np.uint64(2)
     s[:, 0] |= rng.integers(0, 2, size=n, dtype=np.uint64)
-    s[:, 3] %= np.uint64(FR_MODULUS >> 192)  # top limb below r's: every value < r
+    s[:, 3] %= np.uint64(r >> 192)  # top limb below r's: every value < r
     return s
 
 
@@ -168,43 +192,49 @@ def _measure(fn, repeats: int):
     return statistics.median(walls), statistics.median(cpus), min(walls)
 
 
-def _rows(target, group, sizes, repeats):
+def _rows(target, group, sizes, repeats, curve="bn254"):
+    from functools import partial
+
     if target == "cpu":
         from cuzk.kernels import msm_cpu as mod
     else:
         from cuzk.kernels import msm_cuda as mod
         from cuzk.kernels.resident import place_points
-    fn = mod.msm_g1 if group == "g1" else mod.msm_g2
+    fn = partial(mod.msm_g1 if group == "g1" else mod.msm_g2, curve=curve)
     rng = np.random.default_rng(7)
     rows = []
     for log_n in sizes:
         n = 1 << log_n
         t0 = time.perf_counter()
-        pts = points(group, n)
+        pts = points(group, n, curve)
         gen_s = time.perf_counter() - t0
-        sc = scalars(rng, n)
+        sc = scalars(rng, n, curve)
         if target == "cuda":
-            pts = place_points(pts, "cuda:0", f"bench-{group}")
+            pts = place_points(pts, "cuda:0", f"bench-{curve}-{group}", curve=curve)
         fn(pts, sc)  # warm-up: compile or load the cache
         wall, cpu, best = _measure(lambda pts=pts, sc=sc: fn(pts, sc), repeats)
+        window = (
+            mod.window_bits(n, mod.scalar_bits(curve)) if target == "cpu" else mod.window_bits(n)
+        )
         row = {
+            "curve": curve,
             "group": group,
             "log2n": log_n,
             "ms": wall,
             "min_ms": best,
             "cpu_ms": cpu,
             "ns_per_point": wall * 1e6 / n,
-            "window": mod.window_bits(n),
+            "window": window,
             "cores_used": cpu / wall if wall and target == "cpu" else None,
             "points_s": gen_s,
         }
-        target_ms = TARGET_MS.get((target, group, log_n))
+        target_ms = TARGET_MS.get((target, group, log_n)) if curve == "bn254" else None
         if target_ms:
             row["target_ms"] = target_ms
         rows.append(row)
         cores = f", {row['cores_used']:.2f} cores busy" if row["cores_used"] else ""
         print(
-            f"  {target} {group} 2^{log_n}: {wall:.1f} ms (min {best:.1f}, CPU {cpu:.1f}), "
+            f"  {target} {curve} {group} 2^{log_n}: {wall:.1f} ms (min {best:.1f}, CPU {cpu:.1f}), "
             f"c = {row['window']}{cores}",
             flush=True,
         )
@@ -283,6 +313,7 @@ SIZED_COLUMNS = [
 ]
 
 COLUMNS = [
+    "curve",
     "group",
     "log2n",
     "ms",
@@ -291,8 +322,22 @@ COLUMNS = [
     "ns_per_point",
     "window",
     "cores_used",
+    "vs_bn254",
     "target_ms",
 ]
+
+
+def _bls_rows(target, profile, repeats, bn254_rows):
+    """BLS12-381's rows of BLS_SIZES, each with vs_bn254 (÷ the BN254 row of its group and
+    size in this run, when there is one)."""
+    rows = []
+    for group, log_n in BLS_SIZES[profile]:
+        (row,) = _rows(target, group, [log_n], repeats, BLS)
+        bn = find_row(bn254_rows, curve="bn254", group=group, log2n=log_n)
+        if bn:
+            row["vs_bn254"] = row["ms"] / bn["ms"]
+        rows.append(row)
+    return rows
 
 
 def run(profile: str = "quick") -> dict:
@@ -306,10 +351,12 @@ def run(profile: str = "quick") -> dict:
         result["device"] = str(cuda.get_current_device().name)
         result["gpu"] = _rows("cuda", "g1", G1_SIZES["gpu"], repeats)
         result["gpu"] += _rows("cuda", "g2", G2_SIZES["gpu"], repeats)
+        result["gpu"] += _bls_rows("cuda", "gpu", repeats, result["gpu"])
         print(table(result["gpu"], COLUMNS))
         profile = "quick"
     result["cpu"] = _rows("cpu", "g1", G1_SIZES[profile], REPEATS[profile])
     result["cpu"] += _rows("cpu", "g2", G2_SIZES[profile], REPEATS[profile])
+    result["cpu"] += _bls_rows("cpu", profile, REPEATS[profile], result["cpu"])
     print(table(result["cpu"], COLUMNS))
     result["sized"] = []
     for group, sizes in SIZED[profile].items():
@@ -321,12 +368,17 @@ def run(profile: str = "quick") -> dict:
 # --- what the report shows: targets and plot ----------------------------------------------------
 
 
+def _bn254(rows):
+    """BN254's rows (results from before the curve column are all BN254's)."""
+    return [r for r in rows or [] if r.get("curve", "bn254") == "bn254"]
+
+
 def targets(get) -> list[dict]:
     """Issue #3's targets: MSM G1 2^16 on the CPU <= 200 ms, 2^20 on a GPU <= 20 ms."""
     msm = get()
-    g1 = find_row(msm and msm.get("cpu"), group="g1", log2n=16)
+    g1 = find_row(_bn254(msm and msm.get("cpu")), group="g1", log2n=16)
     gmsm = get("gpu")
-    g20 = find_row(gmsm and gmsm.get("gpu"), group="g1", log2n=20)
+    g20 = find_row(_bn254(gmsm and gmsm.get("gpu")), group="g1", log2n=20)
     sized = []
     for group, log_n in (("g1", 16), ("g2", 12)):
         for kind, goal in SIZED_GOAL.items():
@@ -374,7 +426,8 @@ def plot(name, entry, res, img):
         if not rows:
             continue
         fig, (ax,) = plots.figure(f"MSM, {part.upper()}: ms by size", entry)
-        plots.lines(ax, rows, "log2n", ["ms"], group="group", labels={"ms": "ms"})
+        series = [{**r, "series": f"{r.get('curve', 'bn254')} {r['group']}"} for r in rows]
+        plots.lines(ax, series, "log2n", ["ms"], group="series", labels={"ms": "ms"})
         for r in rows:
             if r.get("target_ms"):
                 plots.mark_target(

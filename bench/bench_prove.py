@@ -37,7 +37,15 @@ import sys
 import time
 from pathlib import Path
 
-from bench.circuits import BIN, FAMILIES, REAL_FAMILIES, ROOT, circuit, profile_text
+from bench.circuits import (
+    BIN,
+    FAMILIES,
+    REAL_FAMILIES,
+    ROOT,
+    KeyUnavailable,
+    circuit,
+    profile_text,
+)
 from bench.machine import compile_bytecode
 from bench.plots import figure, save
 from bench.tables import family_row, fmt, squarechain_row, table, target
@@ -156,11 +164,24 @@ def find_rapidsnark() -> tuple[str | None, str]:
     )
 
 
-def _circuit(family: str, log2n: int, profile: str, device: str, rapidsnark: str | None):
+def _circuit(
+    family: str,
+    log2n: int,
+    profile: str,
+    device: str,
+    rapidsnark: str | None,
+    *,
+    curve: str = "bn254",
+    slow_peer_log2n: int = SLOW_PEER_LOG2N,
+    snarkjs_verify: bool = False,
+):
+    """One row: the commands side by side on one circuit (see the module docstring).
+    slow_peer_log2n: from this size snarkjs runs once; on a curve other than BN254 its
+    untimed warm-up is then left out too. snarkjs_verify: snarkjs also checks cuzk's proof."""
     from cuzk.groth16 import prove
     from cuzk.groth16.verifier import verify_files
 
-    files = circuit(family, log2n)
+    files = circuit(family, log2n, curve=curve)
     work = files["zkey"].parent
     cmds = {
         "cuzk": cuzk_prove(files, "cuzk", "--device", device),
@@ -183,9 +204,10 @@ def _circuit(family: str, log2n: int, profile: str, device: str, rapidsnark: str
             work / "pub_rs.json",
         ]
     key, w, dev = in_process(files, device)
-    snarkjs_once = log2n >= SLOW_PEER_LOG2N or FAMILIES[family].circomlib
+    snarkjs_once = log2n >= slow_peer_log2n or FAMILIES[family].circomlib
+    snarkjs_cold = FAMILIES[family].circomlib or (curve != "bn254" and snarkjs_once)
     for k, cmd in cmds.items():  # untimed: Numba cache, page cache, node's module cache
-        if not (k == "snarkjs" and FAMILIES[family].circomlib):
+        if not (k == "snarkjs" and snarkjs_cold):
             _run_measured(cmd)
     prove(key, w, dev)  # untimed: kernels loaded, key pages touched
     times = {k: [] for k in cmds}
@@ -210,6 +232,16 @@ def _circuit(family: str, log2n: int, profile: str, device: str, rapidsnark: str
             flush=True,
         )
     valid = verify_files(files["vk"], work / "pub_cuzk.json", work / "p_cuzk.json")
+    peer_valid = None
+    if snarkjs_verify:  # the proof as snarkjs sees it (issue #28: every proof accepted)
+        p = subprocess.run(
+            [str(BIN / "snarkjs"), "groth16", "verify", str(files["vk"])]
+            + [str(work / "pub_cuzk.json"), str(work / "p_cuzk.json")],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        peer_valid = p.returncode == 0 and "OK" in p.stdout
     phases = {"circuit": f"{family} 2^{log2n}", "log2n": log2n}
     for name in phase_runs[0]:
         phases[name] = round(statistics.median(t.get(name, 0.0) for t in phase_runs), 2)
@@ -220,6 +252,7 @@ def _circuit(family: str, log2n: int, profile: str, device: str, rapidsnark: str
     info = json.loads(files["info"].read_text())
     row = {
         "family": family,
+        "curve": curve,
         "log2n": log2n,
         "constraints": info.get("constraints"),
         "size": f"{info.get('steps')} {info.get('unit', 'steps')}",
@@ -242,6 +275,8 @@ def _circuit(family: str, log2n: int, profile: str, device: str, rapidsnark: str
         "snarkjs_rss_mib": max(rss["snarkjs"]),
         "cuzk_proof_valid": bool(valid),
     }
+    if peer_valid is not None:
+        row["snarkjs_verify"] = peer_valid
     if rapidsnark:
         rmin, rmed, rmax = _stats(times["rapidsnark"])
         row.update(
@@ -263,11 +298,13 @@ def _circuit(family: str, log2n: int, profile: str, device: str, rapidsnark: str
             if rapidsnark
             else ""
         )
-        + ("" if valid else "  PROOF DOES NOT VERIFY"),
+        + ("" if valid else "  PROOF DOES NOT VERIFY")
+        + ("  SNARKJS REJECTS THE PROOF" if peer_valid is False else ""),
         flush=True,
     )
-    if not valid:
-        raise RuntimeError(f"cuzk prove's proof for {family} 2^{log2n} does not verify")
+    if not valid or peer_valid is False:
+        who = "cuzk's verifier" if not valid else "snarkjs groth16 verify"
+        raise RuntimeError(f"cuzk prove's proof for {family} 2^{log2n} fails {who}")
     return row, phases
 
 
@@ -292,12 +329,41 @@ ROW_COLUMNS = [
 
 
 def run(profile: str = "quick") -> dict:
+    return measure(profile, CIRCUITS[profile])
+
+
+def measure(
+    profile: str,
+    circuits: list,
+    *,
+    curve: str = "bn254",
+    no_rapidsnark: str | None = None,
+    slow_peer_log2n: int = SLOW_PEER_LOG2N,
+    snarkjs_verify: bool = False,
+) -> dict:
+    """The suite's result for (family, log2n) circuits over a curve. no_rapidsnark: why
+    rapidsnark is left out (it refuses the curve). A circuit without a key on the curve
+    (bench.circuits.KeyUnavailable) is listed under "skipped" with why, not measured."""
     device = "cuda" if profile == "gpu" else "cpu"
     compile_bytecode()  # the commands run as installed (see bench.machine.compile_bytecode)
-    rapidsnark, origin = find_rapidsnark()
-    rows, phases = [], []
-    for family, log2n in CIRCUITS[profile]:
-        row, ph = _circuit(family, log2n, profile, device, rapidsnark)
+    rapidsnark, origin = (None, no_rapidsnark) if no_rapidsnark else find_rapidsnark()
+    rows, phases, skipped = [], [], []
+    for family, log2n in circuits:
+        try:
+            row, ph = _circuit(
+                family,
+                log2n,
+                profile,
+                device,
+                rapidsnark,
+                curve=curve,
+                slow_peer_log2n=slow_peer_log2n,
+                snarkjs_verify=snarkjs_verify,
+            )
+        except KeyUnavailable as exc:
+            print(f"  {family} 2^{log2n}: skipped: {exc}", flush=True)
+            skipped.append({"family": family, "log2n": log2n, "why": str(exc)})
+            continue
         rows.append(row)
         phases.append(ph)
     print(table(rows, [c for c in ROW_COLUMNS if any(c in r for r in rows)]))
@@ -318,7 +384,7 @@ def run(profile: str = "quick") -> dict:
         "rows": rows,
         "phases_ms": phases,
         "rapidsnark": rs,
-    }
+    } | ({"curve": curve, "skipped": skipped} if curve != "bn254" or skipped else {})
 
 
 # --- what the report shows: targets, the side-by-side summary and plot -------------------------
@@ -473,7 +539,11 @@ def prose(prove: dict) -> str:
     def span(xs):
         return f"{fmt(xs[0])}x" if len(xs) == 1 else f"{fmt(min(xs))}x to {fmt(max(xs))}x"
 
-    where = f"at 2^{lo['log2n']}" if lo is hi else f"from 2^{lo['log2n']} to 2^{hi['log2n']}"
+    where = (
+        f"at 2^{lo['log2n']}"
+        if lo["log2n"] == hi["log2n"]
+        else f"from 2^{lo['log2n']} to 2^{hi['log2n']}"
+    )
     text = (
         f"As a whole command `cuzk prove` is {span(cmd)} "
         f"{'faster than' if faster else 'the speed of'} `snarkjs groth16 prove` {where}"
@@ -484,6 +554,8 @@ def prose(prove: dict) -> str:
         f"{fmt(statistics.median(r['startup_s'] for r in rows))} s (median over sizes)."
     )
     rs = prove.get("rapidsnark") or {}
+    if not rs.get("installed") and prove.get("curve", "bn254") != "bn254":
+        return text + f" rapidsnark was not compared: {rs.get('origin')}."
     if not rs.get("installed"):
         return text + " rapidsnark was not built on this machine, so it was not compared."
     parts = [
@@ -502,8 +574,10 @@ def plot(name, entry, res, img):
     rows = res.get("rows") or []
     if not rows:
         return []
+    on = {"bn254": ""}.get(res.get("curve", "bn254"), f" on {res.get('curve')}")
+    peers = "rapidsnark and snarkjs" if any("rapidsnark_s" in r for r in rows) else "snarkjs"
     fig, (ax, bx) = figure(
-        "cuzk prove vs rapidsnark and snarkjs, same zkey and witness (squaring chain)",
+        f"cuzk prove vs {peers}{on}, same zkey and witness (squaring chain)",
         entry,
         ncols=2,
         width=5.6,
@@ -562,7 +636,7 @@ def plot(name, entry, res, img):
         bx.set_xlabel("domain")
         bx.set_ylabel("% of a proof, key loaded (phases)")
         bx.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    return [("prove", save(fig, f"bench-{name}.png", img))]
+    return [(name, save(fig, f"bench-{name}.png", img))]
 
 
 if __name__ == "__main__":

@@ -15,11 +15,19 @@ the next power of two >= constraints + public inputs + 1, is checked once the ke
     one public message each, the signatures made by circomlibjs (bench/eddsa_inputs.cjs);
   - range (range.circom): `values` 64-bit range checks (Num2Bits(64) and LessThan(64)
     against a public bound), 133 constraints each.
+Each circuit is built over one curve's scalar field (CURVES; issue #28): BN254 (circom's
+default prime, bench/work/<family>-<k>/) or BLS12-381 (`--prime bls12381`,
+bench/work/bls12381/<family>-<k>/). The squaring chain, toyhash, SHA-256 and the range checks
+are field-agnostic; circomlib's Poseidon and BabyJubjub are BN254's, so the Merkle and EdDSA
+families are BN254 only (Family.curves; see bench/bench_prove_bls12381.py).
 Inputs come from a seeded generator (the same files every time). A circuit is compiled by
 circom2 (`-l .tools/node_modules` for circomlib); its witness by `cuzk wtns calculate`; its key
-by `snarkjs groth16 setup` over tests/fixtures/pot10.ptau when the circuit fits that 2^10
-powers-of-tau file (small synthetic ones), and by `cuzk setup` otherwise (snarkjs's own setup
-needs a powers-of-tau file of the circuit's size, which takes far longer to make).
+by `snarkjs groth16 setup` when the curve's powers-of-tau file covers it (BN254:
+tests/fixtures/pot10.ptau; BLS12-381: a 2^8..2^12 file made here by snarkjs on first use, or
+a larger one put in its work folder, see ptau()), and by `cuzk setup` otherwise (snarkjs's
+own setup needs a powers-of-tau file of the circuit's size, which takes far longer to make).
+Where `cuzk setup` does not take the curve yet, such a circuit raises KeyUnavailable before
+anything is compiled.
 info.json records the witness profile: the share of values that are 0, 1, other values below
 2^64 ("small") and the rest ("dense"; a negative field element such as −1 is dense).
 
@@ -61,6 +69,37 @@ FILES = (
 )
 
 
+@dataclass(frozen=True)
+class Curve:
+    """A curve the bench builds circuits over: circom's and snarkjs's name for it, where its
+    circuits are cached, and the largest domain its snarkjs keys cover (ptau())."""
+
+    name: str  # cuzk's name (cuzk.arith.curves)
+    prime: str  # circom's `--prime`, snarkjs's `powersoftau new` curve
+    work: Path
+    ptau_log2: int
+    fixture: Path  # a tiny r1cs of this curve (setup_supported()'s probe)
+
+
+CURVES = {
+    "bn254": Curve(
+        "bn254", "bn128", WORK, PTAU_LOG2, ROOT / "tests" / "fixtures" / "tiny" / "circuit.r1cs"
+    ),
+    "bls12_381": Curve(
+        "bls12_381",
+        "bls12381",
+        WORK / "bls12381",
+        12,  # snarkjs's ceremony in JavaScript: ~3 min at 2^12 on 2 cores, far longer above
+        ROOT / "tests" / "fixtures" / "tiny381" / "circuit.r1cs",
+    ),
+}
+
+
+class KeyUnavailable(RuntimeError):
+    """No key can be made for a circuit: too large for the curve's powers of tau, and `cuzk
+    setup` does not take the curve (yet)."""
+
+
 def _run(cmd, **kw):
     p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
     if p.returncode != 0:
@@ -74,6 +113,67 @@ def _run(cmd, **kw):
 def ensure_tools() -> None:
     if not (BIN / "snarkjs").exists() or not (BIN / "circom2").exists():
         _run(["make", "-s", "tools"], cwd=ROOT, timeout=900)
+
+
+def ptau(curve: str, log2n: int, log=print) -> Path | None:
+    """A powers-of-tau file (phase 2 prepared) of the curve covering a domain of 2^log2n, or
+    None. BN254: tests/fixtures/pot10.ptau up to 2^10. Other curves: the smallest
+    pot<k>.ptau in the curve's work folder with k >= log2n (one made by hand with snarkjs
+    counts too), else, up to the curve's ptau_log2, a file of 2^max(8, log2n) made by
+    snarkjs (`powersoftau new`, one contribution of fixed entropy, `prepare phase2`) and
+    kept there."""
+    c = CURVES[curve]
+    if curve == "bn254":
+        return PTAU if PTAU.exists() and log2n <= c.ptau_log2 else None
+    k = max(8, log2n)
+    for have in range(k, 29):  # snarkjs's files go to 2^28
+        if (c.work / f"pot{have}.ptau").exists():
+            return c.work / f"pot{have}.ptau"
+    if log2n > c.ptau_log2:
+        return None
+    out = c.work / f"pot{k}.ptau"
+    ensure_tools()
+    c.work.mkdir(parents=True, exist_ok=True)
+    tmp = c.work / f".pot{k}.{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        log(f"  making {out.name} ({c.prime}, 2^{k}) with snarkjs ...")
+        s = BIN / "snarkjs"
+        _run([s, "powersoftau", "new", c.prime, k, tmp / "0.ptau"], timeout=3600)
+        _run(
+            [s, "powersoftau", "contribute", tmp / "0.ptau", tmp / "1.ptau"]
+            + [f"-e=cuzk bench {c.prime} {k}", "--name=bench"],
+            timeout=3600,
+        )
+        _run([s, "powersoftau", "prepare", "phase2", tmp / "1.ptau", tmp / "p.ptau"], timeout=7200)
+        (tmp / "p.ptau").rename(out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+_SETUP_OK: dict = {}
+
+
+def setup_supported(curve: str) -> str | None:
+    """None when `cuzk setup` makes keys on the curve, else its one-line refusal (probed once
+    on the curve's tiny fixture)."""
+    if curve not in _SETUP_OK:
+        out = WORK / f".setup-probe-{curve}-{os.getpid()}.zkey"
+        WORK.mkdir(parents=True, exist_ok=True)
+        p = subprocess.run(  # from the checkout, so that its message names no local path
+            [sys.executable, "-m", "cuzk.cli", "setup", "-q"]
+            + [CURVES[curve].fixture.relative_to(ROOT), out],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=ROOT,
+        )
+        out.unlink(missing_ok=True)
+        lines = [ln for ln in p.stderr.splitlines() if ln.strip() and "WARNING" not in ln]
+        _SETUP_OK[curve] = None if p.returncode == 0 else (lines or ["failed"])[-1].strip()
+    return _SETUP_OK[curve]
 
 
 def _fill(log2n: int, per_unit: int, fixed: int = 0) -> int:
@@ -133,6 +233,7 @@ class Family:
     inputs: Callable[[int, int], dict]  # (param, seed) -> the input signals
     unit: str  # what param counts
     circomlib: bool = False  # a circomlib (npm) circuit: issue #25's families
+    curves: tuple = ("bn254", "bls12_381")  # the fields it means something over
 
     def source(self, param: int) -> str:
         src = (CIRCUITS / f"{self.name}.circom").read_text().rsplit("component main", 1)[0]
@@ -174,6 +275,7 @@ FAMILIES = {
         _merkle_inputs,
         f"paths of depth {MERKLE_DEPTH}",
         circomlib=True,
+        curves=("bn254",),  # circomlib's Poseidon constants are BN254's
     ),
     "eddsa": Family(
         "eddsa",
@@ -183,6 +285,7 @@ FAMILIES = {
         _eddsa_inputs,
         "signatures",
         circomlib=True,
+        curves=("bn254",),  # BabyJubjub is a curve over BN254's r
     ),
     "range": Family(
         "range",
@@ -197,6 +300,11 @@ FAMILIES = {
 REAL_FAMILIES = tuple(n for n, f in FAMILIES.items() if f.circomlib)
 
 
+def real_families(curve: str = "bn254") -> tuple:
+    """The circomlib families that mean something over the curve's field."""
+    return tuple(n for n in REAL_FAMILIES if curve in FAMILIES[n].curves)
+
+
 def toyhash(log2n: int, log=print) -> dict:
     """Paths of a cached domain-2^log2n toyhash circuit (see circuit())."""
     return circuit("toyhash", log2n, log)
@@ -207,14 +315,17 @@ def squarechain(log2n: int, log=print) -> dict:
     return circuit("squarechain", log2n, log)
 
 
-def circuit(family: str, log2n: int, log=print) -> dict:
-    """Paths of a cached domain-2^log2n circuit of a family: r1cs, zkey, wtns, vk, info (made
-    if missing). info.json: family, log2n, the family's param and unit, constraints, public
-    inputs, the key's domain, which tool made the key, the witness profile, seconds each
-    step took."""
+def circuit(family: str, log2n: int, log=print, curve: str = "bn254") -> dict:
+    """Paths of a cached domain-2^log2n circuit of a family over a curve: r1cs, zkey, wtns,
+    vk, info (made if missing). info.json: family, curve, log2n, the family's param and unit,
+    constraints, public inputs, the key's domain, which tool made the key, the witness
+    profile, seconds each step took."""
     fam = FAMILIES[family]
+    if curve not in fam.curves:
+        raise ValueError(f"{family} is not a circuit over {curve} (only {', '.join(fam.curves)})")
     param = fam.size(log2n)
-    d = WORK / f"{family}-{log2n}"
+    work = CURVES[curve].work
+    d = work / f"{family}-{log2n}"
     files = {k: d / f for k, f in FILES}
     src = fam.source(param)
     circom = d / "circuit.circom"
@@ -225,13 +336,18 @@ def circuit(family: str, log2n: int, log=print) -> dict:
     ):
         info = json.loads(files["info"].read_text()) if files["info"].exists() else None
         if info is None or "witness_profile" not in info:  # cached before these were kept
-            _write_info(d, fam, param, (info or {}).get("setup", "unknown"), {}, log2n)
+            _write_info(d, fam, param, (info or {}).get("setup", "unknown"), {}, log2n, curve)
         return files
-    WORK.mkdir(parents=True, exist_ok=True)
-    tmp = WORK / f".{family}-{log2n}.{os.getpid()}"
+    if ptau(curve, log2n, log) is None and (why := setup_supported(curve)):
+        raise KeyUnavailable(
+            f"{family} 2^{log2n} on {curve}: no powers of tau of 2^{log2n} (the bench makes "
+            f"them up to 2^{CURVES[curve].ptau_log2}) and `cuzk setup` refuses the curve ({why})"
+        )
+    work.mkdir(parents=True, exist_ok=True)
+    tmp = work / f".{family}-{log2n}.{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     try:
-        build(family, param, tmp, log, log2n=log2n)
+        build(family, param, tmp, log, log2n=log2n, curve=curve)
         shutil.rmtree(d, ignore_errors=True)
         tmp.rename(d)
     finally:
@@ -239,9 +355,18 @@ def circuit(family: str, log2n: int, log=print) -> dict:
     return files
 
 
-def build(family: str, param: int, d: Path, log=print, *, log2n: int | None = None) -> dict:
-    """Compile, witness and key one instance of a family (param units) into the new folder d;
-    the paths as circuit() returns them. With log2n, the key's domain must be 2^log2n."""
+def build(
+    family: str,
+    param: int,
+    d: Path,
+    log=print,
+    *,
+    log2n: int | None = None,
+    curve: str = "bn254",
+) -> dict:
+    """Compile, witness and key one instance of a family (param units) over a curve into the
+    new folder d; the paths as circuit() returns them. With log2n, the key's domain must be
+    2^log2n."""
     fam = FAMILIES[family]
     ensure_tools()
     d = Path(d)
@@ -262,7 +387,8 @@ def build(family: str, param: int, d: Path, log=print, *, log2n: int | None = No
     # from the real folder, with the paths it is given relative to there
     step(
         "circom2",
-        [BIN / "circom2", d / "circuit.circom", "--r1cs", "--wasm", "-l", "node_modules", "-o", d],
+        [BIN / "circom2", d / "circuit.circom", "--r1cs", "--wasm", "-l", "node_modules"]
+        + ["--prime", CURVES[curve].prime, "-o", d],
         3600,
         cwd=TOOLS.resolve(),
     )
@@ -282,11 +408,13 @@ def build(family: str, param: int, d: Path, log=print, *, log2n: int | None = No
     from cuzk.groth16.setup import domain_size_for
 
     r1cs = R1CS(d / "circuit.r1cs")
-    if domain_size_for(r1cs.n_constraints, r1cs.n_public) <= 1 << PTAU_LOG2 and PTAU.exists():
-        setup = "snarkjs groth16 setup (pot10.ptau, no contribution)"
+    domain = domain_size_for(r1cs.n_constraints, r1cs.n_public)
+    tau = ptau(curve, domain.bit_length() - 1, log)
+    if tau is not None:
+        setup = f"snarkjs groth16 setup ({tau.name}, no contribution)"
         step(
             setup,
-            [BIN / "snarkjs", "groth16", "setup", d / "circuit.r1cs", PTAU, d / "circuit.zkey"],
+            [BIN / "snarkjs", "groth16", "setup", d / "circuit.r1cs", tau, d / "circuit.zkey"],
             3600,
         )
     else:
@@ -297,7 +425,7 @@ def build(family: str, param: int, d: Path, log=print, *, log2n: int | None = No
         [BIN / "snarkjs", "zkey", "export", "verificationkey", d / "circuit.zkey", d / "vk.json"],
         3600,
     )
-    info = _write_info(d, fam, param, setup, steps, log2n)
+    info = _write_info(d, fam, param, setup, steps, log2n, curve)
     if log2n is not None and info["domain_log2"] != log2n:
         raise RuntimeError(
             f"{family} with {param} {fam.unit}: domain 2^{info['domain_log2']}, not 2^{log2n} "
@@ -346,7 +474,13 @@ def profile_text(p: dict | None) -> str:
 
 
 def _write_info(
-    d: Path, fam: Family, param: int, setup: str, steps: dict, log2n: int | None
+    d: Path,
+    fam: Family,
+    param: int,
+    setup: str,
+    steps: dict,
+    log2n: int | None,
+    curve: str = "bn254",
 ) -> dict:
     from cuzk.formats.r1cs import R1CS
     from cuzk.groth16.setup import domain_size_for
@@ -355,6 +489,7 @@ def _write_info(
     public = r1cs.n_public
     info = {
         "family": fam.name,
+        "curve": curve,
         "log2n": log2n,
         "steps": param,
         "unit": fam.unit,

@@ -30,6 +30,7 @@ SUITE_ORDER = (
     "msm",
     "pairing",
     "prove",
+    "prove-bls12381",
     "prove-server",
     "engine",
     "cluster",

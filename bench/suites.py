@@ -32,6 +32,11 @@ SUITES = {
         "cuzk prove vs rapidsnark and snarkjs, same files",
         "cuzk prove --device cuda",
     ),
+    "prove-bls12381": (
+        "bench.bench_prove_bls12381",
+        "cuzk prove vs snarkjs on BLS12-381 (circom --prime bls12381), same files",
+        "cuzk prove --device cuda",
+    ),
     "prove-server": (
         "bench.bench_prove_server",
         "cuzk prove --server (a warm cuzk serve) vs rapidsnark, same files",

@@ -25,7 +25,8 @@ from bench.__main__ import NO_GPU_MESSAGE, SUITES
 from bench.tables import targets_table
 
 ROOT = Path(__file__).resolve().parent.parent
-NEEDS_NODE_TOOLS = {"prove", "prove-server", "pairing", "witness", "startup"}  # snarkjs, circom2
+# snarkjs, circom2
+NEEDS_NODE_TOOLS = {"prove", "prove-bls12381", "prove-server", "pairing", "witness", "startup"}
 NEEDS_NETNS = {"cluster"}  # Ray, in a loopback-only network namespace (root, iproute2)
 # shared-memory names that embed their creator's pid: status boards and engine buffers
 SHM_PID = re.compile(r"^(?:cuzk-(\d+)-|cuzkbuf\.(\d+)\.)")
