@@ -370,36 +370,20 @@ def test_readers_limited_to_bn254_refuse_bls_files():
         read_wtns(DIR / "witness_0.wtns", curves_allowed=curves.BN254_ONLY)
     with pytest.raises(UnsupportedCurve, match=msg):
         R1CS(R1CS_PATH, curves_allowed=curves.BN254_ONLY)
+
+
+def test_a_bls_key_opens_for_proving_and_registers_with_its_curve():
+    """The prover takes keys of either curve (tests/test_prover.py proves with this one); the
+    engine registers it and reports its curve (no running engine needed)."""
+    from cuzk.engine import Engine
     from cuzk.groth16.key import ProvingKey
 
-    with pytest.raises(UnsupportedCurve, match=msg):
-        ProvingKey.open(ZKEY)
-    with pytest.raises(UnsupportedCurve, match=msg):
-        ProvingKey(ZKey(ZKEY))
-
-
-def test_the_engine_refuses_to_register_a_bls_key():
-    """The daemon registers keys through Engine.register_key: a BLS12-381 key is refused
-    with the one-line UnsupportedCurve (the API answers 422 with its text), nothing kept."""
-    from cuzk.engine import Engine
-
-    eng = Engine(prover="cuzk.groth16")  # registration needs no running engine
-    with pytest.raises(UnsupportedCurve, match=r"bls12381 \(BLS12-381\); cuzk proves on bn128"):
-        eng.register_key(ZKEY)
-    assert eng.keys() == []
-
-
-def test_cuzk_prove_with_a_bls_key_exits_1_in_one_line(tmp_path):
-    from cuzk.cli import main
-
-    proof, public = tmp_path / "proof.json", tmp_path / "public.json"
-    res = CliRunner().invoke(
-        main, ["prove", str(ZKEY), str(DIR / "witness_0.wtns"), str(proof), str(public)]
-    )
-    assert res.exit_code == 1, res.output
-    lines = res.output.strip().splitlines()
-    assert len(lines) == 1 and "bls12381 (BLS12-381)" in lines[0] and "bn128" in lines[0]
-    assert not proof.exists() and not public.exists()
+    key = ProvingKey.open(ZKEY)
+    assert (key.curve, key.arith_curve) == ("bls12381", "bls12_381")
+    eng = Engine(prover="cuzk.groth16")
+    key_id = eng.register_key(ZKEY)
+    (k,) = eng.keys()
+    assert k["key_id"] == key_id == key.key_id and k["curve"] == "bls12381"
 
 
 def test_cuzk_verify_of_a_bls_proof_through_click():
