@@ -3,8 +3,8 @@
 The sweep (first_bad) walks an (n, width) array of stored affine points (Montgomery limbs, NQ
 per Fq element: 4 for BN254, 6 for BLS12-381) in parallel chunks of CHUNK rows and writes, per
 chunk, the first row that fails the row test it is given, else -1: coordinates below q and on
-the curve (G1) or the twist (G2), or (rows already on it) in the order-r subgroup. The point arithmetic is the
-curve's build of cuzk.arith.curve and cuzk.arith.subgroup. Load a build with
+the curve (G1) or the twist (G2), or (rows already on it) in the order-r subgroup. The point
+arithmetic is the curve's build of cuzk.arith.curve and cuzk.arith.subgroup. Load a build with
 ``get_target("cpu").load("cuzk.groth16.point_sweeps", **build_params(curve))``; BN254's is this
 module imported normally (see "Parametrized builds" in cuzk.arith.jit).
 """
