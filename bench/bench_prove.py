@@ -105,6 +105,18 @@ def _run_measured(cmd) -> tuple[float, float]:
 RSS_METHOD = "gnu-time" if os.access(GNU_TIME, os.X_OK) else "wait4 (upper bound)"
 
 
+def _snarkjs_verifies(vk, work: Path, tag: str) -> bool:
+    """`snarkjs groth16 verify` of work/p_TAG.json with work/pub_TAG.json says OK."""
+    p = subprocess.run(
+        [str(BIN / "snarkjs"), "groth16", "verify", str(vk)]
+        + [str(work / f"pub_{tag}.json"), str(work / f"p_{tag}.json")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    return p.returncode == 0 and "OK" in p.stdout
+
+
 def _stats(xs):
     return min(xs), statistics.median(xs), max(xs)
 
@@ -174,10 +186,13 @@ def _circuit(
     curve: str = "bn254",
     slow_peer_log2n: int = SLOW_PEER_LOG2N,
     snarkjs_verify: bool = False,
+    server=None,
 ):
     """One row: the commands side by side on one circuit (see the module docstring).
     slow_peer_log2n: from this size snarkjs runs once; on a curve other than BN254 its
-    untimed warm-up is then left out too. snarkjs_verify: snarkjs also checks cuzk's proof."""
+    untimed warm-up is then left out too. snarkjs_verify: snarkjs also checks cuzk's proof.
+    server: a cuzk.client.Client of a warm `cuzk serve` whose key root holds the circuit:
+    `cuzk prove --server` joins the rounds, with the daemon's own time per job."""
     from cuzk.groth16 import prove
     from cuzk.groth16.verifier import verify_files
 
@@ -203,6 +218,8 @@ def _circuit(
             work / "p_rs.json",
             work / "pub_rs.json",
         ]
+    if server is not None:
+        cmds["server"] = cuzk_prove(files, "server", "--server", server.server)
     key, w, dev = in_process(files, device)
     snarkjs_once = log2n >= slow_peer_log2n or FAMILIES[family].circomlib
     snarkjs_cold = FAMILIES[family].circomlib or (curve != "bn254" and snarkjs_once)
@@ -212,7 +229,7 @@ def _circuit(
     prove(key, w, dev)  # untimed: kernels loaded, key pages touched
     times = {k: [] for k in cmds}
     rss = {k: [] for k in cmds}
-    warm, phase_runs = [], []
+    warm, phase_runs, jobs = [], [], []
     rounds = REPEATS[profile]
     for i in range(rounds):  # one of each per round: all see the same load
         for k, cmd in cmds.items():
@@ -221,6 +238,9 @@ def _circuit(
             dt, mib = _run_measured(cmd)
             times[k].append(dt)
             rss[k].append(mib)
+            if k == "server":  # the daemon's own time: submitted -> finished
+                j = max(server.jobs(), key=lambda j: j["submitted_at"])
+                jobs.append(j["finished_at"] - j["submitted_at"])
         t0 = time.perf_counter()
         proof = prove(key, w, dev)
         warm.append(time.perf_counter() - t0)
@@ -231,17 +251,13 @@ def _circuit(
             + f", cuzk in process {warm[-1]:.2f} s",
             flush=True,
         )
-    valid = verify_files(files["vk"], work / "pub_cuzk.json", work / "p_cuzk.json")
+    tags = ("cuzk", "server") if server is not None else ("cuzk",)
+    valid = all(
+        verify_files(files["vk"], work / f"pub_{t}.json", work / f"p_{t}.json") for t in tags
+    )
     peer_valid = None
-    if snarkjs_verify:  # the proof as snarkjs sees it (issue #28: every proof accepted)
-        p = subprocess.run(
-            [str(BIN / "snarkjs"), "groth16", "verify", str(files["vk"])]
-            + [str(work / "pub_cuzk.json"), str(work / "p_cuzk.json")],
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        peer_valid = p.returncode == 0 and "OK" in p.stdout
+    if snarkjs_verify:  # the proofs as snarkjs sees them (issue #28: every proof accepted)
+        peer_valid = all(_snarkjs_verifies(files["vk"], work, t) for t in tags)
     phases = {"circuit": f"{family} 2^{log2n}", "log2n": log2n}
     for name in phase_runs[0]:
         phases[name] = round(statistics.median(t.get(name, 0.0) for t in phase_runs), 2)
@@ -277,6 +293,14 @@ def _circuit(
     }
     if peer_valid is not None:
         row["snarkjs_verify"] = peer_valid
+    if server is not None:
+        vmed = _stats(times["server"])[1]
+        row.update(
+            server_cmd_s=vmed,
+            daemon_job_s=_stats(jobs)[1],
+            speedup_server_vs_snarkjs=smed / vmed,
+            speedup_daemon_vs_snarkjs=smed / _stats(jobs)[1],
+        )
     if rapidsnark:
         rmin, rmed, rmax = _stats(times["rapidsnark"])
         row.update(
@@ -296,6 +320,12 @@ def _circuit(
             f"{row['cmd_vs_rapidsnark']:.2f}x, warm {row['warm_vs_rapidsnark']:.2f}x "
             "rapidsnark's time"
             if rapidsnark
+            else ""
+        )
+        + (
+            f", cuzk prove --server {row['server_cmd_s']:.3f} s (daemon "
+            f"{row['daemon_job_s']:.3f} s)"
+            if server is not None
             else ""
         )
         + ("" if valid else "  PROOF DOES NOT VERIFY")
@@ -340,10 +370,12 @@ def measure(
     no_rapidsnark: str | None = None,
     slow_peer_log2n: int = SLOW_PEER_LOG2N,
     snarkjs_verify: bool = False,
+    server=None,
 ) -> dict:
     """The suite's result for (family, log2n) circuits over a curve. no_rapidsnark: why
-    rapidsnark is left out (it refuses the curve). A circuit without a key on the curve
-    (bench.circuits.KeyUnavailable) is listed under "skipped" with why, not measured."""
+    rapidsnark is left out (it refuses the curve). server: a warm daemon's client, measured
+    as `cuzk prove --server` in the rounds (see _circuit). A circuit without a key on the
+    curve (bench.circuits.KeyUnavailable) is listed under "skipped" with why, not measured."""
     device = "cuda" if profile == "gpu" else "cpu"
     compile_bytecode()  # the commands run as installed (see bench.machine.compile_bytecode)
     rapidsnark, origin = (None, no_rapidsnark) if no_rapidsnark else find_rapidsnark()
@@ -359,6 +391,7 @@ def measure(
                 curve=curve,
                 slow_peer_log2n=slow_peer_log2n,
                 snarkjs_verify=snarkjs_verify,
+                server=server,
             )
         except KeyUnavailable as exc:
             print(f"  {family} 2^{log2n}: skipped: {exc}", flush=True)
@@ -553,6 +586,12 @@ def prose(prove: dict) -> str:
         f"time less the in-process proof's, is about "
         f"{fmt(statistics.median(r['startup_s'] for r in rows))} s (median over sizes)."
     )
+    server = [r["speedup_server_vs_snarkjs"] for r in rows if "speedup_server_vs_snarkjs" in r]
+    if server:
+        text += (
+            f" Through a warm `cuzk serve`, the whole `cuzk prove --server` command is "
+            f"{span(server)} faster than snarkjs's."
+        )
     rs = prove.get("rapidsnark") or {}
     if not rs.get("installed") and prove.get("curve", "bn254") != "bn254":
         return text + f" rapidsnark was not compared: {rs.get('origin')}."

@@ -15,20 +15,25 @@ BN254's r, so circomlibjs's signatures cannot verify in a circuit over BLS12-381
 here: reasoned from circomlib's sources).
 Keys: `snarkjs groth16 setup` where a BLS12-381 powers-of-tau file covers the circuit (made by
 snarkjs on first use up to 2^12, ~3 min at 2^12 on 2 cores; a larger
-bench/work/bls12381/pot<k>.ptau made by hand with snarkjs is used too), `cuzk setup` above;
-while `cuzk setup` refuses BLS12-381 the circuits no file covers are listed under "skipped"
-(bench.circuits.KeyUnavailable, raised before anything is compiled).
+bench/work/bls12381/pot<k>.ptau made by hand with snarkjs is used too), `cuzk setup` above.
+The daemon: one `cuzk serve` on loopback (bench.bench_prove_server.start_daemon, key root
+bench/work) serves every circuit; `cuzk prove --server` runs in the same rounds, after one
+untimed request that registers the key (its points checked, G1's subgroup included), and the
+daemon's own time per job (submitted -> finished) is recorded beside the whole command's.
+Each proof, the command's and the daemon's, is checked by cuzk's verifier and by snarkjs.
 Targets (issue #28): `cuzk prove` >= 10x faster than `snarkjs groth16 prove` as whole
-commands at 2^15 and up; the warm daemon >= 20x (here the in-process proof with the key
-resident, what `cuzk serve` pays per proof).
+commands at 2^15 and up; the warm daemon >= 20x, read both as the in-process proof with the
+key resident (what `cuzk serve` pays per proof) and as the whole `cuzk prove --server`
+command.
 Run alone: ``python -m bench.bench_prove_bls12381 [smoke|quick|full|gpu]``.
 """
 
 from __future__ import annotations
 
 import sys
+import tempfile
 
-from bench import bench_prove
+from bench import bench_prove, bench_prove_server
 from bench.circuits import real_families
 from bench.tables import family_row, fmt, table, target
 
@@ -47,14 +52,24 @@ NO_RAPIDSNARK = "rapidsnark refuses BLS12-381 keys (zkey curve not supported)"
 
 
 def run(profile: str = "quick") -> dict:
-    return bench_prove.measure(
-        profile,
-        CIRCUITS[profile],
-        curve=CURVE,
-        no_rapidsnark=NO_RAPIDSNARK,
-        slow_peer_log2n=SLOW_PEER_LOG2N,
-        snarkjs_verify=True,
-    )
+    from cuzk.client import Client
+
+    with tempfile.TemporaryDirectory(prefix="cuzk-bench-serve381-") as folder:
+        proc, url = bench_prove_server.start_daemon(folder)  # key root bench/work
+        try:
+            res = bench_prove.measure(
+                profile,
+                CIRCUITS[profile],
+                curve=CURVE,
+                no_rapidsnark=NO_RAPIDSNARK,
+                slow_peer_log2n=SLOW_PEER_LOG2N,
+                snarkjs_verify=True,
+                server=Client(url, timeout=1800),
+            )
+        finally:
+            bench_prove_server.stop_daemon(proc)
+    res["daemon"] = "cuzk serve on loopback, default devices, key root bench/work"
+    return res
 
 
 def targets(get) -> list[dict]:
@@ -81,6 +96,16 @@ def targets(get) -> list[dict]:
                     "speedup_warm_vs_snarkjs",
                     lambda r: (
                         f"in process {fmt(r['cuzk_warm_s'])} s, snarkjs {fmt(r['snarkjs_s'])} s"
+                    ),
+                ),
+                (
+                    f"BLS12-381 {family} 2^{log2n}: snarkjs ÷ `cuzk prove --server` "
+                    "(warm daemon, whole command)",
+                    TARGET_WARM,
+                    "speedup_server_vs_snarkjs",
+                    lambda r: (
+                        f"command {fmt(r['server_cmd_s'])} s (daemon "
+                        f"{fmt(r['daemon_job_s'])} s), snarkjs {fmt(r['snarkjs_s'])} s"
                     ),
                 ),
             ):
@@ -111,6 +136,9 @@ COLUMNS = [
     "snarkjs_s",
     "speedup_vs_snarkjs",
     "speedup_warm_vs_snarkjs",
+    "server_cmd_s",
+    "daemon_job_s",
+    "speedup_server_vs_snarkjs",
     "startup_s",
     "cuzk_rss_mib",
     "snarkjs_rss_mib",

@@ -293,3 +293,20 @@ def test_prove_server_smoke_proves_through_a_daemon(smoke_run):
     assert 0 < row["daemon_job_s"] < row["server_cmd_s"]
     assert row["client_s"] == pytest.approx(row["server_cmd_s"] - row["daemon_job_s"])
     assert res["rapidsnark"]["installed"] == ("rapidsnark_s" in row)
+
+
+@pytest.mark.slow
+@pytest.mark.interop
+def test_prove_bls12381_smoke_proves_in_process_by_command_and_through_a_daemon(smoke_run):
+    """Issue #28's bench: BLS12-381 against snarkjs, the daemon's `cuzk prove --server` in the
+    same rounds, every proof accepted by cuzk's verifier and by snarkjs."""
+    _, results, suites, _ = smoke_run
+    if "prove-bls12381" not in suites:
+        missing_tool("snarkjs/circom2 not installed and `make tools` could not install them")
+    res = json.loads((results / "prove-bls12381.smoke.json").read_text())["result"]
+    assert res["curve"] == "bls12_381"
+    (row,) = res["rows"]
+    assert row["cuzk_proof_valid"] is True and row["snarkjs_verify"] is True
+    assert 0 < row["daemon_job_s"] < row["server_cmd_s"]
+    assert row["speedup_server_vs_snarkjs"] == pytest.approx(row["snarkjs_s"] / row["server_cmd_s"])
+    assert "rapidsnark_s" not in row

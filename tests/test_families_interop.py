@@ -2,7 +2,10 @@
 snarkjs accepts the proof, SHA-256's digest is hashlib's, and bad inputs are refused.
 
 Each family is built once per module (circom2, `cuzk wtns calculate`, the key) exactly as
-the prove benchmarks build it, with one unit instead of as many as fill a domain.
+the prove benchmarks build it, with one unit instead of as many as fill a domain: over BN254,
+and over BLS12-381 (circom2 `--prime bls12381`, issue #28) for the families that mean
+something on that curve's field (SHA-256 and the range checks; Poseidon's constants and
+BabyJubjub are BN254's).
 """
 
 from __future__ import annotations
@@ -15,20 +18,26 @@ import sys
 import interop
 import pytest
 
-from bench.circuits import FAMILIES, REAL_FAMILIES, build, sha256_message
+from bench.circuits import FAMILIES, REAL_FAMILIES, build, real_families, sha256_message
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
 
 # family -> units: the smallest instance (range: a few values)
 SMALLEST = {"sha256": 1, "merkle": 1, "eddsa": 1, "range": 4}
+SNARKJS_CURVE = {"bn254": "bn128", "bls12_381": "bls12381"}  # proof.json's "curve"
 
 
-@pytest.fixture(scope="module", params=REAL_FAMILIES)
+FAMILY_CURVES = [(f, "bn254") for f in REAL_FAMILIES] + [
+    (f, "bls12_381") for f in real_families("bls12_381")
+]
+
+
+@pytest.fixture(scope="module", params=FAMILY_CURVES, ids=[f"{f}-{c}" for f, c in FAMILY_CURVES])
 def built(request, tools, tmp_path_factory):
-    family = request.param
-    d = tmp_path_factory.mktemp(family) / "circuit"
-    files = build(family, SMALLEST[family], d, log=lambda *_: None)
-    return family, d, files
+    family, curve = request.param
+    d = tmp_path_factory.mktemp(f"{family}-{curve}") / "circuit"
+    files = build(family, SMALLEST[family], d, log=lambda *_: None, curve=curve)
+    return family, d, files, curve
 
 
 @pytest.fixture(scope="module")
@@ -37,10 +46,10 @@ def proved(built):
     checked against the .r1cs first), with snarkjs's verification key of the same .zkey."""
     from cuzk.groth16.files import run_prove
 
-    family, d, files = built
+    family, d, files, curve = built
     proof, public = d / "proof.json", d / "public.json"
     run_prove(files["zkey"], files["wtns"], proof, public, r1cs=files["r1cs"])
-    return family, files, proof, public
+    return family, files, proof, public, curve
 
 
 def test_every_circomlib_family_is_covered():
@@ -52,7 +61,8 @@ def test_every_circomlib_family_is_covered():
 
 
 def test_snarkjs_accepts_cuzk_proof(proved, tmp_path):
-    family, files, proof, public = proved
+    family, files, proof, public, curve = proved
+    assert json.loads(proof.read_text())["curve"] == SNARKJS_CURVE[curve]
     assert interop.groth16_verify(files["vk"], public, proof), family
     # and refuses it for other public signals (the check can fail)
     signals = json.loads(public.read_text())
@@ -63,7 +73,7 @@ def test_snarkjs_accepts_cuzk_proof(proved, tmp_path):
 
 
 def test_sha256_public_digest_is_hashlibs(proved):
-    family, files, proof, public = proved
+    family, files, proof, public, _ = proved
     if family != "sha256":
         pytest.skip("the digest check is SHA-256's")
     bits = json.loads(public.read_text())
@@ -91,7 +101,7 @@ def _refused(d, inputs: dict, tmp_path) -> subprocess.CompletedProcess:
 def test_forged_signature_and_out_of_range_value_are_refused(built, tmp_path):
     """The circuits check what they claim: a signature over another message, or a value at
     the bound, fails the circuit's constraints when the witness is calculated."""
-    family, d, files = built
+    family, d, files, _ = built
     inputs = json.loads((d / "input.json").read_text())
     if family == "eddsa":
         inputs["M"][0] = str(int(inputs["M"][0]) + 1)

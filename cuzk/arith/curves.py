@@ -42,6 +42,19 @@ def build_params(name: str) -> dict:
     return {} if name == DEFAULT else {"curve": name}
 
 
+def curve_build(module_name: str, curve: str = DEFAULT, target: str = "cpu", **params: str):
+    """The build of shared source module ``module_name`` whose kernels work on ``curve`` (and
+    any other build ``params``, e.g. ``group="g2"``) for ``target`` ("cpu" or "cuda"): the
+    module imported normally for the default curve with no other parameter, else its build by
+    cuzk.arith.jit's Target.load (made once per process, then kept there)."""
+    params = {**params, **build_params(curve)}
+    if not params:
+        return importlib.import_module(module_name)
+    from cuzk.arith.jit import get_target
+
+    return get_target(target).load(module_name, **params)
+
+
 def roots_of_unity(r: int, two_adicity: int, nonresidue: int) -> list:
     """The 2-power roots of unity of F_r as snarkjs uses them (ffjavascript's WasmField1
     and wasmcurves' build_fft, which both compute the NTT tables and the powers of tau's

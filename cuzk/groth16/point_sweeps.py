@@ -1,10 +1,10 @@
 """The compiled sweeps of key validation (cuzk.groth16.validate), one source built per curve.
 
-Each sweep walks an (n, width) array of stored affine points (Montgomery limbs, NQ per Fq
-element: 4 for BN254, 6 for BLS12-381) in parallel chunks of CHUNK rows and writes, per chunk,
-the first row that fails its test, else -1: coordinates below q and on the curve (G1) or the
-twist (G2), or (rows already on it) in the order-r subgroup. The point arithmetic is the
-curve's build of cuzk.arith.curve and cuzk.arith.subgroup. Load a build with
+The sweep (first_bad) walks an (n, width) array of stored affine points (Montgomery limbs, NQ
+per Fq element: 4 for BN254, 6 for BLS12-381) in parallel chunks of CHUNK rows and writes, per
+chunk, the first row that fails the row test it is given, else -1: coordinates below q and on
+the curve (G1) or the twist (G2), or (rows already on it) in the order-r subgroup. The point
+arithmetic is the curve's build of cuzk.arith.curve and cuzk.arith.subgroup. Load a build with
 ``get_target("cpu").load("cuzk.groth16.point_sweeps", **build_params(curve))``; BN254's is this
 module imported normally (see "Parametrized builds" in cuzk.arith.jit).
 """
@@ -76,54 +76,31 @@ def g2_row_in_subgroup(pts, i):
     return g2_in_subgroup(g2_load_affine(pts, i))
 
 
-# One sweep per row test. Written out four times rather than passed the test as an argument:
-# a function argument would make each sweep a new compilation per caller and keep Numba's
-# disk cache from holding it.
+# The row tests first_bad runs, by number: one sweep for all four, each test chosen per row by a
+# branch that costs nothing beside the point arithmetic. (A test passed as a function would
+# make each caller's sweep a compilation of its own that Numba's disk cache does not keep.)
+ON_CURVE_G1, ON_CURVE_G2, IN_SUBGROUP_G1, IN_SUBGROUP_G2 = 0, 1, 2, 3
+
+
+@T.njit()
+def row_passes(pts, i, test):
+    """Row i passes row test ``test`` (one of the four above)."""
+    if test == ON_CURVE_G1:
+        return g1_row_ok(pts, i)
+    if test == ON_CURVE_G2:
+        return g2_row_ok(pts, i)
+    if test == IN_SUBGROUP_G1:
+        return g1_row_in_subgroup(pts, i)
+    return g2_row_in_subgroup(pts, i)
 
 
 @T.njit(parallel=True)
-def g1_first_bad(pts, first):
-    """first[c] = the first row of chunk c that fails g1_row_ok, else -1."""
+def first_bad(pts, first, test):
+    """first[c] = the first row of chunk c that fails row test ``test``, else -1."""
     n = pts.shape[0]
     for c in prange(first.shape[0]):
         first[c] = -1
         for i in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
-            if not g1_row_ok(pts, i):
-                first[c] = i
-                break
-
-
-@T.njit(parallel=True)
-def g2_first_bad(pts, first):
-    """first[c] = the first row of chunk c that fails g2_row_ok, else -1."""
-    n = pts.shape[0]
-    for c in prange(first.shape[0]):
-        first[c] = -1
-        for i in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
-            if not g2_row_ok(pts, i):
-                first[c] = i
-                break
-
-
-@T.njit(parallel=True)
-def g1_first_outside_subgroup(pts, first):
-    """first[c] = the first row of chunk c (rows on the curve) outside G1, else -1."""
-    n = pts.shape[0]
-    for c in prange(first.shape[0]):
-        first[c] = -1
-        for i in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
-            if not g1_row_in_subgroup(pts, i):
-                first[c] = i
-                break
-
-
-@T.njit(parallel=True)
-def g2_first_outside_subgroup(pts, first):
-    """first[c] = the first row of chunk c (rows on the twist) outside G2, else -1."""
-    n = pts.shape[0]
-    for c in prange(first.shape[0]):
-        first[c] = -1
-        for i in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
-            if not g2_row_in_subgroup(pts, i):
+            if not row_passes(pts, i, test):
                 first[c] = i
                 break

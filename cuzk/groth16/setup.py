@@ -28,16 +28,14 @@ public functions are this module's and run the kernels of the build their curve 
 
 from __future__ import annotations
 
-import functools
-import importlib
 import secrets
 import time
 
 import numpy as np
 from numba import prange
 
-from cuzk.arith.curves import DEFAULT, build_params, constants
-from cuzk.arith.jit import building, get_target
+from cuzk.arith.curves import DEFAULT, build_params, constants, curve_build
+from cuzk.arith.jit import building
 from cuzk.arith.radix import int_to_limb_array, int_to_limb_tuple, limbs_to_int
 
 T = building()
@@ -51,12 +49,9 @@ njit = T.njit  # numba.njit(cache=True, nogil=True, ...), each kernel named for 
 MONT_R = 1 << 256  # R of Fr's Montgomery form on 4 limbs, on both curves
 
 
-@functools.cache
 def kernels(curve: str = DEFAULT):
     """The build of this module whose kernels work in ``curve``'s Fr (this module for BN254)."""
-    if curve == DEFAULT:
-        return importlib.import_module("cuzk.groth16.setup")
-    return get_target("cpu").load("cuzk.groth16.setup", **build_params(curve))
+    return curve_build("cuzk.groth16.setup", curve)
 
 
 @njit()
@@ -119,10 +114,9 @@ def _from_mont_scaled(x, k, out):
 # --- fixed-base scalar multiplication (cuzk.groth16.fixed_base, per group and curve) -----
 
 
-@functools.cache
 def fixed_base(group: str, curve: str = DEFAULT):
     """The build of cuzk.groth16.fixed_base for ``group`` ("g1" or "g2") of ``curve``."""
-    return get_target("cpu").load("cuzk.groth16.fixed_base", group=group, **build_params(curve))
+    return curve_build("cuzk.groth16.fixed_base", curve, group=group)
 
 
 def _generators(curve: str):

@@ -20,13 +20,10 @@ module's and run the kernels of the build their curve names (``kernels(curve)``)
 
 from __future__ import annotations
 
-import functools
-import importlib
-
 import numpy as np
 
-from cuzk.arith.curves import DEFAULT, build_params
-from cuzk.arith.jit import building, get_target
+from cuzk.arith.curves import DEFAULT, build_params, curve_build
+from cuzk.arith.jit import building
 
 T = building()
 CURVE = T.param("curve", DEFAULT)
@@ -37,12 +34,9 @@ eq, fr_add, fr_mul, fr_to_mont = F.eq, F.fr_add, F.fr_mul, F.fr_to_mont
 njit = T.njit  # numba.njit(cache=True, nogil=True), each kernel named for its build
 
 
-@functools.cache
 def kernels(curve: str = DEFAULT):
     """The build of this module whose kernels work in ``curve``'s Fr (this module for BN254)."""
-    if curve == DEFAULT:
-        return importlib.import_module("cuzk.groth16.synthesis")
-    return get_target("cpu").load("cuzk.groth16.synthesis", **build_params(curve))
+    return curve_build("cuzk.groth16.synthesis", curve)
 
 
 @njit()

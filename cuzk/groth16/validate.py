@@ -66,23 +66,20 @@ from cuzk.groth16.point_sweeps import CHUNK, g2_row_in_subgroup  # noqa: F401 (B
 def sweeps(curve=None):
     """The compiled sweeps (cuzk.groth16.point_sweeps) of `curve` (a cuzk.formats Curve or
     a name; BN254 when None), built on first use."""
+    from cuzk.arith.curves import curve_build
+
     c = curves.BN254 if curve is None else curves.by_name(curve)
-    if c is curves.BN254:
-        return point_sweeps
-    from cuzk.arith.curves import build_params
-    from cuzk.arith.jit import get_target
-
-    return get_target("cpu").load("cuzk.groth16.point_sweeps", **build_params(c.arith))
+    return curve_build("cuzk.groth16.point_sweeps", c.arith)
 
 
-def _first_flagged(sweep, pts: np.ndarray) -> int:
-    """The first row that `sweep` (a chunked kernel writing each chunk's first bad row, or -1,
-    into `first`) flags in `pts`; -1 when it flags none."""
+def _first_flagged(curve, test: int, pts: np.ndarray) -> int:
+    """The first row of `pts` that fails row test `test` (point_sweeps.ON_CURVE_G1, ...) of
+    `curve`'s sweep; -1 when every row passes."""
     n = pts.shape[0]
     if n == 0:
         return -1
     first = np.empty((n + CHUNK - 1) // CHUNK, dtype=np.int64)
-    sweep(_readonly(pts), first)
+    sweeps(curve).first_bad(_readonly(pts), first, test)
     bad = first[first >= 0]
     return int(bad.min()) if len(bad) else -1
 
@@ -90,13 +87,13 @@ def _first_flagged(sweep, pts: np.ndarray) -> int:
 def first_outside_g2(pts: np.ndarray, curve=None) -> int:
     """Index of the first row of a G2 array of twist points that is not in the order-r
     subgroup; -1 when every row is."""
-    return _first_flagged(sweeps(curve).g2_first_outside_subgroup, pts)
+    return _first_flagged(curve, point_sweeps.IN_SUBGROUP_G2, pts)
 
 
 def first_outside_g1(pts: np.ndarray, curve=None) -> int:
     """Index of the first row of a G1 array of curve points that is not in the order-r
     subgroup; -1 when every row is (always, for a cofactor-1 curve: BN254)."""
-    return _first_flagged(sweeps(curve).g1_first_outside_subgroup, pts)
+    return _first_flagged(curve, point_sweeps.IN_SUBGROUP_G1, pts)
 
 
 B2_ROUNDS = 2  # random combinations of the pointsB2 section (module doc)
@@ -122,8 +119,9 @@ def first_outside_g2_batched(pts: np.ndarray, rounds: int | None = None) -> int:
 def first_bad_point(pts: np.ndarray, curve=None) -> int:
     """Index of the first row of a G1 or G2 point array of `curve` (BN254 when None) that is
     not a point of its curve with coordinates below q; -1 when every row is."""
-    s = sweeps(curve)
-    return _first_flagged(s.g1_first_bad if pts.shape[1] == s.G1_WIDTH else s.g2_first_bad, pts)
+    g1 = pts.shape[1] == sweeps(curve).G1_WIDTH
+    test = point_sweeps.ON_CURVE_G1 if g1 else point_sweeps.ON_CURVE_G2
+    return _first_flagged(curve, test, pts)
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:

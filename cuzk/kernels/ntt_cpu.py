@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import importlib
 import os
 import threading
 
@@ -54,8 +53,8 @@ from numba import (  # noqa: E402
 )
 
 from cuzk.arith import curves  # noqa: E402
-from cuzk.arith.curves import DEFAULT  # noqa: E402
-from cuzk.arith.jit import building, get_target  # noqa: E402
+from cuzk.arith.curves import DEFAULT, curve_build  # noqa: E402
+from cuzk.arith.jit import building  # noqa: E402
 
 T = building()
 CURVE = T.param("curve", DEFAULT)
@@ -69,12 +68,9 @@ SERIAL_LOG = 11  # domains up to this size run on the calling thread only
 _M64 = (1 << 64) - 1
 
 
-@functools.cache
 def kernels(curve: str = DEFAULT):
     """The build of this module whose kernels work in ``curve``'s Fr (this module for BN254)."""
-    if curve == DEFAULT:
-        return importlib.import_module("cuzk.kernels.ntt_cpu")
-    return get_target("cpu").load("cuzk.kernels.ntt_cpu", **curves.build_params(curve))
+    return curve_build("cuzk.kernels.ntt_cpu", curve)
 
 
 @functools.cache

@@ -32,14 +32,12 @@ GPU). The public functions are this module's and launch the kernels of the build
 
 from __future__ import annotations
 
-import functools
-import importlib
 import threading
 
 import numpy as np
 from numba import cuda, types
 
-from cuzk.arith.curves import DEFAULT, build_params
+from cuzk.arith.curves import DEFAULT, build_params, curve_build
 from cuzk.arith.jit import KernelTable, building, cuda_simulated, get_target, require_cuda
 from cuzk.kernels import ntt_cpu
 
@@ -225,12 +223,9 @@ CUDA_KERNELS.expect = {name: ["mul.hi.u64"] for name in CUDA_KERNELS if name != 
 kernel = CUDA_KERNELS.kernel  # compiled at first launch; cached on disk on a GPU
 
 
-@functools.cache
 def kernels(curve: str = DEFAULT):
     """The build of this module whose kernels work in ``curve``'s Fr (this module for BN254)."""
-    if curve == DEFAULT:
-        return importlib.import_module("cuzk.kernels.ntt_cuda")
-    return get_target("cuda").load("cuzk.kernels.ntt_cuda", **build_params(curve))
+    return curve_build("cuzk.kernels.ntt_cuda", curve, "cuda")
 
 
 # --- resident tables ------------------------------------------------------------------------
