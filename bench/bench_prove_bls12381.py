@@ -117,7 +117,11 @@ def targets(get) -> list[dict]:
                         "x",
                         r.get(column) if r else None,
                         upper=False,
-                        note=(note(r) + wit + where) if r else why[:160],
+                        note=(
+                            (note(r) + wit + where)
+                            if r and column in r
+                            else (why[:160] if not r else "not in this run" + where)
+                        ),
                         suite="prove-bls12381",
                         profile="full" if where else "quick",
                     )
