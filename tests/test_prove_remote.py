@@ -590,11 +590,12 @@ def test_interrupted_as_click_answers_it(tmp_path):
     import socket
     import time
 
-    with socket.socket() as srv:  # accepts connections (the backlog), never answers
+    with socket.socket() as srv:  # takes each request, never answers
         srv.bind(("127.0.0.1", 0))
         srv.listen(8)
+        srv.settimeout(120)
         url = f"http://127.0.0.1:{srv.getsockname()[1]}"
-        outs = []
+        outs, conns = [], []
         for cmd in (CONSOLE, [sys.executable, "-m", "cuzk.cli"]):
             p = subprocess.Popen(
                 [
@@ -612,9 +613,15 @@ def test_interrupted_as_click_answers_it(tmp_path):
                 text=True,
                 env=cli_env(),
             )
-            time.sleep(2.0)  # started and waiting for the answer
+            # Ctrl-C once the client is connected and waiting for the answer, not while the
+            # interpreter starts (a fixed sleep raced a slow start on a loaded machine)
+            conn, _ = srv.accept()
+            conns.append(conn)
+            time.sleep(0.5)
             p.send_signal(signal.SIGINT)
             out, err = p.communicate(timeout=60)
             outs.append((p.returncode, err))
+        for conn in conns:
+            conn.close()
         assert outs[0] == outs[1] == (1, "\nAborted!\n"), outs
     assert os.listdir(tmp_path) == []
