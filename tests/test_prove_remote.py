@@ -612,6 +612,11 @@ def test_interrupted_as_click_answers_it(tmp_path):
                 stderr=subprocess.PIPE,
                 text=True,
                 env=cli_env(),
+                # a terminal's Ctrl-C: the child starts with SIGINT's default action, as from
+                # a shell prompt, whatever this process inherited (a background job of a
+                # non-interactive shell, e.g. `bash .ci/run &`, ignores SIGINT, and Python
+                # then installs no KeyboardInterrupt handler in its children)
+                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
             )
             # Ctrl-C once the client is connected and waiting for the answer, not while the
             # interpreter starts (a fixed sleep raced a slow start on a loaded machine)
