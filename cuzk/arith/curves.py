@@ -16,6 +16,7 @@ Importing this module imports neither numpy nor a constants module.
 
 from __future__ import annotations
 
+import functools
 import importlib
 
 DEFAULT = "bn254"
@@ -42,11 +43,13 @@ def build_params(name: str) -> dict:
     return {} if name == DEFAULT else {"curve": name}
 
 
+@functools.cache
 def curve_build(module_name: str, curve: str = DEFAULT, target: str = "cpu", **params: str):
     """The build of shared source module ``module_name`` whose kernels work on ``curve`` (and
     any other build ``params``, e.g. ``group="g2"``) for ``target`` ("cpu" or "cuda"): the
     module imported normally for the default curve with no other parameter, else its build by
-    cuzk.arith.jit's Target.load (made once per process, then kept there)."""
+    cuzk.arith.jit's Target.load (made once per process, then kept there). Cached: kernel
+    drivers call it per operation (ntt_cpu, ntt_cuda per launch)."""
     params = {**params, **build_params(curve)}
     if not params:
         return importlib.import_module(module_name)
