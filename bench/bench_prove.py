@@ -117,6 +117,12 @@ def _snarkjs_verifies(vk, work: Path, tag: str) -> bool:
     return p.returncode == 0 and "OK" in p.stdout
 
 
+def last_job_seconds(client) -> float:
+    """The daemon's own time for its latest job (submitted -> finished, from GET /v1/jobs)."""
+    j = max(client.jobs(), key=lambda j: j["submitted_at"])
+    return j["finished_at"] - j["submitted_at"]
+
+
 def _stats(xs):
     return min(xs), statistics.median(xs), max(xs)
 
@@ -238,9 +244,8 @@ def _circuit(
             dt, mib = _run_measured(cmd)
             times[k].append(dt)
             rss[k].append(mib)
-            if k == "server":  # the daemon's own time: submitted -> finished
-                j = max(server.jobs(), key=lambda j: j["submitted_at"])
-                jobs.append(j["finished_at"] - j["submitted_at"])
+            if k == "server":
+                jobs.append(last_job_seconds(server))
         t0 = time.perf_counter()
         proof = prove(key, w, dev)
         warm.append(time.perf_counter() - t0)

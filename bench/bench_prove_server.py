@@ -33,6 +33,7 @@ from bench.bench_prove import (
     _stats,
     cuzk_prove,
     find_rapidsnark,
+    last_job_seconds,
 )
 from bench.circuits import REAL_FAMILIES, WORK, circuit
 from bench.machine import compile_bytecode
@@ -113,8 +114,7 @@ def _circuit(client, family: str, log2n: int, profile: str, rapidsnark: str | No
             times[k].append(dt)
             if k == "server":
                 rss.append(mib)
-                j = max(client.jobs(), key=lambda j: j["submitted_at"])
-                jobs.append(j["finished_at"] - j["submitted_at"])
+                jobs.append(last_job_seconds(client))
         print(
             f"  {family} 2^{log2n} round {i + 1}/{rounds}: "
             + ", ".join(f"{k} {v[-1]:.3f} s" for k, v in times.items())

@@ -30,7 +30,15 @@ import sysconfig
 import tempfile
 import time
 
-from bench.bench_prove import REPEATS, _cuzk_command, _run_measured, _stats, cuzk_prove, in_process
+from bench.bench_prove import (
+    REPEATS,
+    _cuzk_command,
+    _run_measured,
+    _stats,
+    cuzk_prove,
+    in_process,
+    last_job_seconds,
+)
 from bench.circuits import circuit
 from bench.machine import compile_bytecode
 from bench.tables import fmt, table, target
@@ -124,8 +132,7 @@ def _thin_client(rounds: int) -> dict:
             times, jobs = [], []
             for _ in range(_samples(rounds)):
                 times.append(_run_measured(cmd)[0])
-                j = max(client.jobs(), key=lambda j: j["submitted_at"])
-                jobs.append(j["finished_at"] - j["submitted_at"])
+                jobs.append(last_job_seconds(client))
         finally:
             stop_daemon(proc)
     own = [t - j for t, j in zip(times, jobs, strict=True)]
