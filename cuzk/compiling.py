@@ -270,10 +270,23 @@ def _register(watch: CompileWatch, mods) -> None:
 
 
 def install(watch: CompileWatch) -> CompileWatch:
-    """Start `watch` listening to this process's compiles (until uninstall)."""
-    _register(watch, _event_modules())
+    """Start `watch` listening to this process's compiles (until uninstall). Where numba is
+    not imported yet (a command whose kernels may all come from the native library,
+    cuzk.native) it listens from the moment cuzk.arith.jit, through which every kernel is
+    compiled, is imported (numba_imported)."""
     _watches.append(watch)
+    if "cuzk.arith.jit" in sys.modules:
+        _register(watch, _event_modules())
     return watch
+
+
+def numba_imported() -> None:
+    """Have the installed watches listen to Numba's compiles (cuzk.arith.jit calls it when
+    it is imported)."""
+    if _watches:
+        mods = _event_modules()
+        for watch in list(_watches):
+            _register(watch, mods)
 
 
 def watch_cuda_compiles() -> None:
@@ -287,7 +300,7 @@ def watch_cuda_compiles() -> None:
 
 
 def uninstall(watch: CompileWatch) -> None:
-    for ev in _event_modules():
+    for ev in _event_modules() if watch.listening_to else ():
         if ev.__name__ in watch.listening_to:
             with contextlib.suppress(ValueError):
                 if ev.__name__.startswith("numba.cuda"):

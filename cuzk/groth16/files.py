@@ -14,21 +14,41 @@ class ProveError(Exception):
     """A reason not to write a proof (bad input, unsatisfied constraint, failed self-check)."""
 
 
-def run_prove(zkey, wtns, proof_json, public_json, r1cs=None, verify=True, device="cpu"):
+def run_prove(
+    zkey, wtns, proof_json, public_json, r1cs=None, verify=True, device="cpu", native=True
+):
     """Prove and write proof_json / public_json atomically, both or neither; raise on any
     reason not to (OutputError, an OSError, for outputs that cannot be written).
 
     The key's points are validated when it is opened (header points on the curve / twist, G2
     ones and pointsB2 in the subgroup, every point section on its curve); with `verify` the proof is
-    checked against the key's own verification key before anything is written."""
-    from cuzk.groth16.startup import lean_cache_loads, return_freed_arrays_to_the_system
+    checked against the key's own verification key before anything is written.
+
+    native: run the CPU kernels from the native library where it is built for the key's curve
+    (cuzk.native; this process then imports no numba), else Numba's cached kernels."""
+    import contextlib
+
+    from cuzk import native as native_kernels
+    from cuzk.groth16.startup import return_freed_arrays_to_the_system
 
     return_freed_arrays_to_the_system()
-    with lean_cache_loads():
-        return _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device)
+    with native_kernels.used(native), contextlib.ExitStack() as loads:
+        return _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device, loads)
 
 
-def _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device):
+def _numba_loads(curve: str, loads) -> None:
+    """Numba's kernels will be loaded for ``curve`` (no native library in use): load them
+    lean (cuzk.groth16.startup) for the rest of the command."""
+    from cuzk import native
+
+    if native.enabled() and native.library(curve) is not None:
+        return
+    from cuzk.groth16.startup import lean_cache_loads
+
+    loads.enter_context(lean_cache_loads())
+
+
+def _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device, loads):
     from cuzk.formats.atomic import check_outputs
     from cuzk.formats.errors import FormatError
     from cuzk.formats.snarkjs_json import write_proof_and_public
@@ -36,6 +56,7 @@ def _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device):
 
     try:
         key = ProvingKey.open(zkey, resident=False)  # read once: see ProvingKey.done_with
+        _numba_loads(key.arith_curve, loads)
         # A proof verified before it is written needs no G2 test of pointsB2: a point outside G2
         # that the witness reaches gives a pi_b outside G2, which the verifier refuses (0.27 s
         # of a 2^15 key's 0.3 s of validation left out of the command); on BLS12-381 likewise

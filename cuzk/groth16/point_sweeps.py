@@ -14,6 +14,13 @@ from numba import prange
 
 from cuzk.arith.curves import DEFAULT, build_params, constants
 from cuzk.arith.jit import building
+from cuzk.groth16.row_tests import (  # noqa: F401 (the names the sweeps are called with)
+    CHUNK,
+    IN_SUBGROUP_G1,
+    IN_SUBGROUP_G2,
+    ON_CURVE_G1,
+    ON_CURVE_G2,
+)
 
 T = building()
 CURVE = T.param("curve", DEFAULT)
@@ -25,7 +32,6 @@ g1_load_affine, g1_is_on_curve_affine = G.g1_load_affine, G.g1_is_on_curve_affin
 g2_load_affine, g2_is_on_curve_affine = G.g2_load_affine, G.g2_is_on_curve_affine
 g1_in_subgroup, g2_in_subgroup = S.g1_in_subgroup, S.g2_in_subgroup
 
-CHUNK = 4096  # rows per parallel task; a task stops at its first bad row
 NQ = _C.FQ_LIMBS
 Q = _C.FQ_MODULUS
 G1_WIDTH, G2_WIDTH = 2 * NQ, 4 * NQ  # uint64 limbs of a stored G1 / G2 point
@@ -74,12 +80,6 @@ def g1_row_in_subgroup(pts, i):
 def g2_row_in_subgroup(pts, i):
     """Row i (on the twist) lies in G2."""
     return g2_in_subgroup(g2_load_affine(pts, i))
-
-
-# The row tests first_bad runs, by number: one sweep for all four, each test chosen per row by a
-# branch that costs nothing beside the point arithmetic. (A test passed as a function would
-# make each caller's sweep a compilation of its own that Numba's disk cache does not keep.)
-ON_CURVE_G1, ON_CURVE_G2, IN_SUBGROUP_G1, IN_SUBGROUP_G2 = 0, 1, 2, 3
 
 
 @T.njit()

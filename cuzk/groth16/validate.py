@@ -59,17 +59,18 @@ from cuzk.formats import curve as curves
 from cuzk.formats.errors import BadPoint, FormatError
 from cuzk.formats.snarkjs_json import check_g1
 from cuzk.formats.stored import g1_from_limbs
-from cuzk.groth16 import point_sweeps
-from cuzk.groth16.point_sweeps import CHUNK, g2_row_in_subgroup  # noqa: F401 (BN254's, for tests)
+from cuzk.groth16 import row_tests
+from cuzk.groth16.row_tests import CHUNK
+from cuzk.kernels.points import point_width
 
 
 def sweeps(curve=None):
     """The compiled sweeps (cuzk.groth16.point_sweeps) of `curve` (a cuzk.formats Curve or
     a name; BN254 when None), built on first use."""
-    from cuzk.arith.curves import curve_build
+    from cuzk.native import build
 
     c = curves.BN254 if curve is None else curves.by_name(curve)
-    return curve_build("cuzk.groth16.point_sweeps", c.arith)
+    return build("cuzk.groth16.point_sweeps", c.arith)
 
 
 def _first_flagged(curve, test: int, pts: np.ndarray) -> int:
@@ -87,13 +88,13 @@ def _first_flagged(curve, test: int, pts: np.ndarray) -> int:
 def first_outside_g2(pts: np.ndarray, curve=None) -> int:
     """Index of the first row of a G2 array of twist points that is not in the order-r
     subgroup; -1 when every row is."""
-    return _first_flagged(curve, point_sweeps.IN_SUBGROUP_G2, pts)
+    return _first_flagged(curve, row_tests.IN_SUBGROUP_G2, pts)
 
 
 def first_outside_g1(pts: np.ndarray, curve=None) -> int:
     """Index of the first row of a G1 array of curve points that is not in the order-r
     subgroup; -1 when every row is (always, for a cofactor-1 curve: BN254)."""
-    return _first_flagged(curve, point_sweeps.IN_SUBGROUP_G1, pts)
+    return _first_flagged(curve, row_tests.IN_SUBGROUP_G1, pts)
 
 
 B2_ROUNDS = 2  # random combinations of the pointsB2 section (module doc)
@@ -102,6 +103,7 @@ B2_ROUNDS = 2  # random combinations of the pointsB2 section (module doc)
 def first_outside_g2_batched(pts: np.ndarray, rounds: int | None = None) -> int:
     """As first_outside_g2 for BN254 (on-twist rows), in `rounds` G2 MSMs with random 64-bit
     scalars plus one test each; the per-point sweep runs only when a round fails."""
+    from cuzk.groth16.point_sweeps import g2_row_in_subgroup
     from cuzk.kernels.msm_cpu import msm_g2
 
     n = pts.shape[0]
@@ -111,7 +113,7 @@ def first_outside_g2_batched(pts: np.ndarray, rounds: int | None = None) -> int:
     for _ in range(B2_ROUNDS if rounds is None else rounds):
         scalars[:, 0] = np.frombuffer(secrets.token_bytes(8 * n), dtype=np.uint64)
         total = msm_g2(_readonly(pts), scalars).reshape(1, 16)
-        if not point_sweeps.g2_row_in_subgroup(total, 0):
+        if not g2_row_in_subgroup(total, 0):
             return first_outside_g2(pts)
     return -1
 
@@ -119,8 +121,9 @@ def first_outside_g2_batched(pts: np.ndarray, rounds: int | None = None) -> int:
 def first_bad_point(pts: np.ndarray, curve=None) -> int:
     """Index of the first row of a G1 or G2 point array of `curve` (BN254 when None) that is
     not a point of its curve with coordinates below q; -1 when every row is."""
-    g1 = pts.shape[1] == sweeps(curve).G1_WIDTH
-    test = point_sweeps.ON_CURVE_G1 if g1 else point_sweeps.ON_CURVE_G2
+    c = curves.BN254 if curve is None else curves.by_name(curve)
+    g1 = pts.shape[1] == point_width(1, c.arith)
+    test = row_tests.ON_CURVE_G1 if g1 else row_tests.ON_CURVE_G2
     return _first_flagged(curve, test, pts)
 
 
@@ -246,3 +249,12 @@ def validate_key(zkey, done_with=None, b2_subgroup=True, g1_subgroup=True):
         if done_with is not None:
             done_with(attr)
     return vk
+
+
+def __getattr__(name: str):
+    # BN254's compiled row test of G2 membership, named here for the tests (imports Numba)
+    if name == "g2_row_in_subgroup":
+        from cuzk.groth16.point_sweeps import g2_row_in_subgroup
+
+        return g2_row_in_subgroup
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -66,12 +66,18 @@ WARMUP_CURVES = ("bn254", "bls12_381")
 
 
 def warm(
-    device: str = "cpu", constraints: int = WARMUP_CONSTRAINTS, workdir=None, curves=WARMUP_CURVES
+    device: str = "cpu",
+    constraints: int = WARMUP_CONSTRAINTS,
+    workdir=None,
+    curves=WARMUP_CURVES,
+    native: bool = True,
+    say=None,
 ) -> float:
     """Compile (or load) every kernel of `cuzk setup`, `cuzk prove` and `cuzk verify` on each
     of `curves` by running them once on a square chain of `constraints` constraints over that
-    curve in a temporary folder; the proof is checked as `cuzk prove` checks it. Returns the
-    seconds it took."""
+    curve in a temporary folder; the proof is checked as `cuzk prove` checks it. With
+    `native`, then build each curve's native kernel library (cuzk.native.build; kept when
+    already built), `say`ing its progress. Returns the seconds it took."""
     import tempfile
     from pathlib import Path
 
@@ -85,7 +91,11 @@ def warm(
             r1cs, wtns, zkey = (d / f"{curve}.{ext}" for ext in ("r1cs", "wtns", "zkey"))
             write_square_chain(r1cs, wtns, constraints, curve=curve)
             setup(r1cs, zkey)
-            run_prove(zkey, wtns, d / "proof.json", d / "public.json", device=device)
+            run_prove(zkey, wtns, d / "proof.json", d / "public.json", device=device, native=False)
+            if native:
+                from cuzk.native.build import build_library
+
+                build_library(curve, log=say)
     return time.perf_counter() - t0
 
 
@@ -103,27 +113,44 @@ def warm(
     type=click.IntRange(1, 1 << 20),
     help="Size of the warm-up circuit (default: 1000).",
 )
-def warmup(device, constraints):
+@click.option(
+    "--native/--no-native",
+    default=True,
+    show_default=True,
+    help="Also build the native kernel library of each curve (cuzk.native: `cuzk prove` and "
+    "`cuzk fullprove` then start without Numba; needs a C compiler).",
+)
+def warmup(device, constraints, native):
     """Compile the proving kernels now, for this CPU, Numba and Python, into the kernel cache.
 
     Numba compiles cuzk's kernels at their first use and keeps them on disk (NUMBA_CACHE_DIR
     when set); the first command after an install or upgrade otherwise pays for it, minutes on
     a small machine. This runs one setup, proof and verification of a small circuit on each
-    curve cuzk proves (BN254, BLS12-381) in a temporary folder, with progress on stderr, and
-    ends with one line saying where the kernels are kept. Run it in an image build or after
+    curve cuzk proves (BN254, BLS12-381) in a temporary folder, with progress on stderr, then
+    builds each curve's native kernel library (the same kernels compiled ahead of time into a
+    shared library, so that the one-shot commands start without importing Numba), and ends
+    with one line saying where the kernels are kept. Run it in an image build or after
     `pip install`; it is quick when the kernels are already there.
     """
+    from cuzk import native as native_kernels
     from cuzk.compiling import cache_location, compile_notice
     from cuzk.groth16.fast_exit import exit_now_if_a_process_of_its_own
     from cuzk.groth16.files import ProveError
+    from cuzk.native.build import BuildError
+
+    def say(line):
+        click.echo(f"cuzk warmup: {line}", err=True)
 
     try:
         with compile_notice("cuzk warmup") as watch:
-            secs = warm(device, constraints or WARMUP_CONSTRAINTS)
-    except (ProveError, ValueError, OSError) as e:
+            secs = warm(device, constraints or WARMUP_CONSTRAINTS, native=native, say=say)
+    except (ProveError, ValueError, OSError, BuildError) as e:
         click.echo(f"cuzk warmup: {e}", err=True)
         sys.exit(1)
     n = watch.total_compiled
     done = f"{n} functions compiled" if n else "all loaded from the cache, none compiled"
-    click.echo(f"cuzk warmup: kernels ready in {secs:.1f} s ({done}); kept in {cache_location()}")
+    where = f"kept in {cache_location()}"
+    if native:
+        where += f"; native kernels in {native_kernels.folder()}"
+    click.echo(f"cuzk warmup: kernels ready in {secs:.1f} s ({done}); {where}")
     exit_now_if_a_process_of_its_own()

@@ -39,6 +39,7 @@ import numpy as np
 
 from cuzk.arith.curves import DEFAULT, build_params, constants
 from cuzk.arith.jit import CUDA, building
+from cuzk.kernels.windows import windows_for  # noqa: F401 (named here as before)
 
 T = building()
 device_fn = T.device_fn
@@ -66,13 +67,6 @@ PAIR_DBL = 1  # P = Q: slope 3 x^2 / 2y
 PAIR_TAKE_Q = 2  # P at infinity: the sum is Q
 PAIR_TAKE_P = 3  # Q at infinity: the sum is P
 PAIR_INF = 4  # P = -Q: the sum is infinity
-
-
-def windows_for(c: int, bits: int = 254) -> int:
-    """K = ceil((bits + 1) / c) windows of c bits for scalars below 2^bits: for any scalar
-    below r, bits = R_BITS (254 on BN254, the default here; 255 on BLS12-381): see the module
-    docstring; the extra bit holds the top carry."""
-    return -(-(bits + 1) // c)
 
 
 # ======================================= scalars ==========================================

@@ -47,30 +47,19 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
 import numpy as np  # noqa: E402
-from numba import get_num_threads  # noqa: E402
 
-from cuzk.arith.curves import DEFAULT, build_params, constants  # noqa: E402
-from cuzk.arith.jit import get_target  # noqa: E402
-from cuzk.kernels.msm import windows_for  # noqa: E402
+from cuzk.arith.curves import DEFAULT, constants  # noqa: E402
+from cuzk.kernels import threads as _threads  # noqa: E402
 from cuzk.kernels.points import ResidentPoints, point_width  # noqa: E402
-
-# The drivers of each (curve, group) (cuzk.kernels.pippenger_cpu, built per group and curve):
-# BN254's loaded here, another curve's on its first MSM (drivers()).
-_CPU = get_target("cpu")
-PIPPENGER: dict[tuple[str, int], object] = {}
+from cuzk.kernels.windows import windows_for  # noqa: E402
 
 
 def drivers(curve: str, g: int):
-    """The cuzk.kernels.pippenger_cpu build of G{g} (1 or 2) on ``curve``."""
-    P = PIPPENGER.get((curve, g))
-    if P is None:  # (Target.load is locked and returns one module per build: no race)
-        P = _CPU.load("cuzk.kernels.pippenger_cpu", group=f"g{g}", **build_params(curve))
-        PIPPENGER[(curve, g)] = P
-    return P
+    """The kernels of G{g} (1 or 2) on ``curve``: the cuzk.kernels.pippenger_cpu build
+    (Numba's, or the native library's where a one-shot command loaded it, cuzk.native)."""
+    from cuzk.native import build
 
-
-drivers(DEFAULT, 1)
-drivers(DEFAULT, 2)
+    return build("cuzk.kernels.pippenger_cpu", curve, group=f"g{g}")
 
 
 def scalar_bits(curve: str = DEFAULT) -> int:
@@ -275,7 +264,7 @@ def _msm(points, scalars, g, name, c, lanes=None, rows=None, partition=None, cur
         partition = c is None and n >= PARTITION_MIN
     P = drivers(curve, g)
     nbits = scalar_bits(curve)
-    threads = get_num_threads()
+    threads = _threads.get_num_threads()
     if not partition:  # one class: every scalar as it is, below 2^nbits
         _pippenger(P, points, scalars, _EVERY, nbits, c, lanes, rows, threads, out, 0)
         return out[0]

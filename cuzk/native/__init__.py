@@ -1,0 +1,325 @@
+"""Native kernels: cuzk's CPU proving kernels compiled ahead of time into a shared library
+that a process loads with ctypes, without importing numba.
+
+A one-shot command (`cuzk prove`, `cuzk fullprove`) spends most of its fixed cost importing
+Numba and loading its cached kernels (docs/prover.md). ``cuzk warmup`` (and ``python -m
+cuzk.native.build``) compiles the kernels a proof runs (cuzk.native.entries: the key checks,
+synthesis, the H pipeline, the MSM drivers), each as a Numba cfunc with a C signature, into
+one library per curve, linked with a small run-time of its own (runtime.c: memory, parallel
+loops, threads) built beside it. The commands call ``enable()``; from then on the kernel
+lookups of the prover (``build(module, curve, **params)``) return the library's functions
+where the library for the curve exists and matches this machine and these sources, and
+Numba's builds otherwise (the same kernels, compiled or loaded as before). A kernel the
+library lacks, or arguments of other types than its entries', fall back to Numba's build.
+
+The libraries are kept in ``folder()``: $CUZK_NATIVE_DIR, else $NUMBA_CACHE_DIR/native, else
+~/.cache/cuzk/native (XDG_CACHE_HOME). Each file's name carries ``key()``: a hash of the
+kernels' sources and of what compiled code depends on (the CPU's model and flags, the Python
+build, NUMBA_CPU_NAME / NUMBA_CPU_FEATURES), so a changed source, CPU or Python finds no
+library and takes Numba's path until the next warm-up; nothing stale is ever loaded.
+``CUZK_NATIVE=0`` turns the library off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import functools
+import hashlib
+import os
+import sys
+import threading
+from pathlib import Path
+
+from cuzk.arith.curves import DEFAULT
+
+PACKAGE = Path(__file__).resolve().parent.parent  # the cuzk package folder
+
+# What the library's code is compiled from (as package-relative folders or files): the shared
+# arithmetic, the kernels, the sweeps and synthesis kernels, the build and its run-time.
+SOURCES = (
+    "arith",
+    "kernels",
+    "groth16/point_sweeps.py",
+    "groth16/row_tests.py",
+    "groth16/synthesis_kernels.py",
+    "native",
+)
+
+
+class NativeKernelError(RuntimeError):
+    """A kernel of the native library raised (e.g. out of memory); nothing it wrote is valid."""
+
+
+def _source_files() -> list[Path]:
+    files = []
+    for rel in SOURCES:
+        p = PACKAGE / rel
+        if p.is_dir():
+            files += sorted(f for f in p.iterdir() if f.suffix in (".py", ".c"))
+        else:
+            files.append(p)
+    return files
+
+
+def _cpu_identity() -> str:
+    """The CPU the code is for, read without LLVM: /proc/cpuinfo's model and flags (Linux),
+    else the machine name; NUMBA_CPU_NAME / NUMBA_CPU_FEATURES when set (the build honours
+    them, as Numba does)."""
+    fields = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if not line.strip():
+                    break  # the first processor's block
+                k, _, v = line.partition(":")
+                fields[k.strip()] = v.strip()
+    except OSError:
+        pass
+    parts = [
+        os.uname().machine,
+        fields.get("vendor_id", ""),
+        fields.get("model name", ""),
+        fields.get("flags", fields.get("Features", "")),
+        os.environ.get("NUMBA_CPU_NAME", ""),
+        os.environ.get("NUMBA_CPU_FEATURES", ""),
+    ]
+    return "\n".join(parts)
+
+
+@functools.cache
+def key() -> str:
+    """16 hex digits: the hash of the kernel sources, the CPU identity and the Python build."""
+    h = hashlib.sha256()
+    for f in _source_files():
+        h.update(str(f.relative_to(PACKAGE)).encode() + b"\0")
+        h.update(f.read_bytes())
+    h.update(_cpu_identity().encode())
+    h.update(sys.version.encode() + sys.platform.encode())
+    return h.hexdigest()[:16]
+
+
+def folder() -> Path:
+    explicit = os.environ.get("CUZK_NATIVE_DIR")
+    if explicit:
+        return Path(explicit)
+    numba_cache = os.environ.get("NUMBA_CACHE_DIR")
+    if numba_cache:
+        return Path(numba_cache) / "native"
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "cuzk" / "native"
+
+
+def runtime_path() -> Path:
+    return folder() / f"runtime-{key()}.so"
+
+
+def library_path(curve: str = DEFAULT) -> Path:
+    return folder() / f"kernels-{curve}-{key()}.so"
+
+
+def default_threads() -> int:
+    """NUMBA_NUM_THREADS when set (as Numba reads it), else the CPUs this process may use."""
+    explicit = os.environ.get("NUMBA_NUM_THREADS")
+    if explicit:
+        return max(1, int(explicit))
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+# --- loading --------------------------------------------------------------------------------
+
+_lock = threading.Lock()
+_enabled = False
+_runtime: Runtime | None = None
+_libraries: dict[str, Library | None] = {}
+_kernels: dict[tuple, object] = {}
+
+
+def enable(on: bool = True) -> None:
+    """Use the native library from now on in this process (unless CUZK_NATIVE=0)."""
+    global _enabled
+    _enabled = bool(on) and os.environ.get("CUZK_NATIVE", "1") != "0"
+    _kernels.clear()
+
+
+@contextlib.contextmanager
+def used(on: bool = True):
+    """Within the block, use the native library (as enable) or not; the setting before is
+    restored after it (a command run in process, e.g. under click's CliRunner, leaves the
+    process as it found it)."""
+    before = _enabled
+    enable(on)
+    try:
+        yield
+    finally:
+        enable(before)
+
+
+def enabled() -> bool:
+    return _enabled
+
+
+class Runtime:
+    """The run-time library (runtime.c), loaded once per process and shared by the kernel
+    libraries (RTLD_GLOBAL: their Numba run-time symbols resolve to it)."""
+
+    def __init__(self, path: Path):
+        self.cdll = ctypes.CDLL(str(path), mode=os.RTLD_NOW | os.RTLD_GLOBAL)
+        c = self.cdll
+        c.cuzk_native_init.argtypes = [ctypes.c_int]
+        c.cuzk_native_init.restype = None
+        c.cuzk_native_errors.restype = ctypes.c_long
+        c.get_num_threads.restype = ctypes.c_int
+        c.set_num_threads.argtypes = [ctypes.c_int]
+        c.set_num_threads.restype = None
+        c.set_parallel_chunksize.argtypes = [ctypes.c_uint64]
+        c.set_parallel_chunksize.restype = ctypes.c_uint64
+        c.cuzk_native_init(default_threads())
+        self.errors = c.cuzk_native_errors
+        self.get_num_threads = c.get_num_threads
+        self.set_num_threads = c.set_num_threads
+        self.set_parallel_chunksize = c.set_parallel_chunksize
+
+
+def runtime() -> Runtime | None:
+    """The loaded run-time when the native library is in use in this process, else None."""
+    return _runtime if _enabled else None
+
+
+def _load_runtime() -> Runtime | None:
+    global _runtime
+    if _runtime is None:
+        path = runtime_path()
+        if not path.exists():
+            return None
+        _runtime = Runtime(path)
+    return _runtime
+
+
+def library(curve: str = DEFAULT) -> Library | None:
+    """The native library of ``curve`` for this machine and these sources, loaded; None when
+    there is none (or it does not load: then Numba's builds are used)."""
+    if curve in _libraries:
+        return _libraries[curve]
+    with _lock:
+        if curve not in _libraries:
+            lib = None
+            path = library_path(curve)
+            try:
+                if path.exists() and _load_runtime() is not None:
+                    lib = Library(path, _runtime)
+            except OSError as e:  # a damaged file: Numba's path, and say why
+                print(f"cuzk: not using {path}: {e}", file=sys.stderr)
+            _libraries[curve] = lib
+    return _libraries[curve]
+
+
+class Library:
+    """One curve's kernel library: its functions by entry (cuzk.native.entries)."""
+
+    def __init__(self, path: Path, rt: Runtime):
+        from cuzk.native.entries import ENTRIES
+
+        self.path = path
+        self.runtime = rt
+        self.cdll = ctypes.CDLL(str(path), mode=os.RTLD_NOW)
+        self.functions = {}
+        for e in ENTRIES:
+            fn = getattr(self.cdll, e.symbol)
+            types = []
+            for a in e.args:
+                types += (
+                    [ctypes.c_int64]
+                    if a.dtype is None
+                    else [ctypes.c_void_p] + [ctypes.c_int64] * a.ndim
+                )
+            fn.argtypes = types
+            fn.restype = None
+            self.functions[e.name] = fn
+
+    def kernels(self, module: str, curve: str, params: dict):
+        from cuzk.native.entries import for_build
+
+        by_fn = for_build(module, params)
+        return Kernels(self, module, curve, params, by_fn) if by_fn else None
+
+
+def _c_args(entry, args):
+    """The C arguments of ``entry`` for ``args``, or None when an array does not fit it (another
+    dtype or number of dimensions, or an output that is not C-contiguous)."""
+    import numpy as np
+
+    out = []
+    for spec, a in zip(entry.args, args, strict=True):
+        if spec.dtype is None:
+            out.append(int(a))
+            continue
+        if not isinstance(a, np.ndarray) or a.dtype != spec.dtype or a.ndim != spec.ndim:
+            return None
+        if not a.flags.c_contiguous:
+            if spec.out:
+                return None
+            a = np.ascontiguousarray(a)
+        out.append(a)  # (kept alive through the call; its address taken below)
+        out.extend(a.shape)
+    return [x.ctypes.data if isinstance(x, np.ndarray) else x for x in out], out
+
+
+class Kernels:
+    """A build's kernels from the library (``name(*args)`` as Numba's build takes them), and
+    any other attribute from Numba's build of the same module."""
+
+    def __init__(self, lib: Library, module: str, curve: str, params: dict, by_fn: dict):
+        self._module, self._curve, self._params = module, curve, params
+        for name, entries in by_fn.items():
+            setattr(self, name, self._caller(lib, name, entries))
+
+    def _numba(self):
+        from cuzk.arith.curves import curve_build
+
+        return curve_build(self._module, self._curve, **self._params)
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self._numba(), name)
+
+    def _caller(self, lib: Library, name: str, entries):
+        fns = [(e, lib.functions[e.name]) for e in entries]
+        errors = lib.runtime.errors
+
+        def call(*args):
+            for e, fn in fns:
+                c = _c_args(e, args)
+                if c is not None:
+                    before = errors()
+                    fn(*c[0])
+                    if errors() != before:
+                        raise NativeKernelError(
+                            f"native kernel {e.name} raised (out of memory?); see stderr"
+                        )
+                    return None
+            return getattr(self._numba(), name)(*args)
+
+        call.__name__ = name
+        return call
+
+
+def build(module: str, curve: str = DEFAULT, **params: str):
+    """The kernels of a build of ``module`` for ``curve`` (and ``params``, e.g. group="g1"):
+    the native library's where enabled and present, else Numba's (cuzk.arith.curves.curve_build)."""
+    if _enabled:
+        k = (module, curve, tuple(sorted(params.items())))
+        got = _kernels.get(k)
+        if got is None:
+            lib = library(curve)
+            got = lib.kernels(module, curve, params) if lib is not None else None
+            _kernels[k] = got if got is not None else False
+        if got:
+            return got
+    from cuzk.arith.curves import curve_build
+
+    return curve_build(module, curve, **params)

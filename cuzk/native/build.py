@@ -1,0 +1,242 @@
+"""Build the native kernel library of a curve (see cuzk.native): ``python -m cuzk.native.build
+[CURVE ...]``, or ``cuzk warmup``.
+
+For each entry (cuzk.native.entries) a Numba ``cfunc`` with the entry's C signature wraps the
+kernel: each array argument arrives as a pointer and its shape and is viewed with
+``numba.carray``. The cfunc's final LLVM module (the kernel and everything it calls, Numba's
+reference counting included) is taken from Numba, its C entry renamed ``cuzk_<name>`` and
+every other definition made internal (the modules share callees), and compiled to
+position-independent object code for this CPU with llvmlite. The objects are linked by the
+system compiler (``cc -shared``) into ``kernels-<curve>-<key>.so``; the run-time the code calls
+(runtime.c) is compiled into ``runtime-<key>.so`` once. Every symbol the objects leave
+undefined must be the run-time's, the C library's or the interpreter's (used only on the
+exception path): anything else fails the build, and the commands keep using Numba.
+Files are written under a temporary name and renamed, so a reader never sees half a library.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from cuzk import native
+from cuzk.arith.curves import CURVES, DEFAULT
+from cuzk.native.entries import ENTRIES, Entry
+
+RUNTIME_SOURCE = Path(__file__).with_name("runtime.c")
+
+# What runtime.c defines.
+RUNTIME_SYMBOLS = frozenset(
+    {
+        "NRT_MemInfo_alloc_aligned",
+        "NRT_MemInfo_alloc_safe_aligned",
+        "NRT_MemInfo_alloc",
+        "NRT_MemInfo_alloc_safe",
+        "NRT_MemInfo_call_dtor",
+        "NRT_Allocate",
+        "NRT_Free",
+        "numba_unpickle",
+        "numba_runtime_build_excinfo_struct",
+        "numba_do_raise",
+        "numba_gil_ensure",
+        "numba_gil_release",
+        "get_num_threads",
+        "set_num_threads",
+        "set_parallel_chunksize",
+        "get_parallel_chunksize",
+        "get_sched_size",
+        "allocate_sched",
+        "deallocate_sched",
+        "do_scheduling_signed",
+        "do_scheduling_unsigned",
+        "numba_parallel_for",
+    }
+)
+LIBC_SYMBOLS = frozenset(
+    {
+        "memset",
+        "memcpy",
+        "memmove",
+        "memcmp",
+        "printf",
+        "puts",
+        "putchar",
+        "abort",
+        "malloc",
+        "free",
+    }
+)
+
+
+class BuildError(RuntimeError):
+    """The library could not be built (no C compiler, an unknown symbol, a failed link)."""
+
+
+def _compiler() -> str:
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        raise BuildError("no C compiler (cc) on PATH: the native kernels need one to link")
+    return cc
+
+
+def _target_machine():
+    from llvmlite import binding as ll
+    from numba.core import codegen, config  # noqa: F401 (numba's codegen sets LLVM up)
+
+    ll.initialize_native_target()
+    ll.initialize_native_asmprinter()
+    cpu = config.CPU_NAME or ll.get_host_cpu_name()
+    if config.CPU_FEATURES is not None:
+        features = config.CPU_FEATURES
+    elif config.CPU_NAME:
+        features = ""
+    else:
+        features = ll.get_host_cpu_features().flatten()
+    return ll.Target.from_default_triple().create_target_machine(
+        cpu=cpu, features=features, opt=3, reloc="pic", codemodel="default"
+    )
+
+
+def _wrapper(entry: Entry, kernel):
+    """The cfunc of ``entry`` around ``kernel`` (a Numba dispatcher)."""
+    from numba import carray, cfunc, types
+
+    params, call, sig = [], [], []
+    for i, a in enumerate(entry.args):
+        if a.dtype is None:
+            params.append(f"i{i}")
+            call.append(f"i{i}")
+            sig.append(types.int64)
+            continue
+        dims = [f"a{i}_{d}" for d in range(a.ndim)]
+        params += [f"a{i}", *dims]
+        call.append(f"carray(a{i}, ({', '.join(dims)},))")
+        sig += [types.CPointer(getattr(types, a.dtype))] + [types.int64] * a.ndim
+    src = f"def {entry.symbol}({', '.join(params)}):\n    kernel({', '.join(call)})\n"
+    scope = {"kernel": kernel, "carray": carray}
+    exec(compile(src, f"<cuzk native entry {entry.name}>", "exec"), scope)
+    return cfunc(types.void(*sig), nogil=True)(scope[entry.symbol])
+
+
+def entry_object(entry: Entry, curve: str, machine) -> tuple[bytes, set]:
+    """(object code, undefined symbols) of one entry for ``curve``."""
+    from llvmlite import binding as ll
+
+    from cuzk.arith.curves import curve_build
+
+    kernel = getattr(curve_build(entry.module, curve, **dict(entry.params)), entry.function)
+    wrapped = _wrapper(entry, kernel)
+    mod = ll.parse_assembly(str(wrapped._library._final_module))
+    c_entry = wrapped.native_name
+    undefined = set()
+    for fn in mod.functions:
+        if fn.is_declaration:
+            if not fn.name.startswith("llvm."):
+                undefined.add(fn.name)
+        elif fn.name == c_entry:
+            fn.name = entry.symbol
+        else:
+            fn.linkage = "internal"
+    for gv in mod.global_variables:
+        if gv.is_declaration:
+            undefined.add(gv.name)
+        else:
+            gv.linkage = "internal"
+    mod.verify()
+    return machine.emit_object(mod), undefined
+
+
+def check_symbols(undefined: set) -> None:
+    unknown = sorted(
+        s
+        for s in undefined
+        if s not in RUNTIME_SYMBOLS and s not in LIBC_SYMBOLS and not s.startswith(("Py", "_Py"))
+    )
+    if unknown:
+        raise BuildError(
+            "the kernels call functions the native run-time does not provide: " + ", ".join(unknown)
+        )
+
+
+def _link(cc: str, inputs: list[str], out: Path, extra=()) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=out.name + ".", suffix=".tmp", dir=out.parent)
+    os.close(fd)
+    try:
+        p = subprocess.run(
+            [cc, "-shared", "-o", tmp, *inputs, *extra], capture_output=True, text=True
+        )
+        if p.returncode != 0:
+            raise BuildError(f"{cc} failed linking {out.name}: {p.stderr.strip()}")
+        os.chmod(tmp, 0o755)
+        os.replace(tmp, out)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def build_runtime(cc: str | None = None) -> Path:
+    """Compile runtime.c into runtime-<key>.so (kept when already there)."""
+    out = native.runtime_path()
+    if out.exists():
+        return out
+    cc = cc or _compiler()
+    with tempfile.TemporaryDirectory(prefix="cuzk-native-") as tmp:
+        obj = os.path.join(tmp, "runtime.o")
+        p = subprocess.run(
+            [cc, "-O2", "-fPIC", "-pthread", "-c", str(RUNTIME_SOURCE), "-o", obj],
+            capture_output=True,
+            text=True,
+        )
+        if p.returncode != 0:
+            raise BuildError(f"{cc} failed compiling runtime.c: {p.stderr.strip()}")
+        _link(cc, [obj], out, ["-pthread"])
+    return out
+
+
+def build_library(curve: str = DEFAULT, log=None) -> Path:
+    """Build (or keep) the native library of ``curve``; returns its path."""
+    if curve not in CURVES:
+        raise ValueError(f"unknown curve {curve!r} (expected one of {sorted(CURVES)})")
+    out = native.library_path(curve)
+    if out.exists():
+        return out
+    cc = _compiler()
+    build_runtime(cc)
+    machine = _target_machine()
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="cuzk-native-") as tmp:
+        objects, undefined = [], set()
+        for e in ENTRIES:
+            if log:
+                log(f"native kernels ({curve}): {e.name}")
+            obj, missing = entry_object(e, curve, machine)
+            path = os.path.join(tmp, f"{e.name}.o")
+            Path(path).write_bytes(obj)
+            objects.append(path)
+            undefined |= missing
+        check_symbols(undefined)
+        _link(cc, objects, out)
+    if log:
+        log(f"native kernels ({curve}) built in {time.perf_counter() - t0:.1f} s: {out}")
+    return out
+
+
+def main(argv=None) -> int:
+    curves = (argv if argv is not None else sys.argv[1:]) or [DEFAULT]
+    for c in curves:
+        try:
+            build_library(c, log=lambda m: print(m, file=sys.stderr))
+        except (BuildError, ValueError) as e:
+            print(f"cuzk: {e}", file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

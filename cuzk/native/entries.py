@@ -1,0 +1,126 @@
+"""The kernels the native library holds, and their C signatures (numba-free: read by the
+loader as well as the build).
+
+An entry is one Numba kernel of a build (cuzk.arith.curves.curve_build: module and curve,
+plus build parameters such as the group) with one set of argument types. In the library it
+is a function named ``cuzk_<name>`` taking, for each argument in order, an array as its data
+pointer followed by its shape (int64 each), or an int64. Arrays are C-contiguous with the
+entry's dtype and number of dimensions; an argument marked ``out`` is written by the kernel
+(the caller's array must already be C-contiguous), an ``in`` array is copied when it is not.
+
+These are the kernels a one-shot proof calls (`cuzk prove`, `cuzk fullprove`): the key
+checks, synthesis, the H pipeline and its tables, and the MSM drivers of both groups.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One argument: an array of ``dtype`` (numpy name) and ``ndim`` dimensions, written by
+    the kernel when ``out``; or an int64 when ``dtype`` is None."""
+
+    dtype: str | None = None
+    ndim: int = 0
+    out: bool = False
+
+
+INT = Arg()
+
+
+def IN(dtype: str, ndim: int) -> Arg:
+    return Arg(dtype, ndim, False)
+
+
+def OUT(dtype: str, ndim: int) -> Arg:
+    return Arg(dtype, ndim, True)
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str  # the library's symbol is cuzk_<name>
+    module: str  # the build's module (cuzk.arith.curves.curve_build)
+    function: str  # the kernel's name in it
+    params: tuple  # build parameters besides the curve: (("group", "g1"),)
+    args: tuple  # of Arg
+
+    @property
+    def symbol(self) -> str:
+        return f"cuzk_{self.name}"
+
+
+def _msm_entries(g: str) -> list[Entry]:
+    m, p = "cuzk.kernels.pippenger_cpu", (("group", g),)
+    pts = IN("uint64", 2)
+    entries = [
+        Entry(
+            f"scalar_classes_{g}",
+            m,
+            "scalar_classes",
+            p,
+            (pts, IN("uint64", 2), OUT("int16", 1)),
+        ),
+        Entry(
+            f"points_sum_{g}", m, "points_sum", p, (pts, IN("int32", 1), INT, INT, OUT("uint64", 2))
+        ),
+        Entry(f"rows_sum_{g}", m, "rows_sum", p, (IN("uint64", 2), OUT("uint64", 2))),
+    ]
+    for digits in ("int16", "int32"):
+        entries.append(
+            Entry(
+                f"pippenger_{g}_{digits}",
+                m,
+                "pippenger",
+                p,
+                (pts, IN("uint64", 2), IN("int32", 1))
+                + (INT,) * 5
+                + (OUT(digits, 2), OUT("uint64", 2)),
+            )
+        )
+    return entries
+
+
+ENTRIES: tuple[Entry, ...] = (
+    Entry(
+        "first_bad",
+        "cuzk.groth16.point_sweeps",
+        "first_bad",
+        (),
+        (IN("uint64", 2), OUT("int64", 1), INT),
+    ),
+    Entry(
+        "evaluate_abc",
+        "cuzk.groth16.synthesis_kernels",
+        "_evaluate_abc",
+        (),
+        (IN("uint32", 1),) * 3 + (IN("uint64", 2),) * 2 + (OUT("uint64", 2),) * 3,
+    ),
+    Entry(
+        "powers",
+        "cuzk.kernels.ntt_cpu_kernels",
+        "_powers",
+        (),
+        (OUT("uint64", 2), IN("uint64", 1), IN("int64", 1), IN("uint64", 2), INT),
+    ),
+    Entry(
+        "h_pipeline",
+        "cuzk.kernels.ntt_cpu_kernels",
+        "_h_pipeline",
+        (),
+        (OUT("uint64", 2),) * 4 + (IN("uint64", 2),) * 2 + (INT,) * 3 + (IN("uint64", 1),) * 2,
+    ),
+    *_msm_entries("g1"),
+    *_msm_entries("g2"),
+)
+
+
+def for_build(module: str, params: dict) -> dict[str, list[Entry]]:
+    """The entries of one build (module, parameters besides the curve), by kernel name (a
+    kernel may have several entries, one per argument types)."""
+    out: dict[str, list[Entry]] = {}
+    for e in ENTRIES:
+        if e.module == module and dict(e.params) == params:
+            out.setdefault(e.function, []).append(e)
+    return out
