@@ -26,9 +26,9 @@ from cuzk.arith.curves import DEFAULT
 
 def kernels(curve: str = DEFAULT):
     """The kernels (cuzk.groth16.synthesis_kernels) that work in ``curve``'s Fr."""
-    from cuzk.native import build
+    from cuzk.native import kernels as native_kernels
 
-    return build("cuzk.groth16.synthesis_kernels", curve)
+    return native_kernels("cuzk.groth16.synthesis_kernels", curve)
 
 
 def evaluate_abc(coefficients, witness, domain_size, out=None, curve: str = DEFAULT):

@@ -67,10 +67,10 @@ from cuzk.kernels.points import point_width
 def sweeps(curve=None):
     """The compiled sweeps (cuzk.groth16.point_sweeps) of `curve` (a cuzk.formats Curve or
     a name; BN254 when None), built on first use."""
-    from cuzk.native import build
+    from cuzk.native import kernels as native_kernels
 
     c = curves.BN254 if curve is None else curves.by_name(curve)
-    return build("cuzk.groth16.point_sweeps", c.arith)
+    return native_kernels("cuzk.groth16.point_sweeps", c.arith)
 
 
 def _first_flagged(curve, test: int, pts: np.ndarray) -> int:

@@ -57,9 +57,9 @@ from cuzk.kernels.windows import windows_for  # noqa: E402
 def drivers(curve: str, g: int):
     """The kernels of G{g} (1 or 2) on ``curve``: the cuzk.kernels.pippenger_cpu build
     (Numba's, or the native library's where a one-shot command loaded it, cuzk.native)."""
-    from cuzk.native import build
+    from cuzk.native import kernels as native_kernels
 
-    return build("cuzk.kernels.pippenger_cpu", curve, group=f"g{g}")
+    return native_kernels("cuzk.kernels.pippenger_cpu", curve, group=f"g{g}")
 
 
 def scalar_bits(curve: str = DEFAULT) -> int:

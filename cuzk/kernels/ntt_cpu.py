@@ -53,9 +53,9 @@ _M64 = (1 << 64) - 1
 
 def kernels(curve: str = DEFAULT):
     """The kernels (cuzk.kernels.ntt_cpu_kernels) that work in ``curve``'s Fr."""
-    from cuzk.native import build
+    from cuzk.native import kernels as native_kernels
 
-    return build("cuzk.kernels.ntt_cpu_kernels", curve)
+    return native_kernels("cuzk.kernels.ntt_cpu_kernels", curve)
 
 
 @functools.cache

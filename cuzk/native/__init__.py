@@ -7,7 +7,7 @@ cuzk.native.build``) compiles the kernels a proof runs (cuzk.native.entries: the
 synthesis, the H pipeline, the MSM drivers), each as a Numba cfunc with a C signature, into
 one library per curve, linked with a small run-time of its own (runtime.c: memory, parallel
 loops, threads) built beside it. The commands call ``enable()``; from then on the kernel
-lookups of the prover (``build(module, curve, **params)``) return the library's functions
+lookups of the prover (``kernels(module, curve, **params)``) return the library's functions
 where the library for the curve exists and matches this machine and these sources, and
 Numba's builds otherwise (the same kernels, compiled or loaded as before). A kernel the
 library lacks, or arguments of other types than its entries', fall back to Numba's build.
@@ -136,6 +136,7 @@ _enabled = False
 _runtime: Runtime | None = None
 _libraries: dict[str, Library | None] = {}
 _kernels: dict[tuple, object] = {}
+calls: dict[str, int] = {}  # entry name -> calls this process made into the library
 
 
 def enable(on: bool = True) -> None:
@@ -182,6 +183,13 @@ class Runtime:
         self.get_num_threads = c.get_num_threads
         self.set_num_threads = c.set_num_threads
         self.set_parallel_chunksize = c.set_parallel_chunksize
+
+
+def forget() -> None:
+    """Look the libraries up again at their next use (the loaded run-time stays)."""
+    with _lock:
+        _libraries.clear()
+        _kernels.clear()
 
 
 def runtime() -> Runtime | None:
@@ -296,6 +304,7 @@ class Kernels:
                 c = _c_args(e, args)
                 if c is not None:
                     before = errors()
+                    calls[e.name] = calls.get(e.name, 0) + 1
                     fn(*c[0])
                     if errors() != before:
                         raise NativeKernelError(
@@ -308,7 +317,7 @@ class Kernels:
         return call
 
 
-def build(module: str, curve: str = DEFAULT, **params: str):
+def kernels(module: str, curve: str = DEFAULT, **params: str):
     """The kernels of a build of ``module`` for ``curve`` (and ``params``, e.g. group="g1"):
     the native library's where enabled and present, else Numba's (cuzk.arith.curves.curve_build)."""
     if _enabled:

@@ -1,0 +1,241 @@
+"""The native kernel library (cuzk.native): the prover's CPU kernels compiled ahead of time and
+loaded with ctypes. Each kernel agrees with Numba's build of the same source on the same
+inputs; `cuzk prove` with the library proves without importing numba; a damaged library, or
+none, leaves the command on Numba's kernels."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cuzk import native
+from cuzk.formats.zkey import ZKey
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
+
+pytestmark = pytest.mark.skipif(
+    shutil.which(os.environ.get("CC", "cc")) is None, reason="no system C compiler (cc)"
+)
+
+
+@pytest.fixture(scope="session")
+def native_dir(tmp_path_factory):
+    """A folder holding BN254's native library, built once for the session."""
+    from cuzk.native.build import build_library
+
+    folder = tmp_path_factory.mktemp("native")
+    old = os.environ.get("CUZK_NATIVE_DIR")
+    os.environ["CUZK_NATIVE_DIR"] = str(folder)
+    try:
+        build_library("bn254")
+    finally:
+        if old is None:
+            del os.environ["CUZK_NATIVE_DIR"]
+        else:
+            os.environ["CUZK_NATIVE_DIR"] = old
+    return folder
+
+
+@pytest.fixture
+def native_on(native_dir, monkeypatch):
+    """Within the test, this process's kernel lookups take the library."""
+    monkeypatch.setenv("CUZK_NATIVE_DIR", str(native_dir))
+    monkeypatch.delenv("CUZK_NATIVE", raising=False)
+    native.forget()
+    with native.used():
+        assert native.library("bn254") is not None
+        yield
+    native.forget()
+
+
+def both(fn):
+    """fn() with Numba's kernels, then with the library's."""
+    with native.used(False):
+        expected = fn()
+    with native.used(True):
+        got = fn()
+    return expected, got
+
+
+def _key():
+    return ZKey(FIXTURES / "toyhash" / "circuit.zkey")
+
+
+def test_msm_drivers_agree_with_numba(native_on):
+    """G1 and G2 MSMs over a key's points: dense scalars (the bucket method, int16 digits),
+    a wide window (int32 digits), scalars split by size (0, 1, small, dense: points_sum and
+    the class sums), and a handful of points (the binary method)."""
+    from cuzk.kernels import msm_cpu
+
+    z = _key()
+    rng = np.random.default_rng(11)
+    for g, pts in ((1, z.points_h), (2, z.points_b2)):
+        n = pts.shape[0]
+        dense = rng.integers(0, 2**64, size=(n, 4), dtype=np.uint64)
+        dense[:, 3] >>= np.uint64(4)
+        mixed = dense.copy()
+        kind = rng.integers(0, 4, size=n)
+        mixed[kind == 0] = 0
+        mixed[kind == 1] = [1, 0, 0, 0]
+        mixed[kind == 2, 1:] = 0
+        msm = msm_cpu.msm_g1 if g == 1 else msm_cpu.msm_g2
+        cases = [
+            ((pts, dense), {}),
+            ((pts, dense), {"c": 17}),
+            ((pts, mixed), {"partition": True}),
+            ((pts[:5], dense[:5]), {}),
+        ]
+        for args, kw in cases:
+            expected, got = both(lambda args=args, kw=kw, msm=msm: msm(*args, **kw))
+            assert np.array_equal(expected, got), (g, kw)
+    ran = {name for name, n in native.calls.items() if n}
+    for g in ("g1", "g2"):  # the library's kernels ran, not a fallback to Numba's
+        for name in ("scalar_classes", "points_sum", "pippenger", "rows_sum"):
+            assert any(r.startswith(f"{name}_{g}") for r in ran), (name, g)
+        assert f"pippenger_{g}_int16" in ran and f"pippenger_{g}_int32" in ran
+
+
+def test_compute_h_and_tables_agree_with_numba(native_on):
+    """The H pipeline (serial at 2^6, parallel regions at 2^12) and its power tables."""
+    from cuzk.kernels import ntt_cpu
+
+    rng = np.random.default_rng(12)
+    for log_n in (6, 12):
+        n = 1 << log_n
+        abc = rng.integers(0, 2**64, size=(3, n, 4), dtype=np.uint64)
+        abc[:, :, 3] >>= np.uint64(4)
+
+        def run(abc=abc, log_n=log_n):
+            ntt_cpu.clear_tables()
+            a, b, c = (x.copy() for x in abc)
+            h = ntt_cpu.compute_h(a, b, c)
+            return np.concatenate([h, ntt_cpu.tables(log_n).g_rev])
+
+        expected, got = both(run)
+        assert np.array_equal(expected, got), log_n
+    ntt_cpu.clear_tables()
+    assert native.calls.get("h_pipeline") and native.calls.get("powers")
+
+
+def test_synthesis_and_key_checks_agree_with_numba(native_on):
+    """a, b, c of a key's matrices at its witness; the point sweeps find the same first bad
+    row (none, then a row moved off the curve)."""
+    from cuzk.formats.wtns import read_wtns
+    from cuzk.groth16 import validate
+    from cuzk.groth16.synthesis import evaluate_abc
+
+    z = _key()
+    witness = np.ascontiguousarray(read_wtns(FIXTURES / "toyhash" / "witness_0.wtns").values)
+    expected, got = both(lambda: evaluate_abc(z.coefficients, witness, z.domain_size))
+    for x, y in zip(expected, got, strict=True):
+        assert np.array_equal(x, y)
+    assert native.calls.get("evaluate_abc")
+    pts = np.array(z.points_c)
+    assert both(lambda: validate.first_bad_point(pts)) == (-1, -1)
+    pts[7, 2] ^= np.uint64(1)
+    assert both(lambda: validate.first_bad_point(pts)) == (7, 7)
+    assert native.calls.get("first_bad")
+
+
+def _prove_cmd(tmp_path, *python_flags):
+    c = FIXTURES / "toyhash"
+    return [
+        sys.executable,
+        *python_flags,
+        "-m",
+        "cuzk.console",
+        "prove",
+        str(c / "circuit.zkey"),
+        str(c / "witness_0.wtns"),
+        str(tmp_path / "proof.json"),
+        str(tmp_path / "public.json"),
+    ]
+
+
+def _env(native_dir, **extra):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "CUZK_NATIVE_DIR": str(native_dir), **extra}
+    env.pop("CUZK_NATIVE", None)
+    return env
+
+
+def _verify(tmp_path):
+    from cuzk.groth16.verifier import verify_files
+
+    c = FIXTURES / "toyhash"
+    return verify_files(
+        c / "verification_key.json", tmp_path / "public.json", tmp_path / "proof.json"
+    )
+
+
+def test_prove_with_the_library_imports_no_numba(native_dir, tmp_path):
+    """`cuzk prove` with the library built proves a valid proof and never imports numba
+    (python -X importtime lists every import on stderr)."""
+    p = subprocess.run(
+        _prove_cmd(tmp_path, "-X", "importtime"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=_env(native_dir),
+    )
+    assert p.returncode == 0, p.stderr[-2000:]
+    imported = [line.rsplit("|", 1)[-1].strip() for line in p.stderr.splitlines() if "|" in line]
+    assert "numpy" in imported and "cuzk.native" in imported
+    assert not [m for m in imported if m.split(".")[0] in ("numba", "llvmlite")]
+    assert _verify(tmp_path)
+
+
+def test_a_damaged_library_leaves_the_command_on_numba(native_dir, tmp_path):
+    """A library file that does not load is named on stderr and the proof is made with
+    Numba's kernels; CUZK_NATIVE=0, or a folder without the library, take Numba's too."""
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    for f in native_dir.iterdir():
+        (bad / f.name).write_bytes(b"not a library" if f.name.startswith("kernels-") else b"")
+    shutil.copy(next(native_dir.glob("runtime-*.so")), bad)
+    p = subprocess.run(
+        _prove_cmd(tmp_path), capture_output=True, text=True, timeout=600, env=_env(bad)
+    )
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "not using" in p.stderr and "kernels-bn254" in p.stderr
+    assert _verify(tmp_path)
+    for env in (_env(native_dir, CUZK_NATIVE="0"), _env(tmp_path / "empty")):
+        (tmp_path / "proof.json").unlink()
+        r = subprocess.run(
+            _prove_cmd(tmp_path), capture_output=True, text=True, timeout=600, env=env
+        )
+        assert r.returncode == 0, r.stderr[-2000:]
+        assert _verify(tmp_path)
+
+
+def test_the_library_is_keyed_on_the_cpu_and_the_sources(native_dir):
+    """A process told of another CPU (NUMBA_CPU_NAME, as Numba reads it) looks for a library
+    of another name; the key covers every kernel source."""
+    code = "from cuzk import native; print(native.key())"
+    keys = [
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT), **extra},
+            check=True,
+        ).stdout.strip()
+        for extra in ({}, {"NUMBA_CPU_NAME": "generic"})
+    ]
+    assert keys[0] == native.key() and keys[1] != keys[0]
+    names = {str(f.relative_to(native.PACKAGE)) for f in native._source_files()}
+    for source in (
+        "kernels/pippenger_cpu.py",
+        "kernels/ntt_cpu_kernels.py",
+        "arith/field.py",
+        "groth16/synthesis_kernels.py",
+        "groth16/point_sweeps.py",
+        "native/runtime.c",
+    ):
+        assert source in names
