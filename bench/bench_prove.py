@@ -74,7 +74,7 @@ PEER_DIR = ROOT / "bench" / "peers" / "rapidsnark"
 GNU_TIME = "/usr/bin/time"  # Debian's `time`: reports its child's own peak RSS
 
 
-def _run_measured(cmd) -> tuple[float, float]:
+def _run_measured(cmd, env=None) -> tuple[float, float]:
     """(wall seconds, peak RSS in MiB) of one command.
 
     The peak comes from GNU time, which forks the command from its own small process: a child
@@ -86,7 +86,7 @@ def _run_measured(cmd) -> tuple[float, float]:
         argv = [GNU_TIME, "-f", "cuzk-bench-rss-kib %M"] + argv
     t0 = time.perf_counter()
     with open(os.devnull, "wb") as null:
-        p = subprocess.Popen(argv, stdout=null, stderr=subprocess.PIPE)
+        p = subprocess.Popen(argv, stdout=null, stderr=subprocess.PIPE, env=env)
         err = p.stderr.read()
         p.stderr.close()
         _, status, usage = os.wait4(p.pid, 0)
@@ -133,6 +133,19 @@ def _shown(path) -> str:
         return str(Path(path).resolve().relative_to(ROOT))
     except ValueError:
         return str(path)
+
+
+def native_library(curve: str = "bn254") -> str | None:
+    """Build (or keep) the curve's native kernel library, as `cuzk warmup` does, so that the
+    `cuzk prove` commands measured are the ones a user runs after it (cuzk.native); the
+    library's file name, or None with the reason printed when it cannot be built."""
+    from cuzk.native.build import BuildError, build_library
+
+    try:
+        return build_library(curve).name
+    except BuildError as e:
+        print(f"  no native kernels ({e}): `cuzk prove` runs on Numba's", flush=True)
+        return None
 
 
 def _cuzk_command() -> list:
@@ -383,6 +396,7 @@ def measure(
     curve (bench.circuits.KeyUnavailable) is listed under "skipped" with why, not measured."""
     device = "cuda" if profile == "gpu" else "cpu"
     compile_bytecode()  # the commands run as installed (see bench.machine.compile_bytecode)
+    native = native_library(curve)
     rapidsnark, origin = (None, no_rapidsnark) if no_rapidsnark else find_rapidsnark()
     rows, phases, skipped = [], [], []
     for family, log2n in circuits:
@@ -418,6 +432,7 @@ def measure(
     return {
         "device": device,
         "cuzk_command": " ".join(_shown(c) for c in _cuzk_command()),
+        "native_kernels": native,
         "rss_method": RSS_METHOD,
         "rows": rows,
         "phases_ms": phases,

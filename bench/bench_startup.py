@@ -1,8 +1,10 @@
 """Suite `startup`: what a cuzk command pays around its proof (issue #26).
 
 - **warm fixed cost** per size (squaring chains 2^12, 2^15; 2^17 in full): the whole
-  `cuzk prove` command (kernel cache warm) less the same proof in process with the key loaded
-  (`prove()`, as the daemon runs it), rounds alternated: median and min;
+  `cuzk prove` command (kernel cache warm, the native kernel library built first as `cuzk
+  warmup` builds it: cuzk.native) less the same proof in process with the key loaded
+  (`prove()`, as the daemon runs it), rounds alternated: median and min; the same command on
+  Numba's kernels (CUZK_NATIVE=0) in the same rounds;
 - **the pieces of a start**: a bare interpreter (`python -c pass`), the same with `-I -S` (no
   `site`, no .pth hooks), the imports of numpy, numba, click and the thin client
   (`cuzk.groth16.remote`), the installed console script's `--version`;
@@ -38,6 +40,7 @@ from bench.bench_prove import (
     cuzk_prove,
     in_process,
     last_job_seconds,
+    native_library,
 )
 from bench.circuits import circuit
 from bench.machine import compile_bytecode
@@ -52,32 +55,41 @@ def _samples(rounds: int) -> int:
     return 3 if rounds == 1 else max(rounds, 5)
 
 
-def _fixed_cost(log2n: int, rounds: int) -> dict:
-    """`cuzk prove` (whole command) against prove() in this process, same key and witness."""
+def _fixed_cost(log2n: int, rounds: int, native: bool) -> dict:
+    """`cuzk prove` (whole command) against prove() in this process, same key and witness;
+    the command with the native kernels (when built) and on Numba's (CUZK_NATIVE=0) in the
+    same rounds."""
     from cuzk.groth16 import prove
 
     files = circuit(FAMILY, log2n)
     cmd = cuzk_prove(files, "startup")
+    numba_env = {**os.environ, "CUZK_NATIVE": "0"}
     key, w, dev = in_process(files, "cpu")
     _run_measured(cmd)  # untimed: page cache
+    _run_measured(cmd, numba_env)
     prove(key, w, dev)  # untimed: kernels loaded
-    command, warm = [], []
+    command, numba, warm = [], [], []
     for _ in range(rounds):
         command.append(_run_measured(cmd)[0])
+        numba.append(_run_measured(cmd, numba_env)[0])
         t0 = time.perf_counter()
         prove(key, w, dev)
         warm.append(time.perf_counter() - t0)
-    cmed, wmed = _stats(command)[1], _stats(warm)[1]
+    cmed, nmed, wmed = _stats(command)[1], _stats(numba)[1], _stats(warm)[1]
     row = {
         "log2n": log2n,
+        "native": native,
         "command_s": cmed,
         "in_process_s": wmed,
         "fixed_s": cmed - wmed,
         "fixed_min_s": min(c - w for c, w in zip(command, warm, strict=True)),  # same round
+        "numba_command_s": nmed,
+        "numba_fixed_s": nmed - wmed,
     }
     print(
-        f"  2^{log2n}: command {cmed:.3f} s, in process {wmed:.3f} s: fixed cost "
-        f"{row['fixed_s']:.3f} s",
+        f"  2^{log2n}: command {cmed:.3f} s ({'native kernels' if native else 'Numba'}), "
+        f"on Numba's kernels {nmed:.3f} s, in process {wmed:.3f} s: fixed cost "
+        f"{row['fixed_s']:.3f} s (Numba's {row['numba_fixed_s']:.3f} s)",
         flush=True,
     )
     return row
@@ -207,7 +219,9 @@ def run(profile: str = "quick") -> dict:
     compile_bytecode()  # the commands run as installed (see bench.machine.compile_bytecode)
     rounds = REPEATS[profile]
     out = {"pieces": _pieces(rounds)}
-    out["fixed"] = [_fixed_cost(k, rounds) for k in SIZES[profile]]
+    native = native_library("bn254")
+    out["native_kernels"] = native
+    out["fixed"] = [_fixed_cost(k, rounds, native is not None) for k in SIZES[profile]]
     print(table(out["fixed"]))
     out["thin_client"] = _thin_client(rounds)
     out["restart"] = _restart(rounds)
@@ -233,7 +247,14 @@ def targets(get) -> list[dict]:
                 "s",
                 r["fixed_s"],
                 best=r.get("fixed_min_s"),
-                note=f"command {fmt(r['command_s'])} s, in process {fmt(r['in_process_s'])} s",
+                note=(
+                    f"command {fmt(r['command_s'])} s, in process {fmt(r['in_process_s'])} s"
+                    + (
+                        f"; on Numba's kernels {fmt(r['numba_command_s'])} s"
+                        if "numba_command_s" in r
+                        else ""
+                    )
+                ),
                 suite="startup",
             )
         )
