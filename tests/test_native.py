@@ -26,21 +26,12 @@ pytestmark = pytest.mark.skipif(
 
 
 @pytest.fixture(scope="session")
-def native_dir(tmp_path_factory):
-    """A folder holding BN254's native library, built once for the session."""
+def native_dir():
+    """The folder holding BN254's native library, built there once (the suite's default
+    folder, cuzk.native.folder(): a later `cuzk warmup` or bench run in the suite keeps it)."""
     from cuzk.native.build import build_library
 
-    folder = tmp_path_factory.mktemp("native")
-    old = os.environ.get("CUZK_NATIVE_DIR")
-    os.environ["CUZK_NATIVE_DIR"] = str(folder)
-    try:
-        build_library("bn254")
-    finally:
-        if old is None:
-            del os.environ["CUZK_NATIVE_DIR"]
-        else:
-            os.environ["CUZK_NATIVE_DIR"] = old
-    return folder
+    return build_library("bn254").parent
 
 
 @pytest.fixture
