@@ -9,7 +9,9 @@
   `site`, no .pth hooks), the imports of numpy, numba, click and the thin client
   (`cuzk.groth16.remote`), the installed console script's `--version`;
 - **the thin client**: `cuzk prove --server` to a warm `cuzk serve` at 2^12, the command less
-  the daemon's own time for the job (submitted → finished);
+  the daemon's own time for the job (submitted → finished), from the development venv's
+  console script and from a plain install's (a venv holding only cuzk, no extras) in the same
+  rounds;
 - **daemon restart to proving**: from starting `cuzk serve` (kernel cache warm, key file in
   the page cache) to the first `cuzk prove --server` proof written, per restart;
 - **cold first run** (full profile only: minutes): `cuzk prove` at 2^12 with an empty kernel
@@ -130,34 +132,73 @@ def _pieces(rounds: int) -> dict:
     return {k: round(v, 4) for k, v in pieces.items()}
 
 
+def _plain_install(folder: str) -> list:
+    """A console script in a fresh venv holding only cuzk (a .pth with this checkout, as a
+    plain editable install writes it; no other package): what `pip install cuzk` gives a user
+    who installs no extras. The development venv also runs numba-cuda's .pth hook at every
+    start (the `[cuda]`, `[gpu]` and `[test]` extras install it), ~15 ms of importlib.abc."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    venv = os.path.join(folder, "plain-venv")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
+    py = os.path.join(venv, "bin", "python")
+    site = subprocess.run(
+        [py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    with open(os.path.join(site, "cuzk.pth"), "w") as f:
+        f.write(root + "\n")
+    script = os.path.join(venv, "bin", "cuzk")
+    with open(script, "w") as f:  # the console script pip writes for cuzk's entry point
+        f.write(
+            f"#!{py}\nimport sys\nfrom cuzk.console import main\n"
+            "if __name__ == '__main__':\n    sys.exit(main())\n"
+        )
+    os.chmod(script, 0o755)
+    return [script]
+
+
 def _thin_client(rounds: int) -> dict:
+    """`cuzk prove --server` at 2^12 less the daemon's time for the job: from the development
+    venv's console script, and from a plain install's (_plain_install) in the same rounds."""
     from bench.bench_prove_server import start_daemon, stop_daemon
     from cuzk.client import Client
 
     files = circuit(FAMILY, 12)
     with tempfile.TemporaryDirectory(prefix="cuzk-bench-startup-") as folder:
+        plain = _plain_install(folder)
         proc, url = start_daemon(folder)
         try:
             client = Client(url, timeout=600)
             cmd = cuzk_prove(files, "thin", "--server", url)
+            plain_cmd = plain + cmd[len(_cuzk_command()) :]
             _run_measured(cmd)  # untimed: the daemon registers the key, loads its kernels
-            times, jobs = [], []
+            _run_measured(plain_cmd)
+            times, jobs, plain_times, plain_jobs = [], [], [], []
             for _ in range(_samples(rounds)):
                 times.append(_run_measured(cmd)[0])
                 jobs.append(last_job_seconds(client))
+                plain_times.append(_run_measured(plain_cmd)[0])
+                plain_jobs.append(last_job_seconds(client))
         finally:
             stop_daemon(proc)
     own = [t - j for t, j in zip(times, jobs, strict=True)]
+    plain_own = [t - j for t, j in zip(plain_times, plain_jobs, strict=True)]
     row = {
         "log2n": 12,
         "command_s": _stats(times)[1],
         "daemon_job_s": _stats(jobs)[1],
         "client_s": _stats(own)[1],
         "client_min_s": _stats(own)[0],
+        "plain_command_s": _stats(plain_times)[1],
+        "plain_client_s": _stats(plain_own)[1],
+        "plain_client_min_s": _stats(plain_own)[0],
     }
     print(
         f"  thin client 2^12: command {row['command_s']:.3f} s, daemon job "
-        f"{row['daemon_job_s']:.3f} s, client {row['client_s'] * 1e3:.0f} ms",
+        f"{row['daemon_job_s']:.3f} s, client {row['client_s'] * 1e3:.0f} ms; from a plain "
+        f"install {row['plain_client_s'] * 1e3:.0f} ms",
         flush=True,
     )
     return row
@@ -275,6 +316,19 @@ def targets(get) -> list[dict]:
             suite="startup",
         )
     )
+    if thin and "plain_client_s" in thin:
+        out.append(
+            target(
+                "`cuzk prove --server` 2^12, the client's own time, plain install (no extras)",
+                "#26",
+                40,
+                "ms",
+                thin["plain_client_s"] * 1e3,
+                best=thin["plain_client_min_s"] * 1e3,
+                note="a venv holding only cuzk: no numba-cuda .pth hook (see the row above)",
+                suite="startup",
+            )
+        )
     rs = res.get("restart")
     out.append(
         target(
