@@ -272,17 +272,46 @@ def _register(watch: CompileWatch, mods) -> None:
 def install(watch: CompileWatch) -> CompileWatch:
     """Start `watch` listening to this process's compiles (until uninstall). Where numba is
     not imported yet (a command whose kernels may all come from the native library,
-    cuzk.native) it listens from the moment cuzk.arith.jit, through which every kernel is
-    compiled, is imported (numba_imported)."""
+    cuzk.native) it listens from the moment Numba's event module is imported."""
     _watches.append(watch)
-    if "cuzk.arith.jit" in sys.modules:
+    if "numba.core.event" in sys.modules:
         _register(watch, _event_modules())
+    elif not any(isinstance(f, _WhenNumbaImports) for f in sys.meta_path):
+        sys.meta_path.insert(0, _WhenNumbaImports())
     return watch
 
 
+class _WhenNumbaImports:
+    """On sys.meta_path while watches wait for numba: finds numba.core.event with the other
+    finders and, once that module has run, registers the installed watches (then leaves)."""
+
+    def find_spec(self, name, path, target=None):
+        if name != "numba.core.event":
+            return None
+        with contextlib.suppress(ValueError):
+            sys.meta_path.remove(self)
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            spec = find(name, path, target) if find else None
+            if spec is not None:
+                break
+        else:
+            return None
+        loader = spec.loader
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        run = loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            numba_imported()
+
+        loader.exec_module = exec_module
+        return spec
+
+
 def numba_imported() -> None:
-    """Have the installed watches listen to Numba's compiles (cuzk.arith.jit calls it when
-    it is imported)."""
+    """Have the installed watches listen to Numba's compiles."""
     if _watches:
         mods = _event_modules()
         for watch in list(_watches):

@@ -466,12 +466,3 @@ class KernelTable(dict):
         """Run kernel ``name`` over ``n`` items (nothing for n = 0)."""
         if n > 0:
             self.configure(name, n, stream, threads_per_block)(*args)
-
-
-def _announce_to_compile_watches() -> None:
-    from cuzk import compiling
-
-    compiling.numba_imported()
-
-
-_announce_to_compile_watches()

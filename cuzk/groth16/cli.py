@@ -94,12 +94,27 @@ def prove(
     from cuzk.compiling import compile_notice
 
     try:
-        with compile_notice("cuzk prove"):
+        with compile_notice("cuzk prove") as watch:
             run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device)
     except (ProveError, FileNotFoundError, ValueError, OSError) as e:
         click.echo(f"cuzk prove: {e}", err=True)
         sys.exit(1)
+    _native_hint("cuzk prove", watch)
     exit_now_if_a_process_of_its_own()
+
+
+def _native_hint(command: str, watch) -> None:
+    """After a command that compiled kernels (a cold cache): say that `cuzk warmup` would
+    also build the native library that lets the next commands start without Numba (unless
+    this one ran the library's kernels)."""
+    from cuzk import native
+
+    if watch.total_compiled and not native.calls:
+        click.echo(
+            f"{command}: `cuzk warmup` also builds the native kernel library, with which "
+            "this command starts without loading Numba (docs/prover.md)",
+            err=True,
+        )
 
 
 @click.command("setup")
@@ -172,11 +187,12 @@ def fullprove(input_json, circuit_wasm, zkey, proof_json, public_json, verify, d
     from cuzk.formats.errors import FormatError
 
     try:
-        with compile_notice("cuzk fullprove"):
+        with compile_notice("cuzk fullprove") as watch:
             run_fullprove(
                 input_json, circuit_wasm, zkey, proof_json, public_json, verify, device, sym
             )
     except (ProveError, FormatError, OSError, ValueError) as e:
         click.echo(f"cuzk fullprove: {e}", err=True)
         sys.exit(1)
+    _native_hint("cuzk fullprove", watch)
     exit_now_if_a_process_of_its_own()
