@@ -1,13 +1,15 @@
-"""The `cuzk` console script: `cuzk prove` on a server and `cuzk verify` without click, the rest
-through cuzk.cli.
+"""The `cuzk` console script: `cuzk prove` (on a server or here) and `cuzk verify` without
+click, the rest through cuzk.cli.
 
 Importing click costs ~30 ms of CPU (measured: 48 ms for a bare interpreter, 78 ms with
 click), a fifth of rapidsnark's whole command on a 2^12 circuit, which `cuzk prove --server`
 is held against (issue 16). So a command line that is plainly a proof on a server
 (cuzk.groth16.remote.fast_args: the four files, --server / CUZK_SERVER, --token-file,
---timings) runs cuzk.groth16.remote.run directly; every other one, including any usage error
-or --help, goes to the click group (cuzk.cli.main), which handles `cuzk prove --server` too,
-with the same result. Likewise `cuzk verify` with three file arguments and nothing else
+--timings) runs cuzk.groth16.remote.run directly, and one that is plainly a local proof
+(cuzk.groth16.local_cli.fast_args: the four files, --timings, --local, --[no-]verify) runs
+cuzk.groth16.local_cli.run; every other one, including any usage error or --help, goes to the
+click group (cuzk.cli.main), which handles both too, with the same result. Likewise
+`cuzk verify` with three file arguments and nothing else
 (cuzk.groth16.verify_cli.fast_args) runs cuzk.groth16.verify_cli.run directly.
 """
 
@@ -18,9 +20,13 @@ import sys
 def main():
     argv = sys.argv[1:]
     if argv[:1] == ["prove"]:
-        from cuzk.groth16.remote import fast_args, run
+        from cuzk.groth16 import local_cli, remote
 
-        args = fast_args(argv[1:], os.environ)
+        args = remote.fast_args(argv[1:], os.environ)
+        run = remote.run
+        if args is None:
+            args = local_cli.fast_args(argv[1:], os.environ)
+            run = local_cli.run
         if args is not None:
             try:
                 code = run(**args)

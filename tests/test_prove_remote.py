@@ -203,8 +203,10 @@ def test_client_path_imports_neither_numpy_nor_numba(daemon, tmp_path):
         # the console script: not even click
         assert imported("console", args + extra, env_for(daemon, **env)) == {"code": 0, "heavy": []}
     # the check can fail: the local path imports both on Numba's kernels (with the native
-    # library built, numpy only: tests/test_native.py)
+    # library built, numpy only: tests/test_native.py); click's command imports click
     heavy = imported("console", args + ["--local"], cli_env(CUZK_NATIVE="0"))["heavy"]
+    assert "numpy" in heavy and "numba" in heavy and "click" not in heavy
+    heavy = imported("cli", args + ["--local"], cli_env(CUZK_NATIVE="0"))["heavy"]
     assert "numpy" in heavy and "numba" in heavy and "click" in heavy
 
 
@@ -273,6 +275,72 @@ def test_fast_args_parse_as_click_does(line, tmp_path, monkeypatch):
         for k in ("zkey", "wtns", "proof_json", "public_json", "server", "token_file", "timings")
     }
     assert isinstance(ctx.command, click.Command)
+
+
+LOCAL_CASES = [
+    "Z W P Q",
+    "Z W P Q --timings --no-verify",
+    "--local Z W P --verify Q",
+    "Z W P Q --local",  # CUZK_SERVER set: --local proves here
+    # click's business, or the server's (None here):
+    "Z W P Q --server http://h:1",
+    "Z W P Q --verify --no-verify",
+    "Z W P Q --r1cs R",
+    "Z W P Q --device cuda",
+    "Z W P Q --local --local",
+    "Z W P",
+    "Z W P Q --help",
+    "-- Z W P Q",
+    "DIR W P Q",
+    "Z W P DIR",
+]
+
+
+@pytest.mark.parametrize("line", LOCAL_CASES)
+def test_local_fast_args_parse_as_click_does(line, tmp_path, monkeypatch):
+    """What the console script's local parser accepts, click's `cuzk prove` parses to the
+    same local call; the server's command lines and click's own business it leaves."""
+    from cuzk.groth16.cli import prove
+    from cuzk.groth16.local_cli import fast_args
+
+    (tmp_path / "DIR").mkdir()
+    monkeypatch.chdir(tmp_path)
+    argv = line.split()
+    env = {"CUZK_SERVER": "http://env:2"} if "--local" in argv else {}
+    got = fast_args(argv, env)
+    assert (got is not None) == (LOCAL_CASES.index(line) < 4), got
+    if got is None:
+        return
+    monkeypatch.delenv("CUZK_SERVER", raising=False)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    p = prove.make_context("prove", list(argv)).params
+    assert p["r1cs"] is None and p["device"] == "cpu"
+    assert not p["server"] or p["local"]
+    assert got == {
+        k: p[k] for k in ("zkey", "wtns", "proof_json", "public_json", "verify", "timings")
+    }
+
+
+def test_local_fast_path_proves_and_refuses_as_click_does(tmp_path):
+    """The console script's local path and click's command: the same proof, the same one-line
+    refusal (exit 1) of a witness of another circuit, nothing written."""
+    args = [TINY.zkey, TINY.witness(0), tmp_path / "p.json", tmp_path / "q.json"]
+    for run in (console, run_cli):
+        p = run("prove", *args, env=cli_env())
+        assert p.returncode == 0, p.stderr
+        assert verify(
+            json.loads(TINY.vk.read_text()),
+            json.loads((tmp_path / "q.json").read_text()),
+            json.loads((tmp_path / "p.json").read_text()),
+        )
+        (tmp_path / "p.json").unlink()
+        (tmp_path / "q.json").unlink()
+    bad = [TINY.zkey, MULCHAIN.witness(0), *args[2:]]
+    answers = [run("prove", *bad, env=cli_env()) for run in (console, run_cli)]
+    assert [a.returncode for a in answers] == [1, 1]
+    assert answers[0].stderr == answers[1].stderr and answers[0].stderr.startswith("cuzk prove: ")
+    assert not (tmp_path / "p.json").exists()
 
 
 def test_cuzk_server_variable_and_local_flag(daemon, tmp_path):

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import logging
 import sys
 
 import click
 
 from cuzk.groth16.fast_exit import exit_now_if_a_process_of_its_own
-from cuzk.groth16.files import ProveError, run_fullprove, run_prove
+from cuzk.groth16.files import ProveError, run_fullprove
 from cuzk.witness.files import SYM_HELP
 
 # Where `cuzk prove` and `cuzk fullprove` run their kernels.
@@ -88,33 +87,21 @@ def prove(
                 timings=timings,
             )
             return
-    if timings:
-        logging.basicConfig(level=logging.DEBUG, stream=sys.stderr, format="%(name)s %(message)s")
-        logging.getLogger("numba").setLevel(logging.WARNING)
-    from cuzk.compiling import compile_notice
+    from cuzk.groth16 import local_cli
 
-    try:
-        with compile_notice("cuzk prove") as watch:
-            run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device)
-    except (ProveError, FileNotFoundError, ValueError, OSError) as e:
-        click.echo(f"cuzk prove: {e}", err=True)
-        sys.exit(1)
-    _native_hint("cuzk prove", watch)
+    code = local_cli.run(
+        zkey,
+        wtns,
+        proof_json,
+        public_json,
+        r1cs=r1cs,
+        verify=verify,
+        device=device,
+        timings=timings,
+    )
+    if code:
+        sys.exit(code)
     exit_now_if_a_process_of_its_own()
-
-
-def _native_hint(command: str, watch) -> None:
-    """After a command that compiled kernels (a cold cache): say that `cuzk warmup` would
-    also build the native library that lets the next commands start without Numba (unless
-    this one ran the library's kernels)."""
-    from cuzk import native
-
-    if watch.total_compiled and not native.calls:
-        click.echo(
-            f"{command}: `cuzk warmup` also builds the native kernel library, with which "
-            "this command starts without loading Numba (docs/prover.md)",
-            err=True,
-        )
 
 
 @click.command("setup")
@@ -194,5 +181,7 @@ def fullprove(input_json, circuit_wasm, zkey, proof_json, public_json, verify, d
     except (ProveError, FormatError, OSError, ValueError) as e:
         click.echo(f"cuzk fullprove: {e}", err=True)
         sys.exit(1)
-    _native_hint("cuzk fullprove", watch)
+    from cuzk.groth16.local_cli import native_hint
+
+    native_hint("cuzk fullprove", watch)
     exit_now_if_a_process_of_its_own()

@@ -198,20 +198,14 @@ def run(zkey, wtns, proof_json, public_json, *, server, token_file=None, timings
 # ---------------------------------------------------------------------------- command lines
 # The options `fast_args` takes (with a value, or a flag); any other goes to click.
 _VALUED = {"--server": "server", "--token-file": "token_file"}
-_FLAGS = {"--timings": "timings"}
 
 
-def fast_args(argv: list[str], environ) -> dict | None:
-    """The arguments of `run` for `cuzk prove ARGV` when the command line is plainly one for
-    a server, else None (then click parses it, with its usage errors and --help).
-
-    Plainly: four arguments, the options --server, --token-file (each at most once, as
-    `--opt VALUE` or `--opt=VALUE`), --timings, a server from
-    --server or CUZK_SERVER, and arguments that click's checks would pass (ZKEY and WTNS
-    not directories; outputs not directories, writable if present). --local, --r1cs,
-    --device, --help, `--` or anything else: None. tests/test_prove_remote.py checks that
-    whatever this accepts, click parses to the same call."""
-    got: dict = {"timings": False}
+def scan_args(argv: list[str], valued: dict, flags: dict) -> tuple[dict, list] | None:
+    """(options, positionals) of a `cuzk prove` command line with only the options named in
+    ``valued`` (``--opt VALUE`` or ``--opt=VALUE``) and ``flags`` (each {option: key}), each
+    at most once, and paths click's checks would pass (ZKEY and WTNS not directories; outputs
+    not directories, writable if present); None for anything else (then click parses it)."""
+    got: dict = {}
     seen: set[str] = set()
     positional: list[str] = []
     i = 0
@@ -225,22 +219,19 @@ def fast_args(argv: list[str], environ) -> dict | None:
         if name in seen:
             return None
         seen.add(name)
-        if name in _VALUED:
+        if name in valued:
             if not eq:
                 if i >= len(argv):
                     return None
                 value = argv[i]
                 i += 1
-            got[_VALUED[name]] = value
-        elif name in _FLAGS and not eq:
-            got[_FLAGS[name]] = True
+            got[valued[name]] = value
+        elif name in flags and not eq:
+            key, value = flags[name]
+            got[key] = value
         else:
             return None
     if len(positional) != 4:
-        return None
-    got.setdefault("server", environ.get("CUZK_SERVER") or None)
-    got.setdefault("token_file", environ.get("CUZK_TOKEN_FILE") or None)
-    if not got["server"] or got["token_file"] == "":
         return None
     for p in positional:
         if os.path.isdir(p):
@@ -248,6 +239,28 @@ def fast_args(argv: list[str], environ) -> dict | None:
     for p in positional[2:]:
         if os.path.exists(p) and not os.access(p, os.W_OK):
             return None
+    return got, positional
+
+
+def fast_args(argv: list[str], environ) -> dict | None:
+    """The arguments of `run` for `cuzk prove ARGV` when the command line is plainly one for
+    a server, else None (then click parses it, with its usage errors and --help).
+
+    Plainly: four arguments, the options --server, --token-file (each at most once, as
+    `--opt VALUE` or `--opt=VALUE`), --timings, a server from
+    --server or CUZK_SERVER, and arguments that click's checks would pass (ZKEY and WTNS
+    not directories; outputs not directories, writable if present). --local, --r1cs,
+    --device, --help, `--` or anything else: None. tests/test_prove_remote.py checks that
+    whatever this accepts, click parses to the same call."""
+    scanned = scan_args(argv, _VALUED, {"--timings": ("timings", True)})
+    if scanned is None:
+        return None
+    got, positional = scanned
+    got.setdefault("timings", False)
+    got.setdefault("server", environ.get("CUZK_SERVER") or None)
+    got.setdefault("token_file", environ.get("CUZK_TOKEN_FILE") or None)
+    if not got["server"] or got["token_file"] == "":
+        return None
     zkey, wtns, proof_json, public_json = positional
     return {"zkey": zkey, "wtns": wtns, "proof_json": proof_json, "public_json": public_json, **got}
 
