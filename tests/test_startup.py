@@ -188,21 +188,6 @@ def test_cuda_compiles_are_heard_once_a_cuda_device_opens():
     assert w.total_compiled == 2  # no longer listening
 
 
-def test_an_ahead_of_time_kernel_runs_without_numba(tmp_path):
-    """The probe of the ahead-of-time route (bench/aot_probe.py): cuzk's fr_mul as a cfunc,
-    compiled to object code, linked by the system compiler, loaded by ctypes in a process
-    that never imports numba, agrees with Numba's own run and with Python ints."""
-    import shutil
-
-    if shutil.which("cc") is None:
-        pytest.skip("no system C compiler (cc)")
-    from bench.aot_probe import probe
-
-    got = probe(tmp_path)
-    assert got["same_as_numba"] and got["montgomery_products"], got
-    assert got["numba_imported"] is False and got["library_bytes"] > 0
-
-
 def test_warming_beside_a_board_is_read_back_and_swept_when_the_board_is_gone():
     """publish_warming / read_warming round trip by board name; a file left for a board that
     no longer exists is removed by the next publish; nothing uses the boards' name prefix."""
