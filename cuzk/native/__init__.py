@@ -239,11 +239,11 @@ class Library:
             fn = getattr(self.cdll, e.symbol)
             types = []
             for a in e.args:
-                types += (
-                    [ctypes.c_int64]
-                    if a.dtype is None
-                    else [ctypes.c_void_p] + [ctypes.c_int64] * a.ndim
-                )
+                if a.dtype is None:
+                    types.append(ctypes.c_int64)
+                else:  # pointer, [span,] shape, [strides]
+                    extra = a.ndim + (1 + a.ndim if a.strided else 0)
+                    types += [ctypes.c_void_p] + [ctypes.c_int64] * extra
             fn.argtypes = types
             fn.restype = None
             self.functions[e.name] = fn
@@ -267,6 +267,15 @@ def _c_args(entry, args):
             continue
         if not isinstance(a, np.ndarray) or a.dtype != spec.dtype or a.ndim != spec.ndim:
             return None
+        if spec.strided and (a.size == 0 or min(a.strides) <= 0):
+            a = np.ascontiguousarray(a)  # (an empty or reversed view: its own copy)
+        if spec.strided:
+            span = sum((d - 1) * s for d, s in zip(a.shape, a.strides, strict=True))
+            out.append(a)
+            out.append(span // a.itemsize + 1 if a.size else 0)
+            out.extend(a.shape)
+            out.extend(a.strides)
+            continue
         if not a.flags.c_contiguous:
             if spec.out:
                 return None

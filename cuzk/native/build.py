@@ -3,8 +3,9 @@
 
 For each entry (cuzk.native.entries) a Numba ``cfunc`` with the entry's C signature wraps the
 kernel: each array argument arrives as a pointer and its shape and is viewed with
-``numba.carray``. The cfunc's final LLVM module (the kernel and everything it calls, Numba's
-reference counting included) is taken from Numba, its C entry renamed ``cuzk_<name>`` and
+``numba.carray`` (a strided one also with its span and strides, through ``as_strided``).
+The cfunc's final LLVM module (the kernel and everything it calls, Numba's reference counting
+included) is taken from Numba, its C entry renamed ``cuzk_<name>`` and
 every other definition made internal (the modules share callees), and compiled to
 position-independent object code for this CPU with llvmlite. The objects are linked by the
 system compiler (``cc -shared``) into ``kernels-<curve>-<key>.so``; the run-time the code calls
@@ -114,11 +115,23 @@ def _wrapper(entry: Entry, kernel):
             sig.append(types.int64)
             continue
         dims = [f"a{i}_{d}" for d in range(a.ndim)]
+        pointer = types.CPointer(getattr(types, a.dtype))
+        if a.strided:
+            strides = [f"a{i}_s{d}" for d in range(a.ndim)]
+            params += [f"a{i}", f"a{i}_span", *dims, *strides]
+            call.append(
+                f"as_strided(carray(a{i}, (a{i}_span,)), ({', '.join(dims)},), "
+                f"({', '.join(strides)},))"
+            )
+            sig += [pointer, types.int64] + [types.int64] * (2 * a.ndim)
+            continue
         params += [f"a{i}", *dims]
         call.append(f"carray(a{i}, ({', '.join(dims)},))")
-        sig += [types.CPointer(getattr(types, a.dtype))] + [types.int64] * a.ndim
+        sig += [pointer] + [types.int64] * a.ndim
     src = f"def {entry.symbol}({', '.join(params)}):\n    kernel({', '.join(call)})\n"
-    scope = {"kernel": kernel, "carray": carray}
+    from numpy.lib.stride_tricks import as_strided
+
+    scope = {"kernel": kernel, "carray": carray, "as_strided": as_strided}
     exec(compile(src, f"<cuzk native entry {entry.name}>", "exec"), scope)
     return cfunc(types.void(*sig), nogil=True)(scope[entry.symbol])
 

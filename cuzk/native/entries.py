@@ -7,6 +7,7 @@ is a function named ``cuzk_<name>`` taking, for each argument in order, an array
 pointer followed by its shape (int64 each), or an int64. Arrays are C-contiguous with the
 entry's dtype and number of dimensions; an argument marked ``out`` is written by the kernel
 (the caller's array must already be C-contiguous), an ``in`` array is copied when it is not.
+A ``strided`` array is passed as its data pointer, span (items), shape and byte strides.
 
 These are the kernels a one-shot proof calls (`cuzk prove`, `cuzk fullprove`): the key
 checks, synthesis, the H pipeline and its tables, and the MSM drivers of both groups.
@@ -20,11 +21,14 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Arg:
     """One argument: an array of ``dtype`` (numpy name) and ``ndim`` dimensions, written by
-    the kernel when ``out``; or an int64 when ``dtype`` is None."""
+    the kernel when ``out``; or an int64 when ``dtype`` is None. A ``strided`` array (an
+    input) is taken as it lies, e.g. a field of a structured array: its data pointer, its
+    span in items, its shape and its strides in bytes (no copy)."""
 
     dtype: str | None = None
     ndim: int = 0
     out: bool = False
+    strided: bool = False
 
 
 INT = Arg()
@@ -36,6 +40,10 @@ def IN(dtype: str, ndim: int) -> Arg:
 
 def OUT(dtype: str, ndim: int) -> Arg:
     return Arg(dtype, ndim, True)
+
+
+def STRIDED(dtype: str, ndim: int) -> Arg:
+    return Arg(dtype, ndim, False, True)
 
 
 @dataclass(frozen=True)
@@ -95,7 +103,10 @@ ENTRIES: tuple[Entry, ...] = (
         "cuzk.groth16.synthesis_kernels",
         "_evaluate_abc",
         (),
-        (IN("uint32", 1),) * 3 + (IN("uint64", 2),) * 2 + (OUT("uint64", 2),) * 3,
+        # the zkey's coefficients: fields of its structured array, read in place
+        (STRIDED("uint32", 1),) * 3
+        + (STRIDED("uint64", 2), IN("uint64", 2))
+        + (OUT("uint64", 2),) * 3,
     ),
     Entry(
         "powers",
