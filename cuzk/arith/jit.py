@@ -86,6 +86,14 @@ def toolchain_key() -> tuple:
     into a folder of its own and never loads code built by another (0.6 ms)."""
     import llvmlite
     import numba
+
+    cpu, features = cpu_target()
+    return (numba.__version__, llvmlite.__version__, sys.version, sys.platform, cpu, features)
+
+
+def cpu_target() -> tuple[str, str]:
+    """(CPU name, features) Numba's code generator compiles for: NUMBA_CPU_NAME /
+    NUMBA_CPU_FEATURES when set, else the host's."""
     from llvmlite import binding as ll
     from numba.core import config
 
@@ -96,7 +104,7 @@ def toolchain_key() -> tuple:
         features = ""
     else:
         features = ll.get_host_cpu_features().flatten()
-    return (numba.__version__, llvmlite.__version__, sys.version, sys.platform, cpu, features)
+    return cpu, features
 
 
 def cache_folder_name(sources_digest: bytes, toolchain: tuple) -> str:

@@ -87,17 +87,13 @@ def _compiler() -> str:
 
 def _target_machine():
     from llvmlite import binding as ll
-    from numba.core import codegen, config  # noqa: F401 (numba's codegen sets LLVM up)
+    from numba.core import codegen  # noqa: F401 (numba's codegen sets LLVM up)
+
+    from cuzk.arith.jit import cpu_target
 
     ll.initialize_native_target()
     ll.initialize_native_asmprinter()
-    cpu = config.CPU_NAME or ll.get_host_cpu_name()
-    if config.CPU_FEATURES is not None:
-        features = config.CPU_FEATURES
-    elif config.CPU_NAME:
-        features = ""
-    else:
-        features = ll.get_host_cpu_features().flatten()
+    cpu, features = cpu_target()
     return ll.Target.from_default_triple().create_target_machine(
         cpu=cpu, features=features, opt=3, reloc="pic", codemodel="default"
     )
