@@ -9,36 +9,27 @@ parallel loop into tasks of about k iterations handed out one at a time (0: one 
 from __future__ import annotations
 
 
-def _runtime():
+def _threads():
+    """The native run-time where this process uses the library, else numba (the same three
+    functions on both)."""
     from cuzk import native
 
-    return native.runtime()
+    rt = native.runtime()
+    if rt is not None:
+        return rt
+    import numba
+
+    return numba
 
 
 def get_num_threads() -> int:
-    rt = _runtime()
-    if rt is not None:
-        return rt.get_num_threads()
-    import numba
-
-    return numba.get_num_threads()
+    return int(_threads().get_num_threads())
 
 
 def set_num_threads(n: int) -> None:
-    rt = _runtime()
-    if rt is not None:
-        rt.set_num_threads(int(n))
-        return
-    import numba
-
-    numba.set_num_threads(n)
+    _threads().set_num_threads(int(n))
 
 
 def set_parallel_chunksize(n: int) -> int:
     """Set the chunk size; returns the previous one."""
-    rt = _runtime()
-    if rt is not None:
-        return int(rt.set_parallel_chunksize(int(n)))
-    import numba
-
-    return numba.set_parallel_chunksize(n)
+    return int(_threads().set_parallel_chunksize(int(n)))

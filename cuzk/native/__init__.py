@@ -6,7 +6,7 @@ Numba and loading its cached kernels (docs/prover.md). ``cuzk warmup`` (and ``py
 cuzk.native.build``) compiles the kernels a proof runs (cuzk.native.entries: the key checks,
 synthesis, the H pipeline, the MSM drivers), each as a Numba cfunc with a C signature, into
 one library per curve, linked with a small run-time of its own (runtime.c: memory, parallel
-loops, threads) built beside it. The commands call ``enable()``; from then on the kernel
+loops, threads) built beside it. The commands run within ``used()``; there the kernel
 lookups of the prover (``kernels(module, curve, **params)``) return the library's functions
 where the library for the curve exists and matches this machine and these sources, and
 Numba's builds otherwise (the same kernels, compiled or loaded as before). A kernel the
