@@ -10,14 +10,27 @@ terminal) or that reaches an open file of this process through /proc (/dev/stdou
 /dev/fd/N: the shell's redirection) is written in place, opened for appending: replacing it
 would put a regular file where the device or the shell's file was. What went into a device
 or a pipe cannot be taken back.
+
+No output may be one of the command's inputs (`check_apart`): `cuzk prove k.zkey w.wtns
+proof.json k.zkey` would replace the key with the public signals.
+
+Temporary files are named `.<name>.<pid>-XXXXXXXX.tmp` beside the target. One outlives its
+command only when the process dies without running Python's clean-up: on SIGINT (and on
+SIGTERM while a write is under way, `terminate_cleanly`) it is removed; after a SIGKILL it is
+removed by the next write to the same target, which deletes the temporaries of that target
+whose pid is no longer running and that belong to this user (a live pid's, another user's or
+a name not of this pattern are left alone).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
+import signal
 import stat
 import tempfile
+import threading
 from dataclasses import dataclass
 
 MAX_LINKS = 40  # symbolic links followed when looking for /proc, as the kernel's ELOOP bound
@@ -90,17 +103,50 @@ def _same(a: Target, b: Target) -> bool:
     )
 
 
-def check_outputs(*paths) -> list[Target]:
-    """The targets of `paths`, checked: OutputError (one line) when two name one file (also
-    spelled two ways, or hard links), a directory is missing or not writable, or a device is
-    not writable. Commands call it before their long work, and write_outputs again."""
-    targets = [Target.of(p) for p in paths]
+def _collides(out: Target, path: str) -> bool:
+    """True when writing `out` would replace or write into the file the input `path` names
+    (the same path, also spelled another way, or a hard link to it). A device or pipe given
+    for both (/dev/stdin and /dev/stdout on one terminal) is not a collision: nothing is
+    replaced there. An input that is not there is not one: reading it fails first."""
+    try:
+        st = os.stat(path)
+    except OSError:  # no input there: reading it fails first, and destroys nothing
+        return False
+    if not out.in_place and out.real == os.path.realpath(path):
+        return True  # (the output's file may be gone since Target.of looked)
+    return (
+        out.st is not None
+        and stat.S_ISREG(out.st.st_mode)
+        and (out.st.st_dev, out.st.st_ino) == (st.st_dev, st.st_ino)
+    )
+
+
+def check_apart(outputs, inputs=()) -> list[Target]:
+    """The targets of `outputs`: OutputError (one line) when two of them are one file, or
+    one of them is one of the `inputs` (None entries are skipped). Commands call it first,
+    before reading anything: an output over an input would destroy it."""
+    targets = [Target.of(p) for p in outputs]
     for i, a in enumerate(targets):
         for b in targets[i + 1 :]:
             if _same(a, b):
                 raise OutputError(
                     f"{a.path} and {b.path} are the same file: give each output its own path"
                 )
+    for t in targets:
+        for p in inputs:
+            if p is not None and _collides(t, os.fspath(p)):
+                raise OutputError(
+                    f"{t.path} is the input {os.fspath(p)}: writing it would destroy the "
+                    "input; give the output its own path"
+                )
+    return targets
+
+
+def check_outputs(*paths) -> list[Target]:
+    """The targets of `paths`, checked: OutputError (one line) when two name one file (also
+    spelled two ways, or hard links), a directory is missing or not writable, or a device is
+    not writable. Commands call it before their long work, and write_outputs again."""
+    targets = check_apart(paths)
     for t in targets:
         t.check()
     return targets
@@ -123,13 +169,83 @@ def _write_in_place(t: Target, data: bytes) -> None:
 
 
 @contextlib.contextmanager
+def terminate_cleanly():
+    """While this holds, SIGTERM raises SystemExit(143) in the main thread, so that `finally`
+    clauses and `except BaseException` remove temporary files as they do on SIGINT; then the
+    process exits with the status of a SIGTERM death. Only where SIGTERM would kill the
+    process anyway (its handler is the default, so never in `cuzk serve`, which drains on
+    it) and in the main thread (the only one Python delivers signals to)."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    ):
+        yield
+        return
+
+    def terminated(signum, frame):
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _temporary_name(name: str) -> re.Pattern:
+    """The names of this module's temporary files (and their `.old` links) for the target
+    `name`; group 1 is the pid of the process that made it."""
+    return re.compile(re.escape(f".{name}.") + r"([0-9]+)-[a-z0-9_]{8}\.tmp(?:\.old)?\Z")
+
+
+def _running(pid: int) -> bool:
+    if pid <= 0:
+        return True  # not a pid a process of ours can have had: leave it
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: another user's process
+        return True
+    return True
+
+
+def sweep_stale(real: str) -> list[str]:
+    """Remove the temporary files of the target `real` left by a killed process (SIGKILL, a
+    power cut): our naming pattern, a regular file of this user, its pid not running. Returns
+    the paths removed. A pid reused since by a live process keeps its file (the next write
+    after that process ends removes it)."""
+    directory, name = os.path.split(real)
+    pattern = _temporary_name(name)
+    removed = []
+    try:
+        entries = os.scandir(directory or ".")
+    except OSError:
+        return removed
+    with entries:
+        for e in entries:
+            m = pattern.match(e.name)
+            if m is None or int(m.group(1)) == os.getpid() or _running(int(m.group(1))):
+                continue
+            try:
+                st = e.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid():
+                _unlink(e.path)
+                removed.append(e.path)
+    return removed
+
+
+@contextlib.contextmanager
 def _temporary_file(real: str, mode: str, path: str):
     """(file, name) of a new temporary file next to `real`: on a clean exit it is flushed,
     fsynced and made 0644, and kept for the caller to rename; on any error it is removed.
     An error creating it names `path`, the file asked for, not the temporary one."""
     directory, name = os.path.split(real)
+    sweep_stale(real)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.{os.getpid()}-", suffix=".tmp", dir=directory)
     except OSError as e:
         raise OSError(e.errno, e.strerror, path) from None
     try:
@@ -163,6 +279,11 @@ def write_outputs(files: list[tuple[os.PathLike | str, bytes | str]]) -> None:
     targets = check_outputs(*(p for p, _ in files))
     blobs = [d.encode() if isinstance(d, str) else bytes(d) for _, d in files]
     temps: dict[int, str] = {}
+    with terminate_cleanly():
+        _write_all(targets, blobs, temps)
+
+
+def _write_all(targets: list[Target], blobs: list[bytes], temps: dict[int, str]) -> None:
     try:
         for i, (t, data) in enumerate(zip(targets, blobs, strict=True)):
             if not t.in_place:
@@ -222,13 +343,14 @@ def atomic_writer(path: os.PathLike | str, mode: str = "wb"):
         with open(path, mode.replace("w", "a")) as f:
             yield f
         return
-    with _temporary_file(t.real, mode, path) as (f, tmp):
-        yield f
-    try:
-        os.replace(tmp, t.real)
-    except BaseException:
-        _unlink(tmp)
-        raise
+    with terminate_cleanly():
+        with _temporary_file(t.real, mode, path) as (f, tmp):
+            yield f
+        try:
+            os.replace(tmp, t.real)
+        except BaseException:
+            _unlink(tmp)
+            raise
 
 
 def atomic_write_bytes(path: os.PathLike | str, data: bytes) -> None:

@@ -9,9 +9,11 @@ import click
 
 def export_vk_file(zkey_path, vk_path) -> dict:
     """Read the Groth16 key at zkey_path and write its verification key JSON atomically."""
+    from cuzk.formats.atomic import check_apart
     from cuzk.formats.snarkjs_json import verification_key, write_verification_key
     from cuzk.formats.zkey import ZKey
 
+    check_apart((vk_path,), (zkey_path,))  # the key over itself would destroy it
     vk = verification_key(ZKey(zkey_path, check_coefficients=False))
     write_verification_key(vk_path, vk)
     return vk

@@ -115,9 +115,15 @@ def setup(r1cs, zkey, quiet):
     INSECURE FOR PRODUCTION: this process draws the toxic waste alone. Use it for tests and
     benchmark keys; use a snarkjs ceremony (powers of tau + phase 2) for real keys.
     """
+    from cuzk.formats.atomic import OutputError, check_apart
     from cuzk.formats.errors import FormatError
     from cuzk.groth16.setup import setup as run_setup
 
+    try:  # before the warning: a refusal is one line
+        check_apart((zkey,), (r1cs,))
+    except OutputError as e:
+        click.echo(f"cuzk setup: {e}", err=True)
+        sys.exit(1)
     click.secho(
         "WARNING: `cuzk setup` is a single-party setup and is INSECURE for production "
         "use: whoever knows its randomness can forge proofs.",

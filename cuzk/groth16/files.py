@@ -49,11 +49,12 @@ def _numba_loads(curve: str, loads) -> None:
 
 
 def _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device, loads):
-    from cuzk.formats.atomic import check_outputs
+    from cuzk.formats.atomic import check_apart, check_outputs
     from cuzk.formats.errors import FormatError
     from cuzk.formats.snarkjs_json import write_proof_and_public
     from cuzk.groth16 import ProvingKey, first_unsatisfied, load_witness, open_device, prove
 
+    check_apart((proof_json, public_json), (zkey, wtns, r1cs))  # no output over an input
     try:
         key = ProvingKey.open(zkey, resident=False)  # read once: see ProvingKey.done_with
         _numba_loads(key.arith_curve, loads)
@@ -114,19 +115,21 @@ def run_fullprove(
     import tempfile
     from pathlib import Path
 
-    from cuzk.formats.atomic import check_outputs
+    from cuzk.formats.atomic import check_apart, check_outputs, terminate_cleanly
     from cuzk.formats.zkey import ZKey
     from cuzk.witness.calculator import Circuit
     from cuzk.witness.errors import check_same_circuit
     from cuzk.witness.inputs import read_inputs
     from cuzk.witness.wtnsfile import write_wtns_bytes
 
+    check_apart((proof_json, public_json), (input_json, wasm, zkey, sym))
     inputs = read_inputs(input_json)
     circuit = Circuit(wasm, sym)
     check_same_circuit(circuit, ZKey(zkey, check_coefficients=False))
     check_outputs(proof_json, public_json)  # before the work: one file twice, a missing folder
     values = circuit.calculator().witness_view(inputs, input_json)
-    with tempfile.TemporaryDirectory(prefix="cuzk-fullprove-") as tmp:
+    # SIGTERM as SIGINT: the witness's temporary folder is removed either way
+    with terminate_cleanly(), tempfile.TemporaryDirectory(prefix="cuzk-fullprove-") as tmp:
         wtns = Path(tmp) / "witness.wtns"
         write_wtns_bytes(wtns, values, circuit.prime)
         return run_prove(zkey, wtns, proof_json, public_json, verify=verify, device=device)

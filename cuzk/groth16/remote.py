@@ -131,8 +131,9 @@ def prove_remote(client, zkey, wtns, proof_json, public_json) -> dict:
     a file the local path could not read either or an output that cannot be written
     (OutputError), RemoteError for everything else."""
     from cuzk.client import ApiError, ClientError
-    from cuzk.formats.atomic import check_outputs, write_outputs
+    from cuzk.formats.atomic import check_apart, check_outputs, write_outputs
 
+    check_apart((proof_json, public_json), (zkey, wtns))  # as the local path: first
     with open(zkey, "rb"):  # the local path's order: the key, then the witness, the outputs
         pass
     with open(wtns, "rb") as f:

@@ -217,10 +217,12 @@ def setup(r1cs_path, zkey_path, progress=None, log=None):
 
     ``progress(done, total)`` is called as point sets are computed; ``log(msg)`` for
     stage lines."""
+    from cuzk.formats.atomic import check_apart
     from cuzk.formats.curve import by_name
     from cuzk.formats.r1cs import R1CS
     from cuzk.formats.zkey import ZKeyData, write_zkey
 
+    check_apart((zkey_path,), (r1cs_path,))  # the key over the circuit destroys it
     say = log or (lambda msg: None)
     t_start = time.perf_counter()
     r1cs = R1CS(r1cs_path)

@@ -21,6 +21,7 @@ from cuzk.engine.settings import parse_bool
 from cuzk.serve.config import EX_CONFIG, SETTINGS
 
 EXIT_FAILED, EXIT_REFUSED, EXIT_UNREACHABLE = 1, 2, 3
+OUTS = ("proof", "public")  # `submit --wait` writes <out>/proof-<i>.json and public-<i>.json
 CTX = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
@@ -193,6 +194,14 @@ def submit(
     """Submit a job: proving key ZKEY (a path under the server's key roots, or a key id) and
     one witness WTNS per partition (with --input: one circuit input JSON per partition).
     Prints the job id; with --wait, writes the proofs and exits 1 if any partition failed."""
+    if wait:  # the proofs written into --out must not replace the files sent
+        from cuzk.formats.atomic import OutputError, check_apart
+
+        outs = [os.path.join(out_dir, f"{w}-{i}.json") for i in range(len(wtns)) for w in OUTS]
+        try:
+            check_apart(outs, (zkey, *wtns, wasm))
+        except OutputError as e:
+            _fail("submit", str(e), EXIT_REFUSED)
     inputs = None
     if as_inputs:
         if paths:
@@ -262,8 +271,8 @@ def write_result(r: dict, out_dir) -> int:
                 continue
             write_outputs(  # the pair or neither
                 [
-                    (os.path.join(out_dir, f"proof-{i}.json"), dumps(proof)),
-                    (os.path.join(out_dir, f"public-{i}.json"), dumps(public)),
+                    (os.path.join(out_dir, f"{w}-{i}.json"), dumps(x))
+                    for w, x in zip(OUTS, (proof, public), strict=True)
                 ]
             )
             written += 1

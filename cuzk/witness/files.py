@@ -16,10 +16,12 @@ def run_calculate(wasm, input_json, out_wtns, sym=None) -> memoryview:
     written on failure. Returns the values (a view of
     the calculator's memory).
     Imports neither numpy nor the prover."""
+    from cuzk.formats.atomic import check_apart
     from cuzk.witness.calculator import Circuit
     from cuzk.witness.inputs import read_inputs
     from cuzk.witness.wtnsfile import write_wtns_bytes
 
+    check_apart((out_wtns,), (wasm, input_json, sym))  # the output over an input destroys it
     inputs = read_inputs(input_json)
     circuit = Circuit(wasm, sym)
     values = circuit.calculator().witness_view(inputs, input_json)
