@@ -46,35 +46,35 @@ def _snapshot(d) -> dict:
 
 
 @pytest.mark.parametrize(
-    "args, output, victim, code",
+    "command, output, victim, code",
     [
-        (["prove", "k.zkey", "w.wtns", "proof.json", "k.zkey"], "k.zkey", "k.zkey", 1),
-        (["prove", "k.zkey", "w.wtns", "w.wtns", "public.json"], "w.wtns", "w.wtns", 1),
-        (["prove", "k.zkey", "w.wtns", "p.json", "./sub/../k.zkey"], "./sub/../k.zkey", "k.zkey", 1),
-        (["prove", "k.zkey", "w.wtns", "p.json", "hard.zkey"], "hard.zkey", "k.zkey", 1),
-        (["prove", "--r1cs", "c.r1cs", "k.zkey", "w.wtns", "c.r1cs", "q.json"], "c.r1cs", "c.r1cs", 1),
-        (["fullprove", "input.json", "c.wasm", "k.zkey", "p.json", "input.json"], "input.json", "input.json", 1),
-        (["fullprove", "input.json", "c.wasm", "k.zkey", "c.wasm", "q.json"], "c.wasm", "c.wasm", 1),
-        (["wtns", "calculate", "c.wasm", "input.json", "c.wasm"], "c.wasm", "c.wasm", 1),
-        (["wtns", "calculate", "c.wasm", "input.json", "input.json"], "input.json", "input.json", 1),
-        (["setup", "-q", "c.r1cs", "c.r1cs"], "c.r1cs", "c.r1cs", 1),
-        (["export-vk", "k.zkey", "hard.zkey"], "hard.zkey", "k.zkey", 2),
+        ("prove k.zkey w.wtns proof.json k.zkey", "k.zkey", "k.zkey", 1),
+        ("prove k.zkey w.wtns w.wtns public.json", "w.wtns", "w.wtns", 1),
+        ("prove k.zkey w.wtns p.json ./sub/../k.zkey", "./sub/../k.zkey", "k.zkey", 1),
+        ("prove k.zkey w.wtns p.json hard.zkey", "hard.zkey", "k.zkey", 1),
+        ("prove --r1cs c.r1cs k.zkey w.wtns c.r1cs q.json", "c.r1cs", "c.r1cs", 1),
+        ("fullprove input.json c.wasm k.zkey p.json input.json", "input.json", "input.json", 1),
+        ("fullprove input.json c.wasm k.zkey c.wasm q.json", "c.wasm", "c.wasm", 1),
+        ("wtns calculate c.wasm input.json c.wasm", "c.wasm", "c.wasm", 1),
+        ("wtns calculate c.wasm input.json input.json", "input.json", "input.json", 1),
+        ("setup -q c.r1cs c.r1cs", "c.r1cs", "c.r1cs", 1),
+        ("export-vk k.zkey hard.zkey", "hard.zkey", "k.zkey", 2),
         (
-            ["submit", "--server", "http://127.0.0.1:9", "--wait", "--out", ".", "k.zkey", "proof-0.json"],
+            "submit --server http://127.0.0.1:9 --wait --out . k.zkey proof-0.json",
             "./proof-0.json",
             "proof-0.json",
             2,
         ),
     ],
-)  # fmt: skip
+)
 def test_an_output_that_names_an_input_is_refused_and_the_input_kept(
-    files, args, output, victim, code
+    files, command, output, victim, code
 ):
     if victim == "proof-0.json":  # a witness named as `submit --wait` names its first proof
         shutil.copy(files / "w.wtns", files / victim)
     (files / "sub").mkdir()
     before = _snapshot(files)
-    r = CliRunner().invoke(main, args)
+    r = CliRunner().invoke(main, command.split())
     assert r.exit_code == code, r.output
     lines = r.output.strip().splitlines()
     assert len(lines) == 1 and f"{output} is the input " in lines[-1], r.output
