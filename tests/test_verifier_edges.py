@@ -18,7 +18,12 @@ from conftest import fixture_circuit
 from serve_harness import run_cli
 
 from cuzk.formats.errors import BadJson, NotInField
-from cuzk.formats.snarkjs_json import read_proof, read_public, read_verification_key
+from cuzk.formats.snarkjs_json import (
+    MAX_BYTES,
+    read_proof,
+    read_public,
+    read_verification_key,
+)
 from cuzk.groth16.verifier import verify_files
 from cuzk.groth16.verify_cli import verify as verify_cmd
 
@@ -187,3 +192,45 @@ def test_the_format_readers_refuse_the_same_files(tmp_path, name):
         for what, path in (("vk", vk), ("public", public), ("proof", proof)):
             reader[what](path)
     assert len(str(info.value)) < 300 and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("which", ["vk", "public", "proof"])
+def test_an_endless_file_is_refused_after_its_limit(tmp_path, which):
+    """/dev/zero as any of the three files (issue 38): exit 2 and one line, the file read no
+    further than its limit, in an address space of 1 GiB (read whole, it grew until a
+    MemoryError traceback and exit 1)."""
+    import resource
+    import subprocess
+    import sys
+
+    args = dict(zip(("vk", "public", "proof"), files(tmp_path), strict=True))
+    args[which] = "/dev/zero"
+
+    def small():
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    p = subprocess.run(
+        [sys.executable, "-c", "import sys; from cuzk.console import main; sys.exit(main())"]
+        + ["verify", *map(str, args.values())],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=small,
+    )
+    assert p.returncode == 2, p.stderr[-2000:]
+    what = {"vk": "verification key", "public": "public signals", "proof": "proof"}[which]
+    assert p.stderr == (
+        f"cuzk verify: unusable input: /dev/zero: too large for {what} (more than "
+        f"{MAX_BYTES[what] >> 20} MiB, the most read of such a file)\n"
+    )
+
+
+def test_a_file_over_its_limit_is_refused_and_one_at_it_read(tmp_path, monkeypatch):
+    vk, public, proof = files(tmp_path)
+    size = proof.stat().st_size
+    monkeypatch.setitem(MAX_BYTES, "proof", size)
+    assert verify_files(vk, public, proof) is True
+    monkeypatch.setitem(MAX_BYTES, "proof", size - 1)
+    said = rf"proof.json: too large for proof \(more than {size - 1} bytes"
+    with pytest.raises(BadJson, match=said):
+        read_proof(proof)

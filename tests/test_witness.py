@@ -951,3 +951,27 @@ print("alive")
         out.returncode,
         out.stderr[-2000:],
     )
+
+
+@pytest.mark.parametrize("command", ["wtns", "fullprove", "submit"])
+def test_endless_inputs_are_refused_after_the_limit(tmp_path, monkeypatch, command):
+    """/dev/zero as input.json (issue 38): one line, exit 1 (submit: 2), nothing written, the
+    file read no further than the limit (1 MiB here; MAX_INPUT_BYTES is 256 MiB)."""
+    from cuzk.formats import json_limits
+    from cuzk.witness import inputs
+
+    monkeypatch.setattr(inputs, "MAX_INPUT_BYTES", 1 << 20)
+    monkeypatch.setattr(json_limits, "MAX_INPUT_BYTES", 1 << 20)
+    wasm, key = fx("tiny") / "circuit.wasm", fx("tiny") / "circuit.zkey"
+    out, public = tmp_path / "out", tmp_path / "public.json"
+    args = {
+        "wtns": ("wtns", "calculate", wasm, "/dev/zero", out),
+        "fullprove": ("fullprove", "/dev/zero", wasm, key, out, public),
+        "submit": ("submit", "--server", "http://127.0.0.1:9", "--input", key, "/dev/zero"),
+    }[command]
+    r = CliRunner().invoke(cli, [str(a) for a in args])
+    assert r.exit_code == (2 if command == "submit" else 1), r.output
+    assert r.output.endswith(
+        "/dev/zero: too large for circuit inputs (more than 1 MiB, the most read of such a file)\n"
+    )
+    assert len(r.output.splitlines()) == 1 and os.listdir(tmp_path) == []

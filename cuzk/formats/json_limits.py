@@ -1,4 +1,12 @@
-"""Limits on JSON from outside (input files, request bodies): nesting depth and integer length.
+"""Limits on JSON from outside (input files, request bodies): file size, nesting depth and
+integer length.
+
+A JSON file is read whole before it is parsed, so its size is bounded first (`read_limited`
+reads at most the limit and one byte): `/dev/zero`, a FIFO that never ends or a huge file
+given as proof.json is refused in one line instead of growing the process until MemoryError.
+The limits fit the largest real files with room: a verification key holds one G1 point (about
+160 bytes as snarkjs writes it) per public signal, public.json about 80 bytes per signal, a
+proof under 2 KiB; circuit inputs are bounded as the daemon bounds a request body.
 
 json.loads recurses in C once per nested array or object, bounded only by the interpreter's
 recursion limit, which a library may raise (py_ecc sets it to 100,000 on import): 10^5 nested
@@ -18,6 +26,29 @@ MAX_DEPTH = 512
 # Longest decimal integer read (Python's default int_max_str_digits): 55 times the 77 digits
 # of BN254's r.
 MAX_DIGITS = 4300
+
+MiB = 1 << 20
+# Largest JSON file read, by what it holds (bytes).
+MAX_PROOF_BYTES = 1 * MiB  # proof.json: three points, under 2 KiB
+MAX_PUBLIC_BYTES = 64 * MiB  # public.json: ~80 bytes a signal, some 800,000 signals
+MAX_VK_BYTES = 64 * MiB  # verification_key.json: ~160 bytes a public signal (IC), ~400,000
+MAX_INPUT_BYTES = 256 * MiB  # input.json: as `cuzk serve`'s max_body, the most it takes
+
+
+class TooLarge(ValueError):
+    """A JSON file longer than the limit for what it holds; str() says so in one line."""
+
+
+def read_limited(path, limit: int) -> bytes:
+    """The bytes of the file `path`; TooLarge when it holds more than `limit` bytes. At most
+    limit + 1 bytes are read, whatever the file is (a device, a FIFO, a growing file)."""
+    with open(path, "rb") as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        size = f"{limit // MiB} MiB" if limit % MiB == 0 else f"{limit} bytes"
+        raise TooLarge(f"more than {size}, the most read of such a file")
+    return data
+
 
 _KEEP = b'[]{}"'
 _DROP = bytes(c for c in range(256) if c not in _KEEP)

@@ -24,6 +24,7 @@ check needs the compiled curve code and is the verifier's.
 
 from __future__ import annotations
 
+import io
 import itertools
 import json
 import os
@@ -33,6 +34,13 @@ from cuzk.arith.constants import FQ_MODULUS, FR_MODULUS
 from cuzk.formats import curve as curves
 from cuzk.formats.atomic import atomic_write_text, write_outputs
 from cuzk.formats.errors import BadJson, CountMismatch, NotInField, NotOnCurve, UnsupportedProtocol
+from cuzk.formats.json_limits import (
+    MAX_PROOF_BYTES,
+    MAX_PUBLIC_BYTES,
+    MAX_VK_BYTES,
+    TooLarge,
+    read_limited,
+)
 
 CURVE_NAME = "bn128"
 BN254_X = 4965661367192848881  # the BN parameter x: q = 36x^4 + 36x^3 + 24x^2 + 6x + 1
@@ -112,15 +120,26 @@ def load_json(f):
     return json.loads(text, parse_int=JsonNumber, parse_float=JsonNumber, parse_constant=JsonNumber)
 
 
+# The most read of each file (cuzk.formats.json_limits), by the `what` of load().
+MAX_BYTES = {
+    "proof": MAX_PROOF_BYTES,
+    "public signals": MAX_PUBLIC_BYTES,
+    "verification key": MAX_VK_BYTES,
+}
+
+
 def load(path, what: str):
     """The JSON object of the file `path` (`what` names it in messages: "proof", ...);
-    BadJson when it cannot be read or is not JSON."""
+    BadJson when it cannot be read, is larger than MAX_BYTES[what] (read no further) or is
+    not JSON."""
     path = os.fspath(path)
     try:
-        with open(path, encoding="utf-8") as f:
-            return load_json(f)
+        data = read_limited(path, MAX_BYTES.get(what, MAX_VK_BYTES))
+        return load_json(io.StringIO(data.decode("utf-8")))
     except OSError as e:
         raise BadJson(path, f"cannot read {what}: {e.strerror or e}") from None
+    except TooLarge as e:
+        raise BadJson(path, f"too large for {what} ({e})") from None
     except RecursionError:
         raise BadJson(path, f"{what} is nested too deeply to be one") from None
     except (ValueError, UnicodeDecodeError) as e:  # JSONDecodeError is a ValueError

@@ -237,11 +237,14 @@ def submit(
 
 def _read_input(path) -> dict:
     """A circuit input file: one JSON object (its values are checked by the server)."""
+    from cuzk.formats.json_limits import MAX_INPUT_BYTES, TooLarge, read_limited
+
     try:
-        with open(path, "rb") as f:
-            obj = json.load(f)
+        obj = json.loads(read_limited(path, MAX_INPUT_BYTES))
     except OSError as e:
         _fail("submit", f"{path}: {e.strerror or e}", EXIT_REFUSED)
+    except TooLarge as e:
+        _fail("submit", f"{path}: too large for circuit inputs ({e})", EXIT_REFUSED)
     except (ValueError, RecursionError) as e:
         _fail("submit", f"{path}: not valid JSON: {e}", EXIT_REFUSED)
     if not isinstance(obj, dict):

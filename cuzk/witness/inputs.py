@@ -21,7 +21,14 @@ from __future__ import annotations
 import math
 import re
 
-from cuzk.formats.json_limits import MAX_DEPTH, MAX_DIGITS, nested_deeper_than
+from cuzk.formats.json_limits import (
+    MAX_DEPTH,
+    MAX_DIGITS,
+    MAX_INPUT_BYTES,
+    TooLarge,
+    nested_deeper_than,
+    read_limited,
+)
 from cuzk.witness.errors import NotANumber, WitnessError
 
 FNV64_OFFSET = 0xCBF29CE484222325
@@ -174,7 +181,10 @@ def _parse_int(text: str):
 
 
 def read_inputs(path, prime: int | None = None) -> list[tuple[str, list[int]]]:
-    """Read and parse an input JSON file (see loads_inputs, parse_inputs)."""
-    with open(path, "rb") as f:
-        data = f.read()
+    """Read and parse an input JSON file (see loads_inputs, parse_inputs); one larger than
+    MAX_INPUT_BYTES is refused (WitnessError) after reading no more than that."""
+    try:
+        data = read_limited(path, MAX_INPUT_BYTES)
+    except TooLarge as e:
+        raise WitnessError(path, f"too large for circuit inputs ({e})") from None
     return parse_inputs(loads_inputs(data, path), path, prime)
