@@ -822,8 +822,14 @@ def test_partitions_proved_before_a_sigkill_are_not_proved_again(tmp_path):
         for i, w in enumerate(ws):
             assert r["proofs"][i] == double.expected_proof(w, key), f"partition {i}"
             assert r["partitions"][i]["state"] == "done"
+            assert r["partitions"][i]["restored"] is (i in kept)
         after = plog.read_text().split()[len(before) :]
         assert sorted(after) == sorted(digest[i] for i in range(8) if i not in kept)
+        # /metrics counts what this process proved; the journal's partitions apart (issue 38)
+        text = request(s2.url, "GET", "/metrics")[2].decode()
+        kind = r["kind"]
+        assert f'cuzk_proofs_completed_total{{kind="{kind}"}} {8.0 - len(kept)}' in text, text
+        assert f'cuzk_proofs_restored_total{{kind="{kind}"}} {float(len(kept))}' in text
         assert f"8 partition(s), {len(kept)} finished before the restart" in s2.log()
         listed = request(s2.url, "GET", "/v1/jobs?limit=1")[2]
         assert [x["job_id"] for x in listed["jobs"]] == [first]  # from the journal

@@ -135,3 +135,23 @@ def test_resident_keys_are_counted_by_curve():
     assert m[("cuzk_keys_resident", frozenset())] == 3
     assert m[("cuzk_keys_resident_by_curve", frozenset({"curve": "bn128"}.items()))] == 2
     assert m[("cuzk_keys_resident_by_curve", frozenset({"curve": "bls12381"}.items()))] == 1
+
+
+def test_partitions_restored_from_the_journal_are_counted_apart():
+    """A recovered job whose partitions were partly proved before the restart (issue 38: 40
+    proofs counted by a process that proved 20): cuzk_proofs_completed_total counts only the
+    partitions this process proved, those read from the journal go to
+    cuzk_proofs_restored_total, and a failure read from the journal to neither."""
+    snap = busy_snapshot()
+    job = next(p for p in snap["pipelines"] if p["state"] == "done")
+    job["proof_kind"] = "recovered-kind"  # no other job of this kind
+    states = [("done", True), ("done", True), ("done", False), ("failed", True), ("done", False)]
+    job["partitions"] = [{"index": i, "state": s, "restored": r} for i, (s, r) in enumerate(states)]
+    m = scrape(snap)
+    kind = frozenset({"kind": "recovered-kind"}.items())
+    assert m[("cuzk_proofs_completed_total", kind)] == 2
+    assert m[("cuzk_proofs_restored_total", kind)] == 2
+    assert ("cuzk_proofs_failed_total", kind) not in m
+    # a process that restored nothing has the family, at no value for any kind
+    plain = scrape(busy_snapshot())
+    assert not [k for k in plain if k[0] == "cuzk_proofs_restored_total"]

@@ -64,6 +64,7 @@ class PartitionRecord:
     proof: dict | None = None
     public: list | None = None
     error: str | None = None
+    from_journal: bool = False  # finished before a restart: its record read from the journal
 
     def to_dict(self, index: int) -> dict:
         return {
@@ -77,13 +78,14 @@ class PartitionRecord:
             "finalize_ms": self.finalize_ms,
             "device": self.device,
             "error": self.error,
+            "restored": self.from_journal,
         }
 
     def record(self) -> dict:
         """What the journal keeps of a finished partition (done, or failed alone), so a
         restart does not prove it again: its view, proof and public signals."""
         d = self.to_dict(0)
-        del d["index"]
+        del d["index"], d["restored"]
         d["proof"], d["public"] = self.proof, self.public
         return d
 
@@ -95,7 +97,7 @@ class PartitionRecord:
         names = (
             "state attempts synth_ms witness_ms abc_ms gpu_ms finalize_ms device proof public error"
         ).split()
-        return cls(**{k: d[k] for k in names if k in d})
+        return cls(**{k: d[k] for k in names if k in d}, from_journal=True)
 
 
 @dataclass

@@ -189,9 +189,10 @@ class Metrics:
             buckets=DURATION_BUCKETS,
             registry=self.registry,
         )
-        # One proof per partition: a job of N partitions yields N proofs (or failures). Made
+        # One proof per partition: a job of N partitions yields N proofs (or failures); those
+        # of a recovered job finished before the restart are counted apart (restored). Made
         # at the first observation, once the engine's health says whether it is a farm's.
-        self.proofs_done = self.proofs_failed = None
+        self.proofs_done = self.proofs_failed = self.proofs_restored = None
         self.farm: bool | None = None
         self._seen: set[str] = set()
         self._interval = interval
@@ -229,6 +230,13 @@ class Metrics:
             by,
             registry=self.registry,
         )
+        self.proofs_restored = Counter(
+            "cuzk_proofs_restored",
+            "Proofs (partitions) of recovered jobs finished before the restart, read from the "
+            "journal rather than proved by this process, by kind.",
+            by,
+            registry=self.registry,
+        )
 
     def observe_finished(self) -> None:
         """Observe the durations of jobs that finished since the last call (idempotent)."""
@@ -261,10 +269,17 @@ class Metrics:
             parts = self.engine.job(j["job_id"]).get("partitions") or []
         except KeyError:
             return
-        for state, counter in (("done", self.proofs_done), ("failed", self.proofs_failed)):
+        counters = (
+            ("done", False, self.proofs_done),
+            ("failed", False, self.proofs_failed),
+            ("done", True, self.proofs_restored),
+        )
+        for state, restored, counter in counters:
             counts: dict[tuple, int] = {}
             for p in parts:
-                if p.get("state") == state:
+                # a partition finished before a restart (its proof or failure read from the
+                # journal) is not this process's work: a proof counted apart, a failure not
+                if bool(p.get("restored")) is restored and p.get("state") == state:
                     # on a farm, the node that proved it ("" when the gateway did not say)
                     label = (j["kind"], p.get("node") or "") if self.farm else (j["kind"],)
                     counts[label] = counts.get(label, 0) + 1
