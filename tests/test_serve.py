@@ -680,7 +680,7 @@ def test_token_required_and_checked(roots, tmp_path):
         assert p.returncode == 0 and r["job_id"] in p.stdout
         # the connection cap: four connections that never speak fill it; a fifth is served,
         # the one that waited longest closed to make room (issue 29)
-        ask = b"GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n"
+        ask = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
         socks = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(4)]
         time.sleep(0.3)
         try:
@@ -697,7 +697,7 @@ def test_token_required_and_checked(roots, tmp_path):
             socks = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(4)]
             for sk in socks:
                 sk.sendall(
-                    b"POST /v1/jobs HTTP/1.1\r\nAuthorization: Bearer "
+                    b"POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "
                     + token.encode()
                     + b"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"
                 )

@@ -554,16 +554,28 @@ def test_silent_connections_at_the_cap_do_not_shut_out_health(front):
             400,
             "2 Content-Length",
         ),
-        # RFC 9112 3.2.2: an absolute-form target's host takes the place of Host
+        # RFC 9112 3.2.2: an absolute-form target's host takes the place of Host: the target
+        # names this server, whatever the header says (issue 38 asked; the RFC says it wins)
         (b"GET http://127.0.0.1:9/healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n", 200, None),
         (b"GET http://localhost/healthz?x=1 HTTP/1.1\r\nHost: evil.example\r\n", 200, None),
-        (b"GET http://prover7/healthz HTTP/1.1\r\n", 200, None),
+        (b"GET http://prover7/healthz HTTP/1.1\r\nHost: prover7\r\n", 200, None),
         (b"GET /healthz HTTP/1.1\r\nHost: evil.example\r\n", 403, "not a loopback name"),
+        # RFC 9112 3.2: HTTP/1.1 without a Host, or with an empty one, is 400 (issue 38)
+        (b"GET /healthz HTTP/1.1\r\n", 400, "an HTTP/1.1 request needs a Host header"),
+        (b"GET /healthz HTTP/1.1\r\nHost:\r\n", 400, "empty Host header"),
+        (b"GET /healthz HTTP/1.1\r\nHost:   \r\n", 400, "empty Host header"),
+        (b"GET http://prover7/healthz HTTP/1.1\r\n", 400, "needs a Host header"),
+        (b"GET http://127.0.0.1/healthz HTTP/1.1\r\nHost: \r\n", 400, "empty Host"),
+        (b"POST /echo HTTP/1.1\r\nContent-Length: 2\r\n", 400, "needs a Host"),
+        # HTTP/1.0 may leave it out
+        (b"GET /healthz HTTP/1.0\r\n", 200, None),
+        (b"GET /healthz HTTP/1.0\r\nHost:\r\n", 200, None),
     ],
 )
 def test_request_heads_refused_as_rfc_9112_says(front, head, status, reason):
     """Issue 29 item 8: two Host headers (the loopback one first) and an absolute-form
-    target naming a foreign host were served; every refusal is a JSON reason."""
+    target naming a foreign host were served; issue 38: HTTP/1.1 without a Host or with an
+    empty one was served. Every refusal is a JSON reason."""
     make, _ = front
     srv = make(allow_hosts=("prover7",))
     with socket.create_connection(srv.server_address[:2], timeout=10) as s:
@@ -581,5 +593,8 @@ def test_absolute_form_with_a_token_is_served_on_any_host(front):
     make, _ = front
     srv = make(token="t" * 20, loopback_only=False)
     with socket.create_connection(srv.server_address[:2], timeout=10) as s:
-        s.sendall(b"GET http://prover.example/healthz HTTP/1.1\r\nConnection: close\r\n\r\n")
+        s.sendall(
+            b"GET http://prover.example/healthz HTTP/1.1\r\nHost: prover.example\r\n"
+            b"Connection: close\r\n\r\n"
+        )
         assert _read_all(s, 10).startswith(b"HTTP/1.1 200 ")

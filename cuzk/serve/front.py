@@ -22,8 +22,9 @@ uvicorn or aiohttp: handlers block on the engine, so a thread pool is needed any
 answer malformed requests themselves with plain-text bodies, where this API promises JSON for
 every error (docs/api.md). Why not h11 for the parsing alone: see docs/api.md; the head is
 parsed as http.server parses it, with RFC 9112's refusals added (400 for a folded or
-malformed header line, two Host or two Content-Length headers, an absolute-form target whose
-host is not this server's). Standard library only.
+malformed header line, two Host or two Content-Length headers, an HTTP/1.1 request without a
+Host or with an empty one, an absolute-form target whose host is not this server's).
+Standard library only.
 
 Memory: a body holds a reservation in BodyMemory (a cap, `body_memory`) and, once over
 CHARGE_MIN, in the engine's memory budget (use "uploads"), grown BODY_STEP at a time ahead of
@@ -63,6 +64,7 @@ from cuzk.serve.http import (
     check_host,
     error_response,
     host_allowed,
+    require_host,
 )
 
 log = logging.getLogger("cuzk.serve")
@@ -579,6 +581,7 @@ class Server:
         close = not head.keep_alive
         inflow, resp = None, None
         try:
+            require_host(head.version, hdrs)
             path, query_text = self._target(head.target, hdrs)
             check_host(self, hdrs)
             route, params = self.router.match(head.command, path)

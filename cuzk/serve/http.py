@@ -223,10 +223,24 @@ def host_allowed(host: str, allowed=frozenset()) -> bool:
     return ip == ipaddress.IPv6Address("::1")
 
 
+def require_host(version: str, headers) -> None:
+    """RFC 9112 3.2: an HTTP/1.1 request without a Host header, or with an empty one, is
+    answered 400 (an HTTP/1.0 one may lack it). In absolute form too: the client must send the
+    target's authority as Host, though the target's wins (3.2.2)."""
+    if version < "HTTP/1.1":
+        return
+    host = headers.get("Host")
+    if host is None:
+        raise HttpError(400, "an HTTP/1.1 request needs a Host header (RFC 9112 3.2)")
+    if not host.strip():
+        raise HttpError(400, "empty Host header: name the server's host (RFC 9112 3.2)")
+
+
 def check_host(server, headers) -> None:
     """Without a token, only loopback Host names (and --allow-host names) are served: a web
-    page cannot reach this daemon under a name it controls (DNS rebinding). A request
-    without a Host header, or an empty one (HTTP/1.0 tools), is served: browsers send one."""
+    page cannot reach this daemon under a name it controls (DNS rebinding). An HTTP/1.0
+    request without a Host header, or with an empty one, is served (require_host refuses
+    HTTP/1.1 ones); an absolute-form target's host has replaced the header (RFC 9112 3.2.2)."""
     if server.token is not None or not server.loopback_only:
         return
     host = headers.get("Host")
