@@ -12,6 +12,7 @@ name the problem in one line with exit status 78.
 from __future__ import annotations
 
 import base64
+import errno
 import json
 import logging
 import os
@@ -20,11 +21,13 @@ import shutil
 import signal
 import sqlite3
 import stat
+import subprocess
+import sys
 import time
 
 import pytest
 from conftest import fixture_circuit
-from serve_harness import ServeProcess, daemon_args, request, run_cli, warm_kernels
+from serve_harness import ServeProcess, cli_env, daemon_args, request, run_cli, warm_kernels
 from waiting import wait_for
 
 from cuzk.groth16.verifier import verify
@@ -33,6 +36,7 @@ from cuzk.serve.journal import (
     APPLICATION_ID,
     DB_NAME,
     SCHEMA_VERSION,
+    DiskFull,
     Journal,
     JournalError,
     default_state_dir,
@@ -900,3 +904,225 @@ def test_serve_makes_its_state_directory_private(tmp_path):
             assert s.stop() == 0, s.log()
         finally:
             s.kill()
+
+
+# ------------------------------------------------------------------------------ a full state disk
+# Fault injection below SQLite's Python API: a connection whose statements containing `when`
+# raise `error` (SQLite reports a -shm or -wal file it cannot grow as "disk I/O error"), and
+# the free space the journal reads with statvfs. The same class is used inside `cuzk serve`
+# processes (FAULTY_SERVE), set up from the environment.
+FAULTS = """
+import os, sqlite3
+
+class Failing:
+    def __init__(self, db, when, error):
+        object.__setattr__(self, "_f", (db, when, error))
+
+    def execute(self, sql, *args):
+        db, when, error = self._f
+        if when in sql:
+            e = sqlite3.OperationalError(error)
+            e.sqlite_errorcode = {"disk I/O error": sqlite3.SQLITE_IOERR}.get(
+                error, sqlite3.SQLITE_FULL
+            )
+            raise e
+        return db.execute(sql, *args)
+
+    def __getattr__(self, name):
+        return getattr(self._f[0], name)
+
+    def __setattr__(self, name, value):
+        setattr(self._f[0], name, value)
+
+    def __enter__(self):
+        return self._f[0].__enter__()
+
+    def __exit__(self, *exc):
+        return self._f[0].__exit__(*exc)
+
+
+def inject(when, error, free=None):
+    from cuzk.serve import journal
+
+    real = journal.sqlite3.connect
+    journal.sqlite3.connect = lambda *a, **kw: Failing(real(*a, **kw), when, error)
+    if free is not None:
+        journal.free_space = lambda path: free
+"""
+FAULTY_SERVE = (
+    FAULTS
+    + """
+import sys
+free = os.environ.get("FAULT_FREE")
+inject(os.environ["FAULT_SQL"], os.environ["FAULT_ERROR"], None if free is None else int(free))
+from cuzk.cli import main
+sys.argv[0] = "cuzk"
+main()
+"""
+)
+_faults: dict = {}
+exec(FAULTS, _faults)
+
+
+def _journal_with_a_finished_job(state) -> bytes:
+    j = Journal.open(state)
+    j.accept("00f1", "k", "/k.zkey", "default", "normal", 1.0, [b"w"])
+    assert j.finish("00f1", "done", 2.0, result_of("00f1"))
+    j.close()
+    return (state / DB_NAME).read_bytes()
+
+
+@pytest.mark.parametrize(
+    "when, error, free, full",
+    [
+        ("PRAGMA application_id", "disk I/O error", 0, True),  # the sweep's case
+        ("PRAGMA quick_check", "disk I/O error", 4096, True),
+        ("PRAGMA journal_mode", "database or disk is full", None, True),  # SQLITE_FULL
+        ("PRAGMA application_id", "disk I/O error", 10 << 30, False),  # room: not the disk's
+    ],
+)
+def test_a_full_disk_at_open_is_named_and_the_journal_kept(
+    tmp_path, monkeypatch, when, error, free, full
+):
+    """Issue 38: a full state disk at open was called "corrupt or not a database ... move it
+    aside". Now: DiskFull naming the disk, in one line, nothing about corruption, the journal
+    left as it was and opened as usual once there is room."""
+    state = tmp_path / "state"
+    before = _journal_with_a_finished_job(state)
+    with monkeypatch.context() as m:
+        m.setattr(sqlite3, "connect", sqlite3.connect)  # restored after the block
+        _faults["inject"](when, error, free)
+        if free is None:
+            m.setattr("cuzk.serve.journal.free_space", lambda path: 10 << 30)
+        with pytest.raises(JournalError) as e:
+            Journal.open(state)
+    msg = str(e.value)
+    assert "\n" not in msg and "corrupt" not in msg and "move it aside" not in msg, msg
+    assert isinstance(e.value, DiskFull) is full, msg
+    if full:
+        assert f"the disk of the state directory {state} is full" in msg, msg
+        assert f"({error})" in msg and "free some space and start again" in msg, msg
+    else:
+        assert f"cannot read it ({error}): check the disk" in msg, msg
+    assert (state / DB_NAME).read_bytes() == before
+    j = Journal.open(state)  # room again (and the lock was released)
+    try:
+        assert j.result("00f1")["state"] == "done"
+    finally:
+        j.close()
+
+
+def test_a_full_disk_writing_the_lock_is_named(tmp_path, monkeypatch):
+    def pwrite(fd, data, offset):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "pwrite", pwrite)
+    with pytest.raises(DiskFull, match=r"is full \(.*\): cannot write its pid into lock \(No sp"):
+        Journal.open(tmp_path / "state")
+    monkeypatch.undo()
+    Journal.open(tmp_path / "state").close()
+
+
+def test_recording_a_recovery_on_a_full_disk_is_one_line(tmp_path):
+    """mark_recovered raised sqlite3.OperationalError (a traceback in `cuzk serve`)."""
+    j = Journal.open(tmp_path)
+    try:
+        j.accept("00f2", "k", "/k.zkey", "default", "normal", 1.0, [b"w"])
+        real = j._db
+        j._db = _faults["Failing"](real, "SET recovered", "database or disk is full")
+        with pytest.raises(DiskFull, match="cannot record that job 00f2 was recovered"):
+            j.mark_recovered("00f2")
+        j._db = _faults["Failing"](real, "SET recovered", "disk I/O error")
+        with pytest.raises(JournalError, match="cannot record that job 00f2 was recovered"):
+            j.mark_recovered("00f2")
+        j._db = real
+        j.mark_recovered("00f2")
+        assert j.unfinished()[0].recovered == 1
+    finally:
+        j.close()
+
+
+def test_a_real_sqlite_full_error_is_the_disks(tmp_path):
+    """SQLITE_FULL as SQLite raises it (max_page_count reached), not one made here."""
+    from cuzk.serve.journal import disk_full
+
+    j = Journal.open(tmp_path)
+    try:
+        _fill(j)
+        with pytest.raises(sqlite3.OperationalError) as e:
+            with j._db:
+                j._db.execute("CREATE TABLE filler (x BLOB)")
+                j._db.execute("INSERT INTO filler VALUES (zeroblob(100000))")
+        assert disk_full(e.value, str(tmp_path)) is not None
+        assert disk_full(sqlite3.OperationalError("no such table: x"), str(tmp_path)) is None
+    finally:
+        _fill(j, full=False)
+        j.close()
+
+
+def _faulty_serve(args, **fault) -> subprocess.CompletedProcess:
+    env = cli_env(**{f"FAULT_{k.upper()}": str(v) for k, v in fault.items()})
+    return subprocess.run(
+        [sys.executable, "-c", FAULTY_SERVE, "serve", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+
+
+def _refused_as_full(p, state) -> None:
+    assert p.returncode == 75, (p.returncode, p.stderr)
+    errors = [line for line in p.stderr.splitlines() if " ERROR " in line]
+    assert len(errors) == 1, p.stderr
+    assert f"cannot start: the disk of the state directory {state} is full" in errors[0]
+    for bad in ("Traceback", "corrupt", "move it aside"):
+        assert bad not in p.stderr, p.stderr
+
+
+def test_serve_on_a_full_disk_exits_75_and_starts_once_there_is_room(tmp_path):
+    """Issue 38: with only finished jobs it exited 78 ("corrupt ... move it aside"), which
+    the documented unit does not restart; with an unfinished job, 1 and a traceback. Now both
+    exit 75 with one line naming the full disk (docs/operations.md's unit restarts on it),
+    and the next start, with room, resumes the job."""
+    from cuzk.testing import prover_double as double
+
+    root, state = tmp_path / "keys", tmp_path / "state"
+    root.mkdir()
+    kpath = root / "key.json"
+    double.write_key(kpath, n_vars=64, domain_size=128)
+    double.make_wtns(64, 7, root / "w.wtns")
+    args = [
+        *serve_args(root, state)[:-1],  # no --self-verify: the double has no verifier
+        "--prover",
+        "cuzk.testing.prover_double",
+        "--prover-options",
+        json.dumps({"finish_secs": 60}),
+    ]
+    _journal_with_a_finished_job(state)
+    p = _faulty_serve(args, sql="PRAGMA application_id", error="disk I/O error", free=0)
+    _refused_as_full(p, state)
+    assert "cannot open the job journal" in p.stderr
+
+    s = ServeProcess(tmp_path / "serve1.log", *args).start()  # room: it starts
+    try:
+        code, _, job = request(
+            s.url, "POST", "/v1/jobs", {"key": str(kpath), "witnesses": [str(root / "w.wtns")]}
+        )
+        assert code == 201, job
+        os.kill(s.pid, signal.SIGKILL)  # unfinished: proving takes a minute
+        s.proc.wait(30)
+    finally:
+        s.kill()
+    p = _faulty_serve(args, sql="SET recovered", error="database or disk is full")
+    _refused_as_full(p, state)
+    assert f"cannot record that job {job['job_id']} was recovered" in p.stderr
+
+    args[-1] = json.dumps({"finish_secs": 0})
+    s = ServeProcess(tmp_path / "serve2.log", *args).start()
+    try:
+        code, _, r = request(s.url, "GET", f"/v1/jobs/{job['job_id']}/result?wait=60")
+        assert code == 200 and r["state"] == "done" and r["recovered"], r
+        assert s.stop() == 0, s.log()
+    finally:
+        s.kill()

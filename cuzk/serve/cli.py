@@ -5,7 +5,7 @@ Config (cuzk.serve.config does precedence and validation), the client commands c
 cuzk.client. Exit statuses: 0 success; 1 a job or partition failed (submit --wait) or
 the job did not finish in time; 2 usage errors and requests the server refused (4xx);
 3 the server could not be reached or failed (5xx); 78 (EX_CONFIG) a configuration serve cannot
-start with.
+start with; 75 (EX_TEMPFAIL) serve on a full state disk (cuzk.serve.daemon).
 """
 
 from __future__ import annotations

@@ -2,7 +2,9 @@
 
 Order of events:
   0. lock the state directory and open its job journal (cuzk.serve.journal): a journal that is
-     locked by another daemon, corrupt or newer is refused with one line, exit 78;
+     locked by another daemon, corrupt or newer is refused with one line, exit 78; a full
+     state disk is named as such in one line, exit 75, so that a supervisor starts the daemon
+     again (once there is room it starts as usual);
   1. bind the listening socket (a busy port fails before any process is spawned);
   2. start the Engine (synthesis and device processes, the status board), re-queue every job
      the journal holds unfinished under its original id and priority (recovery);
@@ -32,6 +34,7 @@ EX_OK = 0
 EX_STARTUP = 3  # the engine or the listener could not start (uvicorn's STARTUP_FAILURE)
 EX_ENGINE = 1  # the engine stopped without being asked to
 EX_JOURNAL = 78  # the state directory cannot be used: restarting will not help (EX_CONFIG)
+EX_TEMPFAIL = 75  # the state disk is full: restarting once there is room will (EX_TEMPFAIL)
 PRUNE_EVERY_MAX = 600.0  # seconds between two prunings of the journal at most
 
 
@@ -90,13 +93,13 @@ class Daemon:
             pass
 
     def run(self) -> int:
-        from cuzk.serve.journal import Journal, JournalError
+        from cuzk.serve.journal import DiskFull, Journal, JournalError
 
         try:
             self.journal = Journal.open(self.config.state_dir, self.config.keep_results)
         except JournalError as e:
             log.error("cannot start: %s", e)
-            return EX_JOURNAL
+            return EX_TEMPFAIL if isinstance(e, DiskFull) else EX_JOURNAL
         try:
             return self._run()
         finally:
@@ -107,6 +110,7 @@ class Daemon:
         from cuzk.serve.api import Api
         from cuzk.serve.front import Server
         from cuzk.serve.http import Router
+        from cuzk.serve.journal import DiskFull, JournalError
         from cuzk.serve.metrics import Metrics
 
         cfg = self.config
@@ -190,7 +194,14 @@ class Daemon:
         self.metrics = Metrics(self.engine).start()
         self.api = Api(self.engine, cfg, self.metrics, journal=self.journal)
         self._prune()
-        self._recover()
+        try:
+            self._recover()
+        except JournalError as e:  # a full disk, most likely: the jobs stay in the journal
+            log.error("cannot start: %s", e)
+            self.server.server_close()
+            self.metrics.stop()
+            self.engine.stop(0)
+            return EX_TEMPFAIL if isinstance(e, DiskFull) else EX_JOURNAL
         self.server.router = self.api.router()
         self.server.memory.budget = self.engine.budget  # request bodies count in the budget
         thread = threading.Thread(
@@ -263,7 +274,8 @@ class Daemon:
     def _recover(self) -> None:
         """Re-queue every job the journal holds unfinished, oldest first, under its original
         id, priority and submission time. A job whose key or witness is gone (or no longer
-        under the key roots, or changed) is recorded as failed with the reason."""
+        under the key roots, or changed) is recorded as failed with the reason. JournalError
+        (DiskFull for a full disk) when a re-queue cannot be recorded: the caller stops."""
         from cuzk.engine import EngineStopped
 
         entries = self.journal.unfinished()

@@ -27,7 +27,12 @@ unfinished in the journal and is proved again at the next start.
 
 A journal that cannot be read (not a database, damaged pages, a foreign database, a schema
 newer than this program's) raises JournalError with one line; it is never dropped or
-rewritten, because it may hold accepted jobs.
+rewritten, because it may hold accepted jobs. A state disk that is full when the journal is
+opened, or when a restart records its recovered jobs, raises DiskFull (a JournalError) that
+says so: ENOSPC or EDQUOT, SQLite's SQLITE_FULL, or an I/O error while the disk's free space
+(os.statvfs of the state directory) is below LOW_SPACE, which is how SQLite reports a -shm or
+-wal file it could not grow. The journal is sound then; the daemon exits 75 (EX_TEMPFAIL) and
+starts again once there is room.
 """
 
 from __future__ import annotations
@@ -95,10 +100,70 @@ SUMMARY_FIELDS = (
     "recovered",
 )
 RETRY_MIN, RETRY_MAX = 1.0, 30.0  # seconds between two retries of pending outcomes
+# Free space (bytes) under which an I/O error of the journal's files is blamed on a full disk:
+# a WAL frame is a page (4 KiB) and a header, the -shm file grows 32 KiB at a time.
+LOW_SPACE = 1 << 20
 
 
 class JournalError(Exception):
     """The journal cannot be used (or a write failed); str() is the one-line reason."""
+
+
+class DiskFull(JournalError):
+    """The state directory's disk is full: the journal cannot be opened or written now, and
+    nothing is wrong with it; once there is room the same call succeeds."""
+
+
+def free_space(path: str) -> int | None:
+    """Bytes an unprivileged process may still write on the file system of `path` (0 when it
+    has no inode left), or None when it cannot be told."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    if st.f_files and not st.f_favail:  # (f_files 0: a file system without an inode count)
+        return 0
+    return st.f_bavail * st.f_frsize
+
+
+def disk_full(e: BaseException, state_dir: str) -> int | None:
+    """The free bytes of state_dir's disk when the error `e` comes from its being full, else
+    None: ENOSPC / EDQUOT, SQLITE_FULL, or an I/O error (SQLITE_IOERR, "disk I/O error")
+    while less than LOW_SPACE is free."""
+    free = free_space(state_dir)
+    if isinstance(e, OSError):
+        full = e.errno in (errno.ENOSPC, errno.EDQUOT)
+    elif isinstance(e, sqlite3.Error):
+        code = getattr(e, "sqlite_errorcode", None)
+        primary = None if code is None else code & 0xFF
+        text = str(e).lower()
+        full = primary == sqlite3.SQLITE_FULL or "database or disk is full" in text
+        io = primary == sqlite3.SQLITE_IOERR or "disk i/o error" in text
+        full = full or (io and free is not None and free < LOW_SPACE)
+    else:
+        full = False
+    if not full:
+        return None
+    return free if free is not None else 0
+
+
+def _size(n: int) -> str:
+    for unit, k in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= k:
+            return f"{n / k:.1f} {unit}"
+    return f"{n} bytes"
+
+
+def _full_error(e: BaseException, state_dir: str, doing: str) -> DiskFull | None:
+    """DiskFull naming the disk when `e` comes from its being full (see disk_full)."""
+    free = disk_full(e, state_dir)
+    if free is None:
+        return None
+    reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+    return DiskFull(
+        f"the disk of the state directory {state_dir} is full ({_size(free)} free): cannot "
+        f"{doing} ({reason}); the journal is left as it is: free some space and start again"
+    )
 
 
 @dataclass(frozen=True)
@@ -166,16 +231,25 @@ class Journal:
             _warn_if_open(state_dir)
             _private_dirs(os.path.join(state_dir, SPOOL))
         except OSError as e:
-            raise JournalError(f"state directory {state_dir}: {e.strerror or e}") from None
+            full = _full_error(e, state_dir, "create it")
+            raise full or JournalError(f"state directory {state_dir}: {e.strerror or e}") from None
         lock_fd = _lock(state_dir)
         try:
             try:
                 _private_files(state_dir)
             except OSError as e:
-                raise JournalError(f"state directory {state_dir}: {e.strerror or e}") from None
+                full = _full_error(e, state_dir, "create the job journal")
+                raise full or JournalError(
+                    f"state directory {state_dir}: {e.strerror or e}"
+                ) from None
             db = _connect(os.path.join(state_dir, DB_NAME))
             j = cls(state_dir, keep_results, db, lock_fd)
-            j._sweep_spool()
+            try:
+                j._sweep_spool()
+            except (sqlite3.Error, OSError) as e:
+                db.close()
+                full = _full_error(e, state_dir, f"read the job journal {j.path}")
+                raise full or JournalError(f"job journal {j.path}: cannot read it: {e}") from None
         except BaseException:
             os.close(lock_fd)  # releases the flock
             raise
@@ -399,10 +473,20 @@ class Journal:
             self._unlink_spool(inputs)
 
     def mark_recovered(self, job_id: str) -> None:
-        with self._mutex:
-            db = self._tx("NORMAL")
-            with db:
-                db.execute("UPDATE jobs SET recovered = recovered + 1 WHERE job_id=?", (job_id,))
+        """Count a re-queue of the job after a restart. DiskFull (a full disk) or JournalError
+        (another failure), one line each, when it cannot be recorded."""
+        try:
+            with self._mutex:
+                db = self._tx("NORMAL")
+                with db:
+                    db.execute(
+                        "UPDATE jobs SET recovered = recovered + 1 WHERE job_id=?", (job_id,)
+                    )
+        except (OSError, sqlite3.Error) as e:
+            full = _full_error(e, self.state_dir, f"record that job {job_id} was recovered")
+            raise full or JournalError(
+                f"job journal {self.path}: cannot record that job {job_id} was recovered: {e}"
+            ) from None
 
     def prune(self, now: float | None = None) -> int:
         """Delete finished jobs older than keep_results; returns how many."""
@@ -642,8 +726,15 @@ def _lock(state_dir: str) -> int:
         raise JournalError(
             f"state directory {state_dir}: cannot lock it: {e.strerror or e}"
         ) from None
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    except OSError as e:
+        os.close(fd)
+        full = _full_error(e, state_dir, f"write its pid into {LOCK_NAME}")
+        raise full or JournalError(
+            f"state directory {state_dir}: cannot write {LOCK_NAME}: {e.strerror or e}"
+        ) from None
     return fd
 
 
@@ -652,10 +743,12 @@ def _connect(path: str) -> sqlite3.Connection:
     fresh = not os.path.exists(path) or os.path.getsize(path) == 0
     what = f"job journal {path}"
     advice = "move it aside to start with an empty journal (the jobs it holds are then not resumed)"
+    state_dir = os.path.dirname(path)
     try:
         db = sqlite3.connect(path, timeout=10.0, isolation_level=None, check_same_thread=False)
     except sqlite3.Error as e:
-        raise JournalError(f"{what}: cannot open it: {e}") from None
+        full = _full_error(e, state_dir, f"open the {what}")
+        raise full or JournalError(f"{what}: cannot open it: {e}") from None
     try:
         db.isolation_level = "DEFERRED"  # `with db:` commits or rolls back one transaction
         if fresh:
@@ -691,9 +784,23 @@ def _connect(path: str) -> sqlite3.Connection:
                 )
             log.info("journal %s: schema upgraded from version 1 to %d", path, SCHEMA_VERSION)
         return db
-    except sqlite3.DatabaseError as e:
+    except (sqlite3.Error, OSError) as e:
         db.close()
-        raise JournalError(f"{what} is corrupt or not a database ({e}); {advice}") from None
+        full = _full_error(e, state_dir, f"open the {what}")
+        if full is not None:  # SQLite says "disk I/O error" for a -shm or -wal it cannot grow
+            raise full from None
+        if isinstance(e, sqlite3.DatabaseError) and not _io_error(e):
+            raise JournalError(f"{what} is corrupt or not a database ({e}); {advice}") from None
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise JournalError(f"{what}: cannot read it ({reason}): check the disk") from None
     except BaseException:
         db.close()
         raise
+
+
+def _io_error(e: sqlite3.Error) -> bool:
+    """An I/O error (the disk, not the file's content)."""
+    code = getattr(e, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF == sqlite3.SQLITE_IOERR
+    return "disk i/o error" in str(e).lower()
