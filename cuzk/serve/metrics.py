@@ -220,7 +220,7 @@ class Metrics:
         by = ["kind", "node"] if self.farm else ["kind"]
         self.proofs_done = Counter(
             "cuzk_proofs_completed",
-            "Proofs (partitions) completed, by kind.",
+            "Proofs (partitions) this process completed, by kind.",
             by,
             registry=self.registry,
         )
