@@ -1080,6 +1080,7 @@ def _refused_as_full(p, state) -> None:
         assert bad not in p.stderr, p.stderr
 
 
+@pytest.mark.slow
 def test_serve_on_a_full_disk_exits_75_and_starts_once_there_is_room(tmp_path):
     """Issue 38: with only finished jobs it exited 78 ("corrupt ... move it aside"), which
     the documented unit does not restart; with an unfinished job, 1 and a traceback. Now both
