@@ -180,6 +180,7 @@ def test_a_sigkilled_writers_temporary_is_removed_by_the_next_write(tmp_path):
             f".other.json.{p.pid}-abcdefgh.tmp",
             ".proof.json.abcdefgh.tmp",
             f".proof.json.{p.pid}-abc.tmp",
+            f".proof.json.{10**30}-abcdefgh.tmp",  # no pid (os.kill would overflow)
         ]
         for n in keep:
             (tmp_path / n).write_text("x")

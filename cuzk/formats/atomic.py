@@ -198,8 +198,11 @@ def _temporary_name(name: str) -> re.Pattern:
     return re.compile(re.escape(f".{name}.") + r"([0-9]+)-[a-z0-9_]{8}\.tmp(?:\.old)?\Z")
 
 
+PID_MAX = 1 << 22  # Linux's PID_MAX_LIMIT: above it, no process of ours made the name
+
+
 def _running(pid: int) -> bool:
-    if pid <= 0:
+    if not 0 < pid <= PID_MAX:
         return True  # not a pid a process of ours can have had: leave it
     try:
         os.kill(pid, 0)
@@ -214,7 +217,9 @@ def sweep_stale(real: str) -> list[str]:
     """Remove the temporary files of the target `real` left by a killed process (SIGKILL, a
     power cut): our naming pattern, a regular file of this user, its pid not running. Returns
     the paths removed. A pid reused since by a live process keeps its file (the next write
-    after that process ends removes it)."""
+    after that process ends removes it). A folder shared with another pid namespace (a
+    container) may hold a live writer's temporary whose pid is not running here: removed, it
+    makes that writer's rename fail with a one-line error, its target untouched."""
     directory, name = os.path.split(real)
     pattern = _temporary_name(name)
     removed = []
