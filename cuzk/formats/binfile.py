@@ -75,11 +75,13 @@ class BinFile:
         kind: str,
         versions: tuple[int, ...],
         data=None,
-        private: bool = False,
+        private: bool = True,
     ):
-        """Map the file at `path`; with `private`, read it instead (section by section, as
-        asked for: see the module's docstring); or, when `data` (bytes-like) is given, read
-        that buffer and use `path` only as the name in messages (an uploaded file)."""
+        """Read the file at `path` (`private`, the default: section by section, as asked
+        for; see the module's docstring), or with private=False map it; or, when `data`
+        (bytes-like) is given, read that buffer and use `path` only as the name in messages
+        (an uploaded file). `mm` is the whole map or buffer, or (private) the file's first
+        64 KiB only: read the rest with read_bytes() or view()."""
         self.path = os.fspath(path)
         self.kind = kind
         self.mm = None
