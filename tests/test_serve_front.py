@@ -20,7 +20,7 @@ import threading
 import time
 
 import pytest
-from serve_harness import SilentConnections
+from serve_harness import BodyHog, SilentConnections
 
 from cuzk.engine.budget import MemoryBudget
 from cuzk.serve.body import SKELETON_LIMIT, BodyTooLarge, JsonBody, Upload, loads
@@ -629,41 +629,6 @@ def test_small_bodies_have_a_reserve_and_stale_small_bodies_give_way():
         BodyMemory(MiB, reserve=2 * MiB)
 
 
-class _Hog(threading.Thread):
-    """A client holding the most body memory it can: it declares `size` bytes, sends all but
-    the last 4 KiB at once, then (`pattern`) sends one byte every 0.5 s ("trickle") or nothing
-    ("silent"); with `reopen` it opens a new body whenever the server cuts or refuses it."""
-
-    def __init__(self, port: int, size: int, pattern: str, reopen: bool):
-        super().__init__(daemon=True)
-        self.port, self.size, self.pattern, self.reopen = port, size, pattern, reopen
-        self.stop = threading.Event()
-        self.answers: list[bytes] = []
-
-    def run(self):
-        body = b'{"witnesses": [{"data": "' + b"A" * self.size
-        while not self.stop.is_set():
-            try:
-                s = socket.create_connection(("127.0.0.1", self.port), timeout=0.5)
-                s.sendall(_post_head("/echo", self.size) + body[: self.size - 4096])
-                out = b""
-                while not self.stop.is_set():
-                    try:
-                        d = s.recv(65536)
-                        if not d:
-                            break
-                        out += d
-                    except TimeoutError:
-                        if self.pattern == "trickle":
-                            s.sendall(b"A")
-                s.close()
-                self.answers.append(out[:200])
-            except OSError as e:
-                self.answers.append(repr(e).encode())
-            if not self.reopen:
-                self.stop.wait()
-
-
 @pytest.mark.parametrize(
     "pattern, reopen", [("trickle", False), ("silent", False), ("silent", True)]
 )
@@ -680,8 +645,8 @@ def test_bodies_held_at_their_largest_never_lock_a_small_post_out(front, pattern
     timeout = 1.5 if reopen else 60
     srv = make(max_body=3 * MiB, body_memory=8 * MiB, body_timeout=timeout, body_min_rate=1000)
     port = srv.server_address[1]
-    hogs = [_Hog(port, 3 * MiB, pattern, reopen) for _ in range(3)]
-    hogs += [_Hog(port, MiB - 64, pattern, reopen) for _ in range(2)]
+    hogs = [BodyHog(port, 3 * MiB, pattern, reopen) for _ in range(3)]
+    hogs += [BodyHog(port, MiB - 64, pattern, reopen) for _ in range(2)]
     for h in hogs:
         h.start()
         time.sleep(0.2)
