@@ -27,6 +27,7 @@ a private BinFile is mapped, so nothing a file does can fault it.
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 import stat
@@ -91,9 +92,12 @@ class BinFile:
             self.mm = memoryview(data).cast("B")
             self.file_size = self.mm.nbytes
         elif private:
-            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            # O_NONBLOCK: a FIFO given as a key is refused below, not waited on
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
             try:
                 st = os.fstat(fd)
+                if stat.S_ISDIR(st.st_mode):
+                    raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), self.path)
                 if not stat.S_ISREG(st.st_mode):
                     raise Truncated(self.path, f"not a regular file: a .{kind} file must be one")
                 self.stamp, self.file_size = file_stamp(st), st.st_size
@@ -240,12 +244,6 @@ class BinFile:
         self._pread(self._fd, offset, out.nbytes, out)
         out.flags.writeable = False
         return out
-
-    def close(self) -> None:
-        """Close a private file's handle (what it has read stays valid)."""
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
 
     def __del__(self):
         fd = getattr(self, "_fd", None)
