@@ -166,6 +166,28 @@ def test_the_one_shot_command_maps_neither_key_nor_witness(tmp_path):
 
 
 # ------------------------------------------------------------------------------ the daemon
+def test_the_engine_says_how_a_registered_key_file_changed(tmp_path):
+    """Engine.key_file_changed: None while the file is the one registered; then rewritten in
+    place, replaced by another file (renamed over it), gone: each named, with the file."""
+    from cuzk.engine import Engine
+    from cuzk.testing import prover_double
+
+    path = tmp_path / "k.json"
+    prover_double.write_key(path)
+    eng = Engine(prover="cuzk.testing.prover_double")  # registration needs no running engine
+    kid = eng.register_key(path)
+    assert eng.key_file_changed(kid) is None and eng.key_file_changed("0" * 16) is None
+    _rewrite_in_place(path, path.read_bytes() + b" ")
+    why = eng.key_file_changed(kid)
+    assert str(path) in why and "rewritten in place" in why, why
+    assert eng.register_key(path) != kid  # the double's id is its bytes': another key
+    prover_double.write_key(tmp_path / "new.json", n_vars=32)
+    os.replace(tmp_path / "new.json", path)
+    assert "replaced by another file" in eng.key_file_changed(kid)
+    path.unlink()
+    assert "is gone" in eng.key_file_changed(kid)
+
+
 def _job(key: str, wtns: bytes) -> dict:
     return {"key": key, "witnesses": [{"data": base64.b64encode(wtns).decode()}]}
 
