@@ -149,6 +149,29 @@ def no_board_left_in_dev_shm():
     assert not left, f"board segments left in /dev/shm: {left}"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def fixture_files_never_rewritten():
+    """The committed fixture files (tests/fixtures) are read, mapped by some processes (the
+    daemons' proving processes map keys), and never rewritten: a file truncated or rewritten
+    in place under a map kills the process touching it with SIGBUS (issue 38: a whole-suite
+    run died so at exit). A test that must damage a file damages a copy in its tmp_path."""
+    root = FIXTURES
+
+    def stamps():
+        out = {}
+        for dirpath, _, names in os.walk(root):
+            for n in names:
+                st = os.stat(os.path.join(dirpath, n))
+                out[os.path.join(dirpath, n)] = (st.st_ino, st.st_size, st.st_mtime_ns)
+        return out
+
+    before = stamps()
+    yield
+    after = stamps()
+    changed = sorted(p for p in before if after.get(p) != before[p])
+    assert not changed, f"fixture files rewritten, replaced or removed by a test: {changed}"
+
+
 @pytest.fixture
 def board_factory():
     """make(instance="test", **counts) -> a new Board under BOARD_PREFIX; each one made is

@@ -16,8 +16,10 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -347,3 +349,44 @@ def closed_port_url() -> str:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     return f"http://127.0.0.1:{port}"
+
+
+class BodyHog(threading.Thread):
+    """A client holding the most body memory it can: it declares `size` bytes, sends all but
+    the last 4 KiB at once, then (`pattern`) sends one byte every 0.5 s ("trickle") or nothing
+    ("silent"); with `reopen` it opens a new body whenever the server cuts or refuses it.
+    `path`: the route it posts to (JSON with one witness whose data never ends)."""
+
+    def __init__(self, port: int, size: int, pattern: str, reopen: bool, path: str = "/echo"):
+        super().__init__(daemon=True)
+        self.port, self.size, self.pattern, self.reopen = port, size, pattern, reopen
+        self.path = path
+        self.stop = threading.Event()
+        self.answers: list[bytes] = []
+
+    def run(self):
+        body = b'{"witnesses": [{"data": "' + b"A" * self.size
+        while not self.stop.is_set():
+            try:
+                s = socket.create_connection(("127.0.0.1", self.port), timeout=0.5)
+                head = (
+                    b"POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json"
+                    b"\r\nContent-Length: %d\r\n\r\n" % (self.path.encode(), self.size)
+                )
+                s.sendall(head + body[: self.size - 4096])
+                out = b""
+                while not self.stop.is_set():
+                    try:
+                        d = s.recv(65536)
+                        if not d:
+                            break
+                        out += d
+                    except TimeoutError:
+                        if self.pattern == "trickle":
+                            s.sendall(b"A")
+                s.close()
+                self.answers.append(out[:200])
+            except OSError as e:
+                self.answers.append(repr(e).encode())
+            if not self.reopen:
+                self.stop.wait()

@@ -46,8 +46,8 @@ class ProvingKey:
     nbytes: int
 
     @classmethod
-    def open(cls, path) -> ProvingKey:
-        with open(path, "rb") as f:
+    def open(cls, path, resident: bool = True) -> ProvingKey:
+        with open(path, "rb") as f:  # read, not mapped: resident changes nothing
             raw = f.read()
         try:
             d = json.loads(raw)

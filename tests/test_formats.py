@@ -88,8 +88,11 @@ def test_zkey_header_matches_r1cs_and_snarkjs_vk(any_circuit):
     assert [[str(c) for c in g1_from_limbs(p)] for p in z.ic] == [p[:2] for p in vk["IC"]]
 
 
-def test_zkey_sections_are_mapped_views_of_the_right_shape(any_circuit):
-    z = ZKey(any_circuit.zkey)
+@pytest.mark.parametrize("private", [False, True])
+def test_zkey_sections_are_mapped_views_or_read_of_the_right_shape(any_circuit, private):
+    """private=False (a daemon's proving processes): views of the map, never copies; the
+    default reads each into memory of its own (issue 38), the same values."""
+    z = ZKey(any_circuit.zkey, private=private)
     n, npub, d = z.n_vars, z.n_public, z.domain_size
     shapes = {
         "ic": (npub + 1, 8),
@@ -102,8 +105,10 @@ def test_zkey_sections_are_mapped_views_of_the_right_shape(any_circuit):
     for name, shape in shapes.items():
         a = getattr(z, name)
         assert a.shape == shape and a.dtype == np.uint64, name
-        assert _mapped(a) and not a.flags.writeable, f"{name} is a copy"
-    assert _mapped(z.coefficients) and z.coefficients.dtype.names == (
+        assert _mapped(a) != private and not a.flags.writeable, f"{name}: mapped {not private}"
+        if private:
+            assert np.array_equal(a, getattr(ZKey(any_circuit.zkey, private=False), name))
+    assert _mapped(z.coefficients) != private and z.coefficients.dtype.names == (
         "matrix",
         "constraint",
         "signal",
@@ -148,7 +153,8 @@ def test_witness_matches_public_json_and_satisfies_r1cs(any_circuit):
     z, cs = ZKey(any_circuit.zkey), R1CS(any_circuit.r1cs)
     for k in range(any_circuit.n_sets):
         w = read_wtns(any_circuit.witness(k))
-        assert w.prime == BN254_R and w.values.shape == (z.n_vars, 4) and _mapped(w.values)
+        assert w.prime == BN254_R and w.values.shape == (z.n_vars, 4)
+        assert not _mapped(w.values) and not w.values.flags.writeable  # read (issue 38)
         z.check_witness(w)
         values = limbs_to_ints(w.values)
         assert values[0] == 1

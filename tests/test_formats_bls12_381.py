@@ -168,7 +168,7 @@ def test_zkey_writer_round_trips_the_contributed_key(tmp_path):
     for sid in range(1, 11):
         s1, s2 = BinFile(ZKEY, "zkey", (1,)), BinFile(a, "zkey", (1,))
         x, y = s1.section(sid, ""), s2.section(sid, "")
-        assert s1.mm[x.offset : x.offset + x.size] == s2.mm[y.offset : y.offset + y.size], sid
+        assert s1.read_bytes(x.offset, x.size) == s2.read_bytes(y.offset, y.size), sid
 
 
 def test_zkey_writer_refuses_points_of_the_wrong_width(tmp_path):

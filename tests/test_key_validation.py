@@ -110,7 +110,7 @@ def first_nonzero_point(path, sid, size) -> int:
     """Index of the first stored point that is not the all-zero infinity encoding."""
     f = BinFile(path, "zkey", (1,))
     s = f.section(sid, "s")
-    raw = np.frombuffer(f.mm[s.offset : s.offset + s.size], dtype=np.uint8).reshape(-1, size)
+    raw = np.frombuffer(f.read_bytes(s.offset, s.size), dtype=np.uint8).reshape(-1, size)
     return int(np.flatnonzero(raw.any(axis=1))[-1])
 
 

@@ -20,7 +20,7 @@ import threading
 import time
 
 import pytest
-from serve_harness import SilentConnections
+from serve_harness import BodyHog, SilentConnections
 
 from cuzk.engine.budget import MemoryBudget
 from cuzk.serve.body import SKELETON_LIMIT, BodyTooLarge, JsonBody, Upload, loads
@@ -471,7 +471,7 @@ def test_an_older_body_cuts_a_younger_one_when_memory_is_short(front):
     (503 with the reason, after its body is read into nothing), the older is served."""
     make, _ = front
     MiB = 1024**2
-    srv = make(max_body=4 * MiB, body_memory=4 * MiB)
+    srv = make(max_body=4 * MiB, body_memory=5 * MiB)  # bodies over 1 MiB: 4.375 MiB
     port = srv.server_address[1]
     blob = random.Random(2).randbytes(2_200_000)
     payload = json.dumps({"witnesses": [{"data": base64.b64encode(blob).decode()}]}).encode()
@@ -598,3 +598,122 @@ def test_absolute_form_with_a_token_is_served_on_any_host(front):
             b"Connection: close\r\n\r\n"
         )
         assert _read_all(s, 10).startswith(b"HTTP/1.1 200 ")
+
+
+# ------------------------------------------------------------------------------ issue 38
+def test_small_bodies_have_a_reserve_and_stale_small_bodies_give_way():
+    MiB = 1024**2
+    now = [100.0]
+    m = BodyMemory(8 * MiB, clock=lambda: now[0])
+    assert m.reserve == MiB and m.large_cap == 7 * MiB
+    large = []
+    for _ in range(3):  # three 3 MiB bodies sent fast, grown a MiB at a time as they arrive
+        t = m.ticket(3 * MiB)
+        for _ in range(3):
+            m.grow(t, MiB)
+        large.append(t)
+    assert [t.held for t in large] == [3 * MiB, 3 * MiB, MiB] and m.used_large == 7 * MiB
+    ok, reason = m.grow(large[2], MiB)  # the reserve is not theirs, nor can they cut older ones
+    assert not ok and "large request bodies" in reason and "body_memory" in reason
+    # a small body (a job's JSON) takes the reserve at once
+    job = m.ticket(400_000)
+    assert m.grow(job, 400_000) == (True, "") and m.used == 7 * MiB + 400_000
+    m.give_back(job)
+    # small bodies that trickle fill the reserve; fresh ones are never cut ...
+    hogs = [m.try_take(MiB // 2)[0] for _ in range(2)]
+    assert None not in hogs and m.used == m.cap
+    job = m.ticket(1000)
+    ok, reason = m.grow(job, 1000)
+    assert not ok and "body_memory" in reason and all(h.cut is None for h in hogs)
+    # ... but once they have been arriving for SMALL_GRACE, a new small body cuts the oldest
+    now[0] += 2.5
+    assert m.grow(job, 1000) == (True, "")
+    assert hogs[0].cut and "newer small body" in hogs[0].cut and hogs[1].cut is None
+    assert m.cuts == 1 and all(t.cut is None for t in large)
+    # a small body whose handler runs is never cut (the stale one still arriving is)
+    m.done_reading(hogs[1])
+    late = m.ticket(MiB // 2)
+    assert m.grow(late, MiB // 2)[0] and hogs[1].cut is None and job.cut
+    # nor does a large body ever cut a small one to get at the reserve
+    now[0] += 2.5
+    assert not m.grow(large[2], MiB)[0] and late.cut is None
+    for t in large + hogs + [job, late]:
+        m.give_back(t)
+    assert m.used == m.used_large == 0
+    with pytest.raises(ValueError):
+        BodyMemory(MiB, reserve=2 * MiB)
+
+
+@pytest.mark.parametrize(
+    "pattern, reopen", [("trickle", False), ("silent", False), ("silent", True)]
+)
+def test_bodies_held_at_their_largest_never_lock_a_small_post_out(front, pattern, reopen):
+    """Issue 38 item 1: clients sending maximum-size bodies fast, then trickling or silent
+    (and reopened when cut), held all of body_memory; a third client's job POST got 503 after
+    5 s. Here three such clients (7 MiB of an 8 MiB body_memory is all large bodies may hold)
+    and two holding small bodies (the reserve) as long as they can: every small POST is
+    answered 200 at once, or within SMALL_GRACE when the reserve is held."""
+    make, _ = front
+    MiB = 1024**2
+    # without reopening, a long grace: nothing is cut, the reserve alone keeps the room;
+    # reopening, 1.5 s: the hogs are cut (408) or refused (503) and reopen, over and over
+    timeout = 1.5 if reopen else 60
+    srv = make(max_body=3 * MiB, body_memory=8 * MiB, body_timeout=timeout, body_min_rate=1000)
+    port = srv.server_address[1]
+    hogs = [BodyHog(port, 3 * MiB, pattern, reopen) for _ in range(3)]
+    hogs += [BodyHog(port, MiB - 64, pattern, reopen) for _ in range(2)]
+    for h in hogs:
+        h.start()
+        time.sleep(0.2)
+    small = json.dumps({"witnesses": [{"data": "QUJD"}]}).encode()
+    took = []
+    try:
+        deadline = time.monotonic() + 6
+        while time.monotonic() < deadline:
+            time.sleep(0.3)
+            t0 = time.monotonic()
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+                s.sendall(_post_head("/echo", len(small)) + small)
+                out = s.recv(65536)
+            took.append(time.monotonic() - t0)
+            assert b"200 OK" in out and b'"sizes":[3]' in out, out[:300]
+            assert srv.memory.used_large <= 7 * MiB
+        # the large hogs held what they could (3 + 3 + 1 MiB), and nothing of theirs finished
+        assert srv.memory.high_water >= 7 * MiB + MiB // 2
+    finally:
+        for h in hogs:
+            h.stop.set()
+        for h in hogs:
+            h.join(5)
+    assert max(took) < 2 + 1, took  # SMALL_GRACE plus slack on a busy machine
+    assert not any(b"200 OK" in a for h in hogs for a in h.answers)
+    if reopen:
+        assert any(len(h.answers) > 1 for h in hogs)  # cut or refused, and back again
+
+
+def test_a_body_sent_fast_then_trickling_earns_no_long_credit(front):
+    """The minimum rate as Apache's (a second per body_min_rate bytes, no bound) let a body of
+    256 MiB sent in 2.4 s trickle on for 68 minutes; the credit is now body_timeout at most."""
+    make, _ = front
+    MiB = 1024**2
+    srv = make(max_body=3 * MiB, body_memory=8 * MiB, body_timeout=1.5, body_min_rate=1000)
+    port = srv.server_address[1]
+    s = socket.create_connection(("127.0.0.1", port), timeout=0.5)
+    s.sendall(_post_head("/echo", 3 * MiB) + b'{"witnesses": [{"data": "' + b"A" * (2 * MiB))
+    t0 = time.monotonic()
+    out = b""
+    while time.monotonic() - t0 < 15:  # 2 MiB at 1000 bytes/s would once have bought 35 min
+        try:
+            d = s.recv(65536)
+            if not d:
+                break
+            out += d
+        except TimeoutError:
+            s.sendall(b"A")
+        except ConnectionResetError:
+            break
+    took = time.monotonic() - t0
+    assert out.startswith(b"HTTP/1.1 408 "), out[:300]
+    assert b"body too slow" in out and b"body_timeout" in out
+    assert took < 6, took  # cut 1.5 s after it slowed (plus the poll step and a busy machine)
+    assert srv.memory.used == 0

@@ -297,7 +297,7 @@ class ClusterEngine(JobAPI):
         ProvingKey = importlib.import_module(self.config.prover).ProvingKey
         path = os.path.abspath(os.fspath(path))
         wasm = os.path.abspath(os.fspath(wasm)) if wasm is not None else None
-        pk = ProvingKey.open(path)
+        pk = ProvingKey.open(path, resident=False)  # read, not mapped (issue 38)
         key_id = pk.key_id
         meta = {
             "key_id": key_id,

@@ -39,6 +39,35 @@ def tie_to_parent(parent_pid: int) -> None:
         os._exit(70)  # the supervisor died before PDEATHSIG was armed
 
 
+def key_is_current(key, key_id: str = "") -> bool:
+    """Whether a key a process holds is still its file's content (the prover's optional
+    check_unchanged(): a mapped key copied over in place reads another key, or faults past
+    the new end; issue 38) and, given `key_id`, the key registered so. Open it again when
+    not."""
+    if key_id and key.key_id != key_id:
+        return False
+    check = getattr(key, "check_unchanged", None)
+    if check is None:
+        return True
+    try:
+        check()
+    except Exception:
+        return False
+    return True
+
+
+def check_key_id(key, expected: str, path: str) -> None:
+    """Raise Changed when the key file opened is not the key registered as `expected`."""
+    if expected and key.key_id != expected:
+        from cuzk.formats.errors import Changed
+
+        raise Changed(
+            path,
+            f"now holds key {key.key_id}, not key {expected} as when it was registered "
+            "(rewritten or replaced since): register it again",
+        )
+
+
 def load_prover(name: str, options: dict):
     """Import the prover module (cuzk.engine.contract.Prover) and give it its options."""
     prover = importlib.import_module(name)

@@ -53,7 +53,14 @@ class ProvingKey(Protocol):
     # with the key must compute over it (cuzk.witness.errors.check_same_circuit).
 
     @classmethod
-    def open(cls, path) -> ProvingKey: ...
+    def open(cls, path, resident: bool = True) -> ProvingKey: ...
+
+    # resident=False: the supervisor opens a key to read its sizes and validate it once,
+    # then drops it; a prover that maps key files must not map this one (a file truncated
+    # under a map kills the process that touches it with SIGBUS, issue 38). Optional:
+    # check_unchanged(), raising (cuzk.formats.errors.Changed) when the key's file is no
+    # longer the one opened; the proving processes call it before each use of a key they
+    # hold and open the file again if it raises.
 
     def validate(self) -> Any:
         """Check every point once per key file; raise (cuzk.formats.errors) on a bad one."""

@@ -159,8 +159,13 @@ class DeviceProcess(child.ChildProcess):
     def _resident_key(self, msg: Prove):
         with self.key_lock:
             key = self.keys.get(msg.key_id)
+            if key is not None and not child.key_is_current(key):  # its file changed: again
+                del self.keys[msg.key_id]
+                self.dev.evict_key(msg.key_id)
+                key = None
             if key is None:
                 key = self.prover.ProvingKey.open(msg.key_path)
+                child.check_key_id(key, msg.key_id, msg.key_path)
                 self.layouts[key.key_id] = Layout(key.buffers())
                 t0 = time.time()
                 self.dev.load_key(key)

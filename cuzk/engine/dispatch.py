@@ -121,7 +121,10 @@ class Dispatcher:
         b.status.partition(job, wk.partition)
         ch.items.add(wk)
         b.event("synth", wk.job_id, wk.partition, wk.attempt, ch.index)
-        self.send(ch, Synth(wk, k.path, source, w.segs["witness"], w.segs[BUFFERS_USE], job.wasm))
+        self.send(
+            ch,
+            Synth(wk, k.path, source, w.segs["witness"], w.segs[BUFFERS_USE], job.wasm, k.key_id),
+        )
 
     def _send_prove(self, dev: ChildRecord, wk: WorkKey) -> None:
         b = self.books

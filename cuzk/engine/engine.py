@@ -47,6 +47,7 @@ from cuzk.engine.jobs import EngineError, JobAPI
 from cuzk.engine.records import JobRecord, KeyRecord
 from cuzk.engine.settings import EngineConfig, format_size
 from cuzk.engine.supervisor import Supervisor
+from cuzk.formats.binfile import file_stamp
 
 log = logging.getLogger("cuzk.engine")
 
@@ -78,6 +79,7 @@ class Engine(JobAPI):
         self._sup = Supervisor(self._books)
         self._books.budget.on_release = self._sup.wake  # e.g. an upload's reservation
         self._validated: dict[tuple, str] = {}  # (path, size, mtime_ns) -> key id, points checked
+        self._key_files: dict[str, tuple] = {}  # key id -> (path, file_stamp) when registered
 
     pid = property(lambda self: self._books.pid)
 
@@ -175,7 +177,9 @@ class Engine(JobAPI):
             circuit = Circuit(wasm)  # checks the interface and the prime
         st = os.stat(path)
         stamp = (path, st.st_size, st.st_mtime_ns)
-        pk = prover.ProvingKey.open(path)
+        # read, not mapped: this process is the daemon, and a key file copied over in place
+        # while mapped would kill it with SIGBUS (issue 38)
+        pk = prover.ProvingKey.open(path, resident=False)
         b = self._books
         if self._validated.get(stamp) != pk.key_id:
             t0 = time.perf_counter()
@@ -191,6 +195,8 @@ class Engine(JobAPI):
             check_same_circuit(circuit, pk, os.path.basename(path))
         with b.lock:
             k = b.keys.get(pk.key_id)
+            if k is None or k.path == path:  # the file the proving processes open
+                self._key_files[pk.key_id] = (path, file_stamp(st))
             if k is not None:
                 if circuit is not None:
                     k.wasm, k.wasm_bytes = wasm, int(circuit.instance_bytes)
@@ -229,6 +235,24 @@ class Engine(JobAPI):
             f", circuit {wasm}" if wasm else "",
         )
         return pk.key_id
+
+    def key_file_changed(self, key_id: str) -> str | None:
+        """Why key `key_id`'s file is no longer the one registered (replaced, rewritten in
+        place, gone), or None while it is: its jobs are then refused until it is registered
+        again (the proving processes would read another key, or a shorter file)."""
+        with self._books.lock:
+            got = self._key_files.get(key_id)
+        if got is None:
+            return None
+        path, was = got
+        try:
+            now = file_stamp(os.stat(path))
+        except OSError as e:
+            return f"its file {path} is gone since it was registered ({e.strerror or e})"
+        if now == was:
+            return None
+        what = "replaced by another file" if now[:2] != was[:2] else "rewritten in place"
+        return f"its file {path} was {what} since it was registered ({was[2]} -> {now[2]} bytes)"
 
     def keys(self) -> list[dict]:
         b = self._books

@@ -65,6 +65,7 @@ class Synth(NamedTuple):
     w: str
     buffers: str
     wasm: str | None  # set: the source is circuit inputs, the witness computed with this
+    key_id: str = ""  # the key registered from key_path: the file must still hold it
 
 
 class Prove(NamedTuple):

@@ -52,12 +52,17 @@ class SynthesisProcess(child.ChildProcess):
         while True:
             self._run_one(self.work.get())
 
-    def _key(self, path: str) -> tuple:
-        """(key, Layout of its buffers), the key mapped once in this process."""
+    def _key(self, path: str, key_id: str = "") -> tuple:
+        """(key, Layout of its buffers), the key mapped once in this process, and again when
+        its file has changed (then it must still be key `key_id`, else Changed)."""
         got = self.keys.get(path)
+        if got is not None and not child.key_is_current(got[0], key_id):
+            del self.keys[path]
+            got = None
         if got is None:
             key = self.prover.ProvingKey.open(path)
             got = self.keys[path] = (key, Layout(key.buffers()))
+        child.check_key_id(got[0], key_id, path)
         return got
 
     def _run_one(self, msg: Synth) -> None:
@@ -66,7 +71,7 @@ class SynthesisProcess(child.ChildProcess):
         token = status.synth_claim(self.slot, wk.job_id, wk.partition)
         segs = []
         try:
-            key, layout = self._key(msg.key_path)
+            key, layout = self._key(msg.key_path, msg.key_id)
             t_w = time.time()
             source = msg.source
             if source[0] == "shm":

@@ -26,6 +26,7 @@ _EXPORTS = {
     "NotOnCurve": "errors",
     "BadPoint": "errors",
     "Truncated": "errors",
+    "Changed": "errors",
     "UnsupportedCurve": "errors",
     "UnsupportedProtocol": "errors",
     "WrongPrime": "errors",

@@ -46,6 +46,11 @@ class Truncated(FormatError):
     """The file ends before a header, section table entry or section it declares."""
 
 
+class Changed(FormatError):
+    """A file read in parts changed between them: truncated, rewritten or replaced since it
+    was opened (a proving key a daemon holds, copied over by a new one)."""
+
+
 class MissingSection(FormatError):
     """A section the format requires is absent."""
 

@@ -47,7 +47,9 @@ class SparseMatrix:
 
 
 class R1CS:
-    """A mapped .r1cs: header fields and the A, B, C matrices (SparseMatrix each).
+    """A .r1cs, read into memory (not mapped: a file truncated under a map kills the process
+    that touches it, cuzk.formats.binfile): header fields and the A, B, C matrices
+    (SparseMatrix each).
 
     Attributes: path, prime, n_wires, n_pub_out, n_pub_in, n_prv_in, n_labels, n_constraints,
     n_public (= n_pub_out + n_pub_in), A, B, C, wire_to_label (uint64 view or None);
@@ -56,7 +58,9 @@ class R1CS:
     """
 
     def __init__(self, path: os.PathLike | str, curves_allowed=None):
-        self.file = f = BinFile(path, "r1cs", (R1CS_VERSION,))
+        with open(path, "rb") as fh:
+            data = fh.read()
+        self.file = f = BinFile(path, "r1cs", (R1CS_VERSION,), data=data)
         self.path = f.path
         s = f.section(HEADER, "header")
         if s.size < 4:

@@ -24,7 +24,7 @@ HEADER, VALUES = 1, 2
 
 
 class Witness(NamedTuple):
-    """A mapped witness: `values` is a read-only (n, 4) uint64 view (plain form); `prime` the
+    """A witness: `values` is a read-only (n, 4) uint64 array (plain form); `prime` the
     scalar field prime it is over, `curve` (a property) snarkjs's name of that curve."""
 
     values: np.ndarray
@@ -39,15 +39,17 @@ class Witness(NamedTuple):
 def read_wtns(
     path: os.PathLike | str, check_values: bool = True, data=None, curves_allowed=None
 ) -> Witness:
-    """Map a .wtns file; returns Witness(values (n, 4) uint64 view, prime, path).
+    """Read a .wtns file; returns Witness(values (n, 4) uint64 array, prime, path).
 
     Validates magic, version, the prime (a known curve's r: BN254's or BLS12-381's) and its
     width n8 = 32, section sizes, and (with `check_values`) w[0] = 1 and every value < r.
     `curves_allowed` (snarkjs names) limits the curves: another raises UnsupportedCurve.
     With `data` (bytes-like, e.g. an upload) the witness is read from that buffer (values
-    view it, no copy) and `path` only names it in messages.
+    view it, no copy) and `path` only names it in messages. A file is read into this
+    process's memory, not mapped: one truncated while in use gives Truncated, never SIGBUS
+    (cuzk.formats.binfile; the values are read in full by every user anyway).
     """
-    f = BinFile(path, "wtns", (1, WTNS_VERSION), data=data)
+    f = BinFile(path, "wtns", (1, WTNS_VERSION), data=data, private=data is None)
     s = f.section(HEADER, "header")
     if s.size < 4:
         raise BadSectionSize(f.path, f"header section (1) is {s.size} bytes, too short")

@@ -129,7 +129,11 @@ class ZKeyData:
 
 
 class ZKey:
-    """A mapped Groth16 .zkey. Point and coefficient arrays are read-only views of the file.
+    """A Groth16 .zkey. Point and coefficient arrays are read-only: with `private` (the
+    default) arrays of their own, each section read from the file when first used (and
+    again after forget()); with private=False views of the mapped file, shared with the page
+    cache (a daemon's proving processes: cuzk.groth16.key; see cuzk.formats.binfile for what
+    a map risks).
 
     Attributes: path, n8q, q, n8r, r, n_vars, n_public, domain_size (ints); curve (snarkjs's
     name, "bn128" or "bls12381", from q and r) and curve_info (its cuzk.formats.curve.Curve);
@@ -147,10 +151,18 @@ class ZKey:
     """
 
     def __init__(
-        self, path: os.PathLike | str, check_coefficients: bool = True, curves_allowed=None
+        self,
+        path: os.PathLike | str,
+        check_coefficients: bool = True,
+        curves_allowed=None,
+        private: bool = True,
     ):
-        self.file = f = BinFile(path, "zkey", (ZKEY_VERSION,))
+        self.file = f = BinFile(path, "zkey", (ZKEY_VERSION,), private=private)
         self.path = f.path
+        # coefficients and point sections: (offset, dtype, count, row width or 0), their
+        # arrays made when first asked for (a private key reads each then; see forget())
+        self._where: dict[str, tuple] = {}
+        self._arrays: dict[str, np.ndarray] = {}
 
         s = f.section(HEADER, "header")
         if s.size != 4:
@@ -239,21 +251,68 @@ class ZKey:
                 self.path,
                 f"coefficients section (4) is {s.size} bytes; {n_coefs} entries need {expected}",
             )
-        self.coefficients = f.view(s.offset + 4, COEF_DTYPE, n_coefs)
+        self._where["coefficients"] = (s.offset + 4, COEF_DTYPE, n_coefs, 0)
 
-        self.points_a = self._points(POINTS_A, "pointsA", self.n_vars, g1)
-        self.points_b1 = self._points(POINTS_B1, "pointsB1", self.n_vars, g1)
-        self.points_b2 = self._points(POINTS_B2, "pointsB2", self.n_vars, g2)
-        self.points_c = self._points(POINTS_C, "pointsC", self.n_vars - self.n_public - 1, g1)
-        self.points_h = self._points(POINTS_H, "pointsH", self.domain_size, g1)
+        for attr, sid, name, count, width in (
+            ("points_a", POINTS_A, "pointsA", self.n_vars, g1),
+            ("points_b1", POINTS_B1, "pointsB1", self.n_vars, g1),
+            ("points_b2", POINTS_B2, "pointsB2", self.n_vars, g2),
+            ("points_c", POINTS_C, "pointsC", self.n_vars - self.n_public - 1, g1),
+            ("points_h", POINTS_H, "pointsH", self.domain_size, g1),
+        ):
+            offset = self._points_at(sid, name, count, width)
+            self._where[attr] = (offset, np.dtype("<u8"), count * width, width)
         if f.has(CONTRIBUTIONS):
             s = f.section(CONTRIBUTIONS, "contributions")
-            self.contributions = bytes(f.mm[s.offset : s.offset + s.size])
+            self.contributions = f.read_bytes(s.offset, s.size)
         else:
             self.contributions = None
 
         if check_coefficients:
             self.check_coefficients()
+            if f.private:  # read again when needed: a process that proves holds no copy
+                self.forget("coefficients")
+
+    def _section(self, attr: str) -> np.ndarray:
+        a = self._arrays.get(attr)
+        if a is None:
+            offset, dtype, count, width = self._where[attr]
+            a = self.file.view(offset, dtype, count)
+            if width:
+                a = a.reshape(count // width, width)
+            a = self._arrays.setdefault(attr, a)
+        return a
+
+    coefficients = property(lambda self: self._section("coefficients"))
+    points_a = property(lambda self: self._section("points_a"))
+    points_b1 = property(lambda self: self._section("points_b1"))
+    points_b2 = property(lambda self: self._section("points_b2"))
+    points_c = property(lambda self: self._section("points_c"))
+    points_h = property(lambda self: self._section("points_h"))
+
+    def forget(self, *attrs: str) -> None:
+        """Drop this key's arrays of the named sections (a later access makes them again:
+        a private key reads them from the file, a mapped one views the map)."""
+        for attr in attrs:
+            self._arrays.pop(attr, None)
+
+    def section_nbytes(self, attr: str) -> int:
+        """Bytes of a coefficient or point section, without reading it."""
+        offset, dtype, count, width = self._where[attr]
+        return np.dtype(dtype).itemsize * count
+
+    def _points_at(self, sid: int, name: str, count: int, width: int) -> int:
+        """The offset of a point section, its size checked."""
+        s = self.file.section(sid, name)
+        expected = count * 8 * width
+        if s.size != expected:
+            kind = "G1" if width == self.curve_info.g1_limbs else "G2"
+            raise BadSectionSize(
+                self.path,
+                f"{name} section ({sid}) is {s.size} bytes, expected {count} {kind} points"
+                f" = {expected} bytes",
+            )
+        return s.offset
 
     def _points(self, sid: int, name: str, count: int, width: int) -> np.ndarray:
         s = self.file.section(sid, name)

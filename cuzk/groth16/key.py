@@ -20,10 +20,15 @@ class ProvingKey:
     key_id is a short digest of the Groth16 header (α, β, γ, δ and the sizes): two keys with
     the same id are the same setup, whatever their paths.
 
-    A resident key (the default: a daemon's) keeps the pages it has read mapped. A key opened
-    with resident=False is read section by section by a one-shot process: done_with() drops
-    a section's pages from the process once a step has read it (they stay in the page cache),
-    so the process never holds the whole key at once.
+    A resident key (the default: a daemon's proving processes) is mapped, its pages shared
+    with the page cache and every process proving with it; check_unchanged() says whether the
+    file is still the one mapped (issue 38: a key copied over in place while mapped kills the
+    process that touches a page past the new end with SIGBUS, so a daemon's processes check
+    before each use, and the daemon's own process never maps a key). A key opened with
+    resident=False (a one-shot command, a key's validation) is read, not mapped: each section
+    into memory of its own when first used, and done_with() drops it once a step has read it,
+    so the process never holds the whole key at once, and a file changed under it raises
+    Truncated or Changed (cuzk.formats.binfile) instead of killing it.
     """
 
     def __init__(self, zkey: ZKey, resident: bool = True):
@@ -45,7 +50,7 @@ class ProvingKey:
     def open(cls, path: os.PathLike | str, resident: bool = True) -> ProvingKey:
         """Map the key (header, section sizes and coefficient indices are checked; its points
         are not: call validate() once per key file). resident=False: see done_with()."""
-        return cls(ZKey(path), resident)
+        return cls(ZKey(path, private=not resident), resident)
 
     def done_with(self, *sections: str) -> None:
         """This process has read the named sections ("coefficients", "points_a", "points_b1",
@@ -54,8 +59,12 @@ class ProvingKey:
         Nothing for a resident key."""
         if self.resident:
             return
-        for name in sections:
-            self.zkey.file.release(getattr(self.zkey, name))
+        self.zkey.forget(*sections)
+
+    def check_unchanged(self) -> None:
+        """Raise cuzk.formats.errors.Changed when the key's file is no longer the one opened
+        (replaced, or rewritten in place: another inode, size or mtime)."""
+        self.zkey.file.check_unchanged()
 
     def validate(self, b2_subgroup: bool = True, g1_subgroup: bool = True):
         """Check every point of the key (cuzk.groth16.validate: header points on the curve or
@@ -92,8 +101,8 @@ class ProvingKey:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the mapped key file (what a resident copy of its point sets costs)."""
-        return os.path.getsize(self.path)
+        """Bytes of the key file opened (what a resident copy of its point sets costs)."""
+        return self.zkey.file.file_size
 
     @property
     def points_nbytes(self) -> int:

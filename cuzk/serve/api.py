@@ -392,6 +392,11 @@ class Api:
 
     def _submit(self, body: dict, spec: dict) -> str:
         key_id, witnesses, kind, priority = self._job_request(body, spec)
+        changed = getattr(self.engine, "key_file_changed", lambda _: None)(key_id)
+        if changed:  # issue 38: a key copied over in place must not be proved with
+            raise HttpError(
+                422, f"key {key_id}: {changed}; register it again (POST /v1/keys) to use it"
+            )
         try:
             if isinstance(witnesses, tuple):  # ("inputs", [...])
                 return self.engine.submit(key_id, inputs=witnesses[1], kind=kind, priority=priority)

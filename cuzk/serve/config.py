@@ -246,7 +246,10 @@ SETTINGS: tuple[Setting, ...] = (
         "Bytes of request bodies in flight (each "
         "holds what has arrived, rounded up to the next MiB), also charged to the memory "
         "budget; a body that cannot grow waits up to 5 s (younger bodies still arriving "
-        "give way to it), then gets 503. At least max_body.",
+        "give way to it), then gets 503. Bodies over 1 MiB together hold at most 7/8 of it "
+        "(one connection: one body, at most max_body); the last 1/8 is kept for bodies of "
+        "at most 1 MiB (job submissions), each giving way to a new one once it has been "
+        "arriving for 2 s. At least 8/7 of max_body.",
         "SIZE",
     ),
     Setting(
@@ -254,15 +257,16 @@ SETTINGS: tuple[Setting, ...] = (
         20.0,
         _seconds,
         "Seconds of grace a request body gets before it must keep body_min_rate; each "
-        "body_min_rate bytes that arrive add a second (as Apache's mod_reqtimeout). A body "
-        "that falls behind is cut with 408.",
+        "body_min_rate bytes that arrive add a second (as Apache's mod_reqtimeout), but "
+        "never to more than this many seconds ahead: a body sent fast that then stalls or "
+        "trickles is cut this long after. A body that falls behind is cut with 408.",
         "SECS",
     ),
     Setting(
         "body_min_rate",
         "64KiB",
         _rate,
-        "Bytes per second a request body must average once body_timeout has passed "
+        "Bytes per second a request body must keep, at most body_timeout seconds behind "
         "(0: no minimum; a body then only may not stall for 60 s).",
         "SIZE",
     ),
@@ -423,12 +427,12 @@ class Config:
 
             self.state_dir = default_state_dir(self.env)
         self.state_dir = os.path.abspath(os.path.expanduser(self.state_dir))
-        if self.body_memory < self.max_body:
+        if self.body_memory - self.body_memory // 8 < self.max_body:
             raise ConfigError(
                 f"body_memory ({self.sources['body_memory']}) is "
-                f"{format_size(self.body_memory)}, less than max_body "
-                f"({format_size(self.max_body)}): a body of max_body could "
-                "never be read"
+                f"{format_size(self.body_memory)}, less than 8/7 of max_body "
+                f"({format_size(self.max_body)}): bodies over 1 MiB may hold 7/8 of it (the "
+                "rest is kept for small ones), so a body of max_body could never be read"
             )
         self.token = self._read_token() if self.token_file else None
         if not is_loopback(self.host) and self.token is None:

@@ -29,10 +29,16 @@ Standard library only.
 Memory: a body holds a reservation in BodyMemory (a cap, `body_memory`) and, once over
 CHARGE_MIN, in the engine's memory budget (use "uploads"), grown BODY_STEP at a time ahead of
 what has arrived, so a client that declares 256 MiB and sends a byte now and then holds
-1 MiB, not 256 (issue 29). A body that cannot grow waits up to BODY_WAIT seconds, cutting
-younger bodies still arriving if that makes room, then gets 503 with the reason. After
-`body_timeout` seconds a body must keep arriving at `body_min_rate` bytes/s on average (as
-Apache's mod_reqtimeout), else it is cut with 408. What a request holds is bounded by its
+1 MiB, not 256 (issue 29). Bodies over SMALL_BODY (1 MiB) together hold at most seven
+eighths of `body_memory`: the last eighth is kept for small bodies (job submissions), and a
+small body still arriving SMALL_GRACE seconds after its head gives way to a new small one,
+so no number of clients holding all the memory they can shuts a job submission out
+(issue 38). A body that cannot grow waits up to BODY_WAIT seconds, cutting younger bodies
+still arriving if that makes room, then gets 503 with the reason. A body must arrive at
+`body_min_rate` bytes/s, at most `body_timeout` seconds behind (and earning no more than
+`body_timeout` seconds of credit by arriving fast: a body sent fast that then trickles is
+cut `body_timeout` seconds after it slowed), else it is cut with 408 (as Apache's
+mod_reqtimeout, whose credit is unbounded). What a request holds is bounded by its
 Content-Length: the JSON skeleton, and the uploads read back one at a time from their spool.
 """
 
@@ -78,6 +84,8 @@ LINGER = 1.0  # seconds a closing connection's unread input is drained (see _clo
 BODY_WAIT = 5.0  # how long a body waits for BodyMemory before 503
 CHARGE_MIN = 1024**2  # bodies above this are charged to the engine's memory budget too
 BODY_STEP = 1024**2  # a body's reservation grows by this, ahead of what has arrived
+SMALL_BODY = BODY_STEP  # bodies up to this size may use BodyMemory's reserve
+SMALL_GRACE = 2.0  # seconds after which a small body still arriving gives way to a new one
 BODY_TIMEOUT = 20.0  # default: seconds of grace before a body must keep BODY_MIN_RATE
 BODY_MIN_RATE = 64 * 1024  # default: bytes/s a body must average after BODY_TIMEOUT
 RAW_BODY_MAX = 1024**2  # larger bodies must be JSON (every route that reads one wants JSON)
@@ -142,15 +150,17 @@ def _settle(fut: asyncio.Future, res, exc) -> None:
 # ---------------------------------------------------------------------------- body memory
 class Ticket:
     """One body's reservation: `held` bytes of BodyMemory, `charged` of them in the budget.
-    `reading` until the whole body has arrived; `cut` is the reason when an older body took
+    `large` when its Content-Length is over SMALL_BODY; `since` when it was opened.
+    `reading` until the whole body has arrived; `cut` is the reason when another body took
     its room (BodyMemory.grow), after which it holds nothing."""
 
-    __slots__ = ("owner", "seq", "held", "charged", "reading", "cut")
+    __slots__ = ("owner", "seq", "held", "charged", "reading", "cut", "large", "since")
 
-    def __init__(self, seq: int):
+    def __init__(self, seq: int, large: bool = False, since: float = 0.0):
         self.owner = ("http-body", seq)
         self.seq, self.held, self.charged = seq, 0, 0
         self.reading, self.cut = True, None
+        self.large, self.since = large, since
 
 
 class BodyMemory:
@@ -158,69 +168,108 @@ class BodyMemory:
     CHARGE_MIN) charged to the engine's MemoryBudget (`budget`, set once the engine runs)
     under "uploads". A body holds what has arrived, rounded up to the next STEP, not its
     Content-Length: a client that declares 256 MiB and sends a byte a minute holds one STEP.
-    When a body cannot grow, bodies younger than it that are still arriving give way (they
-    are cut, oldest kept: two large bodies can then never hold each other up); bodies whose
-    handler runs are never cut. Used from the loop thread only; the budget is thread-safe."""
 
-    def __init__(self, cap: int):
+    Large bodies (Content-Length over SMALL_BODY) together hold at most `cap - reserve`:
+    the reserve (an eighth of the cap unless given) is room only small bodies (a job's JSON,
+    a key registration) can take, so bodies that arrived fast and then stall cannot shut
+    the small ones out (issue 38). A small body takes all its room at once.
+
+    When a body cannot grow, others still arriving give way (they are cut): for a small
+    body, first small bodies still arriving SMALL_GRACE seconds after they were opened
+    (oldest first: connections trickling small bodies cannot hold the reserve); then, for
+    any body, younger bodies (youngest first, oldest kept: two large bodies can then never
+    hold each other up). Bodies whose handler runs are never cut. Used from the loop thread
+    only; the budget is thread-safe."""
+
+    def __init__(self, cap: int, reserve: int | None = None, clock=time.monotonic):
         self.cap = int(cap)
+        self.reserve = self.cap // 8 if reserve is None else int(reserve)
+        if not 0 <= self.reserve <= self.cap:
+            raise ValueError(f"reserve {self.reserve} outside 0..{self.cap}")
+        self.large_cap = self.cap - self.reserve
         self.used = 0
+        self.used_large = 0
         self.high_water = 0
         self.budget = None
         self.cuts = 0
+        self.clock = clock
         self._seq = itertools.count()
         self._live: dict[int, Ticket] = {}  # seq -> ticket, oldest first
 
-    def ticket(self) -> Ticket:
-        t = Ticket(next(self._seq))
+    def ticket(self, size: int = 0) -> Ticket:
+        """A ticket for a body of Content-Length `size` (it holds nothing yet)."""
+        t = Ticket(next(self._seq), size > SMALL_BODY, self.clock())
         self._live[t.seq] = t
         return t
 
     def try_take(self, n: int) -> tuple[Ticket | None, str]:
-        """A new ticket holding `n` bytes, or (None, the reason)."""
-        t = self.ticket()
+        """A new ticket holding `n` bytes (a body of that size), or (None, the reason)."""
+        t = self.ticket(n)
         ok, reason = self.grow(t, n)
         if not ok:
             self.give_back(t)
             return None, reason
         return t, ""
 
+    def _may_give_way(self, t: Ticket) -> list[Ticket]:
+        """The bodies that give way to `t`, in the order they are cut."""
+        arriving = [y for y in self._live.values() if y is not t and y.reading and y.held]
+        out = []
+        if not t.large:
+            stale = self.clock() - SMALL_GRACE
+            out = [y for y in arriving if not y.large and y.since < stale]
+        out += [y for y in reversed(arriving) if y.seq > t.seq and y not in out]
+        return out
+
     def grow(self, t: Ticket, n: int) -> tuple[bool, str]:
-        """Add `n` bytes to `t` (True, ""), cutting younger arriving bodies if that makes
-        room, or (False, the reason) without growing."""
+        """Add `n` bytes to `t` (True, ""), cutting bodies that give way to it if that makes
+        room, or (False, the reason) without growing or cutting anything."""
         if t.cut is not None:
             return False, t.cut
         total = t.held + n
         charge = total - t.charged if total > CHARGE_MIN and self.budget is not None else 0
         if charge and total > self.budget.total:
             return False, f"a body of {total} bytes exceeds the whole memory budget"
-        younger = [
-            y for s, y in self._live.items() if s > t.seq and y.reading and y.cut is None and y.held
-        ]
-        if self.used + n > self.cap:
-            if self.used + n - sum(y.held for y in younger) > self.cap:
-                return False, (
-                    f"request bodies in flight hold {self.used} of {self.cap} bytes "
-                    f"(body_memory); this one needs {n} more"
-                )
-        if charge and charge > self.budget.available:
-            if charge > self.budget.available + sum(y.charged for y in younger):
-                return False, (
-                    f"the memory budget is full ({self.budget.reserved} of "
-                    f"{self.budget.total} bytes reserved); this body needs {charge} more"
-                )
-        for y in reversed(younger):  # youngest first, only as many as it takes
-            if self.used + n <= self.cap and (not charge or charge <= self.budget.available):
+        # what is missing: in the cap, in the large bodies' part, in the budget
+        short_all = self.used + n - self.cap
+        short_large = self.used_large + n - self.large_cap if t.large else 0
+        short_budget = charge - self.budget.available if charge else 0
+        cut = []
+        for y in self._may_give_way(t):
+            if short_all <= 0 and short_large <= 0 and short_budget <= 0:
                 break
-            self.give_back(y, f"an older body needed the room (body_memory {self.cap} bytes)")
+            if short_all > 0 or (short_large > 0 and y.large) or (short_budget > 0 and y.charged):
+                cut.append(y)
+                short_all -= y.held
+                short_large -= y.held if y.large else 0
+                short_budget -= y.charged
+        if short_large > 0:
+            return False, (
+                f"large request bodies in flight hold {self.used_large} of {self.large_cap} "
+                f"bytes (body_memory less the {self.reserve} kept for bodies of at most "
+                f"{SMALL_BODY} bytes); this one needs {n} more"
+            )
+        if short_all > 0:
+            return False, (
+                f"request bodies in flight hold {self.used} of {self.cap} bytes "
+                f"(body_memory); this one needs {n} more"
+            )
+        if short_budget > 0:
+            return False, (
+                f"the memory budget is full ({self.budget.reserved} of "
+                f"{self.budget.total} bytes reserved); this body needs {charge} more"
+            )
+        for y in cut:
+            why = "an older body" if y.seq > t.seq else "a newer small body"
+            self.give_back(y, f"{why} needed the room (body_memory {self.cap} bytes)")
             self.cuts += 1
-        if self.used + n > self.cap:
-            return False, f"request bodies in flight hold {self.used} of {self.cap} bytes"
         if charge and not self.budget.try_reserve(t.owner, {"uploads": charge}):
             return False, "the memory budget is full"  # the engine took it meanwhile
         t.charged += charge
         t.held = total
         self.used += n
+        if t.large:
+            self.used_large += n
         self.high_water = max(self.high_water, self.used)
         return True, ""
 
@@ -234,6 +283,8 @@ class BodyMemory:
             t.cut = cut
         self._live.pop(t.seq, None)
         self.used -= t.held
+        if t.large:
+            self.used_large -= t.held
         t.held = 0
         if t.charged and self.budget is not None:
             self.budget.release(t.owner)
@@ -266,26 +317,35 @@ class _Head:
 class _Inflow:
     """A body being read: its size, what has arrived, its reservation and its clock."""
 
-    __slots__ = ("server", "n", "got", "ticket", "parser", "start", "paused")
+    __slots__ = ("server", "n", "got", "ticket", "parser", "start", "due")
 
     def __init__(self, server: Server, n: int):
         self.server, self.n, self.got = server, n, 0
-        self.ticket = server.memory.ticket()
+        self.ticket = server.memory.ticket(n)
         self.parser: JsonBody | None = None
         self.start = time.monotonic()
-        self.paused = 0.0  # seconds spent waiting for room: not the client's fault
+        # when more bytes are due: body_timeout after the head, then one second later for
+        # every body_min_rate bytes that arrive, but never more than body_timeout ahead of
+        # the clock, so that bytes sent fast earn no credit to trickle on for an hour
+        self.due = self.start + server.body_timeout
 
     @property
     def left(self) -> int:
         return self.n - self.got
 
-    def deadline(self) -> float:
-        """When the body falls below the minimum rate: body_timeout, plus one second for
-        every body_min_rate bytes arrived (as Apache's mod_reqtimeout body=...,MinRate=...)."""
+    def arrived(self, k: int) -> None:
+        self.got += k
         rate = self.server.body_min_rate
-        if rate <= 0:
-            return float("inf")
-        return self.start + self.paused + self.server.body_timeout + self.got / rate
+        if rate > 0:
+            self.due = min(self.due + k / rate, time.monotonic() + self.server.body_timeout)
+
+    def paused(self, seconds: float) -> None:
+        """Seconds spent waiting for room: not the client's fault."""
+        self.due += seconds
+
+    def deadline(self) -> float:
+        """When the body falls below the minimum rate (see `due`)."""
+        return self.due if self.server.body_min_rate > 0 else float("inf")
 
 
 def _too_many(reason: str) -> HttpError:
@@ -313,6 +373,7 @@ class Server:
         body_memory: int = 512 * 1024**2,
         body_timeout: float = BODY_TIMEOUT,
         body_min_rate: int = BODY_MIN_RATE,
+        body_reserve: int | None = None,
         workers: int = WORKERS,
     ):
         self.router = router
@@ -323,7 +384,7 @@ class Server:
         self.allow_hosts = frozenset(h.lower() for h in allow_hosts)
         self.header_timeout = header_timeout
         self.idle_timeout = idle_timeout
-        self.memory = BodyMemory(body_memory)
+        self.memory = BodyMemory(body_memory, body_reserve)
         self.body_timeout = body_timeout
         self.body_min_rate = body_min_rate
         self._workers = workers
@@ -707,7 +768,7 @@ class Server:
                     waited = True
                 await asyncio.sleep(0.05)
         finally:
-            inflow.paused += time.monotonic() - t0
+            inflow.paused(time.monotonic() - t0)
 
     async def _chunk(self, conn: _Conn, inflow: _Inflow, most: int) -> bytes:
         """The next at most `most` bytes of the body: buffered ones first, else from the
@@ -730,9 +791,9 @@ class Server:
             if time.monotonic() >= deadline:
                 raise HttpError(
                     408,
-                    f"body too slow: {got} of {n} bytes in {took:.0f} s; after "
-                    f"{self.body_timeout:g} s a body must arrive at {self.body_min_rate} "
-                    "bytes/s on average (body_timeout, body_min_rate)",
+                    f"body too slow: {got} of {n} bytes in {took:.0f} s; a body must "
+                    f"arrive at {self.body_min_rate} bytes/s, at most {self.body_timeout:g} s "
+                    "behind (body_timeout, body_min_rate)",
                 ) from None
             raise HttpError(
                 408, f"body stalled after {got} of {n} bytes ({self.idle_timeout:g} s)"
@@ -746,7 +807,7 @@ class Server:
         its sender sees the answer; a sender too slow for that is answered and closed."""
         try:
             while inflow.got < inflow.n:
-                inflow.got += len(await self._chunk(conn, inflow, min(inflow.left, 1 << 20)))
+                inflow.arrived(len(await self._chunk(conn, inflow, min(inflow.left, 1 << 20))))
         except HttpError:
             pass  # the answer says why the body was refused; the connection closes
 
@@ -763,7 +824,7 @@ class Server:
                     raise _too_many(reason)
             room = ticket.held - inflow.got
             data = await self._chunk(conn, inflow, min(inflow.left, room, 1 << 20))
-            inflow.got += len(data)
+            inflow.arrived(len(data))
             if ticket.cut is not None:
                 continue  # cut while reading: the next turn drops the rest and answers 503
             if parser is None:

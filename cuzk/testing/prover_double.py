@@ -79,8 +79,8 @@ class ProvingKey:
     curve: str = "bn128"  # what the key file says (shown by the daemon, decides nothing)
 
     @classmethod
-    def open(cls, path) -> ProvingKey:
-        raw = open(path, "rb").read()
+    def open(cls, path, resident: bool = True) -> ProvingKey:
+        raw = open(path, "rb").read()  # read, not mapped: nothing to check_unchanged
         try:
             d = json.loads(raw)
             assert d.get("double_key") == 1

@@ -8,7 +8,7 @@ compiled module is kept twice:
   share the Module (a daemon pays compilation once per circuit);
 - on disk, as `wasmtime`'s serialized module, in `$CUZK_CACHE_DIR/wasm/` (default
   `$XDG_CACHE_HOME/cuzk/wasm`, `~/.cache/cuzk/wasm`), named by the same hash: a new
-  process maps the file instead of compiling. Files are written
+  process reads the file instead of compiling (read, not mapped: see load_module). Files are written
   atomically (temporary name, rename); a file wasmtime will not load (another version or
   CPU, damage) is compiled again and replaced. The folder is made private to the user
   (0700): loading a serialized module runs its machine code, so it must be the user's own.
