@@ -118,3 +118,20 @@ def test_snarkjs_accepts(tools, circuit_named, tmp_path):
         signals[0] = str(int(signals[0]) + 1)
         public.write_text(json.dumps(signals))
         assert not plonk_verify(c.plonk_vk, public, proof), name
+
+
+def test_fullprove(circuit_named, tmp_path):
+    """`cuzk fullprove` with a PLONK key: the witness from the inputs, then the proof."""
+    c = circuit_named("nested")
+    proof, public = tmp_path / "p.json", tmp_path / "pub.json"
+    res = CliRunner().invoke(
+        main, ["fullprove", *map(str, (c.input(1), c.wasm, c.plonk_zkey, proof, public))]
+    )
+    assert res.exit_code == 0, res.output
+    assert public.read_text() == c.plonk_public(1).read_text()
+    assert verify_files(c.plonk_vk, public, proof)
+    other = circuit_named("mulchain")
+    res = CliRunner().invoke(
+        main, ["fullprove", *map(str, (other.input(0), other.wasm, c.plonk_zkey, proof, public))]
+    )
+    assert res.exit_code == 1 and "additions) has nVars = 22" in res.output, res.output

@@ -144,13 +144,14 @@ def run_fullprove(
     input_json, wasm, zkey, proof_json, public_json, verify=True, device="cpu", sym=None
 ):
     """Witness from input_json, then the proof (run_prove), as snarkjs's
-    `groth16 fullprove`. Checks first that wasm and zkey belong to the same circuit.
-    Writes proof_json and public_json only for a proof, both or neither; returns the Proof."""
+    `groth16 fullprove` (`plonk fullprove` for a PLONK key). Checks first that wasm and
+    zkey belong to the same circuit. Writes proof_json and public_json only for a proof,
+    both or neither; returns the Proof."""
     import tempfile
     from pathlib import Path
 
     from cuzk.formats.atomic import check_outputs
-    from cuzk.formats.zkey import ZKey
+    from cuzk.formats.zkey import PLONK_PROTOCOL_ID, ZKey, zkey_protocol
     from cuzk.witness.calculator import Circuit
     from cuzk.witness.errors import check_same_circuit
     from cuzk.witness.inputs import read_inputs
@@ -158,7 +159,16 @@ def run_fullprove(
 
     inputs = read_inputs(input_json)
     circuit = Circuit(wasm, sym)
-    check_same_circuit(circuit, ZKey(zkey, check_coefficients=False))
+    if zkey_protocol(zkey) == PLONK_PROTOCOL_ID:  # its witness: the wires, not the additions
+        from types import SimpleNamespace
+
+        from cuzk.formats.plonk_zkey import PlonkZKey
+
+        k = PlonkZKey(zkey, check_indices=False)
+        wires = SimpleNamespace(path=k.path, r=k.r, n_vars=k.n_witness)
+        check_same_circuit(circuit, wires, f"{k.path} (PLONK: nVars less its additions)")
+    else:
+        check_same_circuit(circuit, ZKey(zkey, check_coefficients=False))
     check_outputs(proof_json, public_json)  # before the work: one file twice, a missing folder
     values = circuit.calculator().witness_view(inputs, input_json)
     with tempfile.TemporaryDirectory(prefix="cuzk-fullprove-") as tmp:
