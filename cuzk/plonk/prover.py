@@ -150,7 +150,8 @@ def prove(key, values, ops: FrOps | None = None) -> PlonkProof:
         wires.append(ops.from_plain(v))
     A, B, C = wires
     pi_h = np.zeros((n, 4), np.uint64)  # PI on H: -p_i at gate i
-    pi_h[: key.n_public] = ops.sub(np.zeros((key.n_public, 4), np.uint64), A[: key.n_public])
+    if key.n_public:
+        pi_h[: key.n_public] = ops.sub(pi_h[: key.n_public], A[: key.n_public])
     check_gates(key, A, B, C, pi_h, ops)
     lap("wires")
     a_coef = blind(ops.intt(A), n, [b[2], b[1]], ops)
