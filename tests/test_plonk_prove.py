@@ -135,3 +135,45 @@ def test_fullprove(circuit_named, tmp_path):
         main, ["fullprove", *map(str, (other.input(0), other.wasm, c.plonk_zkey, proof, public))]
     )
     assert res.exit_code == 1 and "additions) has nVars = 22" in res.output, res.output
+
+
+def test_copy_check_catches_a_rewired_gate(circuit_named, monkeypatch):
+    """A gate that reads another signal than the key's permutation joins it to (its a wire
+    moved, the gate check taken out): the permutation product does not close."""
+    import numpy as np
+
+    from cuzk.formats.plonk_zkey import PlonkZKey
+    from cuzk.formats.wtns import read_wtns
+
+    c = circuit_named("mulchain")
+    key = PlonkZKey(c.plonk_zkey)
+
+    class Rewired:
+        def __getattr__(self, name):
+            return getattr(key, name)
+
+    rewired = Rewired()
+    a_map = np.array(key.a_map)
+    gate = key.n_public + 2  # a circuit gate, after the public ones
+    a_map[gate] = next(s for s in range(1, key.n_vars) if s != a_map[gate])
+    rewired.a_map = a_map
+    monkeypatch.setattr(prover, "check_gates", lambda *a: None)
+    with pytest.raises(prover.ProveError, match="copy constraints"):
+        prover.prove(rewired, read_wtns(c.witness(0)).values)
+
+
+@pytest.mark.interop
+def test_no_public_signals(tools, tmp_path):
+    """A circuit without public signals (nPublic = 0): snarkjs accepts cuzk's proof."""
+    import interop
+
+    compiled = interop.compile_circuit(interop.ROOT / "tests/circuits/private.circom", tmp_path)
+    wtns = interop.calculate_witness(compiled.wasm, {"a": 3, "b": 5}, tmp_path / "w.wtns")
+    zkey = interop.plonk_setup(compiled.r1cs, interop.ROOT / "tests/fixtures/pot10.ptau",
+                               tmp_path / "k.zkey")  # fmt: skip
+    vk = interop.export_vk(zkey, tmp_path / "vk.json")
+    proof, public = tmp_path / "p.json", tmp_path / "pub.json"
+    res = _prove(zkey, wtns, proof, public)
+    assert res.exit_code == 0, res.output
+    assert json.loads(public.read_text()) == []
+    assert interop.plonk_verify(vk, public, proof) and verify_files(vk, public, proof)
