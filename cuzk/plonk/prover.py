@@ -176,22 +176,10 @@ def prove(key, values, ops: FrOps | None = None) -> PlonkProof:
     t.add_scalar(beta)
     gamma = t.challenge()
     x_h = ops.powers(ops.roots[power], n)  # w^i
-    bx = ops.scale(x_h, beta)
-    num = ops.mul(
-        ops.mul(
-            ops.add_scalar(ops.add(A, bx), gamma),
-            ops.add_scalar(ops.add(B, ops.scale(bx, k1)), gamma),
-        ),
-        ops.add_scalar(ops.add(C, ops.scale(bx, k2)), gamma),
-    )
-    sig = [np.ascontiguousarray(s.evaluations[::4]) for s in (key.s1, key.s2, key.s3)]
-    den = ops.mul(
-        ops.mul(
-            ops.add_scalar(ops.add(A, ops.scale(sig[0], beta)), gamma),
-            ops.add_scalar(ops.add(B, ops.scale(sig[1], beta)), gamma),
-        ),
-        ops.add_scalar(ops.add(C, ops.scale(sig[2], beta)), gamma),
-    )
+    identity = [x_h, ops.scale(x_h, k1), ops.scale(x_h, k2)]
+    sigma = [np.ascontiguousarray(s.evaluations[::4]) for s in (key.s1, key.s2, key.s3)]
+    num = copy_factors(ops, (A, B, C), identity, beta, gamma)
+    den = copy_factors(ops, (A, B, C), sigma, beta, gamma)
     if not den.any(axis=1).all():  # (a_i + beta sigma + gamma) = 0: negligible odds
         raise ProveError("a permutation denominator is zero for these challenges")
     ratios = ops.to_ints(ops.mul(num, ops.inv(den)))
@@ -231,21 +219,10 @@ def prove(key, values, ops: FrOps | None = None) -> PlonkProof:
         ),
         ev(qcpi),
     )
-    bx = ops.scale(X, beta)
-    perm_num = ops.mul(
-        ops.mul(
-            ops.add_scalar(ops.add(Ae, bx), gamma),
-            ops.add_scalar(ops.add(Be, ops.scale(bx, k1)), gamma),
-        ),
-        ops.mul(ops.add_scalar(ops.add(Ce, ops.scale(bx, k2)), gamma), Ze),
-    )
-    perm_den = ops.mul(
-        ops.mul(
-            ops.add_scalar(ops.add(Ae, ops.scale(ev(key.s1.coefficients), beta)), gamma),
-            ops.add_scalar(ops.add(Be, ops.scale(ev(key.s2.coefficients), beta)), gamma),
-        ),
-        ops.mul(ops.add_scalar(ops.add(Ce, ops.scale(ev(key.s3.coefficients), beta)), gamma), Zw),
-    )
+    identity = [X, ops.scale(X, k1), ops.scale(X, k2)]
+    sigma = [ev(s.coefficients) for s in (key.s1, key.s2, key.s3)]
+    perm_num = ops.mul(copy_factors(ops, (Ae, Be, Ce), identity, beta, gamma), Ze)
+    perm_den = ops.mul(copy_factors(ops, (Ae, Be, Ce), sigma, beta, gamma), Zw)
     first = ops.mul(ops.add_scalar(Ze, r - 1), ev(key.lagrange[0].coefficients))
     numerator = ops.add(
         ops.add(gates, ops.scale(ops.sub(perm_num, perm_den), alpha)),
@@ -350,6 +327,16 @@ def prove(key, values, ops: FrOps | None = None) -> PlonkProof:
     commitments["Wxiw"] = ops.commit(ops.from_ints(wxiw_coef), key.ptau)
     lap("round 5")
     return PlonkProof(curve, commitments, evaluations, public, timings)
+
+
+def copy_factors(ops: FrOps, wires, labels, beta: int, gamma: int):
+    """prod_j (wire_j + beta label_j + gamma) pointwise: the permutation argument's factor,
+    with labels k_j x (the identity: numerator) or sigma_j(x) (denominator)."""
+    out = None
+    for wire, label in zip(wires, labels, strict=True):
+        f = ops.add_scalar(ops.add(wire, ops.scale(label, beta)), gamma)
+        out = f if out is None else ops.mul(out, f)
+    return out
 
 
 def check_gates(key, A, B, C, pi_h, ops: FrOps) -> None:
