@@ -86,14 +86,20 @@ def test_cuda_not_yet(circuit_named, tmp_path):
     assert res.exit_code == 1 and "CPU only" in res.output
 
 
-def test_python_int_steps():
+def test_evaluation_and_division():
+    from cuzk.formats.curve import BN254
+    from cuzk.plonk.fr import FrOps
+
+    ops = FrOps(BN254)
     rng = random.Random(7)
-    coefs = [rng.randrange(R) for _ in range(9)]
     x = rng.randrange(R)
-    assert prover.horner(coefs, x, R) == sum(c * pow(x, i, R) for i, c in enumerate(coefs)) % R
+    for m in (1, 2, 9, 64):
+        coefs = [rng.randrange(R) for _ in range(m)]
+        value = sum(c * pow(x, i, R) for i, c in enumerate(coefs)) % R
+        assert ops.evaluate(ops.from_ints(coefs), x) == value
     # p(X) - p(x) divided by X - x, multiplied back
     p = list(coefs)
-    p[0] = (p[0] - prover.horner(coefs, x, R)) % R
+    p[0] = (p[0] - value) % R
     q = prover.divide_by_linear(p, x, R)
     back = [0] * len(p)
     for i, c in enumerate(q):

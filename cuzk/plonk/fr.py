@@ -84,6 +84,16 @@ class FrOps:
 
         return powers_table(base % self.r, m, curve=self.arith)
 
+    def evaluate(self, coefficients, x: int) -> int:
+        """p(x) for the polynomial with these coefficients: the terms p_i x^i pointwise
+        (powers of x from the parallel table), then summed pairwise, log2(m) passes."""
+        terms = self.mul(coefficients, self.powers(x, len(coefficients)))
+        while len(terms) > 1:
+            if len(terms) % 2:
+                terms = np.concatenate([terms, np.zeros((1, 4), np.uint64)])
+            terms = self.add(terms[0::2], terms[1::2])
+        return self.to_ints(terms)[0] if len(terms) else 0
+
     # --- transforms -------------------------------------------------------------------------
     def intt(self, evaluations) -> np.ndarray:
         """Coefficients of the polynomial with these values on the domain of their size."""

@@ -27,7 +27,7 @@ the public signals p, and the copy constraints sigma:
 The challenges come from cuzk.plonk.transcript, shared with the verifier; the eleven
 blinding scalars from the operating system's CSPRNG (`secrets`). Work on vectors goes
 through `FrOps` (cuzk.plonk.fr: elementwise kernels, NTTs, MSMs); the sequential steps
-(additions, the running product, Horner evaluations, division by X - x) run on Python ints.
+(additions, the running product, division by X - x) run on Python ints.
 
 A witness that breaks a gate or a copy constraint is refused before any commitment
 (ProveError names the gate), as snarkjs refuses one that breaks a copy constraint.
@@ -88,13 +88,6 @@ def full_witness(key, values) -> np.ndarray:
     for i in range(key.n_additions):
         ints.append((fa[i] * ints[sa[i]] + fb[i] * ints[sb[i]]) % r)
     return np.concatenate([w, ints_to_limbs(ints[len(w) :])])
-
-
-def horner(coefs: list[int], x: int, r: int) -> int:
-    acc = 0
-    for c in reversed(coefs):
-        acc = (acc * x + c) % r
-    return acc
 
 
 def divide_by_linear(coefs: list[int], x: int, r: int) -> list[int]:
@@ -258,21 +251,13 @@ def prove(key, values, ops: FrOps | None = None) -> PlonkProof:
     xi = t.challenge()
     omega = ops.roots[power]
     xiw = xi * omega % r
-    polys = {
-        "a": ops.to_ints(a_coef),
-        "b": ops.to_ints(b_coef),
-        "c": ops.to_ints(c_coef),
-        "s1": ops.to_ints(key.s1.coefficients),
-        "s2": ops.to_ints(key.s2.coefficients),
-        "z": ops.to_ints(z_coef),
-    }
     evaluations = {
-        "eval_a": horner(polys["a"], xi, r),
-        "eval_b": horner(polys["b"], xi, r),
-        "eval_c": horner(polys["c"], xi, r),
-        "eval_s1": horner(polys["s1"], xi, r),
-        "eval_s2": horner(polys["s2"], xi, r),
-        "eval_zw": horner(polys["z"], xiw, r),
+        "eval_a": ops.evaluate(a_coef, xi),
+        "eval_b": ops.evaluate(b_coef, xi),
+        "eval_c": ops.evaluate(c_coef, xi),
+        "eval_s1": ops.evaluate(np.array(key.s1.coefficients), xi),
+        "eval_s2": ops.evaluate(np.array(key.s2.coefficients), xi),
+        "eval_zw": ops.evaluate(z_coef, xiw),
     }
     lap("round 4")
 
@@ -320,7 +305,7 @@ def prove(key, values, ops: FrOps | None = None) -> PlonkProof:
     wxi = ops.to_ints(acc)
     wxi[0] = (wxi[0] + r0 - v[1] * ea - v[2] * eb - v[3] * ec - v[4] * es1 - v[5] * es2) % r
     wxi_coef = divide_by_linear(wxi, xi, r)
-    zs = list(polys["z"])
+    zs = ops.to_ints(z_coef)
     zs[0] = (zs[0] - ezw) % r
     wxiw_coef = divide_by_linear(zs, xiw, r)
     commitments["Wxi"] = ops.commit(ops.from_ints(wxi_coef), key.ptau)
