@@ -139,3 +139,23 @@ def test_verdicts_equal_snarkjs(tmp_path, tools, circuit_named):
         prp.write_text(json.dumps(pr))
         ours = verify_files(c.plonk_vk, pp, prp)
         assert ours == plonk_verify(c.plonk_vk, pp, prp) == (name == "valid"), name
+
+
+def test_console_fast_path_imports_no_numpy(circuit_named):
+    """`cuzk verify` of a PLONK proof through the console script's fast path: the verdicts
+    and exit codes, importing neither click nor numpy nor numba."""
+    import subprocess
+    import sys
+
+    c = circuit_named("nested")
+    code = (
+        "import sys; from cuzk.console import main; sys.argv[0] = 'cuzk'; rc = main(); "
+        "assert not {'click', 'numpy', 'numba'} & set(sys.modules), sys.modules.keys(); "
+        "sys.exit(rc)"
+    )
+    for k, want in ((0, 0), (1, 1)):
+        args = [str(c.plonk_vk), str(c.plonk_public(k)), str(c.plonk_proof(0))]
+        p = subprocess.run(
+            [sys.executable, "-c", code, "verify", *args], capture_output=True, text=True
+        )
+        assert p.returncode == want, p.stderr[-2000:]
