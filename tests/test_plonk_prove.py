@@ -175,8 +175,8 @@ def test_no_public_signals(tools, tmp_path):
 
     compiled = interop.compile_circuit(interop.ROOT / "tests/circuits/private.circom", tmp_path)
     wtns = interop.calculate_witness(compiled.wasm, {"a": 3, "b": 5}, tmp_path / "w.wtns")
-    zkey = interop.plonk_setup(compiled.r1cs, interop.ROOT / "tests/fixtures/pot10.ptau",
-                               tmp_path / "k.zkey")  # fmt: skip
+    ptau = interop.ROOT / "tests/fixtures/pot10.ptau"
+    zkey = interop.plonk_setup(compiled.r1cs, ptau, tmp_path / "k.zkey")
     vk = interop.export_vk(zkey, tmp_path / "vk.json")
     proof, public = tmp_path / "p.json", tmp_path / "pub.json"
     res = _prove(zkey, wtns, proof, public)

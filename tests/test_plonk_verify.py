@@ -42,20 +42,16 @@ def objects(c, k: int = 0):
 
 def test_snarkjs_proofs_verify(plonk_circuit):
     for k in (0, 1):
-        assert verify_files(plonk_circuit.plonk_vk, plonk_circuit.plonk_public(k),
-                            plonk_circuit.plonk_proof(k))  # fmt: skip
+        c = plonk_circuit
+        assert verify_files(c.plonk_vk, c.plonk_public(k), c.plonk_proof(k))
 
 
 def test_changed_public_signal_refused(plonk_circuit):
-    vk, public, proof = objects(plonk_circuit)
-    public[0] = str((int(public[0]) + 1) % plonk_circuit_r(vk))
-    assert not verify_objects(vk, public, proof)
-
-
-def plonk_circuit_r(vk) -> int:
     from cuzk.formats.curve import by_json_name
 
-    return by_json_name(vk["curve"]).r
+    vk, public, proof = objects(plonk_circuit)
+    public[0] = str((int(public[0]) + 1) % by_json_name(vk["curve"]).r)
+    assert not verify_objects(vk, public, proof)
 
 
 def test_proofs_do_not_cross(plonk_circuit):
@@ -79,8 +75,8 @@ def test_swapped_commitments_refused(circuit_named, a, b):
 
 
 def test_other_key_refused(circuit_named):
-    """mulchain's proof under nested's key (nPublic differs: refused) and under its own key
-    with X_2 replaced by nested's (same setup ceremony: same X_2, so it verifies) ..."""
+    """mulchain's proof under nested's key (nPublic differs: unusable) and under its own key
+    with Qm replaced by nested's (invalid)."""
     mul, nested = circuit_named("mulchain"), circuit_named("nested")
     vk_m, public, proof = objects(mul)
     with pytest.raises(CountMismatch):
