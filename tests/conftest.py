@@ -80,6 +80,16 @@ class FixtureCircuit:
     def public(self, k: int = 0) -> Path:
         return self.dir / f"public_{k}.json"
 
+    # PLONK (mulchain, nested, tiny381: tests/fixtures/make_fixtures.py's PLONK circuits)
+    plonk_zkey = property(lambda self: self.dir / "plonk.zkey")
+    plonk_vk = property(lambda self: self.dir / "plonk_vk.json")
+
+    def plonk_proof(self, k: int = 0) -> Path:
+        return self.dir / f"plonk_proof_{k}.json"
+
+    def plonk_public(self, k: int = 0) -> Path:
+        return self.dir / f"plonk_public_{k}.json"
+
 
 def fixture_circuit(name: str) -> FixtureCircuit:
     return FixtureCircuit(name, FIXTURES / name)
@@ -100,6 +110,16 @@ def small_circuit(request) -> FixtureCircuit:
 @pytest.fixture(params=EACH_CURVE)
 def each_curve(request) -> FixtureCircuit:
     """tiny on each curve in turn: BN254 (tiny), BLS12-381 (tiny381)."""
+    return fixture_circuit(request.param)
+
+
+PLONK_CIRCUITS = ("mulchain", "nested", "tiny381")  # with a PLONK key and proofs
+
+
+@pytest.fixture(params=PLONK_CIRCUITS)
+def plonk_circuit(request) -> FixtureCircuit:
+    """Each committed circuit with snarkjs PLONK files: mulchain (BN254), nested (BN254,
+    additions, 14 public signals), tiny381 (BLS12-381)."""
     return fixture_circuit(request.param)
 
 

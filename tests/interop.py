@@ -150,9 +150,26 @@ def groth16_setup(r1cs, ptau, zkey_out, contribute: bool = True, entropy: str = 
 
 
 def plonk_setup(r1cs, ptau, zkey_out) -> Path:
-    """snarkjs plonk setup: a non-Groth16 zkey (for rejection tests)."""
+    """snarkjs plonk setup: a PLONK zkey (deterministic: no contribution)."""
     snarkjs("plonk", "setup", r1cs, ptau, zkey_out)
     return Path(zkey_out)
+
+
+def fflonk_setup(r1cs, ptau, zkey_out) -> Path:
+    """snarkjs fflonk setup: a key of a protocol cuzk does not prove (for refusal tests)."""
+    snarkjs("fflonk", "setup", r1cs, ptau, zkey_out)
+    return Path(zkey_out)
+
+
+def plonk_prove(zkey, wtns, proof_out, public_out) -> tuple[Path, Path]:
+    """snarkjs plonk prove."""
+    snarkjs("plonk", "prove", zkey, wtns, proof_out, public_out)
+    return Path(proof_out), Path(public_out)
+
+
+def plonk_verify(vk, public, proof) -> bool:
+    """snarkjs plonk verify: True for "OK!", False for "Invalid Proof"; ToolError otherwise."""
+    return _verdict("plonk", vk, public, proof)
 
 
 def export_vk(zkey, vk_out) -> Path:
@@ -169,13 +186,17 @@ def groth16_prove(zkey, wtns, proof_out, public_out) -> tuple[Path, Path]:
 
 def groth16_verify(vk, public, proof) -> bool:
     """snarkjs groth16 verify: True for "OK!", False for "Invalid proof"; ToolError otherwise."""
-    cmd = [str(SNARKJS), "groth16", "verify", str(vk), str(public), str(proof)]
+    return _verdict("groth16", vk, public, proof)
+
+
+def _verdict(protocol: str, vk, public, proof) -> bool:
+    cmd = [str(SNARKJS), protocol, "verify", str(vk), str(public), str(proof)]
     env = dict(os.environ, NO_COLOR="1", FORCE_COLOR="0")
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
     out = p.stdout + p.stderr
     if p.returncode == 0 and "OK" in out:
         return True
-    if "Invalid proof" in out:
+    if "invalid proof" in out.lower():
         return False
     raise ToolError(f"{' '.join(cmd)} exited {p.returncode}\n{out}")
 

@@ -228,15 +228,27 @@ def test_export_vk_command(any_circuit, tmp_path):
     assert out.read_bytes() == any_circuit.vk.read_bytes()
 
 
-def test_export_vk_command_rejects_plonk_key_without_output(circuit_named, tmp_path):
+def test_export_vk_command_rejects_fflonk_key_without_output(circuit_named, tmp_path):
     from cuzk.cli import main
 
     out = tmp_path / "vk.json"
-    plonk = circuit_named("tiny").dir / "plonk.zkey"
-    res = CliRunner().invoke(main, ["export-vk", str(plonk), str(out)])
+    fflonk = circuit_named("tiny").dir / "fflonk.zkey"
+    res = CliRunner().invoke(main, ["export-vk", str(fflonk), str(out)])
     assert res.exit_code == 2
-    assert "plonk" in res.output and str(plonk) in res.output
+    assert "fflonk" in res.output and str(fflonk) in res.output
+    assert len(res.output.strip().splitlines()) == 1
     assert not out.exists() and os.listdir(tmp_path) == []
+
+
+def test_export_vk_command_takes_plonk_keys(circuit_named, tmp_path):
+    """A PLONK key's verification key, byte for byte as snarkjs writes it."""
+    from cuzk.cli import main
+
+    out = tmp_path / "vk.json"
+    c = circuit_named("nested")
+    res = CliRunner().invoke(main, ["export-vk", str(c.plonk_zkey), str(out)])
+    assert res.exit_code == 0, res.output
+    assert out.read_bytes() == c.plonk_vk.read_bytes()
 
 
 def test_proof_and_public_json_round_trip_byte_for_byte(any_circuit, tmp_path):

@@ -192,6 +192,7 @@ FLOORS: list[set[str]] = [
     {"compiling", "formats"},  # arith beneath
     {"native"},  # the kernels compiled ahead of time: arith's builds beneath
     {"kernels", "witness", "top", "testing"},
+    {"plonk"},  # the second proof system; groth16's commands dispatch to it
     {"groth16", "engine"},  # the prover; the engine, which loads a prover by name
     {"cluster"},  # the engine spread over machines
     {"serve"},  # the daemon: engine or cluster, top's bytes for /status

@@ -172,7 +172,8 @@ def test_prove_with_verify_and_r1cs_writes_a_good_proof(circuit_named, tmp_path)
 
 
 @pytest.mark.parametrize(
-    "damage", ["truncate_zkey", "truncate_wtns", "corrupt_magic", "plonk", "wrong_count", "missing"]
+    "damage",
+    ["truncate_zkey", "truncate_wtns", "corrupt_magic", "fflonk", "wrong_count", "missing"],
 )
 def test_prove_bad_inputs_named_error_no_output(each_curve, tmp_path, damage):
     from cuzk.formats.wtns import read_wtns, write_wtns
@@ -187,10 +188,10 @@ def test_prove_bad_inputs_named_error_no_output(each_curve, tmp_path, damage):
         wtns.write_bytes(wtns.read_bytes()[:-7])
     elif damage == "corrupt_magic":
         zkey.write_bytes(b"zkez" + zkey.read_bytes()[4:])
-    elif damage == "plonk":
-        if not (c.dir / "plonk.zkey").exists():
-            pytest.skip(f"{c.name} has no PLONK key")
-        shutil.copy(c.dir / "plonk.zkey", zkey)
+    elif damage == "fflonk":  # a protocol cuzk does not prove
+        if not (c.dir / "fflonk.zkey").exists():
+            pytest.skip(f"{c.name} has no FFLONK key")
+        shutil.copy(c.dir / "fflonk.zkey", zkey)
     elif damage == "wrong_count":  # a well-formed witness of the key's field, one value short
         w = read_wtns(c.witness(0))
         write_wtns(wtns, limbs_to_ints(w.values)[:-1], prime=w.prime)
@@ -203,6 +204,8 @@ def test_prove_bad_inputs_named_error_no_output(each_curve, tmp_path, damage):
     assert len(r.output.strip().splitlines()) == 1
     if damage == "wrong_count":
         assert "nVars" in r.output, r.output
+    if damage == "fflonk":
+        assert "fflonk" in r.output and "not supported" in r.output, r.output
     assert not proof.exists() and not public.exists()
 
 

@@ -1,7 +1,8 @@
 """The snarkjs Groth16 proving key (.zkey, version 1): a mapped reader and a writer.
 
 Sections (ids; snarkjs writes them physically as 1,2,4,3,9,8,5,6,7,10):
-  1 header       u32 protocol id (1 = Groth16; 2 = PLONK and 10 = FFLONK are rejected)
+  1 header       u32 protocol id (1 = Groth16; 2 = PLONK is cuzk.formats.plonk_zkey's,
+                 10 = FFLONK is refused)
   2 Groth16 hdr  u32 n8q, q, u32 n8r, r, u32 nVars, u32 nPublic, u32 domainSize,
                  alpha1 (G1), beta1 (G1), beta2 (G2), gamma2 (G2), delta1 (G1), delta2 (G2)
   3 IC           nPublic+1 G1
@@ -40,6 +41,8 @@ from cuzk.formats.errors import (
 ZKEY_VERSION = 1
 PROTOCOL_NAMES = {1: "groth16", 2: "plonk", 10: "fflonk"}
 GROTH16_PROTOCOL_ID = 1
+PLONK_PROTOCOL_ID = 2
+SUPPORTED_PROTOCOLS = (GROTH16_PROTOCOL_ID, PLONK_PROTOCOL_ID)
 
 # BN254's point widths (other curves': cuzk.formats.curve.Curve.g1_limbs, g2_limbs).
 G1_LIMBS = 8  # x||y, 4 limbs each
@@ -88,6 +91,87 @@ def header_points(curve) -> tuple[tuple[str, int], ...]:
 def groth16_header_size(curve) -> int:
     """Bytes of the Groth16 header section (2) of a key on `curve`."""
     return 4 + curve.n8q + 4 + curve.n8r + 3 * 4 + 3 * 8 * (curve.g1_limbs + curve.g2_limbs)
+
+
+def protocol_name(protocol: int) -> str:
+    """snarkjs's name of a zkey protocol id ("groth16", "plonk", "fflonk"; else "unknown")."""
+    return PROTOCOL_NAMES.get(protocol, "unknown")
+
+
+def require_protocol(path, protocol: int, expected: int) -> None:
+    """UnsupportedProtocol naming the key's protocol unless it is `expected`: a protocol cuzk
+    proves (Groth16, PLONK) given to the other's reader, or one it does not (FFLONK)."""
+    if protocol == expected:
+        return
+    name = protocol_name(protocol)
+    if protocol in SUPPORTED_PROTOCOLS:
+        raise UnsupportedProtocol(
+            path,
+            f"protocol id {protocol} ({name}), not {protocol_name(expected)} "
+            f"(id {expected}) as this reader expects",
+        )
+    supported = " and ".join(f"{protocol_name(p)} (id {p})" for p in SUPPORTED_PROTOCOLS)
+    raise UnsupportedProtocol(
+        path, f"protocol id {protocol} ({name}) is not supported: cuzk proves {supported} keys"
+    )
+
+
+def zkey_protocol(path: os.PathLike | str, data=None) -> int:
+    """The protocol id of the .zkey at `path` (section 1), for a command that dispatches on
+    it: 1 = Groth16, 2 = PLONK, 10 = FFLONK. `data`: the file's bytes instead of the path's
+    (an upload). Raises a FormatError for a file that is no zkey."""
+    f = BinFile(path, "zkey", (ZKEY_VERSION,), data=data)
+    s = f.section(HEADER, "header")
+    if s.size != 4:
+        raise BadSectionSize(f.path, f"header section (1) is {s.size} bytes, expected 4")
+    return f.u32(s.offset)
+
+
+def read_primes(f: BinFile, s, label: str, curves_allowed=None):
+    """The curve of a key header section `s` of `f` that opens with u32 n8q, q, u32 n8r, r
+    (the Groth16 and PLONK headers do), and the offset after r. `label` names the section in
+    messages; `curves_allowed` as for ZKey."""
+    path = f.path
+    if s.size < 4:
+        raise BadSectionSize(path, f"{label} is only {s.size} bytes")
+    pos = s.offset
+    n8q = f.u32(pos)
+    widths = {c.n8q: c for c in curves.CURVES.values()}
+    if n8q not in widths:
+        sizes = ", ".join(f"{c.title}'s {c.n8q}" for c in curves.CURVES.values())
+        raise WrongPrime(
+            path, f"n8q = {n8q}: no known curve's base field has {n8q}-byte elements ({sizes})"
+        )
+    if s.size < 4 + n8q + 4 + 32:
+        raise BadSectionSize(path, f"{label} is only {s.size} bytes")
+    q = f.bigint(pos + 4, n8q)
+    pos += 4 + n8q
+    curve = curves.by_q(q)
+    if curve is None or curve.n8q != n8q:
+        raise WrongPrime(
+            path, f"n8q = {n8q}: base field prime q = {q:#x} is not {widths[n8q].title}'s"
+        )
+    curves.require(curve, curves_allowed, path, "cuzk proves on")
+    n8r = f.u32(pos)
+    if n8r != curve.n8r:
+        raise WrongPrime(path, f"n8r = {n8r}: {curve.title}'s scalar field needs {curve.n8r} bytes")
+    r = f.bigint(pos + 4, curve.n8r)
+    if r != curve.r:
+        raise WrongPrime(path, f"scalar field prime r = {r:#x} is not {curve.title}'s")
+    return curve, pos + 4 + curve.n8r
+
+
+def check_domain(path, d: int, curve, spare_bits: int = 0) -> None:
+    """BadHeader unless domainSize d is a power of two whose 2^spare_bits multiple fits the
+    curve's 2-adicity (PLONK works on the domain of 4n: spare_bits = 2)."""
+    if d < 1 or d & (d - 1):
+        raise BadHeader(path, f"domainSize = {d} is not a power of two")
+    if d.bit_length() - 1 + spare_bits > curve.fr_two_adicity:
+        raise BadHeader(
+            path,
+            f"domainSize = 2^{d.bit_length() - 1} exceeds {curve.title}'s"
+            f" 2^{curve.fr_two_adicity - spare_bits}",
+        )
 
 
 # BN254's (the names this module has always exported).
@@ -167,53 +251,17 @@ class ZKey:
         s = f.section(HEADER, "header")
         if s.size != 4:
             raise BadSectionSize(self.path, f"header section (1) is {s.size} bytes, expected 4")
-        protocol = f.u32(s.offset)
-        if protocol != GROTH16_PROTOCOL_ID:
-            name = PROTOCOL_NAMES.get(protocol, "unknown")
-            raise UnsupportedProtocol(
-                self.path, f"protocol id {protocol} ({name}): cuzk proves Groth16 only (id 1)"
-            )
+        require_protocol(self.path, f.u32(s.offset), GROTH16_PROTOCOL_ID)
 
         s = f.section(GROTH16_HEADER, "Groth16 header")
-        if s.size < 4:
-            raise BadSectionSize(self.path, f"Groth16 header section (2) is only {s.size} bytes")
-        pos = s.offset
-        self.n8q = n8q = f.u32(pos)
-        widths = {c.n8q: c for c in curves.CURVES.values()}
-        if n8q not in widths:
-            sizes = ", ".join(f"{c.title}'s {c.n8q}" for c in curves.CURVES.values())
-            raise WrongPrime(
-                self.path,
-                f"n8q = {n8q}: no known curve's base field has {n8q}-byte elements ({sizes})",
-            )
-        if s.size < 4 + n8q:
-            raise BadSectionSize(self.path, f"Groth16 header section (2) is only {s.size} bytes")
-        self.q = f.bigint(pos + 4, n8q)
-        pos += 4 + n8q
-        curve = curves.by_q(self.q)
-        if curve is None or curve.n8q != n8q:
-            raise WrongPrime(
-                self.path,
-                f"n8q = {n8q}: base field prime q = {self.q:#x} is not {widths[n8q].title}'s",
-            )
-        curves.require(curve, curves_allowed, self.path, "cuzk proves on")
+        curve, pos = read_primes(f, s, "Groth16 header section (2)", curves_allowed)
         header_size = groth16_header_size(curve)
         if s.size != header_size:
             raise BadSectionSize(
                 self.path,
                 f"Groth16 header section (2) is {s.size} bytes, expected {header_size}",
             )
-        self.n8r = f.u32(pos)
-        if self.n8r != curve.n8r:
-            raise WrongPrime(
-                self.path, f"n8r = {self.n8r}: {curve.title}'s scalar field needs {curve.n8r} bytes"
-            )
-        self.r = f.bigint(pos + 4, curve.n8r)
-        pos += 4 + curve.n8r
-        if self.r != curve.r:
-            raise WrongPrime(
-                self.path, f"scalar field prime r = {self.r:#x} is not {curve.title}'s"
-            )
+        self.n8q, self.q, self.n8r, self.r = curve.n8q, curve.q, curve.n8r, curve.r
         self.curve_info = curve
         self.curve = curve.name
         g1, g2 = curve.g1_limbs, curve.g2_limbs
@@ -223,15 +271,7 @@ class ZKey:
         pos += 12
         if self.n_public + 1 > self.n_vars:
             raise BadHeader(self.path, f"nPublic = {self.n_public} but nVars = {self.n_vars}")
-        d = self.domain_size
-        if d < 1 or d & (d - 1):
-            raise BadHeader(self.path, f"domainSize = {d} is not a power of two")
-        if d.bit_length() - 1 > curve.fr_two_adicity:
-            raise BadHeader(
-                self.path,
-                f"domainSize = 2^{d.bit_length() - 1} exceeds {curve.title}'s"
-                f" 2^{curve.fr_two_adicity}",
-            )
+        check_domain(self.path, self.domain_size, curve)
         for name, width in header_points(curve):
             setattr(self, name, f.limbs(pos, 1, width)[0])
             pos += 8 * width

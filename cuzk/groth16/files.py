@@ -29,11 +29,64 @@ def run_prove(
     import contextlib
 
     from cuzk import native as native_kernels
+    from cuzk.formats.atomic import check_apart
+    from cuzk.formats.errors import FormatError
+    from cuzk.formats.zkey import PLONK_PROTOCOL_ID, zkey_protocol
     from cuzk.groth16.startup import return_freed_arrays_to_the_system
 
+    check_apart((proof_json, public_json), (zkey, wtns, r1cs))  # no output over an input
+    try:
+        protocol = zkey_protocol(zkey)
+    except FormatError as e:
+        raise ProveError(str(e)) from None
+    if protocol == PLONK_PROTOCOL_ID:
+        return _run_prove_plonk(zkey, wtns, proof_json, public_json, r1cs, verify, device)
     return_freed_arrays_to_the_system()
     with native_kernels.used(native), contextlib.ExitStack() as loads:
         return _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device, loads)
+
+
+def _run_prove_plonk(zkey, wtns, proof_json, public_json, r1cs, verify, device):
+    """A PLONK key's proof (cuzk.plonk.files), with the --r1cs check first."""
+    from cuzk.plonk import files as plonk_files
+
+    if r1cs is not None:
+        from cuzk.formats.errors import FormatError
+        from cuzk.formats.plonk_zkey import PlonkZKey
+
+        try:
+            key = PlonkZKey(zkey)
+            w = plonk_files.load_witness(wtns, key)
+            _check_r1cs(r1cs, zkey, wtns, key, key.n_witness, w, "nVars - nAdditions")
+        except FormatError as e:
+            raise ProveError(str(e)) from None
+    try:
+        return plonk_files.run_prove(zkey, wtns, proof_json, public_json, verify, device)
+    except plonk_files.ProveError as e:
+        raise ProveError(str(e)) from None
+
+
+def _check_r1cs(r1cs, zkey, wtns, key, n_wires: int, w, wires: str = "nVars") -> None:
+    """ProveError unless the circuit of `r1cs` is the key's (curve; `n_wires`, the key's
+    `wires`) and the witness `w` satisfies every constraint."""
+    from cuzk.formats.curve import CURVES
+    from cuzk.formats.r1cs import R1CS
+    from cuzk.groth16 import first_unsatisfied
+
+    system = R1CS(r1cs)
+    if system.curve != key.curve:
+        raise ProveError(
+            f"{r1cs}: the circuit is over {CURVES[system.curve]} but {zkey} is over "
+            f"{CURVES[key.curve]}: not the same circuit"
+        )
+    if system.n_wires != n_wires:
+        raise ProveError(
+            f"{r1cs}: {system.n_wires} wires but {zkey} has "
+            f"{wires} = {n_wires}: not the same circuit"
+        )
+    bad = first_unsatisfied(system, w)
+    if bad is not None:
+        raise ProveError(f"{wtns}: witness does not satisfy constraint {bad} of {r1cs}")
 
 
 def _numba_loads(curve: str, loads) -> None:
@@ -49,12 +102,11 @@ def _numba_loads(curve: str, loads) -> None:
 
 
 def _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device, loads):
-    from cuzk.formats.atomic import check_apart, check_outputs
+    from cuzk.formats.atomic import check_outputs
     from cuzk.formats.errors import FormatError
     from cuzk.formats.snarkjs_json import write_proof_and_public
-    from cuzk.groth16 import ProvingKey, first_unsatisfied, load_witness, open_device, prove
+    from cuzk.groth16 import ProvingKey, load_witness, open_device, prove
 
-    check_apart((proof_json, public_json), (zkey, wtns, r1cs))  # no output over an input
     try:
         key = ProvingKey.open(zkey, resident=False)  # read once: see ProvingKey.done_with
         _numba_loads(key.arith_curve, loads)
@@ -65,23 +117,7 @@ def _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device, loads)
         vk = key.validate(b2_subgroup=not verify, g1_subgroup=not verify)
         w = load_witness(wtns, key)
         if r1cs is not None:
-            from cuzk.formats.curve import CURVES
-            from cuzk.formats.r1cs import R1CS
-
-            system = R1CS(r1cs)
-            if system.curve != key.curve:
-                raise ProveError(
-                    f"{r1cs}: the circuit is over {CURVES[system.curve]} but {zkey} is over "
-                    f"{key.zkey.curve_info}: not the same circuit"
-                )
-            if system.n_wires != key.n_vars:
-                raise ProveError(
-                    f"{r1cs}: {system.n_wires} wires but {zkey} has "
-                    f"nVars = {key.n_vars}: not the same circuit"
-                )
-            bad = first_unsatisfied(system, w)
-            if bad is not None:
-                raise ProveError(f"{wtns}: witness does not satisfy constraint {bad} of {r1cs}")
+            _check_r1cs(r1cs, zkey, wtns, key, key.n_vars, w)
     except FormatError as e:
         raise ProveError(str(e)) from None
     check_outputs(proof_json, public_json)  # before the work: one file twice, a missing folder
@@ -110,13 +146,14 @@ def run_fullprove(
     input_json, wasm, zkey, proof_json, public_json, verify=True, device="cpu", sym=None
 ):
     """Witness from input_json, then the proof (run_prove), as snarkjs's
-    `groth16 fullprove`. Checks first that wasm and zkey belong to the same circuit.
-    Writes proof_json and public_json only for a proof, both or neither; returns the Proof."""
+    `groth16 fullprove` (`plonk fullprove` for a PLONK key). Checks first that wasm and
+    zkey belong to the same circuit. Writes proof_json and public_json only for a proof,
+    both or neither; returns the Proof."""
     import tempfile
     from pathlib import Path
 
     from cuzk.formats.atomic import check_apart, check_outputs, terminate_cleanly
-    from cuzk.formats.zkey import ZKey
+    from cuzk.formats.zkey import PLONK_PROTOCOL_ID, ZKey, zkey_protocol
     from cuzk.witness.calculator import Circuit
     from cuzk.witness.errors import check_same_circuit
     from cuzk.witness.inputs import read_inputs
@@ -125,7 +162,16 @@ def run_fullprove(
     check_apart((proof_json, public_json), (input_json, wasm, zkey, sym))
     inputs = read_inputs(input_json)
     circuit = Circuit(wasm, sym)
-    check_same_circuit(circuit, ZKey(zkey, check_coefficients=False))
+    if zkey_protocol(zkey) == PLONK_PROTOCOL_ID:  # its witness: the wires, not the additions
+        from types import SimpleNamespace
+
+        from cuzk.formats.plonk_zkey import PlonkZKey
+
+        k = PlonkZKey(zkey, check_indices=False)
+        wires = SimpleNamespace(path=k.path, r=k.r, n_vars=k.n_witness)
+        check_same_circuit(circuit, wires, f"{k.path} (PLONK: nVars less its additions)")
+    else:
+        check_same_circuit(circuit, ZKey(zkey, check_coefficients=False))
     check_outputs(proof_json, public_json)  # before the work: one file twice, a missing folder
     values = circuit.calculator().witness_view(inputs, input_json)
     # SIGTERM as SIGINT: the witness's temporary folder is removed either way

@@ -1,0 +1,346 @@
+"""The PLONK prover: snarkjs's five rounds (plonk_prove.js; Gabizon, Williamson, Ciobotaru,
+"PLONK", ePrint 2019/953, section 8) on a snarkjs PLONK key, proofs that `snarkjs plonk
+verify` accepts.
+
+With n = domainSize, H = {w^i} (w = w[power], snarkjs's roots), Z_H(X) = X^n - 1, the
+gates qM a b + qL a + qR b + qO c + qC + PI = 0 on H, PI(X) = -sum_i p_i L_(i+1)(X) over
+the public signals p, and the copy constraints sigma:
+
+1. Wires a, b, c: each gate's signal values (the witness, extended by the key's additions;
+   signal 0 counts as 0, as in snarkjs), interpolated on H, blinded as
+   a(X) + (b1 X + b2) Z_H(X) (b, c likewise with b3..b6), committed: [a]_1, [b]_1, [c]_1.
+2. beta, gamma from the transcript; the permutation product z on H,
+   z(w^0) = 1, z(w^(i+1)) = z(w^i) prod_j (f_j,i + beta k_j w^i + gamma) /
+   (f_j,i + beta sigma_j(w^i) + gamma) (k = 1, k1, k2), blinded by (b7 X^2 + b8 X + b9)
+   Z_H(X), committed.
+3. alpha; the quotient t = (gates + alpha (permutation numerator z(X) - denominator
+   z(wX)) + alpha^2 (z - 1) L_1) / Z_H, evaluated on a coset of the domain of 4n (where
+   Z_H has no root; snarkjs evaluates on the domain itself and divides Z_H out of the
+   coefficients instead: the same t), split into T1, T2, T3 of n, n and n + 6
+   coefficients with blinding b10, b11 (T1 + b10 X^n, T2 - b10 + b11 X^n, T3 - b11),
+   committed.
+4. xi; the evaluations a, b, c, s1, s2 at xi and z at xi w.
+5. v; the linearisation r(X) (its constant r0 makes r(xi) = 0) and the openings
+   Wxi = (r + v a + v^2 b + v^3 c + v^4 s1 + v^5 s2 - their values) / (X - xi),
+   Wxiw = (z - z(xi w)) / (X - xi w), committed.
+
+The challenges come from cuzk.plonk.transcript, shared with the verifier; the eleven
+blinding scalars from the operating system's CSPRNG (`secrets`). Work on vectors goes
+through `FrOps` (cuzk.plonk.fr: elementwise kernels, NTTs, MSMs); the sequential steps
+(additions, the running product, division by X - x) run on Python ints.
+
+A witness that breaks a gate or a copy constraint is refused before any commitment
+(ProveError names the gate), as snarkjs refuses one that breaks a copy constraint.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from cuzk.arith.radix import ints_to_limbs, limbs_to_ints
+from cuzk.formats.plonk_json import proof_to_json
+from cuzk.formats.stored import from_mont_r, g1_from_limbs
+from cuzk.plonk.fr import FrOps
+from cuzk.plonk.transcript import Transcript
+from cuzk.plonk.verifier import lagrange_at
+
+log = logging.getLogger("cuzk.plonk")
+
+
+class ProveError(ValueError):
+    """A witness the key cannot prove (a gate or a copy constraint broken)."""
+
+
+@dataclass
+class PlonkProof:
+    """A finished proof: commitments (affine ints), evaluations, the public signals."""
+
+    curve: object  # cuzk.formats.curve Curve
+    commitments: dict
+    evaluations: dict
+    public: list[int]
+    timings: dict
+
+    def to_json(self) -> dict:
+        """snarkjs's proof.json object."""
+        return proof_to_json(self.commitments, self.evaluations, self.curve)
+
+
+def full_witness(key, values) -> np.ndarray:
+    """The (nVars, 4) plain-form signal values: the witness's (`values`, nVars - nAdditions
+    rows, w[0] set to 0 as snarkjs does) then the key's additions in order, each
+    fa w_a + fb w_b over earlier signals."""
+    r = key.r
+    w = np.array(values, dtype=np.uint64, order="C")
+    w[0] = 0
+    if key.n_additions == 0:
+        return w
+    ints = limbs_to_ints(w)
+    adds = key.additions
+    fa = [from_mont_r(x, key.curve_info) for x in adds["factor_a"]]
+    fb = [from_mont_r(x, key.curve_info) for x in adds["factor_b"]]
+    sa, sb = adds["signal_a"].tolist(), adds["signal_b"].tolist()
+    for i in range(key.n_additions):
+        ints.append((fa[i] * ints[sa[i]] + fb[i] * ints[sb[i]]) % r)
+    return np.concatenate([w, ints_to_limbs(ints[len(w) :])])
+
+
+def divide_by_linear(coefs: list[int], x: int, r: int) -> list[int]:
+    """p(X) / (X - x) by synthetic division; ProveError unless p(x) = 0."""
+    q = [0] * (len(coefs) - 1)
+    carry = 0
+    for i in range(len(coefs) - 1, 0, -1):
+        carry = (coefs[i] + carry * x) % r
+        q[i - 1] = carry
+    if (coefs[0] + carry * x) % r:
+        raise ProveError("an opening polynomial does not vanish where it is opened")
+    return q
+
+
+def blind(coefs: np.ndarray, n: int, blinding: list[int], ops: FrOps) -> np.ndarray:
+    """p(X) + (sum_k blinding[k] X^k) Z_H(X): coefficient k loses blinding[k], n + k gains
+    it."""
+    m = len(blinding)
+    out = np.zeros((n + m, 4), np.uint64)
+    out[:n] = coefs
+    b = ops.from_ints(blinding)
+    out[:m] = ops.sub(out[:m], b)
+    out[n : n + m] = b
+    return out
+
+
+def prove(key, values, ops: FrOps | None = None) -> PlonkProof:
+    """A proof for the witness `values` ((nVars - nAdditions, 4) plain limbs, a .wtns's
+    values) under `key` (cuzk.formats.plonk_zkey.PlonkZKey)."""
+    curve = key.curve_info
+    ops = ops or FrOps(curve)
+    r, n, power = curve.r, key.domain_size, key.power
+    n4 = 4 * n
+    k1, k2 = key.k1, key.k2
+    timings: dict = {}
+    clock = [time.perf_counter()]
+
+    def lap(name):
+        now = time.perf_counter()
+        timings[name] = now - clock[0]
+        clock[0] = now
+        log.debug("%s %.3f s", name, timings[name])
+
+    b = [None] + [secrets.randbelow(r) for _ in range(11)]  # b1 .. b11
+
+    # --- round 1: wires ---------------------------------------------------------------------
+    w = full_witness(key, values)
+    public = limbs_to_ints(w[1 : 1 + key.n_public])
+    wires = []
+    for m in (key.a_map, key.b_map, key.c_map):
+        v = np.zeros((n, 4), np.uint64)
+        v[: key.n_constraints] = w[m]
+        wires.append(ops.from_plain(v))
+    A, B, C = wires
+    pi_h = np.zeros((n, 4), np.uint64)  # PI on H: -p_i at gate i
+    if key.n_public:
+        pi_h[: key.n_public] = ops.sub(pi_h[: key.n_public], A[: key.n_public])
+    check_gates(key, A, B, C, pi_h, ops)
+    lap("wires")
+    a_coef = blind(ops.intt(A), n, [b[2], b[1]], ops)
+    b_coef = blind(ops.intt(B), n, [b[4], b[3]], ops)
+    c_coef = blind(ops.intt(C), n, [b[6], b[5]], ops)
+    commitments = {
+        "A": ops.commit(a_coef, key.ptau),
+        "B": ops.commit(b_coef, key.ptau),
+        "C": ops.commit(c_coef, key.ptau),
+    }
+    lap("round 1")
+
+    # --- round 2: the permutation product --------------------------------------------------
+    t = Transcript(curve)
+    for name in ("Qm", "Ql", "Qr", "Qo", "Qc", "S1", "S2", "S3"):
+        t.add_point(g1_from_limbs(getattr(key, name), curve))
+    for p in public:
+        t.add_scalar(p)
+    for name in ("A", "B", "C"):
+        t.add_point(commitments[name])
+    beta = t.challenge()
+    t.add_scalar(beta)
+    gamma = t.challenge()
+    x_h = ops.powers(ops.roots[power], n)  # w^i
+    identity = [x_h, ops.scale(x_h, k1), ops.scale(x_h, k2)]
+    sigma = [np.ascontiguousarray(s.evaluations[::4]) for s in (key.s1, key.s2, key.s3)]
+    num = copy_factors(ops, (A, B, C), identity, beta, gamma)
+    den = copy_factors(ops, (A, B, C), sigma, beta, gamma)
+    if not den.any(axis=1).all():  # (a_i + beta sigma + gamma) = 0: negligible odds
+        raise ProveError("a permutation denominator is zero for these challenges")
+    ratios = ops.to_ints(ops.mul(num, ops.inv(den)))
+    z = [1] * n
+    for i in range(n - 1):
+        z[i + 1] = z[i] * ratios[i] % r
+    if z[n - 1] * ratios[n - 1] % r != 1:
+        raise ProveError(
+            "the witness does not satisfy the key's copy constraints (wires that the "
+            "circuit joins carry different values)"
+        )
+    z_coef = blind(ops.intt(ops.from_ints(z)), n, [b[9], b[8], b[7]], ops)
+    commitments["Z"] = ops.commit(z_coef, key.ptau)
+    lap("round 2")
+
+    # --- round 3: the quotient -------------------------------------------------------------
+    t.add_scalar(beta)
+    t.add_scalar(gamma)
+    t.add_point(commitments["Z"])
+    alpha = t.challenge()
+
+    def ev(coefs):
+        return ops.coset_evaluations(coefs, n4)
+
+    Ae, Be, Ce, Ze = ev(a_coef), ev(b_coef), ev(c_coef), ev(z_coef)
+    Zw = np.roll(Ze, -4, axis=0)  # z(w x) at x = g w4^j is z at g w4^(j+4)
+    g = ops.coset_generator(n4)
+    X = ops.scale(ops.powers(ops.roots[power + 2], n4), g)
+    qcpi = ops.add(np.array(key.qc.coefficients), ops.intt(pi_h))
+    gates = ops.add(
+        ops.add(
+            ops.add(
+                ops.mul(ops.mul(Ae, Be), ev(key.qm.coefficients)),
+                ops.mul(Ae, ev(key.ql.coefficients)),
+            ),
+            ops.add(ops.mul(Be, ev(key.qr.coefficients)), ops.mul(Ce, ev(key.qo.coefficients))),
+        ),
+        ev(qcpi),
+    )
+    identity = [X, ops.scale(X, k1), ops.scale(X, k2)]
+    sigma = [ev(s.coefficients) for s in (key.s1, key.s2, key.s3)]
+    perm_num = ops.mul(copy_factors(ops, (Ae, Be, Ce), identity, beta, gamma), Ze)
+    perm_den = ops.mul(copy_factors(ops, (Ae, Be, Ce), sigma, beta, gamma), Zw)
+    first = ops.mul(ops.add_scalar(Ze, r - 1), ev(key.lagrange[0].coefficients))
+    numerator = ops.add(
+        ops.add(gates, ops.scale(ops.sub(perm_num, perm_den), alpha)),
+        ops.scale(first, alpha * alpha % r),
+    )
+    # 1 / Z_H(g w4^j) = 1 / (g^n w4^(jn) - 1): four values, repeating
+    gn = pow(g, n, r)
+    w4 = ops.roots[2]
+    zh_inv = [pow((gn * pow(w4, j, r) - 1) % r, -1, r) for j in range(4)]
+    quotient = ops.mul(numerator, np.tile(ops.from_ints(zh_inv), (n, 1)))
+    t_coef = ops.coset_coefficients(quotient)
+    if t_coef[3 * n + 6 :].any():
+        raise ProveError(
+            "the quotient is not a polynomial: the witness does not satisfy the circuit"
+        )
+    t1 = np.zeros((n + 1, 4), np.uint64)
+    t1[:n] = t_coef[:n]
+    t1[n] = ops.mont(b[10])
+    t2 = np.zeros((n + 1, 4), np.uint64)
+    t2[:n] = t_coef[n : 2 * n]
+    t2[0] = ops.sub(t2[:1], ops.full(b[10], 1))[0]
+    t2[n] = ops.mont(b[11])
+    t3 = np.array(t_coef[2 * n : 3 * n + 6])
+    t3[0] = ops.sub(t3[:1], ops.full(b[11], 1))[0]
+    for name, coefs in (("T1", t1), ("T2", t2), ("T3", t3)):
+        commitments[name] = ops.commit(coefs, key.ptau)
+    lap("round 3")
+
+    # --- round 4: evaluations --------------------------------------------------------------
+    t.add_scalar(alpha)
+    for name in ("T1", "T2", "T3"):
+        t.add_point(commitments[name])
+    xi = t.challenge()
+    omega = ops.roots[power]
+    xiw = xi * omega % r
+    evaluations = {
+        "eval_a": ops.evaluate(a_coef, xi),
+        "eval_b": ops.evaluate(b_coef, xi),
+        "eval_c": ops.evaluate(c_coef, xi),
+        "eval_s1": ops.evaluate(np.array(key.s1.coefficients), xi),
+        "eval_s2": ops.evaluate(np.array(key.s2.coefficients), xi),
+        "eval_zw": ops.evaluate(z_coef, xiw),
+    }
+    lap("round 4")
+
+    # --- round 5: openings -----------------------------------------------------------------
+    t.add_scalar(xi)
+    for name in ("eval_a", "eval_b", "eval_c", "eval_s1", "eval_s2", "eval_zw"):
+        t.add_scalar(evaluations[name])
+    v1 = t.challenge()
+    v = [1, v1]
+    for _ in range(4):
+        v.append(v[-1] * v1 % r)
+    ea, eb, ec = evaluations["eval_a"], evaluations["eval_b"], evaluations["eval_c"]
+    es1, es2, ezw = evaluations["eval_s1"], evaluations["eval_s2"], evaluations["eval_zw"]
+    zh, lag = lagrange_at(xi, max(1, key.n_public), power, curve)
+    xin = (zh + 1) % r
+    eval_pi = -sum(p * lag[i] for i, p in enumerate(public)) % r
+    betaxi = beta * xi % r
+    e2 = alpha * (ea + betaxi + gamma) * (eb + betaxi * k1 + gamma) % r
+    e2 = e2 * (ec + betaxi * k2 + gamma) % r
+    e3 = alpha * (ea + beta * es1 + gamma) * (eb + beta * es2 + gamma) % r * ezw % r
+    e4 = lag[0] * alpha * alpha % r
+    r0 = (eval_pi - e3 * (ec + gamma) - e4) % r
+    # Wxi's numerator: r(X) + v a + v^2 b + v^3 c + v^4 s1 + v^5 s2, then its constant
+    terms = [
+        (key.qm.coefficients, ea * eb),
+        (key.ql.coefficients, ea),
+        (key.qr.coefficients, eb),
+        (key.qo.coefficients, ec),
+        (key.qc.coefficients, 1),
+        (z_coef, e2 + e4),
+        (key.s3.coefficients, -beta * e3),
+        (t1, -zh),
+        (t2, -zh * xin),
+        (t3, -zh * xin * xin),
+        (a_coef, v[1]),
+        (b_coef, v[2]),
+        (c_coef, v[3]),
+        (key.s1.coefficients, v[4]),
+        (key.s2.coefficients, v[5]),
+    ]
+    acc = np.zeros((n + 6, 4), np.uint64)
+    for coefs, k in terms:
+        m = len(coefs)
+        acc[:m] = ops.add(acc[:m], ops.scale(np.array(coefs), k % r))  # (key views: copied)
+    wxi = ops.to_ints(acc)
+    wxi[0] = (wxi[0] + r0 - v[1] * ea - v[2] * eb - v[3] * ec - v[4] * es1 - v[5] * es2) % r
+    wxi_coef = divide_by_linear(wxi, xi, r)
+    zs = ops.to_ints(z_coef)
+    zs[0] = (zs[0] - ezw) % r
+    wxiw_coef = divide_by_linear(zs, xiw, r)
+    commitments["Wxi"] = ops.commit(ops.from_ints(wxi_coef), key.ptau)
+    commitments["Wxiw"] = ops.commit(ops.from_ints(wxiw_coef), key.ptau)
+    lap("round 5")
+    return PlonkProof(curve, commitments, evaluations, public, timings)
+
+
+def copy_factors(ops: FrOps, wires, labels, beta: int, gamma: int):
+    """prod_j (wire_j + beta label_j + gamma) pointwise: the permutation argument's factor,
+    with labels k_j x (the identity: numerator) or sigma_j(x) (denominator)."""
+    out = None
+    for wire, label in zip(wires, labels, strict=True):
+        f = ops.add_scalar(ops.add(wire, ops.scale(label, beta)), gamma)
+        out = f if out is None else ops.mul(out, f)
+    return out
+
+
+def check_gates(key, A, B, C, pi_h, ops: FrOps) -> None:
+    """ProveError naming the first gate with qM a b + qL a + qR b + qO c + qC + PI != 0 (the
+    selectors' values on H are every fourth of their stored 4n evaluations)."""
+
+    def on_h(poly):
+        return np.ascontiguousarray(poly.evaluations[::4])
+
+    res = ops.add(
+        ops.add(
+            ops.mul(ops.mul(A, B), on_h(key.qm)),
+            ops.add(ops.mul(A, on_h(key.ql)), ops.mul(B, on_h(key.qr))),
+        ),
+        ops.add(ops.add(ops.mul(C, on_h(key.qo)), on_h(key.qc)), pi_h),
+    )
+    bad = np.flatnonzero(res.any(axis=1))
+    if len(bad):
+        raise ProveError(
+            f"the witness does not satisfy PLONK gate {int(bad[0])} of {key.n_constraints} "
+            "(the circuit's constraints, as the key's gates)"
+        )

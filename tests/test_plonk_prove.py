@@ -1,0 +1,185 @@
+"""The PLONK prover (cuzk.plonk.prover, `cuzk prove` on a PLONK key): proofs that cuzk's
+verifier and `snarkjs plonk verify` accept, of the public signals snarkjs writes; refused
+witnesses; the prover's Python-int steps against direct computation."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from click.testing import CliRunner
+
+from cuzk.cli import main
+from cuzk.plonk import prover
+from cuzk.plonk.verifier import verify_files
+
+R = 21888242871839275222246405745257275088548364400416034343698204186575808495617
+
+
+def _prove(*args):
+    return CliRunner().invoke(main, ["prove", *map(str, args)])
+
+
+def _proved(c, k, tmp_path, *flags):
+    proof, public = tmp_path / f"proof_{k}.json", tmp_path / f"public_{k}.json"
+    res = _prove(*flags, c.plonk_zkey, c.witness(k), proof, public)
+    assert res.exit_code == 0, res.output
+    return proof, public
+
+
+def test_proofs_verify(plonk_circuit, tmp_path):
+    """Both witnesses of each PLONK fixture (BN254, with additions, BLS12-381): the proof
+    verifies, the public signals are snarkjs's, a changed signal is refused."""
+    c = plonk_circuit
+    for k in (0, 1):
+        proof, public = _proved(c, k, tmp_path)
+        assert public.read_text() == c.plonk_public(k).read_text()
+        obj = json.loads(proof.read_text())
+        assert list(obj)[-2:] == ["protocol", "curve"] and obj["protocol"] == "plonk"
+        assert verify_files(c.plonk_vk, public, proof)
+        assert not verify_files(c.plonk_vk, c.plonk_public(1 - k), proof)
+
+
+def test_blinding_is_fresh(circuit_named, tmp_path):
+    c = circuit_named("mulchain")
+    for sub in ("a", "b"):
+        (tmp_path / sub).mkdir()
+    (p0, _), (p1, pub) = _proved(c, 0, tmp_path / "a"), _proved(c, 0, tmp_path / "b")
+    a, b = json.loads(p0.read_text()), json.loads(p1.read_text())
+    assert all(a[k] != b[k] for k in ("A", "B", "C", "Z", "T1", "T2", "T3", "Wxi", "Wxiw"))
+    assert verify_files(c.plonk_vk, pub, p0) and verify_files(c.plonk_vk, pub, p1)
+
+
+def test_unsatisfying_witness_refused(circuit_named, tmp_path):
+    c = circuit_named("nested")
+    proof, public = tmp_path / "p.json", tmp_path / "pub.json"
+    res = _prove(c.plonk_zkey, c.bad_witness, proof, public)
+    assert res.exit_code == 1
+    assert res.output.startswith("cuzk prove: the witness does not satisfy PLONK gate ")
+    assert len(res.output.strip().splitlines()) == 1
+    res = _prove("--r1cs", c.r1cs, c.plonk_zkey, c.bad_witness, proof, public)
+    assert res.exit_code == 1 and "does not satisfy constraint" in res.output
+    assert not proof.exists() and not public.exists()
+
+
+def test_quotient_check_catches_a_broken_gate(circuit_named, monkeypatch):
+    """With the gate check taken out, the quotient's degree still refuses the witness."""
+    from cuzk.formats.plonk_zkey import PlonkZKey
+    from cuzk.formats.wtns import read_wtns
+
+    c = circuit_named("mulchain")
+    monkeypatch.setattr(prover, "check_gates", lambda *a: None)
+    with pytest.raises(prover.ProveError, match="quotient is not a polynomial"):
+        prover.prove(PlonkZKey(c.plonk_zkey), read_wtns(c.bad_witness).values)
+
+
+def test_witness_of_another_circuit_refused(circuit_named, tmp_path):
+    c, other = circuit_named("nested"), circuit_named("mulchain")
+    res = _prove(c.plonk_zkey, other.witness(0), tmp_path / "p.json", tmp_path / "q.json")
+    assert res.exit_code == 1 and "nVars - nAdditions = 28 - 6 = 22" in res.output
+
+
+def test_cuda_not_yet(circuit_named, tmp_path):
+    c = circuit_named("mulchain")
+    res = _prove("--device", "cuda", c.plonk_zkey, c.witness(0), tmp_path / "p", tmp_path / "q")
+    assert res.exit_code == 1 and "CPU only" in res.output
+
+
+def test_evaluation_and_division():
+    from cuzk.formats.curve import BN254
+    from cuzk.plonk.fr import FrOps
+
+    ops = FrOps(BN254)
+    rng = random.Random(7)
+    x = rng.randrange(R)
+    for m in (1, 2, 9, 64):
+        coefs = [rng.randrange(R) for _ in range(m)]
+        value = sum(c * pow(x, i, R) for i, c in enumerate(coefs)) % R
+        assert ops.evaluate(ops.from_ints(coefs), x) == value
+    # p(X) - p(x) divided by X - x, multiplied back
+    p = list(coefs)
+    p[0] = (p[0] - value) % R
+    q = prover.divide_by_linear(p, x, R)
+    back = [0] * len(p)
+    for i, c in enumerate(q):
+        back[i + 1] = (back[i + 1] + c) % R
+        back[i] = (back[i] - x * c) % R
+    assert back == p
+    with pytest.raises(prover.ProveError):
+        prover.divide_by_linear(coefs, x, R)
+
+
+@pytest.mark.interop
+def test_snarkjs_accepts(tools, circuit_named, tmp_path):
+    """`snarkjs plonk verify` accepts cuzk's proofs (BN254 with additions, BLS12-381) and
+    refuses one with a changed public signal."""
+    from interop import plonk_verify
+
+    for name in ("nested", "tiny381"):
+        c = circuit_named(name)
+        proof, public = _proved(c, 1, tmp_path)
+        assert plonk_verify(c.plonk_vk, public, proof), name
+        signals = json.loads(public.read_text())
+        signals[0] = str(int(signals[0]) + 1)
+        public.write_text(json.dumps(signals))
+        assert not plonk_verify(c.plonk_vk, public, proof), name
+
+
+def test_fullprove(circuit_named, tmp_path):
+    """`cuzk fullprove` with a PLONK key: the witness from the inputs, then the proof."""
+    c = circuit_named("nested")
+    proof, public = tmp_path / "p.json", tmp_path / "pub.json"
+    res = CliRunner().invoke(
+        main, ["fullprove", *map(str, (c.input(1), c.wasm, c.plonk_zkey, proof, public))]
+    )
+    assert res.exit_code == 0, res.output
+    assert public.read_text() == c.plonk_public(1).read_text()
+    assert verify_files(c.plonk_vk, public, proof)
+    other = circuit_named("mulchain")
+    res = CliRunner().invoke(
+        main, ["fullprove", *map(str, (other.input(0), other.wasm, c.plonk_zkey, proof, public))]
+    )
+    assert res.exit_code == 1 and "additions) has nVars = 22" in res.output, res.output
+
+
+def test_copy_check_catches_a_rewired_gate(circuit_named, monkeypatch):
+    """A gate that reads another signal than the key's permutation joins it to (its a wire
+    moved, the gate check taken out): the permutation product does not close."""
+    import numpy as np
+
+    from cuzk.formats.plonk_zkey import PlonkZKey
+    from cuzk.formats.wtns import read_wtns
+
+    c = circuit_named("mulchain")
+    key = PlonkZKey(c.plonk_zkey)
+
+    class Rewired:
+        def __getattr__(self, name):
+            return getattr(key, name)
+
+    rewired = Rewired()
+    a_map = np.array(key.a_map)
+    gate = key.n_public + 2  # a circuit gate, after the public ones
+    a_map[gate] = next(s for s in range(1, key.n_vars) if s != a_map[gate])
+    rewired.a_map = a_map
+    monkeypatch.setattr(prover, "check_gates", lambda *a: None)
+    with pytest.raises(prover.ProveError, match="copy constraints"):
+        prover.prove(rewired, read_wtns(c.witness(0)).values)
+
+
+@pytest.mark.interop
+def test_no_public_signals(tools, tmp_path):
+    """A circuit without public signals (nPublic = 0): snarkjs accepts cuzk's proof."""
+    import interop
+
+    compiled = interop.compile_circuit(interop.ROOT / "tests/circuits/private.circom", tmp_path)
+    wtns = interop.calculate_witness(compiled.wasm, {"a": 3, "b": 5}, tmp_path / "w.wtns")
+    ptau = interop.ROOT / "tests/fixtures/pot10.ptau"
+    zkey = interop.plonk_setup(compiled.r1cs, ptau, tmp_path / "k.zkey")
+    vk = interop.export_vk(zkey, tmp_path / "vk.json")
+    proof, public = tmp_path / "p.json", tmp_path / "pub.json"
+    res = _prove(zkey, wtns, proof, public)
+    assert res.exit_code == 0, res.output
+    assert json.loads(public.read_text()) == []
+    assert interop.plonk_verify(vk, public, proof) and verify_files(vk, public, proof)
