@@ -182,3 +182,33 @@ def test_the_installed_library_serves_prove_with_no_warmup(tmp_path):
     from cuzk.groth16.verifier import verify_files
 
     assert verify_files(c / "verification_key.json", outs[1], outs[0])
+
+
+def test_an_installed_library_of_another_key_is_named_once(tmp_path, monkeypatch, capsys):
+    """The install's folder holds a library of another key (built for another CPU, Python or
+    source): the first look for the library says so once, with how to build it; a library
+    in the cache folder, or $CUZK_NATIVE_DIR set, says nothing."""
+    from cuzk import native
+
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "kernels-bn254-0000000000000000.so").write_bytes(b"")
+    monkeypatch.setattr(native, "INSTALLED", lib)
+    for var in ("CUZK_NATIVE_DIR", "CUZK_NATIVE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "cache"))
+    try:
+        with native.used():
+            for _ in range(2):
+                native.forget()
+                assert native.library("bn254") is None
+            err = capsys.readouterr().err
+            assert err.count("is not built here") == 1, err
+            assert "built for another CPU, Python or source" in err and "cuzk warmup" in err
+            (tmp_path / "cache" / "native" / native.HINT_SHOWN).unlink()
+            monkeypatch.setenv("CUZK_NATIVE_DIR", str(tmp_path / "cache" / "native"))
+            native.forget()
+            assert native.library("bn254") is None
+            assert capsys.readouterr().err == ""
+    finally:
+        native.forget()
