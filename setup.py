@@ -99,7 +99,7 @@ class BuildPyWithNative(build_py):
     def run(self):
         super().run()
         curves = native_curves()
-        if self.editable_mode or not curves:
+        if getattr(self, "editable_mode", False) or not curves:
             return
         build_native(self.build_lib, curves)
 
