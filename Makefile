@@ -56,7 +56,7 @@ test-fast: install system-deps
 	$(PY) -m pytest -q -p no:cacheprovider -m "not slow and not interop" tests
 
 # Lint and layout, checked (`make format` applies the layout).
-LINTED := cuzk tests bench examples
+LINTED := cuzk tests bench examples build_support setup.py
 lint: install
 	$(VENV)/bin/ruff check $(LINTED)
 	$(VENV)/bin/ruff format --check $(LINTED)

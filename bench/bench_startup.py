@@ -19,8 +19,10 @@
   the whole command. The same as a new user meets it, in a fresh venv from a clean clone
   (needs the package index; not run by the suite):
   `git clone . /tmp/c && python3 -m venv /tmp/v && /tmp/v/bin/pip install /tmp/c &&
-  cd /tmp && time /tmp/v/bin/cuzk prove K.zkey W.wtns p.json q.json` (the kernels go to
-  the `__pycache__` folders of the venv's cuzk; the notice names them), then
+  cd /tmp && time /tmp/v/bin/cuzk prove K.zkey W.wtns p.json q.json` (the install builds
+  the native kernel library, so this first proof is on it: issue 36; with
+  `CUZK_BUILD_NATIVE=0 pip install` it is Numba's cold compile, the kernels going to the
+  `__pycache__` folders of the venv's cuzk, which the notice names), then
   `/tmp/v/bin/cuzk warmup` in another fresh venv for the compile on purpose.
 Run alone: ``python -m bench.bench_startup [smoke|quick|full]``.
 """

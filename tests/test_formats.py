@@ -379,9 +379,9 @@ def test_a_missing_or_unwritable_directory_writes_neither(tmp_path):
 def test_a_second_file_that_cannot_be_created_removes_the_first(tmp_path, monkeypatch):
     """The directory passes the check, then creating the temporary file fails (a full disk,
     a permission taken away meanwhile): no temporary file is left, no target touched."""
-    import tempfile
+    from cuzk.formats import atomic
 
-    real = tempfile.mkstemp
+    real = atomic.mkstemp
     calls = []
 
     def mkstemp(*a, **kw):
@@ -390,7 +390,7 @@ def test_a_second_file_that_cannot_be_created_removes_the_first(tmp_path, monkey
             raise OSError(28, "No space left on device")
         return real(*a, **kw)
 
-    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    monkeypatch.setattr(atomic, "mkstemp", mkstemp)
     a = tmp_path / "proof.json"
     a.write_text("old proof")
     with pytest.raises(OutputError, match=r"public.json: No space left on device$"):

@@ -165,21 +165,42 @@ def _verify(tmp_path):
     )
 
 
+# Every option of a local `cuzk prove` that the library serves: each subset of the fast path's
+# flags (cuzk.groth16.local_cli), then the same through click (--device cpu is no fast-path
+# flag); --local with a server configured (CUZK_SERVER).
+_FLAGS = ("--no-verify", "--timings", "--local")
+PROVE_OPTIONS = [[f for i, f in enumerate(_FLAGS) if mask >> i & 1] for mask in range(8)] + [
+    ["--device", "cpu"],
+    ["--device", "cpu", *_FLAGS],
+    ["--verify", "--timings"],
+]
+
+
 def test_prove_with_the_library_imports_no_numba(native_dir, tmp_path):
-    """`cuzk prove` with the library built proves a valid proof and never imports numba
-    (python -X importtime lists every import on stderr)."""
-    p = subprocess.run(
-        _prove_cmd(tmp_path, "-X", "importtime"),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=_env(native_dir),
-    )
-    assert p.returncode == 0, p.stderr[-2000:]
-    imported = [line.rsplit("|", 1)[-1].strip() for line in p.stderr.splitlines() if "|" in line]
-    assert "numpy" in imported and "cuzk.native" in imported
-    assert not [m for m in imported if m.split(".")[0] in ("numba", "llvmlite")]
-    assert _verify(tmp_path)
+    """`cuzk prove` with the library built proves a valid proof and never imports numba, with
+    every option the library serves (python -X importtime lists every import on stderr);
+    --no-verify once imported all of numba (222 modules) for one G2 row test."""
+    brought_numba = []
+    for options in PROVE_OPTIONS:
+        server = {"CUZK_SERVER": "http://127.0.0.1:9"} if "--local" in options else {}
+        for f in ("proof.json", "public.json"):
+            (tmp_path / f).unlink(missing_ok=True)
+        p = subprocess.run(
+            _prove_cmd(tmp_path, "-X", "importtime") + options,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=_env(native_dir, **server),
+        )
+        assert p.returncode == 0, (options, p.stderr[-2000:])
+        imported = [
+            line.rsplit("|", 1)[-1].strip() for line in p.stderr.splitlines() if "|" in line
+        ]
+        assert "numpy" in imported and "cuzk.native" in imported, options
+        if [m for m in imported if m.split(".")[0] in ("numba", "llvmlite")]:
+            brought_numba.append(" ".join(options))
+        assert _verify(tmp_path), options
+    assert not brought_numba
 
 
 def test_a_damaged_library_leaves_the_command_on_numba(native_dir, tmp_path):

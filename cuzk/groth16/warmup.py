@@ -151,6 +151,7 @@ def warmup(device, constraints, native):
     done = f"{n} functions compiled" if n else "all loaded from the cache, none compiled"
     where = f"kept in {cache_location()}"
     if native:
-        where += f"; native kernels in {native_kernels.folder()}"
+        found = {str(native_kernels.library_path(c).parent) for c in WARMUP_CURVES}
+        where += f"; native kernels in {', '.join(sorted(found))}"
     click.echo(f"cuzk warmup: kernels ready in {secs:.1f} s ({done}); {where}")
     exit_now_if_a_process_of_its_own()

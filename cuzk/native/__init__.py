@@ -12,12 +12,16 @@ where the library for the curve exists and matches this machine and these source
 Numba's builds otherwise (the same kernels, compiled or loaded as before). A kernel the
 library lacks, or arguments of other types than its entries', fall back to Numba's build.
 
-The libraries are kept in ``folder()``: $CUZK_NATIVE_DIR, else $NUMBA_CACHE_DIR/native, else
-~/.cache/cuzk/native (XDG_CACHE_HOME). Each file's name carries ``key()``: a hash of the
-kernels' sources and of what compiled code depends on (the CPU's model and flags, the Python
-build, NUMBA_CPU_NAME / NUMBA_CPU_FEATURES), so a changed source, CPU or Python finds no
-library and takes Numba's path until the next warm-up; nothing stale is ever loaded.
-``CUZK_NATIVE=0`` turns the library off.
+A build (``cuzk warmup``) writes into ``folder()``: $CUZK_NATIVE_DIR, else
+$NUMBA_CACHE_DIR/native, else ~/.cache/cuzk/native (XDG_CACHE_HOME). ``pip install`` builds
+both curves' libraries into the installed package (``INSTALLED``, cuzk/native/lib; setup.py),
+which is searched after ``folder()`` ($CUZK_NATIVE_DIR alone when set). Each file's name
+carries ``key()``: a hash of the kernels' sources and of what compiled code depends on (the
+CPU's model and flags, the Python build, NUMBA_CPU_NAME / NUMBA_CPU_FEATURES), so a changed
+source, CPU or Python finds no library and takes Numba's path until the next warm-up; nothing
+stale is ever loaded. ``CUZK_NATIVE=0`` turns the library off. When the install could not
+build it (no C compiler, say: it leaves the reason in INSTALLED/NOT-BUILT), or built it for
+another CPU or Python, the first command that looks for it says once how to build it.
 """
 
 from __future__ import annotations
@@ -99,7 +103,14 @@ def key() -> str:
     return h.hexdigest()[:16]
 
 
+# Where `pip install` builds the libraries (setup.py): inside the installed package.
+INSTALLED = Path(__file__).resolve().parent / "lib"
+NOT_BUILT = "NOT-BUILT"  # in INSTALLED: why the install did not build them (one line)
+HINT_SHOWN = "install-hint-shown"  # in folder(): the hint below was said once
+
+
 def folder() -> Path:
+    """Where a build (`cuzk warmup`, ``python -m cuzk.native.build``) writes."""
     explicit = os.environ.get("CUZK_NATIVE_DIR")
     if explicit:
         return Path(explicit)
@@ -110,12 +121,28 @@ def folder() -> Path:
     return Path(base) / "cuzk" / "native"
 
 
+def folders() -> list[Path]:
+    """Where the libraries are looked for, in order: $CUZK_NATIVE_DIR alone when set, else
+    folder() and then the install's build (INSTALLED)."""
+    if os.environ.get("CUZK_NATIVE_DIR"):
+        return [folder()]
+    return [folder(), INSTALLED]
+
+
+def _find(name: str) -> Path:
+    """The first of folders() holding ``name``, else where a build writes it (folder())."""
+    for d in folders():
+        if (d / name).exists():
+            return d / name
+    return folder() / name
+
+
 def runtime_path() -> Path:
-    return folder() / f"runtime-{key()}.so"
+    return _find(f"runtime-{key()}.so")
 
 
 def library_path(curve: str = DEFAULT) -> Path:
-    return folder() / f"kernels-{curve}-{key()}.so"
+    return _find(f"kernels-{curve}-{key()}.so")
 
 
 def default_threads() -> int:
@@ -219,10 +246,40 @@ def library(curve: str = DEFAULT) -> Library | None:
             try:
                 if path.exists() and _load_runtime() is not None:
                     lib = Library(path, _runtime)
+                elif not path.exists():
+                    _install_hint(curve)
             except OSError as e:  # a damaged file: Numba's path, and say why
                 print(f"cuzk: not using {path}: {e}", file=sys.stderr)
             _libraries[curve] = lib
     return _libraries[curve]
+
+
+def _install_hint(curve: str) -> None:
+    """No library for ``curve`` here, though this is an install that meant to build it (its
+    INSTALLED folder exists): say once (a stamp in folder()) why there is none and how to
+    build it."""
+    if os.environ.get("CUZK_NATIVE_DIR") or not INSTALLED.is_dir():
+        return
+    stamp = folder() / HINT_SHOWN
+    if stamp.exists():
+        return
+    try:
+        why = (INSTALLED / NOT_BUILT).read_text().strip().splitlines()[0]
+    except (OSError, IndexError):
+        if not any(INSTALLED.glob(f"kernels-{curve}-*.so")):
+            return
+        why = "built for another CPU, Python or source than this one"
+    print(
+        f"cuzk: the native kernel library ({curve}) is not built here ({why}): commands use "
+        "Numba's kernels, slower to start; `cuzk warmup` (or `python -m cuzk.native.build "
+        "[CURVE ...]`) builds it (needs a C compiler)",
+        file=sys.stderr,
+    )
+    try:
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.write_text(f"{curve}: {why}\n")
+    except OSError:
+        pass
 
 
 class Library:

@@ -181,7 +181,8 @@ def _link(cc: str, inputs: list[str], out: Path, extra=()) -> None:
             [cc, "-shared", "-o", tmp, *inputs, *extra], capture_output=True, text=True
         )
         if p.returncode != 0:
-            raise BuildError(f"{cc} failed linking {out.name}: {p.stderr.strip()}")
+            why = p.stderr.strip() or f"exit status {p.returncode}"
+            raise BuildError(f"{cc} failed linking {out.name}: {why}")
         os.chmod(tmp, 0o755)
         os.replace(tmp, out)
     finally:
@@ -189,9 +190,10 @@ def _link(cc: str, inputs: list[str], out: Path, extra=()) -> None:
             os.unlink(tmp)
 
 
-def build_runtime(cc: str | None = None) -> Path:
-    """Compile runtime.c into runtime-<key>.so (kept when already there)."""
-    out = native.runtime_path()
+def build_runtime(cc: str | None = None, into: Path | None = None) -> Path:
+    """Compile runtime.c into runtime-<key>.so (kept when already there), in ``into`` when
+    given, else where the loader looks (cuzk.native.folders())."""
+    out = native.runtime_path() if into is None else Path(into) / f"runtime-{native.key()}.so"
     if out.exists():
         return out
     cc = cc or _compiler()
@@ -203,20 +205,24 @@ def build_runtime(cc: str | None = None) -> Path:
             text=True,
         )
         if p.returncode != 0:
-            raise BuildError(f"{cc} failed compiling runtime.c: {p.stderr.strip()}")
+            why = p.stderr.strip() or f"exit status {p.returncode}"
+            raise BuildError(f"{cc} failed compiling runtime.c: {why}")
         _link(cc, [obj], out, ["-pthread"])
     return out
 
 
-def build_library(curve: str = DEFAULT, log=None) -> Path:
-    """Build (or keep) the native library of ``curve``; returns its path."""
+def build_library(curve: str = DEFAULT, log=None, into: Path | None = None) -> Path:
+    """Build (or keep) the native library of ``curve``; returns its path. It is kept when
+    one of the loader's folders (cuzk.native.folders()) already holds it, else built into
+    cuzk.native.folder(); with ``into``, into that folder (kept when already there)."""
     if curve not in CURVES:
         raise ValueError(f"unknown curve {curve!r} (expected one of {sorted(CURVES)})")
-    out = native.library_path(curve)
+    name = f"kernels-{curve}-{native.key()}.so"
+    out = native.library_path(curve) if into is None else Path(into) / name
     if out.exists():
         return out
     cc = _compiler()
-    build_runtime(cc)
+    build_runtime(cc, into)
     machine = _target_machine()
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="cuzk-native-") as tmp:
@@ -237,10 +243,23 @@ def build_library(curve: str = DEFAULT, log=None) -> Path:
 
 
 def main(argv=None) -> int:
-    curves = (argv if argv is not None else sys.argv[1:]) or [DEFAULT]
-    for c in curves:
+    """``python -m cuzk.native.build [--into DIR] [CURVE ...]`` (BN254 when no curve is
+    named): build each curve's library where the loader looks, or into DIR (the install's
+    build, setup.py: libraries of another key there are removed first); progress on stderr;
+    exit 1 with one line when a build fails."""
+    args = list(argv if argv is not None else sys.argv[1:])
+    into = None
+    if args[:1] == ["--into"]:
+        if len(args) < 2:
+            print("cuzk: --into needs a folder", file=sys.stderr)
+            return 2
+        into, args = Path(args[1]), args[2:]
+        for old in (*into.glob("kernels-*.so"), *into.glob("runtime-*.so")):
+            if not old.name.endswith(f"-{native.key()}.so"):
+                old.unlink()  # an earlier build's, of other sources (a reused build folder)
+    for c in args or [DEFAULT]:
         try:
-            build_library(c, log=lambda m: print(m, file=sys.stderr))
+            build_library(c, log=lambda m: print(m, file=sys.stderr), into=into)
         except (BuildError, ValueError) as e:
             print(f"cuzk: {e}", file=sys.stderr)
             return 1
