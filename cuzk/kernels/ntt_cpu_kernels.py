@@ -19,7 +19,7 @@ T = building()
 CURVE = T.param("curve", DEFAULT)
 N = T.load("cuzk.kernels.ntt", **curves.build_params(CURVE))
 bit_reverse, butterfly, coset_factor_index = N.bit_reverse, N.butterfly, N.coset_factor_index
-fr_mul, fr_neg, load, store, mul_lazy = N.fr_mul, N.fr_neg, N.load, N.store, N.mul_lazy
+fr_mul, fr_neg, load, store, mul_twiddle = N.fr_mul, N.fr_neg, N.load, N.store, N.mul_twiddle
 powers_chunk, quotient, twiddle_index = N.powers_chunk, N.quotient, N.twiddle_index
 njit = T.njit  # numba.njit(cache=True, nogil=True, ...), each kernel named for its build
 
@@ -170,7 +170,7 @@ def _coset_block(x, tw, g_rev, blk, log_b, log_n):
     base = blk << log_b
     _block(x, tw, base, log_b, log_n, True, True)
     for p in range(base, base + (1 << log_b)):
-        store(x, p, mul_lazy(load(g_rev, p), load(x, p)))
+        store(x, p, mul_twiddle(load(g_rev, p), load(x, p)))
     _block(x, tw, base, log_b, log_n, False, False)
 
 
