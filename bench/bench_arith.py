@@ -78,6 +78,17 @@ def _fr_chain4(a, b, c, d, y, n):
     return field.fr_add(field.fr_add(a, b), field.fr_add(c, d))
 
 
+@njit(cache=True)
+def _fr_add_chain4(a, b, c, d, y, n):
+    """Four interleaved chains of modular additions (the NTT floor's other operation)."""
+    for _ in range(n):
+        a = field.fr_add(a, y)
+        b = field.fr_add(b, y)
+        c = field.fr_add(c, y)
+        d = field.fr_add(d, y)
+    return field.fr_add(field.fr_add(a, b), field.fr_add(c, d))
+
+
 @njit(cache=True, parallel=True)
 def _fq_chain4_all(xs, y, n, out):
     for t in prange(xs.shape[0]):

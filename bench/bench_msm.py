@@ -15,6 +15,13 @@ mixed row also times its two parts as MSMs of their own (parts_ms: 0/1 part + de
 Each figure is the median of several runs after a warm-up (compile or cache load); cpu_ms
 is the process's CPU time (all threads) and cores_used = cpu_ms / ms shows how many cores
 the process actually got (a shared machine gives fewer than it has).
+The floor (issue #35, bench.floor): each CPU row counts the operations its run does, from the
+digits of its scalars at the window width c the MSM picks (bucket_adds: k - 1 per bucket of k
+points; sum_adds: the lanes' affine additions of two non-zero rows; a few Jacobian operations),
+prices them in Fq products (6 an affine addition in G1, 17 in G2) at the Fq product's CPU time
+measured in this run (fq_mul_ns: bench.bench_arith's four interleaved chains, the least of 5,
+before and after the rows, the lesser of the two), and reports x_floor = the least CPU time of
+the MSM ÷ that floor.
 Run alone: ``python -m bench.bench_msm [quick|full|gpu|smoke]`` (writes bench/results/msm.json).
 """
 
@@ -27,7 +34,7 @@ import time
 
 import numpy as np
 
-from bench import plots
+from bench import floor, plots
 from bench.tables import busy_note, find_row, table, target
 from cuzk.arith.curves import constants
 
@@ -182,17 +189,49 @@ def sized_scalars(rng, n: int, kind: str) -> np.ndarray:
 
 
 def _measure(fn, repeats: int):
-    """(median wall ms, median process-CPU ms, min wall ms) of fn() over repeats runs."""
+    """(median wall ms, median process-CPU ms, min wall ms, min process-CPU ms) of fn() over
+    repeats runs."""
     walls, cpus = [], []
     for _ in range(repeats):
         c0, t0 = time.process_time(), time.perf_counter()
         fn()
         walls.append((time.perf_counter() - t0) * 1e3)
         cpus.append((time.process_time() - c0) * 1e3)
-    return statistics.median(walls), statistics.median(cpus), min(walls)
+    return statistics.median(walls), statistics.median(cpus), min(walls), min(cpus)
 
 
-def _rows(target, group, sizes, repeats, curve="bn254"):
+def _floor_fields(sc, n, curve, group, cpu_min, product_ns):
+    """The row's floor figures (bench.floor, issue #35): the operations of the run counted
+    from its digits, and (_price) its floor at the Fq product cost measured in this run."""
+    from cuzk.kernels import msm_cpu, threads
+
+    bits = msm_cpu.scalar_bits(curve)
+    c = msm_cpu.window_bits(n, bits, threads.get_num_threads())
+    k = floor.msm_counts(sc, c, bits, msm_cpu.LANES, group)
+    row = {
+        "window": c,
+        "windows": k["windows"],
+        "bucket_adds": k["bucket_adds"],
+        "sum_adds": k["sum_adds"],
+        "floor_products": k["floor_products"],
+        "cpu_min_ms": cpu_min,
+    }
+    return row | _price(row, group, product_ns)
+
+
+def _price(row, group, product_ns):
+    """ns_per_add (the least CPU time over every affine addition), the floor at product_ns a
+    product, and x_floor = the least CPU time ÷ the floor."""
+    floor_ms = row["floor_products"] * product_ns / 1e6
+    return {
+        "ns_per_add": row["cpu_min_ms"] * 1e6 / (row["bucket_adds"] + row["sum_adds"]),
+        "floor_ns_per_add": floor.products("affine", group) * product_ns,
+        "floor_ms": floor_ms,
+        "x_floor": row["cpu_min_ms"] / floor_ms,
+    }
+
+
+def _rows(target, group, sizes, repeats, curve="bn254", product_ns=None):
     from functools import partial
 
     if target == "cpu":
@@ -212,7 +251,7 @@ def _rows(target, group, sizes, repeats, curve="bn254"):
         if target == "cuda":
             pts = place_points(pts, "cuda:0", f"bench-{curve}-{group}", curve=curve)
         fn(pts, sc)  # warm-up: compile or load the cache
-        wall, cpu, best = _measure(lambda pts=pts, sc=sc: fn(pts, sc), repeats)
+        wall, cpu, best, cpu_min = _measure(lambda pts=pts, sc=sc: fn(pts, sc), repeats)
         window = (
             mod.window_bits(n, mod.scalar_bits(curve)) if target == "cpu" else mod.window_bits(n)
         )
@@ -223,19 +262,23 @@ def _rows(target, group, sizes, repeats, curve="bn254"):
             "ms": wall,
             "min_ms": best,
             "cpu_ms": cpu,
+            "cpu_min_ms": cpu_min,
             "ns_per_point": wall * 1e6 / n,
             "window": window,
             "cores_used": cpu / wall if wall and target == "cpu" else None,
             "points_s": gen_s,
         }
+        if target == "cpu" and product_ns:
+            row |= _floor_fields(sc, n, curve, group, cpu_min, product_ns[curve])
         target_ms = TARGET_MS.get((target, group, log_n)) if curve == "bn254" else None
         if target_ms:
             row["target_ms"] = target_ms
         rows.append(row)
         cores = f", {row['cores_used']:.2f} cores busy" if row["cores_used"] else ""
+        floor_note = f", {row['x_floor']:.2f}x floor" if "x_floor" in row else ""
         print(
             f"  {target} {curve} {group} 2^{log_n}: {wall:.1f} ms (min {best:.1f}, CPU {cpu:.1f}), "
-            f"c = {row['window']}{cores}",
+            f"c = {row['window']}{cores}{floor_note}",
             flush=True,
         )
     return rows
@@ -319,25 +362,47 @@ COLUMNS = [
     "ms",
     "min_ms",
     "cpu_ms",
+    "cpu_min_ms",
     "ns_per_point",
     "window",
     "cores_used",
     "vs_bn254",
     "target_ms",
 ]
+FLOOR_COLUMNS = [
+    "curve",
+    "group",
+    "log2n",
+    "window",
+    "windows",
+    "bucket_adds",
+    "sum_adds",
+    "cpu_min_ms",
+    "ns_per_add",
+    "floor_ns_per_add",
+    "floor_ms",
+    "x_floor",
+]
+X_FLOOR_GOAL = 1.3  # issue #35: dense MSMs within 1.3x of their floor (bench.floor)
+X_FLOOR_FROM = 12  # ... from 2^12 points up
 
 
-def _bls_rows(target, profile, repeats, bn254_rows):
+def _bls_rows(target, profile, repeats, bn254_rows, product_ns=None):
     """BLS12-381's rows of BLS_SIZES, each with vs_bn254 (÷ the BN254 row of its group and
     size in this run, when there is one)."""
     rows = []
     for group, log_n in BLS_SIZES[profile]:
-        (row,) = _rows(target, group, [log_n], repeats, BLS)
+        (row,) = _rows(target, group, [log_n], repeats, BLS, product_ns)
         bn = find_row(bn254_rows, curve="bn254", group=group, log2n=log_n)
         if bn:
             row["vs_bn254"] = row["ms"] / bn["ms"]
         rows.append(row)
     return rows
+
+
+def _product_costs():
+    """The Fq product's CPU ns on one core, per curve (bench.floor.product_ns)."""
+    return {"bn254": floor.product_ns("fq_mul"), BLS: floor.product_ns("bls12_381 fq_mul")}
 
 
 def run(profile: str = "quick") -> dict:
@@ -354,10 +419,23 @@ def run(profile: str = "quick") -> dict:
         result["gpu"] += _bls_rows("cuda", "gpu", repeats, result["gpu"])
         print(table(result["gpu"], COLUMNS))
         profile = "quick"
-    result["cpu"] = _rows("cpu", "g1", G1_SIZES[profile], REPEATS[profile])
-    result["cpu"] += _rows("cpu", "g2", G2_SIZES[profile], REPEATS[profile])
-    result["cpu"] += _bls_rows("cpu", profile, REPEATS[profile], result["cpu"])
+    # The Fq product's cost in this run (bench.bench_arith's four interleaved chains, CPU
+    # time on one core, the least of 5) before the rows ...
+    product_ns = _product_costs()
+    result["cpu"] = _rows("cpu", "g1", G1_SIZES[profile], REPEATS[profile], "bn254", product_ns)
+    result["cpu"] += _rows("cpu", "g2", G2_SIZES[profile], REPEATS[profile], "bn254", product_ns)
+    result["cpu"] += _bls_rows("cpu", profile, REPEATS[profile], result["cpu"], product_ns)
+    # ... and again after the rows: the less disturbed of the two prices every row
+    after = _product_costs()
+    product_ns = {k: min(v, after[k]) for k, v in product_ns.items()}
+    result["fq_mul_ns"] = product_ns["bn254"]
+    result["bls12_381_fq_mul_ns"] = product_ns[BLS]
+    for row in result["cpu"]:
+        if "floor_products" in row:
+            row |= _price(row, row["group"], product_ns[row["curve"]])
+    print(f"  Fq product {product_ns['bn254']:.2f} ns, BLS12-381's {product_ns[BLS]:.2f} ns")
     print(table(result["cpu"], COLUMNS))
+    print(table(result["cpu"], FLOOR_COLUMNS))
     result["sized"] = []
     for group, sizes in SIZED[profile].items():
         result["sized"] += _sized_rows(group, sizes, REPEATS[profile])
@@ -371,6 +449,32 @@ def run(profile: str = "quick") -> dict:
 def _bn254(rows):
     """BN254's rows (results from before the curve column are all BN254's)."""
     return [r for r in rows or [] if r.get("curve", "bn254") == "bn254"]
+
+
+def floor_targets(msm) -> list[dict]:
+    """Issue #35's target 1: every dense BN254 MSM from 2^12 points within X_FLOOR_GOAL of its
+    floor (bench.floor: CPU time over the counted products at this run's product cost)."""
+    out = []
+    for row in _bn254(msm and msm.get("cpu")):
+        if row.get("x_floor") is None or row["log2n"] < X_FLOOR_FROM:
+            continue
+        out.append(
+            target(
+                f"MSM {row['group'].upper()} 2^{row['log2n']} dense, CPU time ÷ its floor",
+                "#35",
+                X_FLOOR_GOAL,
+                "x",
+                row["x_floor"],
+                note=(
+                    f"{row['ns_per_add']:.0f} ns per affine addition against "
+                    f"{row['floor_ns_per_add']:.0f} ({row['bucket_adds']} bucket + "
+                    f"{row['sum_adds']} bucket-sum additions, c = {row['window']}); Fq "
+                    f"product {msm.get('fq_mul_ns', 0):.2f} ns in the same run"
+                ),
+                suite="msm",
+            )
+        )
+    return out
 
 
 def targets(get) -> list[dict]:
@@ -394,29 +498,33 @@ def targets(get) -> list[dict]:
                     suite="msm",
                 )
             )
-    return sized + [
-        target(
-            "MSM G1 2^16, CPU",
-            "#3",
-            200.0,
-            "ms",
-            g1 and g1.get("ms"),
-            best=g1 and g1.get("min_ms"),
-            note=g1 and busy_note(g1.get("cpu_ms"), g1.get("cores_used")),
-            suite="msm",
-        ),
-        target(
-            "MSM G1 2^20, GPU",
-            "#3",
-            20.0,
-            "ms",
-            g20 and g20.get("ms"),
-            best=g20 and g20.get("min_ms"),
-            note=(f"on {gmsm.get('device')}" if gmsm else "needs a CUDA GPU: `make bench-gpu`"),
-            suite="msm",
-            profile="gpu",
-        ),
-    ]
+    return (
+        sized
+        + floor_targets(msm)
+        + [
+            target(
+                "MSM G1 2^16, CPU",
+                "#3",
+                200.0,
+                "ms",
+                g1 and g1.get("ms"),
+                best=g1 and g1.get("min_ms"),
+                note=g1 and busy_note(g1.get("cpu_ms"), g1.get("cores_used")),
+                suite="msm",
+            ),
+            target(
+                "MSM G1 2^20, GPU",
+                "#3",
+                20.0,
+                "ms",
+                g20 and g20.get("ms"),
+                best=g20 and g20.get("min_ms"),
+                note=(f"on {gmsm.get('device')}" if gmsm else "needs a CUDA GPU: `make bench-gpu`"),
+                suite="msm",
+                profile="gpu",
+            ),
+        ]
+    )
 
 
 def plot(name, entry, res, img):

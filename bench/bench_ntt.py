@@ -4,6 +4,12 @@ CPU: the Numba prange kernels on every core. GPU (profile gpu): the CUDA kernels
 arrays, timed with the device synchronised, tables resident. Each figure is the median of
 several runs after a warm-up (compiles, builds the tables); the CPU-time column shows how many
 cores the process kept busy (a shared machine gives fewer than it has).
+The floor (issue #35, bench.floor): a butterfly is one Fr product (none where the twiddle is 1)
+and two modular additions, priced at the costs measured in this run (fr_mul_ns, fr_add_ns:
+bench.bench_arith's four interleaved chains on one core, CPU time, the least of 5, before and
+after the rows, the lesser of the two); x_floor = one NTT's least CPU time ÷ its floor,
+h_x_floor the same for compute_h (6 transforms, the coset step and the quotient:
+bench.floor.compute_h_floor_ns), whose CPU time excludes the copies that refill its inputs.
 Run alone: ``python -m bench.bench_ntt [quick|full|gpu|smoke]`` (writes bench/results/ntt.json).
 """
 
@@ -16,6 +22,7 @@ import time
 
 import numpy as np
 
+from bench import floor
 from bench.plots import figure, lines, mark_target, save
 from bench.tables import busy_note, find_row, table, target
 
@@ -38,20 +45,23 @@ def _random_vector(rng, log_n: int) -> np.ndarray:
     return x
 
 
-def _measure(fn, repeats: int, sync=None):
-    """(median wall ms, median process-CPU ms) of fn() over repeats runs."""
+def _measure(fn, repeats: int, sync=None, before=None):
+    """(median wall ms, median process-CPU ms, min wall ms, min process-CPU ms) of fn() over
+    repeats runs; before() runs ahead of each, untimed."""
     walls, cpus = [], []
     for _ in range(repeats):
+        if before:
+            before()
         c0, t0 = time.process_time(), time.perf_counter()
         fn()
         if sync:
             sync()
         walls.append((time.perf_counter() - t0) * 1e3)
         cpus.append((time.process_time() - c0) * 1e3)
-    return statistics.median(walls), statistics.median(cpus), min(walls)
+    return statistics.median(walls), statistics.median(cpus), min(walls), min(cpus)
 
 
-def _cpu_rows(sizes, repeats):
+def _cpu_rows(sizes, repeats, mul_ns=None, add_ns=None):
     from cuzk.kernels import ntt_cpu
 
     rows = []
@@ -63,18 +73,20 @@ def _cpu_rows(sizes, repeats):
         x = _random_vector(rng, log_n)
         ntt_cpu.ntt(x)  # warm-up: compile (or load the cache)
         ntt_cpu.ntt(x, inverse=True)
-        fwd, fwd_cpu, fwd_min = _measure(lambda x=x: ntt_cpu.ntt(x), repeats)
-        inv, _, _ = _measure(lambda x=x: ntt_cpu.ntt(x, inverse=True), repeats)
+        fwd, fwd_cpu, fwd_min, fwd_cpu_min = _measure(lambda x=x: ntt_cpu.ntt(x), repeats)
+        inv, _, _, _ = _measure(lambda x=x: ntt_cpu.ntt(x, inverse=True), repeats)
         abc = [_random_vector(rng, log_n) for _ in range(3)]
         work = [v.copy() for v in abc]
 
-        def h(abc=abc, work=work):
+        def fresh(abc=abc, work=work):
             for w, v in zip(work, abc, strict=True):
                 np.copyto(w, v)
-            ntt_cpu.compute_h(*work)
 
-        h()
-        h_ms, _, _ = _measure(h, max(2, repeats // 2))
+        fresh()
+        ntt_cpu.compute_h(*work)
+        h_ms, _, _, h_cpu_min = _measure(
+            lambda work=work: ntt_cpu.compute_h(*work), max(2, repeats // 2), before=fresh
+        )
         bfly = (1 << (log_n - 1)) * log_n
         row = {
             "log2n": log_n,
@@ -87,16 +99,43 @@ def _cpu_rows(sizes, repeats):
             "tables_ms": tables_ms,
             "tables_mib": tables.nbytes / 2**20,
         }
+        if mul_ns:
+            row |= _floor_fields(log_n, fwd_cpu_min, h_cpu_min, mul_ns, add_ns)
         target = TARGET_MS.get(("cpu", log_n))
         if target:
             row["target_ms"] = target
         rows.append(row)
+        floor_note = (
+            f", {row['x_floor']:.2f}x floor (H {row['h_x_floor']:.2f}x)" if "x_floor" in row else ""
+        )
         print(
             f"  cpu 2^{log_n}: ntt {fwd:.2f} ms (min {fwd_min:.2f}), intt {inv:.2f} ms, "
-            f"H {h_ms:.1f} ms, {row['cores_used']:.2f} cores busy",
+            f"H {h_ms:.1f} ms, {row['cores_used']:.2f} cores busy{floor_note}",
             flush=True,
         )
     return rows
+
+
+def _floor_fields(log_n, ntt_cpu_ms, h_cpu_ms, mul_ns, add_ns):
+    """The row's floor figures (bench.floor, issue #35): CPU ns per butterfly of one NTT and
+    of compute_h's six transforms, against a product and two modular additions (at this run's
+    costs), and x_floor = the least CPU time ÷ the floor, for the NTT and for compute_h."""
+    k = floor.ntt_counts(log_n)
+    ntt_floor = floor.ntt_floor_ns(log_n, mul_ns, add_ns) / 1e6
+    h_floor = floor.compute_h_floor_ns(log_n, mul_ns, add_ns) / 1e6
+    return {
+        "butterflies": k["butterflies"],
+        "h_ntts": 6,
+        "ntt_cpu_min_ms": ntt_cpu_ms,
+        "cpu_ns_per_butterfly": ntt_cpu_ms * 1e6 / k["butterflies"],
+        "floor_ns_per_butterfly": mul_ns + 2 * add_ns,
+        "ntt_floor_ms": ntt_floor,
+        "x_floor": ntt_cpu_ms / ntt_floor,
+        "h_cpu_min_ms": h_cpu_ms,
+        "h_cpu_ns_per_butterfly": h_cpu_ms * 1e6 / (6 * k["butterflies"]),
+        "h_floor_ms": h_floor,
+        "h_x_floor": h_cpu_ms / h_floor,
+    }
 
 
 def _gpu_rows(sizes, repeats):
@@ -112,11 +151,15 @@ def _gpu_rows(sizes, repeats):
         ntt_cuda.ntt(d)
         ntt_cuda.ntt(d, inverse=True)
         cuda.synchronize()
-        fwd, _, fwd_min = _measure(lambda d=d: ntt_cuda.ntt(d), repeats, cuda.synchronize)
-        inv, _, _ = _measure(lambda d=d: ntt_cuda.ntt(d, inverse=True), repeats, cuda.synchronize)
+        fwd, _, fwd_min, _ = _measure(lambda d=d: ntt_cuda.ntt(d), repeats, cuda.synchronize)
+        inv, _, _, _ = _measure(
+            lambda d=d: ntt_cuda.ntt(d, inverse=True), repeats, cuda.synchronize
+        )
         abc = [cuda.to_device(_random_vector(rng, log_n)) for _ in range(3)]
         ntt_cuda.compute_h(*abc)
-        h_ms, _, _ = _measure(lambda abc=abc: ntt_cuda.compute_h(*abc), repeats, cuda.synchronize)
+        h_ms, _, _, _ = _measure(
+            lambda abc=abc: ntt_cuda.compute_h(*abc), repeats, cuda.synchronize
+        )
         row = {
             "log2n": log_n,
             "ntt_ms": fwd,
@@ -154,7 +197,20 @@ def run(profile: str = "quick") -> dict:
             )
         )
         sizes = SIZES["quick"]
-    result["cpu"] = _cpu_rows(sizes, repeats)
+    # Fr's product and modular addition in this run (bench.bench_arith's four interleaved
+    # chains, CPU time on one core, the least of 5): what the floor is priced at.
+    # before the rows and again after them, the less disturbed of the two pricing every row
+    mul_ns, add_ns = floor.product_ns("fr_mul"), floor.product_ns("fr_add")
+    result["cpu"] = _cpu_rows(sizes, repeats, mul_ns, add_ns)
+    mul_ns = min(mul_ns, floor.product_ns("fr_mul"))
+    add_ns = min(add_ns, floor.product_ns("fr_add"))
+    result["fr_mul_ns"], result["fr_add_ns"] = mul_ns, add_ns
+    for row in result["cpu"]:
+        if "x_floor" in row:
+            row |= _floor_fields(
+                row["log2n"], row["ntt_cpu_min_ms"], row["h_cpu_min_ms"], mul_ns, add_ns
+            )
+    print(f"  Fr product {mul_ns:.2f} ns, addition {add_ns:.2f} ns")
     print(
         table(
             result["cpu"],
@@ -170,6 +226,7 @@ def run(profile: str = "quick") -> dict:
             ],
         )
     )
+    print(table(result["cpu"], FLOOR_COLUMNS))
     result["load_average_after"] = os.getloadavg()[0]
     print(
         f"  load average (1 min) {result['load_average_before']:.1f} before, "
@@ -181,13 +238,73 @@ def run(profile: str = "quick") -> dict:
 # --- what the report shows: targets and plot ----------------------------------------------------
 
 
+FLOOR_COLUMNS = [
+    "log2n",
+    "butterflies",
+    "ntt_cpu_min_ms",
+    "cpu_ns_per_butterfly",
+    "floor_ns_per_butterfly",
+    "x_floor",
+    "h_ntts",
+    "h_cpu_min_ms",
+    "h_cpu_ns_per_butterfly",
+    "h_floor_ms",
+    "h_x_floor",
+]
+X_FLOOR_GOAL = 1.3  # issue #35: NTTs within 1.3x of their floor (bench.floor)
+X_FLOOR_FROM = 12  # ... from 2^12 up
+
+
+def floor_targets(ntt) -> list[dict]:
+    """Issue #35's target 1 for the NTT: one NTT and compute_h from 2^12 within X_FLOOR_GOAL
+    of their floor (bench.floor: a product and two modular additions a butterfly)."""
+    out = []
+    for row in (ntt and ntt.get("cpu")) or []:
+        if row.get("x_floor") is None or row["log2n"] < X_FLOOR_FROM:
+            continue
+        costs = (
+            f"Fr product {ntt.get('fr_mul_ns', 0):.2f} ns, addition "
+            f"{ntt.get('fr_add_ns', 0):.2f} ns in the same run"
+        )
+        out.append(
+            target(
+                f"NTT 2^{row['log2n']}, CPU time ÷ its floor",
+                "#35",
+                X_FLOOR_GOAL,
+                "x",
+                row["x_floor"],
+                note=(
+                    f"{row['cpu_ns_per_butterfly']:.1f} ns per butterfly against "
+                    f"{row['floor_ns_per_butterfly']:.1f}; {costs}"
+                ),
+                suite="ntt",
+            )
+        )
+        out.append(
+            target(
+                f"compute_h 2^{row['log2n']}, CPU time ÷ its floor",
+                "#35",
+                X_FLOOR_GOAL,
+                "x",
+                row["h_x_floor"],
+                note=(
+                    f"6 transforms of {row['butterflies']} butterflies, "
+                    f"{row['h_cpu_ns_per_butterfly']:.1f} ns each all in; {costs}"
+                ),
+                suite="ntt",
+            )
+        )
+    return out
+
+
 def targets(get) -> list[dict]:
-    """Issue #3's targets: NTT 2^16 on the CPU <= 15 ms, 2^20 on a GPU <= 2 ms."""
+    """Issue #3's targets: NTT 2^16 on the CPU <= 15 ms, 2^20 on a GPU <= 2 ms; issue #35's
+    floor ratios (floor_targets)."""
     ntt = get()
     n16 = find_row(ntt and ntt.get("cpu"), log2n=16)
     gntt = get("gpu")
     t20 = find_row(gntt and gntt.get("gpu"), log2n=20)
-    return [
+    return floor_targets(ntt) + [
         target(
             "NTT 2^16, CPU",
             "#3",

@@ -220,18 +220,42 @@ def _rows_add(X, Y, y0, stride, L, acc, kinds):
         G.store_affine(X, l, R)
 
 
+@inline_fn
+def _lanes_step(R, S, Y, y0, stride, L, acc, kinds):
+    """S[l] += R[l] and R[l] += Y[y0 + l * stride] for l < L, both from the R before the
+    step, as one batch of 2 L pairs sharing one inversion (pair 2 l: R's, 2 l + 1: S's)."""
+    for l in range(L):
+        R_l = G.load_affine(R, l)
+        kinds[2 * l] = pair_forward(R_l, G.load_affine(Y, y0 + l * stride), acc, 2 * l)
+        kinds[2 * l + 1] = pair_forward(G.load_affine(S, l), R_l, acc, 2 * l + 1)
+    running = f_inv(f_load(acc, 2 * L - 1, 0))
+    for l in range(L - 1, -1, -1):
+        # backwards: S's pair (it reads the old R[l]) before R's, which overwrites R[l]
+        R_l = G.load_affine(R, l)
+        S_new, running = pair_backward(
+            G.load_affine(S, l), R_l, acc, 2 * l + 1, kinds[2 * l + 1], running
+        )
+        G.store_affine(S, l, S_new)
+        R_new, running = pair_backward(
+            R_l, G.load_affine(Y, y0 + l * stride), acc, 2 * l, kinds[2 * l], running
+        )
+        G.store_affine(R, l, R_new)
+
+
 @device_fn
 def bucket_lanes_sum(sums, H, L, R, S, acc, kinds, wins, w):
     """wins[w] = sum_{m=1..H} m * sums[m-1] (affine bucket sums, (0, 0) = empty) as a
     Jacobian row, in L lanes of batch-affine running sums (H, L powers of two, L <= H).
-    R, S: (L, AFFINE_WIDTH) scratch; acc: (L, COORD_LIMBS); kinds: (L,)."""
+    R, S: (L, AFFINE_WIDTH) scratch; acc: (2 L, COORD_LIMBS); kinds: (2 L,).
+    Each step adds the old R into S while R takes its next bucket (S lags R by one step, so
+    one batch of 2 L additions and one inversion a step; S takes the last R at the end)."""
     s = H // L
     R[:L] = 0
     S[:L] = 0
     for t in range(s):
         # bucket (l + 1) s - t is row (l + 1) s - t - 1 = l s + (s - 1 - t)
-        _rows_add(R, sums, s - 1 - t, s, L, acc, kinds)
-        _rows_add(S, R, 0, 1, L, acc, kinds)
+        _lanes_step(R, S, sums, s - 1 - t, s, L, acc, kinds)
+    _rows_add(S, R, 0, 1, L, acc, kinds)
     # sum_l S_l + s * sum_l l R_l
     total = G.inf()
     for l in range(L):

@@ -19,7 +19,7 @@ T = building()
 CURVE = T.param("curve", DEFAULT)
 N = T.load("cuzk.kernels.ntt", **curves.build_params(CURVE))
 bit_reverse, butterfly, coset_factor_index = N.bit_reverse, N.butterfly, N.coset_factor_index
-fr_mul, fr_neg, load, store, mul_lazy = N.fr_mul, N.fr_neg, N.load, N.store, N.mul_lazy
+fr_mul, fr_neg, load, store, mul_twiddle = N.fr_mul, N.fr_neg, N.load, N.store, N.mul_twiddle
 powers_chunk, quotient, twiddle_index = N.powers_chunk, N.quotient, N.twiddle_index
 njit = T.njit  # numba.njit(cache=True, nogil=True, ...), each kernel named for its build
 
@@ -35,28 +35,46 @@ def _powers(out, base, starts, firsts, rev_bits):
         powers_chunk(out, base_t, starts[c], starts[c + 1] - starts[c], first, rev_bits)
 
 
+# The per-element passes run prange over runs of 2^RUN_LOG elements, not over elements: the
+# API hands prange's tasks out one at a time (set_parallel_chunksize(1), for the transforms'
+# coarse tasks), and one task an element cost ~100 ns of scheduling each (the bit reversal at
+# 2^16: 9.0 ms of CPU time, a third of the NTT; in runs: see docs/kernels.md).
+RUN_LOG = 10
+
+
+@njit()
+def _runs(n):
+    """(runs, run length) covering n = 2^k elements."""
+    step = min(n, 1 << RUN_LOG)
+    return n // step, step
+
+
 @njit(parallel=True)
 def _bit_reverse(x, log_n):
-    for i in prange(x.shape[0]):
-        r = bit_reverse(i, log_n)
-        if i < r:
-            u = load(x, i)
-            store(x, i, load(x, r))
-            store(x, r, u)
+    nruns, step = _runs(x.shape[0])
+    for t in prange(nruns):
+        for i in range(t * step, (t + 1) * step):
+            r = bit_reverse(i, log_n)
+            if i < r:
+                u = load(x, i)
+                store(x, i, load(x, r))
+                store(x, r, u)
 
 
 @njit(parallel=True)
 def _bit_reverse_scale(x, log_n, s):
     """The bit-reversal permutation with every element multiplied by s (the iNTT's 1/n)."""
     st = (s[0], s[1], s[2], s[3])
-    for i in prange(x.shape[0]):
-        r = bit_reverse(i, log_n)
-        if i < r:
-            u = load(x, i)
-            store(x, i, fr_mul(load(x, r), st))
-            store(x, r, fr_mul(u, st))
-        elif i == r:
-            store(x, i, fr_mul(load(x, i), st))
+    nruns, step = _runs(x.shape[0])
+    for t in prange(nruns):
+        for i in range(t * step, (t + 1) * step):
+            r = bit_reverse(i, log_n)
+            if i < r:
+                u = load(x, i)
+                store(x, i, fr_mul(load(x, r), st))
+                store(x, r, fr_mul(u, st))
+            elif i == r:
+                store(x, i, fr_mul(load(x, i), st))
 
 
 # Both transforms run in two phases, each one parallel region over coarse tasks (few barriers:
@@ -152,7 +170,7 @@ def _coset_block(x, tw, g_rev, blk, log_b, log_n):
     base = blk << log_b
     _block(x, tw, base, log_b, log_n, True, True)
     for p in range(base, base + (1 << log_b)):
-        store(x, p, mul_lazy(load(g_rev, p), load(x, p)))
+        store(x, p, mul_twiddle(load(g_rev, p), load(x, p)))
     _block(x, tw, base, log_b, log_n, False, False)
 
 
@@ -187,12 +205,14 @@ def _h_pipeline(a, b, c, h, tw, g_rev, log_n, log_b, log_g, n_mont, inv_n2_plain
 
 @njit(parallel=True)
 def _coset_shift(x, g_rev, log_n, inverse):
-    for i in prange(x.shape[0]):
-        p, negate = coset_factor_index(i, log_n, inverse)
-        y = fr_mul(load(x, i), load(g_rev, p))
-        if negate:
-            y = fr_neg(y)
-        store(x, i, y)
+    nruns, step = _runs(x.shape[0])
+    for t in prange(nruns):
+        for i in range(t * step, (t + 1) * step):
+            p, negate = coset_factor_index(i, log_n, inverse)
+            y = fr_mul(load(x, i), load(g_rev, p))
+            if negate:
+                y = fr_neg(y)
+            store(x, i, y)
 
 
 @njit(parallel=True)

@@ -57,7 +57,7 @@ def window_sum(points, idx, digits, w, H, L, wins, scratch):
     batch-affine rounds, bucket sum (in L lanes, or Jacobian running sums when L = 0) into
     wins[w]; H buckets; n = len(idx). scratch (reused from window to window, see
     pippenger): order (n,) int32; buf_a, buf_b (R, W) with R = min(n, rows);
-    acc (R // 2 + 1, W // 2); kinds (R // 2 + 1,); sums (H, W); counts, starts (H + 1,);
+    acc (max(R // 2, 2 L) + 1, W // 2); kinds (the same rows); sums (H, W); counts, starts (H + 1,);
     slot_start, slot_count, slot_bucket, active (BUCKET_CHUNK,); lanes_r, lanes_s (L, W)."""
     order, buf_a, buf_b, acc, kinds, sums, counts, starts = scratch[0:8]
     slot_start, slot_count, slot_bucket, active, lanes_r, lanes_s = scratch[8:14]
@@ -198,8 +198,8 @@ def pippenger(points, scalars, idx, bits, c, lanes, rows, threads, digits, out):
             np.empty(n, np.int32),  # order
             np.empty((R, W), np.uint64),  # buf_a
             np.empty((R, W), np.uint64),  # buf_b
-            np.empty((max(R // 2, L) + 1, W // 2), np.uint64),  # acc
-            np.empty(max(R // 2, L) + 1, np.int64),  # kinds
+            np.empty((max(R // 2, 2 * L) + 1, W // 2), np.uint64),  # acc
+            np.empty(max(R // 2, 2 * L) + 1, np.int64),  # kinds
             np.empty((H, W), np.uint64),  # sums
             np.empty(H + 1, np.int64),  # counts
             np.empty(H + 1, np.int64),  # starts
