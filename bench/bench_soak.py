@@ -1,0 +1,1265 @@
+"""Suite `soak`: `cuzk serve` for a set time under mixed work; nothing lost, nothing leaked.
+
+Issue #38's target 2. One daemon (`--devices cpu:1`, one synthesis process, a private state
+directory, `--max-body 4MiB`, `--keep-results` a minute so the journal reaches its steady
+size) serves, for the profile's time (smoke 2 min, quick 5 min, full 30 min; the environment
+variable CUZK_SOAK_SECONDS overrides it):
+
+- **jobs**: three clients in a closed loop (submit, wait for the result, a short pause)
+  send Groth16 jobs of both curves (the committed `tiny` fixture on BN254, `tiny381` on
+  BLS12-381, each key registered with its circuit's .wasm), 1 to 4 partitions each, the
+  witnesses uploaded, sent as paths, or computed by the daemon from circuit `inputs`;
+  priorities critical, high and normal; one job in ten is cancelled right after its 201, one
+  in twenty goes through the one-shot `POST /v1/prove`;
+- **keys**: every few seconds a key is registered (a third key, `mulchain`, comes and goes),
+  registered again with its wasm, or evicted (409 while a live job uses it is an answer too);
+- **bad clients**: malformed JSON (400), a body over `max_body` (413), a form body (415),
+  a witness of the other curve (422), an unknown job (404), garbage for a request line (400),
+  a body cut short and abandoned, and a body trickled a byte at a time (cut with 408 once
+  `body_timeout` has passed);
+- **crashes**: a SIGKILL of a worker process every few minutes (smoke: once, a device
+  process; quick and full: every 90 s and 180 s, device and synthesis processes in turn); the
+  supervisor restarts it and the partitions it held are retried.
+
+Resources are sampled from outside the daemon with psutil (the supervisor's process tree,
+every 2 to 10 s): RSS of the supervisor, of the device and of the synthesis processes; open
+file descriptors and threads of the supervisor and of the whole tree; the daemon's /dev/shm
+segments (its board and `cuzkbuf.<supervisor pid>.*` buffers) and the state directory's bytes
+(journal, WAL, spool).
+
+What it asserts (the suite fails, and `make soak` exits 1, when any does not hold):
+
+- every job answered 201 finished exactly once: done, or cancelled when it was cancelled;
+  every proof it returned verifies with cuzk's verifier against the fixture's public signals
+  (written by snarkjs); `GET /v1/jobs` lists each once, and no job the clients did not
+  submit; `cuzk_jobs_completed_total` equals the jobs done; no partition took more than 3
+  attempts; no request answered 5xx other than 503, and every bad client got its 4xx;
+- **flat after warm-up**: the first half of the run is warm-up. Over the second half, each
+  series' least-squares slope (samples within 20 s of a worker restart left out, and a level
+  of its own for each worker incarnation) times the half's length, i.e. the growth the fit
+  says, must stay within `allowance + rate x length`: RSS 24 MB + 16 MB/hour per role;
+  descriptors and threads 4 + 8/hour; /dev/shm segments 2 + 0/hour; state directory 4 MB +
+  8 MB/hour. (A short run cannot tell a slow leak from noise; the allowance is what the
+  2-minute run can tell: a leak of ~200 KB per job shows.)
+- at the end, idle: no board slot busy, no job queued or running, no witness or buffer
+  memory reserved, no `cuzkbuf` segment; after SIGTERM, exit 0, no process of the tree alive
+  and no /dev/shm segment of the daemon left (the board and any buffer of a killed worker).
+
+Latency is reported, not asserted (the machine is shared): submission to finish per priority
+(p50, p99, max, from the daemon's own timestamps), and `/healthz`'s answer time.
+Run alone: ``python -m bench.bench_soak [smoke|quick|full]``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from bench.tables import fmt, table, target
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
+CIRCUITS = {"bn128": "tiny", "bls12381": "tiny381"}  # the two curves' fixtures
+EXTRA_KEY = "mulchain"  # a third key, registered and evicted now and then
+PRIORITIES = (("critical", 0.2), ("high", 0.3), ("normal", 0.5))
+MAX_BODY = 4 << 20
+ATTEMPTS_MAX = 3  # the engine's retries (docs/api.md)
+
+# per profile: run seconds, seconds between SIGKILLs (None: one, at 30% of the run), seconds
+# between quiet points (below) and between resource samples
+PROFILES = {
+    "smoke": {"seconds": 120, "kill_every": None, "quiet_every": 30, "sample_every": 2.0},
+    "quick": {"seconds": 300, "kill_every": 90, "quiet_every": 60, "sample_every": 3.0},
+    "full": {"seconds": 1800, "kill_every": 180, "quiet_every": 120, "sample_every": 10.0},
+}
+PROFILES["gpu"] = PROFILES["quick"]
+KEEP_RESULTS_S = 60  # --keep-results: the journal's steady state comes within the warm-up
+CLIENTS = 3
+THINK_S = 0.4  # a client's pause between jobs, at most
+CANCEL_SHARE, ONESHOT_SHARE = 0.10, 0.05
+REWARM_S = 20.0  # a worker's series leaves out this long after its restart
+STALL_S = 120.0  # a client without progress this long fails the soak
+LIST_EVERY = 5.0  # s between listings of GET /v1/jobs (keep_results is longer)
+
+# growth bounds over the second half: (allowance, rate per hour), in the series' unit
+BOUNDS = {
+    "rss": (24.0, 16.0),  # MB
+    "count": (4.0, 8.0),  # descriptors, threads
+    "shm": (0.5, 0.0),  # segments at quiet points: not one more
+    "disk": (4.0, 8.0),  # MB
+}
+# series: name -> (unit, bound kind, restarts split it: the workers' "device", "synthesis" or
+# "tree" for both, None for the supervisor's own; "quiet": only the quiet points' samples,
+# for the segments, whose number otherwise follows the partitions in flight)
+SERIES = {
+    "supervisor_rss_mb": ("MB", "rss", None),
+    "device_rss_mb": ("MB", "rss", "device"),
+    "synthesis_rss_mb": ("MB", "rss", "synthesis"),
+    "supervisor_fds": ("", "count", None),
+    "tree_fds": ("", "count", "tree"),
+    "supervisor_threads": ("", "count", None),
+    "tree_threads": ("", "count", "tree"),
+    "shm_segments": ("", "shm", "quiet"),
+    "state_dir_mb": ("MB", "disk", None),
+}
+
+
+def settings(profile: str) -> dict:
+    s = dict(PROFILES[profile])
+    env = os.environ.get("CUZK_SOAK_SECONDS")
+    if env:
+        try:
+            s["seconds"] = float(env)
+        except ValueError:
+            raise SystemExit(f"CUZK_SOAK_SECONDS={env!r} is not a number of seconds") from None
+        if s["seconds"] < 30:
+            raise SystemExit(f"CUZK_SOAK_SECONDS={env}: a soak needs at least 30 s")
+    return s
+
+
+# --- the daemon ------------------------------------------------------------------------------
+
+
+def _key_root(work: Path) -> Path:
+    """Copies of the fixtures the jobs use, under the daemon's key root."""
+    root = work / "keys"
+    for name in (*CIRCUITS.values(), EXTRA_KEY):
+        d = root / name
+        d.mkdir(parents=True)
+        for f in ("circuit.zkey", "circuit.wasm", "verification_key.json"):
+            shutil.copy(FIXTURES / name / f, d / f)
+        for k in (0, 1):
+            for f in (f"witness_{k}.wtns", f"input_{k}.json", f"public_{k}.json"):
+                shutil.copy(FIXTURES / name / f, d / f)
+    return root
+
+
+class Daemon:
+    """`cuzk serve` on a free loopback port, in its own session, logging to a file."""
+
+    def __init__(self, work: Path, root: Path, keep_results: float):
+        self.work, self.root = work, root
+        self.state = work / "state"
+        self.log_path = work / "serve.log"
+        self.args = [
+            "--listen",
+            "127.0.0.1:0",
+            "--devices",
+            "cpu:1",
+            "--synth-workers",
+            "1",
+            "--memory-budget",
+            "2GiB",
+            "--max-body",
+            str(MAX_BODY),
+            "--keep-results",
+            str(int(keep_results)),
+            "--key-root",
+            str(root),
+            "--state-dir",
+            str(self.state),
+            "--log-level",
+            "info",
+        ]
+        self.proc: subprocess.Popen | None = None
+        self.url = self.board = ""
+
+    def start(self, timeout: float = 300) -> Daemon:
+        env = dict(os.environ)
+        env.setdefault("NUMBA_CACHE_DIR", str(ROOT / ".cache" / "numba"))
+        env["CUZK_CACHE_DIR"] = str(self.work / "cache")  # compiled wasm: this run's own
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "cuzk.cli", "serve", *self.args],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+            )
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            text = self.log()
+            m = re.search(r"listening on (http://\S+)", text)
+            if m:
+                self.url = m.group(1)
+                b = re.search(r"board (\S+) \(watch", text)
+                self.board = b.group(1) if b else ""
+                return self
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"cuzk serve exited with {self.proc.returncode}:\n{text}")
+            time.sleep(0.1)
+        self.kill()
+        raise RuntimeError(f"cuzk serve did not start in {timeout} s:\n{self.log()[-3000:]}")
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def port(self) -> int:
+        return int(self.url.rsplit(":", 1)[1])
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def segments(self) -> list[str]:
+        """The daemon's names in /dev/shm: its board (and the board's warming file) and the
+        buffers named with its pid."""
+        board = {self.board, f"cuzkwarming.{self.board}"} if self.board else set()
+        return sorted(
+            n for n in os.listdir("/dev/shm") if n.startswith(f"cuzkbuf.{self.pid}.") or n in board
+        )
+
+    def stop(self, timeout: float = 120) -> int | None:
+        """SIGTERM and wait; its exit status (None: it had to be killed)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return None
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait(30)
+
+
+# --- the record every thread writes to -------------------------------------------------------
+
+
+class Record:
+    """What the soak saw, shared by its threads (one lock)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.accepted: dict[str, dict] = {}  # job id -> what was submitted
+        self.finished: dict[str, dict] = {}  # job id -> what came back
+        self.duplicates: list[str] = []  # a job id answered twice by a 201
+        self.invalid: list[str] = []  # a proof that does not verify, a wrong public
+        self.errors: list[str] = []  # an answer no client should get
+        self.refused: dict[str, int] = {}  # 503s (a refusal the client may retry)
+        self.bad_clients: dict[str, dict] = {}  # kind -> {"n", "unexpected", "statuses"}
+        self.keys: dict[str, int] = {}  # action -> count
+        self.kills: list[dict] = []
+        self.health_ms: list[float] = []
+        self.samples: list[dict] = []
+        self.listed: set[str] = set()  # every job id GET /v1/jobs ever listed
+        self.listed_twice: set[str] = set()  # listed twice in one listing
+        self.listings = 0
+        self.warm_ids: set[str] = set()  # the warm-up's jobs, before the clock
+        self.quiet: list[dict] = []  # the quiet points
+        self.progress: dict[int, float] = {}  # client -> when it last began or ended a job
+        self.round_trips: dict[str, list[float]] = {}  # priority -> client-side seconds
+        self.stalls: list[str] = []
+
+    def error(self, what: str) -> None:
+        with self.lock:
+            self.errors.append(what)
+        print(f"  soak: {what}", flush=True)
+
+    def bad(self, kind: str, status, expected) -> None:
+        with self.lock:
+            b = self.bad_clients.setdefault(kind, {"n": 0, "unexpected": 0, "statuses": {}})
+            b["n"] += 1
+            b["statuses"][str(status)] = b["statuses"].get(str(status), 0) + 1
+            if status not in expected:
+                b["unexpected"] += 1
+                self.errors.append(f"bad client {kind}: answered {status}, expected {expected}")
+
+
+class Quiet:
+    """Quiet points: the clients finish the job in hand and wait, so the daemon is seen idle
+    in the middle of the run (no busy slot, no buffer, nothing reserved but keys) and
+    sampled there, where in-flight work does not hide a leak."""
+
+    def __init__(self, n: int):
+        self.cv = threading.Condition()
+        self.n, self.parked, self.paused = n, 0, False
+
+    def park(self, stop: threading.Event) -> None:
+        """A client between two jobs: wait here while paused."""
+        with self.cv:
+            if not self.paused:
+                return
+            self.parked += 1
+            self.cv.notify_all()
+            while self.paused and not stop.is_set():
+                self.cv.wait(0.5)
+            self.parked -= 1
+
+    def pause(self, timeout: float) -> bool:
+        with self.cv:
+            self.paused = True
+            return self.cv.wait_for(lambda: self.parked == self.n, timeout)
+
+    def resume(self) -> None:
+        with self.cv:
+            self.paused = False
+            self.cv.notify_all()
+
+
+# --- the work --------------------------------------------------------------------------------
+
+
+class Circuit:
+    """One fixture under the key root: its key, witnesses, inputs and expected publics."""
+
+    def __init__(self, root: Path, name: str, curve: str):
+        self.name, self.curve, self.dir = name, curve, root / name
+        self.zkey = self.dir / "circuit.zkey"
+        self.wasm = self.dir / "circuit.wasm"
+        self.vk = json.loads((self.dir / "verification_key.json").read_text())
+        self.witness = [self.dir / f"witness_{k}.wtns" for k in (0, 1)]
+        self.data = [base64.b64encode(p.read_bytes()).decode() for p in self.witness]
+        self.inputs = [json.loads((self.dir / f"input_{k}.json").read_text()) for k in (0, 1)]
+        self.public = [json.loads((self.dir / f"public_{k}.json").read_text()) for k in (0, 1)]
+        self.key_id = ""
+
+
+def _pick(rng: random.Random, weighted) -> str:
+    x, acc = rng.random(), 0.0
+    for v, w in weighted:
+        acc += w
+        if x < acc:
+            return v
+    return weighted[-1][0]
+
+
+def _job_body(rng: random.Random, c: Circuit) -> tuple[dict, list[int], str]:
+    """(body, the input set of each partition, how the witnesses travel)."""
+    sets = [rng.randrange(2) for _ in range(rng.randint(1, 4))]
+    source = rng.choice(("upload", "path", "inputs"))
+    body = {
+        "key": c.key_id,
+        "kind": f"soak-{c.curve}",
+        "priority": _pick(rng, PRIORITIES),
+    }
+    if source == "inputs":
+        body["inputs"] = [c.inputs[k] for k in sets]
+    elif source == "upload":
+        body["witnesses"] = [{"data": c.data[k]} for k in sets]
+    else:
+        body["witnesses"] = [str(c.witness[k]) for k in sets]
+    return body, sets, source
+
+
+def _check_result(rec: Record, job_id: str, spec: dict, r: dict) -> None:
+    """Every proof the job returned verifies against its partition's public signals; the
+    final state is the one its life allows."""
+    from cuzk.groth16.verifier import verify
+
+    c: Circuit = spec["circuit"]
+    state = r.get("state")
+    allowed = ("done", "cancelled") if spec["cancel"] else ("done",)
+    if state not in allowed:
+        rec.error(f"job {job_id} ({c.name}, {spec['source']}) ended {state}: {r.get('error')}")
+    proofs, public = r.get("proofs") or [], r.get("public") or []
+    if len(proofs) != len(spec["sets"]) or len(public) != len(spec["sets"]):
+        rec.error(f"job {job_id}: {len(proofs)} proofs for {len(spec['sets'])} partitions")
+        return
+    n_valid = 0
+    for i, (proof, pub, k) in enumerate(zip(proofs, public, spec["sets"], strict=True)):
+        if proof is None:
+            if state == "done":
+                rec.error(f"job {job_id} done without a proof for partition {i}")
+            continue
+        if pub != c.public[k] or not verify(c.vk, pub, proof):
+            with rec.lock:
+                rec.invalid.append(f"{job_id}/{i}")
+            rec.error(f"job {job_id} partition {i}: the proof does not verify")
+        else:
+            n_valid += 1
+    for p in r.get("partitions", []):
+        if p.get("attempts", 0) > ATTEMPTS_MAX:
+            rec.error(f"job {job_id} partition {p['index']}: {p['attempts']} attempts")
+    with rec.lock:
+        if job_id in rec.finished:
+            rec.duplicates.append(job_id)
+        rec.finished[job_id] = {
+            "state": state,
+            "priority": spec["priority"],
+            "latency_s": (r["finished_at"] - r["submitted_at"]) if r.get("finished_at") else None,
+            "proofs": n_valid,
+            "attempts": [p.get("attempts", 0) for p in r.get("partitions", [])],
+        }
+
+
+def _client_loop(rec: Record, url: str, circuits: list, quiet: Quiet, stop, seed: int):
+    from cuzk.client import ApiError, Client, ClientError
+
+    rng = random.Random(seed)
+    client = Client(url, timeout=120)
+    while not stop.is_set():
+        quiet.park(stop)
+        if stop.is_set():
+            return
+        rec.progress[seed] = t_start = time.time()
+        c = rng.choice(circuits)
+        body, sets, source = _job_body(rng, c)
+        mode = _pick(rng, (("cancel", CANCEL_SHARE), ("oneshot", ONESHOT_SHARE), ("wait", 1)))
+        spec = {
+            "circuit": c,
+            "sets": sets,
+            "source": source,
+            "priority": body["priority"],
+            "cancel": mode == "cancel",
+        }
+        try:
+            if mode == "oneshot":
+                _, r = client.request("POST", "/v1/prove", {**body, "timeout": 600}, timeout=660)
+            else:
+                _, r = client.request("POST", "/v1/jobs", body)
+            job_id = r["job_id"]
+            with rec.lock:
+                if job_id in rec.accepted:
+                    rec.duplicates.append(job_id)
+                rec.accepted[job_id] = spec
+            if mode == "cancel":
+                time.sleep(rng.random() * 0.05)
+                client.cancel(job_id)
+            if not r.get("finished"):
+                r = client.wait(job_id, timeout=900)
+            if not r.get("finished"):
+                rec.error(f"job {job_id} not finished 900 s after its submission")
+                continue
+            _check_result(rec, job_id, spec, r)
+            with rec.lock:
+                rec.round_trips.setdefault(spec["priority"], []).append(time.time() - t_start)
+        except ApiError as e:
+            if e.status == 503:
+                with rec.lock:
+                    rec.refused[mode] = rec.refused.get(mode, 0) + 1
+            else:
+                rec.error(f"{mode} job ({c.name}, {source}): {e}")
+        except ClientError as e:
+            rec.error(f"{mode} job ({c.name}, {source}): {e}")
+        rec.progress[seed] = time.time()
+        stop.wait(rng.random() * THINK_S)
+
+
+def _key_loop(rec: Record, url: str, circuits: list, extra: Circuit, stop, every: float):
+    """Registrations and evictions: the third key comes and goes, the two curves' keys are
+    registered again with their wasm and evicted while jobs use them."""
+    from cuzk.client import ApiError, Client, ClientError
+
+    client = Client(url, timeout=120)
+    rng = random.Random(7)
+    i = 0
+    while not stop.wait(every):
+        i += 1
+        action = ("register", "evict", "reregister", "evict_live")[i % 4]
+        try:
+            if action == "register":
+                k = client.register_key(extra.zkey, extra.wasm)
+                extra.key_id = k["key_id"]
+            elif action == "evict":
+                if extra.key_id:
+                    client.evict_key(extra.key_id)
+            elif action == "reregister":
+                c = rng.choice(circuits)
+                if client.register_key(c.zkey, c.wasm)["key_id"] != c.key_id:
+                    rec.error(f"{c.name}: registered again under another key id")
+            else:
+                c = rng.choice(circuits)
+                try:
+                    client.evict_key(c.key_id)
+                except ApiError as e:
+                    if e.status != 409:
+                        raise
+                    action = "evict_409"
+            with rec.lock:
+                rec.keys[action] = rec.keys.get(action, 0) + 1
+        except ClientError as e:
+            rec.error(f"key {action}: {e}")
+
+
+def _raw(port: int, data: bytes, *, timeout: float = 15, close_after_send=False) -> int | None:
+    """Send DATA on a fresh connection; the status of the answer (None: none came)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        try:
+            s.sendall(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        if close_after_send:
+            return None
+        buf = b""
+        try:
+            while b"\r\n" not in buf:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                buf += chunk
+        except (TimeoutError, ConnectionResetError):
+            pass
+    parts = buf.split(b" ", 2)
+    return int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
+
+
+def _post_head(port: int, path: str, length: int, ctype="application/json") -> bytes:
+    return (
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: {ctype}\r\n"
+        f"Content-Length: {length}\r\nConnection: close\r\n\r\n"
+    ).encode()
+
+
+def _bad_loop(rec: Record, port: int, circuits: list, stop, every: float):
+    """One bad client every EVERY seconds, in turn."""
+    a, b = circuits[0], circuits[-1]
+    wrong = json.dumps({"key": a.key_id, "witnesses": [str(b.witness[0])]}).encode()
+    kinds = [
+        ("malformed_json", _post_head(port, "/v1/jobs", 13) + b'{"key": [1, }', (400,)),
+        ("oversize", _post_head(port, "/v1/jobs", MAX_BODY + 1), (413,)),
+        (
+            "form_body",
+            _post_head(port, "/v1/jobs", 7, "application/x-www-form-urlencoded") + b"key=abc",
+            (415,),
+        ),
+        ("other_curve_witness", _post_head(port, "/v1/jobs", len(wrong)) + wrong, (422,)),
+        (
+            "unknown_job",
+            f"GET /v1/jobs/00000000deadbeef HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+            "Connection: close\r\n\r\n".encode(),
+            (404,),
+        ),
+        ("garbage_request_line", b"\x16\x03\x01 hello there\r\n\r\n", (400,)),
+        ("cut_short", _post_head(port, "/v1/jobs", 5000) + b'{"key": "', None),
+    ]
+    i = 0
+    while not stop.wait(every):
+        kind, data, expected = kinds[i % len(kinds)]
+        i += 1
+        try:
+            status = _raw(port, data, close_after_send=expected is None)
+        except OSError as e:
+            status = f"{type(e).__name__}"
+        rec.bad(kind, status, expected or (None,))
+
+
+def _trickle_loop(rec: Record, port: int, stop):
+    """A body of a job a byte every 0.5 s: the daemon cuts it with 408 once body_timeout
+    (20 s) has passed and it has fallen below body_min_rate; then the next one."""
+    body = b'{"key": "' + b"0" * 4000 + b'"}'
+    while not stop.is_set():
+        status = None
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+                s.sendall(_post_head(port, "/v1/jobs", len(body)))
+                t_end = time.time() + 90
+                for byte in body:
+                    if stop.is_set() or time.time() > t_end:
+                        break
+                    try:
+                        s.sendall(bytes([byte]))
+                    except (BrokenPipeError, ConnectionResetError):
+                        break
+                    s.settimeout(0.5)
+                    try:
+                        got = s.recv(4096)
+                    except TimeoutError:
+                        continue
+                    if got:
+                        parts = got.split(b" ", 2)
+                        status = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else got
+                    break
+        except OSError as e:
+            status = type(e).__name__
+        if status is None and stop.is_set():
+            return  # the run ended while it trickled
+        rec.bad("trickle", status, (408,))
+
+
+def _health_loop(rec: Record, url: str, stop, every: float):
+    from cuzk.client import Client, ClientError
+
+    client = Client(url, timeout=30)
+    while not stop.wait(every):
+        t0 = time.perf_counter()
+        try:
+            h = client.health()
+            if h.get("status") != "ok":
+                rec.error(f"/healthz: {h}")
+        except ClientError as e:
+            rec.error(f"/healthz: {e}")
+            continue
+        with rec.lock:
+            rec.health_ms.append((time.perf_counter() - t0) * 1000)
+
+
+# --- resources, from outside ---------------------------------------------------------------
+
+
+def _roles(status: dict) -> dict[int, str]:
+    pids = {w["pid"]: "device" for w in status.get("gpu_workers", []) if w.get("pid")}
+    for w in status.get("synthesis", {}).get("workers", []):
+        if w.get("pid"):
+            pids[w["pid"]] = "synthesis"
+    return pids
+
+
+def _dir_bytes(path: Path) -> int:
+    total = 0
+    for dirpath, _, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(dirpath, f)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def sample(d: Daemon, status: dict, t: float) -> dict:
+    """One sample of the daemon's resources: psutil on its process tree, /dev/shm, the state
+    directory."""
+    import psutil
+
+    roles = _roles(status)
+    out = {
+        "t": t,
+        "pids": {},
+        "restarts": status.get("counters", {}).get("restarts", 0),
+        "supervisor_rss_mb": 0.0,
+        "device_rss_mb": 0.0,
+        "synthesis_rss_mb": 0.0,
+        "supervisor_fds": 0,
+        "tree_fds": 0,
+        "supervisor_threads": 0,
+        "tree_threads": 0,
+    }
+    sup = psutil.Process(d.pid)
+    for p in [sup, *sup.children(recursive=True)]:
+        try:
+            with p.oneshot():
+                rss, fds, threads = p.memory_info().rss / 2**20, p.num_fds(), p.num_threads()
+        except psutil.Error:
+            continue  # gone between the listing and the reading
+        role = "supervisor" if p.pid == d.pid else roles.get(p.pid, "other")
+        out["pids"][p.pid] = role
+        out["tree_fds"] += fds
+        out["tree_threads"] += threads
+        if role == "supervisor":
+            out.update(supervisor_rss_mb=rss, supervisor_fds=fds, supervisor_threads=threads)
+        elif role in ("device", "synthesis"):
+            out[f"{role}_rss_mb"] += rss
+    segs = d.segments()
+    out["shm_segments"] = len(segs)
+    out["shm_buffers"] = sum(n.startswith("cuzkbuf.") for n in segs)
+    out["state_dir_mb"] = _dir_bytes(d.state) / 2**20
+    return out
+
+
+def _sampler_loop(rec: Record, d: Daemon, url: str, t0: float, quiet, stop, every: float):
+    """Resources every EVERY s; every LIST_EVERY s also GET /v1/jobs, all pages: no job listed
+    twice in one listing, and every job seen (a finished one is listed until keep_results
+    prunes it, longer than LIST_EVERY)."""
+    from cuzk.client import Client, ClientError
+
+    client = Client(url, timeout=60)
+    next_list = 0.0
+    while True:
+        try:
+            s = sample(d, client.status(), time.time() - t0)
+            with rec.lock:
+                rec.samples.append(s)
+            if time.time() >= next_list:
+                next_list = time.time() + LIST_EVERY
+                _list_jobs(rec, client)
+        except (ClientError, OSError) as e:
+            rec.error(f"sampling: {e}")
+        _watch_clients(rec, quiet)
+        if stop.wait(every):
+            return
+
+
+def _watch_clients(rec: Record, quiet: Quiet) -> None:
+    """A client with a job in hand for STALL_S (tiny jobs take well under a second) is a
+    stall: recorded, failed, and the stacks of this process printed once to show where."""
+    import faulthandler
+
+    now = time.time()
+    for client, t in list(rec.progress.items()):
+        if now - t > STALL_S and not quiet.paused and f"client {client}" not in rec.stalls:
+            rec.stalls.append(f"client {client}")
+            rec.error(f"client {client}: no progress for {now - t:.0f} s (stacks below)")
+            faulthandler.dump_traceback(all_threads=True)
+
+
+def _list_jobs(rec: Record, client) -> None:
+    ids = [j["job_id"] for j in client.jobs(page=500)]
+    twice = {j for j in ids if ids.count(j) > 1} if len(set(ids)) != len(ids) else set()
+    with rec.lock:
+        rec.listings += 1
+        rec.listed |= set(ids)
+        rec.listed_twice |= twice
+
+
+def _segments_of(samples: list[dict], name: str, split: str | None) -> list[list[tuple]]:
+    """The samples of one series as [(t, value)] runs: a new run at each restart of the
+    workers the series belongs to (their pids change), the first REWARM_S after one left out."""
+    runs: list[list[tuple]] = []
+    prev, restarted_at = None, None
+    for s in samples:
+        roles = {"tree": ("device", "synthesis")}.get(split, (split,))
+        ids = frozenset(p for p, r in s["pids"].items() if r in roles) if split else None
+        if split and prev is not None and ids != prev:
+            restarted_at = s["t"]
+            runs.append([])
+        prev = ids
+        if restarted_at is not None and s["t"] - restarted_at < REWARM_S:
+            continue
+        if not runs:
+            runs.append([])
+        runs[-1].append((s["t"], float(s[name])))
+    return [r for r in runs if len(r) >= 2]
+
+
+def common_slope(runs: list[list[tuple]]) -> float | None:
+    """Least-squares slope shared by every run, each with a level of its own (per second)."""
+    sxy = sxx = 0.0
+    for run in runs:
+        mt = sum(t for t, _ in run) / len(run)
+        my = sum(y for _, y in run) / len(run)
+        sxy += sum((t - mt) * (y - my) for t, y in run)
+        sxx += sum((t - mt) ** 2 for t, _ in run)
+    return sxy / sxx if sxx > 0 else None
+
+
+def flatness(samples: list[dict], warm_until: float, end: float) -> list[dict]:
+    """One row per series: values at the start, at the end of warm-up and at the end; the
+    growth over the second half the fit says, and its bound."""
+    rows = []
+    samples = sorted(samples, key=lambda s: s["t"])
+    second = [s for s in samples if s["t"] >= warm_until]
+    length = max(end - warm_until, 1e-9)
+    for name, (unit, kind, split) in SERIES.items():
+        if not samples:
+            continue
+        allowance, rate = BOUNDS[kind]
+        bound = allowance + rate * length / 3600
+        if split == "quiet":
+            runs = [[(s["t"], float(s[name])) for s in second if s.get("quiet")]]
+            slope = common_slope([r for r in runs if len(r) >= 2])
+        else:
+            slope = common_slope(_segments_of(second, name, split))
+        growth = None if slope is None else slope * length
+        rows.append(
+            {
+                "series": name,
+                "unit": unit,
+                "start": samples[0][name],
+                "warm": second[0][name] if second else None,
+                "end": samples[-1][name],
+                "peak": max(s[name] for s in samples),
+                "slope_per_hour": None if slope is None else slope * 3600,
+                "growth": growth,
+                "bound": bound,
+                "flat": growth is not None and growth <= bound,
+            }
+        )
+    return rows
+
+
+def _percentile(xs: list[float], q: float) -> float | None:
+    if not xs:
+        return None
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
+
+
+def latency_rows(rec: Record) -> list[dict]:
+    rows = []
+    for prio, _ in PRIORITIES:
+        xs = [
+            f["latency_s"]
+            for f in rec.finished.values()
+            if f["priority"] == prio and f["state"] == "done" and f["latency_s"] is not None
+        ]
+        rows.append(
+            {
+                "priority": prio,
+                "jobs": len(xs),
+                "p50_s": _percentile(xs, 0.5),
+                "p99_s": _percentile(xs, 0.99),
+                "max_s": max(xs) if xs else None,
+                "round_trip_p99_s": _percentile(rec.round_trips.get(prio, []), 0.99),
+                "round_trip_max_s": max(rec.round_trips.get(prio, []), default=None),
+            }
+        )
+    return rows
+
+
+# --- the end ---------------------------------------------------------------------------------
+
+
+def _kill_one(rec: Record, client, role: str, t: float) -> None:
+    status = client.status()
+    if role == "device":
+        victims = [w["pid"] for w in status["gpu_workers"] if w.get("pid")]
+    else:
+        victims = [w["pid"] for w in status["synthesis"]["workers"] if w.get("pid")]
+    if not victims:
+        rec.error(f"no {role} process to kill at {t:.0f} s")
+        return
+    pid = victims[0]
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        rec.error(f"the {role} process {pid} was gone before its SIGKILL")
+        return
+    with rec.lock:
+        rec.kills.append({"t_s": round(t, 1), "role": role, "pid": pid})
+    print(f"  soak: {t:.0f} s: SIGKILL {role} process {pid}", flush=True)
+
+
+def _metric_sum(text: str, name: str) -> float:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return sum(
+        s.value
+        for fam in text_string_to_metric_families(text)
+        for s in fam.samples
+        if s.name == name
+    )
+
+
+def _idle_check(client, d: Daemon, uploads_too: bool = True) -> dict:
+    """What must hold once every job has finished (uploads_too False: a body still arriving,
+    the trickling client's, may hold its reservation)."""
+    status = client.status()
+    busy = [
+        f"{role} {w.get('worker_id', w.get('finalizer_id'))}: {w['state']}"
+        for role, ws in (
+            ("device", status["gpu_workers"]),
+            ("finalizer", status["finalizers"]),
+            ("synthesis", status["synthesis"]["workers"]),
+        )
+        for w in ws
+        if w["state"] != "idle"
+    ]
+    live = [p["job_id"] for p in status["pipelines"] if p["state"] in ("queued", "running")]
+    ignore = {"keys"} if uploads_too else {"keys", "uploads"}
+    by_use = {k: v for k, v in status["memory"]["by_use"].items() if k not in ignore and v}
+    return {
+        "busy_slots": busy,
+        "live_jobs": live,
+        "queue_depth": status["counters"]["queue_depth"],
+        "reserved_besides_keys": by_use,
+        "buffers_left": [n for n in d.segments() if n.startswith("cuzkbuf.")],
+        "consistent": status.get("consistent"),
+        "restarts": status["counters"]["restarts"],
+        "retries": status["counters"]["retries"],
+    }
+
+
+def _wait_idle(client, d: Daemon, timeout: float, uploads_too: bool = True) -> dict:
+    deadline = time.time() + timeout
+    while True:
+        idle = _idle_check(client, d, uploads_too)
+        clean = not (
+            idle["busy_slots"]
+            or idle["live_jobs"]
+            or idle["queue_depth"]
+            or idle["reserved_besides_keys"]
+            or idle["buffers_left"]
+        )
+        if clean or time.time() > deadline:
+            return idle
+        time.sleep(0.5)
+
+
+def _quiet_point(rec: Record, quiet: Quiet, client, d: Daemon, t0: float) -> None:
+    """Park the clients, wait for every job to finish, check the daemon idle, sample it."""
+    t = time.time()
+    if not quiet.pause(900):
+        rec.error(f"quiet point at {t - t0:.0f} s: the clients did not park in 900 s")
+    idle = _wait_idle(client, d, 60, uploads_too=False)
+    s = sample(d, client.status(), time.time() - t0)
+    s["quiet"] = True
+    quiet.resume()
+    point = {
+        "t_s": round(t - t0, 1),
+        "wait_s": round(time.time() - t, 2),
+        "busy_slots": len(idle["busy_slots"]),
+        "live_jobs": len(idle["live_jobs"]),
+        "buffers": len(idle["buffers_left"]),
+        "reserved": sum(idle["reserved_besides_keys"].values()),
+        "supervisor_rss_mb": round(s["supervisor_rss_mb"], 1),
+        "tree_fds": s["tree_fds"],
+    }
+    with rec.lock:
+        rec.samples.append(s)
+        rec.quiet.append(point)
+    for k in ("busy_slots", "live_jobs", "buffers_left", "reserved_besides_keys"):
+        if idle[k]:
+            rec.error(f"quiet point at {t - t0:.0f} s, every job finished: {k} {idle[k]}")
+
+
+def soak(seconds: float, kill_every: float | None, quiet_every: float, sample_every: float):
+    """Run the soak; its report (a dict) with `failures`, the list of what did not hold."""
+    import psutil
+
+    from cuzk.client import Client
+
+    work = Path(tempfile.mkdtemp(prefix="cuzk-soak-"))
+    root = _key_root(work)
+    circuits = [Circuit(root, name, curve) for curve, name in CIRCUITS.items()]
+    extra = Circuit(root, EXTRA_KEY, "bn128")
+    d = Daemon(work, root, KEEP_RESULTS_S).start()
+    quiet = Quiet(CLIENTS)
+    rec = Record()
+    client = Client(d.url, timeout=120)
+    threads: list[threading.Thread] = []
+    stop, stop_sampling = threading.Event(), threading.Event()
+    tree: set[int] = {d.pid}
+    report: dict = {}
+    try:
+        # warm-up before the clock: keys registered with their wasm; one job of each curve
+        # and each way its witnesses travel (the kernels compile here on a cold cache)
+        t_warm = time.time()
+        for c in circuits:
+            c.key_id = client.register_key(c.zkey, c.wasm)["key_id"]
+            for body in (
+                {"key": c.key_id, "witnesses": [{"data": c.data[0]}]},
+                {"key": c.key_id, "inputs": [c.inputs[1]]},
+            ):
+                job_id = client.request("POST", "/v1/jobs", body)[1]["job_id"]
+                rec.warm_ids.add(job_id)
+                r = client.wait(job_id, timeout=1800)
+                if r.get("state") != "done":
+                    raise RuntimeError(f"warm-up job of {c.name} ended {r.get('state')}: {r}")
+        print(
+            f"  soak: daemon {d.url} (pid {d.pid}) warm in {time.time() - t_warm:.0f} s; "
+            f"{seconds:.0f} s of mixed work from now",
+            flush=True,
+        )
+        t0 = time.time()
+        threads = [
+            threading.Thread(
+                target=_sampler_loop,
+                args=(rec, d, d.url, t0, quiet, stop_sampling, sample_every),
+            ),
+            threading.Thread(target=_health_loop, args=(rec, d.url, stop, 1.0)),
+            threading.Thread(target=_key_loop, args=(rec, d.url, circuits, extra, stop, 5.0)),
+            threading.Thread(target=_bad_loop, args=(rec, d.port, circuits, stop, 1.5)),
+            threading.Thread(target=_trickle_loop, args=(rec, d.port, stop)),
+        ] + [
+            threading.Thread(target=_client_loop, args=(rec, d.url, circuits, quiet, stop, 100 + i))
+            for i in range(CLIENTS)
+        ]
+        for th in threads:
+            th.start()
+        kills = (
+            [0.3 * seconds]
+            if kill_every is None
+            else [kill_every * (i + 1) for i in range(int(seconds // kill_every))]
+        )
+        events = [(at, "kill", ("device", "synthesis")[i % 2]) for i, at in enumerate(kills)]
+        events += [(q, "quiet", "") for q in range(quiet_every, int(seconds), quiet_every)]
+        for at, what, role in sorted(events):
+            left = t0 + at - time.time()
+            if left > 0:
+                time.sleep(left)
+            if what == "kill":
+                _kill_one(rec, client, role, time.time() - t0)
+            else:
+                _quiet_point(rec, quiet, client, d, t0)
+        while time.time() < t0 + seconds:
+            time.sleep(min(1.0, t0 + seconds - time.time()))
+            tree |= {p.pid for p in psutil.Process(d.pid).children(recursive=True)}
+        stop.set()
+        t_stop = time.time()
+        for th in threads[1:]:
+            th.join(1000)
+        drained_s = time.time() - t_stop
+        idle = _wait_idle(client, d, 120)
+        stop_sampling.set()
+        threads[0].join(60)
+        last = sample(d, client.status(), time.time() - t0)
+        last["quiet"] = True  # the end is the last quiet point
+        rec.samples.append(last)
+        end = time.time() - t0
+        _list_jobs(rec, client)
+        metrics = client.metrics()
+        for s in rec.samples:
+            tree |= set(s["pids"])
+        report = _report(rec, seconds, end, drained_s, idle, metrics)
+    finally:
+        stop.set()
+        stop_sampling.set()
+        code = d.stop()
+        left = [n for n in os.listdir("/dev/shm") if _owned(n, tree, d.board)]
+        t_gone = time.time() + 15  # its resource trackers exit once they see it gone
+        while (alive := [p for p in tree if _alive(p)]) and time.time() < t_gone:
+            time.sleep(0.2)
+    report["exit_status"] = code
+    report["shm_left_after_stop"] = left
+    report["processes_left_after_stop"] = alive
+    f = report.setdefault("failures", [])
+    if code != 0:
+        f.append(f"cuzk serve exited {code} after SIGTERM (0 expected)")
+    if left:
+        f.append(f"/dev/shm names of the daemon left after it stopped: {left}")
+    if alive:
+        f.append(f"processes of the daemon alive after it stopped: {alive}")
+    tracebacks = d.log().count("Traceback")
+    report["log_tracebacks"] = tracebacks
+    if tracebacks:
+        f.append(f"the daemon's log holds {tracebacks} traceback(s)")
+    if f:
+        f.append(f"the daemon's log and state are kept in {work}")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
+    return report
+
+
+def _alive(pid: int) -> bool:
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _owned(name: str, pids: set[int], board: str) -> bool:
+    m = re.match(r"^cuzkbuf\.(\d+)\.", name)
+    return bool(m and int(m.group(1)) in pids) or (board and board in name)
+
+
+def _report(rec: Record, seconds, end, drained_s, idle, metrics) -> dict:
+    fin = rec.finished
+    done = [j for j, f in fin.items() if f["state"] == "done"]
+    cancelled = [j for j, f in fin.items() if f["state"] == "cancelled"]
+    lost = sorted(set(rec.accepted) - set(fin))
+    listed_twice = sorted(rec.listed_twice)
+    unknown = rec.listed - set(rec.accepted) - rec.warm_ids  # a job no client submitted
+    completed = _metric_sum(metrics, "cuzk_jobs_completed_total")
+    proofs = _metric_sum(metrics, "cuzk_proofs_completed_total")
+    n_warm = len(rec.warm_ids)
+    partitions = sum(f["proofs"] for f in fin.values())
+    warm_until = seconds / 2
+    rows = flatness(rec.samples, warm_until, end)
+    failures = list(rec.errors)
+    if lost:
+        failures.append(f"{len(lost)} accepted job(s) never finished: {lost[:5]}")
+    if rec.duplicates:
+        failures.append(f"job ids seen twice: {rec.duplicates[:5]}")
+    if rec.invalid:
+        failures.append(f"{len(rec.invalid)} proof(s) do not verify: {rec.invalid[:5]}")
+    if listed_twice:
+        failures.append(f"GET /v1/jobs lists job(s) twice: {listed_twice[:5]}")
+    missing = sorted(set(rec.accepted) - rec.listed)
+    if missing:
+        failures.append(f"GET /v1/jobs never listed {len(missing)} accepted job(s): {missing[:5]}")
+    if unknown:
+        failures.append(f"GET /v1/jobs lists {len(unknown)} job(s) no client submitted")
+    if completed != len(done) + n_warm:
+        failures.append(
+            f"cuzk_jobs_completed_total is {completed:.0f}, the clients saw {len(done)} done "
+            f"(+ {n_warm} warm-up jobs)"
+        )
+    if proofs != partitions + n_warm:
+        failures.append(
+            f"cuzk_proofs_completed_total is {proofs:.0f}, the clients got {partitions} valid "
+            f"proofs (+ {n_warm} of the warm-up)"
+        )
+    for k in ("busy_slots", "live_jobs", "reserved_besides_keys", "buffers_left"):
+        if idle[k]:
+            failures.append(f"after the run, idle: {k} {idle[k]}")
+    if idle["queue_depth"] or not idle["consistent"]:
+        failures.append(f"after the run: queue depth {idle['queue_depth']}, {idle}")
+    if not rec.kills:
+        failures.append("no worker process was killed")
+    elif idle["restarts"] < len(rec.kills):
+        failures.append(f"{len(rec.kills)} kill(s) but {idle['restarts']} restart(s)")
+    for r in rows:
+        if not r["flat"]:
+            failures.append(
+                f"{r['series']} grew {fmt(r['growth'])} {r['unit']} over the second half "
+                f"(bound {fmt(r['bound'])}): {fmt(r['warm'])} -> {fmt(r['end'])}"
+            )
+    if not rec.samples:
+        failures.append("no resource sample")
+    hs = rec.health_ms
+    bad_total = sum(b["n"] for b in rec.bad_clients.values())
+    return {
+        "seconds": seconds,
+        "run_s": end,
+        "drain_s": drained_s,
+        "jobs": {
+            "accepted": len(rec.accepted),
+            "done": len(done),
+            "cancelled": len(cancelled),
+            "lost": len(lost),
+            "duplicates": len(rec.duplicates) + len(listed_twice),
+            "refused_503": sum(rec.refused.values()),
+            "partitions_proved": partitions,
+            "listings": rec.listings,
+            "proofs_invalid": len(rec.invalid),
+            "retried_partitions": sum(sum(a > 1 for a in f["attempts"]) for f in fin.values()),
+            "jobs_per_min": len(fin) / (end / 60) if end else None,
+        },
+        "end": {
+            "busy_slots": len(idle["busy_slots"]),
+            "buffers_left": len(idle["buffers_left"]),
+            "restarts": idle["restarts"],
+            "retries": idle["retries"],
+            "kills": len(rec.kills),
+            "errors": len(rec.errors),
+        },
+        "healthz": {
+            "polls": len(hs),
+            "p50_ms": _percentile(hs, 0.5),
+            "p99_ms": _percentile(hs, 0.99),
+            "max_ms": max(hs) if hs else None,
+        },
+        "bad_clients_total": bad_total,
+        "keys": dict(rec.keys),
+        "latency": latency_rows(rec),
+        "resources": rows,
+        "bad_clients": [
+            {"client": k, "n": b["n"], "unexpected": b["unexpected"], "answers": b["statuses"]}
+            for k, b in sorted(rec.bad_clients.items())
+        ],
+        "kills": rec.kills,
+        "quiet_points": rec.quiet,
+        "bounds": {f"{k}": f"{a:g} + {r:g}/hour" for k, (a, r) in BOUNDS.items()},
+        "series": {
+            name: [round(float(s[name]), 3) for s in rec.samples]
+            for name in ("t", *SERIES, "shm_buffers", "restarts")
+        },
+        "failures": failures,
+    }
+
+
+def run(profile: str = "quick") -> dict:
+    s = settings(profile)
+    print(
+        f"  soak: {s['seconds']:.0f} s, SIGKILL "
+        + ("once" if s["kill_every"] is None else f"every {s['kill_every']} s")
+        + f", samples every {s['sample_every']} s",
+        flush=True,
+    )
+    report = soak(**s)
+    j = report.get("jobs", {})
+    print(
+        f"  soak: {j.get('accepted')} jobs accepted, {j.get('done')} done, "
+        f"{j.get('cancelled')} cancelled, {j.get('lost')} lost, {j.get('duplicates')} "
+        f"duplicates, {j.get('partitions_proved')} proofs verified, "
+        f"{j.get('proofs_invalid')} invalid; {len(report.get('kills', []))} kill(s)",
+        flush=True,
+    )
+    if report.get("resources"):
+        print(table(report["resources"]))
+        print(table(report["latency"]))
+    if report["failures"]:
+        print("  soak FAILED:\n    " + "\n    ".join(report["failures"][:40]), flush=True)
+        raise AssertionError(
+            f"soak: {len(report['failures'])} check(s) failed: {report['failures'][0]}"
+        )
+    return report
+
+
+# --- what the report shows -------------------------------------------------------------------
+
+
+def targets(get) -> list[dict]:
+    """Issue #38's target 2: nothing lost or leaked over the full run (make soak)."""
+    out = []
+    for profile in ("full", "quick"):
+        r = get(profile) if profile == "full" else get()
+        if r is None or (profile == "full" and r.get("seconds", 0) < 1800):
+            continue
+        j = r["jobs"]
+        note = (
+            f"{profile} profile, {fmt(r['run_s'])} s: {j['accepted']} jobs, {j['done']} done, "
+            f"{j['cancelled']} cancelled, {j['partitions_proved']} proofs verified, "
+            f"{len(r['kills'])} SIGKILL(s)"
+        )
+        out.append(
+            target(
+                f"soak ({profile}): jobs lost, duplicated or with an invalid proof",
+                "#38",
+                0,
+                "",
+                j["lost"] + j["duplicates"] + j["proofs_invalid"],
+                note=note,
+                suite="soak",
+                profile=profile,
+            )
+        )
+        grew = [x["series"] for x in r["resources"] if not x["flat"]]
+        out.append(
+            target(
+                f"soak ({profile}): series that grew past their bound after warm-up",
+                "#38",
+                0,
+                "",
+                len(grew),
+                note=", ".join(grew) or "RSS, descriptors, threads, /dev/shm, journal flat",
+                suite="soak",
+                profile=profile,
+            )
+        )
+        break
+    return out
+
+
+def plot(name, entry, res, img) -> list:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from bench.plots import caption
+
+    s = res.get("series") or {}
+    if not s.get("t"):
+        return []
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
+    for key in ("supervisor_rss_mb", "device_rss_mb", "synthesis_rss_mb"):
+        axes[0].plot(s["t"], s[key], label=key.removesuffix("_rss_mb"))
+    axes[0].set(title="RSS (MB)", xlabel="s")
+    for key in ("supervisor_fds", "tree_fds", "supervisor_threads", "tree_threads"):
+        axes[1].plot(s["t"], s[key], label=key)
+    axes[1].set(title="descriptors, threads", xlabel="s")
+    axes[2].plot(s["t"], s["state_dir_mb"], label="state dir (MB)")
+    axes[2].plot(s["t"], s["shm_segments"], label="/dev/shm segments")
+    axes[2].set(title="journal, /dev/shm", xlabel="s")
+    for ax in axes:
+        ax.axvline(res["seconds"] / 2, color="grey", ls=":", lw=1)
+        for k in res.get("kills", []):
+            ax.axvline(k["t_s"], color="red", ls="--", lw=0.8)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"soak: warm-up ends at the dotted line, SIGKILLs dashed ({caption(entry)})")
+    fig.tight_layout()
+    path = Path(img) / f"bench-{name}.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return [("resources over the run", f"img/{path.name}")]
+
+
+if __name__ == "__main__":
+    from bench.__main__ import main
+
+    sys.exit(main(["--suite", "soak", "--profile", sys.argv[1] if len(sys.argv) > 1 else "quick"]))
