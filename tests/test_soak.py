@@ -116,3 +116,20 @@ def test_two_minute_soak(tmp_path):
     assert r["keys"].get("register", 0) >= 1, r["keys"]
     assert {row["series"] for row in r["resources"]} == set(bench_soak.SERIES)
     assert all(row["flat"] for row in r["resources"]), r["resources"]
+
+
+def test_the_engine_event_log_is_small_and_bounded():
+    """What the soak found: the supervisor's RSS grew ~3 MB a minute under the soak's load for
+    20 minutes, its event log filling up to 100 000 events (~25 MB). It keeps EVENTS_KEPT,
+    the newest."""
+    import logging
+    from types import SimpleNamespace
+
+    from cuzk.engine.jobs import EVENTS_KEPT, JobLedger
+
+    ledger = JobLedger(SimpleNamespace(memory_budget=1 << 30), None, logging.getLogger("t"))
+    for i in range(3 * EVENTS_KEPT):
+        ledger.event("synth", f"{i:016x}", 0, 1, 0)
+    assert len(ledger.events) == EVENTS_KEPT <= 10_000
+    assert ledger.events[0][2] == f"{2 * EVENTS_KEPT:016x}"
+    assert ledger.events[-1][2] == f"{3 * EVENTS_KEPT - 1:016x}"
