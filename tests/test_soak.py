@@ -21,24 +21,24 @@ from pathlib import Path
 
 import pytest
 
-from bench import bench_soak
+from bench import bench_soak, soak_resources
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _sample(t, **values):
-    base = {k: 0.0 for k in bench_soak.SERIES}
+    base = {k: 0.0 for k in soak_resources.SERIES}
     return {"t": t, "pids": {1: "supervisor", 2: "device", 3: "synthesis"}, **base, **values}
 
 
 def test_common_slope_gives_each_run_its_own_level():
     # two incarnations of a worker, each flat, the second 100 MB lower: no growth
     runs = [[(0, 500.0), (10, 500.0), (20, 500.0)], [(30, 400.0), (40, 400.0)]]
-    assert bench_soak.common_slope(runs) == 0
+    assert soak_resources.common_slope(runs) == 0
     # the same slope in both: found, whatever their levels
     runs = [[(0, 10.0), (10, 20.0)], [(20, 500.0), (30, 510.0), (40, 520.0)]]
-    assert bench_soak.common_slope(runs) == pytest.approx(1.0)
-    assert bench_soak.common_slope([]) is None
+    assert soak_resources.common_slope(runs) == pytest.approx(1.0)
+    assert soak_resources.common_slope([]) is None
 
 
 def test_flatness_flags_a_leak_and_passes_noise():
@@ -46,7 +46,7 @@ def test_flatness_flags_a_leak_and_passes_noise():
         _sample(t, supervisor_rss_mb=200 + (0.5 if t % 4 else -0.5), supervisor_fds=30 + t // 10)
         for t in range(0, 121, 2)
     ]
-    rows = {r["series"]: r for r in bench_soak.flatness(samples, 60, 120)}
+    rows = {r["series"]: r for r in soak_resources.flatness(samples, 60, 120)}
     assert rows["supervisor_rss_mb"]["flat"], rows["supervisor_rss_mb"]
     # one descriptor every 10 s: 6 over the second minute, past 4 + 8/hour
     assert not rows["supervisor_fds"]["flat"]
@@ -62,7 +62,7 @@ def test_a_worker_restart_is_not_growth():
         s = _sample(t, device_rss_mb=rss)
         s["pids"] = {1: "supervisor", pid: "device", 3: "synthesis"}
         samples.append(s)
-    rows = {r["series"]: r for r in bench_soak.flatness(samples, 60, 120)}
+    rows = {r["series"]: r for r in soak_resources.flatness(samples, 60, 120)}
     assert rows["device_rss_mb"]["flat"], rows["device_rss_mb"]
     assert rows["device_rss_mb"]["growth"] == pytest.approx(0)
 
@@ -114,7 +114,7 @@ def test_two_minute_soak(tmp_path):
     assert {"malformed_json", "oversize", "form_body", "other_curve_witness"} <= set(kinds)
     assert all(b["unexpected"] == 0 for b in kinds.values()), kinds
     assert r["keys"].get("register", 0) >= 1, r["keys"]
-    assert {row["series"] for row in r["resources"]} == set(bench_soak.SERIES)
+    assert {row["series"] for row in r["resources"]} == set(soak_resources.SERIES)
     assert all(row["flat"] for row in r["resources"]), r["resources"]
 
 
