@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 TOOLS  := .tools
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.cache/numba
 
-.PHONY: install tools system-deps test test-fast lint format bench bench-full bench-gpu demo clean
+.PHONY: install tools system-deps test test-fast lint format bench bench-full bench-gpu soak demo clean
 
 $(VENV)/.installed: setup.cfg setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -75,6 +75,12 @@ bench-full: install tools system-deps
 
 bench-gpu: install tools
 	$(PY) -m bench --profile gpu $(BENCH_SUITES)
+
+# The soak (bench/bench_soak.py): `cuzk serve` for 30 minutes under mixed work, SIGKILLs of its
+# workers and bad clients; fails when a job is lost or duplicated, a proof is invalid, or a
+# resource grows after warm-up. CUZK_SOAK_SECONDS=N sets another length.
+soak: install
+	$(PY) -m bench --profile full --suite soak
 
 demo: install tools
 	$(PY) examples/demo.py

@@ -33,6 +33,7 @@ SUITE_ORDER = (
     "prove-bls12381",
     "prove-server",
     "engine",
+    "soak",
     "cluster",
     "board",
     "top",

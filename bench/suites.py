@@ -63,6 +63,12 @@ SUITES = {
         "the farm on Ray: throughput by nodes, dispatch overhead, a node's death",
         None,
     ),
+    "soak": (
+        "bench.bench_soak",
+        "cuzk serve for a set time under mixed work, kills and bad clients: nothing lost, "
+        "nothing leaked",
+        None,
+    ),
     "board": ("bench.bench_board", "status board write and snapshot costs", None),
     "top": ("bench.bench_top", "cuzk top CPU use", None),
 }

@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # snarkjs, circom2
 NEEDS_NODE_TOOLS = {"prove", "prove-bls12381", "prove-server", "pairing", "witness", "startup"}
 NEEDS_NETNS = {"cluster"}  # Ray, in a loopback-only network namespace (root, iproute2)
+RUN_APART = {"soak"}  # its smoke profile is 2 minutes of work: tests/test_soak.py runs it
 # shared-memory names that embed their creator's pid: status boards and engine buffers
 SHM_PID = re.compile(r"^(?:cuzk-(\d+)-|cuzkbuf\.(\d+)\.)")
 
@@ -63,10 +64,11 @@ def _shm_names() -> set[str]:
 def smoke_run(tmp_path_factory):
     """One smoke run of every suite (about 70 s with a warm Numba cache); without snarkjs
     and circom2 (no npm), of every suite that does not run them; without root or Ray, of
-    every suite but cluster."""
+    every suite but cluster; never of soak (tests/test_soak.py runs it)."""
     results = tmp_path_factory.mktemp("bench-results")
     suites = [s for s in SUITES if interop.install_tools() or s not in NEEDS_NODE_TOOLS]
     suites = [s for s in suites if s not in NEEDS_NETNS or _cluster_unavailable() is None]
+    suites = [s for s in suites if s not in RUN_APART]
     before = _shm_names()
     p = _bench(
         "--profile",

@@ -182,3 +182,61 @@ def test_setup_cfg_pins_the_numba_and_llvmlite_the_suite_runs_on(dist):
     installed = _version(metadata.version(dist))
     assert _version(low[2:]) <= installed < _version(high[1:])
     assert _version(high[1:])[:2] == (installed[0], installed[1] + 1)
+
+
+def test_a_build_in_one_thread_is_not_another_threads_build():
+    """While one thread executes a parametrized build (Target.load), a plain import of a shared
+    source in another thread sees the plain build: the stack of builds is per thread."""
+    import threading
+
+    seen = {}
+    jit._building.stack.append(Build(get_target("cpu"), {"curve": "bls12_381"}))
+    try:
+        assert jit.building().params == (("curve", "bls12_381"),)
+        other = threading.Thread(target=lambda: seen.update(params=jit.building().params))
+        other.start()
+        other.join()
+    finally:
+        jit._building.stack.pop()
+    assert seen["params"] == ()
+    assert jit.building().params == ()
+
+
+FIRST_PROOFS_OF_BOTH_CURVES = """
+import json, sys, threading
+from cuzk.groth16 import ProvingKey, load_witness, open_device, prove
+fixtures, out = sys.argv[1], {}
+dev = open_device("cpu")
+def run(name):
+    key = ProvingKey.open(f"{fixtures}/{name}/circuit.zkey")
+    p = prove(key, load_witness(f"{fixtures}/{name}/witness_0.wtns", key), dev)
+    out[name] = {"proof": p.to_json(), "public": [str(x) for x in p.public]}
+threads = [threading.Thread(target=run, args=(n,)) for n in ("tiny381", "tiny")]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("run", range(4))
+def test_first_proofs_of_both_curves_at_once_are_valid(run):
+    """What the soak found (bench/bench_soak.py): a fresh process (a restarted device process)
+    whose first proofs were a BLS12-381 and a BN254 one at the same time built the BN254
+    kernels with BLS12-381's constants (five runs in six), and every BN254 proof of that
+    process failed verification."""
+    from cuzk.groth16.verifier import verify
+
+    fixtures = os.path.join(ROOT, "tests", "fixtures")
+    p = subprocess.run(
+        [sys.executable, "-c", FIRST_PROOFS_OF_BOTH_CURVES, fixtures],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    out = json.loads(p.stdout)
+    for name in ("tiny", "tiny381"):
+        with open(os.path.join(fixtures, name, "verification_key.json")) as f:
+            vk = json.load(f)
+        assert verify(vk, out[name]["public"], out[name]["proof"]), name

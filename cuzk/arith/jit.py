@@ -48,7 +48,21 @@ CPU = "cpu"
 CUDA = "cuda"
 
 _lock = threading.RLock()
-_building: list[Build] = []
+
+
+class _Builds(threading.local):
+    """The builds this thread is executing (Target.load), innermost last. Per thread: a plain
+    import of a shared source in one thread (the default curve's build, e.g. a BN254 proof's
+    kernels) while another thread executes a parametrized build (a BLS12-381 proof's) must
+    see the plain build, not the other thread's; a shared stack gave the BN254 module the
+    BLS12-381 constants, and every BN254 proof of that process was invalid (the soak's first
+    concurrent proofs of both curves after a device process restart, bench/bench_soak.py)."""
+
+    def __init__(self):
+        self.stack: list[Build] = []
+
+
+_building = _Builds()
 _targets: dict[str, Target] = {}
 
 
@@ -264,7 +278,7 @@ class Target:
             code = spec.loader.get_code(module_name)
             self._modules[key] = module
             sys.modules[build_name] = module
-            _building.append(build)
+            _building.stack.append(build)
             try:
                 exec(code, module.__dict__)
             except BaseException:
@@ -272,7 +286,7 @@ class Target:
                 sys.modules.pop(build_name, None)
                 raise
             finally:
-                _building.pop()
+                _building.stack.pop()
             return module
 
 
@@ -412,7 +426,8 @@ def get_target(name: str) -> Target:
 def building() -> Build:
     """The build a shared module is executing for: the plain CPU build unless Target.load
     is running."""
-    return _building[-1] if _building else Build(get_target(CPU))
+    stack = _building.stack
+    return stack[-1] if stack else Build(get_target(CPU))
 
 
 def default_device_target() -> str:

@@ -100,6 +100,14 @@ def circuit_inputs(objs) -> list[bytes]:
     return out
 
 
+# The event log (submit, synth, prove, done, failed ... with their job, partition and attempt)
+# is for tests and for debugging a daemon: the last EVENTS_KEPT events (~2.5 MB). At 100 000
+# it held ~25 MB of the supervisor's memory once full, and a busy daemon (the soak: ~5,000
+# events a minute) took 20 minutes to fill it, its RSS growing all that while, which a soak
+# shorter than that cannot tell from a leak (bench/bench_soak.py).
+EVENTS_KEPT = 10_000
+
+
 class JobLedger:
     """Keys, jobs, the scheduler, counters, events and the journal, under one lock.
 
@@ -122,7 +130,7 @@ class JobLedger:
         self.keys: dict = {}  # key id -> the engine's key record
         self.jobs: dict[str, JobRecord] = {}
         self.finished = collections.deque()  # job ids in finishing order (history bound)
-        self.events: collections.deque = collections.deque(maxlen=100_000)  # (t, what, ...)
+        self.events: collections.deque = collections.deque(maxlen=EVENTS_KEPT)  # (t, what, ...)
         self.counters = collections.Counter()
 
     def event(self, what: str, *args) -> None:
@@ -220,7 +228,7 @@ class JobAPI:
     # what tests and the daemon read
     budget = property(lambda self: self._books.budget)  # request bodies are charged to it too
     journal = property(lambda self: self._books.journal)
-    events = property(lambda self: self._books.events)  # (t, what, ...), the last 100 000
+    events = property(lambda self: self._books.events)  # (t, what, ...), the last EVENTS_KEPT
     counters = property(lambda self: self._books.counters)
 
     # ---------------------------------------------------------------- hooks
