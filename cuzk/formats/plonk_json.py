@@ -29,6 +29,7 @@ from cuzk.formats.snarkjs_json import (
     g2_from_json,
     g2_to_json,
     load,
+    named_curve,
     parse_count,
     parse_int,
     public_to_json,
@@ -62,13 +63,7 @@ def check_plonk(obj, where: str, curves_allowed=None):
     protocol = obj.get("protocol")
     if protocol != PROTOCOL:
         raise UnsupportedProtocol(where, f"protocol {show(protocol)} is not plonk")
-    name = obj.get("curve", curves.BN128)
-    curve = curves.by_json_name(name)
-    allowed = curves.CURVES if curves_allowed is None else curves_allowed
-    if curve is None or curve.name not in allowed:
-        names = " or ".join(str(curves.CURVES[a]) for a in allowed)
-        raise UnsupportedProtocol(where, f"curve {show(name)} is not {names}")
-    return curve
+    return named_curve(obj, where, curves_allowed)
 
 
 def parse_fr(v, where: str, curve) -> int:

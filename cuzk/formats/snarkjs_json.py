@@ -296,6 +296,13 @@ def check_protocol(obj: dict, where: str, curves_allowed=BN254_ONLY):
     protocol = obj.get("protocol", PROTOCOL)
     if protocol != PROTOCOL:
         raise UnsupportedProtocol(where, f"protocol {show(protocol)} is not groth16")
+    return named_curve(obj, where, curves_allowed)
+
+
+def named_curve(obj: dict, where: str, curves_allowed=None):
+    """The Curve the object's "curve" names (bn128 when it names none), after
+    UnsupportedProtocol unless it is one of `curves_allowed` (snarkjs names; None: any curve
+    cuzk knows): for the files of every proof system."""
     name = obj.get("curve", CURVE_NAME)
     curve = curves.by_json_name(name)
     allowed = curves.CURVES if curves_allowed is None else curves_allowed

@@ -355,16 +355,7 @@ class ZKey:
         return s.offset
 
     def _points(self, sid: int, name: str, count: int, width: int) -> np.ndarray:
-        s = self.file.section(sid, name)
-        expected = count * 8 * width
-        if s.size != expected:
-            kind = "G1" if width == self.curve_info.g1_limbs else "G2"
-            raise BadSectionSize(
-                self.path,
-                f"{name} section ({sid}) is {s.size} bytes, expected {count} {kind} points"
-                f" = {expected} bytes",
-            )
-        return self.file.limbs(s.offset, count, width)
+        return self.file.limbs(self._points_at(sid, name, count, width), count, width)
 
     def check_coefficients(self) -> None:
         """Raise BadValue if an entry's matrix, constraint or signal is out of range."""
