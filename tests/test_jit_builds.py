@@ -190,7 +190,9 @@ def test_a_build_in_one_thread_is_not_another_threads_build():
     import threading
 
     seen = {}
-    jit._building.stack.append(Build(get_target("cpu"), {"curve": "bls12_381"}))
+    build = Build(get_target("cpu"), {"curve": "bls12_381"})
+    build.module_name = __name__  # as Target.load names the module it runs
+    jit._building.stack.append(build)
     try:
         assert jit.building().params == (("curve", "bls12_381"),)
         other = threading.Thread(target=lambda: seen.update(params=jit.building().params))
@@ -200,6 +202,86 @@ def test_a_build_in_one_thread_is_not_another_threads_build():
         jit._building.stack.pop()
     assert seen["params"] == ()
     assert jit.building().params == ()
+
+
+def test_a_plain_import_inside_a_build_is_the_plain_build():
+    """A shared source imported plainly for the first time while another one's parametrized
+    build runs (BLS12-381's buckets build imports cuzk.kernels.msm) is the plain (BN254)
+    build, not the outer build's: a fresh process, so msm is not imported before."""
+    code = (
+        "from cuzk.arith.curves import DEFAULT, curve_build\n"
+        "curve_build('cuzk.kernels.buckets', 'bls12_381', group='g1')\n"
+        "import cuzk.kernels.msm as m, cuzk.arith.field as f\n"
+        "assert m.CURVE == DEFAULT and m.F is f, (m.CURVE, m.F.__name__)\n"
+        "assert f.CURVE == DEFAULT, f.CURVE\n"
+        "b = curve_build('cuzk.kernels.buckets', 'bls12_381', group='g1')\n"
+        "assert b.CURVE == 'bls12_381' and b.M is not m, b.M.__name__\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+
+
+DEADLOCK_SOURCES = {
+    "sync.py": "import threading\nx_started, q_in_build = threading.Event(), threading.Event()\n",
+    # a plain import that loads a parametrized build once the other thread is inside its own
+    "x.py": (
+        "from cuzk.arith.jit import building, get_target\n"
+        "import shaped.sync as s\n"
+        "T = building()\n"
+        "s.x_started.set()\n"
+        "assert s.q_in_build.wait(30)\n"
+        "Y = get_target('cpu').load('shaped.y', curve='c1')\n"
+    ),
+    "y.py": "from cuzk.arith.jit import building\nT = building()\nCURVE = T.param('curve')\n",
+    # a parametrized build that imports x plainly while x is being imported by the other thread
+    "z.py": (
+        "from cuzk.arith.jit import building\n"
+        "import shaped.sync as s\n"
+        "T = building()\n"
+        "s.q_in_build.set()\n"
+        "import shaped.x as X\n"
+    ),
+}
+
+DEADLOCK_RUN = """
+import sys, threading
+sys.path.insert(0, sys.argv[1])
+import shaped.sync as s
+from cuzk.arith.jit import get_target
+done = {}
+def p():
+    import shaped.x as x
+    done["p"] = x.Y.CURVE
+def q():
+    assert s.x_started.wait(30)
+    done["q"] = get_target("cpu").load("shaped.z", curve="c2").X.Y.CURVE
+threads = [threading.Thread(target=f, daemon=True) for f in (p, q)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join(60)
+assert done == {"p": "c1", "q": "c1"}, done
+"""
+
+
+def test_a_build_and_a_plain_import_in_two_threads_do_not_deadlock(tmp_path):
+    """Thread P imports x plainly, and x loads a build of y; thread Q, meanwhile, executes a
+    build of z that imports x plainly. With one lock held across every build's execution, Q
+    held it waiting for x's import lock while P held x's waiting for it: both stopped (a
+    device process of the soak, its worker and finalizer threads, every job on it stuck).
+    Builds take their own import locks now: both finish."""
+    package = tmp_path / "shaped"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    for name, text in DEADLOCK_SOURCES.items():
+        (package / name).write_text(text)
+    p = subprocess.run(
+        [sys.executable, "-c", DEADLOCK_RUN, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 0, p.stderr[-2000:]
 
 
 FIRST_PROOFS_OF_BOTH_CURVES = """

@@ -256,38 +256,87 @@ class Target:
     def load(self, module_name: str, **params: str) -> types.ModuleType:
         """The build of shared source module ``module_name`` for this target, with
         ``params`` (see "Parametrized builds" above). The plain CPU build is the module
-        imported normally."""
+        imported normally.
+
+        A build is imported through Python's import system under its own name
+        (``cuzk.arith.field[cpu:bls12_381]``, _BuildFinder), so it takes that module's import
+        lock like any import: one global lock held across a build's execution deadlocked
+        against the module locks of plain imports (a device process's finalizer building
+        BLS12-381's group held it and waited for the plain field module, which a worker
+        thread was importing, waiting for it: every thread of the process stopped, found by
+        the soak, bench/bench_soak.py). Python detects a cycle between module locks and
+        raises instead of hanging."""
         if self.name == CPU and not params:
             return importlib.import_module(module_name)
         build = Build(self, params)
         key = (module_name, build.params)
-        with _lock:
-            if key in self._modules:
-                return self._modules[key]
-            # Building needs no GPU (kernels compile to PTX anywhere); launching does, and
-            # require_cuda() below is what launch sites call first.
-            spec = importlib.util.find_spec(module_name)
-            if spec is None or spec.origin is None:
-                raise ImportError(f"no shared source module {module_name!r}")
-            build_name = f"{module_name}[{':'.join((self.name, *build.params_values))}]"
-            module = types.ModuleType(build_name)
-            module.__file__ = spec.origin
-            module.__package__ = spec.parent
-            # the module's own bytecode (its .pyc when there is one, as for an import):
-            # compiling the source again cost each build ~3 ms at every process start
-            code = spec.loader.get_code(module_name)
-            self._modules[key] = module
-            sys.modules[build_name] = module
-            _building.stack.append(build)
-            try:
-                exec(code, module.__dict__)
-            except BaseException:
-                del self._modules[key]
-                sys.modules.pop(build_name, None)
-                raise
-            finally:
-                _building.stack.pop()
+        module = self._modules.get(key)
+        if module is not None:
             return module
+        build_name = f"{module_name}[{':'.join((self.name, *build.params_values))}]"
+        with _lock:  # a leaf: held only to register the name
+            _BuildFinder.builds.setdefault(build_name, (build, module_name))
+        _BuildFinder.install()
+        module = importlib.import_module(build_name)
+        self._modules[key] = module
+        return module
+
+
+class _BuildLoader:
+    """Executes one build's module: the shared source's own bytecode (its .pyc when there is
+    one, as for an import: compiling the source again cost each build ~3 ms at every process
+    start) with the build on this thread's stack, so that its ``building()`` returns it."""
+
+    def __init__(self, build: Build, module_name: str, spec):
+        self.build, self.module_name, self.source_spec = build, module_name, spec
+
+    def create_module(self, spec):
+        return None  # the default module object
+
+    def exec_module(self, module):
+        module.__file__ = self.source_spec.origin
+        module.__package__ = self.source_spec.parent
+        code = self.source_spec.loader.get_code(self.module_name)
+        build = Build(self.build.target, dict(self.build.params))
+        build.module_name = module.__name__
+        _building.stack.append(build)
+        try:
+            exec(code, module.__dict__)
+        finally:
+            _building.stack.pop()
+
+
+class _BuildFinder:
+    """On sys.meta_path: finds the builds Target.load has named (and only those)."""
+
+    builds: dict[str, tuple] = {}  # build name -> (Build, shared source module name)
+    _installed = False
+
+    @classmethod
+    def install(cls) -> None:
+        with _lock:
+            if not cls._installed:
+                sys.meta_path.insert(0, cls)
+                cls._installed = True
+
+    @classmethod
+    def find_spec(cls, fullname, path=None, target=None):
+        entry = cls.builds.get(fullname)
+        if entry is None:
+            return None
+        build, module_name = entry
+        # Building needs no GPU (kernels compile to PTX anywhere); launching does, and
+        # require_cuda() is what launch sites call first.
+        source = importlib.util.find_spec(module_name)
+        if source is None or source.origin is None:
+            raise ImportError(f"no shared source module {module_name!r}")
+        return importlib.util.spec_from_loader(
+            fullname, _BuildLoader(build, module_name, source), origin=source.origin
+        )
+
+    @classmethod
+    def invalidate_caches(cls) -> None:
+        pass
 
 
 class Build:
@@ -301,6 +350,7 @@ class Build:
     def __init__(self, target: Target, params: dict[str, str] | None = None):
         self.target = target
         self.params = tuple(sorted((params or {}).items()))
+        self.module_name: str | None = None  # the build's module, while Target.load runs it
         for name, value in self.params:
             if not (isinstance(value, str) and value.isidentifier()):
                 raise ValueError(f"build parameter {name}={value!r}: expected an identifier")
@@ -425,9 +475,16 @@ def get_target(name: str) -> Target:
 
 def building() -> Build:
     """The build a shared module is executing for: the plain CPU build unless Target.load
-    is running."""
+    is running that very module (its top level calls this). A plain import nested in a build
+    (buckets.py's ``from cuzk.kernels.msm import ...`` while BLS12-381's buckets build runs,
+    msm not yet imported) is the plain build: it once saw the outer build, so the plain
+    (BN254) msm module took BLS12-381's field, and BN254 kernels compiled in that process
+    named the BLS12-381 build's modules in their disk-cache entries, which a later process
+    could not load (ModuleNotFoundError; found by the soak, bench/bench_soak.py)."""
     stack = _building.stack
-    return stack[-1] if stack else Build(get_target(CPU))
+    if stack and stack[-1].module_name == sys._getframe(1).f_globals.get("__name__"):
+        return stack[-1]
+    return Build(get_target(CPU))
 
 
 def default_device_target() -> str:
