@@ -57,12 +57,19 @@ What it asserts (the suite fails, and `make soak` exits 1, when any does not hol
 Latency is reported, not asserted (the machine is shared): submission to finish per priority
 (p50, p99, max, from the daemon's own timestamps; the client's round trip beside them), and
 `/healthz`'s answer time. The committed figures below are a quick run's (5 minutes); the
-30-minute ones come from `make soak` (`--profile full`), which this shared 2-core machine
-does not run. What the soak found so far: the supervisor's RSS grew ~3 MB a minute for 20
-minutes while its debugging event log filled to 100 000 events (now 10 000), and the first
-proofs of both curves at once in a fresh device process (after a SIGKILL) made every later
-BN254 proof of that process invalid (a race in cuzk.arith.jit's builds, fixed; the daemon's
-self-verification had failed those jobs, 73 in one 40-second run).
+30-minute ones (`make soak`, `--profile full`) are in bench/results/soak.full.json and the
+targets table (2026-12-04: 15,582 jobs, 10 SIGKILLs, nothing lost, every series within its
+bound; the supervisor's RSS still rose 36 MB/hour over the second half, 9 MB against a 28 MB
+allowance: a slow growth to follow over longer runs). What the soak found so far: the
+supervisor's RSS grew ~3 MB a minute for 20 minutes while its debugging event log filled to
+100 000 events (now 10 000), and the first proofs of both curves at once in a fresh device
+process (after a SIGKILL) made every later BN254 proof of that process invalid (a race in
+cuzk.arith.jit's builds, fixed; the daemon's self-verification had failed those jobs, 73 in
+one 40-second run). The first 30-minute run stopped at 1620 s: after a SIGKILL the new
+device process's worker and finalizer threads deadlocked on cuzk.arith.jit's one build lock
+against a plain import's module lock, three jobs stuck (builds now take their own import
+locks); and a plain import nested in a BLS12-381 build had given the BN254 msm module
+BLS12-381's field (fixed likewise).
 Run alone: ``python -m bench.bench_soak [smoke|quick|full]``.
 """
 
