@@ -273,11 +273,11 @@ class Target:
         module = self._modules.get(key)
         if module is not None:
             return module
-        build_name = f"{module_name}[{':'.join((self.name, *build.params_values))}]"
+        build.module_name = f"{module_name}[{':'.join((self.name, *build.params_values))}]"
         with _lock:  # a leaf: held only to register the name
-            _BuildFinder.builds.setdefault(build_name, (build, module_name))
+            _BuildFinder.builds.setdefault(build.module_name, (build, module_name))
         _BuildFinder.install()
-        module = importlib.import_module(build_name)
+        module = importlib.import_module(build.module_name)
         self._modules[key] = module
         return module
 
@@ -287,8 +287,8 @@ class _BuildLoader:
     one, as for an import: compiling the source again cost each build ~3 ms at every process
     start) with the build on this thread's stack, so that its ``building()`` returns it."""
 
-    def __init__(self, build: Build, module_name: str, spec):
-        self.build, self.module_name, self.source_spec = build, module_name, spec
+    def __init__(self, build: Build, source_spec):
+        self.build, self.source_spec = build, source_spec
 
     def create_module(self, spec):
         return None  # the default module object
@@ -296,10 +296,8 @@ class _BuildLoader:
     def exec_module(self, module):
         module.__file__ = self.source_spec.origin
         module.__package__ = self.source_spec.parent
-        code = self.source_spec.loader.get_code(self.module_name)
-        build = Build(self.build.target, dict(self.build.params))
-        build.module_name = module.__name__
-        _building.stack.append(build)
+        code = self.source_spec.loader.get_code(self.source_spec.name)
+        _building.stack.append(self.build)
         try:
             exec(code, module.__dict__)
         finally:
@@ -331,7 +329,7 @@ class _BuildFinder:
         if source is None or source.origin is None:
             raise ImportError(f"no shared source module {module_name!r}")
         return importlib.util.spec_from_loader(
-            fullname, _BuildLoader(build, module_name, source), origin=source.origin
+            fullname, _BuildLoader(build, source), origin=source.origin
         )
 
     @classmethod
@@ -350,7 +348,7 @@ class Build:
     def __init__(self, target: Target, params: dict[str, str] | None = None):
         self.target = target
         self.params = tuple(sorted((params or {}).items()))
-        self.module_name: str | None = None  # the build's module, while Target.load runs it
+        self.module_name: str | None = None  # its module's name, once Target.load names it
         for name, value in self.params:
             if not (isinstance(value, str) and value.isidentifier()):
                 raise ValueError(f"build parameter {name}={value!r}: expected an identifier")
