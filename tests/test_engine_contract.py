@@ -9,6 +9,7 @@ import dataclasses
 import importlib
 import inspect
 import json
+import typing
 
 import numpy as np
 import pytest
@@ -19,8 +20,28 @@ from cuzk.engine import Engine, buffers, contract
 from cuzk.engine.settings import EngineConfig
 from cuzk.testing import prover_double
 
-REAL = EngineConfig().prover  # what the daemon runs
-PROVERS = [REAL, "cuzk.testing.prover_double", "shaped_prover"]
+REAL = EngineConfig().prover  # the engine's default prover (Groth16)
+# cuzk.prover: `cuzk serve`'s default, with a Groth16 key and (":plonk") a PLONK key;
+# cuzk.plonk: the PLONK prover alone
+PROVERS = [
+    REAL,
+    "cuzk.prover",
+    "cuzk.prover:plonk",
+    "cuzk.plonk",
+    "cuzk.testing.prover_double",
+    "shaped_prover",
+]
+PLONK = ("cuzk.prover:plonk", "cuzk.plonk")
+
+
+def _module(name: str):
+    return importlib.import_module(name.partition(":")[0])
+
+
+def _proof_classes(prover) -> tuple:
+    """The prover's proof classes: `Proof`, or each member of a union of them (cuzk.prover's:
+    a proof of either system)."""
+    return typing.get_args(prover.Proof) or (prover.Proof,)
 
 
 def _params(fn, drop_first: bool) -> list[inspect.Parameter]:
@@ -55,7 +76,9 @@ def _callables(proto) -> list[str]:
 @pytest.fixture
 def key_path(tmp_path, circuit_named):
     def path(prover):
-        if prover == REAL:
+        if prover in PLONK:
+            return circuit_named("mulchain").plonk_zkey  # with additions and public signals
+        if prover in (REAL, "cuzk.prover"):
             return circuit_named("tiny").zkey
         if prover == "shaped_prover":
             shaped_prover.write_key(tmp_path / "s.json")
@@ -71,7 +94,9 @@ def witness(circuit_named):
     """A witness (a path or bytes) for each prover's key of `key_path`."""
 
     def source(prover, key):
-        if prover == REAL:
+        if prover in PLONK:
+            return circuit_named("mulchain").witness(0)
+        if prover in (REAL, "cuzk.prover"):
             return circuit_named("tiny").witness(0)
         if prover == "shaped_prover":
             return shaped_prover.make_witness(key.n_vars, seed=5)
@@ -82,7 +107,7 @@ def witness(circuit_named):
 
 @pytest.mark.parametrize("name", PROVERS)
 def test_prover_satisfies_the_contract(name, key_path):
-    prover = importlib.import_module(name)
+    prover = _module(name)
     assert isinstance(prover, contract.Prover)
     for fn in _callables(contract.Prover):
         assert_same_call(
@@ -96,8 +121,9 @@ def test_prover_satisfies_the_contract(name, key_path):
     assert isinstance(device, contract.Device)
     for proto, impl in (
         (contract.ProvingKey, prover.ProvingKey),
+        (contract.ProvingKey, type(key)),
         (contract.Device, type(device)),
-        (contract.Proof, prover.Proof),
+        *((contract.Proof, p) for p in _proof_classes(prover)),
     ):
         for m in _callables(proto):
             assert_same_call(
@@ -106,7 +132,8 @@ def test_prover_satisfies_the_contract(name, key_path):
                 drop_self=False,
                 what=f"{name}.{impl.__name__}.{m}",
             )
-    assert "public" in {f.name for f in dataclasses.fields(prover.Proof)}
+    for p in _proof_classes(prover):
+        assert "public" in {f.name for f in dataclasses.fields(p)}
     shape, dtype = key.witness_buffer()  # plain data: a shape and a numpy dtype
     assert buffers.nbytes(shape, dtype) > 0
     declared = key.buffers()
@@ -115,19 +142,21 @@ def test_prover_satisfies_the_contract(name, key_path):
 
 
 @pytest.mark.parametrize("name", PROVERS)
-def test_stages_run_over_the_buffers_the_key_declares(name, key_path, witness):
+def test_stages_run_over_the_buffers_the_key_declares(name, key_path, witness, circuit_named):
     """As the engine runs them: the witness copied into an array shaped as witness_buffer()
     says, synthesize filling `out` (the declared buffers, over one segment's Layout) in place
     and giving the same as into fresh arrays, prove_start taking that mapping, and the proof
     self-verifying."""
-    prover = importlib.import_module(name)
+    prover = _module(name)
     prover.configure({})
     key = prover.ProvingKey.open(key_path(name))
     shape, dtype = key.witness_buffer()
     w = np.zeros(shape, dtype)
     np.copyto(w, prover.load_witness(witness(name, key), key))
     layout = buffers.Layout(key.buffers())
-    seg = buffers.Segment.create(buffers.segment_name(f"contract-{name}"), layout.nbytes)
+    seg = buffers.Segment.create(
+        buffers.segment_name(f"contract-{name.replace(':', '-')}"), layout.nbytes
+    )
     try:
         out = layout.views(seg)
         for v in out.values():
@@ -143,7 +172,12 @@ def test_stages_run_over_the_buffers_the_key_declares(name, key_path, witness):
         partial = prover.prove_start(key, out, w, device)
         del syn, out, v
         proof = prover.prove_finish(key, partial, w)
+        assert isinstance(proof, contract.Proof)
         assert prover.verify(key.verification_key(), proof.public, proof)
+        if name in PLONK:  # snarkjs's public signals
+            c = circuit_named("mulchain")
+            public = [str(x) for x in proof.public]
+            assert public == json.loads(c.plonk_public(0).read_text())
     finally:
         seg.close()
         seg.unlink()

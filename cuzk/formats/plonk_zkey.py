@@ -24,8 +24,10 @@ Groth16 key (cuzk.formats.zkey). The n = domainSize is the smallest power of two
 nConstraints gates, at least 8. The witness of a PLONK key has nVars - nAdditions values
 (the circuit's wires); the additions extend it.
 
-`PlonkZKey(path)` maps the file and checks sizes and indices; every array is a read-only
-view of the map (no section is copied).
+`PlonkZKey(path)` reads the file and checks sizes and indices; every array is read-only:
+with private=False (a daemon's proving processes) a view of the map, shared with the page
+cache, no section copied; with `private` (the default, cuzk.formats.binfile) each section
+read into the process's own memory, so a file changed under it cannot fault the process.
 """
 
 from __future__ import annotations
@@ -113,11 +115,17 @@ class PlonkZKey:
 
     `curves_allowed` (snarkjs names) limits the curves accepted, as for ZKey.
     `check_indices` scans the wire maps and additions once (vectorised) for signal indices
-    not below nVars.
+    not below nVars. `private`: see the module's docstring.
     """
 
-    def __init__(self, path: os.PathLike | str, check_indices: bool = True, curves_allowed=None):
-        self.file = f = BinFile(path, "zkey", (ZKEY_VERSION,))
+    def __init__(
+        self,
+        path: os.PathLike | str,
+        check_indices: bool = True,
+        curves_allowed=None,
+        private: bool = True,
+    ):
+        self.file = f = BinFile(path, "zkey", (ZKEY_VERSION,), private=private)
         self.path = f.path
         s = f.section(HEADER, "header")
         if s.size != 4:

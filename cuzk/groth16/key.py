@@ -31,6 +31,8 @@ class ProvingKey:
     Truncated or Changed (cuzk.formats.binfile) instead of killing it.
     """
 
+    protocol = "groth16"  # the proof system (cuzk.prover dispatches on it)
+
     def __init__(self, zkey: ZKey, resident: bool = True):
         self.zkey = zkey
         # The key's curve: every curve cuzk.formats.curve knows is proved, by the same kernels

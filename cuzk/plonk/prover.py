@@ -114,9 +114,23 @@ def blind(coefs: np.ndarray, n: int, blinding: list[int], ops: FrOps) -> np.ndar
     return out
 
 
-def prove(key, values, ops: FrOps | None = None) -> PlonkProof:
+def wire_values(key, values, ops: FrOps) -> tuple:
+    """Round 1's A, B, C: each gate's signal values (n, 4) on H, Montgomery form, from the
+    witness `values` extended by the key's additions (full_witness)."""
+    w = full_witness(key, values)
+    wires = []
+    for m in (key.a_map, key.b_map, key.c_map):
+        v = np.zeros((key.domain_size, 4), np.uint64)
+        v[: key.n_constraints] = w[m]
+        wires.append(ops.from_plain(v))
+    return tuple(wires)
+
+
+def prove(key, values, ops: FrOps | None = None, wires=None) -> PlonkProof:
     """A proof for the witness `values` ((nVars - nAdditions, 4) plain limbs, a .wtns's
-    values) under `key` (cuzk.formats.plonk_zkey.PlonkZKey)."""
+    values) under `key` (cuzk.formats.plonk_zkey.PlonkZKey). `wires`: wire_values(key,
+    values, ops) when the caller has them already (the daemon computes them in its synthesis
+    processes, cuzk.plonk.stages); they may be overwritten."""
     curve = key.curve_info
     ops = ops or FrOps(curve)
     r, n, power = curve.r, key.domain_size, key.power
@@ -134,14 +148,8 @@ def prove(key, values, ops: FrOps | None = None) -> PlonkProof:
     b = [None] + [secrets.randbelow(r) for _ in range(11)]  # b1 .. b11
 
     # --- round 1: wires ---------------------------------------------------------------------
-    w = full_witness(key, values)
-    public = limbs_to_ints(w[1 : 1 + key.n_public])
-    wires = []
-    for m in (key.a_map, key.b_map, key.c_map):
-        v = np.zeros((n, 4), np.uint64)
-        v[: key.n_constraints] = w[m]
-        wires.append(ops.from_plain(v))
-    A, B, C = wires
+    public = limbs_to_ints(np.asarray(values[1 : 1 + key.n_public]))
+    A, B, C = wire_values(key, values, ops) if wires is None else wires
     pi_h = np.zeros((n, 4), np.uint64)  # PI on H: -p_i at gate i
     if key.n_public:
         pi_h[: key.n_public] = ops.sub(pi_h[: key.n_public], A[: key.n_public])

@@ -1,0 +1,185 @@
+"""A PLONK proving key opened once for the engine (cuzk.engine.contract's ProvingKey): the
+snarkjs PLONK .zkey (cuzk.formats.plonk_zkey) plus what the engine sizes and budgets by.
+
+What the engine holds per partition: the witness (the circuit's wires, nVars - nAdditions
+values: what a .wtns or the circuit's wasm gives) and three buffers a, b, c, each gate's
+wire values on the domain H in Montgomery form ((domainSize, 4) limbs each), which
+synthesize fills in a synthesis process (the witness extended by the key's additions, then
+gathered through the wire maps, the gates checked) and prove_start takes as round 1's
+wires (cuzk.plonk.stages).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+import numpy as np
+
+from cuzk.formats.plonk_zkey import PLONK_HEADER, SELECTORS, PlonkZKey
+
+FR_BYTES = 32
+# The vectors of the extended domain (4n) the five rounds hold at their peak (round 3: the
+# wires, z and z(wX) on the coset, the selectors' and sigmas' coset values, the quotient's
+# terms), in units of 4n elements; measured with tracemalloc on the fixtures (docs/prover.md).
+PEAK_EXTENDED_VECTORS = 12
+
+
+class ProvingKey:
+    """A PLONK key for the engine. `zkey` is the PlonkZKey; `protocol` is "plonk".
+
+    key_id is a short digest of the PLONK header (the primes, the sizes, k1, k2, the
+    commitments to the selectors and the permutation, [tau]_2): two keys with one id are the
+    same setup. n_vars is the witness's length, nVars - nAdditions (the contract's "witness
+    length": a circuit's wasm computes that many wires); n_additions the signals the key adds.
+
+    resident=True (the proving processes) maps the file, its pages shared with the page cache
+    and every process proving with it; check_unchanged() says whether the file is still the
+    one mapped (issue 38). resident=False (the daemon's own process, validating once; a
+    one-shot command) reads every section into memory of its own: nothing is mapped.
+    """
+
+    protocol = "plonk"
+
+    def __init__(self, zkey: PlonkZKey, resident: bool = True):
+        self.zkey = zkey
+        self.resident = resident
+        self.path = zkey.path
+        self.curve = zkey.curve  # snarkjs's name: "bn128", "bls12381"
+        self.arith_curve = zkey.curve_info.arith
+        f = zkey.file
+        s = f.section(PLONK_HEADER, "PLONK header")
+        header = f.read_bytes(s.offset, s.size)
+        self.key_id = hashlib.blake2b(b"plonk" + header, digest_size=8).hexdigest()
+
+    @classmethod
+    def open(cls, path: os.PathLike | str, resident: bool = True) -> ProvingKey:
+        """Open the key (header, section sizes and signal indices are checked; its points and
+        field elements are not: call validate() once per key file). A key of another protocol
+        raises UnsupportedProtocol naming it."""
+        return cls(PlonkZKey(path, private=not resident), resident)
+
+    def check_unchanged(self) -> None:
+        """Raise cuzk.formats.errors.Changed when the key's file is no longer the one opened."""
+        self.zkey.file.check_unchanged()
+
+    def validate(self) -> dict:
+        """Check the key once per instance; raise a FormatError naming the first bad value.
+        The header's points on their curves and in their groups (cuzk.plonk.verifier.check_vk
+        on the key's verification key), every power of tau on the curve (and in G1 on a curve
+        whose G1 has a cofactor, BLS12-381), every stored field element (the additions'
+        factors, the selector, permutation and Lagrange polynomials) below r. Returns the
+        checked verification key (what verify() takes)."""
+        vk = getattr(self, "_vk", None)
+        if vk is None:
+            from cuzk.formats import curve as curves
+            from cuzk.groth16.validate import check_g1_subgroup, check_points
+            from cuzk.plonk.verifier import check_vk
+
+            z = self.zkey
+            vk = check_vk(self.verification_key(), str(z.path))
+            check_points(z.path, "powers of tau", z.ptau, z.curve)
+            if z.curve_info is not curves.BN254:
+                check_g1_subgroup(z.path, "powers of tau", z.ptau, z.curve)
+            for name, values in self._field_elements():
+                check_below_r(z.path, name, values, z.r)
+            self._vk = vk
+        return vk
+
+    def _field_elements(self):
+        """(name, (m, 4) limbs) of every stored field element but k1, k2 (checked on open)."""
+        z = self.zkey
+        if z.n_additions:
+            yield "additions' factor_a", z.additions["factor_a"]
+            yield "additions' factor_b", z.additions["factor_b"]
+        polys = [(name, getattr(z, attr)) for attr, _, name in SELECTORS]
+        polys += [(f"S{i + 1}", p) for i, p in enumerate((z.s1, z.s2, z.s3))]
+        polys += [(f"L{i + 1}", p) for i, p in enumerate(z.lagrange)]
+        for name, p in polys:
+            yield f"{name} coefficients", p.coefficients
+            yield f"{name} evaluations", p.evaluations
+
+    def verification_key(self) -> dict:
+        """The key's verification key as cuzk.plonk.verifier takes it (from its header,
+        unchecked: validate() checks it)."""
+        from cuzk.formats.plonk_json import verification_key, vk_from_json
+
+        return vk_from_json(verification_key(self.zkey), str(self.path))
+
+    # sizes --------------------------------------------------------------------------------
+    n_vars = property(lambda self: self.zkey.n_witness)  # the witness's length
+    n_additions = property(lambda self: self.zkey.n_additions)
+    r = property(lambda self: self.zkey.r)  # the scalar field: a circuit's wasm must match it
+    n_public = property(lambda self: self.zkey.n_public)
+    domain_size = property(lambda self: self.zkey.domain_size)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the key file (what a resident copy costs: it is mapped whole)."""
+        return self.zkey.file.file_size
+
+    def witness_buffer(self) -> tuple:
+        """(shape, dtype) of a partition's witness: the circuit's wires, plain-form limbs."""
+        return (self.n_vars, 4), "uint64"
+
+    def buffers(self) -> dict:
+        """What synthesize fills and prove_start takes: the wires a, b, c on H, each
+        (domain_size, 4) Montgomery limbs."""
+        shape = (self.domain_size, 4)
+        return {"a": (shape, "uint64"), "b": (shape, "uint64"), "c": (shape, "uint64")}
+
+    def partition_bytes(self) -> int:
+        """Estimated working set of one partition in flight: the witness extended by the
+        additions, a, b, c, and the rounds' vectors on the extended domain at their peak."""
+        n = self.domain_size
+        full_witness = (self.n_vars + self.n_additions) * FR_BYTES
+        return full_witness + 3 * n * FR_BYTES + PEAK_EXTENDED_VECTORS * 4 * n * FR_BYTES
+
+    def __repr__(self):
+        return (
+            f"plonk.ProvingKey({self.key_id}, {self.path!r}, n_vars={self.n_vars}, "
+            f"domain=2^{self.domain_size.bit_length() - 1})"
+        )
+
+
+def check_below_r(path, name: str, values: np.ndarray, r: int) -> None:
+    """BadValue naming `name`[i] for the first row of `values` ((m, 4) little-endian limbs,
+    Montgomery) that is not below r."""
+    from cuzk.formats.errors import BadValue
+
+    values = np.asarray(values, dtype=np.uint64).reshape(-1, 4)
+    limbs = [(r >> (64 * j)) & (2**64 - 1) for j in range(4)]
+    below = np.zeros(len(values), bool)
+    equal = np.ones(len(values), bool)
+    for j in (3, 2, 1, 0):
+        col = values[:, j]
+        below |= equal & (col < np.uint64(limbs[j]))
+        equal &= col == np.uint64(limbs[j])
+    bad = np.flatnonzero(~below)
+    if len(bad):
+        raise BadValue(path, f"{name}[{int(bad[0])}] is not below the scalar field prime r")
+
+
+def load_witness(source, key: ProvingKey) -> np.ndarray:
+    """The witness as an (nVars - nAdditions, 4) uint64 plain-form array, from a .wtns path
+    or its bytes, validated (a .wtns over the key's curve, the circuit's count of wires)."""
+    from cuzk.formats.curve import CURVES
+    from cuzk.formats.errors import UnsupportedCurve
+    from cuzk.formats.wtns import read_wtns
+
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        path = "<uploaded witness>"
+        witness = read_wtns(path, data=bytes(source))
+        values = np.array(witness.values)  # copy: the bytes are the caller's
+    else:
+        path = str(source)
+        witness = read_wtns(source)
+        values = witness.values
+    if witness.curve != key.curve:
+        raise UnsupportedCurve(
+            path,
+            f"the witness is over {CURVES[witness.curve]}'s scalar field but the key "
+            f"{key.path} is over {CURVES[key.curve]}",
+        )
+    key.zkey.check_witness(values, path)
+    return values

@@ -1,0 +1,153 @@
+"""The PLONK prover cut where the engine cuts a proof (cuzk.engine.contract):
+
+    synthesize(key, w, out)              synthesis process: the witness extended by the key's
+                                         additions, each gate's wires a, b, c on H
+                                         (cuzk.plonk.prover.wire_values) into the key's
+                                         buffers, the gates checked (a witness that breaks
+                                         one fails here, naming it)
+    prove_start(key, buffers, w, dev)    device process: the five rounds from those wires
+                                         (cuzk.plonk.prover.prove)
+    prove_finish(key, partial, w)        the finished proof (the rounds end in commitments:
+                                         nothing is left for the finalizer)
+
+The five rounds run on the CPU kernels (cuzk.plonk.fr: no CUDA FrOps yet), whatever the
+device process's device: `open_device` takes "cpu[:N]" and, under the dispatching prover
+(cuzk.prover), a CUDA device process proves its PLONK keys on the CPU too.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from cuzk.arith.radix import limbs_to_ints
+from cuzk.plonk.prover import PlonkProof, ProveError, check_gates, prove, wire_values
+
+Proof = PlonkProof
+Partial = PlonkProof  # prove_start's rounds end in the proof itself
+
+_ops: dict = {}
+_ops_lock = threading.Lock()
+
+
+def frops(key):
+    """This process's FrOps for the key's curve (its roots and kernel builds made once)."""
+    from cuzk.plonk.fr import FrOps
+
+    curve = key.zkey.curve_info
+    with _ops_lock:
+        ops = _ops.get(curve.name)
+        if ops is None:
+            ops = _ops[curve.name] = FrOps(curve)
+        return ops
+
+
+@dataclass
+class Synthesis:
+    """synthesize's output: the wires a, b, c on H (Montgomery), the public signals."""
+
+    a: np.ndarray
+    b: np.ndarray
+    c: np.ndarray
+    public: list
+    timings: dict = field(default_factory=dict)
+
+    @property
+    def buffers(self) -> dict:
+        return {"a": self.a, "b": self.b, "c": self.c}
+
+
+def synthesize(key, w, out=None) -> Synthesis:
+    """Round 1's wires from the witness `w` ((nVars - nAdditions, 4) plain limbs), into `out`
+    ({"a", "b", "c"}, shaped as key.buffers() says) when given; ProveError naming the first
+    gate the witness breaks."""
+    z, ops = key.zkey, frops(key)
+    wires = wire_values(z, w, ops)
+    pi_h = np.zeros((z.domain_size, 4), np.uint64)  # PI on H: -p_i at gate i
+    if z.n_public:
+        pi_h[: z.n_public] = ops.sub(pi_h[: z.n_public], wires[0][: z.n_public])
+    check_gates(z, *wires, pi_h, ops)
+    if out is not None:
+        for name, v in zip("abc", wires, strict=True):
+            np.copyto(out[name], v)
+        wires = (out["a"], out["b"], out["c"])
+    return Synthesis(*wires, limbs_to_ints(np.asarray(w[1 : 1 + z.n_public])))
+
+
+def prove_start(key, buffers, w, device) -> Partial:
+    """The five rounds from synthesize's wires (buffers "a", "b", "c"; taken as round 1's
+    A, B, C, and overwritten as the rounds please)."""
+    if key.key_id not in device.keys:
+        raise RuntimeError(f"prove_start before key {key.key_id} was loaded on {device.name}")
+    wires = (buffers["a"], buffers["b"], buffers["c"])
+    return prove(key.zkey, w, frops(key), wires=wires)
+
+
+def prove_finish(key, partial: Partial, w) -> Proof:
+    """The proof prove_start made (its public signals are the witness's)."""
+    return partial
+
+
+def verify(vk, public, proof) -> bool:
+    """Check a proof from prove_finish against ProvingKey.verification_key() (the engine's
+    self-verification; cuzk.plonk.verifier)."""
+    from cuzk.plonk.verifier import verify as verify_plonk
+
+    return verify_plonk(vk, [int(x) for x in public], proof.commitments, proof.evaluations)
+
+
+class Device:
+    """Where PLONK keys are held in a device process: the mapped keys themselves (the rounds
+    run on this machine's CPU kernels; a key costs no device memory)."""
+
+    kind = "cpu"
+
+    def __init__(self, name: str = "cpu"):
+        self.name = name
+        self.keys: dict[str, object] = {}
+        self._lock = threading.Lock()
+
+    def describe(self) -> str:
+        return f"{self.name}: PLONK on Numba CPU kernels, {os.cpu_count()} cores"
+
+    def load_key(self, key) -> None:
+        with self._lock:
+            self.keys[key.key_id] = key
+
+    def evict_key(self, key_id: str) -> None:
+        with self._lock:
+            self.keys.pop(key_id, None)
+
+    def resident_bytes(self, key_id: str) -> int:
+        return 0  # mapped file pages belong to the page cache, shared by every process
+
+
+def open_device(spec: str = "cpu") -> Device:
+    """A device from "cpu" or "cpu:N" (the PLONK prover has no CUDA kernels yet)."""
+    kind, _, ordinal = str(spec).partition(":")
+    if kind != "cpu" or (ordinal and not ordinal.isdigit()):
+        from cuzk.groth16.device import DeviceUnavailable
+
+        raise DeviceUnavailable(
+            f"device {spec!r}: the PLONK prover runs on the CPU only for now (cpu or cpu:N); "
+            "the dispatching prover (cuzk.prover) proves PLONK keys on a CUDA device "
+            "process's CPU"
+        )
+    return Device(str(spec))
+
+
+__all__ = [
+    "Device",
+    "Partial",
+    "Proof",
+    "ProveError",
+    "Synthesis",
+    "open_device",
+    "prove_finish",
+    "prove_start",
+    "synthesize",
+    "verify",
+]
