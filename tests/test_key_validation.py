@@ -493,8 +493,7 @@ def test_the_daemon_refuses_a_damaged_key_at_registration(tmp_path):
         code, _, body = request(s.url, "POST", "/v1/keys", {"path": str(bad)})
         assert code == 422, body  # 422: well-formed request, unusable key file (docs/api.md)
         assert body["error"] == (
-            "path: not a usable Groth16 proving key: pointsA[2]: point is "
-            "not on the curve y^2 = x^3 + 3"
+            "path: not a usable proving key: pointsA[2]: point is not on the curve y^2 = x^3 + 3"
         )
         code, _, body = request(
             s.url, "POST", "/v1/jobs", {"key": str(bad), "witnesses": [str(root / "none.wtns")]}

@@ -374,7 +374,7 @@ def bad_requests(roots):
             job(key=str(r / "tiny" / "witness_0.wtns")),
             None,
             422,
-            "not a usable Groth16 proving key",
+            "not a usable proving key",
         ),
         (
             "unknown key id",

@@ -232,7 +232,7 @@ def test_a_daemon_refuses_the_test_suites_prover_double(tmp_path, source):
         load(tmp_path, toml, env=env, **flags)
     assert load(tmp_path, toml, env={**env, "CUZK_TEST_PROVERS": "1"}, **flags).prover == double
     assert load(tmp_path, None, env={"CUZK_PROVER": "my_site.prover"}).prover == "my_site.prover"
-    assert load(tmp_path, None).prover == "cuzk.groth16"
+    assert load(tmp_path, None).prover == "cuzk.prover"  # Groth16 and PLONK keys
 
 
 def test_the_wheel_leaves_the_test_support_out():

@@ -312,10 +312,18 @@ def test_engine_config_takes_defaults_and_rules_from_the_table():
 
 
 def test_serve_hands_the_engine_every_engine_setting(tmp_path):
-    from cuzk.engine.settings import ENGINE_SETTINGS
+    import dataclasses
+
+    from cuzk.engine.settings import ENGINE_SETTINGS, EngineConfig
     from cuzk.serve.config import SETTINGS, Config
 
-    assert all(any(t is s for t in SETTINGS) for s in ENGINE_SETTINGS)  # the same entries
+    by_name = {t.name: t for t in SETTINGS}
+    for s in ENGINE_SETTINGS:  # the same entries; the prover's with the daemon's default
+        t = by_name[s.name]
+        assert t is s or (
+            s.name == "prover" and t == dataclasses.replace(s, default=t.default, help=t.help)
+        )
+    assert by_name["prover"].default == "cuzk.prover" != EngineConfig().prover
     c = Config(
         env={"CUZK_TEST_PROVERS": "1"},
         state_dir=str(tmp_path),

@@ -44,7 +44,7 @@ PATH_MIN_BYTES = 256 * 1024
 # takes longer is then waited for on its job's result, without limit, like a local proof.
 REQUEST_WAIT = 600.0
 
-_KEY_UNUSABLE = "key: not a usable Groth16 proving key: "
+_KEY_UNUSABLE = "key: not a usable proving key: "
 _WITNESS_UNUSABLE = "witnesses[0]: not a usable witness: "
 _WITNESS_COUNT = (
     r"witnesses\[0\]: the witness has (\d+) values but key \S+ "

@@ -149,6 +149,7 @@ class Api:
         self.draining = False
         self.started_at = time.time()
         self._key_paths: dict[tuple, str] = {}  # (realpath, mtime_ns, size) -> key_id
+        self._protocols: dict[str, str] = {}  # key_id -> its proof system (_keys)
         self._lock = threading.Lock()
 
     def router(self) -> Router:
@@ -208,8 +209,33 @@ class Api:
         return Response(200, body, ctype)
 
     # ---------------------------------------------------------------- keys
+    def _keys(self) -> list[dict]:
+        """The engine's keys, each with `protocol`: the proof system its file names
+        ("groth16", "plonk"; "" for a file that is no .zkey, a test prover's), read here once
+        per key id (the engine decides nothing by it, as by the curve)."""
+        keys = self.engine.keys()
+        for k in keys:
+            k.setdefault("protocol", self._protocol(k["key_id"], k["path"]))
+        return keys
+
+    def _protocol(self, key_id: str, path: str) -> str:
+        with self._lock:
+            name = self._protocols.get(key_id)
+        if name is None:
+            from cuzk.formats.zkey import protocol_name, zkey_protocol
+
+            try:
+                name = protocol_name(zkey_protocol(path))
+            except FormatError:
+                name = ""
+            except OSError:  # gone for now (the engine says so too): asked again next time
+                return ""
+            with self._lock:
+                self._protocols[key_id] = name
+        return name
+
     def _key_by_id(self, key_id: str) -> dict:
-        for k in self.engine.keys():
+        for k in self._keys():
             if k["key_id"] == key_id:
                 return k
         raise HttpError(404, f"unknown key id {key_id!r}"[:200])
@@ -235,7 +261,7 @@ class Api:
         except WitnessError as e:
             raise HttpError(422, f"wasm: not a usable circuit for this key: {e.problem}") from None
         except FormatError as e:
-            raise HttpError(422, f"{what}: not a usable Groth16 proving key: {e.problem}") from None
+            raise HttpError(422, f"{what}: not a usable proving key: {e.problem}") from None
         except OSError as e:
             raise HttpError(422, f"{what}: cannot read {path!r}: {e.strerror or e}") from None
         with self._lock:
@@ -243,7 +269,7 @@ class Api:
         return key_id
 
     def list_keys(self, req: Request):
-        return {"keys": self.engine.keys()}
+        return {"keys": self._keys()}
 
     def register_key(self, req: Request):
         body = req.json()

@@ -38,6 +38,7 @@ from cuzk.engine.settings import (
 )
 
 DEFAULT_PORT = 9820
+SERVE_PROVER = "cuzk.prover"  # Groth16 and PLONK keys (the engine's own default: Groth16)
 EX_CONFIG = 78  # sysexits.h EX_CONFIG: systemd's RestartPreventExitStatus= can name it
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
 
@@ -313,7 +314,16 @@ SETTINGS: tuple[Setting, ...] = (
         "(0: they wait).",
         "DURATION",
     ),
-    ENGINE_SETTING["prover"],
+    # `cuzk serve` proves every proof system's keys (cuzk.prover: Groth16 and PLONK side by
+    # side), where the engine's own default is the Groth16 prover
+    dataclasses.replace(
+        ENGINE_SETTING["prover"],
+        default=SERVE_PROVER,
+        help=ENGINE_SETTING["prover"].help.replace(
+            "(cuzk.engine.contract).",
+            "(cuzk.engine.contract); the default proves Groth16 and PLONK keys side by side.",
+        ),
+    ),
     ENGINE_SETTING["prover_options"],
     Setting(
         "state_dir",
