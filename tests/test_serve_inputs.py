@@ -61,6 +61,7 @@ def roots(tmp_path_factory):
             "input_1.json",
         ):
             shutil.copy(c.dir / f, d / f)
+    shutil.copy(NESTED.plonk_zkey, root / "nested" / "plonk.zkey")
     (root / "junk.wasm").write_bytes(b"\x7fELF not wasm at all")
     shutil.copy(NESTED.dir / "circuit.wasm", outside / "circuit.wasm")
     return {"base": base, "root": root, "outside": outside}
@@ -269,6 +270,29 @@ def test_inputs_job_proofs_verify_with_snarkjs(server, roots, tmp_path, tools):
         (tmp_path / f"public{i}.json").write_text(json.dumps(public))
         assert interop.groth16_verify(
             NESTED.vk, tmp_path / f"public{i}.json", tmp_path / f"proof{i}.json"
+        )
+
+
+@pytest.mark.interop
+def test_plonk_key_with_its_wasm_proves_inputs(server, roots, tmp_path, tools):
+    """A PLONK key of the same circuit (nested: with additions) registered with its wasm, on
+    one machine and on the farm's gateway alike (issue 37): jobs of inputs give the public
+    signals snarkjs wrote, and proofs that `snarkjs plonk verify` accepts."""
+    d = roots["root"] / "nested"
+    code, _, key = post(
+        server, "/v1/keys", {"path": str(d / "plonk.zkey"), "wasm": str(d / "circuit.wasm")}
+    )
+    assert code == 201 and key["protocol"] == "plonk", key
+    code, _, r = post(
+        server, "/v1/prove", {"key": key["key_id"], "inputs": [_inputs(1), _inputs(0)]}
+    )
+    assert code == 200 and r["state"] == "done", r
+    for i, k in enumerate((1, 0)):
+        assert r["public"][i] == json.loads(NESTED.plonk_public(k).read_text())
+        (tmp_path / f"proof{i}.json").write_text(json.dumps(r["proofs"][i]))
+        (tmp_path / f"public{i}.json").write_text(json.dumps(r["public"][i]))
+        assert interop.plonk_verify(
+            NESTED.plonk_vk, tmp_path / f"public{i}.json", tmp_path / f"proof{i}.json"
         )
 
 

@@ -6,8 +6,8 @@ with the gate named, a witness of another circuit gets a 422, and the daemon pro
 
 References from outside: the committed plonk_public_*.json were written by snarkjs for the
 same witnesses (tests/fixtures/make_fixtures.py), and `snarkjs plonk verify` checks the
-daemon's PLONK proofs (and `snarkjs groth16 verify` its Groth16 one) where the tools are
-installed; cuzk's verifiers check them everywhere.
+daemon's PLONK proofs (and `snarkjs groth16 verify` its Groth16 one); cuzk's verifiers check
+them too, and the proofs of the second test.
 """
 
 from __future__ import annotations
@@ -55,6 +55,8 @@ def root(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(root):
+    """One daemon of `cuzk serve`'s default prover (the Ray farm's gateway proves PLONK jobs
+    in tests/test_serve_inputs.py, beside its Groth16 ones)."""
     warm_kernels(MULCHAIN)
     _warm_plonk(MULCHAIN, NESTED)
     s = serve_daemon(
@@ -90,15 +92,15 @@ def check_plonk(tmp_path, circuit, proof, public, k, name):
     assert list(proof)[-2:] == ["protocol", "curve"] and proof["protocol"] == "plonk"
     assert plonk_verify(vk, public, proof)
     assert not plonk_verify(vk, json.loads(circuit.plonk_public(1 - k).read_text()), proof)
-    if interop.have_tools():
-        proof_path, public_path = tmp_path / f"{name}_proof.json", tmp_path / f"{name}_public.json"
-        proof_path.write_text(json.dumps(proof))
-        public_path.write_text(json.dumps(public))
-        assert interop.plonk_verify(circuit.plonk_vk, public_path, proof_path)
+    proof_path, public_path = tmp_path / f"{name}_proof.json", tmp_path / f"{name}_public.json"
+    proof_path.write_text(json.dumps(proof))
+    public_path.write_text(json.dumps(public))
+    assert interop.plonk_verify(circuit.plonk_vk, public_path, proof_path)
 
 
 @pytest.mark.slow
-def test_plonk_and_groth16_jobs_in_one_daemon(server, root, tmp_path):
+@pytest.mark.interop
+def test_plonk_and_groth16_jobs_in_one_daemon(server, root, tmp_path, tools):
     """One daemon, the default prover: a PLONK key registered with its wasm (jobs of witnesses
     and of inputs, at two priorities) and the same circuit's Groth16 key; every proof checked
     by the verifiers of both projects."""
@@ -147,12 +149,11 @@ def test_plonk_and_groth16_jobs_in_one_daemon(server, root, tmp_path):
     r = results["groth16"]
     assert r["public"][0] == json.loads(MULCHAIN.public(1).read_text())
     assert groth16_verify(json.loads(MULCHAIN.vk.read_text()), r["public"][0], r["proofs"][0])
-    if interop.have_tools():
-        (tmp_path / "g_proof.json").write_text(json.dumps(r["proofs"][0]))
-        (tmp_path / "g_public.json").write_text(json.dumps(r["public"][0]))
-        assert interop.groth16_verify(
-            MULCHAIN.vk, tmp_path / "g_public.json", tmp_path / "g_proof.json"
-        )
+    (tmp_path / "g_proof.json").write_text(json.dumps(r["proofs"][0]))
+    (tmp_path / "g_public.json").write_text(json.dumps(r["public"][0]))
+    assert interop.groth16_verify(
+        MULCHAIN.vk, tmp_path / "g_public.json", tmp_path / "g_proof.json"
+    )
     # the operator's views: the keys by protocol, the jobs on the board and in /metrics
     code, _, keys = get(server, "/v1/keys")
     by_id = {k["key_id"]: k for k in keys["keys"]}
@@ -186,7 +187,7 @@ def test_bad_plonk_witnesses_and_the_daemon_proves_on(server, root):
     assert r["state"] == "failed" and r["proofs"] == [None], r
     assert r["error"].startswith(
         "partition 0 failed after 1 attempt: synthesis: ProveError: the witness does not "
-        "satisfy PLONK gate "
+        "satisfy PLONK gate 19 of 30 "
     ), r["error"]
     other = root / "keys" / "mulchain" / "witness_0.wtns"
     code, _, body = post(server, "/v1/jobs", {"key": key["key_id"], "witnesses": [str(other)]})

@@ -19,10 +19,11 @@ import numpy as np
 from cuzk.formats.plonk_zkey import PLONK_HEADER, SELECTORS, PlonkZKey
 
 FR_BYTES = 32
-# The vectors of the extended domain (4n) the five rounds hold at their peak (round 3: the
-# wires, z and z(wX) on the coset, the selectors' and sigmas' coset values, the quotient's
-# terms), in units of 4n elements; measured with tracemalloc on the fixtures (docs/prover.md).
-PEAK_EXTENDED_VECTORS = 12
+# What the five rounds allocate at their peak (round 3: the wires, z and z(wX) on the coset,
+# the selectors' and sigmas' coset values, the quotient's terms; the Python-int vectors of
+# rounds 2 and 5), in vectors of 4n elements: tracemalloc's peak over prove_start measured
+# 37-43 of them on the fixtures (n = 8, 32), so 44.
+PEAK_EXTENDED_VECTORS = 44
 
 
 class ProvingKey:
