@@ -194,7 +194,7 @@ FLOORS: list[set[str]] = [
     {"kernels", "witness", "top", "testing"},
     {"plonk"},  # the second proof system; groth16's commands dispatch to it
     {"groth16", "engine"},  # the prover; the engine, which loads a prover by name
-    {"cluster"},  # the engine spread over machines
+    {"cluster", "prover"},  # the engine spread over machines; the daemon's prover (both systems)
     {"serve"},  # the daemon: engine or cluster, top's bytes for /status
     {"cli"},  # the `cuzk` command: its subcommands by name
     {"console"},  # its entry point (the thin paths first, then cli)

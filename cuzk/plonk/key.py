@@ -16,6 +16,7 @@ import os
 
 import numpy as np
 
+from cuzk.formats.errors import BadValue
 from cuzk.formats.plonk_zkey import PLONK_HEADER, SELECTORS, PlonkZKey
 
 FR_BYTES = 32
@@ -67,23 +68,40 @@ class ProvingKey:
     def validate(self) -> dict:
         """Check the key once per instance; raise a FormatError naming the first bad value.
         The header's points on their curves and in their groups (cuzk.plonk.verifier.check_vk
-        on the key's verification key), every power of tau on the curve (and in G1 on a curve
-        whose G1 has a cofactor, BLS12-381), every stored field element (the additions'
-        factors, the selector, permutation and Lagrange polynomials) below r. Returns the
-        checked verification key (what verify() takes)."""
+        on the key's verification key), every power of tau's coordinates below q and the
+        point on the curve (the compiled batch test, cuzk.arith.batch), every stored field
+        element (the additions' factors, the selector, permutation and Lagrange polynomials)
+        below r. A power of tau on the curve but outside G1 (BLS12-381's G1 has a cofactor)
+        is left to verify(), which refuses commitments outside G1 on such a curve. Returns
+        the checked verification key (what verify() takes)."""
         vk = getattr(self, "_vk", None)
         if vk is None:
-            from cuzk.formats import curve as curves
-            from cuzk.groth16.validate import check_g1_subgroup, check_points
+            from cuzk.arith import batch
+            from cuzk.formats.errors import BadPoint
             from cuzk.plonk.verifier import check_vk
 
             z = self.zkey
+            c = z.curve_info
             vk = check_vk(self.verification_key(), str(z.path))
-            check_points(z.path, "powers of tau", z.ptau, z.curve)
-            if z.curve_info is not curves.BN254:
-                check_g1_subgroup(z.path, "powers of tau", z.ptau, z.curve)
+            nq = c.q_limbs
+            for j, coord in enumerate("xy"):
+                i = first_not_below(z.ptau[:, j * nq : (j + 1) * nq], c.q)
+                if i >= 0:
+                    raise BadPoint(
+                        z.path,
+                        f"powers of tau[{i}]: coordinate {coord} (Montgomery form) is not below "
+                        "the base field prime q",
+                    )
+            on = batch("cpu", c.arith).g1_is_on_curve_affine(z.ptau)
+            if not on.all():
+                i = int(np.flatnonzero(~on)[0])
+                raise BadPoint(
+                    z.path, f"powers of tau[{i}]: point is not on the curve y^2 = x^3 + {c.g1_b}"
+                )
             for name, values in self._field_elements():
-                check_below_r(z.path, name, values, z.r)
+                i = first_not_below(values, z.r)
+                if i >= 0:
+                    raise BadValue(z.path, f"{name}[{i}] is not below the scalar field prime r")
             self._vk = vk
         return vk
 
@@ -143,22 +161,20 @@ class ProvingKey:
         )
 
 
-def check_below_r(path, name: str, values: np.ndarray, r: int) -> None:
-    """BadValue naming `name`[i] for the first row of `values` ((m, 4) little-endian limbs,
-    Montgomery) that is not below r."""
-    from cuzk.formats.errors import BadValue
-
-    values = np.asarray(values, dtype=np.uint64).reshape(-1, 4)
-    limbs = [(r >> (64 * j)) & (2**64 - 1) for j in range(4)]
+def first_not_below(values: np.ndarray, modulus: int) -> int:
+    """The first row of `values` ((m, k) little-endian uint64 limbs) whose number is not
+    below `modulus`; -1 when every row is."""
+    values = np.asarray(values, dtype=np.uint64)
+    k = values.shape[1]
+    limbs = [np.uint64((modulus >> (64 * j)) & (2**64 - 1)) for j in range(k)]
     below = np.zeros(len(values), bool)
     equal = np.ones(len(values), bool)
-    for j in (3, 2, 1, 0):
+    for j in reversed(range(k)):
         col = values[:, j]
-        below |= equal & (col < np.uint64(limbs[j]))
-        equal &= col == np.uint64(limbs[j])
+        below |= equal & (col < limbs[j])
+        equal &= col == limbs[j]
     bad = np.flatnonzero(~below)
-    if len(bad):
-        raise BadValue(path, f"{name}[{int(bad[0])}] is not below the scalar field prime r")
+    return int(bad[0]) if len(bad) else -1
 
 
 def load_witness(source, key: ProvingKey) -> np.ndarray:

@@ -93,9 +93,17 @@ def prove_finish(key, partial: Partial, w) -> Proof:
 
 def verify(vk, public, proof) -> bool:
     """Check a proof from prove_finish against ProvingKey.verification_key() (the engine's
-    self-verification; cuzk.plonk.verifier)."""
+    self-verification; cuzk.plonk.verifier): on a curve whose G1 has a cofactor (BLS12-381)
+    every commitment must lie in G1 too, as `cuzk verify` requires (a power of tau outside
+    G1 would put one outside)."""
+    from cuzk.arith import pairing_int
+    from cuzk.formats import curve as curves
     from cuzk.plonk.verifier import verify as verify_plonk
 
+    if vk["curve"] is not curves.BN254:
+        ops = pairing_int.for_curve(vk["curve"].arith)
+        if not all(p is None or ops.g1_in_subgroup(p) for p in proof.commitments.values()):
+            return False
     return verify_plonk(vk, [int(x) for x in public], proof.commitments, proof.evaluations)
 
 
@@ -129,9 +137,7 @@ def open_device(spec: str = "cpu") -> Device:
     """A device from "cpu" or "cpu:N" (the PLONK prover has no CUDA kernels yet)."""
     kind, _, ordinal = str(spec).partition(":")
     if kind != "cpu" or (ordinal and not ordinal.isdigit()):
-        from cuzk.groth16.device import DeviceUnavailable
-
-        raise DeviceUnavailable(
+        raise ValueError(
             f"device {spec!r}: the PLONK prover runs on the CPU only for now (cpu or cpu:N); "
             "the dispatching prover (cuzk.prover) proves PLONK keys on a CUDA device "
             "process's CPU"

@@ -1,0 +1,91 @@
+"""PLONK keys for the engine (cuzk.plonk.key) and the daemon's prover that opens keys of both
+systems (cuzk.prover): what a key declares, its validation once per file (a damaged power of
+tau, a stored value not below r), and the dispatch by the protocol a file names."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+import cuzk.plonk
+import cuzk.prover
+from cuzk.formats.errors import BadPoint, BadValue, FormatError
+from cuzk.formats.plonk_zkey import PTAU, QM, PlonkZKey
+from cuzk.plonk.key import ProvingKey, first_not_below
+
+
+def _copy(c, tmp_path):
+    path = tmp_path / "plonk.zkey"
+    shutil.copy(c.plonk_zkey, path)
+    return path
+
+
+def _offset(path, sid: int) -> int:
+    return PlonkZKey(path).file.section(sid, "section").offset
+
+
+def test_a_plonk_key_declares_the_circuits_wires(circuit_named):
+    c = circuit_named("nested")  # nVars 28, of which 6 additions
+    mapped, read = ProvingKey.open(c.plonk_zkey), ProvingKey.open(c.plonk_zkey, resident=False)
+    assert mapped.key_id == read.key_id
+    assert read.zkey.file.private and not mapped.zkey.file.private  # mapped: shared pages
+    assert (mapped.n_vars, mapped.n_additions, mapped.domain_size) == (22, 6, 32)
+    assert mapped.witness_buffer() == ((22, 4), "uint64")
+    assert mapped.buffers() == {k: ((32, 4), "uint64") for k in "abc"}
+    assert mapped.protocol == "plonk" and mapped.curve == "bn128"
+    groth16 = cuzk.prover.ProvingKey.open(c.zkey)
+    assert groth16.protocol == "groth16" and groth16.key_id != mapped.key_id
+    assert groth16.n_vars == mapped.n_vars  # the same circuit's wires
+    vk = mapped.validate()
+    assert vk["n_public"] == 14 and mapped.validate() is vk  # once per instance
+
+
+def test_the_dispatching_prover_opens_each_protocol(circuit_named):
+    c = circuit_named("tiny381")
+    plonk = cuzk.prover.ProvingKey.open(c.plonk_zkey, resident=False)
+    assert isinstance(plonk, ProvingKey) and isinstance(plonk, cuzk.prover.ProvingKey)
+    assert plonk.curve == "bls12381"
+    with pytest.raises(FormatError):
+        cuzk.prover.ProvingKey.open(c.witness(0))  # a .wtns is no key
+    device = cuzk.prover.open_device("cpu")
+    device.load_key(plonk)
+    assert device.for_key(plonk).keys == {plonk.key_id: plonk}
+    device.evict_key(plonk.key_id)
+    assert device.plonk.keys == {} and device.resident_bytes(plonk.key_id) == 0
+    with pytest.raises(ValueError, match="the PLONK prover runs on the CPU only"):
+        cuzk.plonk.open_device("cuda:0")
+
+
+def test_a_power_of_tau_off_the_curve_is_refused(circuit_named, tmp_path):
+    path = _copy(circuit_named("mulchain"), tmp_path)
+    at = _offset(path, PTAU) + 5 * 64  # the sixth power's x
+    with open(path, "r+b") as f:
+        f.seek(at)
+        b = f.read(1)
+        f.seek(at)
+        f.write(bytes([b[0] ^ 1]))
+    with pytest.raises(BadPoint, match=r"powers of tau\[5\]: point is not on the curve"):
+        ProvingKey.open(path, resident=False).validate()
+
+
+def test_a_selector_value_not_below_r_is_refused(circuit_named, tmp_path):
+    c = circuit_named("mulchain")
+    path = _copy(c, tmp_path)
+    r = PlonkZKey(path).r
+    at = _offset(path, QM) + 3 * 32  # Qm's fourth coefficient
+    with open(path, "r+b") as f:
+        f.seek(at)
+        f.write((r + 1).to_bytes(32, "little"))
+    with pytest.raises(BadValue, match=r"Qm coefficients\[3\] is not below"):
+        ProvingKey.open(path, resident=False).validate()
+
+
+def test_first_not_below():
+    m = (1 << 200) + 12345
+    rows = [m - 1, 0, m, m + (1 << 70), 7]
+    limbs = np.array([[(x >> (64 * j)) & (2**64 - 1) for j in range(4)] for x in rows], np.uint64)
+    assert first_not_below(limbs, m) == 2
+    assert first_not_below(limbs[:2], m) == -1
+    assert first_not_below(limbs[3:], m) == 0
