@@ -9,12 +9,18 @@
 2. fresh witnesses for random inputs (snarkjs wtns calculate on the circuit's wasm; the
    committed witnesses if snarkjs is not installed); for BLS12-381 the daemon computes them
    from the inputs (the key is registered with its wasm);
-3. `cuzk serve` on CPU devices, as a real daemon process, with both keys side by side;
-4. partitioned jobs of mixed kinds, priorities and curves submitted into its one queue over
-   its HTTP API, witnesses uploaded, given by path, or computed from circuit inputs; the
-   critical job, submitted last, overtakes;
-5. every proof verified by the project's verifier against public signals computed here in
-   plain Python (an outside reference), one of each curve also by `snarkjs groth16 verify`;
+   and a PLONK key (snarkjs's protocol: no per-circuit ceremony) of the committed mulchain
+   circuit, made by `snarkjs plonk setup` from the committed powers of tau (the committed
+   tests/fixtures/mulchain/plonk.zkey if snarkjs is not installed), registered with its
+   wasm;
+3. `cuzk serve` on CPU devices, as a real daemon process, with the three keys side by side
+   (its default prover proves Groth16 and PLONK keys);
+4. partitioned jobs of mixed kinds, priorities, curves and proof systems submitted into its
+   one queue over its HTTP API, witnesses uploaded, given by path, or computed from circuit
+   inputs; the critical job, submitted last, overtakes;
+5. every proof verified by the project's verifiers against public signals computed here in
+   plain Python (an outside reference), one of each key also by `snarkjs groth16 verify` or
+   `snarkjs plonk verify`;
 6. one `cuzk top --once` frame, a summary, and SIGTERM: the daemon drains and exits 0 with no
    shared-memory segment left behind.
 
@@ -34,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 from cuzk.arith.constants import FR_MODULUS as R
@@ -44,17 +51,21 @@ R381 = by_name("bls12_381").r  # BLS12-381's scalar field
 ROOT = Path(__file__).resolve().parent.parent
 CIRCUIT = ROOT / "tests" / "fixtures" / "toyhash"
 TINY381 = ROOT / "tests" / "fixtures" / "tiny381"  # tiny on BLS12-381, if circom2 is missing
+MULCHAIN = ROOT / "tests" / "fixtures" / "mulchain"  # the PLONK job's circuit
+PTAU = ROOT / "tests" / "fixtures" / "pot10.ptau"  # powers of tau for its PLONK key
 SNARKJS_DIR = ROOT / ".tools" / "node_modules" / "snarkjs"
 SNARKJS_BIN = ROOT / ".tools" / "node_modules" / ".bin" / "snarkjs"
 CIRCOM2_BIN = ROOT / ".tools" / "node_modules" / ".bin" / "circom2"
 CLI = [sys.executable, "-m", "cuzk.cli"]
-CURVE_TITLES = {"bn254": "BN254", "bls12_381": "BLS12-381"}
+CURVE_TITLES = {"bn254": "BN254", "bls12_381": "BLS12-381", "plonk": "BN254"}
 
-# (kind, priority, partitions, curve), in submission order: the critical job comes last
+# (kind, priority, partitions, key), in submission order: the critical job comes last; a
+# key is its curve's Groth16 key, or "plonk" (BN254)
 JOBS = [
     ("porep-c2", "normal", 8, "bn254"),
     ("snap-update", "normal", 6, "bn254"),
     ("porep-c2", "normal", 4, "bls12_381"),  # circuit inputs: the daemon computes witnesses
+    ("plonk-proof", "normal", 4, "plonk"),  # PLONK, circuit inputs too
     ("window-post", "high", 4, "bn254"),
     ("winning-post", "critical", 2, "bn254"),
 ]
@@ -70,6 +81,15 @@ def toyhash_public(x: int, k: int, rounds: int = 300, R: int = R) -> list[str]:
         states.append(s)
         c = (c * c + 13) % R
     return [str((states[rounds] + k) % R), str((states[rounds // 2] * 2 + 1) % R), str(k % R)]
+
+
+def mulchain_public(x: int, y: int, n: int = 8) -> list[str]:
+    """tests/circuits/mulchain.circom's public signals [out, sum, x] computed directly: out =
+    x * prod_{i=1..n} (y^i + 3), sum = x + y, mod r."""
+    out = x % R
+    for i in range(1, n + 1):
+        out = out * (pow(y, i, R) + 3) % R
+    return [str(out), str((x + y) % R), str(x % R)]
 
 
 class Demo:
@@ -134,6 +154,33 @@ class Demo:
             lambda rng: {"a": rng.randrange(R381), "b": rng.randrange(R381)},
             lambda inp: [str(inp["a"] * inp["b"] % R381), str(inp["a"])],  # c = a*b, then a
         )
+
+    def make_plonk_key(self) -> tuple[Path, Path]:
+        """The PLONK key of the mulchain circuit and its wasm under the key root, and its
+        verification key plonk.vk.json (`cuzk export-vk`)."""
+        from cuzk.formats.cli import export_vk_file
+
+        zkey, wasm = self.work / "mulchain_plonk.zkey", self.work / "mulchain.wasm"
+        shutil.copy(MULCHAIN / "circuit.wasm", wasm)
+        made = False
+        if SNARKJS_BIN.exists():
+            self.say("snarkjs plonk setup tests/fixtures/mulchain/circuit.r1cs pot10.ptau (PLONK)")
+            p = subprocess.run(
+                [str(SNARKJS_BIN), "plonk", "setup", str(MULCHAIN / "circuit.r1cs"), str(PTAU)]
+                + [str(zkey)],
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            made = p.returncode == 0
+            if not made:
+                self.say(f"snarkjs plonk setup failed ({p.stderr.strip()[-200:]})")
+        if not made:
+            self.say("the committed PLONK key tests/fixtures/mulchain/plonk.zkey")
+            shutil.copy(MULCHAIN / "plonk.zkey", zkey)
+        export_vk_file(zkey, self.work / "plonk.vk.json")
+        self.names["plonk"] = "plonk"
+        return zkey, wasm
 
     def make_witnesses(self, n: int) -> list[tuple[Path, list[str]]]:
         rng = random.Random()
@@ -276,6 +323,7 @@ class Demo:
         zkey = self.make_key(CIRCUIT / "circuit.r1cs", "toyhash")
         r1cs381, wasm381, make_input, public_of = self.make_bls_circuit()
         zkey381 = self.make_key(r1cs381, self.names["bls12_381"])
+        plonk_zkey, plonk_wasm = self.make_plonk_key()
         n = sum(p for _, _, p, curve in JOBS if curve == "bn254")
         witnesses = self.make_witnesses(n)
         self.warm_up(zkey, witnesses[0][0], (zkey381, wasm381, make_input, public_of))
@@ -284,9 +332,11 @@ class Demo:
             client = Client(url)
             keys = {"bn254": client.register_key(zkey)}
             keys["bls12_381"] = client.register_key(zkey381, wasm=wasm381)
+            keys["plonk"] = client.register_key(plonk_zkey, wasm=plonk_wasm)
             for curve, key in keys.items():
                 self.say(
-                    f"key {key['key_id']} registered: {key['curve']} ({CURVE_TITLES[curve]}), "
+                    f"key {key['key_id']} registered: {key.get('protocol', '')} "
+                    f"{key['curve']} ({CURVE_TITLES[curve]}), "
                     f"{key['n_vars']} variables, domain {key['domain_size']}"
                     + (", with its wasm" if key.get("wasm") else "")
                 )
@@ -295,7 +345,13 @@ class Demo:
             t_submit = time.time()
             for j, (kind, prio, parts, curve) in enumerate(JOBS):
                 key = keys[curve]
-                if curve == "bls12_381":  # circuit inputs: the daemon computes the witnesses
+                if curve == "plonk":  # circuit inputs: the daemon computes the witnesses
+                    inputs = [{"x": rng.randrange(R), "y": rng.randrange(R)} for _ in range(parts)]
+                    ws = [(None, mulchain_public(inp["x"], inp["y"])) for inp in inputs]
+                    sent = [{k: str(v) for k, v in inp.items()} for inp in inputs]
+                    job = client.submit(key["key_id"], kind=kind, priority=prio, inputs=sent)
+                    how = "PLONK, circuit inputs"
+                elif curve == "bls12_381":  # circuit inputs: the daemon computes the witnesses
                     inputs = [make_input(rng) for _ in range(parts)]
                     ws = [(None, public_of(inp)) for inp in inputs]
                     sent = [{k: str(v) for k, v in inp.items()} for inp in inputs]
@@ -355,13 +411,21 @@ class Demo:
         return 0
 
     def verify_all(self, results, VerifyingKey, verify) -> None:
+        from cuzk.plonk.verifier import verify_objects as plonk_verify
+
         vks = {
-            curve: VerifyingKey.from_json(json.loads((self.work / f"{name}.vk.json").read_text()))
+            curve: json.loads((self.work / f"{name}.vk.json").read_text())
             for curve, name in self.names.items()
+        }
+        checks = {  # (public, proof) -> bool, by key
+            curve: partial(plonk_verify, vk)
+            if curve == "plonk"
+            else partial(verify, VerifyingKey.from_json(vk))
+            for curve, vk in vks.items()
         }
         n_ok = n = 0
         for r, ws, curve in results:
-            vk = vks[curve]
+            check = checks[curve]
             if r.get("state") != "done":
                 self.fail(f"job {r['job_id']} ended {r.get('state')}: {r.get('error')}")
                 continue
@@ -374,7 +438,7 @@ class Demo:
                         f"job {r['job_id']} partition {idx}: public signals differ from "
                         "the circuit computed in Python"
                     )
-                elif not verify(vk, public, proof):
+                elif not check(public, proof):
                     self.fail(f"job {r['job_id']} partition {idx}: the proof does not verify")
                 else:
                     n_ok += 1
@@ -389,10 +453,11 @@ class Demo:
                 continue
             (self.work / "proof.json").write_text(json.dumps(r["proofs"][0]))
             (self.work / "public.json").write_text(json.dumps(r["public"][0]))
+            protocol = "plonk" if curve == "plonk" else "groth16"
             p = subprocess.run(
                 [
                     str(SNARKJS_BIN),
-                    "groth16",
+                    protocol,
                     "verify",
                     str(self.work / f"{name}.vk.json"),
                     str(self.work / "public.json"),
@@ -404,11 +469,11 @@ class Demo:
             )
             if p.returncode == 0 and "OK" in p.stdout:
                 self.say(
-                    f"snarkjs groth16 verify ({CURVE_TITLES[curve]}, job {r['job_id']}, "
+                    f"snarkjs {protocol} verify ({CURVE_TITLES[curve]}, job {r['job_id']}, "
                     "partition 0): OK"
                 )
             else:
-                self.fail(f"snarkjs groth16 verify refused a proof: {p.stdout}{p.stderr}")
+                self.fail(f"snarkjs {protocol} verify refused a proof: {p.stdout}{p.stderr}")
 
     def summary(self, results, wall: float) -> None:
         print()

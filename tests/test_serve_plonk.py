@@ -19,9 +19,10 @@ import interop
 import pytest
 from conftest import fixture_circuit
 from prometheus_client.parser import text_string_to_metric_families
-from serve_harness import cli_env, request, serve_daemon, serving, warm_kernels
+from serve_harness import cli_env, request, run_cli, serve_daemon, serving, warm_kernels
 
 from cuzk.groth16.verifier import verify as groth16_verify
+from cuzk.plonk.verifier import verify_files
 from cuzk.plonk.verifier import verify_objects as plonk_verify
 
 MULCHAIN, NESTED = fixture_circuit("mulchain"), fixture_circuit("nested")
@@ -198,3 +199,15 @@ def test_bad_plonk_witnesses_and_the_daemon_proves_on(server, root):
     assert body["state"] == "done", body
     assert body["public"][0] == json.loads(NESTED.plonk_public(0).read_text())
     assert get(server, "/healthz")[0] == 200
+
+
+def test_cuzk_prove_on_the_server_with_a_plonk_key(server, root, tmp_path):
+    """`cuzk prove --server` hands a PLONK key to the daemon and writes snarkjs's files."""
+    d = root / "keys" / "nested"
+    proof, public = tmp_path / "proof.json", tmp_path / "public.json"
+    p = run_cli(
+        "prove", "--server", server.url, d / "plonk.zkey", d / "witness_1.wtns", proof, public
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert public.read_text() == NESTED.plonk_public(1).read_text()
+    assert verify_files(NESTED.plonk_vk, public, proof)

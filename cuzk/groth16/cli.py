@@ -62,7 +62,7 @@ def prove(
     """Prove ZKEY with witness WTNS; write PROOF_JSON and PUBLIC_JSON (snarkjs shapes).
 
     ZKEY is a Groth16 or a PLONK key (snarkjs's; its header says which); a PLONK key is
-    proved here on the CPU (not yet on a server or a GPU).
+    proved on the CPU (here or on a server; not yet on a GPU).
 
     Outputs are written atomically, both or neither, and only for a good proof: a bad key
     (its points are validated when it is opened) or witness, an unsatisfied constraint

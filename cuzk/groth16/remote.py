@@ -97,6 +97,13 @@ def failure_words(r: dict) -> str:
     return f"the daemon's job {r.get('job_id')} {r.get('state')}: {why}"
 
 
+# the commitments of a proof.json, by its protocol (the daemon proves Groth16 and PLONK keys)
+PROOF_FIELDS = {
+    "groth16": {"pi_a", "pi_b", "pi_c"},
+    "plonk": {"A", "B", "C", "Z", "T1", "T2", "T3", "Wxi", "Wxiw"},
+}
+
+
 def _proof_of(r: dict) -> tuple[dict, list]:
     """(proof.json object, public.json list) of a finished one-partition job; RemoteError else."""
     if r.get("state") != "done":
@@ -107,7 +114,7 @@ def _proof_of(r: dict) -> tuple[dict, list]:
         proof = public = None
     if not (
         isinstance(proof, dict)
-        and {"pi_a", "pi_b", "pi_c"} <= set(proof)
+        and PROOF_FIELDS.get(proof.get("protocol"), PROOF_FIELDS["groth16"]) <= set(proof)
         and isinstance(public, list)
         and all(isinstance(s, str) and s.isdigit() for s in public)
     ):
