@@ -11,8 +11,9 @@ import pytest
 
 import cuzk.plonk
 import cuzk.prover
-from cuzk.formats.errors import BadPoint, BadValue, FormatError
+from cuzk.formats.errors import BadPoint, BadValue, FormatError, UnsupportedProtocol
 from cuzk.formats.plonk_zkey import PTAU, QM, PlonkZKey
+from cuzk.formats.zkey import HEADER
 from cuzk.plonk.key import ProvingKey, first_not_below
 
 
@@ -56,6 +57,17 @@ def test_the_dispatching_prover_opens_each_protocol(circuit_named):
     assert device.plonk.keys == {} and device.resident_bytes(plonk.key_id) == 0
     with pytest.raises(ValueError, match="the PLONK prover runs on the CPU only"):
         cuzk.plonk.open_device("cuda:0")
+
+
+def test_a_key_of_another_protocol_is_named(circuit_named, tmp_path):
+    """A key whose header says FFLONK (id 10): the dispatching prover's refusal names it."""
+    path = _copy(circuit_named("mulchain"), tmp_path)
+    at = PlonkZKey(path).file.section(HEADER, "header").offset
+    with open(path, "r+b") as f:
+        f.seek(at)
+        f.write((10).to_bytes(4, "little"))
+    with pytest.raises(UnsupportedProtocol, match=r"protocol id 10 \(fflonk\) is not supported"):
+        cuzk.prover.ProvingKey.open(path, resident=False)
 
 
 def test_a_power_of_tau_off_the_curve_is_refused(circuit_named, tmp_path):
