@@ -10,7 +10,8 @@ base field prime q the header names):
   6               betaG2 (one G2 point)
   7               the contributions
  12..15           written by `snarkjs powersoftau prepare phase2`: the same points in the
-                  Lagrange bases of the domains 2^0 .. 2^power, one after the other
+                  Lagrange bases of the domains 2^0 .. 2^power, one after the other (12, from
+                  tauG1: 2^0 .. 2^(power+1), 2^(power+2) - 1 points)
 
 A file of power p holds a PLONK key of a domain up to 2^p. `PTau(path)` reads the header and
 section table; `tau_g1(count)` and `tau_g2(count)` read only the points asked for (a large
@@ -82,6 +83,27 @@ class PTau:
     def tau_g2(self, count: int) -> np.ndarray:
         """[tau^i]_2 for i < count as (count, G2 limbs) stored points."""
         return self._points(TAU_G2, "tauG2", 2**self.power, count, self.curve.g2_limbs)
+
+    def lagrange_g1(self, log_n: int) -> np.ndarray:
+        """[L_i(tau)]_1 for the domain of 2^log_n points (a prepared file only), (2^log_n,
+        G1 limbs): section 12 holds the domains 2^0 .. 2^(power+1) one after another (tauG1
+        reaches 2^(power+1) points, its last taken as zero), so the domain 2^k starts at
+        point 2^k - 1."""
+        if not self.prepared:
+            raise ValueError(f"{self.path}: not prepared for phase 2 (no Lagrange sections)")
+        if not 0 <= log_n <= self.power + 1:
+            raise ValueError(f"{self.path}: no Lagrange domain of 2^{log_n} in power {self.power}")
+        stored = 2 ** (self.power + 2) - 1
+        width = self.curve.g1_limbs
+        s = self.file.section(LAGRANGE_G1, "lagrangeG1")
+        if s.size != stored * 8 * width:
+            raise BadSectionSize(
+                self.path,
+                f"lagrangeG1 section ({LAGRANGE_G1}) is {s.size} bytes; power {self.power} "
+                f"needs {stored} points = {stored * 8 * width} bytes",
+            )
+        n = 1 << log_n
+        return self.file.limbs(s.offset + (n - 1) * 8 * width, n, width)
 
     def __repr__(self) -> str:
         return f"PTau({self.path!r}, curve={self.curve.name}, power={self.power})"

@@ -32,10 +32,12 @@ first one's that of the last: sigma is the cycle of each signal's positions.
 Polynomials. Each of qM, qL, qR, qO, qC, S1, S2, S3 and the Lagrange L_1..L_max(nPublic, 1)
 (one at the i-th point) is stored as its n coefficients (inverse NTT of its values) and its
 values on the 4n domain (NTT of the coefficients padded to 4n), Montgomery form. The header
-commits to each selector and sigma: [p(tau)]_1 = sum_i p_i·[tau^i]_1, an MSM of the
-coefficients on the ceremony's tauG1 (snarkjs takes the values on its Lagrange points: the
-same point; so an unprepared .ptau serves as well). The key ends with the ceremony's first
-n + 6 tauG1 points; its header holds [tau]_2.
+commits to each selector and sigma: [p(tau)]_1 = sum_i p(w^i)·[L_i(tau)]_1, an MSM of the
+values on the ceremony's Lagrange points, as snarkjs does (a selector's values are mostly 0
+or small: cheap scalars); a ceremony not prepared for phase 2 has no Lagrange points, and
+the MSM of the coefficients on tauG1, sum_i p_i·[tau^i]_1, gives the same point (snarkjs
+refuses such a file). The key ends with the ceremony's first n + 6 tauG1 points; its header
+holds [tau]_2.
 
 Vectors run on the shared kernels (batched Fr operations, NTTs, the G1 MSM); the gates are
 built in one pass over the constraints in Python ints.
@@ -295,9 +297,17 @@ def setup(r1cs_path, ptau_path, zkey_path, log=None) -> dict:
     polys = _Polynomials(fr, n)
     commitments = {}
 
+    # [p(tau)]_1 from p's values on the Lagrange points where the file has them (zero
+    # values cost nothing: most selectors' are 0 or small), else from its coefficients
+    lagrange = ptau.lagrange_g1(power) if ptau.prepared else None
+
     def committed(name, values):
         coefficients, extended = polys.stored(values)
-        commitments[name] = msm_g1(tau_g1[:n], fr.to_plain(coefficients), curve=curve.arith)
+        if lagrange is not None:
+            commitments[name] = msm_g1(lagrange, fr.to_plain(values), curve=curve.arith)
+        else:
+            scalars = fr.to_plain(coefficients)
+            commitments[name] = msm_g1(tau_g1[:n], scalars, curve=curve.arith)
         return [coefficients, extended]
 
     def padded(xs):
