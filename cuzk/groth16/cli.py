@@ -107,26 +107,60 @@ def prove(
     exit_now_if_a_process_of_its_own()
 
 
-@click.command("setup")
-@click.argument("r1cs", type=click.Path(exists=True, dir_okay=False))
-@click.argument("zkey", type=click.Path(dir_okay=False, writable=True))
-@click.option("--quiet", "-q", is_flag=True, help="No progress output.")
-def setup(r1cs, zkey, quiet):
-    """Development-only single-party Groth16 setup: R1CS → ZKEY (snarkjs format), on the
-    curve the R1CS is over: BN254 (bn128) or BLS12-381 (bls12381).
+PROTOCOLS = ("groth16", "plonk")  # snarkjs's names: `snarkjs groth16 setup`, `plonk setup`
 
-    INSECURE FOR PRODUCTION: this process draws the toxic waste alone. Use it for tests and
-    benchmark keys; use a snarkjs ceremony (powers of tau + phase 2) for real keys.
+
+@click.command("setup")
+@click.option(
+    "--protocol",
+    type=click.Choice(PROTOCOLS),
+    default="groth16",
+    show_default=True,
+    help="groth16: R1CS ZKEY, a single-party Groth16 key (insecure, below). plonk: R1CS "
+    "PTAU ZKEY, the PLONK key `snarkjs plonk setup R1CS PTAU ZKEY` writes from a powers-of-"
+    "tau file (.ptau, prepared or not), byte for byte.",
+)
+@click.argument("files", nargs=-1, metavar="R1CS [PTAU] ZKEY")
+@click.option("--quiet", "-q", is_flag=True, help="No progress output.")
+def setup(files, protocol, quiet):
+    """Make a proving key ZKEY (snarkjs format) for the circuit R1CS, on the curve the R1CS is
+    over: BN254 (bn128) or BLS12-381 (bls12381).
+
+    --protocol groth16 (the default), R1CS ZKEY: a development-only single-party Groth16
+    setup. INSECURE FOR PRODUCTION: this process draws the toxic waste alone. Use it for tests
+    and benchmark keys; use a snarkjs ceremony (powers of tau + phase 2) for real keys.
+
+    --protocol plonk, R1CS PTAU ZKEY: the PLONK key of the circuit on the powers of tau PTAU
+    (a ceremony of the R1CS's curve holding 2^k points for the circuit's 2^k PLONK gates,
+    which count its public signals and additions). Nothing is drawn: the key equals
+    snarkjs's byte for byte, and is as sound as the ceremony.
+
+    A file that cannot be used, or an output that names an input, exits 1 with one line.
     """
     from cuzk.formats.atomic import OutputError, check_apart
-    from cuzk.formats.errors import FormatError
-    from cuzk.groth16.setup import setup as run_setup
 
+    count = 3 if protocol == "plonk" else 2
+    if len(files) != count:
+        form = "R1CS PTAU ZKEY" if protocol == "plonk" else "R1CS ZKEY"
+        hint = " (a powers of tau file is --protocol plonk's)" if len(files) == 3 else ""
+        raise click.UsageError(
+            f"--protocol {protocol} takes {form}, {count} files; got {len(files)}{hint}"
+        )
+    *inputs, zkey = files
+    for path in inputs:
+        click.Path(exists=True, dir_okay=False).convert(path, None, click.get_current_context())
     try:  # before the warning: a refusal is one line
-        check_apart((zkey,), (r1cs,))
+        check_apart((zkey,), inputs)
     except OutputError as e:
         click.echo(f"cuzk setup: {e}", err=True)
         sys.exit(1)
+    if protocol == "plonk":
+        _setup_plonk(*inputs, zkey, quiet)
+        return
+    (r1cs,) = inputs
+    from cuzk.formats.errors import FormatError
+    from cuzk.groth16.setup import setup as run_setup
+
     click.secho(
         "WARNING: `cuzk setup` is a single-party setup and is INSECURE for production "
         "use: whoever knows its randomness can forge proofs.",
@@ -152,6 +186,24 @@ def setup(r1cs, zkey, quiet):
     try:
         with compile_notice("cuzk setup"):
             run_setup(r1cs, zkey, progress=progress, log=log)
+    except (FormatError, ValueError, OSError) as e:
+        click.echo(f"cuzk setup: {e}", err=True)
+        sys.exit(1)
+
+
+def _setup_plonk(r1cs, ptau, zkey, quiet):
+    """`cuzk setup --protocol plonk`: cuzk.plonk.setup, its refusals as one line, exit 1."""
+    from cuzk.compiling import compile_notice
+    from cuzk.formats.errors import FormatError
+    from cuzk.plonk.setup import setup as run_setup
+
+    def log(msg):
+        if not quiet:
+            click.echo(f"cuzk setup: {msg}", err=True)
+
+    try:
+        with compile_notice("cuzk setup"):
+            run_setup(r1cs, ptau, zkey, log=log)
     except (FormatError, ValueError, OSError) as e:
         click.echo(f"cuzk setup: {e}", err=True)
         sys.exit(1)
