@@ -282,10 +282,15 @@ LOCAL_CASES = [
     "Z W P Q --timings --no-verify",
     "--local Z W P --verify Q",
     "Z W P Q --local",  # CUZK_SERVER set: --local proves here
+    "Z W P Q --r1cs R",
+    "--r1cs=R --no-verify Z W P --local Q",
     # click's business, or the server's (None here):
     "Z W P Q --server http://h:1",
     "Z W P Q --verify --no-verify",
-    "Z W P Q --r1cs R",
+    "Z W P Q --r1cs MISSING",  # click's usage error (exit 2) names it
+    "Z W P Q --r1cs DIR",
+    "Z W P Q --r1cs R --r1cs R",
+    "Z W P Q --r1cs",
     "Z W P Q --device cuda",
     "Z W P Q --local --local",
     "Z W P",
@@ -304,21 +309,22 @@ def test_local_fast_args_parse_as_click_does(line, tmp_path, monkeypatch):
     from cuzk.groth16.local_cli import fast_args
 
     (tmp_path / "DIR").mkdir()
+    (tmp_path / "R").write_text("")
     monkeypatch.chdir(tmp_path)
     argv = line.split()
     env = {"CUZK_SERVER": "http://env:2"} if "--local" in argv else {}
     got = fast_args(argv, env)
-    assert (got is not None) == (LOCAL_CASES.index(line) < 4), got
+    assert (got is not None) == (LOCAL_CASES.index(line) < 6), got
     if got is None:
         return
     monkeypatch.delenv("CUZK_SERVER", raising=False)
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     p = prove.make_context("prove", list(argv)).params
-    assert p["r1cs"] is None and p["device"] == "cpu"
+    assert p["device"] == "cpu"
     assert not p["server"] or p["local"]
     assert got == {
-        k: p[k] for k in ("zkey", "wtns", "proof_json", "public_json", "verify", "timings")
+        k: p[k] for k in ("zkey", "wtns", "proof_json", "public_json", "r1cs", "verify", "timings")
     }
 
 
