@@ -706,6 +706,8 @@ def issue36_targets(res: dict, profile: str = "quick") -> list[dict]:
     how = "fresh venv, `pip install .`" + (
         f" ({fmt(res['install_s'])} s)" if res.get("install_s") else ""
     )
+    if str(res.get("reused", "")).startswith("development"):
+        how = res["reused"]  # the smoke profile's stand-in
     mods = res.get("numba_modules")
     if mods is not None:
         out.append(
