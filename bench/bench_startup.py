@@ -24,17 +24,29 @@
   `CUZK_BUILD_NATIVE=0 pip install` it is Numba's cold compile, the kernels going to the
   `__pycache__` folders of the venv's cuzk, which the notice names), then
   `/tmp/v/bin/cuzk warmup` in another fresh venv for the compile on purpose.
+- **issue 36, from a fresh install** (fresh_venv: `python -m venv` + `pip install .` of this
+  checkout, the regular install that builds the native library, kept under
+  bench/work/startup-venv while the installed files are the same): the numba modules `cuzk
+  prove` imports with each option (none on the fast path); the own cost of `cuzk prove` (the
+  command less the same proof made in a process of that venv with the key loaded, rounds
+  alternated) per size (2^12-2^16 quick, to 2^19 full) and option (none, --no-verify,
+  --timings, --local with CUZK_SERVER set, --r1cs); `cuzk prove --server`'s own cost from its
+  console script (target <= 25 ms) beside the interpreter's bare start. The smoke profile runs
+  them on the development venv instead (no install: it checks the code, not the figures).
 Run alone: ``python -m bench.bench_startup [smoke|quick|full]``.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
 import tempfile
 import time
+from pathlib import Path
 
 from bench.bench_prove import (
     REPEATS,
@@ -46,7 +58,7 @@ from bench.bench_prove import (
     last_job_seconds,
     native_library,
 )
-from bench.circuits import circuit
+from bench.circuits import ROOT, WORK, circuit
 from bench.machine import compile_bytecode
 from bench.tables import fmt, table, target
 
@@ -258,6 +270,314 @@ def _cold() -> dict:
     return {"notice_s": first, "command_s": total, "stderr_lines": lines}
 
 
+# --- issue 36: a fresh `pip install .`, as a user installs it ----------------------------------
+# The rows below run the commands of a venv holding cuzk installed from this checkout by a
+# regular `pip install .` (whose build makes the native kernel library: issue 36, target 1),
+# not the development venv's editable install. SIZES_36 are the sizes of the own-cost rows.
+
+SIZES_36 = {
+    "smoke": [12],
+    "quick": [12, 13, 14, 15, 16],
+    "full": [12, 13, 14, 15, 16, 17, 18, 19],
+    "gpu": [12, 13, 14, 15, 16],
+}
+# The options of a local `cuzk prove` whose own cost is measured (each alone); --local with a
+# server configured (CUZK_SERVER), --r1cs with the circuit's constraint system.
+OPTIONS_36 = ("(none)", "--no-verify", "--timings", "--local", "--r1cs")
+VENV_CURVES = "bn254"  # the bench circuits' curve: the install builds its library only
+# What a regular install is made from: a change to any of these makes another venv.
+INSTALLED_FROM = ("cuzk", "setup.py", "setup.cfg", "pyproject.toml", "build_support", "README.md")
+
+# The in-process half of an own-cost row, run by the fresh venv's interpreter: the key opened
+# (mapped) and the witness read once, a proof made untimed, then one timed proof for every
+# line on stdin, its seconds printed; with the native library, as the command uses it.
+_IN_PROCESS = """
+import sys, time
+from cuzk import native
+from cuzk.groth16 import ProvingKey, load_witness, open_device, prove
+with native.used():
+    key = ProvingKey.open(sys.argv[1])
+    w = load_witness(sys.argv[2], key)
+    dev = open_device("cpu")
+    prove(key, w, dev)
+    print("ready", native.library(key.arith_curve) is not None, flush=True)
+    for _ in sys.stdin:
+        t0, c0 = time.perf_counter(), time.process_time()
+        prove(key, w, dev)
+        print(time.perf_counter() - t0, time.process_time() - c0, flush=True)
+"""
+
+
+def _run_cpu(cmd, env) -> tuple[float, float]:
+    """(wall seconds, CPU seconds: user + system of all its threads) of one command."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen([str(c) for c in cmd], env=env, stdout=subprocess.DEVNULL, cwd=WORK)
+    _, status, usage = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"{cmd[0]} failed: {os.waitstatus_to_exitcode(status)}")
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def _source_hash() -> str:
+    """A hash of the files a regular install of this checkout is made from."""
+    import hashlib
+
+    root = Path(ROOT)
+    files = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard", *INSTALLED_FROM],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    h = hashlib.sha256()
+    for rel in sorted(files):
+        p = root / rel
+        if p.is_file():
+            h.update(rel.encode() + b"\0" + p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def fresh_venv(log=print) -> dict:
+    """A venv (bench/work/startup-venv) with cuzk installed from this checkout by `pip install
+    .` (CUZK_BUILD_NATIVE=bn254: the library of the bench circuits' curve), reused while the
+    installed files are the same (a stamp holds their hash). When only files outside the
+    kernels changed (the same native key, cuzk.native.key()), the venv is kept and cuzk
+    installed again without building (CUZK_BUILD_NATIVE=0), its library put back: the same
+    code, built by the first install. {"python", "cuzk", "install_s", "reused", ...}."""
+    from cuzk import native
+
+    folder = WORK / "startup-venv"
+    stamp_path = folder / "cuzk-bench-stamp.json"
+    source, key = _source_hash(), native.key()
+    stamp = json.loads(stamp_path.read_text()) if stamp_path.exists() else {}
+    py, script = folder / "bin" / "python", folder / "bin" / "cuzk"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CUZK_", "NUMBA_CACHE"))}
+    env.pop("PYTHONPATH", None)
+    pip = [str(py), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    reused = "venv"
+    if stamp.get("source") != source:
+        t0 = time.perf_counter()
+        if stamp.get("native_key") == key and py.exists():
+            reused = "library"
+            log(f"  fresh venv: cuzk changed outside the kernels: reinstalling into {folder}")
+            lib = Path(stamp["lib"])
+            saved = {p.name: p.read_bytes() for p in lib.glob("*.so")}
+            subprocess.run(
+                [*pip, "--no-deps", "--force-reinstall", str(ROOT)],
+                env={**env, "CUZK_BUILD_NATIVE": "0"},
+                check=True,
+            )
+            lib.mkdir(parents=True, exist_ok=True)
+            for name, data in saved.items():
+                (lib / name).write_bytes(data)
+            os.chmod(lib, 0o755)
+            install_s = stamp.get("install_s")
+        else:
+            reused = None
+            log(f"  fresh venv: python -m venv {folder}; pip install . (builds the library)")
+            shutil.rmtree(folder, ignore_errors=True)
+            subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True)
+            subprocess.run(
+                [*pip, str(ROOT)], env={**env, "CUZK_BUILD_NATIVE": VENV_CURVES}, check=True
+            )
+            install_s = time.perf_counter() - t0
+        lib = subprocess.run(
+            [str(py), "-c", "from cuzk import native; print(native.INSTALLED)"],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=env,
+            cwd=folder,
+        ).stdout.strip()
+        stamp = {"source": source, "native_key": key, "lib": lib, "install_s": install_s}
+        stamp_path.write_text(json.dumps(stamp))
+    built = sorted(p.name for p in Path(stamp["lib"]).glob(f"kernels-*-{key}.so"))
+    log(f"  fresh venv {folder}: library {', '.join(built) or 'NOT BUILT'} ({reused or 'new'})")
+    return {
+        "python": str(py),
+        "cuzk": [str(script)],
+        "env": env,
+        "install_s": stamp.get("install_s"),
+        "reused": reused,
+        "library": built,
+    }
+
+
+def development_venv() -> dict:
+    """The stand-in for fresh_venv() in the smoke profile (which checks that the suite runs,
+    not its figures; a fresh install takes minutes): this venv's `cuzk`, whose library
+    run() built where the commands look (cuzk.native.folder())."""
+    env = dict(os.environ)
+    env.setdefault("PYTHONPATH", str(ROOT))  # the in-process helper runs outside the checkout
+    return {
+        "python": sys.executable,
+        "cuzk": [str(c) for c in _cuzk_command()],
+        "env": env,
+        "install_s": None,
+        "reused": "development venv (smoke profile)",
+        "library": [native_library("bn254")],
+    }
+
+
+def _option_argv(option: str, files: dict) -> tuple[list, dict]:
+    """(extra argv, extra environment) of one OPTIONS_36 entry."""
+    if option == "(none)":
+        return [], {}
+    if option == "--local":  # a server configured, and --local proving here all the same
+        return ["--local"], {"CUZK_SERVER": "http://127.0.0.1:9"}
+    if option == "--r1cs":
+        return ["--r1cs", files["r1cs"]], {}
+    return [option], {}
+
+
+def _own_cost(venv: dict, log2n: int, rounds: int) -> dict:
+    """`cuzk prove` from the fresh venv with each option, less the same proof made in a
+    process of the same venv with the key loaded; rounds alternated (every option, then the
+    in-process proof), own cost per option: median, and the least of a round's."""
+    files = circuit(FAMILY, log2n)
+    work = files["zkey"].parent
+    base = [*venv["cuzk"], "prove", files["zkey"], files["wtns"]]
+    outs = [work / "p_fresh.json", work / "pub_fresh.json"]
+    cmds = {}
+    for option in OPTIONS_36:
+        extra, env = _option_argv(option, files)
+        cmds[option] = ([*base, *outs, *extra], {**venv["env"], **env})
+    helper = subprocess.Popen(
+        [venv["python"], "-c", _IN_PROCESS, str(files["zkey"]), str(files["wtns"])],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=venv["env"],
+        cwd=WORK,  # not the checkout: the installed cuzk, not this one
+    )
+    try:
+        ready = helper.stdout.readline().split()
+        if ready[:1] != ["ready"]:
+            raise RuntimeError("the in-process proof of the fresh venv did not start")
+        for cmd, env in cmds.values():  # untimed: page cache
+            _run_cpu(cmd, env)
+        runs = {o: [] for o in OPTIONS_36}  # (wall, CPU) of each command
+        warm = []  # (wall, CPU) of each proof in process
+        for _ in range(_samples(rounds)):
+            for option, (cmd, env) in cmds.items():
+                runs[option].append(_run_cpu(cmd, env))
+            helper.stdin.write("\n")
+            helper.stdin.flush()
+            warm.append(tuple(map(float, helper.stdout.readline().split())))
+    finally:
+        helper.stdin.close()
+        helper.wait()
+    row = {
+        "log2n": log2n,
+        "in_process_s": _stats([w for w, _ in warm])[1],
+        "in_process_cpu_s": _stats([c for _, c in warm])[1],
+        "native_in_process": ready[1] == "True",
+    }
+    for option in OPTIONS_36:
+        own = [r[0] - w[0] for r, w in zip(runs[option], warm, strict=True)]
+        own_cpu = [r[1] - w[1] for r, w in zip(runs[option], warm, strict=True)]
+        row[option] = {
+            "command_s": _stats([r[0] for r in runs[option]])[1],
+            "own_s": _stats(own)[1],
+            "own_min_s": _stats(own)[0],
+            "own_cpu_s": _stats(own_cpu)[1],
+        }
+    print(
+        f"  fresh venv 2^{log2n}: in process {row['in_process_s']:.3f} s; own cost, wall (CPU) "
+        + ", ".join(
+            f"{o} {row[o]['own_s'] * 1e3:.0f} ({row[o]['own_cpu_s'] * 1e3:.0f}) ms"
+            for o in OPTIONS_36
+        ),
+        flush=True,
+    )
+    return row
+
+
+def _fresh_thin_client(venv: dict, rounds: int) -> dict:
+    """`cuzk prove --server` at 2^12 from the fresh venv's console script, less the daemon's
+    own time for the job (submitted -> finished); the interpreter's own start beside it."""
+    from bench.bench_prove_server import start_daemon, stop_daemon
+    from cuzk.client import Client
+
+    files = circuit(FAMILY, 12)
+    with tempfile.TemporaryDirectory(prefix="cuzk-bench-startup-") as folder:
+        proc, url = start_daemon(folder)
+        try:
+            client = Client(url, timeout=600)
+            tail = cuzk_prove(files, "fresh-thin", "--server", url)[len(_cuzk_command()) :]
+            cmd = [*venv["cuzk"], *tail]
+            _run_measured(cmd, venv["env"])  # untimed: the daemon registers the key
+            times, jobs, cpu = [], [], []
+            for _ in range(max(_samples(rounds), 7 if rounds > 1 else 0)):
+                wall, used = _run_cpu(cmd, venv["env"])
+                times.append(wall)
+                cpu.append(used)
+                jobs.append(last_job_seconds(client))
+        finally:
+            stop_daemon(proc)
+    own = [t - j for t, j in zip(times, jobs, strict=True)]
+    n = _samples(rounds)
+    row = {
+        "log2n": 12,
+        "command_s": _stats(times)[1],
+        "daemon_job_s": _stats(jobs)[1],
+        "client_s": _stats(own)[1],
+        "client_min_s": _stats(own)[0],
+        "client_cpu_s": _stats(cpu)[1],
+        "python_s": _time_cmd([venv["python"], "-c", "pass"], n, venv["env"]),
+        "python_isolated_s": _time_cmd([venv["python"], "-I", "-S", "-c", "pass"], n, venv["env"]),
+    }
+    print(
+        f"  fresh venv thin client 2^12: command {row['command_s']:.3f} s, daemon job "
+        f"{row['daemon_job_s']:.3f} s, client {row['client_s'] * 1e3:.0f} ms, its CPU "
+        f"{row['client_cpu_s'] * 1e3:.0f} ms (python -c pass "
+        f"{row['python_s'] * 1e3:.0f} ms, -I -S {row['python_isolated_s'] * 1e3:.0f} ms)",
+        flush=True,
+    )
+    return row
+
+
+def issue36(profile: str, rounds: int) -> dict:
+    """Issue 36's rows, from a fresh venv (fresh_venv): the own cost of `cuzk prove` per size
+    and option, the thin client's own cost."""
+    venv = fresh_venv() if profile != "smoke" else development_venv()
+    out = {
+        "install_s": venv["install_s"],
+        "reused": venv["reused"],
+        "library": venv["library"],
+        "curves_built": VENV_CURVES,
+    }
+    out["numba_modules"] = _numba_modules(venv, circuit(FAMILY, SIZES_36[profile][0]))
+    print(f"  fresh venv: numba modules imported per option {out['numba_modules']}", flush=True)
+    out["own_cost"] = [_own_cost(venv, k, rounds) for k in SIZES_36[profile]]
+    out["thin_client"] = _fresh_thin_client(venv, rounds)
+    return out
+
+
+def _numba_modules(venv: dict, files: dict) -> dict:
+    """Per option, the numba and llvmlite modules a fresh venv's `cuzk prove` imports at this
+    size (python -X importtime; 0 on the fast path)."""
+    out = {}
+    work = files["zkey"].parent
+    for option in OPTIONS_36:
+        extra, env = _option_argv(option, files)
+        p = subprocess.run(
+            [venv["python"], "-X", "importtime", *venv["cuzk"], "prove", files["zkey"]]
+            + [files["wtns"], work / "p_fresh.json", work / "pub_fresh.json", *extra],
+            capture_output=True,
+            text=True,
+            env={**venv["env"], **env},
+            cwd=WORK,
+        )
+        if p.returncode != 0:
+            raise RuntimeError(f"cuzk prove {option} failed: {p.stderr[-500:]}")
+        names = [ln.rsplit("|", 1)[-1].strip() for ln in p.stderr.splitlines() if "|" in ln]
+        out[option] = sum(n.split(".")[0] in ("numba", "llvmlite") for n in names)
+    return out
+
+
 def run(profile: str = "quick") -> dict:
     compile_bytecode()  # the commands run as installed (see bench.machine.compile_bytecode)
     rounds = REPEATS[profile]
@@ -270,6 +590,7 @@ def run(profile: str = "quick") -> dict:
     out["restart"] = _restart(rounds)
     if profile == "full":
         out["cold"] = _cold()
+    out["issue36"] = issue36(profile, rounds)
     return out
 
 
@@ -344,7 +665,11 @@ def targets(get) -> list[dict]:
             suite="startup",
         )
     )
+    out += issue36_targets(res.get("issue36") or {})
     full = get(profile="full") or {}
+    big = [r for r in (full.get("issue36") or {}).get("own_cost") or [] if r["log2n"] > 16]
+    if big:  # the sizes past the quick profile's (2^17-2^19)
+        out += issue36_targets({"own_cost": big}, "full")
     cold = full.get("cold")
     out.append(
         target(
@@ -358,6 +683,83 @@ def targets(get) -> list[dict]:
             profile="full",
         )
     )
+    return out
+
+
+def issue36_targets(res: dict, profile: str = "quick") -> list[dict]:
+    """Issue 36's rows (targets 3-5) from a fresh `pip install .`: per size the own cost of
+    `cuzk prove` with its costliest option (<= 0.08 s), the numba modules any option imports
+    (none), the thin client's own cost (<= 25 ms)."""
+    out = []
+    if not res:
+        return [
+            target(
+                "fresh `pip install .`: `cuzk prove` own cost, every option",
+                "#36",
+                0.08,
+                "s",
+                None,
+                suite="startup",
+                profile=profile,
+            )
+        ]
+    how = "fresh venv, `pip install .`" + (
+        f" ({fmt(res['install_s'])} s)" if res.get("install_s") else ""
+    )
+    if str(res.get("reused", "")).startswith("development"):
+        how = res["reused"]  # the smoke profile's stand-in
+    mods = res.get("numba_modules")
+    if mods is not None:
+        out.append(
+            target(
+                "fresh `pip install .`: numba modules `cuzk prove` imports, any option",
+                "#36",
+                0,
+                "modules",
+                max(mods.values()),
+                note=", ".join(f"{o} {n}" for o, n in mods.items()) + f"; {how}",
+                suite="startup",
+                profile=profile,
+            )
+        )
+    for r in res.get("own_cost") or []:
+        worst = max(OPTIONS_36, key=lambda o: r[o]["own_s"])
+        out.append(
+            target(
+                f"fresh `pip install .`: `cuzk prove` 2^{r['log2n']} own cost, costliest "
+                "option (command less in-process proof)",
+                "#36",
+                0.08,
+                "s",
+                r[worst]["own_s"],
+                best=r[worst]["own_min_s"],
+                note=f"{worst}; in process {fmt(r['in_process_s'])} s; "
+                + ", ".join(f"{o} {fmt(r[o]['own_s'])}" for o in OPTIONS_36)
+                + "; CPU time (user + system, the command less the proof in process): "
+                + ", ".join(f"{o} {fmt(r[o]['own_cpu_s'])}" for o in OPTIONS_36 if o in r),
+                suite="startup",
+                profile=profile,
+            )
+        )
+    thin = res.get("thin_client")
+    if thin:
+        out.append(
+            target(
+                "fresh `pip install .`: `cuzk prove --server` 2^12, the client's own time",
+                "#36",
+                25,
+                "ms",
+                thin["client_s"] * 1e3,
+                best=thin["client_min_s"] * 1e3,
+                note=f"command {fmt(thin['command_s'])} s, daemon job "
+                f"{fmt(thin['daemon_job_s'])} s; the client's CPU time "
+                f"{fmt(thin['client_cpu_s'] * 1e3)} ms; python -c pass "
+                f"{fmt(thin['python_s'] * 1e3)} ms, -I -S "
+                f"{fmt(thin['python_isolated_s'] * 1e3)} ms",
+                suite="startup",
+                profile=profile,
+            )
+        )
     return out
 
 

@@ -14,14 +14,50 @@ of the daemon) go through urllib, imported only then.
 
 from __future__ import annotations
 
-import base64
+import binascii
 import json
 import os
 import socket
 import time
-from urllib.parse import quote, urlsplit
 
 DEFAULT_SERVER = "http://127.0.0.1:9820"
+
+
+def quote(s: str) -> str:
+    """urllib.parse.quote, imported at the first call: urllib.parse (and its ipaddress) is
+    ~2 ms of the thin client's start (`cuzk prove --server`), which needs no quoting."""
+    from urllib.parse import quote as url_quote
+
+    return url_quote(s)
+
+
+def split_url(url: str) -> tuple[str, int | None, str]:
+    """(host, port, target) of a URL as urllib.parse.urlsplit reads it (hostname in lower
+    case; port or None, ValueError when out of range; path, "/" when empty, and ?query).
+    A plain ``scheme://host[:port][/path][?query]`` is split here, anything else (user
+    info, an IPv6 literal, a fragment) by urlsplit, imported then (see quote)."""
+    scheme, sep, rest = url.partition("://")
+    netloc, slash, tail = rest.partition("/")
+    host, colon, port = netloc.partition(":")
+    if (
+        sep
+        and scheme.isalpha()
+        and host
+        and not any(c in rest for c in "@[]#\\")
+        and (not colon or (port.isascii() and port.isdigit() and int(port) <= 65535))
+    ):
+        path, q, query = (slash + tail).partition("?")
+        return host.lower(), int(port) if colon else None, (path or "/") + q + query
+    from urllib.parse import urlsplit
+
+    u = urlsplit(url)
+    return u.hostname or "", u.port, (u.path or "/") + (f"?{u.query}" if u.query else "")
+
+
+def _base64(data: bytes) -> str:
+    """Standard base64 of data, as base64.b64encode gives it (binascii alone: the base64
+    module imports re and struct)."""
+    return binascii.b2a_base64(data, newline=False).decode("ascii")
 
 
 class ClientError(Exception):
@@ -52,9 +88,8 @@ def _socket_exchange(
     url: str, method: str, data: bytes | None, headers: dict, timeout: float
 ) -> tuple[int, bytes]:
     """(status, body) of one HTTP/1.1 request on a fresh connection, any status."""
-    u = urlsplit(url)
-    host, port = u.hostname, u.port or 80
-    target = (u.path or "/") + (f"?{u.query}" if u.query else "")
+    host, port, target = split_url(url)
+    port = port or 80
     netloc = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     lines = [
         f"{method} {target} HTTP/1.1",
@@ -193,10 +228,10 @@ class Client:
         """A witness for the API: bytes (uploaded), or a path (uploaded by default, else
         sent as an absolute path the server reads under its key roots)."""
         if isinstance(w, (bytes, bytearray)):
-            return {"data": base64.b64encode(bytes(w)).decode()}
+            return {"data": _base64(bytes(w))}
         if upload:
             with open(w, "rb") as f:
-                return {"data": base64.b64encode(f.read()).decode()}
+                return {"data": _base64(f.read())}
         return {"path": os.path.abspath(w)}
 
     def job_body(

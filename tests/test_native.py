@@ -116,11 +116,13 @@ def test_compute_h_and_tables_agree_with_numba(native_on):
 
 
 def test_synthesis_and_key_checks_agree_with_numba(native_on):
-    """a, b, c of a key's matrices at its witness; the point sweeps find the same first bad
-    row (none, then a row moved off the curve)."""
+    """a, b, c of a key's matrices at its witness; the .r1cs check finds the same first
+    unsatisfied constraint (none, then one of a changed witness); the point sweeps find the
+    same first bad row (none, then a row moved off the curve)."""
+    from cuzk.formats.r1cs import R1CS
     from cuzk.formats.wtns import read_wtns
     from cuzk.groth16 import validate
-    from cuzk.groth16.synthesis import evaluate_abc
+    from cuzk.groth16.synthesis import evaluate_abc, first_unsatisfied
 
     z = _key()
     witness = np.ascontiguousarray(read_wtns(FIXTURES / "toyhash" / "witness_0.wtns").values)
@@ -128,6 +130,13 @@ def test_synthesis_and_key_checks_agree_with_numba(native_on):
     for x, y in zip(expected, got, strict=True):
         assert np.array_equal(x, y)
     assert native.calls.get("evaluate_abc")
+    system = R1CS(FIXTURES / "toyhash" / "circuit.r1cs")  # --r1cs: a kernel that returns
+    assert both(lambda: first_unsatisfied(system, witness)) == (None, None)
+    bad = witness.copy()
+    bad[5, 0] ^= np.uint64(1)
+    expected, got = both(lambda: first_unsatisfied(system, bad))
+    assert expected == got and isinstance(got, int)
+    assert native.calls.get("first_unsatisfied")
     pts = np.array(z.points_c)
     assert both(lambda: validate.first_bad_point(pts)) == (-1, -1)
     pts[7, 2] ^= np.uint64(1)
@@ -167,12 +176,17 @@ def _verify(tmp_path):
 
 # Every option of a local `cuzk prove` that the library serves: each subset of the fast path's
 # flags (cuzk.groth16.local_cli), then the same through click (--device cpu is no fast-path
-# flag); --local with a server configured (CUZK_SERVER).
+# flag); --local with a server configured (CUZK_SERVER); --r1cs (the constraint check), alone,
+# with the others and through click.
+_R1CS = ["--r1cs", str(FIXTURES / "toyhash" / "circuit.r1cs")]
 _FLAGS = ("--no-verify", "--timings", "--local")
 PROVE_OPTIONS = [[f for i, f in enumerate(_FLAGS) if mask >> i & 1] for mask in range(8)] + [
     ["--device", "cpu"],
     ["--device", "cpu", *_FLAGS],
     ["--verify", "--timings"],
+    _R1CS,
+    [*_R1CS, *_FLAGS],
+    ["--device", "cpu", *_R1CS],
 ]
 
 

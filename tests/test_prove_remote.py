@@ -210,6 +210,67 @@ def test_client_path_imports_neither_numpy_nor_numba(daemon, tmp_path):
     assert "numpy" in heavy and "numba" in heavy and "click" in heavy
 
 
+URLS = [
+    "http://127.0.0.1:9820",
+    "http://localhost:1/",
+    "http://HOST.example:80/a/b?x=1&y=2",
+    "http://h/v1/jobs?state=done",
+    "https://h.example",
+    "http://h:0",
+    "http://[::1]:9820/x",
+    "http://user:pw@h:5/p",
+    "http://h:5/p#frag",
+    "http://h:1?x=1",
+    "http://h:/p",
+    "cuzk://h:7",
+]
+
+
+@pytest.mark.parametrize("url", URLS)
+def test_split_url_reads_urls_as_urlsplit_does(url):
+    """The client's URL split (no urllib.parse on the thin client's path) agrees with
+    urllib.parse.urlsplit, and refuses an out-of-range port as it does."""
+    from urllib.parse import urlsplit
+
+    from cuzk.client import split_url
+
+    u = urlsplit(url)
+    assert split_url(url) == (
+        u.hostname or "",
+        u.port,
+        (u.path or "/") + (f"?{u.query}" if u.query else ""),
+    )
+    for bad in ("http://h:99999/", "http://h:x1/"):
+        with pytest.raises(ValueError):
+            assert urlsplit(bad).port is None  # (raises)
+        with pytest.raises(ValueError):
+            split_url(bad)
+
+
+def test_thin_client_imports_only_what_it_uses():
+    """The thin client's modules, imported without `site` (no .pth hook preloading modules),
+    load none of the modules it was cut from: urllib.parse (and ipaddress), base64, tempfile,
+    dataclasses, besides numpy and click; and base64 as the client writes it is base64's."""
+    import base64
+
+    from cuzk.client import _base64
+
+    blob = bytes(range(256)) * 3 + b"x"
+    assert _base64(blob) == base64.b64encode(blob).decode()
+    root = str(Path(__file__).resolve().parent.parent)
+    code = (
+        f"import sys; sys.path.insert(0, {root!r}); import cuzk.console, cuzk.client, "
+        "cuzk.groth16.remote, cuzk.formats.atomic; print(sorted(m for m in ('urllib.parse', "
+        "'ipaddress', 'base64', 'tempfile', 'dataclasses', 'numpy', 'click') if m in "
+        "sys.modules))"
+    )
+    p = subprocess.run(
+        [sys.executable, "-S", "-c", code], capture_output=True, text=True, timeout=60
+    )
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "[]"
+
+
 def test_console_script_is_cuzk_console_main():
     cfg = (Path(__file__).resolve().parent.parent / "setup.cfg").read_text()
     assert re.search(r"^\s*cuzk = cuzk\.console:main$", cfg, re.M)
@@ -282,10 +343,15 @@ LOCAL_CASES = [
     "Z W P Q --timings --no-verify",
     "--local Z W P --verify Q",
     "Z W P Q --local",  # CUZK_SERVER set: --local proves here
+    "Z W P Q --r1cs R",
+    "--r1cs=R --no-verify Z W P --local Q",
     # click's business, or the server's (None here):
     "Z W P Q --server http://h:1",
     "Z W P Q --verify --no-verify",
-    "Z W P Q --r1cs R",
+    "Z W P Q --r1cs MISSING",  # click's usage error (exit 2) names it
+    "Z W P Q --r1cs DIR",
+    "Z W P Q --r1cs R --r1cs R",
+    "Z W P Q --r1cs",
     "Z W P Q --device cuda",
     "Z W P Q --local --local",
     "Z W P",
@@ -304,21 +370,22 @@ def test_local_fast_args_parse_as_click_does(line, tmp_path, monkeypatch):
     from cuzk.groth16.local_cli import fast_args
 
     (tmp_path / "DIR").mkdir()
+    (tmp_path / "R").write_text("")
     monkeypatch.chdir(tmp_path)
     argv = line.split()
     env = {"CUZK_SERVER": "http://env:2"} if "--local" in argv else {}
     got = fast_args(argv, env)
-    assert (got is not None) == (LOCAL_CASES.index(line) < 4), got
+    assert (got is not None) == (LOCAL_CASES.index(line) < 6), got
     if got is None:
         return
     monkeypatch.delenv("CUZK_SERVER", raising=False)
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     p = prove.make_context("prove", list(argv)).params
-    assert p["r1cs"] is None and p["device"] == "cpu"
+    assert p["device"] == "cpu"
     assert not p["server"] or p["local"]
     assert got == {
-        k: p[k] for k in ("zkey", "wtns", "proof_json", "public_json", "verify", "timings")
+        k: p[k] for k in ("zkey", "wtns", "proof_json", "public_json", "r1cs", "verify", "timings")
     }
 
 

@@ -3,15 +3,17 @@ and the console script's fast path for a plain local proof (cuzk.console).
 
 Importing click costs a `cuzk prove` ~15-30 ms of its ~0.1 s fixed cost once the kernels come
 from the native library (cuzk.native, docs/prover.md). A command line that is plainly a local
-proof (fast_args: the four files and at most --timings, --local, --verify / --no-verify, no
-server unless --local) runs ``run`` directly, with the same messages and exit statuses;
-anything else, including a usage error or --help, goes to click.
+proof (fast_args: the four files and at most --r1cs FILE, --timings, --local, --verify /
+--no-verify, no server unless --local) runs ``run`` directly, with the same messages and exit
+statuses; anything else, including a usage error or --help, goes to click.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
+_VALUED = {"--r1cs": "r1cs"}
 _FLAGS = {
     "--timings": ("timings", True),
     "--local": ("local", True),
@@ -22,26 +24,33 @@ _FLAGS = {
 
 def fast_args(argv: list[str], environ) -> dict | None:
     """The arguments of ``run`` for `cuzk prove ARGV` when the command line is plainly a
-    local proof, else None. Plainly: four arguments (paths click's checks pass), the flags
-    above (each at most once; not both --verify and --no-verify), and no server: neither
-    --server nor CUZK_SERVER, unless --local. tests/test_prove_remote.py checks that
+    local proof, else None. Plainly: four arguments (paths click's checks pass), the options
+    above (each at most once; not both --verify and --no-verify; --r1cs an existing readable
+    file, as click checks it), and no server: neither --server nor CUZK_SERVER, unless
+    --local. tests/test_prove_remote.py checks that
     whatever this accepts, click parses to the same call."""
     from cuzk.groth16.remote import scan_args
 
     if "--verify" in argv and "--no-verify" in argv:
         return None
-    scanned = scan_args(argv, {}, _FLAGS)
+    scanned = scan_args(argv, _VALUED, _FLAGS)
     if scanned is None:
         return None
     got, positional = scanned
     if not got.pop("local", False) and environ.get("CUZK_SERVER"):
         return None
+    r1cs = got.get("r1cs")
+    if r1cs is not None and not (
+        os.path.exists(r1cs) and not os.path.isdir(r1cs) and os.access(r1cs, os.R_OK)
+    ):
+        return None  # click's check of --r1cs (an existing, readable file) words the error
     zkey, wtns, proof_json, public_json = positional
     return {
         "zkey": zkey,
         "wtns": wtns,
         "proof_json": proof_json,
         "public_json": public_json,
+        "r1cs": r1cs,
         "verify": got.get("verify", True),
         "timings": got.get("timings", False),
     }

@@ -63,9 +63,9 @@ class RemoteError(Exception):
 
 def is_loopback(server: str) -> bool:
     """True when the URL names this machine's loopback interface."""
-    from urllib.parse import urlsplit
+    from cuzk.client import split_url
 
-    host = (urlsplit(server).hostname or "").lower()
+    host = split_url(server)[0]
     return host in ("localhost", "::1") or host.startswith("127.")
 
 

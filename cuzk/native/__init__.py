@@ -301,6 +301,8 @@ class Library:
                 else:  # pointer, [span,] shape, [strides]
                     extra = a.ndim + (1 + a.ndim if a.strided else 0)
                     types += [ctypes.c_void_p] + [ctypes.c_int64] * extra
+            if e.returns:
+                types.append(ctypes.POINTER(ctypes.c_int64))
             fn.argtypes = types
             fn.restype = None
             self.functions[e.name] = fn
@@ -369,14 +371,15 @@ class Kernels:
             for e, fn in fns:
                 c = _c_args(e, args)
                 if c is not None:
+                    result = ctypes.c_int64(0) if e.returns else None
                     before = errors()
                     calls[e.name] = calls.get(e.name, 0) + 1
-                    fn(*c[0])
+                    fn(*c[0], *([ctypes.byref(result)] if e.returns else []))
                     if errors() != before:
                         raise NativeKernelError(
                             f"native kernel {e.name} raised (out of memory?); see stderr"
                         )
-                    return None
+                    return None if result is None else result.value
             return getattr(self._numba(), name)(*args)
 
         call.__name__ = name

@@ -3,7 +3,8 @@
 
 For each entry (cuzk.native.entries) a Numba ``cfunc`` with the entry's C signature wraps the
 kernel: each array argument arrives as a pointer and its shape and is viewed with
-``numba.carray`` (a strided one also with its span and strides, through ``as_strided``).
+``numba.carray`` (a strided one also with its span and strides, through ``as_strided``);
+a kernel's integer result is stored through a last pointer argument.
 The cfunc's final LLVM module (the kernel and everything it calls, Numba's reference counting
 included) is taken from Numba, its C entry renamed ``cuzk_<name>`` and
 every other definition made internal (the modules share callees), and compiled to
@@ -124,7 +125,12 @@ def _wrapper(entry: Entry, kernel):
         params += [f"a{i}", *dims]
         call.append(f"carray(a{i}, ({', '.join(dims)},))")
         sig += [pointer] + [types.int64] * a.ndim
-    src = f"def {entry.symbol}({', '.join(params)}):\n    kernel({', '.join(call)})\n"
+    body = f"kernel({', '.join(call)})"
+    if entry.returns:  # the kernel's int64 result, stored through the last argument
+        params.append("result")
+        sig.append(types.CPointer(types.int64))
+        body = f"carray(result, (1,))[0] = {body}"
+    src = f"def {entry.symbol}({', '.join(params)}):\n    {body}\n"
     from numpy.lib.stride_tricks import as_strided
 
     scope = {"kernel": kernel, "carray": carray, "as_strided": as_strided}

@@ -8,9 +8,12 @@ pointer followed by its shape (int64 each), or an int64. Arrays are C-contiguous
 entry's dtype and number of dimensions; an argument marked ``out`` is written by the kernel
 (the caller's array must already be C-contiguous), an ``in`` array is copied when it is not.
 A ``strided`` array is passed as its data pointer, span (items), shape and byte strides.
+A kernel that returns an integer (``returns``) takes one more argument, last: a pointer to
+the int64 the C function stores it in (the library's functions return nothing themselves).
 
 These are the kernels a one-shot proof calls (`cuzk prove`, `cuzk fullprove`): the key
-checks, synthesis, the H pipeline and its tables, and the MSM drivers of both groups.
+checks, synthesis, the H pipeline and its tables, the MSM drivers of both groups, and the
+constraint check of `--r1cs`.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ class Entry:
     function: str  # the kernel's name in it
     params: tuple  # build parameters besides the curve: (("group", "g1"),)
     args: tuple  # of Arg
+    returns: bool = False  # the kernel returns an int64 (stored through a last pointer)
 
     @property
     def symbol(self) -> str:
@@ -121,6 +125,15 @@ ENTRIES: tuple[Entry, ...] = (
         "_h_pipeline",
         (),
         (OUT("uint64", 2),) * 4 + (IN("uint64", 2),) * 2 + (INT,) * 3 + (IN("uint64", 1),) * 2,
+    ),
+    Entry(
+        "first_unsatisfied",
+        "cuzk.groth16.synthesis_kernels",
+        "_first_unsatisfied",
+        (),
+        # n, then A, B, C of the .r1cs as CSR (row_ptr, cols, vals), then the witness
+        (INT,) + (IN("int64", 1), IN("uint32", 1), IN("uint64", 2)) * 3 + (IN("uint64", 2),),
+        returns=True,
     ),
     *_msm_entries("g1"),
     *_msm_entries("g2"),
