@@ -36,6 +36,8 @@ def test_tables_prove_the_same_bytes_and_leave_with_the_key(circuit_named, table
     assert planned > 0 and key.nbytes == key.zkey.file.file_size + planned
     dev.load_key(key)
     assert set(key.tables) == {"a", "b1", "c", "h", "b2"}
+    sizes = key_tables.set_sizes(key)  # from the header: the sections' lengths
+    assert all(sizes[s] == len(getattr(key.zkey, a)) for s, (a, _) in key_tables.TABLE_SETS.items())
     assert all(t.factor <= 4 for t in key.tables.values())
     assert dev.resident_bytes(key.key_id) == dev.resident_bytes() == planned > 0
     assert key.tables_secs > 0

@@ -54,12 +54,19 @@ def planned_bytes(key, factor_: int | None = None) -> int:
         return 0
     from cuzk.kernels import msm_cpu
 
-    curve = key.arith_curve
-    z = key.zkey
+    counts = set_sizes(key)
     return sum(
-        msm_cpu.table_nbytes(len(getattr(z, attr)), g, f, curve, _plan_threads())
-        for attr, g in TABLE_SETS.values()
+        msm_cpu.table_nbytes(counts[name], g, f, key.arith_curve, _plan_threads())
+        for name, (_attr, g) in TABLE_SETS.items()
     )
+
+
+def set_sizes(key) -> dict:
+    """Points in each set, from the key's header (reading no section: the engine's process
+    reads a key's sections only to validate it): A, B1, B2 one a variable, C one a private
+    variable, H one a domain point."""
+    n, private = int(key.n_vars), int(key.n_vars) - int(key.n_public) - 1
+    return {"a": n, "b1": n, "b2": n, "c": private, "h": int(key.domain_size)}
 
 
 def build(key, factor_: int | None = None) -> dict:
