@@ -12,6 +12,10 @@ Rows of their own (part "sized", issue #25's target 3; BN254) take scalars by si
 1 ("bits", as most witness values of hash circuits), below 2^64 ("u64"), and "mixed" (90% 0
 or 1, 10% dense), each against the dense MSM of the same n (vs_dense); the
 mixed row also times its two parts as MSMs of their own (parts_ms: 0/1 part + dense part).
+Rows of their own (part "tables", issue #35's target 2; BN254, dense scalars) run each MSM
+over a table of multiples (msm_cpu.build_table at the engine's default msm_tables, as a
+resident key gets) and without, alternating: CPU time of each (cpu_vs_plain), the table's
+bytes against the point set's (x_memory) and its build time.
 Each figure is the median of several runs after a warm-up (compile or cache load); cpu_ms
 is the process's CPU time (all threads) and cores_used = cpu_ms / ms shows how many cores
 the process actually got (a shared machine gives fewer than it has).
@@ -63,6 +67,14 @@ SIZED = {
     "gpu": {"g1": [14, 16], "g2": [12]},  # (the CPU rows of a gpu run)
 }
 SIZED_KINDS = ("dense", "bits", "u64", "mixed")
+# Tables of multiples (issue #35's target 2, msm_cpu.build_table at the engine's default
+# msm_tables): dense MSMs with and without a table, by group and size (BN254)
+TABLES = {
+    "smoke": {"g1": [8]},
+    "quick": {"g1": [12, 14, 16], "g2": [10, 12]},
+    "full": {"g1": [12, 14, 16, 17, 18], "g2": [12, 14, 16]},
+    "gpu": {"g1": [12, 14, 16], "g2": [10, 12]},  # (the CPU rows of a gpu run)
+}
 # Issue #25's target 3: a 0/1 MSM at most 1/8 of a dense one, one below 2^64 about 1/4
 SIZED_GOAL = {"bits": 1 / 8, "u64": 1 / 4}
 MIXED_DENSE = 0.1  # share of dense scalars in the mixed profile
@@ -340,6 +352,82 @@ def _sized_rows(group, sizes, repeats):
     return rows
 
 
+def _table_rows(group, sizes, repeats):
+    """CPU rows of dense MSMs over a table of multiples (msm_cpu.build_table with the engine's
+    default msm_tables) against the plain MSM of the same points and scalars, the two
+    alternating within each repeat: CPU time (least), wall (median), the table's bytes
+    against the point set's, its plan (factor f, window c, folded windows Kf) and build."""
+    from cuzk.engine.settings import ENGINE_SETTING
+    from cuzk.kernels import msm_cpu as mod
+
+    factor = ENGINE_SETTING["msm_tables"].default
+    fn = mod.msm_g1 if group == "g1" else mod.msm_g2
+    rng = np.random.default_rng(13)
+    rows = []
+    for log_n in sizes:
+        n = 1 << log_n
+        pts = points(group, n)
+        sc = scalars(rng, n)
+        fn(pts, sc)  # warm-up: compile or load the cache
+        c0, t0 = time.process_time(), time.perf_counter()
+        table = mod.build_table(pts, factor, g=int(group[1]))
+        build_s, build_cpu_s = time.perf_counter() - t0, time.process_time() - c0
+        if table is None:
+            continue
+        if not np.array_equal(fn(table, sc), fn(pts, sc)):
+            raise AssertionError(f"{group} 2^{log_n}: the table's MSM differs from the plain one")
+        runs = {"plain": [], "table": []}
+        for _ in range(repeats):
+            for kind, src in (("plain", pts), ("table", table)):
+                runs[kind].append(_measure(lambda src=src, sc=sc: fn(src, sc), 1))
+        plain_cpu = min(r[3] for r in runs["plain"])
+        table_cpu = min(r[3] for r in runs["table"])
+        row = {
+            "group": group,
+            "log2n": log_n,
+            "factor": table.factor,
+            "window": table.c,
+            "windows": table.windows,
+            "plain_ms": statistics.median(r[0] for r in runs["plain"]),
+            "table_ms": statistics.median(r[0] for r in runs["table"]),
+            "plain_cpu_min_ms": plain_cpu,
+            "table_cpu_min_ms": table_cpu,
+            "cpu_vs_plain": table_cpu / plain_cpu,
+            "points_bytes": int(pts.nbytes),
+            "table_bytes": table.nbytes,
+            "x_memory": table.nbytes / pts.nbytes,
+            "build_s": build_s,
+            "build_cpu_s": build_cpu_s,
+        }
+        rows.append(row)
+        print(
+            f"  cpu {group} 2^{log_n} table f = {table.factor} (c = {table.c}, Kf = "
+            f"{table.windows}): CPU {table_cpu:.1f} ms against {plain_cpu:.1f} "
+            f"({row['cpu_vs_plain']:.3f}x), {table.nbytes / 2**20:.1f} MiB, built in "
+            f"{build_s:.1f} s",
+            flush=True,
+        )
+    return rows
+
+
+TABLE_COLUMNS = [
+    "group",
+    "log2n",
+    "factor",
+    "window",
+    "windows",
+    "plain_ms",
+    "table_ms",
+    "plain_cpu_min_ms",
+    "table_cpu_min_ms",
+    "cpu_vs_plain",
+    "points_bytes",
+    "table_bytes",
+    "x_memory",
+    "build_s",
+    "build_cpu_s",
+]
+
 SIZED_COLUMNS = [
     "group",
     "log2n",
@@ -440,6 +528,10 @@ def run(profile: str = "quick") -> dict:
     for group, sizes in SIZED[profile].items():
         result["sized"] += _sized_rows(group, sizes, REPEATS[profile])
     print(table(result["sized"], SIZED_COLUMNS))
+    result["tables"] = []
+    for group, sizes in TABLES[profile].items():
+        result["tables"] += _table_rows(group, sizes, REPEATS[profile])
+    print(table(result["tables"], TABLE_COLUMNS))
     return result
 
 

@@ -204,10 +204,10 @@ def test_every_reader_of_the_memory_budget_uses_the_one_rule(monkeypatch, tmp_pa
 # ---------------------------------------------------------------------------- the one table
 # Names other programs, scripts and files rely on: never renamed, only added to.
 SERVE_FLAGS = """--listen --devices --synth-workers --workers-per-device --finalizers-per-device
---memory-budget --key-root --board --instance --token-file --log-level --self-verify --max-body
---max-wait --max-connections --header-timeout --body-memory --body-timeout --body-min-rate
---allow-host --drain-timeout --ray --affinity-wait --node-wait-timeout --prover --prover-options
---state-dir --keep-results""".split()
+--memory-budget --msm-tables --key-root --board --instance --token-file --log-level --self-verify
+--max-body --max-wait --max-connections --header-timeout --body-memory --body-timeout
+--body-min-rate --allow-host --drain-timeout --ray --affinity-wait --node-wait-timeout --prover
+--prover-options --state-dir --keep-results""".split()
 NODE_LABELS = {
     "devices": "cuzk-devices",
     "synth_workers": "cuzk-synth-workers",

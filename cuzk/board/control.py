@@ -223,8 +223,9 @@ class ControlRecords:
     def set_keys(self, keys: list[dict]) -> None:
         """Proving keys resident: dicts with key_id, bytes, devices (list of str), evictable,
         last_used (unix time) or last_used_secs_ago, and optionally curve (the key's curve
-        as its files name it, "bn128" or "bls12381"). Keys beyond the board's rows are dropped
-        (most recently used kept)."""
+        as its files name it, "bn128" or "bls12381"), table_bytes (of bytes, the key's
+        tables of multiples) and load_ms (its last load on a device). Keys beyond the
+        board's rows are dropped (most recently used kept)."""
         lay = self.layout
         now = time.time()
         rows = []
@@ -244,6 +245,8 @@ class ControlRecords:
                     t,
                     1 if k.get("evictable") else 0,
                     str(k.get("curve") or "").encode()[:KEY_CURVE_BYTES],
+                    int(k.get("table_bytes") or 0),
+                    _NAN if k.get("load_ms") is None else float(k["load_ms"]),
                 )
             )
         if len(rows) > lay.key_rows:
@@ -251,7 +254,7 @@ class ControlRecords:
             rows = rows[: lay.key_rows]
         f = [len(rows)]
         for i in range(lay.key_rows):
-            f += list(rows[i]) if i < len(rows) else [b"", 0, b"", _NAN, 0, b""]
+            f += list(rows[i]) if i < len(rows) else [b"", 0, b"", _NAN, 0, b"", 0, _NAN]
         with self:
             self._write(lay.offsets["keys"], lay.keys_payload, f)
 

@@ -20,7 +20,8 @@ import struct
 from dataclasses import dataclass
 
 MAGIC = b"CUZKBRD\x00"
-LAYOUT_VERSION = 3  # 2: jobs_recovered in the counters record (was padding); 3: a key's curve
+LAYOUT_VERSION = 4  # 2: jobs_recovered in the counters record (was padding); 3: a key's curve;
+# 4: a key's table bytes and load time
 NAME_PREFIX = "cuzk-"
 
 ID_BYTES = 48  # job ids, key ids (UTF-8, zero padded)
@@ -130,7 +131,7 @@ PART_PAYLOAD = struct.Struct(
 
 LABELLED_U64 = struct.Struct(f"<{LABEL_BYTES}s Q")
 KIND_COUNTS = struct.Struct(f"<{LABEL_BYTES}s Q Q")
-KEY_ROW = struct.Struct(f"<{ID_BYTES}s Q {KEY_DEVICES_BYTES}s d B 7x {KEY_CURVE_BYTES}s")
+KEY_ROW = struct.Struct(f"<{ID_BYTES}s Q {KEY_DEVICES_BYTES}s d B 7x {KEY_CURVE_BYTES}s Q d")
 
 
 @functools.cache
@@ -150,7 +151,9 @@ def counters_payload(kind_rows: int) -> struct.Struct:
 @functools.cache
 def keys_payload(key_rows: int) -> struct.Struct:
     """number of keys, then `key_rows` (key id, bytes, devices, last_used unix, evictable,
-    curve: the name of the key's curve as its files give it, "bn128", "bls12381", or empty)."""
+    curve: the name of the key's curve as its files give it, "bn128", "bls12381", or empty;
+    table_bytes: of bytes, its tables of multiples; load_ms: the last load on a device, NaN
+    before one)."""
     return struct.Struct("<I 4x" + f" {KEY_ROW.format[1:]}" * key_rows)
 
 

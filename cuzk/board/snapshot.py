@@ -465,7 +465,9 @@ class Snapshot:
         k = self.raw_keys
         out = []
         for i in range(k[1]):
-            key_id, nbytes, devs, last, evictable, curve = k[2 + 6 * i : 8 + 6 * i]
+            key_id, nbytes, devs, last, evictable, curve, tbytes, load_ms = k[
+                2 + 8 * i : 10 + 8 * i
+            ]
             d = unpack_str(devs)
             out.append(
                 {
@@ -475,6 +477,8 @@ class Snapshot:
                     "last_used_secs_ago": _ago(self.now, _opt(last)),
                     "evictable": bool(evictable),
                     "curve": unpack_str(curve),
+                    "table_bytes": tbytes,
+                    "load_ms": _opt(load_ms),
                 }
             )
         return out

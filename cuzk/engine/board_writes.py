@@ -191,6 +191,8 @@ class SupervisorStatus:
                     "last_used": k.last_used,
                     "evictable": k.live_jobs == 0,
                     "curve": k.curve,
+                    "table_bytes": k.table_bytes,
+                    "load_ms": k.load_ms,
                 }
                 for k in keys
             ]

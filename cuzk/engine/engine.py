@@ -45,7 +45,7 @@ from cuzk.engine.books import Books
 from cuzk.engine.budget import BudgetError
 from cuzk.engine.jobs import EngineError, JobAPI
 from cuzk.engine.records import JobRecord, KeyRecord
-from cuzk.engine.settings import EngineConfig, format_size
+from cuzk.engine.settings import EngineConfig, format_size, prover_options
 from cuzk.engine.supervisor import Supervisor
 from cuzk.formats.binfile import file_stamp
 
@@ -220,6 +220,7 @@ class Engine(JobAPI):
                 now,
                 now,
                 curve=str(getattr(pk, "curve", "") or ""),
+                table_bytes=int(getattr(pk, "table_bytes", 0) or 0),
             )
             if circuit is not None:
                 k.wasm, k.wasm_bytes = wasm, int(circuit.instance_bytes)
@@ -330,5 +331,5 @@ class Engine(JobAPI):
 
     def _prover(self):
         prover = importlib.import_module(self.config.prover)
-        prover.configure(self.config.prover_options or {})
+        prover.configure(prover_options(self.config))
         return prover

@@ -28,6 +28,8 @@ class KeyRecord:
     wasm_bytes: int = 0  # what one calculator instance holds (Circuit.instance_bytes)
     devices: set = field(default_factory=set)  # device indices where resident
     charged: bool = False  # its bytes are reserved in the budget (resident somewhere)
+    table_bytes: int = 0  # of nbytes: the tables of multiples a device builds (msm_tables)
+    load_ms: float | None = None  # the last load on a device (its tables' build included)
     live_jobs: int = 0
 
     def to_dict(self, devices: list[ChildRecord], now: float) -> dict:
@@ -39,6 +41,8 @@ class KeyRecord:
             "n_public": self.n_public,
             "curve": self.curve,
             "bytes": self.nbytes,
+            "table_bytes": self.table_bytes,
+            "load_ms": self.load_ms,
             "partition_bytes": self.partition_bytes,
             "devices": [devices[i].device for i in sorted(self.devices)],
             "live_jobs": self.live_jobs,

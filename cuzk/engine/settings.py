@@ -227,6 +227,32 @@ def parse_json_object(v) -> dict:
     return v
 
 
+# Most groups a resident key's tables of multiples may hold (cuzk.kernels.msm_cpu.table_plan).
+MSM_TABLES_MAX = 64
+
+
+def parse_msm_tables(v) -> int:
+    """The msm_tables setting: the most groups of multiples per point set, 0 (or off) for none;
+    1 is none as well (a table of one group is the points)."""
+    if isinstance(v, str) and v.strip().lower() in ("off", "none", "no", "false"):
+        return 0
+    n = count_parser(0)(v)
+    if n > MSM_TABLES_MAX:
+        raise ValueError(f"must be at most {MSM_TABLES_MAX}, got {n}")
+    return 0 if n == 1 else n
+
+
+def prover_options(config) -> dict:
+    """The options the engine hands its prover's configure() in every process: the config's
+    prover_options, plus msm_tables where every device is a CPU device (the tables serve the
+    CPU MSMs; on a GPU the MSMs run there, and no key's budget counts tables)."""
+    out = dict(config.prover_options or {})
+    names = getattr(config, "device_names", None) or []
+    cpu_only = bool(names) and all(str(d).startswith("cpu") for d in names)
+    out["msm_tables"] = int(config.msm_tables) if cpu_only else 0
+    return out
+
+
 # The test suite's provers live here (the double: stage times, no curve work). The wheel
 # leaves the package out, and `cuzk serve` refuses them unless this variable is 1.
 TEST_PROVERS_PACKAGE = "cuzk.testing"
@@ -376,6 +402,18 @@ ENGINE_SETTINGS: tuple[Setting, ...] = (
         'double\'s stage times, for instance: {"start_secs": 0.1}).',
         "JSON",
     ),
+    Setting(
+        "msm_tables",
+        8,
+        parse_msm_tables,
+        "Tables of multiples for the MSMs of each resident key (CPU devices): at most this many "
+        "precomputed groups per point set (ICICLE's precompute factor), so an MSM runs its "
+        "bucket sums once per group of windows instead of once per window. Built when a "
+        "device loads the key, dropped with it, counted in the key's bytes in the memory "
+        "budget (up to this many times its point sets); proofs are the same bytes. 0 or off: "
+        "none.",
+        "N|off",
+    ),
 )
 ENGINE_SETTING = {s.name: s for s in ENGINE_SETTINGS}
 NODE_SETTINGS = tuple(s for s in ENGINE_SETTINGS if s.node)
@@ -405,6 +443,7 @@ class EngineConfig:
     split_prove: bool | None = None  # None: on unless CUZK_DISABLE_SPLIT_PROVE=1
     prover: str = _FIELD_DEFAULT["prover"]  # tests inject a double
     prover_options: dict = field(default_factory=dict)  # the table's default: {}
+    msm_tables: int | str = _FIELD_DEFAULT["msm_tables"]  # groups of multiples per point set
     max_synth_ahead: int = 0  # partitions synthesized but not yet on a device; 0 = auto
     device_prefetch: int = 0  # extra partitions queued inside a device process beyond its workers
     restart_backoff: float = 0.2  # seconds before the first restart; doubles, capped at 10 s

@@ -49,7 +49,7 @@ from cuzk.engine.messages import (
 )
 from cuzk.engine.records import ChildRecord
 from cuzk.engine.scheduler import PROVING, SYNTHESIZING, WorkKey
-from cuzk.engine.settings import format_size
+from cuzk.engine.settings import format_size, prover_options
 
 log = logging.getLogger("cuzk.engine")
 
@@ -140,7 +140,7 @@ class Supervisor:
         b.status = SupervisorStatus.create(cfg)
         self._child_opts = {
             "prover": cfg.prover,
-            "prover_options": cfg.prover_options,
+            "prover_options": prover_options(cfg),
             "board_name": b.status.name,
             "log_level": logging.getLogger().level or 30,
             "workers_per_device": cfg.workers_per_device,
@@ -382,6 +382,7 @@ class Supervisor:
                 k = b.keys.get(key_id)
                 if k is not None:
                     k.devices.add(ch.index)
+                    k.load_ms = load_ms
                     b.publish_keys()
                 log.info("key %s resident on %s (%.0f ms)", key_id, ch.device, load_ms)
             case KeyEvicted():

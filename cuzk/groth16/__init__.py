@@ -24,7 +24,11 @@ _EXPORTS = {
 
 
 def configure(options: dict) -> None:
-    """The engine's `prover_options` (cuzk.engine.contract): this prover takes none."""
+    """The engine's `prover_options` (cuzk.engine.contract): ``msm_tables``, the groups of
+    multiples per point set of a resident key (cuzk.groth16.tables; 0: none)."""
+    from cuzk.groth16 import tables
+
+    tables.configure(options or {})
 
 
 def watch_compiles(say, on_change=None):

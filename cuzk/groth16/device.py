@@ -51,18 +51,30 @@ class CpuDevice:
         return f"{self.name}: Numba CPU kernels on {os.cpu_count()} cores"
 
     def load_key(self, key) -> None:
+        # tables of multiples for the key's MSMs (msm_tables; cuzk.groth16.tables): built
+        # once here, dropped by evict_key
+        from cuzk.groth16 import tables
+
+        tables.load(key)
         with self._lock:
             self._keys[key.key_id] = key
 
     def evict_key(self, key_id: str) -> None:
         with self._lock:
-            self._keys.pop(key_id, None)
+            key = self._keys.pop(key_id, None)
+        if key is not None:
+            from cuzk.groth16 import tables
+
+            tables.drop(key)
 
     def resident_keys(self) -> list[str]:
         return list(self._keys)
 
     def resident_bytes(self, key_id: str | None = None) -> int:
-        return 0  # mapped file pages belong to the page cache, shared by every process
+        # mapped file pages belong to the page cache, shared by every process: only the
+        # tables of multiples are this process's
+        keys = list(self._keys.values()) if key_id is None else [self._keys.get(key_id)]
+        return sum(t.nbytes for k in keys if k is not None for t in k.tables.values())
 
     def compute_h(self, a, b, c, curve: str = "bn254") -> np.ndarray:
         from cuzk.kernels import ntt_cpu
@@ -70,11 +82,11 @@ class CpuDevice:
         return ntt_cpu.compute_h(a, b, c, keep_tables=self.keep_tables, curve=curve)
 
     def msm_g1(self, key, which: str, scalars) -> np.ndarray:
+        from cuzk.groth16.tables import points_for
         from cuzk.kernels import msm_cpu
 
-        return msm_cpu.msm_g1(
-            _points(key.zkey, which), readonly(scalars), curve=key.zkey.curve_info.arith
-        )
+        points = points_for(key, which, _points(key.zkey, which))
+        return msm_cpu.msm_g1(points, readonly(scalars), curve=key.zkey.curve_info.arith)
 
 
 class DeviceUnavailable(ValueError):

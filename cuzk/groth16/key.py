@@ -47,6 +47,10 @@ class ProvingKey:
         ).tobytes()
         sizes = f"{zkey.n_vars}:{zkey.n_public}:{zkey.domain_size}:{len(zkey.coefficients)}"
         self.key_id = hashlib.blake2b(header + sizes.encode(), digest_size=8).hexdigest()
+        # A CPU device's tables of multiples for this key's MSMs (cuzk.groth16.tables): set
+        # name -> cuzk.kernels.msm_cpu.MsmTable while the key is loaded, and their build time.
+        self.tables: dict = {}
+        self.tables_secs = 0.0
 
     @classmethod
     def open(cls, path: os.PathLike | str, resident: bool = True) -> ProvingKey:
@@ -103,8 +107,17 @@ class ProvingKey:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the key file opened (what a resident copy of its point sets costs)."""
-        return self.zkey.file.file_size
+        """What a resident copy costs: the bytes of the key file opened, plus the tables of
+        multiples a device builds for it under the msm_tables option (table_bytes)."""
+        return self.zkey.file.file_size + self.table_bytes
+
+    @property
+    def table_bytes(self) -> int:
+        """Bytes of the key's tables of multiples under this process's msm_tables option
+        (cuzk.groth16.tables; 0 when off)."""
+        from cuzk.groth16 import tables
+
+        return tables.planned_bytes(self)
 
     @property
     def points_nbytes(self) -> int:

@@ -181,12 +181,14 @@ def prove_finish(key, partial: Partial, w, r: int | None = None, s: int | None =
     """The finalizer stage: B in G2 on the CPU, then blinding with fresh r, s."""
     from cuzk.groth16.assemble import assemble
     from cuzk.groth16.device import readonly
+    from cuzk.groth16.tables import points_for
     from cuzk.kernels import msm_cpu
 
     timings = dict(partial.timings)
     curve = arith_curve(key)
     with phase("MSM B2 (G2)", timings):
-        b2 = msm_cpu.msm_g2(key.zkey.points_b2, readonly(w), curve=curve)
+        points = points_for(key, "b2", key.zkey.points_b2)  # its table where it has one
+        b2 = msm_cpu.msm_g2(points, readonly(w), curve=curve)
     done_with(key, "points_b2")
     r = random_scalar(curve) if r is None else r
     s = random_scalar(curve) if s is None else s

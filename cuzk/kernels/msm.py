@@ -135,6 +135,32 @@ def limbs_signed_digits(s0, s1, s2, s3, c, K, digits, i):
 
 
 @device_fn
+def limbs_signed_digits_folded(s0, s1, s2, s3, c, K, Kf, m, digits, j):
+    """The K signed c-bit digits of the scalar (s0..s3) < 2^(K c - 1), digit w into
+    digits[w mod Kf, (w div Kf) m + j]: the layout of an MSM over a table of multiples
+    (cuzk.kernels.pippenger_cpu.pippenger_table), where window w = g Kf + v of scalar j is
+    window v of the point 2^(c Kf g) P_j, column g m + j. Kf = K: limbs_signed_digits."""
+    half = np.int64(1) << np.int64(c - 1)
+    full = np.int64(1) << np.int64(c)
+    carry = np.int64(0)
+    v = 0
+    col = np.int64(j)
+    step = np.int64(m)
+    for w in range(K):
+        d = scalar_window(s0, s1, s2, s3, w, c) + carry
+        if d >= half and w < K - 1:
+            d -= full
+            carry = np.int64(1)
+        else:
+            carry = np.int64(0)
+        digits[v, col] = np.int32(d)
+        v += 1
+        if v == Kf:  # (no division per digit)
+            v = 0
+            col += step
+
+
+@device_fn
 def scalar_neg_mod_r(s0, s1, s2, s3):
     """r - s for a reduced scalar 0 < s < r."""
     d0, br = sbb(R_LIMBS[0], s0, Z)

@@ -2,7 +2,8 @@
 
     msm_g1(points (n, 2 NQ) uint64, scalars (n, 4) uint64, curve="bn254") -> (2 NQ,) affine
     msm_g2(points (n, 4 NQ) uint64, scalars (n, 4) uint64, curve="bn254") -> (4 NQ,) affine
-    (points may also be a cuzk.kernels.points.ResidentPoints placed on "cpu")
+    (points may also be a cuzk.kernels.points.ResidentPoints placed on "cpu", or an MsmTable:
+    the same sum over the set's precomputed multiples, see build_table)
 
 NQ is the curve's limbs per Fq element (cuzk.arith.curves): BN254 4 (G1 rows of 8 limbs,
 G2 of 16), BLS12-381 6 (12 and 24). One source, built per (curve, group)
@@ -222,6 +223,8 @@ def windows_combine(wins, c: int, g: int, curve: str = DEFAULT) -> np.ndarray:
 
 
 def _check(points, scalars, width, name, curve):
+    if isinstance(points, MsmTable):
+        points = points.points
     if isinstance(points, ResidentPoints):
         if points.device != "cpu":
             raise ValueError(f"{name}: point set {points.name!r} is on {points.device}, not cpu")
@@ -247,7 +250,10 @@ def _check(points, scalars, width, name, curve):
 
 def _msm(points, scalars, g, name, c, lanes=None, rows=None, partition=None, curve=DEFAULT):
     width = point_width(g, curve)  # (checks the curve's name)
+    table = _table_of(points, g, curve, name)
     points, scalars = _check(points, scalars, width, name, curve)
+    if table is not None and (table.n != points.shape[0] or (c is not None and c != table.c)):
+        table = None  # (another window width asked for: the plain MSM)
     out = np.zeros((1, width), np.uint64)
     n = points.shape[0]
     if n == 0:
@@ -266,6 +272,9 @@ def _msm(points, scalars, g, name, c, lanes=None, rows=None, partition=None, cur
     nbits = scalar_bits(curve)
     threads = _threads.get_num_threads()
     if not partition:  # one class: every scalar as it is, below 2^nbits
+        if table is not None:
+            _pippenger_table(P, table, scalars, _EVERY, nbits, lanes, rows, threads, out, 0)
+            return out[0]
         _pippenger(P, points, scalars, _EVERY, nbits, c, lanes, rows, threads, out, 0)
         return out[0]
     # One pass over the scalars: each one's class (bit length, or minus the bit length of
@@ -281,6 +290,9 @@ def _msm(points, scalars, g, name, c, lanes=None, rows=None, partition=None, cur
         if len(classes) == 1 and top >= nbits - 1:
             # one class, dense: the points in order, no index list, nothing negated (that
             # would not save a window); the digit pass skips zeros and points at infinity
+            if table is not None:
+                _pippenger_table(P, table, scalars, _EVERY, nbits, lanes, rows, threads, parts, k)
+                continue
             _pippenger(P, points, scalars, _EVERY, nbits, c, lanes, rows, threads, parts, k)
             continue
         idx = np.flatnonzero((size >= lo) & (size <= hi)).astype(np.int32)
@@ -289,6 +301,8 @@ def _msm(points, scalars, g, name, c, lanes=None, rows=None, partition=None, cur
             np.invert(idx, out=idx, where=neg)
         if top <= 1:  # scalars 1 (or r - 1): a sum of the selected points
             P.points_sum(points, idx, rows, threads, parts[k : k + 1])
+        elif table is not None:
+            _pippenger_table(P, table, scalars, idx, top, lanes, rows, threads, parts, k)
         else:
             _pippenger(P, points, scalars, idx, top, c, lanes, rows, threads, parts, k)
     if len(classes) == 1:
@@ -308,6 +322,168 @@ def _pippenger(P, points, scalars, idx, bits, c, lanes, rows, threads, parts, k)
     K = 0 if c == 1 else windows_for(c, bits)  # (c = 1 reads the scalars' bits: no digits)
     digits = np.zeros((K, m), digit_dtype(c, bits))
     P.pippenger(points, scalars, idx, bits, c, lanes, rows, threads, digits, parts[k : k + 1])
+
+
+def _pippenger_table(P, table, scalars, idx, bits, lanes, rows, threads, parts, k):
+    """parts[k] = the MSM over the points and scalars idx selects, scalars below 2^bits, over
+    the table's multiples (pippenger_cpu.pippenger_table): K = ceil((bits + 1) / c) windows
+    folded into the table's Kf, over the ceil(K / Kf) groups they reach."""
+    m = idx.shape[0] or table.n
+    K = windows_for(table.c, bits)
+    fb = -(-K // table.windows)
+    digits = np.zeros((table.windows, fb * m), digit_dtype(table.c, bits))
+    P.pippenger_table(
+        table.rows,
+        table.n,
+        scalars,
+        idx,
+        K,
+        table.c,
+        lanes,
+        rows,
+        threads,
+        digits,
+        parts[k : k + 1],
+    )
+
+
+# ===================================== tables of multiples =================================
+#
+# A resident key's point sets are fixed, so each can hold multiples of its points
+# (pippenger_cpu.table_fill): f groups, group g the points times 2^(c Kf g), and an MSM over
+# them runs Kf windows over f n rows instead of K = f Kf windows over n (one set of bucket
+# sums per Kf instead of per K; ICICLE's precompute factor). The table costs f times the
+# point set's bytes and a build of ~c Kf (f - 1) doublings a point.
+
+# What a table entry costs in the model beyond its bucket addition: the digit pass, the
+# counting sort and its order entry (model units, as _COST_AFFINE_ADD).
+_COST_TABLE_ENTRY = 1.0
+
+
+def _table_window_cost(entries: float, c: int) -> float:
+    H = 1 << (c - 1)
+    rounds = max(math.log2(max(entries / H, 1.0)), 0.0) + 2.0
+    adds = entries - H * (1.0 - math.exp(-entries / H))
+    return (
+        adds * _COST_AFFINE_ADD
+        + entries * _COST_TABLE_ENTRY
+        + H * _COST_BUCKET
+        + rounds * _COST_INVERSION
+    )
+
+
+def table_plan(n: int, factor: int, bits: int = 254, threads: int | None = None):
+    """(c, Kf, f) of a table for n points and dense scalars below 2^bits with at most
+    ``factor`` groups: the window width c and folded window count Kf (f = ceil(K / Kf) groups,
+    K = ceil((bits + 1) / c)) minimising the modelled wall time of its MSM on ``threads``
+    threads (Kf windows split over them); None where factor < 2 or n is below PARTITION_MIN
+    (no table: the plain MSM)."""
+    if factor < 2 or n < PARTITION_MIN:
+        return None
+    T = _threads.get_num_threads() if threads is None else max(1, int(threads))
+    best = None
+    for c in range(4, 21):
+        K = windows_for(c, bits)
+        for Kf in range(1, K + 1):
+            f = -(-K // Kf)
+            if f > factor or f < 2:
+                continue
+            work = Kf * _table_window_cost(n * K / Kf, c)
+            wall = work * -(-Kf // T) / Kf
+            key = (wall, f, c)
+            if best is None or key < best[0]:
+                best = (key, (c, Kf, f))
+    return None if best is None else best[1]
+
+
+def table_nbytes(n: int, g: int, factor: int, curve: str = DEFAULT, threads=None) -> int:
+    """Bytes of the table build_table makes for n points of G{g} on ``curve`` (0: none)."""
+    plan = table_plan(n, factor, scalar_bits(curve), threads)
+    return 0 if plan is None else plan[2] * n * point_width(g, curve) * 8
+
+
+class MsmTable:
+    """Multiples of one point set (n affine rows): ``rows`` (f n, width), row g n + i =
+    2^(c Kf g) P_i (pippenger_cpu.table_fill); ``windows`` = Kf. msm_g1 / msm_g2 take it in
+    place of the points (or find it as a ResidentPoints' ``table``) and give the same sums."""
+
+    def __init__(self, points, rows, c, windows, group, curve, build_secs):
+        self.points = points  # the set the table was built from (array or ResidentPoints)
+        self.rows = rows
+        self.n = _rows_of(points)
+        self.factor = rows.shape[0] // max(1, self.n)
+        self.c = int(c)
+        self.windows = int(windows)
+        self.group = group
+        self.curve = curve
+        self.build_secs = float(build_secs)
+        self.nbytes = int(rows.nbytes)
+
+    def __repr__(self):
+        return (
+            f"<MsmTable G{self.group} n={self.n} f={self.factor} c={self.c} "
+            f"Kf={self.windows} {self.nbytes} bytes>"
+        )
+
+
+def _rows_of(points) -> int:
+    return len(points) if isinstance(points, ResidentPoints) else int(np.shape(points)[0])
+
+
+def build_table(
+    points,
+    factor: int,
+    g: int | None = None,
+    curve: str | None = None,
+    threads=None,
+    plan: tuple[int, int] | None = None,
+):
+    """The MsmTable of a point set (an (n, width) array or a ResidentPoints on "cpu") with at
+    most ``factor`` groups (table_plan); None where the plan is no table. ``plan`` = (c, Kf)
+    sets the window width and folded window count instead (f = ceil(K / Kf) groups, factor
+    unused). Built in parallel (tasks of 256 points), ~c Kf (f - 1) doublings a point."""
+    import time
+
+    if isinstance(points, ResidentPoints):
+        g = points.group if g is None else g
+        curve = points.curve if curve is None else curve
+        arr = points.array
+    else:
+        arr = points
+    curve = DEFAULT if curve is None else curve
+    if g not in (1, 2):
+        raise ValueError(f"build_table: group must be 1 or 2, not {g!r}")
+    width = point_width(g, curve)
+    arr = np.asarray(arr)
+    if arr.dtype != np.uint64 or arr.ndim != 2 or arr.shape[1] != width:
+        raise ValueError(f"build_table: points must be (n, {width}) uint64 on {curve}")
+    n = arr.shape[0]
+    if plan is not None:
+        c, Kf = int(plan[0]), int(plan[1])
+        if not 2 <= c <= 24 or not 1 <= Kf <= windows_for(c, scalar_bits(curve)):
+            raise ValueError(f"build_table: plan (c, Kf) = {plan} out of range")
+        plan = (c, Kf, -(-windows_for(c, scalar_bits(curve)) // Kf))
+    else:
+        plan = table_plan(n, int(factor), scalar_bits(curve), threads)
+    if plan is None or n == 0:
+        return None
+    c, Kf, f = plan
+    t0 = time.perf_counter()
+    rows = np.empty((f * n, width), np.uint64)
+    rows[:n] = arr
+    drivers(curve, g).table_fill(rows, n, c * Kf, 256)
+    return MsmTable(points, rows, c, Kf, g, curve, time.perf_counter() - t0)
+
+
+def _table_of(points, g, curve, name):
+    """The MsmTable given (or held by a ResidentPoints), checked against the MSM's group and
+    curve; None for a plain point set."""
+    table = points if isinstance(points, MsmTable) else getattr(points, "table", None)
+    if table is None:
+        return None
+    if table.group != g or table.curve != curve:
+        raise ValueError(f"{name}: a table of G{table.group} on {table.curve}, not G{g} on {curve}")
+    return table
 
 
 def msm_g1(

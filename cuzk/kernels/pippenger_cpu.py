@@ -149,6 +149,47 @@ def window_sum(points, idx, digits, w, H, L, wins, scratch):
 
 
 @T.njit(parallel=True)
+def run_windows(points, idx, digits, H, H_top, L, rows, threads, wins):
+    """wins[w] = window_sum of window w (H buckets; the last window H_top) for every row of
+    digits, spread over ``threads`` workers (pippenger, pippenger_table)."""
+    K = digits.shape[0]
+    n = digits.shape[1]
+    W = points.shape[1]
+    # T workers, each allocating its scratch once (fresh allocations per window cost page
+    # faults: ~10% at 2^16), take windows from a shared counter: whoever is free takes the
+    # next, so a thread slowed by another process on the machine does fewer windows instead
+    # of holding up the rest (the top window, the cheapest, goes last).
+    T = max(1, min(threads, K))
+    R = max(min(n, rows), 2)
+    # (np.empty and a store: the parallel pass turns np.zeros into a loop of its own, after
+    # which a read of a counter so made gave 0 in a test: tests/test_field.py)
+    ticket = np.empty(1, np.int64)
+    ticket[0] = 0
+    for _worker in prange(T):
+        scratch = (
+            np.empty(n, np.int32),  # order
+            np.empty((R, W), np.uint64),  # buf_a
+            np.empty((R, W), np.uint64),  # buf_b
+            np.empty((max(R // 2, 2 * L) + 1, W // 2), np.uint64),  # acc
+            np.empty(max(R // 2, 2 * L) + 1, np.int64),  # kinds
+            np.empty((H, W), np.uint64),  # sums
+            np.empty(H + 1, np.int64),  # counts
+            np.empty(H + 1, np.int64),  # starts
+            np.empty(BUCKET_CHUNK, np.int64),  # slot_start
+            np.empty(BUCKET_CHUNK, np.int64),  # slot_count
+            np.empty(BUCKET_CHUNK, np.int64),  # slot_bucket
+            np.empty(BUCKET_CHUNK, np.int64),  # active
+            np.empty((max(L, 1), W), np.uint64),  # lanes_r
+            np.empty((max(L, 1), W), np.uint64),  # lanes_s
+        )
+        w = fetch_add(ticket, 0, 1)
+        while w < K:
+            Hw = H if w < K - 1 else H_top
+            window_sum(points, idx, digits, w, Hw, min(L, Hw), wins, scratch)
+            w = fetch_add(ticket, 0, 1)
+
+
+@T.njit(parallel=True)
 def pippenger(points, scalars, idx, bits, c, lanes, rows, threads, digits, out):
     """out[0] = sum_j s_j * points[idx[j]] in this build's group, where s_j = scalars[idx[j]]
     (or, where idx[j] = ~i, the scalar used as -(r - s) with the point negated: then s_j =
@@ -183,39 +224,104 @@ def pippenger(points, scalars, idx, bits, c, lanes, rows, threads, digits, out):
         s0, s1, s2, s3 = M.subset_scalar(scalars, idx, j)
         M.limbs_signed_digits(s0, s1, s2, s3, c, K, digits, j)
     wins = np.empty((K, 3 * (W // 2)), np.uint64)
-    # T workers, each allocating its scratch once (fresh allocations per window cost page
-    # faults: ~10% at 2^16), take windows from a shared counter: whoever is free takes the
-    # next, so a thread slowed by another process on the machine does fewer windows instead
-    # of holding up the rest (the top window, the cheapest, goes last).
-    T = max(1, min(threads, K))
-    R = max(min(n, rows), 2)
-    # (np.empty and a store: the parallel pass turns np.zeros into a loop of its own, after
-    # which a read of a counter so made gave 0 in a test: tests/test_field.py)
-    ticket = np.empty(1, np.int64)
-    ticket[0] = 0
-    for _worker in prange(T):
-        scratch = (
-            np.empty(n, np.int32),  # order
-            np.empty((R, W), np.uint64),  # buf_a
-            np.empty((R, W), np.uint64),  # buf_b
-            np.empty((max(R // 2, 2 * L) + 1, W // 2), np.uint64),  # acc
-            np.empty(max(R // 2, 2 * L) + 1, np.int64),  # kinds
-            np.empty((H, W), np.uint64),  # sums
-            np.empty(H + 1, np.int64),  # counts
-            np.empty(H + 1, np.int64),  # starts
-            np.empty(BUCKET_CHUNK, np.int64),  # slot_start
-            np.empty(BUCKET_CHUNK, np.int64),  # slot_count
-            np.empty(BUCKET_CHUNK, np.int64),  # slot_bucket
-            np.empty(BUCKET_CHUNK, np.int64),  # active
-            np.empty((max(L, 1), W), np.uint64),  # lanes_r
-            np.empty((max(L, 1), W), np.uint64),  # lanes_s
-        )
-        w = fetch_add(ticket, 0, 1)
-        while w < K:
-            Hw = H if w < K - 1 else H_top
-            window_sum(points, idx, digits, w, Hw, min(L, Hw), wins, scratch)
-            w = fetch_add(ticket, 0, 1)
+    run_windows(points, idx, digits, H, H_top, L, rows, threads, wins)
     B.windows_combine(wins, K, c, out)
+
+
+# ============================ tables of multiples (resident keys) ===========================
+#
+# A point set that stays (a resident key's) can hold f copies of itself, group g the points
+# times 2^(c Kf g): row g n + i = 2^(c Kf g) P_i. With K = f Kf windows a scalar's digit w =
+# g Kf + v is digit v of the point 2^(c Kf g) P_i, since s P = sum_g sum_v d_(g Kf + v)
+# 2^(c v) (2^(c Kf g) P). So the MSM of n points over K windows is an MSM of f n table rows
+# over Kf windows: the same buckets (window_sum), with Kf bucket sums and Kf - 1 Horner steps
+# instead of K (ICICLE's precompute factor f; Kf = 1: every digit in one set of buckets).
+
+
+@T.njit()
+def table_chunk(table, n, shift, lo, hi, jac, pre):
+    """table_fill's task: rows g n + i, lo <= i < hi, of every group g >= 1."""
+    f = table.shape[0] // n
+    for g in range(1, f):
+        src = (g - 1) * n
+        dst = g * n
+        acc = G.F_ONE
+        for i in range(lo, hi):
+            P = G.from_affine(G.load_affine(table, src + i))
+            for _ in range(shift):
+                P = G.dbl(P)
+            G.store(jac, i - lo, P)
+            if not G.is_inf(P):
+                acc = G.f_mul(acc, P[2])
+            G.f_store(pre, i - lo, 0, acc)  # prefix products of the Z's (infinity: skipped)
+        inv = G.f_inv(acc)  # 1 / (the product of the chunk's Z's)
+        for i in range(hi - 1, lo - 1, -1):
+            P = G.load(jac, i - lo)
+            if G.is_inf(P):
+                for k in range(table.shape[1]):
+                    table[dst + i, k] = 0
+                continue
+            zinv = inv
+            if i > lo:
+                zinv = G.f_mul(inv, G.f_load(pre, i - lo - 1, 0))
+            inv = G.f_mul(inv, P[2])
+            zinv2 = G.f_sqr(zinv)
+            x = G.f_mul(P[0], zinv2)
+            y = G.f_mul(P[1], G.f_mul(zinv2, zinv))
+            G.store_affine(table, dst + i, (x, y))
+
+
+@T.njit(parallel=True)
+def table_fill(table, n, shift, chunk):
+    """Rows g n + i of ``table`` for g = 1 .. f - 1 (f = rows / n) = 2^shift times row
+    (g - 1) n + i, affine (zeros: infinity); rows 0 .. n - 1 hold the points already. Tasks of
+    ``chunk`` points: per group a chain of Jacobian doublings each, then one inversion for the
+    chunk (Montgomery's simultaneous inversion) back to affine."""
+    CL = G.COORD_LIMBS
+    for t in prange((n + chunk - 1) // chunk):
+        lo = t * chunk
+        table_chunk(
+            table,
+            n,
+            shift,
+            lo,
+            min(n, lo + chunk),
+            np.empty((chunk, 3 * CL), np.uint64),
+            np.empty((chunk, CL), np.uint64),
+        )
+
+
+@T.njit(parallel=True)
+def pippenger_table(table, n, scalars, idx, K, c, lanes, rows, threads, digits, out):
+    """out[0] = sum_j s_j * P_(idx[j]) as pippenger (idx empty: every point, in order; ~i: the
+    scalar used as -(r - s), the point negated), over a table of multiples (table_fill with
+    shift = c Kf): row g n + i = 2^(c Kf g) P_i. The scalars' K windows (K c > their bits)
+    fold into Kf = digits.shape[0] windows over fb = digits.shape[1] / m groups of the table
+    (fb Kf >= K; m = len(idx), or n): digit w = g Kf + v of scalar j is window v's digit of
+    column g m + j (msm.limbs_signed_digits_folded), i.e. of row g n + idx[j]. digits: zeros,
+    int16 or int32 as for pippenger at this c."""
+    m = idx.shape[0] if idx.shape[0] > 0 else n
+    Kf = digits.shape[0]
+    fb = digits.shape[1] // m
+    W = table.shape[1]
+    H = 1 << (c - 1)
+    L = min(H, lanes)
+    for j in prange(m):
+        if idx.shape[0] == 0 and (M.point_row_is_zero(table, j) or M.scalar_is_zero(scalars, j)):
+            continue  # (digits stay 0: skipped)
+        s0, s1, s2, s3 = M.subset_scalar(scalars, idx, j)
+        M.limbs_signed_digits_folded(s0, s1, s2, s3, c, K, Kf, m, digits, j)
+    if idx.shape[0] == 0:
+        tidx = idx  # column g n + i is row g n + i
+    else:  # column g m + j -> row g n + i, ~ kept
+        tidx = np.empty(fb * m, np.int32)
+        for j in prange(m):
+            i = idx[j]
+            for g in range(fb):
+                tidx[g * m + j] = i + g * n if i >= 0 else ~(~i + g * n)
+    wins = np.empty((Kf, 3 * (W // 2)), np.uint64)
+    run_windows(table, tidx, digits, H, H, L, rows, threads, wins)
+    B.windows_combine(wins, Kf, c, out)
 
 
 @T.njit(parallel=True)

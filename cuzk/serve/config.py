@@ -185,6 +185,7 @@ SETTINGS: tuple[Setting, ...] = (
     ENGINE_SETTING["workers_per_device"],
     ENGINE_SETTING["finalizers_per_device"],
     ENGINE_SETTING["memory_budget"],
+    ENGINE_SETTING["msm_tables"],
     Setting(
         "key_roots",
         [],

@@ -615,7 +615,7 @@ def _help(width: int, farm: bool = False) -> list[Line]:
         Line()
         .add(" ")
         .add(f"{'KEY':<10}", "key")
-        .add(" resident proving keys: curve, size, devices, idle time, evictable")
+        .add(" resident keys: curve, size, TABLES of it, LOAD, devices, idle, evict")
     )
     return lines
 
@@ -750,6 +750,8 @@ def _keys(snap: dict, width: int) -> Section | None:
             Col("KEY", 8, flex=40),
             Col("CURVE", 9, prio=1),
             Col("SIZE", 6, ">"),
+            Col("TABLES", 6, ">", prio=2),
+            Col("LOAD", 6, ">", prio=2),
             Col("DEVICES", 8, prio=1, flex=30),
             Col("IDLE", 6, ">"),
             Col("EVICT", 5, prio=2),
@@ -763,6 +765,8 @@ def _keys(snap: dict, width: int) -> Section | None:
                 k.get("key_id"),
                 fmt.curve(k.get("curve")),
                 fmt.bytes_(k.get("bytes")),
+                fmt.bytes_(k.get("table_bytes")) if k.get("table_bytes") else "-",
+                fmt.secs(None if k.get("load_ms") is None else k["load_ms"] / 1e3),
                 ",".join(k.get("devices") or ()) or "-",
                 fmt.secs(k.get("last_used_secs_ago")),
                 "yes" if k.get("evictable") else "no",

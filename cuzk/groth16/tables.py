@@ -1,0 +1,111 @@
+"""Tables of multiples for a resident key's MSMs (cuzk.kernels.msm_cpu.build_table): the
+prover option ``msm_tables`` (the engine's setting of that name), what they cost a key, and
+their build when a CPU device loads the key.
+
+Each point set of the key (A, B1, C, H in G1; B2 in G2) gets at most ``msm_tables`` groups of
+multiples, planned from its size alone (msm_cpu.table_plan), so the engine's process (which
+charges a key's bytes to the memory budget) and the device process (which builds them) agree
+on the bytes without talking. Off in a process that was not configured (a one-shot command):
+tables are the daemon's.
+"""
+
+from __future__ import annotations
+
+import time
+
+#: set name -> (the ZKey attribute, its group)
+TABLE_SETS = {
+    "a": ("points_a", 1),
+    "b1": ("points_b1", 1),
+    "c": ("points_c", 1),
+    "h": ("points_h", 1),
+    "b2": ("points_b2", 2),
+}
+# The most groups per point set (the prover option msm_tables; 0: no tables). Set by
+# configure() in every process of an engine; a process never configured builds none.
+_factor = 0
+# Threads the plan assumes (the device process's kernels run on all cores).
+_threads = None
+
+
+def configure(options: dict) -> None:
+    """Take ``msm_tables`` from the prover's options (absent: 0, no tables)."""
+    global _factor
+    v = options.get("msm_tables", 0)
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise ValueError(f"msm_tables: expected a whole number >= 0, got {v!r}")
+    _factor = v
+
+
+def factor() -> int:
+    return _factor
+
+
+def _plan_threads() -> int:
+    import os
+
+    return _threads or os.cpu_count() or 1
+
+
+def planned_bytes(key, factor_: int | None = None) -> int:
+    """Bytes of the tables build() makes for ``key`` (a cuzk.groth16.key.ProvingKey)."""
+    f = _factor if factor_ is None else factor_
+    if f < 2:
+        return 0
+    from cuzk.kernels import msm_cpu
+
+    counts = set_sizes(key)
+    return sum(
+        msm_cpu.table_nbytes(counts[name], g, f, key.arith_curve, _plan_threads())
+        for name, (_attr, g) in TABLE_SETS.items()
+    )
+
+
+def set_sizes(key) -> dict:
+    """Points in each set, from the key's header (reading no section: the engine's process
+    reads a key's sections only to validate it): A, B1, B2 one a variable, C one a private
+    variable, H one a domain point."""
+    n, private = int(key.n_vars), int(key.n_vars) - int(key.n_public) - 1
+    return {"a": n, "b1": n, "b2": n, "c": private, "h": int(key.domain_size)}
+
+
+def build(key, factor_: int | None = None) -> dict:
+    """{set name: cuzk.kernels.msm_cpu.MsmTable} for every point set of ``key`` that gets a
+    table (sets below msm_cpu.PARTITION_MIN points get none); {} when off."""
+    f = _factor if factor_ is None else factor_
+    if f < 2:
+        return {}
+    from cuzk.kernels import msm_cpu
+
+    out = {}
+    for name, (attr, g) in TABLE_SETS.items():
+        t = msm_cpu.build_table(
+            getattr(key.zkey, attr), f, g=g, curve=key.arith_curve, threads=_plan_threads()
+        )
+        if t is not None:
+            out[name] = t
+    return out
+
+
+def load(key) -> float:
+    """Build ``key``'s tables into ``key.tables`` (once: kept while the key is); returns the
+    seconds the build took (0 when there was nothing to build)."""
+    if key.tables or _factor < 2:
+        return 0.0
+    t0 = time.perf_counter()
+    key.tables = build(key)
+    key.tables_secs = time.perf_counter() - t0
+    return key.tables_secs
+
+
+def drop(key) -> None:
+    """Forget ``key``'s tables (the memory returns once no MSM holds them)."""
+    key.tables = {}
+    key.tables_secs = 0.0
+
+
+def points_for(key, name: str, points):
+    """What an MSM over point set ``name`` of ``key`` takes: its table where it has one,
+    else ``points``."""
+    tables = getattr(key, "tables", None)
+    return (tables or {}).get(name, points)
