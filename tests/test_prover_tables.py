@@ -65,8 +65,13 @@ def test_tables_off_and_option_checks(circuit_named):
 def test_engine_hands_msm_tables_to_the_prover_on_cpu_devices_only():
     from cuzk.engine.settings import EngineConfig, parse_msm_tables, prover_options
 
-    cfg = EngineConfig(devices="cpu:2", prover_options={"x": 1}).validated()
-    assert prover_options(cfg) == {"x": 1, "msm_tables": 8}  # the table's default
+    cfg = EngineConfig(devices="cpu:2", prover_options={"x": 1}, memory_budget="8GiB").validated()
+    assert prover_options(cfg) == {  # the table's default; a copy per CPU device, 1/4 budget
+        "x": 1,
+        "msm_tables": 8,
+        "msm_table_copies": 2,
+        "msm_table_cap": 2 * 1024**3,
+    }
     cfg = EngineConfig(devices="cpu:1", msm_tables="off").validated()
     assert prover_options(cfg)["msm_tables"] == 0
     cfg = EngineConfig(devices="cpu:1", msm_tables=16).validated()
@@ -79,3 +84,26 @@ def test_engine_hands_msm_tables_to_the_prover_on_cpu_devices_only():
             parse_msm_tables(bad)
     with pytest.raises(ValueError, match="msm_tables"):
         EngineConfig(devices="cpu:1", msm_tables="lots").validated()
+
+
+def test_tables_shrink_to_their_cap_and_count_every_copy(circuit_named):
+    """The engine's cap lowers a key's groups until every device's copy fits (down to none:
+    the tables never make a key refused), and the charge counts each copy."""
+    key = ProvingKey.open(circuit_named("toyhash").zkey)
+    try:
+        configure({"msm_tables": 8})
+        one = key.table_bytes
+        assert one > 0 and key_tables.plan_factor(key) == 8
+        configure({"msm_tables": 8, "msm_table_copies": 3})
+        assert key.table_bytes == 3 * one
+        configure({"msm_tables": 8, "msm_table_copies": 3, "msm_table_cap": 3 * one - 1})
+        f = key_tables.plan_factor(key)
+        assert 2 <= f < 8 and key.table_bytes == 3 * key_tables.planned_bytes(key, f) < 3 * one
+        configure({"msm_tables": 8, "msm_table_copies": 2, "msm_table_cap": 1})
+        assert key_tables.plan_factor(key) == 0 and key.table_bytes == 0
+        assert key_tables.build(key) == {}
+        for bad in ({"msm_table_copies": 0}, {"msm_table_cap": -1}, {"msm_table_cap": True}):
+            with pytest.raises(ValueError):
+                configure({"msm_tables": 8, **bad})
+    finally:
+        configure({})

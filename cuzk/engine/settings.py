@@ -229,6 +229,8 @@ def parse_json_object(v) -> dict:
 
 # Most groups a resident key's tables of multiples may hold (cuzk.kernels.msm_cpu.table_plan).
 MSM_TABLES_MAX = 64
+# One key's tables (every device's copy) take at most 1/MSM_TABLE_SHARE of the memory budget.
+MSM_TABLE_SHARE = 4
 
 
 def parse_msm_tables(v) -> int:
@@ -245,11 +247,17 @@ def parse_msm_tables(v) -> int:
 def prover_options(config) -> dict:
     """The options the engine hands its prover's configure() in every process: the config's
     prover_options, plus msm_tables where every device is a CPU device (the tables serve the
-    CPU MSMs; on a GPU the MSMs run there, and no key's budget counts tables)."""
+    CPU MSMs; on a GPU the MSMs run there, and no key's budget counts tables), with the copies
+    of a key's tables the devices may hold (each CPU device process builds its own) and their
+    cap: a quarter of the memory budget for one key's tables, all copies together (the prover
+    lowers a key's groups to fit, down to none)."""
     out = dict(config.prover_options or {})
     names = getattr(config, "device_names", None) or []
     cpu_only = bool(names) and all(str(d).startswith("cpu") for d in names)
     out["msm_tables"] = int(config.msm_tables) if cpu_only else 0
+    if out["msm_tables"]:
+        out["msm_table_copies"] = len(names)
+        out["msm_table_cap"] = memory_budget_bytes(config.memory_budget) // MSM_TABLE_SHARE
     return out
 
 

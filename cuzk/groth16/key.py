@@ -113,11 +113,11 @@ class ProvingKey:
 
     @property
     def table_bytes(self) -> int:
-        """Bytes of the key's tables of multiples under this process's msm_tables option
-        (cuzk.groth16.tables; 0 when off)."""
+        """Bytes of the key's tables of multiples under this process's msm_tables option, for
+        every CPU device that may build them (cuzk.groth16.tables; 0 when off)."""
         from cuzk.groth16 import tables
 
-        return tables.planned_bytes(self)
+        return tables.charged_bytes(self)
 
     @property
     def points_nbytes(self) -> int:

@@ -26,15 +26,27 @@ TABLE_SETS = {
 _factor = 0
 # Threads the plan assumes (the device process's kernels run on all cores).
 _threads = None
+# Copies of a key's tables the engine's devices may hold (one per CPU device process: each
+# builds its own) and the most bytes all of them may take for one key (None: no bound). Set by
+# configure() from the engine's options (msm_table_copies, msm_table_cap).
+_copies = 1
+_cap = None
 
 
 def configure(options: dict) -> None:
-    """Take ``msm_tables`` from the prover's options (absent: 0, no tables)."""
-    global _factor
+    """Take ``msm_tables`` from the prover's options (absent: 0, no tables), and the copies
+    and the cap the engine sets beside it (``msm_table_copies``, ``msm_table_cap``)."""
+    global _factor, _copies, _cap
     v = options.get("msm_tables", 0)
     if isinstance(v, bool) or not isinstance(v, int) or v < 0:
         raise ValueError(f"msm_tables: expected a whole number >= 0, got {v!r}")
-    _factor = v
+    copies = options.get("msm_table_copies", 1)
+    if isinstance(copies, bool) or not isinstance(copies, int) or copies < 1:
+        raise ValueError(f"msm_table_copies: expected a whole number >= 1, got {copies!r}")
+    cap = options.get("msm_table_cap")
+    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 0):
+        raise ValueError(f"msm_table_cap: expected a number of bytes >= 0, got {cap!r}")
+    _factor, _copies, _cap = v, copies, cap
 
 
 def factor() -> int:
@@ -47,9 +59,25 @@ def _plan_threads() -> int:
     return _threads or os.cpu_count() or 1
 
 
+def plan_factor(key) -> int:
+    """The groups per point set ``key``'s tables get: the msm_tables option, lowered until the
+    tables of every copy fit the cap (a key too large for tables at any factor gets none, and
+    proves as without the option: the tables never make a key refused)."""
+    f = _factor
+    while f >= 2 and _cap is not None and _copies * planned_bytes(key, f) > _cap:
+        f -= 1
+    return f if f >= 2 else 0
+
+
+def charged_bytes(key) -> int:
+    """What ``key``'s tables cost the engine: every copy its CPU devices may build."""
+    return _copies * planned_bytes(key)
+
+
 def planned_bytes(key, factor_: int | None = None) -> int:
-    """Bytes of the tables build() makes for ``key`` (a cuzk.groth16.key.ProvingKey)."""
-    f = _factor if factor_ is None else factor_
+    """Bytes of the tables build() makes for ``key`` (a cuzk.groth16.key.ProvingKey) in one
+    device process, at ``factor_`` groups (default: plan_factor's)."""
+    f = plan_factor(key) if factor_ is None else factor_
     if f < 2:
         return 0
     from cuzk.kernels import msm_cpu
@@ -72,7 +100,7 @@ def set_sizes(key) -> dict:
 def build(key, factor_: int | None = None) -> dict:
     """{set name: cuzk.kernels.msm_cpu.MsmTable} for every point set of ``key`` that gets a
     table (sets below msm_cpu.PARTITION_MIN points get none); {} when off."""
-    f = _factor if factor_ is None else factor_
+    f = plan_factor(key) if factor_ is None else factor_
     if f < 2:
         return {}
     from cuzk.kernels import msm_cpu
@@ -90,7 +118,7 @@ def build(key, factor_: int | None = None) -> dict:
 def load(key) -> float:
     """Build ``key``'s tables into ``key.tables`` (once: kept while the key is); returns the
     seconds the build took (0 when there was nothing to build)."""
-    if key.tables or _factor < 2:
+    if key.tables or plan_factor(key) < 2:
         return 0.0
     t0 = time.perf_counter()
     key.tables = build(key)
