@@ -19,7 +19,7 @@ from serve_harness import cli_env, request, serve_daemon, serving
 from cuzk.groth16.verifier import verify
 
 TOYHASH = fixture_circuit("toyhash")
-FALLBACK_LINE = "the native kernel library is not built for this machine"
+FALLBACK_LINE = "the native kernel library is not built here for every curve"
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc/PID/maps")
 

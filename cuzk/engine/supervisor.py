@@ -384,10 +384,11 @@ class Supervisor:
                 if "numba" in kernels and not self._said_numba:
                     self._said_numba = True
                     log.warning(
-                        "the native kernel library is not built for this machine and these "
-                        "sources (cuzk.native: %s): CPU kernels run Numba's JIT builds, compiled "
-                        'or loaded at first use (GET /healthz says "warming" meanwhile); '
-                        "`cuzk warmup` builds the library",
+                        "the native kernel library is not built here for every curve "
+                        "(kernels %s; cuzk.native: none built, or built for another CPU, "
+                        "Python or cuzk source): those curves' CPU kernels run Numba's JIT "
+                        'builds, compiled or loaded at first use (GET /healthz says "warming" '
+                        "meanwhile); `cuzk warmup` builds the library",
                         kernels,
                     )
             case KeyLoaded(key_id, _, load_ms):
