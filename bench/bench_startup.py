@@ -14,6 +14,9 @@
   rounds;
 - **daemon restart to proving**: from starting `cuzk serve` (kernel cache warm, key file in
   the page cache) to the first `cuzk prove --server` proof written, per restart;
+- **serve healthy** (issue 36): `cuzk serve` on CPU devices as on a fresh install (the native
+  library built, an empty kernel cache): start to the first /healthz "ok" without "warming",
+  and to the first `--server` proof; the same on Numba's kernels with a warm cache beside it;
 - **cold first run** (full profile only: minutes): `cuzk prove` at 2^12 with an empty kernel
   cache (a fresh NUMBA_CACHE_DIR): when its first stderr line came (the compile notice) and
   the whole command. The same as a new user meets it, in a fresh venv from a clean clone
@@ -244,6 +247,80 @@ def _restart(rounds: int) -> dict:
         "listening_s": _stats(listening)[1],
         "first_proof_s": _stats(proving)[1],
         "first_proof_min_s": _stats(proving)[0],
+    }
+
+
+def _serve_healthy(rounds: int, native: bool) -> dict:
+    """`cuzk serve` on CPU devices as on a fresh install (an empty kernel cache, a fresh state
+    folder; the native library built, as `pip install` builds it): seconds from the start to
+    the first /healthz "ok" without "warming", and to the first --server proof written (2^12);
+    the build its processes said they run (GET /status). With ``native`` False the same on
+    Numba's kernels (CUZK_NATIVE=0) with the suite's warm cache: the best a start without the
+    library does (an empty cache would compile for minutes: the cold row)."""
+    import json
+    import re
+    import urllib.request
+
+    from bench.bench_prove_server import stop_daemon
+    from bench.circuits import WORK
+    from cuzk import native as native_kernels
+
+    files = circuit(FAMILY, 12)
+    healthy, proving, kernels = [], [], set()
+    for _ in range(rounds):
+        with tempfile.TemporaryDirectory(prefix="cuzk-bench-serve-") as folder:
+            env = dict(os.environ)
+            if native:
+                env["CUZK_NATIVE_DIR"] = str(native_kernels.library_path("bn254").parent)
+                env["NUMBA_CACHE_DIR"] = os.path.join(folder, "numba")  # nothing compiled
+            else:
+                env["CUZK_NATIVE"] = "0"
+            log_path = os.path.join(folder, "serve.log")
+            argv = [sys.executable, "-m", "cuzk.cli", "serve", "--listen", "127.0.0.1:0"]
+            argv += ["--key-root", str(WORK), "--state-dir", os.path.join(folder, "state")]
+            t0 = time.perf_counter()
+            with open(log_path, "wb") as log:
+                proc = subprocess.Popen(
+                    argv + ["--log-level", "info"],
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    start_new_session=True,
+                )
+            try:
+                url, health = None, {}
+                while time.perf_counter() - t0 < 600 and proc.poll() is None:
+                    if url is None:
+                        with open(log_path, errors="replace") as f:
+                            m = re.search(r"listening on (http://\S+)", f.read())
+                        url = m.group(1) if m else None
+                    if url is not None:
+                        with urllib.request.urlopen(url + "/healthz", timeout=10) as r:
+                            health = json.load(r)
+                        if health.get("status") == "ok" and "warming" not in health:
+                            break
+                    time.sleep(0.01)
+                else:
+                    raise RuntimeError(f"cuzk serve not healthy: {health}")
+                healthy.append(time.perf_counter() - t0)
+                with urllib.request.urlopen(url + "/status", timeout=10) as r:
+                    status = json.load(r)
+                for w in [*status["synthesis"]["workers"], *status["gpu_workers"]]:
+                    kernels.add(w.get("kernels", ""))
+                _run_measured(cuzk_prove(files, "serve-healthy", "--server", url))
+                proving.append(time.perf_counter() - t0)
+            finally:
+                stop_daemon(proc)
+        print(
+            f"  serve ({'native library' if native else 'Numba, warm cache'}): healthy after "
+            f"{healthy[-1]:.2f} s, first proof written after {proving[-1]:.2f} s",
+            flush=True,
+        )
+    return {
+        "healthy_s": _stats(healthy)[1],
+        "healthy_min_s": _stats(healthy)[0],
+        "first_proof_s": _stats(proving)[1],
+        "kernels": sorted(kernels),
     }
 
 
@@ -588,6 +665,10 @@ def run(profile: str = "quick") -> dict:
     print(table(out["fixed"]))
     out["thin_client"] = _thin_client(rounds)
     out["restart"] = _restart(rounds)
+    if native is not None:
+        out["serve_healthy"] = _serve_healthy(rounds, native=True)
+        if profile != "smoke":
+            out["serve_healthy_numba"] = _serve_healthy(rounds, native=False)
     if profile == "full":
         out["cold"] = _cold()
     out["issue36"] = issue36(profile, rounds)
@@ -666,6 +747,7 @@ def targets(get) -> list[dict]:
         )
     )
     out += issue36_targets(res.get("issue36") or {})
+    out.append(_serve_healthy_row(res))
     full = get(profile="full") or {}
     big = [r for r in (full.get("issue36") or {}).get("own_cost") or [] if r["log2n"] > 16]
     if big:  # the sizes past the quick profile's (2^17-2^19)
@@ -761,6 +843,31 @@ def issue36_targets(res: dict, profile: str = "quick") -> list[dict]:
             )
         )
     return out
+
+
+def _serve_healthy_row(res: dict) -> dict:
+    """Issue #36 target 2: `cuzk serve` on CPU devices healthy (proving) <= 2 s after start on
+    a fresh install (the native library built, the kernel cache empty)."""
+    sh, numba = res.get("serve_healthy"), res.get("serve_healthy_numba")
+    note = ""
+    if sh:
+        kernels = ", ".join(sh["kernels"])
+        note = f"first proof (2^12) after {fmt(sh['first_proof_s'])} s; kernels {kernels}"
+        if numba:
+            note += (
+                f"; on Numba's kernels, warm cache: healthy after {fmt(numba['healthy_s'])} s, "
+                f"first proof after {fmt(numba['first_proof_s'])} s"
+            )
+    return target(
+        "serve healthy: `cuzk serve` (CPU) start to /healthz ok, fresh install",
+        "#36",
+        2.0,
+        "s",
+        sh["healthy_s"] if sh else None,
+        best=sh["healthy_min_s"] if sh else None,
+        note=note,
+        suite="startup",
+    )
 
 
 def summary(get) -> list[str]:

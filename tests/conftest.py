@@ -211,3 +211,15 @@ def board_factory():
         b.close()
         segment.unlink_segment(name)
         assert not os.path.exists(f"/dev/shm/{name}")
+
+
+@pytest.fixture(scope="session")
+def native_dir():
+    """The folder holding BN254's native kernel library (cuzk.native), built there once (the
+    suite's default folder, cuzk.native.folder(): a later `cuzk warmup` or bench run in the
+    suite keeps it); the test is skipped where there is no C compiler to build it."""
+    if shutil.which(os.environ.get("CC", "cc")) is None:
+        pytest.skip("no system C compiler (cc)")
+    from cuzk.native.build import build_library
+
+    return build_library("bn254").parent

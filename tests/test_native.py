@@ -25,15 +25,6 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-@pytest.fixture(scope="session")
-def native_dir():
-    """The folder holding BN254's native library, built there once (the suite's default
-    folder, cuzk.native.folder(): a later `cuzk warmup` or bench run in the suite keeps it)."""
-    from cuzk.native.build import build_library
-
-    return build_library("bn254").parent
-
-
 @pytest.fixture
 def native_on(native_dir, monkeypatch):
     """Within the test, this process's kernel lookups take the library."""
@@ -142,6 +133,33 @@ def test_synthesis_and_key_checks_agree_with_numba(native_on):
     pts[7, 2] ^= np.uint64(1)
     assert both(lambda: validate.first_bad_point(pts)) == (7, 7)
     assert native.calls.get("first_bad")
+
+
+def test_the_daemons_stages_make_the_same_proof_bytes(native_on):
+    """The stages as a daemon's processes run them (synthesize into shared buffers, prove_start
+    on a long-lived CPU device, prove_finish with fixed r, s) give the same proof JSON with
+    Numba's kernels and the library's; self-verification takes Python ints with the library
+    (cuzk.groth16.verifier_backend: no numba) and accepts it."""
+    from cuzk import groth16
+    from cuzk.groth16 import ProvingKey, load_witness, open_device
+
+    def proof():
+        key = ProvingKey.open(FIXTURES / "toyhash" / "circuit.zkey")
+        w = load_witness(FIXTURES / "toyhash" / "witness_0.wtns", key)
+        out = {n: np.zeros(shape, dtype) for n, (shape, dtype) in key.buffers().items()}
+        groth16.synthesize(key, w, out=out)
+        partial = groth16.prove_start(key, out, w, open_device("cpu"))
+        p = groth16.prove_finish(key, partial, w, r=12345, s=67890)
+        vk = key.verification_key()
+        backend = groth16.verifier_backend(key.arith_curve)
+        return p.to_json(), backend, groth16.verify(vk, p.public, p)
+
+    before = dict(native.calls)
+    (numba_json, numba_backend, numba_ok), (native_json, native_backend, native_ok) = both(proof)
+    assert numba_json == native_json
+    assert (numba_backend, native_backend) == ("numba", "python") and numba_ok and native_ok
+    ran = {k for k, n in native.calls.items() if n > before.get(k, 0)}
+    assert {"evaluate_abc", "h_pipeline", "pippenger_g1_int16", "pippenger_g2_int16"} <= ran
 
 
 def _prove_cmd(tmp_path, *python_flags):

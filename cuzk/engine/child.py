@@ -75,6 +75,14 @@ def load_prover(name: str, options: dict):
     return prover
 
 
+def select_kernels(prover, device: str | None = None) -> str:
+    """The prover's kernel choice for this process (optional ``select_kernels(device)``:
+    cuzk.engine.contract), made once before the process reports Ready; what it names them
+    ("native", "numba", ...) goes to the supervisor with Ready (GET /status "kernels")."""
+    select = getattr(prover, "select_kernels", None)
+    return str(select(device)) if select is not None else ""
+
+
 class Channel:
     """The child's end of its pipe: sends from any thread (serialised), receives in main."""
 
@@ -100,18 +108,19 @@ class ChildProcess:
     """What a synthesis and a device process share: logging, the channel, the prover, the
     board, and the main thread's command loop. A subclass handles its own commands."""
 
-    def __init__(self, conn, opts: dict):
+    def __init__(self, conn, opts: dict, device: str | None = None):
         setup_logging(opts.get("log_level", 30))
         self.opts = opts
         self.chan = Channel(conn)
         self.prover = load_prover(opts["prover"], opts.get("prover_options"))
+        self.kernels = select_kernels(self.prover, device)
         self.status = ChildStatus.attach(opts.get("board_name"), pid=os.getpid())
 
     def run(self) -> None:
         """Start the process's threads and the board heartbeat, report Ready, then serve."""
         for target, name in [*self.threads(), (self.status.heartbeat_loop, "heartbeat")]:
             threading.Thread(target=target, name=name, daemon=True).start()
-        self.chan.send(Ready(os.getpid()))
+        self.chan.send(Ready(os.getpid(), self.kernels))
         threading.Thread(target=self._watch_compiles, name="compile-watch", daemon=True).start()
         self.serve()
 

@@ -19,6 +19,11 @@ each (isinstance, and every function's and method's parameters). Where each call
                         with self_verify: key.verification_key and verify
     every process       watch_compiles(say, on_change), optional: a prover whose kernels
                         compile at first use reports each compile (GET /healthz "warming")
+    each child          select_kernels(device), optional: picks the process's kernels once
+                        at its start (device: the device process's device, None for
+                        synthesis) and returns their name for operators ("native", "numba":
+                        the workers' "kernels" in GET /status; a name with "numba" in it
+                        has the supervisor log once that the fast build is missing)
 
 Prover buffers. The key declares the arrays one partition needs, as plain data: `witness_buffer()`,
 the witness's (shape, numpy dtype), and `buffers()`, {name: (shape, numpy dtype)} of what

@@ -107,7 +107,7 @@ class DeviceProcess(child.ChildProcess):
     """One device: its worker loops, finalizer threads, resident keys (see the module doc)."""
 
     def __init__(self, conn, device_index: int, device_name: str, open_name: str, opts: dict):
-        super().__init__(conn, opts)
+        super().__init__(conn, opts, device=device_name)
         self.device_name = device_name
         n_workers, n_fin = opts["workers_per_device"], opts["finalizers_per_device"]
         self.split = opts["split_prove"]

@@ -314,7 +314,26 @@ class Engine(JobAPI):
         warming = self.warming()
         if warming:
             snap["warming"] = warming
+        with self._books.lock:
+            by_pid = {ch.pid: ch.kernels for ch in self._books.children if ch.kernels}
+        for w in (*snap["synthesis"]["workers"], *snap["gpu_workers"], *snap["finalizers"]):
+            if w["pid"] in by_pid:  # what the worker's process runs (child.select_kernels)
+                w["kernels"] = by_pid[w["pid"]]
         return snap
+
+    def select_kernels_here(self) -> str:
+        """Pick this process's kernels as the children pick theirs (child.select_kernels): the
+        serving process validates keys. For `cuzk serve`, whose process is its own (an
+        in-process engine leaves its caller's choice alone)."""
+        from cuzk.engine.child import select_kernels
+
+        return select_kernels(self._prover())
+
+    def process_kernels(self) -> dict[str, str]:
+        """{process name: its kernels} as each said when ready ("native", "numba", ...;
+        cuzk.engine.child.select_kernels), for the processes that said."""
+        with self._books.lock:
+            return {ch.name: ch.kernels for ch in self._books.children if ch.kernels}
 
     @property
     def board_name(self) -> str:

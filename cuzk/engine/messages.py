@@ -99,6 +99,7 @@ class Stop(NamedTuple):
 # -- child -> supervisor -----------------------------------------------------------------------
 class Ready(NamedTuple):
     pid: int
+    kernels: str = ""  # what the process's kernels are (child.select_kernels), "" unsaid
 
 
 class Pong(NamedTuple):

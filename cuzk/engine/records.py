@@ -199,6 +199,7 @@ class ChildRecord:
     items: set = field(default_factory=set)  # WorkKeys this process holds
     inflight: int = 0  # device: items not yet past prove_start
     warming: dict | None = None  # kernels compiling in this process (messages.Warming)
+    kernels: str = ""  # what its kernels are, as it said when ready (messages.Ready)
 
     @property
     def name(self) -> str:

@@ -72,6 +72,7 @@ class Supervisor:
         self.start_error: BaseException | None = None
         self.signal_stop: float | None = None  # set by a signal handler (no locks there)
         self._last_ping = 0.0
+        self._said_numba = False  # the fallback to Numba's kernels is logged once
 
     # ================================================================ API side (any thread)
     def start(self) -> None:
@@ -375,9 +376,21 @@ class Supervisor:
             case Warming(state):
                 ch.warming = state
                 self._publish_warming()
-            case Ready(pid):
-                ch.state, ch.last_pong = "ready", time.time()
-                log.info("%s ready, pid %d", ch.name, pid)
+            case Ready(pid, kernels):
+                ch.state, ch.last_pong, ch.kernels = "ready", time.time(), kernels
+                log.info(
+                    "%s ready, pid %d%s", ch.name, pid, f", kernels {kernels}" if kernels else ""
+                )
+                if "numba" in kernels and not self._said_numba:
+                    self._said_numba = True
+                    log.warning(
+                        "the native kernel library is not built here for every curve "
+                        "(kernels %s; cuzk.native: none built, or built for another CPU, "
+                        "Python or cuzk source): those curves' CPU kernels run Numba's JIT "
+                        'builds, compiled or loaded at first use (GET /healthz says "warming" '
+                        "meanwhile); `cuzk warmup` builds the library",
+                        kernels,
+                    )
             case KeyLoaded(key_id, _, load_ms):
                 k = b.keys.get(key_id)
                 if k is not None:

@@ -31,6 +31,43 @@ def configure(options: dict) -> None:
     tables.configure(options or {})
 
 
+def select_kernels(device: str | None = None) -> str:
+    """Pick this long-lived process's CPU kernels as a one-shot command does (cuzk.native: the
+    native library where it is built for this machine and these sources, else Numba's JIT
+    builds, compiled or loaded at first use) and name them for operators. Called once at the
+    start of each `cuzk serve` process: the engine's children (``device`` a device process's
+    device, None for synthesis) and the serve process itself. Each curve's library is loaded
+    now, so a process on it loads and compiles nothing later and imports no numba.
+
+    Returns "native" (every curve's kernels from the library), "numba" (none), or per curve,
+    e.g. "native (bn254), numba (bls12_381)"; for a CUDA device "cuda" and its CPU kernels
+    (the finalizer's G2 MSM and assembly), e.g. "cuda, CPU native": its prove_start kernels
+    are Numba CUDA's either way."""
+    from cuzk import native
+    from cuzk.arith.curves import CURVES
+
+    native.enable()
+    have = {c: native.enabled() and native.library(c) is not None for c in CURVES}
+    if all(have.values()):
+        cpu = "native"
+    elif not any(have.values()):
+        cpu = "numba"
+    else:
+        cpu = ", ".join(f"{'native' if ok else 'numba'} ({c})" for c, ok in have.items())
+    if str(device or "").startswith("cuda"):
+        return f"cuda, CPU {cpu}"
+    return cpu
+
+
+def verifier_backend(curve: str) -> str:
+    """The backend (cuzk.groth16.verifier.BACKENDS) this process verifies ``curve``'s proofs
+    with: Python ints where the native library serves its kernels (so the process never
+    imports numba: ~15-20 ms a BN254 proof), else the compiled one (~2 ms once loaded)."""
+    from cuzk import native
+
+    return "python" if native.enabled() and native.library(curve) is not None else "numba"
+
+
 def watch_compiles(say, on_change=None):
     """Report this process's kernel compiles (cache misses) from now on: ``say(line)`` for
     the notice and progress, ``on_change(state)`` for the engine's /healthz (cuzk.compiling)."""
@@ -44,8 +81,10 @@ def verify(vk, public, proof) -> bool:
     self-verification; cuzk.groth16.verifier does the pairing check)."""
     from cuzk.groth16.verifier import verify as verify_json
 
-    return verify_json(vk, public, proof.to_json())
+    return verify_json(vk, public, proof.to_json(), backend=verifier_backend(vk.curve.arith))
 
 
-__all__ = sorted([*_EXPORTS, "configure", "verify", "watch_compiles"])
+__all__ = sorted(
+    [*_EXPORTS, "configure", "select_kernels", "verifier_backend", "verify", "watch_compiles"]
+)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

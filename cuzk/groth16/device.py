@@ -1,4 +1,5 @@
-"""Devices a prover runs its kernels on: the CPU (Numba CPU kernels) or one CUDA GPU.
+"""Devices a prover runs its kernels on: the CPU (the native library's kernels where this
+process uses it, else Numba's CPU builds: cuzk.native) or one CUDA GPU (Numba CUDA).
 
 A device keeps proving keys resident (on a GPU: the point sets copied to device memory once;
 on the CPU: the mapped arrays themselves) and runs the prove_start kernels against them:
@@ -33,7 +34,8 @@ def _points(zkey, which: str) -> np.ndarray:
 
 
 class CpuDevice:
-    """Numba CPU kernels; resident keys are the mapped arrays (no copy, no extra bytes).
+    """CPU kernels (the native library's or Numba's: cuzk.native.kernels picks per call);
+    resident keys are the mapped arrays (no copy, no extra bytes).
     keep_tables=False: the NTT's tables are not kept for later proofs (a one-shot process)."""
 
     kind = "cpu"
@@ -48,7 +50,10 @@ class CpuDevice:
     def describe(self) -> str:
         import os
 
-        return f"{self.name}: Numba CPU kernels on {os.cpu_count()} cores"
+        from cuzk import native
+
+        what = "native library" if native.enabled() and native.library() else "Numba"
+        return f"{self.name}: {what} CPU kernels on {os.cpu_count()} cores"
 
     def load_key(self, key) -> None:
         # tables of multiples for the key's MSMs (msm_tables; cuzk.groth16.tables): built

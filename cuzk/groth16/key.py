@@ -95,9 +95,10 @@ class ProvingKey:
     def verification_key(self):
         """The cuzk.groth16.verifier.VerifyingKey read from the key's header (unchecked: validate()
         checks the points), for cuzk.groth16.verifier."""
+        from cuzk.groth16 import verifier_backend
         from cuzk.groth16.verifier import VerifyingKey
 
-        return VerifyingKey.from_zkey(self.zkey)
+        return VerifyingKey.from_zkey(self.zkey, verifier_backend(self.arith_curve))
 
     # sizes --------------------------------------------------------------------------------
     n_vars = property(lambda self: self.zkey.n_vars)

@@ -48,9 +48,10 @@ def setup_logging(level: str) -> None:
     logging.getLogger("numba").setLevel(logging.WARNING)
 
 
-def describe_device(name: str, cfg) -> str:
-    """One line about a device process: what it runs and with how many loops."""
-    what = "Numba CPU kernels"
+def describe_device(name: str, cfg, kernels: str = "") -> str:
+    """One line about a device process: what it runs (``kernels``: what its process said it
+    runs, cuzk.engine.child.select_kernels) and with how many loops."""
+    what = f"CPU kernels {kernels}" if kernels else "CPU kernels"
     if name.startswith("cuda:"):
         what = "CUDA"
         try:  # optional telemetry library: name and memory without a CUDA context here
@@ -77,6 +78,7 @@ class Daemon:
     def __init__(self, config: Config):
         self.config = config
         self.engine = None
+        self.kernels = ""  # what this process's kernels are (engine.child.select_kernels)
         self.server = None
         self.api = None
         self.metrics = None
@@ -162,6 +164,8 @@ class Daemon:
                 )
             else:
                 self.engine = Engine(ecfg, journal=self.journal)
+                # this process validates keys: its kernels chosen as its children's are
+                self.kernels = self.engine.select_kernels_here()
             self.engine.start(timeout=600)
         except Exception as e:
             log.error("engine failed to start: %s", e)
@@ -180,8 +184,18 @@ class Daemon:
                 cfg.devices,
             )
         else:
-            for name in ecfg.device_names:
-                log.info(describe_device(name, ecfg))
+            kernels = self.engine.process_kernels()
+            for i, name in enumerate(ecfg.device_names):
+                log.info(
+                    describe_device(name, ecfg, kernels.get(f"device process {i} ({name})", ""))
+                )
+            synth = sorted({k for n, k in kernels.items() if n.startswith("synth")})
+            if synth or self.kernels:
+                log.info(
+                    "synthesis processes: kernels %s; this process: kernels %s",
+                    ", ".join(synth) or "unsaid",
+                    self.kernels or "unsaid",
+                )
             log.info(
                 "board %s (watch it with: cuzk top --board %s)",
                 self.engine.board_name,
