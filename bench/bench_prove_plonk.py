@@ -201,10 +201,15 @@ def circuit(family: str, log2n: int, log=print) -> dict:
             f"{family} at 2^{log2n}: "
             + ("one unit needs more gates" if param < 1 else "its units fill a smaller domain")
         )
+    ptau(log2n, log)  # before compiling: NoCircuit where there is none
     tmp = PLONK_WORK / f".{family}-{log2n}.{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     try:
-        made = _compile(family, param, tmp, log)
+        made = _compiled(family, param, log2n, log)
+        tmp.mkdir(parents=True)
+        for f in ("circuit.r1cs", "witness.wtns", "circuit.circom", "input.json"):
+            shutil.copy(made / f, tmp / f)
+        made = {"r1cs": tmp / "circuit.r1cs"}
         t0 = time.perf_counter()
         log(f"  {family} {param} {FAMILIES[family].unit}: PLONK key ...")
         how = make_key(made["r1cs"], tmp / "plonk.zkey", log2n, log)
@@ -238,6 +243,18 @@ def circuit(family: str, log2n: int, log=print) -> dict:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return files
+
+
+def _compiled(family: str, param: int, log2n: int, log=print) -> Path:
+    """The folder of the family's circuit of `param` units compiled and witnessed (kept apart
+    from its key, so that a key made later reuses it)."""
+    d = PLONK_WORK / f".compiled-{family}-{log2n}"
+    src = FAMILIES[family].source(param)
+    c = d / "circuit.circom"
+    if not (c.exists() and c.read_text() == src and (d / "witness.wtns").exists()):
+        shutil.rmtree(d, ignore_errors=True)
+        _compile(family, param, d, log)
+    return d
 
 
 def _domain_floor(family: str, param: int) -> int:
@@ -338,7 +355,8 @@ def _measure(family: str, log2n: int, profile: str) -> dict:
 
 def run(profile: str = "quick", families=None) -> dict:
     compile_bytecode()
-    native = native_library("bn254")
+    # CUZK_NATIVE=0: the commands run Numba's kernels (no library built or used)
+    native = None if os.environ.get("CUZK_NATIVE") == "0" else native_library("bn254")
     rows, skipped = [], []
     for log2n in SIZES[profile]:
         for family in families or FAMILIES_BY_PROFILE[profile] or real_families("bn254"):

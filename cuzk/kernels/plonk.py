@@ -17,6 +17,7 @@ kernel takes one argument for all of them.
 
 from cuzk.arith.curves import DEFAULT, build_params
 from cuzk.arith.jit import building
+from cuzk.kernels import plonk_rows as R
 
 T = building()
 device_fn = T.device_fn
@@ -27,8 +28,8 @@ if F.NR != 4:
 fr_add, fr_sub, fr_mul = F.fr_add, F.fr_sub, F.fr_mul
 
 # Rows of the constants array the kernels take (Montgomery form).
-BETA, GAMMA, BETA_K1, BETA_K2, ALPHA, ALPHA2, ONE, ZH_INV = range(8)  # ZH_INV .. ZH_INV + 3
-CONSTANTS = ZH_INV + 4
+BETA, GAMMA, BETA_K1, BETA_K2, ALPHA = R.BETA, R.GAMMA, R.BETA_K1, R.BETA_K2, R.ALPHA
+ALPHA2, ONE, ZH_INV, CONSTANTS = R.ALPHA2, R.ONE, R.ZH_INV, R.CONSTANTS
 
 
 @device_fn

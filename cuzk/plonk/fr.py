@@ -138,7 +138,7 @@ class FrOps:
     def constants(self, **values) -> np.ndarray:
         """The constants array of cuzk.kernels.plonk (rows BETA, GAMMA, ... in Montgomery
         form) from plain ints: beta, gamma, k1, k2, alpha, zh_inv (four values)."""
-        from cuzk.kernels import plonk as P
+        from cuzk.kernels import plonk_rows as P
 
         r = self.r
         rows = [0] * P.CONSTANTS
