@@ -4,7 +4,7 @@ For each circuit (bench.circuits' circomlib families, sized so that the PLONK ke
 2^k: 2^12, 2^15 and 2^17 in the quick profile, 2^19 in the full one; a family whose unit
 needs more gates than the domain holds, SHA-256's 31,264-constraint block below 2^17, is
 listed as skipped): rounds of the `cuzk prove` command and of `snarkjs plonk prove` (once,
-its untimed run left out, from 2^17), after one untimed run of each, so that both see the
+its untimed run left out, from 2^15), after one untimed run of each, so that both see the
 same machine load: min / median / max wall time, peak RSS, and the ratio of the medians
 (snarkjs ÷ cuzk: how many times faster cuzk is) and of the peaks (cuzk ÷ snarkjs). Every
 proof either command wrote is checked by `snarkjs plonk verify` against the key's
@@ -58,7 +58,7 @@ from bench.tables import fmt, table, target
 SIZES = {"smoke": (10,), "quick": (12, 15, 17), "full": (12, 15, 17, 19), "gpu": ()}
 FAMILIES_BY_PROFILE = {"smoke": ("range",), "quick": None, "full": None, "gpu": None}
 REPEATS = {"smoke": 1, "quick": 3, "full": 5, "gpu": 1}
-SLOW_PEER_LOG2N = 17  # from this size snarkjs runs once (its warm-up run left out)
+SLOW_PEER_LOG2N = 15  # from this size snarkjs (a minute a proof and more) runs once, no warm-up
 PLONK_WORK = WORK / "plonk"
 PTAU_MAKE_LOG2 = 15  # powers of tau the suite makes itself (snarkjs: minutes at 2^15)
 FILL = 0.97  # the share of the domain a sized circuit may fill (the gate count is estimated)
