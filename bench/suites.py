@@ -37,6 +37,11 @@ SUITES = {
         "cuzk prove vs snarkjs on BLS12-381 (circom --prime bls12381), same files",
         "cuzk prove --device cuda",
     ),
+    "prove-plonk": (
+        "bench.bench_prove_plonk",
+        "cuzk prove vs snarkjs plonk prove on PLONK keys, same files",
+        None,
+    ),
     "prove-server": (
         "bench.bench_prove_server",
         "cuzk prove --server (a warm cuzk serve) vs rapidsnark, same files",

@@ -26,7 +26,15 @@ from bench.tables import targets_table
 
 ROOT = Path(__file__).resolve().parent.parent
 # snarkjs, circom2
-NEEDS_NODE_TOOLS = {"prove", "prove-bls12381", "prove-server", "pairing", "witness", "startup"}
+NEEDS_NODE_TOOLS = {
+    "prove",
+    "prove-bls12381",
+    "prove-plonk",
+    "prove-server",
+    "pairing",
+    "witness",
+    "startup",
+}
 NEEDS_NETNS = {"cluster"}  # Ray, in a loopback-only network namespace (root, iproute2)
 RUN_APART = {"soak"}  # its smoke profile is 2 minutes of work: tests/test_soak.py runs it
 # shared-memory names that embed their creator's pid: status boards and engine buffers

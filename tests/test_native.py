@@ -283,3 +283,26 @@ def test_the_library_is_keyed_on_the_cpu_and_the_sources(native_dir):
         "native/runtime.c",
     ):
         assert source in names
+
+
+def test_plonk_prove_with_the_library_imports_no_numba(native_dir, tmp_path):
+    """`cuzk prove` on a PLONK key (nested: additions, 14 public signals) with the library:
+    its NTT and PLONK kernels (entries ntt_*, plonk_*) serve the whole proof, numba is never
+    imported, and the proof verifies."""
+    from cuzk.plonk.verifier import verify_files
+
+    c = FIXTURES / "nested"
+    proof, public = tmp_path / "proof.json", tmp_path / "public.json"
+    p = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "cuzk.console", "prove"]
+        + [str(c / "plonk.zkey"), str(c / "witness_1.wtns"), str(proof), str(public)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=_env(native_dir),
+    )
+    assert p.returncode == 0, p.stderr[-2000:]
+    imported = [line.rsplit("|", 1)[-1].strip() for line in p.stderr.splitlines() if "|" in line]
+    assert "cuzk.native" in imported and "cuzk.plonk.prover" in imported
+    assert not [m for m in imported if m.split(".")[0] in ("numba", "llvmlite")]
+    assert verify_files(c / "plonk_vk.json", public, proof)

@@ -1,6 +1,6 @@
 """The PLONK prover (cuzk.plonk.prover, `cuzk prove` on a PLONK key): proofs that cuzk's
 verifier and `snarkjs plonk verify` accept, of the public signals snarkjs writes; refused
-witnesses; the prover's Python-int steps against direct computation."""
+witnesses; the prover's kernel steps against Python-int computation."""
 
 from __future__ import annotations
 
@@ -100,14 +100,14 @@ def test_evaluation_and_division():
     # p(X) - p(x) divided by X - x, multiplied back
     p = list(coefs)
     p[0] = (p[0] - value) % R
-    q = prover.divide_by_linear(p, x, R)
+    q = ops.to_ints(prover.divide_by_linear(ops.from_ints(p), x, ops))
     back = [0] * len(p)
     for i, c in enumerate(q):
         back[i + 1] = (back[i + 1] + c) % R
         back[i] = (back[i] - x * c) % R
     assert back == p
     with pytest.raises(prover.ProveError):
-        prover.divide_by_linear(coefs, x, R)
+        prover.divide_by_linear(ops.from_ints(coefs), x, ops)
 
 
 @pytest.mark.interop

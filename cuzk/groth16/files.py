@@ -40,7 +40,8 @@ def run_prove(
     except FormatError as e:
         raise ProveError(str(e)) from None
     if protocol == PLONK_PROTOCOL_ID:
-        return _run_prove_plonk(zkey, wtns, proof_json, public_json, r1cs, verify, device)
+        with native_kernels.used(native):
+            return _run_prove_plonk(zkey, wtns, proof_json, public_json, r1cs, verify, device)
     return_freed_arrays_to_the_system()
     with native_kernels.used(native), contextlib.ExitStack() as loads:
         return _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device, loads)

@@ -13,7 +13,8 @@ the int64 the C function stores it in (the library's functions return nothing th
 
 These are the kernels a one-shot proof calls (`cuzk prove`, `cuzk fullprove`): the key
 checks, synthesis, the H pipeline and its tables, the MSM drivers of both groups, and the
-constraint check of `--r1cs`.
+constraint check of `--r1cs`; for a PLONK key the NTT's transforms and coset step and the
+PLONK prover's kernels (_plonk_entries).
 """
 
 from __future__ import annotations
@@ -94,6 +95,35 @@ def _msm_entries(g: str) -> list[Entry]:
     return entries
 
 
+def _plonk_entries() -> list[Entry]:
+    """The NTT's transforms and coset step, and cuzk.kernels.plonk_cpu_kernels: what a PLONK
+    proof runs besides the powers tables and the MSMs."""
+    n, p = "cuzk.kernels.ntt_cpu_kernels", "cuzk.kernels.plonk_cpu_kernels"
+    vec, out = IN("uint64", 2), OUT("uint64", 2)
+    return [
+        Entry("ntt_dit", n, "_dit", (), (out,) * 3 + (INT, vec) + (INT,) * 4),
+        Entry("ntt_bit_reverse", n, "_bit_reverse", (), (out, INT)),
+        Entry("ntt_bit_reverse_scale", n, "_bit_reverse_scale", (), (out, INT, IN("uint64", 1))),
+        Entry("ntt_coset_shift", n, "_coset_shift", (), (out, vec, INT, INT)),
+        Entry(
+            "plonk_additions",
+            p,
+            "_additions",
+            (),
+            (out, IN("int64", 1), IN("int64", 1), vec, vec, INT),
+        ),
+        Entry("plonk_gate_residuals", p, "_gate_residuals", (), (OUT("uint8", 1),) + (vec,) * 9),
+        Entry("plonk_copy_factors", p, "_copy_factors", (), (out, out) + (vec,) * 8),
+        Entry("plonk_grand_product", p, "_grand_product", (), (out, vec, vec, vec, out)),
+        Entry("plonk_quotient", p, "_quotient", (), (out,) + (vec,) * 15),
+        Entry("plonk_axpy", p, "_axpy", (), (out, vec, vec)),
+        Entry("plonk_horner", p, "_horner", (), (vec, vec, out)),
+        Entry("plonk_divide_linear", p, "_divide_linear", (), (out, vec, vec, out)),
+        Entry("plonk_scale", p, "_scale", (), (out, vec)),
+        Entry("plonk_to_mont", p, "_to_mont", (), (out, INT)),
+    ]
+
+
 ENTRIES: tuple[Entry, ...] = (
     Entry(
         "first_bad",
@@ -137,6 +167,7 @@ ENTRIES: tuple[Entry, ...] = (
     ),
     *_msm_entries("g1"),
     *_msm_entries("g2"),
+    *_plonk_entries(),
 )
 
 

@@ -4,10 +4,13 @@ shared kernels, for one curve and one target.
 A vector is a C-contiguous (m, 4) uint64 array of Montgomery-form elements (R = 2^256), as
 the NTT kernels take them. `FrOps` puts together what the prover needs from the public
 kernel APIs: elementwise operations from cuzk.arith.batch (one build per target and curve),
-NTTs and the coset step from cuzk.kernels.ntt_cpu, G1 MSMs from cuzk.kernels.msm_cpu, and
-conversions between vectors and Python ints for the prover's sequential steps. Only the CPU
-target exists here; a CUDA `FrOps` would put the same methods on cuzk.arith.batch("cuda")
-and the CUDA NTT and MSM, and the prover (cuzk.plonk.prover) would not change.
+NTTs and the coset step from cuzk.kernels.ntt_cpu, G1 MSMs from cuzk.kernels.msm_cpu, the
+prover's own steps (additions, grand product, quotient, Horner, division by X - x, scaled
+sums) from cuzk.kernels.plonk_cpu_kernels, and conversions to and from Python ints. Only the
+CPU target exists here; a CUDA `FrOps` would put the same methods on the CUDA builds of the
+same sources (cuzk.kernels.plonk's device functions are shared), and the prover
+(cuzk.plonk.prover) would not change. The kernels come through cuzk.native.kernels: the
+native library's where a command enabled it, else Numba's builds.
 """
 
 from __future__ import annotations
@@ -19,23 +22,41 @@ from cuzk.arith.radix import ints_to_limbs, limbs_to_ints
 MONT_R = 1 << 256  # Fr is 4 limbs on every curve cuzk knows
 
 
+def _c(a) -> np.ndarray:
+    """a as a C-contiguous (m, 4) uint64 array (key views are copied only when strided)."""
+    return np.ascontiguousarray(a, dtype=np.uint64)
+
+
 class FrOps:
     """Fr vectors of `curve` (a cuzk.formats.curve Curve) on the CPU kernels."""
 
     target = "cpu"
 
     def __init__(self, curve):
-        from cuzk.arith import batch
         from cuzk.arith.curves import constants
 
         self.curve = curve
         self.arith = curve.arith
         self.r = curve.r
         self.roots = constants(curve.arith).fr_roots_of_unity()
-        self.batch = batch("cpu", curve.arith)
         self._r_inv = pow(MONT_R, -1, self.r)
 
+    @property
+    def batch(self):
+        """cuzk.arith.batch's CPU build for this curve (add, sub, mul, inv; built on first
+        use: the prover itself runs on `kernels`)."""
+        from cuzk.arith import batch
+
+        return batch("cpu", self.arith)
+
     # --- conversions ------------------------------------------------------------------------
+    @property
+    def kernels(self):
+        """cuzk.kernels.plonk_cpu_kernels for this curve (native or Numba's)."""
+        from cuzk.native import kernels
+
+        return kernels("cuzk.kernels.plonk_cpu_kernels", self.arith)
+
     def mont(self, x: int) -> np.ndarray:
         """One element (4,) in Montgomery form."""
         return ints_to_limbs([x % self.r * MONT_R % self.r])[0]
@@ -53,11 +74,19 @@ class FrOps:
         return [x * k % r for x in limbs_to_ints(a)]
 
     def from_plain(self, a) -> np.ndarray:
-        """Plain-form limbs (a witness) to Montgomery."""
-        return self.batch.fr_to_mont(a)
+        """Plain-form limbs (a witness) to Montgomery (a new array)."""
+        out = np.array(a, dtype=np.uint64, order="C")
+        self.kernels._to_mont(out, 0)
+        return out
 
     def to_plain(self, a) -> np.ndarray:
-        return self.batch.fr_from_mont(a)
+        out = np.array(a, dtype=np.uint64, order="C")
+        self.kernels._to_mont(out, 1)
+        return out
+
+    def shift(self, a, delta: int) -> np.ndarray:
+        """a + delta for a few elements (Python ints: no kernel build for a handful)."""
+        return self.from_ints([x + delta for x in self.to_ints(a)])
 
     # --- elementwise ------------------------------------------------------------------------
     def add(self, a, b):
@@ -73,7 +102,10 @@ class FrOps:
         return self.batch.fr_inv(a)
 
     def scale(self, a, k: int):
-        return self.mul(a, self.full(k, len(a)))
+        """a k (a new array)."""
+        out = np.array(a, dtype=np.uint64, order="C")
+        self.kernels._scale(out, self.mont(k)[None])
+        return out
 
     def add_scalar(self, a, k: int):
         return self.add(a, self.full(k, len(a)))
@@ -85,14 +117,79 @@ class FrOps:
         return powers_table(base % self.r, m, curve=self.arith)
 
     def evaluate(self, coefficients, x: int) -> int:
-        """p(x) for the polynomial with these coefficients: the terms p_i x^i pointwise
-        (powers of x from the parallel table), then summed pairwise, log2(m) passes."""
-        terms = self.mul(coefficients, self.powers(x, len(coefficients)))
-        while len(terms) > 1:
-            if len(terms) % 2:
-                terms = np.concatenate([terms, np.zeros((1, 4), np.uint64)])
-            terms = self.add(terms[0::2], terms[1::2])
-        return self.to_ints(terms)[0] if len(terms) else 0
+        """p(x) for the polynomial with these coefficients (Horner, one kernel)."""
+        if len(coefficients) == 0:
+            return 0
+        out = np.zeros((1, 4), np.uint64)
+        self.kernels._horner(_c(coefficients), self.mont(x)[None], out)
+        return self.to_ints(out)[0]
+
+    def divide_linear(self, coefficients, x: int):
+        """(q, p(x)): the quotient of p(X) by X - x (synthetic division, one kernel)."""
+        q = np.zeros((len(coefficients) - 1, 4), np.uint64)
+        rem = np.zeros((1, 4), np.uint64)
+        self.kernels._divide_linear(q, _c(coefficients), self.mont(x)[None], rem)
+        return q, self.to_ints(rem)[0]
+
+    def axpy(self, acc, x, k: int) -> None:
+        """acc[:len(x)] += k x, in place."""
+        self.kernels._axpy(acc, _c(x), self.mont(k)[None])
+
+    def constants(self, **values) -> np.ndarray:
+        """The constants array of cuzk.kernels.plonk (rows BETA, GAMMA, ... in Montgomery
+        form) from plain ints: beta, gamma, k1, k2, alpha, zh_inv (four values)."""
+        from cuzk.kernels import plonk_rows as P
+
+        r = self.r
+        rows = [0] * P.CONSTANTS
+        beta = values.get("beta", 0)
+        rows[P.BETA], rows[P.GAMMA] = beta, values.get("gamma", 0)
+        rows[P.BETA_K1] = beta * values.get("k1", 0) % r
+        rows[P.BETA_K2] = beta * values.get("k2", 0) % r
+        alpha = values.get("alpha", 0)
+        rows[P.ALPHA], rows[P.ALPHA2], rows[P.ONE] = alpha, alpha * alpha % r, 1
+        for j, v in enumerate(values.get("zh_inv", [0] * 4)):
+            rows[P.ZH_INV + j] = v
+        return self.from_ints(rows)
+
+    def additions(self, w, signal_a, signal_b, factor_a, factor_b, first: int) -> None:
+        """w[first + i] = factor_a[i] w[signal_a[i]] + factor_b[i] w[signal_b[i]] in order
+        (Montgomery form throughout), in place."""
+        self.kernels._additions(
+            w,
+            np.ascontiguousarray(signal_a, np.int64),
+            np.ascontiguousarray(signal_b, np.int64),
+            _c(factor_a),
+            _c(factor_b),
+            first,
+        )
+
+    def gate_residuals(self, a, b, c, qm, ql, qr, qo, qc, pi) -> np.ndarray:
+        """The indices of the gates qM a b + qL a + qR b + qO c + qC + PI != 0."""
+        bad = np.zeros(len(a), np.uint8)
+        self.kernels._gate_residuals(bad, a, b, c, *(_c(v) for v in (qm, ql, qr, qo, qc)), pi)
+        return np.flatnonzero(bad)
+
+    def grand_product(self, a, b, c, x, s1, s2, s3, k):
+        """(z, last): the permutation product on the domain (z[0] = 1, z[i+1] = z[i] num_i /
+        den_i with the identity and sigma factors at x[i]) and z[n-1] num / den, 1 when the
+        copy constraints hold; None for z when a denominator is zero."""
+        n = len(a)
+        num = np.empty((n, 4), np.uint64)
+        den = np.empty((n, 4), np.uint64)
+        kern = self.kernels
+        kern._copy_factors(num, den, a, b, c, x, _c(s1), _c(s2), _c(s3), k)
+        z = np.empty((n, 4), np.uint64)
+        last = np.zeros((1, 4), np.uint64)
+        kern._grand_product(z, num, den, self.mont(1)[None], last)
+        if not last.any():
+            return None, 0
+        return z, self.to_ints(last)[0]
+
+    def quotient(self, out, a, b, c, z, qm, ql, qr, qo, qc, s1, s2, s3, l1, x, k):
+        """The quotient's values on the coset of 4n into out (which may be a)."""
+        self.kernels._quotient(out, a, b, c, z, qm, ql, qr, qo, qc, s1, s2, s3, l1, x, k)
+        return out
 
     # --- transforms -------------------------------------------------------------------------
     def intt(self, evaluations) -> np.ndarray:

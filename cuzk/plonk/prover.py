@@ -26,8 +26,10 @@ the public signals p, and the copy constraints sigma:
 
 The challenges come from cuzk.plonk.transcript, shared with the verifier; the eleven
 blinding scalars from the operating system's CSPRNG (`secrets`). Work on vectors goes
-through `FrOps` (cuzk.plonk.fr: elementwise kernels, NTTs, MSMs); the sequential steps
-(additions, the running product, division by X - x) run on Python ints.
+through `FrOps` (cuzk.plonk.fr: NTTs, MSMs, and the kernels of cuzk.kernels.plonk_cpu_kernels
+for the additions, the gate check, the grand product with one inversion, the quotient's
+numerator in one pass over the coset, Horner's evaluations, the scaled sums and the
+divisions by X - x): no step runs per element in Python.
 
 A witness that breaks a gate or a copy constraint is refused before any commitment
 (ProveError names the gate), as snarkjs refuses one that breaks a copy constraint.
@@ -42,9 +44,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cuzk.arith.radix import ints_to_limbs, limbs_to_ints
+from cuzk.arith.radix import limbs_to_ints
 from cuzk.formats.plonk_json import proof_to_json
-from cuzk.formats.stored import from_mont_r, g1_from_limbs
+from cuzk.formats.stored import g1_from_limbs
 from cuzk.plonk.fr import FrOps
 from cuzk.plonk.transcript import Transcript
 from cuzk.plonk.verifier import lagrange_at
@@ -71,33 +73,27 @@ class PlonkProof:
         return proof_to_json(self.commitments, self.evaluations, self.curve)
 
 
-def full_witness(key, values) -> np.ndarray:
-    """The (nVars, 4) plain-form signal values: the witness's (`values`, nVars - nAdditions
-    rows, w[0] set to 0 as snarkjs does) then the key's additions in order, each
-    fa w_a + fb w_b over earlier signals."""
-    r = key.r
-    w = np.array(values, dtype=np.uint64, order="C")
+def full_witness(key, values, ops: FrOps | None = None) -> np.ndarray:
+    """The (nVars, 4) signal values in Montgomery form: the witness's (`values`, nVars -
+    nAdditions plain rows, w[0] set to 0 as snarkjs does) then the key's additions in order,
+    each fa w_a + fb w_b over earlier signals (one sequential kernel)."""
+    ops = ops or FrOps(key.curve_info)
+    m = len(values)
+    w = np.zeros((m + key.n_additions, 4), np.uint64)
+    w[:m] = values
     w[0] = 0
-    if key.n_additions == 0:
-        return w
-    ints = limbs_to_ints(w)
-    adds = key.additions
-    fa = [from_mont_r(x, key.curve_info) for x in adds["factor_a"]]
-    fb = [from_mont_r(x, key.curve_info) for x in adds["factor_b"]]
-    sa, sb = adds["signal_a"].tolist(), adds["signal_b"].tolist()
-    for i in range(key.n_additions):
-        ints.append((fa[i] * ints[sa[i]] + fb[i] * ints[sb[i]]) % r)
-    return np.concatenate([w, ints_to_limbs(ints[len(w) :])])
+    w[:m] = ops.from_plain(w[:m])
+    if key.n_additions:
+        adds = key.additions
+        ops.additions(w, adds["signal_a"], adds["signal_b"], adds["factor_a"], adds["factor_b"], m)
+    return w
 
 
-def divide_by_linear(coefs: list[int], x: int, r: int) -> list[int]:
-    """p(X) / (X - x) by synthetic division; ProveError unless p(x) = 0."""
-    q = [0] * (len(coefs) - 1)
-    carry = 0
-    for i in range(len(coefs) - 1, 0, -1):
-        carry = (coefs[i] + carry * x) % r
-        q[i - 1] = carry
-    if (coefs[0] + carry * x) % r:
+def divide_by_linear(coefs: np.ndarray, x: int, ops: FrOps) -> np.ndarray:
+    """p(X) / (X - x) by synthetic division (Montgomery vectors); ProveError unless
+    p(x) = 0."""
+    q, rem = ops.divide_linear(coefs, x)
+    if rem:
         raise ProveError("an opening polynomial does not vanish where it is opened")
     return q
 
@@ -108,21 +104,21 @@ def blind(coefs: np.ndarray, n: int, blinding: list[int], ops: FrOps) -> np.ndar
     m = len(blinding)
     out = np.zeros((n + m, 4), np.uint64)
     out[:n] = coefs
-    b = ops.from_ints(blinding)
-    out[:m] = ops.sub(out[:m], b)
-    out[n : n + m] = b
+    low = ops.to_ints(out[:m])
+    out[:m] = ops.from_ints([x - bk for x, bk in zip(low, blinding, strict=True)])
+    out[n : n + m] = ops.from_ints(blinding)
     return out
 
 
 def wire_values(key, values, ops: FrOps) -> tuple:
     """Round 1's A, B, C: each gate's signal values (n, 4) on H, Montgomery form, from the
     witness `values` extended by the key's additions (full_witness)."""
-    w = full_witness(key, values)
+    w = full_witness(key, values, ops)
     wires = []
     for m in (key.a_map, key.b_map, key.c_map):
         v = np.zeros((key.domain_size, 4), np.uint64)
         v[: key.n_constraints] = w[m]
-        wires.append(ops.from_plain(v))
+        wires.append(v)
     return tuple(wires)
 
 
@@ -148,11 +144,11 @@ def prove(key, values, ops: FrOps | None = None, wires=None) -> PlonkProof:
     b = [None] + [secrets.randbelow(r) for _ in range(11)]  # b1 .. b11
 
     # --- round 1: wires ---------------------------------------------------------------------
-    public = limbs_to_ints(np.asarray(values[1 : 1 + key.n_public]))
+    public = [x % r for x in limbs_to_ints(np.asarray(values[1 : 1 + key.n_public]))]
     A, B, C = wire_values(key, values, ops) if wires is None else wires
     pi_h = np.zeros((n, 4), np.uint64)  # PI on H: -p_i at gate i
     if key.n_public:
-        pi_h[: key.n_public] = ops.sub(pi_h[: key.n_public], A[: key.n_public])
+        pi_h[: key.n_public] = ops.from_ints([-x for x in ops.to_ints(A[: key.n_public])])
     check_gates(key, A, B, C, pi_h, ops)
     lap("wires")
     a_coef = blind(ops.intt(A), n, [b[2], b[1]], ops)
@@ -177,22 +173,19 @@ def prove(key, values, ops: FrOps | None = None, wires=None) -> PlonkProof:
     t.add_scalar(beta)
     gamma = t.challenge()
     x_h = ops.powers(ops.roots[power], n)  # w^i
-    identity = [x_h, ops.scale(x_h, k1), ops.scale(x_h, k2)]
-    sigma = [np.ascontiguousarray(s.evaluations[::4]) for s in (key.s1, key.s2, key.s3)]
-    num = copy_factors(ops, (A, B, C), identity, beta, gamma)
-    den = copy_factors(ops, (A, B, C), sigma, beta, gamma)
-    if not den.any(axis=1).all():  # (a_i + beta sigma + gamma) = 0: negligible odds
+    consts = ops.constants(beta=beta, gamma=gamma, k1=k1, k2=k2)
+    z, last = ops.grand_product(
+        A, B, C, x_h, *(s.evaluations[::4] for s in (key.s1, key.s2, key.s3)), consts
+    )
+    if z is None:  # (a_i + beta sigma + gamma) = 0: negligible odds
         raise ProveError("a permutation denominator is zero for these challenges")
-    ratios = ops.to_ints(ops.mul(num, ops.inv(den)))
-    z = [1] * n
-    for i in range(n - 1):
-        z[i + 1] = z[i] * ratios[i] % r
-    if z[n - 1] * ratios[n - 1] % r != 1:
+    if last != 1:
         raise ProveError(
             "the witness does not satisfy the key's copy constraints (wires that the "
             "circuit joins carry different values)"
         )
-    z_coef = blind(ops.intt(ops.from_ints(z)), n, [b[9], b[8], b[7]], ops)
+    del x_h
+    z_coef = blind(ops.intt(z), n, [b[9], b[8], b[7]], ops)
     commitments["Z"] = ops.commit(z_coef, key.ptau)
     lap("round 2")
 
@@ -206,34 +199,23 @@ def prove(key, values, ops: FrOps | None = None, wires=None) -> PlonkProof:
         return ops.coset_evaluations(coefs, n4)
 
     Ae, Be, Ce, Ze = ev(a_coef), ev(b_coef), ev(c_coef), ev(z_coef)
-    Zw = np.roll(Ze, -4, axis=0)  # z(w x) at x = g w4^j is z at g w4^(j+4)
     g = ops.coset_generator(n4)
     X = ops.scale(ops.powers(ops.roots[power + 2], n4), g)
-    qcpi = ops.add(np.array(key.qc.coefficients), ops.intt(pi_h))
-    gates = ops.add(
-        ops.add(
-            ops.add(
-                ops.mul(ops.mul(Ae, Be), ev(key.qm.coefficients)),
-                ops.mul(Ae, ev(key.ql.coefficients)),
-            ),
-            ops.add(ops.mul(Be, ev(key.qr.coefficients)), ops.mul(Ce, ev(key.qo.coefficients))),
-        ),
-        ev(qcpi),
-    )
-    identity = [X, ops.scale(X, k1), ops.scale(X, k2)]
-    sigma = [ev(s.coefficients) for s in (key.s1, key.s2, key.s3)]
-    perm_num = ops.mul(copy_factors(ops, (Ae, Be, Ce), identity, beta, gamma), Ze)
-    perm_den = ops.mul(copy_factors(ops, (Ae, Be, Ce), sigma, beta, gamma), Zw)
-    first = ops.mul(ops.add_scalar(Ze, r - 1), ev(key.lagrange[0].coefficients))
-    numerator = ops.add(
-        ops.add(gates, ops.scale(ops.sub(perm_num, perm_den), alpha)),
-        ops.scale(first, alpha * alpha % r),
-    )
-    # 1 / Z_H(g w4^j) = 1 / (g^n w4^(jn) - 1): four values, repeating
+    qcpi = ops.intt(pi_h)
+    ops.axpy(qcpi, key.qc.coefficients, 1)
+    # 1 / Z_H(g w4^j) = 1 / (g^n w4^(jn) - 1): four values, repeating (z(w x) at x = g w4^j
+    # is z at g w4^(j+4): the kernel reads Ze[j + 4])
     gn = pow(g, n, r)
     w4 = ops.roots[2]
     zh_inv = [pow((gn * pow(w4, j, r) - 1) % r, -1, r) for j in range(4)]
-    quotient = ops.mul(numerator, np.tile(ops.from_ints(zh_inv), (n, 1)))
+    consts = ops.constants(beta=beta, gamma=gamma, k1=k1, k2=k2, alpha=alpha, zh_inv=zh_inv)
+    selectors = [ev(p.coefficients) for p in (key.qm, key.ql, key.qr, key.qo)]
+    selectors.append(ev(qcpi))
+    sigma = [ev(s.coefficients) for s in (key.s1, key.s2, key.s3)]
+    quotient = ops.quotient(
+        Ae, Ae, Be, Ce, Ze, *selectors, *sigma, ev(key.lagrange[0].coefficients), X, consts
+    )
+    del Be, Ce, Ze, selectors, sigma, X
     t_coef = ops.coset_coefficients(quotient)
     if t_coef[3 * n + 6 :].any():
         raise ProveError(
@@ -244,10 +226,10 @@ def prove(key, values, ops: FrOps | None = None, wires=None) -> PlonkProof:
     t1[n] = ops.mont(b[10])
     t2 = np.zeros((n + 1, 4), np.uint64)
     t2[:n] = t_coef[n : 2 * n]
-    t2[0] = ops.sub(t2[:1], ops.full(b[10], 1))[0]
+    t2[0] = ops.shift(t2[:1], -b[10])[0]
     t2[n] = ops.mont(b[11])
     t3 = np.array(t_coef[2 * n : 3 * n + 6])
-    t3[0] = ops.sub(t3[:1], ops.full(b[11], 1))[0]
+    t3[0] = ops.shift(t3[:1], -b[11])[0]
     for name, coefs in (("T1", t1), ("T2", t2), ("T3", t3)):
         commitments[name] = ops.commit(coefs, key.ptau)
     lap("round 3")
@@ -308,45 +290,25 @@ def prove(key, values, ops: FrOps | None = None, wires=None) -> PlonkProof:
     ]
     acc = np.zeros((n + 6, 4), np.uint64)
     for coefs, k in terms:
-        m = len(coefs)
-        acc[:m] = ops.add(acc[:m], ops.scale(np.array(coefs), k % r))  # (key views: copied)
-    wxi = ops.to_ints(acc)
-    wxi[0] = (wxi[0] + r0 - v[1] * ea - v[2] * eb - v[3] * ec - v[4] * es1 - v[5] * es2) % r
-    wxi_coef = divide_by_linear(wxi, xi, r)
-    zs = ops.to_ints(z_coef)
-    zs[0] = (zs[0] - ezw) % r
-    wxiw_coef = divide_by_linear(zs, xiw, r)
-    commitments["Wxi"] = ops.commit(ops.from_ints(wxi_coef), key.ptau)
-    commitments["Wxiw"] = ops.commit(ops.from_ints(wxiw_coef), key.ptau)
+        ops.axpy(acc, coefs, k % r)
+    const = (r0 - v[1] * ea - v[2] * eb - v[3] * ec - v[4] * es1 - v[5] * es2) % r
+    acc[0] = ops.shift(acc[:1], const)[0]
+    wxi_coef = divide_by_linear(acc, xi, ops)
+    zs = np.array(z_coef)
+    zs[0] = ops.shift(zs[:1], -ezw)[0]
+    wxiw_coef = divide_by_linear(zs, xiw, ops)
+    commitments["Wxi"] = ops.commit(wxi_coef, key.ptau)
+    commitments["Wxiw"] = ops.commit(wxiw_coef, key.ptau)
     lap("round 5")
     return PlonkProof(curve, commitments, evaluations, public, timings)
-
-
-def copy_factors(ops: FrOps, wires, labels, beta: int, gamma: int):
-    """prod_j (wire_j + beta label_j + gamma) pointwise: the permutation argument's factor,
-    with labels k_j x (the identity: numerator) or sigma_j(x) (denominator)."""
-    out = None
-    for wire, label in zip(wires, labels, strict=True):
-        f = ops.add_scalar(ops.add(wire, ops.scale(label, beta)), gamma)
-        out = f if out is None else ops.mul(out, f)
-    return out
 
 
 def check_gates(key, A, B, C, pi_h, ops: FrOps) -> None:
     """ProveError naming the first gate with qM a b + qL a + qR b + qO c + qC + PI != 0 (the
     selectors' values on H are every fourth of their stored 4n evaluations)."""
-
-    def on_h(poly):
-        return np.ascontiguousarray(poly.evaluations[::4])
-
-    res = ops.add(
-        ops.add(
-            ops.mul(ops.mul(A, B), on_h(key.qm)),
-            ops.add(ops.mul(A, on_h(key.ql)), ops.mul(B, on_h(key.qr))),
-        ),
-        ops.add(ops.add(ops.mul(C, on_h(key.qo)), on_h(key.qc)), pi_h),
+    bad = ops.gate_residuals(
+        A, B, C, *(p.evaluations[::4] for p in (key.qm, key.ql, key.qr, key.qo, key.qc)), pi_h
     )
-    bad = np.flatnonzero(res.any(axis=1))
     if len(bad):
         raise ProveError(
             f"the witness does not satisfy PLONK gate {int(bad[0])} of {key.n_constraints} "

@@ -1,0 +1,411 @@
+"""Suite `prove-plonk`: `cuzk prove` against `snarkjs plonk prove` on the same PLONK keys.
+
+For each circuit (bench.circuits' circomlib families, sized so that the PLONK key's domain is
+2^k: 2^12, 2^15 and 2^17 in the quick profile, 2^19 in the full one; a family whose unit
+needs more gates than the domain holds, SHA-256's 31,264-constraint block below 2^17, is
+listed as skipped): rounds of the `cuzk prove` command and of `snarkjs plonk prove` (once,
+its untimed run left out, from 2^15), after one untimed run of each, so that both see the
+same machine load: min / median / max wall time, peak RSS, and the ratio of the medians
+(snarkjs ÷ cuzk: how many times faster cuzk is) and of the peaks (cuzk ÷ snarkjs). Every
+proof either command wrote is checked by `snarkjs plonk verify` against the key's
+verification key; a row whose proof is refused stops the suite.
+
+The measured runners are listed in RUNNERS (name -> how it proves a circuit's files); the
+rows carry one column group per runner, so a runner added there (the warm daemon,
+`cuzk prove --server`, once it proves PLONK keys) gets its columns and ratio without
+changing the rest.
+
+Circuits are compiled and witnessed as bench.circuits does, in their own folders
+(bench/work/plonk/<family>-<k>/); the key comes from make_key(), which runs `snarkjs plonk
+setup` over a BN254 powers-of-tau file of at least the domain's size (bench/work/pot<k>.ptau:
+made by snarkjs on first use up to 2^15, which takes minutes; above, snarkjs takes hours on
+a small machine, so a larger file must be put there by hand, e.g. one of the public
+ceremony's prepared files, else those sizes are listed as skipped). Issue #37's targets:
+`cuzk prove` >= 10x faster than `snarkjs plonk prove` at 2^15 and above, peak RSS <= snarkjs's.
+Run alone: ``python -m bench.bench_prove_plonk [smoke|quick|full]``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench.bench_prove import RSS_METHOD, _cuzk_command, _run_measured, _shown, native_library
+from bench.circuits import (
+    BIN,
+    FAMILIES,
+    PTAU,
+    PTAU_LOG2,
+    TOOLS,
+    WORK,
+    _run,
+    _strings,
+    ensure_tools,
+    real_families,
+)
+from bench.machine import compile_bytecode
+from bench.tables import fmt, table, target
+
+# (log2n, ...) per profile; the smoke profile proves one small range-check key (the committed
+# 2^10 powers of tau: no ceremony), the gpu profile nothing (the PLONK prover is CPU-only).
+SIZES = {"smoke": (10,), "quick": (12, 15, 17), "full": (12, 15, 17, 19), "gpu": ()}
+FAMILIES_BY_PROFILE = {"smoke": ("range",), "quick": None, "full": None, "gpu": None}
+REPEATS = {"smoke": 1, "quick": 3, "full": 5, "gpu": 1}
+SLOW_PEER_LOG2N = 15  # from this size snarkjs (a minute a proof and more) runs once, no warm-up
+PLONK_WORK = WORK / "plonk"
+PTAU_MAKE_LOG2 = 15  # powers of tau the suite makes itself (snarkjs: minutes at 2^15)
+FILL = 0.97  # the share of the domain a sized circuit may fill (the gate count is estimated)
+
+
+class NoCircuit(RuntimeError):
+    """No circuit of a family fits the size, or no key can be made for it here."""
+
+
+# --- keys and circuits ----------------------------------------------------------------------
+
+
+def ptau(log2n: int, log=print) -> Path:
+    """A BN254 powers-of-tau file (phase 2 prepared) covering a domain of 2^log2n: the
+    committed tests/fixtures/pot10.ptau up to 2^10, the smallest bench/work/pot<k>.ptau with
+    k >= log2n, else one made by snarkjs (`powersoftau new`, one contribution of fixed
+    entropy, `prepare phase2`)."""
+    if log2n <= PTAU_LOG2 and PTAU.exists():
+        return PTAU
+    for have in range(max(8, log2n), 29):
+        if (WORK / f"pot{have}.ptau").exists():
+            return WORK / f"pot{have}.ptau"
+    k = max(8, log2n)
+    if k > PTAU_MAKE_LOG2:
+        raise NoCircuit(
+            f"no BN254 powers of tau of 2^{k} or more in bench/work (pot{k}.ptau ...): the suite "
+            f"makes them up to 2^{PTAU_MAKE_LOG2}; snarkjs takes hours above, put one there"
+        )
+    out = WORK / f"pot{k}.ptau"
+    ensure_tools()
+    tmp = WORK / f".pot{k}.{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        log(f"  making {out.name} (bn128, 2^{k}) with snarkjs ...")
+        s = BIN / "snarkjs"
+        _run([s, "powersoftau", "new", "bn128", k, tmp / "0.ptau"], timeout=7200)
+        _run(
+            [s, "powersoftau", "contribute", tmp / "0.ptau", tmp / "1.ptau"]
+            + [f"-e=cuzk bench bn128 {k}", "--name=bench"],
+            timeout=7200,
+        )
+        _run([s, "powersoftau", "prepare", "phase2", tmp / "1.ptau", tmp / "p.ptau"], timeout=14400)
+        (tmp / "p.ptau").rename(out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def make_key(r1cs: Path, zkey: Path, log2n: int, log=print) -> str:
+    """Write the PLONK key of `r1cs` to `zkey`; returns how it was made (recorded in the
+    results). The one place the suite makes keys: `snarkjs plonk setup` over ptau()."""
+    tau = ptau(log2n, log)
+    _run([BIN / "snarkjs", "plonk", "setup", r1cs, tau, zkey], timeout=7200)
+    return f"snarkjs plonk setup ({tau.name})"
+
+
+def plonk_gates(r1cs: Path) -> int:
+    """The gates `snarkjs plonk setup` makes of a circuit (its processConstraints, counted):
+    one per public signal; per constraint one gate plus one addition gate for every term of a
+    linear combination beyond what the gate holds (1 per side of a product, 3 for a sum).
+    Cancelling terms of a joined sum are not looked for: an upper bound."""
+    from cuzk.formats.r1cs import R1CS
+
+    c = R1CS(r1cs)
+    gates = c.n_public
+    for a, b, cc in c.constraints():
+        na = sum(1 for s, v in a.items() if s != 0 and v)
+        nb = sum(1 for s, v in b.items() if s != 0 and v)
+        nc = sum(1 for s, v in cc.items() if s != 0 and v)
+        ka, kb = bool(a.get(0)), bool(b.get(0))
+        if (na == 0 and not ka) or (nb == 0 and not kb):
+            gates += 1 + max(0, nc - 3)
+        elif na == 0:
+            gates += 1 + max(0, len(({s for s, v in b.items() if v} | set(cc)) - {0}) - 3)
+        elif nb == 0:
+            gates += 1 + max(0, len(({s for s, v in a.items() if v} | set(cc)) - {0}) - 3)
+        else:
+            gates += 1 + max(0, na - 1) + max(0, nb - 1) + max(0, nc - 1)
+    return gates
+
+
+def _compile(family: str, param: int, d: Path, log=print) -> dict:
+    """circom2 and the witness of one instance of a family in folder d."""
+    fam = FAMILIES[family]
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "circuit.circom").write_text(fam.source(param))
+    log(f"  {family} {param} {fam.unit}: circom2 ...")
+    _run(
+        [BIN / "circom2", d / "circuit.circom", "--r1cs", "--wasm", "-l", "node_modules"]
+        + ["--prime", "bn128", "-o", d],
+        timeout=3600,
+        cwd=TOOLS.resolve(),
+    )
+    (d / "input.json").write_text(json.dumps(_strings(fam.inputs(param, 25))))
+    log(f"  {family} {param} {fam.unit}: cuzk wtns calculate ...")
+    _run(
+        [sys.executable, "-m", "cuzk.cli", "wtns", "calculate"]
+        + [d / "circuit_js" / "circuit.wasm", d / "input.json", d / "witness.wtns"],
+        timeout=3600,
+    )
+    return {"r1cs": d / "circuit.r1cs", "wtns": d / "witness.wtns"}
+
+
+def _units(family: str, log2n: int, log=print) -> int:
+    """How many units of the family fit a PLONK domain of 2^log2n: the gates of one and two
+    units counted (plonk_gates), the fixed part and the per-unit part from their difference
+    (cached in bench/work/plonk/units.json)."""
+    cache = PLONK_WORK / "units.json"
+    known = json.loads(cache.read_text()) if cache.exists() else {}
+    if family not in known:
+        counts = []
+        for p in (1, 2):
+            d = PLONK_WORK / f".units-{family}-{p}.{os.getpid()}"
+            shutil.rmtree(d, ignore_errors=True)
+            try:
+                counts.append(plonk_gates(_compile(family, p, d, log)["r1cs"]))
+            finally:
+                shutil.rmtree(d, ignore_errors=True)
+        known[family] = {"per_unit": counts[1] - counts[0], "fixed": 2 * counts[0] - counts[1]}
+        PLONK_WORK.mkdir(parents=True, exist_ok=True)
+        cache.write_text(json.dumps(known, indent=1))
+    per, fixed = known[family]["per_unit"], known[family]["fixed"]
+    return max(0, math.floor(((1 << log2n) * FILL - fixed) / per))
+
+
+def circuit(family: str, log2n: int, log=print) -> dict:
+    """Paths of a cached PLONK circuit of the family whose key's domain is 2^log2n: r1cs,
+    wtns, zkey, vk, info (made if missing)."""
+    d = PLONK_WORK / f"{family}-{log2n}"
+    files = {k: d / f for k, f in (("r1cs", "circuit.r1cs"), ("wtns", "witness.wtns"))}
+    files |= {"zkey": d / "plonk.zkey", "vk": d / "vk.json", "info": d / "info.json"}
+    if all(p.exists() for p in files.values()):
+        return files
+    if (1 << 24) // FAMILIES[family].size(24) >= 1 << log2n:  # R1CS constraints of a unit
+        raise NoCircuit(f"{family} at 2^{log2n}: one unit has more constraints than that")
+    param = _units(family, log2n, log)
+    if param < 1 or (1 << (log2n - 1)) >= _domain_floor(family, param):
+        raise NoCircuit(
+            f"{family} at 2^{log2n}: "
+            + ("one unit needs more gates" if param < 1 else "its units fill a smaller domain")
+        )
+    ptau(log2n, log)  # before compiling: NoCircuit where there is none
+    tmp = PLONK_WORK / f".{family}-{log2n}.{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        made = _compiled(family, param, log2n, log)
+        tmp.mkdir(parents=True)
+        for f in ("circuit.r1cs", "witness.wtns", "circuit.circom", "input.json"):
+            shutil.copy(made / f, tmp / f)
+        made = {"r1cs": tmp / "circuit.r1cs"}
+        t0 = time.perf_counter()
+        log(f"  {family} {param} {FAMILIES[family].unit}: PLONK key ...")
+        how = make_key(made["r1cs"], tmp / "plonk.zkey", log2n, log)
+        setup_s = time.perf_counter() - t0
+        _run(
+            [BIN / "snarkjs", "zkey", "export", "verificationkey", tmp / "plonk.zkey"]
+            + [tmp / "vk.json"],
+            timeout=3600,
+        )
+        from cuzk.formats.plonk_zkey import PlonkZKey
+
+        key = PlonkZKey(tmp / "plonk.zkey")
+        info = {
+            "family": family,
+            "param": param,
+            "unit": FAMILIES[family].unit,
+            "log2n": log2n,
+            "domain_log2": key.power,
+            "gates": key.n_constraints,
+            "additions": key.n_additions,
+            "public": key.n_public,
+            "setup": how,
+            "setup_s": round(setup_s, 1),
+        }
+        del key
+        if info["domain_log2"] != log2n:
+            raise RuntimeError(f"{family} with {param} units: domain 2^{info['domain_log2']}")
+        (tmp / "info.json").write_text(json.dumps(info, indent=1))
+        shutil.rmtree(d, ignore_errors=True)
+        tmp.rename(d)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return files
+
+
+def _compiled(family: str, param: int, log2n: int, log=print) -> Path:
+    """The folder of the family's circuit of `param` units compiled and witnessed (kept apart
+    from its key, so that a key made later reuses it)."""
+    d = PLONK_WORK / f".compiled-{family}-{log2n}"
+    src = FAMILIES[family].source(param)
+    c = d / "circuit.circom"
+    if not (c.exists() and c.read_text() == src and (d / "witness.wtns").exists()):
+        shutil.rmtree(d, ignore_errors=True)
+        _compile(family, param, d, log)
+    return d
+
+
+def _domain_floor(family: str, param: int) -> int:
+    """The gates `param` units are estimated at (units.json)."""
+    known = json.loads((PLONK_WORK / "units.json").read_text())[family]
+    return known["fixed"] + param * known["per_unit"]
+
+
+# --- the runners ----------------------------------------------------------------------------
+
+
+def _verified(files: dict, tag: str) -> bool:
+    """`snarkjs plonk verify` of p_TAG.json with pub_TAG.json says OK."""
+    d = files["zkey"].parent
+    p = subprocess.run(
+        [str(BIN / "snarkjs"), "plonk", "verify", str(files["vk"])]
+        + [str(d / f"pub_{tag}.json"), str(d / f"p_{tag}.json")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    return p.returncode == 0 and "OK" in p.stdout
+
+
+def cuzk_command(files: dict, tag: str) -> list:
+    d = files["zkey"].parent
+    return (
+        _cuzk_command()
+        + ["prove", files["zkey"], files["wtns"]]
+        + [
+            d / f"p_{tag}.json",
+            d / f"pub_{tag}.json",
+        ]
+    )
+
+
+def snarkjs_command(files: dict, tag: str) -> list:
+    d = files["zkey"].parent
+    return [BIN / "snarkjs", "plonk", "prove", files["zkey"], files["wtns"]] + [
+        d / f"p_{tag}.json",
+        d / f"pub_{tag}.json",
+    ]
+
+
+# name -> (column prefix, the command proving a circuit's files into p_TAG / pub_TAG, is it
+# the slow peer that runs once at large sizes). The first is the one the ratios divide by.
+RUNNERS = {
+    "cuzk prove": ("cuzk", cuzk_command, False),
+    "snarkjs plonk prove": ("snarkjs", snarkjs_command, True),
+}
+BASE = "cuzk"
+
+
+def _measure(family: str, log2n: int, profile: str) -> dict:
+    files = circuit(family, log2n)
+    info = json.loads(files["info"].read_text())
+    repeats = REPEATS[profile]
+    times = {p: [] for p, _, _ in RUNNERS.values()}
+    rss = {p: [] for p, _, _ in RUNNERS.values()}
+    for rnd in range(repeats + 1):  # round 0: untimed warm-up
+        for prefix, command, slow in RUNNERS.values():
+            if slow and log2n >= SLOW_PEER_LOG2N and rnd not in (1,):
+                continue  # the slow peer once, with no warm-up run
+            tag = f"{prefix}{rnd}"
+            dt, mib = _run_measured(command(files, tag))
+            if not _verified(files, tag):
+                raise RuntimeError(f"{family} 2^{log2n}: {prefix}'s proof refused by snarkjs")
+            if rnd:
+                times[prefix].append(dt)
+                rss[prefix].append(mib)
+    row = {
+        "family": family,
+        "log2n": log2n,
+        "units": info["param"],
+        "gates": info["gates"],
+        "additions": info["additions"],
+        "public": info["public"],
+    }
+    for prefix in times:
+        xs = times[prefix]
+        row[f"{prefix}_s_min"] = min(xs)
+        row[f"{prefix}_s"] = statistics.median(xs)
+        row[f"{prefix}_s_max"] = max(xs)
+        row[f"{prefix}_rss_mib"] = max(rss[prefix])
+        row[f"{prefix}_rounds"] = len(xs)
+    for prefix in times:
+        if prefix != BASE:
+            row[f"{prefix}_over_{BASE}"] = row[f"{prefix}_s"] / row[f"{BASE}_s"]
+            row[f"{BASE}_rss_over_{prefix}"] = row[f"{BASE}_rss_mib"] / row[f"{prefix}_rss_mib"]
+    row["verified_by_snarkjs"] = True
+    print(
+        f"  {family} 2^{log2n}: "
+        + ", ".join(f"{p} {fmt(row[f'{p}_s'])} s {fmt(row[f'{p}_rss_mib'])} MiB" for p in times),
+        flush=True,
+    )
+    return row
+
+
+def run(profile: str = "quick", families=None) -> dict:
+    compile_bytecode()
+    # CUZK_NATIVE=0: the commands run Numba's kernels (no library built or used)
+    native = None if os.environ.get("CUZK_NATIVE") == "0" else native_library("bn254")
+    rows, skipped = [], []
+    for log2n in SIZES[profile]:
+        for family in families or FAMILIES_BY_PROFILE[profile] or real_families("bn254"):
+            try:
+                rows.append(_measure(family, log2n, profile))
+            except NoCircuit as exc:
+                print(f"  {family} 2^{log2n}: skipped: {exc}", flush=True)
+                skipped.append({"family": family, "log2n": log2n, "why": str(exc)})
+    print(table(rows))
+    return {
+        "runners": list(RUNNERS),
+        "cuzk_command": " ".join(_shown(c) for c in _cuzk_command()),
+        "native_kernels": native,
+        "rss_method": RSS_METHOD,
+        "rows": rows,
+        "skipped": skipped,
+    }
+
+
+def targets(get) -> list[dict]:
+    """Issue #37's: `cuzk prove` >= 10x faster than `snarkjs plonk prove` at 2^15 and above
+    (the least ratio over the families), peak RSS <= snarkjs's (the largest ratio)."""
+    res = get()
+    rows = [r for r in (res or {}).get("rows", []) if r["log2n"] >= 15]
+    speed = min((r["snarkjs_over_cuzk"] for r in rows), default=None)
+    mem = max((r["cuzk_rss_over_snarkjs"] for r in rows), default=None)
+    sizes = ", ".join(sorted({f"2^{r['log2n']}" for r in rows})) or "none measured"
+    return [
+        target(
+            "cuzk prove vs snarkjs plonk prove (times faster, least)",
+            37,
+            10,
+            "x",
+            speed,
+            upper=False,
+            note=sizes,
+            suite="prove-plonk",
+        ),
+        target(
+            "cuzk prove peak RSS vs snarkjs plonk prove (largest)",
+            37,
+            1.0,
+            "x",
+            mem,
+            note=sizes,
+            suite="prove-plonk",
+        ),
+    ]
+
+
+if __name__ == "__main__":
+    print(json.dumps(run(sys.argv[1] if len(sys.argv) > 1 else "quick"), indent=1))
