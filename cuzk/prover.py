@@ -96,6 +96,15 @@ def configure(options: dict) -> None:
     cuzk.plonk.configure(options)
 
 
+def select_kernels(device: str | None = None) -> str:
+    """This process's CPU kernels, for both systems: they share one set (the native library
+    where it is built, else Numba's builds), which Groth16's choice makes process-wide
+    (cuzk.groth16.select_kernels)."""
+    import cuzk.groth16
+
+    return cuzk.groth16.select_kernels(device)
+
+
 def watch_compiles(say, on_change=None):
     """Report this process's kernel compiles (cuzk.compiling: every system's kernels)."""
     from cuzk.compiling import CompileWatch, install
