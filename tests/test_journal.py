@@ -128,7 +128,7 @@ def test_a_job_that_cannot_be_recorded_is_answered_503(tmp_path):
 
     class Engine:  # just enough of one: a key of TINY's nVars, a submit that cannot record
         def keys(self):
-            return [{"key_id": "00112233aabbccdd", "n_vars": 4}]
+            return [{"key_id": "00112233aabbccdd", "path": "/k.zkey", "n_vars": 4}]
 
         def submit(self, key_id, witnesses, kind, priority):
             return j.accept("0005", key_id, "/k.zkey", kind, priority, 1.0, witnesses)
