@@ -25,6 +25,7 @@ import numpy as np
 
 from cuzk.arith import curves
 from cuzk.groth16.synthesis import evaluate_abc
+from cuzk.wires import Synthesis
 
 log = logging.getLogger("cuzk.groth16")
 
@@ -38,22 +39,6 @@ def phase(name: str, timings: dict):
         ms = (time.perf_counter() - t0) * 1e3
         timings[name] = timings.get(name, 0.0) + ms
         log.debug("%s: %.2f ms", name, ms)
-
-
-@dataclass
-class Synthesis:
-    """Output of synthesize: a, b, c (domain, 4) Montgomery; public signals as ints."""
-
-    a: np.ndarray
-    b: np.ndarray
-    c: np.ndarray
-    public: list
-    timings: dict = field(default_factory=dict)
-
-    @property
-    def buffers(self) -> dict:
-        """a, b, c by name, as prove_start takes them."""
-        return {"a": self.a, "b": self.b, "c": self.c}
 
 
 @dataclass

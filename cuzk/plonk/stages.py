@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from cuzk.arith.radix import limbs_to_ints
 from cuzk.plonk.prover import PlonkProof, ProveError, check_gates, prove, wire_values
+from cuzk.wires import Synthesis
 
 Proof = PlonkProof
 Partial = PlonkProof  # prove_start's rounds end in the proof itself
@@ -43,21 +43,6 @@ def frops(key):
         if ops is None:
             ops = _ops[curve.name] = FrOps(curve)
         return ops
-
-
-@dataclass
-class Synthesis:
-    """synthesize's output: the wires a, b, c on H (Montgomery), the public signals."""
-
-    a: np.ndarray
-    b: np.ndarray
-    c: np.ndarray
-    public: list
-    timings: dict = field(default_factory=dict)
-
-    @property
-    def buffers(self) -> dict:
-        return {"a": self.a, "b": self.b, "c": self.c}
 
 
 def synthesize(key, w, out=None) -> Synthesis:
