@@ -51,6 +51,12 @@ class ProvingKey(Protocol):
     domain_size: int  # the circuit's size, reported in GET /keys (the engine sizes nothing by it)
     n_public: int
     nbytes: int  # what a resident copy costs (budgeted under "keys")
+    # The proof system the key is for ("groth16", "plonk"; a test prover names its own),
+    # shown to operators beside the curve in GET /keys, /status, /metrics and `cuzk top`.
+    # Required of every prover, since a daemon may hold keys of several systems at once
+    # (cuzk.prover) and an operator cannot tell them apart otherwise; the engine copies it
+    # into its key record and the board's key row, and decides nothing by it.
+    protocol: str
     # Optional: the curve (or field) the key is over, as its files name it ("bn128",
     # "bls12381"), shown to operators in GET /keys, /status, /metrics, `cuzk top` and the web
     # panel; the engine reads it with getattr(key, "curve", "") and decides nothing by it.
