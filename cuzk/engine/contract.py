@@ -119,7 +119,10 @@ class Prover(Protocol):
     ProvingKey: type
 
     def configure(self, options: dict) -> None:
-        """Take `EngineConfig.prover_options` (in every process, before anything else)."""
+        """Take `EngineConfig.prover_options` (in every process, before anything else), with
+        what the engine adds for every prover (cuzk.engine.settings.prover_options):
+        `device_processes`, how many device processes may each hold a key (a prover that
+        keeps something per key in each counts that many copies in the key's nbytes)."""
 
     def load_witness(self, source, key) -> Any:
         """The witness array (shaped as key.witness_buffer() says) from a path or bytes,

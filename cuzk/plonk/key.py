@@ -27,6 +27,20 @@ FR_BYTES = 32
 PEAK_EXTENDED_VECTORS = 44
 
 
+# Device processes that may hold a key at once, each with its own extended values (set by
+# configure() from the engine's `device_processes` option; 1 for a process never configured).
+_copies = 1
+
+
+def configure(options: dict) -> None:
+    """Take ``device_processes`` from the prover's options (absent: 1)."""
+    global _copies
+    n = (options or {}).get("device_processes", 1)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"device_processes: expected a whole number >= 1, got {n!r}")
+    _copies = n
+
+
 class ProvingKey:
     """A PLONK key for the engine. `zkey` is the PlonkZKey; `protocol` is "plonk".
 
@@ -134,8 +148,18 @@ class ProvingKey:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the key file (what a resident copy costs: it is mapped whole)."""
-        return self.zkey.file.file_size
+        """What the key costs while resident: its file (mapped whole, shared by every
+        process) and, in each device process that may hold it, its extended values
+        (cuzk.plonk.prover.extended: ten vectors of 4n, 1.25 KiB per gate of the domain,
+        computed when a device loads the key and kept until it is evicted)."""
+        return self.zkey.file.file_size + _copies * self.extended_bytes
+
+    @property
+    def extended_bytes(self) -> int:
+        """One device process's copy of the key's extended values."""
+        from cuzk.plonk.prover import extended_nbytes
+
+        return extended_nbytes(self.domain_size)
 
     def witness_buffer(self) -> tuple:
         """(shape, dtype) of a partition's witness: the circuit's wires, plain-form limbs."""
