@@ -11,8 +11,8 @@ another shape (tests/shaped_prover.py) satisfy `Prover`; tests/test_engine_contr
 each (isinstance, and every function's and method's parameters). Where each call happens:
 
     supervisor          configure, ProvingKey.open, key.validate (once per key file),
-                        key.key_id / n_vars / domain_size / n_public / nbytes /
-                        partition_bytes / witness_buffer / buffers
+                        key.key_id / protocol / n_vars / domain_size / n_public /
+                        nbytes / partition_bytes / witness_buffer / buffers
     synthesis process   configure, ProvingKey.open, load_witness, synthesize(out=...)
     device process      configure, open_device, ProvingKey.open, dev.load_key / evict_key /
                         resident_bytes, prove_start, prove_finish, proof.to_json / public;
