@@ -20,11 +20,12 @@ from cuzk.formats.errors import BadValue
 from cuzk.formats.plonk_zkey import PLONK_HEADER, SELECTORS, PlonkZKey
 
 FR_BYTES = 32
-# What the five rounds allocate at their peak (round 3: the wires, z and z(wX) on the coset,
-# the selectors' and sigmas' coset values, the quotient's terms; the Python-int vectors of
-# rounds 2 and 5), in vectors of 4n elements: tracemalloc's peak over prove_start measured
-# 37-43 of them on the fixtures (n = 8, 32), so 44.
-PEAK_EXTENDED_VECTORS = 44
+# What the five rounds allocate at their peak in a device process (round 3: the wires and z
+# on the coset, qC + PI there, the quotient's terms; the Python-int vectors of rounds 2 and
+# 5; the key's own coset values are the device's, kept with the key and counted in nbytes),
+# in vectors of 4n elements: tracemalloc's peak over prove_start on a loaded key measured
+# 19-21 of them on the fixtures (n = 8, 32; 37-43 when each proof computed the key's), so 24.
+PEAK_EXTENDED_VECTORS = 24
 
 
 # Device processes that may hold a key at once, each with its own extended values (set by
