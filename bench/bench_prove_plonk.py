@@ -1,19 +1,28 @@
-"""Suite `prove-plonk`: `cuzk prove` against `snarkjs plonk prove` on the same PLONK keys.
+"""Suite `prove-plonk`: `cuzk prove`, and a warm `cuzk serve`, against `snarkjs plonk prove`
+on the same PLONK keys.
 
 For each circuit (bench.circuits' circomlib families, sized so that the PLONK key's domain is
 2^k: 2^12, 2^15 and 2^17 in the quick profile, 2^19 in the full one; a family whose unit
 needs more gates than the domain holds, SHA-256's 31,264-constraint block below 2^17, is
-listed as skipped): rounds of the `cuzk prove` command and of `snarkjs plonk prove` (once,
-its untimed run left out, from 2^15), after one untimed run of each, so that both see the
-same machine load: min / median / max wall time, peak RSS, and the ratio of the medians
-(snarkjs ÷ cuzk: how many times faster cuzk is) and of the peaks (cuzk ÷ snarkjs). Every
-proof either command wrote is checked by `snarkjs plonk verify` against the key's
-verification key; a row whose proof is refused stops the suite.
+listed as skipped): rounds of the `cuzk prove` command, of `cuzk prove --server URL` (the
+warm daemon) and of `snarkjs plonk prove` (once, its untimed run left out, from 2^15), after
+one untimed run of each, so that all see the same machine load: min / median / max wall
+time, peak RSS, and the ratios of the medians (snarkjs ÷ each: how many times faster cuzk
+is) and of the peaks (`cuzk prove`'s ÷ snarkjs's). Every proof any command wrote is checked
+by `snarkjs plonk verify` against the key's verification key; a row whose proof is refused
+stops the suite.
+
+The warm daemon: one `cuzk serve` on loopback (bench.bench_prove_server.start_daemon, its
+default prover, which serves PLONK keys; key root bench/work) for the whole run. `cuzk prove
+--server` sends the key by path (the untimed run registers it: checked once, then resident)
+and the witness by path (POST /v1/prove; a witness under 256 KiB is uploaded instead), so a
+timed round is what a client pays for one proof from a warm daemon: the interpreter and the
+thin client, the request, the daemon's proof, the files. The daemon's own time per job
+(submitted -> finished, GET /v1/jobs) is recorded beside it (daemon_job_s).
 
 The measured runners are listed in RUNNERS (name -> how it proves a circuit's files); the
-rows carry one column group per runner, so a runner added there (the warm daemon,
-`cuzk prove --server`, once it proves PLONK keys) gets its columns and ratio without
-changing the rest.
+rows carry one column group per runner, so a runner added there gets its columns and ratio
+without changing the rest.
 
 Circuits are compiled and witnessed as bench.circuits does, in their own folders
 (bench/work/plonk/<family>-<k>/); the key comes from make_key(), which runs `snarkjs plonk
@@ -21,7 +30,8 @@ setup` over a BN254 powers-of-tau file of at least the domain's size (bench/work
 made by snarkjs on first use up to 2^15, which takes minutes; above, snarkjs takes hours on
 a small machine, so a larger file must be put there by hand, e.g. one of the public
 ceremony's prepared files, else those sizes are listed as skipped). Issue #37's targets:
-`cuzk prove` >= 10x faster than `snarkjs plonk prove` at 2^15 and above, peak RSS <= snarkjs's.
+`cuzk prove` >= 10x faster than `snarkjs plonk prove` at 2^15 and above, the warm daemon
+>= 20x, peak RSS <= snarkjs's.
 Run alone: ``python -m bench.bench_prove_plonk [smoke|quick|full]``.
 """
 
@@ -34,10 +44,18 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-from bench.bench_prove import RSS_METHOD, _cuzk_command, _run_measured, _shown, native_library
+from bench.bench_prove import (
+    RSS_METHOD,
+    _cuzk_command,
+    _run_measured,
+    _shown,
+    last_job_seconds,
+    native_library,
+)
 from bench.circuits import (
     BIN,
     FAMILIES,
@@ -279,7 +297,7 @@ def _verified(files: dict, tag: str) -> bool:
     return p.returncode == 0 and "OK" in p.stdout
 
 
-def cuzk_command(files: dict, tag: str) -> list:
+def cuzk_command(files: dict, tag: str, server=None) -> list:
     d = files["zkey"].parent
     return (
         _cuzk_command()
@@ -291,7 +309,12 @@ def cuzk_command(files: dict, tag: str) -> list:
     )
 
 
-def snarkjs_command(files: dict, tag: str) -> list:
+def server_command(files: dict, tag: str, server=None) -> list:
+    """`cuzk prove ... --server URL` of the warm daemon (`server`: its cuzk.client.Client)."""
+    return cuzk_command(files, tag) + ["--server", server.server]
+
+
+def snarkjs_command(files: dict, tag: str, server=None) -> list:
     d = files["zkey"].parent
     return [BIN / "snarkjs", "plonk", "prove", files["zkey"], files["wtns"]] + [
         d / f"p_{tag}.json",
@@ -300,31 +323,40 @@ def snarkjs_command(files: dict, tag: str) -> list:
 
 
 # name -> (column prefix, the command proving a circuit's files into p_TAG / pub_TAG, is it
-# the slow peer that runs once at large sizes). The first is the one the ratios divide by.
+# the slow peer that runs once at large sizes). PEER is the one every speed ratio divides
+# (snarkjs ÷ the runner); BASE's peak RSS is compared with PEER's (the server runner's RSS is
+# the thin client's only: the daemon's memory is its own, resident between proofs).
 RUNNERS = {
     "cuzk prove": ("cuzk", cuzk_command, False),
+    "cuzk prove --server": ("server", server_command, False),
     "snarkjs plonk prove": ("snarkjs", snarkjs_command, True),
 }
-BASE = "cuzk"
+BASE, SERVER, PEER = "cuzk", "server", "snarkjs"
 
 
-def _measure(family: str, log2n: int, profile: str) -> dict:
+def _measure(family: str, log2n: int, profile: str, server=None) -> dict:
+    """One row: every runner's rounds on the family's key of 2^log2n. `server`: the warm
+    daemon's cuzk.client.Client (its runner is left out without one)."""
     files = circuit(family, log2n)
     info = json.loads(files["info"].read_text())
     repeats = REPEATS[profile]
-    times = {p: [] for p, _, _ in RUNNERS.values()}
-    rss = {p: [] for p, _, _ in RUNNERS.values()}
-    for rnd in range(repeats + 1):  # round 0: untimed warm-up
-        for prefix, command, slow in RUNNERS.values():
+    runners = [r for r in RUNNERS.values() if server is not None or r[0] != SERVER]
+    times = {p: [] for p, _, _ in runners}
+    rss = {p: [] for p, _, _ in runners}
+    jobs = []  # the daemon's own time per timed job
+    for rnd in range(repeats + 1):  # round 0: untimed warm-up (the daemon registers the key)
+        for prefix, command, slow in runners:
             if slow and log2n >= SLOW_PEER_LOG2N and rnd not in (1,):
                 continue  # the slow peer once, with no warm-up run
             tag = f"{prefix}{rnd}"
-            dt, mib = _run_measured(command(files, tag))
+            dt, mib = _run_measured(command(files, tag, server=server))
             if not _verified(files, tag):
                 raise RuntimeError(f"{family} 2^{log2n}: {prefix}'s proof refused by snarkjs")
             if rnd:
                 times[prefix].append(dt)
                 rss[prefix].append(mib)
+                if prefix == SERVER:
+                    jobs.append(last_job_seconds(server))
     row = {
         "family": family,
         "log2n": log2n,
@@ -340,35 +372,50 @@ def _measure(family: str, log2n: int, profile: str) -> dict:
         row[f"{prefix}_s_max"] = max(xs)
         row[f"{prefix}_rss_mib"] = max(rss[prefix])
         row[f"{prefix}_rounds"] = len(xs)
+    if jobs:
+        row["daemon_job_s"] = statistics.median(jobs)
     for prefix in times:
-        if prefix != BASE:
-            row[f"{prefix}_over_{BASE}"] = row[f"{prefix}_s"] / row[f"{BASE}_s"]
-            row[f"{BASE}_rss_over_{prefix}"] = row[f"{BASE}_rss_mib"] / row[f"{prefix}_rss_mib"]
+        if prefix != PEER:
+            row[f"{PEER}_over_{prefix}"] = row[f"{PEER}_s"] / row[f"{prefix}_s"]
+    if jobs:
+        row[f"{PEER}_over_daemon_job"] = row[f"{PEER}_s"] / row["daemon_job_s"]
+    row[f"{BASE}_rss_over_{PEER}"] = row[f"{BASE}_rss_mib"] / row[f"{PEER}_rss_mib"]
     row["verified_by_snarkjs"] = True
     print(
         f"  {family} 2^{log2n}: "
-        + ", ".join(f"{p} {fmt(row[f'{p}_s'])} s {fmt(row[f'{p}_rss_mib'])} MiB" for p in times),
+        + ", ".join(f"{p} {fmt(row[f'{p}_s'])} s {fmt(row[f'{p}_rss_mib'])} MiB" for p in times)
+        + (f" (daemon job {fmt(row['daemon_job_s'])} s)" if jobs else ""),
         flush=True,
     )
     return row
 
 
 def run(profile: str = "quick", families=None) -> dict:
+    from bench.bench_prove_server import start_daemon, stop_daemon
+    from cuzk.client import Client
+
     compile_bytecode()
     # CUZK_NATIVE=0: the commands run Numba's kernels (no library built or used)
     native = None if os.environ.get("CUZK_NATIVE") == "0" else native_library("bn254")
     rows, skipped = [], []
-    for log2n in SIZES[profile]:
-        for family in families or FAMILIES_BY_PROFILE[profile] or real_families("bn254"):
-            try:
-                rows.append(_measure(family, log2n, profile))
-            except NoCircuit as exc:
-                print(f"  {family} 2^{log2n}: skipped: {exc}", flush=True)
-                skipped.append({"family": family, "log2n": log2n, "why": str(exc)})
+    with tempfile.TemporaryDirectory(prefix="cuzk-bench-serve-plonk-") as folder:
+        proc, url = start_daemon(folder)  # key root bench/work
+        try:
+            server = Client(url, timeout=1800)
+            for log2n in SIZES[profile]:
+                for family in families or FAMILIES_BY_PROFILE[profile] or real_families("bn254"):
+                    try:
+                        rows.append(_measure(family, log2n, profile, server))
+                    except NoCircuit as exc:
+                        print(f"  {family} 2^{log2n}: skipped: {exc}", flush=True)
+                        skipped.append({"family": family, "log2n": log2n, "why": str(exc)})
+        finally:
+            stop_daemon(proc)
     print(table(rows))
     return {
         "runners": list(RUNNERS),
         "cuzk_command": " ".join(_shown(c) for c in _cuzk_command()),
+        "daemon": "cuzk serve on loopback, default prover and devices, key root bench/work",
         "native_kernels": native,
         "rss_method": RSS_METHOD,
         "rows": rows,
@@ -378,12 +425,16 @@ def run(profile: str = "quick", families=None) -> dict:
 
 def targets(get) -> list[dict]:
     """Issue #37's: `cuzk prove` >= 10x faster than `snarkjs plonk prove` at 2^15 and above
-    (the least ratio over the families), peak RSS <= snarkjs's (the largest ratio)."""
+    (the least ratio over the families), the warm daemon >= 20x (the whole `cuzk prove
+    --server` command), peak RSS <= snarkjs's (the largest ratio)."""
     res = get()
     rows = [r for r in (res or {}).get("rows", []) if r["log2n"] >= 15]
     speed = min((r["snarkjs_over_cuzk"] for r in rows), default=None)
+    warm_rows = [r for r in rows if "snarkjs_over_server" in r]
+    warm = min((r["snarkjs_over_server"] for r in warm_rows), default=None)
     mem = max((r["cuzk_rss_over_snarkjs"] for r in rows), default=None)
     sizes = ", ".join(sorted({f"2^{r['log2n']}" for r in rows})) or "none measured"
+    job = min((r["snarkjs_over_daemon_job"] for r in warm_rows), default=None)
     return [
         target(
             "cuzk prove vs snarkjs plonk prove (times faster, least)",
@@ -393,6 +444,16 @@ def targets(get) -> list[dict]:
             speed,
             upper=False,
             note=sizes,
+            suite="prove-plonk",
+        ),
+        target(
+            "cuzk prove --server (warm daemon) vs snarkjs plonk prove (times faster, least)",
+            37,
+            20,
+            "x",
+            warm,
+            upper=False,
+            note=sizes + ("" if job is None else f"; the daemon's own job time: {fmt(job)}x"),
             suite="prove-plonk",
         ),
         target(

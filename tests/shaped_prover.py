@@ -44,6 +44,7 @@ class ProvingKey:
     rows: int
     n_public: int
     nbytes: int
+    protocol = "shaped"  # its own (the vk and proofs name it too)
 
     @classmethod
     def open(cls, path, resident: bool = True) -> ProvingKey:

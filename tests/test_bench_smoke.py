@@ -176,6 +176,24 @@ def test_prove_smoke_compares_on_the_same_files(smoke_run):
 
 
 @pytest.mark.slow
+@pytest.mark.interop
+def test_prove_plonk_smoke_has_the_warm_daemon(smoke_run):
+    """The prove-plonk row carries the command, the warm daemon (`cuzk prove --server`, with
+    the daemon's own job time) and snarkjs, every proof accepted by `snarkjs plonk verify`."""
+    _, results, suites, _ = smoke_run
+    if "prove-plonk" not in suites:
+        missing_tool("snarkjs/circom2 not installed and `make tools` could not install them")
+    res = json.loads((results / "prove-plonk.smoke.json").read_text())["result"]
+    assert res["runners"] == ["cuzk prove", "cuzk prove --server", "snarkjs plonk prove"]
+    (row,) = res["rows"]
+    assert row["verified_by_snarkjs"] is True
+    assert 0 < row["daemon_job_s"] <= row["server_s"]
+    for p in ("cuzk", "server"):
+        assert row[f"snarkjs_over_{p}"] == pytest.approx(row["snarkjs_s"] / row[f"{p}_s"])
+    assert row["snarkjs_over_daemon_job"] == pytest.approx(row["snarkjs_s"] / row["daemon_job_s"])
+
+
+@pytest.mark.slow
 def test_report_renders_from_smoke_results(smoke_run, tmp_path):
     """docs/benchmarks.md from the smoke results, relabelled quick (the report skips smoke)."""
     _, results, suites, _ = smoke_run

@@ -87,8 +87,8 @@ def test_layout_is_a_pure_function_of_the_counts_and_8_byte_aligned():
 
 def test_record_formats_match_the_documented_sizes():
     # docs/status-board.md documents these byte counts; a change must bump LAYOUT_VERSION
-    assert (LAYOUT_VERSION, SLOT_SIZE, JOB_SIZE, PART_SIZE) == (4, 144, 128, 56)
-    assert KEY_ROW.size == 136  # docs/status-board.md: keys payload
+    assert (LAYOUT_VERSION, SLOT_SIZE, JOB_SIZE, PART_SIZE) == (5, 144, 128, 56)
+    assert KEY_ROW.size == 152  # docs/status-board.md: keys payload
     assert HEADER.size == 208
     assert (JOB_STATE_AT, JOB_NPART_AT) == (89, 92)
 
@@ -416,6 +416,7 @@ def test_to_dict_has_the_team_json_shape(board):
                 "curve": "bls12381",
                 "table_bytes": 45,
                 "load_ms": 1234.5,
+                "protocol": "plonk",
             }
         ]
     )
@@ -506,6 +507,7 @@ def test_to_dict_has_the_team_json_shape(board):
     (k,) = d["keys"]
     assert k["key_id"] == "porep-32g" and k["devices"] == ["cuda:1"] and not k["evictable"]
     assert k["curve"] == "bls12381" and (k["table_bytes"], k["load_ms"]) == (45, 1234.5)
+    assert k["protocol"] == "plonk"
     assert 2.0 <= k["last_used_secs_ago"] < 60
     assert d["allocations"] == {"srs": d["keys"], "pce": []}
     c = d["counters"]

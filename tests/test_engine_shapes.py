@@ -111,6 +111,9 @@ def test_jobs_prove_end_to_end_with_a_prover_of_another_shape(tmp_path):
         assert shaped.ProvingKey.open(key_path).partition_bytes() < WITNESS + LAID_OUT
         assert k["partition_bytes"] == WITNESS + LAID_OUT
         assert k["domain_size"] == ROWS
+        # the key's own protocol, copied by the engine to its record and the board's key row
+        assert k["protocol"] == "shaped"
+        assert [(b["key_id"], b["protocol"]) for b in eng.snapshot()["keys"]] == [(kid, "shaped")]
         inputs = [*ws[:3], str(tmp_path / "w3.bin"), *ws[4:]]  # bytes and a path mixed
         jobs = [eng.submit(kid, inputs), eng.submit(kid, ws[:2])]
         _assert_proofs(eng.result(jobs[0], timeout=60), ws, key_path)

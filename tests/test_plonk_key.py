@@ -4,6 +4,7 @@ tau, a stored value not below r), and the dispatch by the protocol a file names.
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import numpy as np
@@ -101,3 +102,43 @@ def test_first_not_below():
     assert first_not_below(limbs, m) == 2
     assert first_not_below(limbs[:2], m) == -1
     assert first_not_below(limbs[3:], m) == 0
+
+
+def test_a_device_keeps_the_keys_extended_values_between_proofs(circuit_named):
+    """A device process's load computes the key's values on the coset of 4n once (counted in
+    the key's nbytes, one copy per device process); proofs read them and leave them as they
+    were; evicting drops them."""
+    from cuzk.plonk import key as plonk_key
+    from cuzk.plonk import stages
+    from cuzk.plonk.prover import EXTENDED, extended
+    from cuzk.plonk.verifier import verify_objects
+
+    c = circuit_named("mulchain")  # three public signals: PI from L1's values rolled
+    key = ProvingKey.open(c.plonk_zkey)
+    size = key.zkey.file.file_size
+    assert key.extended_bytes == 10 * 4 * 32 * 32 and key.nbytes == size + key.extended_bytes
+    try:
+        plonk_key.configure({"device_processes": 3})
+        assert key.nbytes == size + 3 * key.extended_bytes
+        with pytest.raises(ValueError, match="device_processes"):
+            plonk_key.configure({"device_processes": 0})
+    finally:
+        plonk_key.configure({})
+    device = stages.open_device("cpu")
+    device.load_key(key)
+    assert device.resident_bytes(key.key_id) == key.extended_bytes
+    kept = device.extended[key.key_id]
+    assert sorted(kept) == sorted((*EXTENDED, "x"))
+    fresh = extended(key.zkey, stages.frops(key))
+    assert all(np.array_equal(kept[k], fresh[k]) for k in kept)
+    vk = json.loads(c.plonk_vk.read_text())
+    for k in (0, 1):
+        w = cuzk.plonk.load_witness(c.witness(k), key)
+        proof = stages.prove_start(key, stages.synthesize(key, w).buffers, w, device)
+        public = json.loads(c.plonk_public(k).read_text())
+        assert verify_objects(vk, public, proof.to_json())
+    assert all(np.array_equal(kept[k], fresh[k]) for k in kept)  # read, never written
+    device.evict_key(key.key_id)
+    assert device.resident_bytes(key.key_id) == 0 and device.extended == {}
+    with pytest.raises(RuntimeError, match="before key"):
+        stages.prove_start(key, stages.synthesize(key, w).buffers, w, device)

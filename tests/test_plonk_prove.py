@@ -183,3 +183,25 @@ def test_no_public_signals(tools, tmp_path):
     assert res.exit_code == 0, res.output
     assert json.loads(public.read_text()) == []
     assert interop.plonk_verify(vk, public, proof) and verify_files(vk, public, proof)
+
+
+def test_public_inputs_on_the_coset_from_l1_rolled(circuit_named, monkeypatch):
+    """qC + PI on the coset of 4n: L1's values rolled by 4i (a few public signals) equal the
+    NTT of PI's coefficients (many), and zero public signals leave qC."""
+    import numpy as np
+
+    from cuzk.plonk.fr import FrOps
+    from cuzk.plonk.key import ProvingKey
+
+    key = ProvingKey.open(circuit_named("mulchain").plonk_zkey).zkey
+    ops = FrOps(key.curve_info)
+    ext = prover.extended(key, ops)
+    n = key.domain_size
+    public = [random.randrange(R) for _ in range(3)]
+    pi_h = np.zeros((n, 4), np.uint64)
+    pi_h[:3] = ops.from_ints([-p for p in public])
+    rolled = prover.pi_extended(ext["qc"], ext["l1"], public, pi_h, ops)
+    monkeypatch.setattr(prover, "PI_ROLLS_MAX", 0)
+    by_ntt = prover.pi_extended(ext["qc"], ext["l1"], public, pi_h, ops)
+    assert np.array_equal(rolled, by_ntt) and not np.array_equal(rolled, ext["qc"])
+    assert np.array_equal(prover.pi_extended(ext["qc"], ext["l1"], [], pi_h * 0, ops), ext["qc"])

@@ -68,6 +68,7 @@ def test_engine_hands_msm_tables_to_the_prover_on_cpu_devices_only():
     cfg = EngineConfig(devices="cpu:2", prover_options={"x": 1}, memory_budget="8GiB").validated()
     assert prover_options(cfg) == {  # the table's default; a copy per CPU device, 1/4 budget
         "x": 1,
+        "device_processes": 2,
         "msm_tables": 8,
         "msm_table_copies": 2,
         "msm_table_cap": 2 * 1024**3,

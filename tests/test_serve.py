@@ -233,7 +233,7 @@ def test_one_shot_prove_with_paths_and_key_id(server, roots):
     assert key["key_id"] in [k["key_id"] for k in keys["keys"]]
     code, _, k = get(server, f"/v1/keys/{key['key_id']}")
     assert code == 200 and k["path"] == str(roots["root"] / "tiny" / "circuit.zkey")
-    assert k["curve"] == "bn128"
+    assert (k["curve"], k["protocol"]) == ("bn128", "groth16")
     code, _, ev = post(server, f"/v1/keys/{key['key_id']}/evict", None)
     assert code == 200 and ev == {"key_id": key["key_id"], "evicted": True}
     assert post(server, "/v1/keys/0123456789abcdef/evict", None)[0] == 404

@@ -137,6 +137,17 @@ def test_resident_keys_are_counted_by_curve():
     assert m[("cuzk_keys_resident_by_curve", frozenset({"curve": "bls12381"}.items()))] == 1
 
 
+def test_resident_keys_are_counted_by_protocol():
+    snap = busy_snapshot(keys=4)  # the sample's keys: groth16, groth16, plonk, groth16
+    m = scrape(snap)
+    by = {
+        dict(labels)["protocol"]: v
+        for (n, labels), v in m.items()
+        if n == "cuzk_keys_resident_by_protocol"
+    }
+    assert by == {"groth16": 3, "plonk": 1}
+
+
 def test_partitions_restored_from_the_journal_are_counted_apart():
     """A recovered job whose partitions were partly proved before the restart (issue 38: 40
     proofs counted by a process that proved 20): cuzk_proofs_completed_total counts only the

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections import Counter
 
 import interop
 import pytest
@@ -164,6 +165,9 @@ def test_plonk_and_groth16_jobs_in_one_daemon(server, root, tmp_path, tools):
     assert by_id[gk["key_id"]]["protocol"] == "groth16"
     code, _, snap = get(server, "/status")
     assert code == 200 and snap["counters"]["restarts"] == 0, snap["counters"]
+    on_board = {k["key_id"]: (k["protocol"], k["curve"]) for k in snap["keys"]}
+    assert on_board == {k: (by_id[k]["protocol"], by_id[k]["curve"]) for k in by_id}
+    assert on_board[pk["key_id"]] == ("plonk", "bn128")
     code, _, text = get(server, "/metrics")
     done = [
         s.value
@@ -172,6 +176,14 @@ def test_plonk_and_groth16_jobs_in_one_daemon(server, root, tmp_path, tools):
         if s.name == "cuzk_proofs_completed_total"
     ]
     assert code == 200 and sum(done) == 5, text  # 2 + 2 PLONK proofs, 1 Groth16
+    by_protocol = {
+        s.labels["protocol"]: s.value
+        for f in text_string_to_metric_families(text.decode())
+        for s in f.samples
+        if s.name == "cuzk_keys_resident_by_protocol"
+    }
+    assert by_protocol == dict(Counter(k["protocol"] for k in by_id.values())), text
+    assert by_protocol["plonk"] >= 1 and by_protocol["groth16"] >= 1, text
 
 
 def test_bad_plonk_witnesses_and_the_daemon_proves_on(server, root):

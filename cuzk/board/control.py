@@ -32,6 +32,7 @@ from cuzk.board.layout import (
     JOB_STATES,
     KEY_CURVE_BYTES,
     KEY_DEVICES_BYTES,
+    KEY_PROTOCOL_BYTES,
     LABEL_BYTES,
     P_ATTEMPTS,
     P_FIN_MS,
@@ -224,8 +225,9 @@ class ControlRecords:
         """Proving keys resident: dicts with key_id, bytes, devices (list of str), evictable,
         last_used (unix time) or last_used_secs_ago, and optionally curve (the key's curve
         as its files name it, "bn128" or "bls12381"), table_bytes (of bytes, the key's
-        tables of multiples) and load_ms (its last load on a device). Keys beyond the
-        board's rows are dropped (most recently used kept)."""
+        tables of multiples), load_ms (its last load on a device) and protocol (its proof
+        system, "groth16" or "plonk"). Keys beyond the board's rows are dropped (most
+        recently used kept)."""
         lay = self.layout
         now = time.time()
         rows = []
@@ -247,6 +249,7 @@ class ControlRecords:
                     str(k.get("curve") or "").encode()[:KEY_CURVE_BYTES],
                     int(k.get("table_bytes") or 0),
                     _NAN if k.get("load_ms") is None else float(k["load_ms"]),
+                    str(k.get("protocol") or "").encode()[:KEY_PROTOCOL_BYTES],
                 )
             )
         if len(rows) > lay.key_rows:
@@ -254,7 +257,7 @@ class ControlRecords:
             rows = rows[: lay.key_rows]
         f = [len(rows)]
         for i in range(lay.key_rows):
-            f += list(rows[i]) if i < len(rows) else [b"", 0, b"", _NAN, 0, b"", 0, _NAN]
+            f += list(rows[i]) if i < len(rows) else [b"", 0, b"", _NAN, 0, b"", 0, _NAN, b""]
         with self:
             self._write(lay.offsets["keys"], lay.keys_payload, f)
 

@@ -20,8 +20,8 @@ import struct
 from dataclasses import dataclass
 
 MAGIC = b"CUZKBRD\x00"
-LAYOUT_VERSION = 4  # 2: jobs_recovered in the counters record (was padding); 3: a key's curve;
-# 4: a key's table bytes and load time
+LAYOUT_VERSION = 5  # 2: jobs_recovered in the counters record (was padding); 3: a key's curve;
+# 4: a key's table bytes and load time; 5: a key's protocol
 NAME_PREFIX = "cuzk-"
 
 ID_BYTES = 48  # job ids, key ids (UTF-8, zero padded)
@@ -30,6 +30,7 @@ DEVICE_BYTES = 8
 INSTANCE_BYTES = 64
 KEY_DEVICES_BYTES = 32
 KEY_CURVE_BYTES = 16  # a key's curve name ("bls12381")
+KEY_PROTOCOL_BYTES = 16  # a key's proof system ("groth16", "plonk")
 
 # --- enumerations (stored as u8) -------------------------------------------------------------
 SLOT_EMPTY, SLOT_IDLE, SLOT_BUSY, SLOT_DEAD = 0, 1, 2, 3
@@ -131,7 +132,9 @@ PART_PAYLOAD = struct.Struct(
 
 LABELLED_U64 = struct.Struct(f"<{LABEL_BYTES}s Q")
 KIND_COUNTS = struct.Struct(f"<{LABEL_BYTES}s Q Q")
-KEY_ROW = struct.Struct(f"<{ID_BYTES}s Q {KEY_DEVICES_BYTES}s d B 7x {KEY_CURVE_BYTES}s Q d")
+KEY_ROW = struct.Struct(
+    f"<{ID_BYTES}s Q {KEY_DEVICES_BYTES}s d B 7x {KEY_CURVE_BYTES}s Q d {KEY_PROTOCOL_BYTES}s"
+)
 
 
 @functools.cache
@@ -153,7 +156,7 @@ def keys_payload(key_rows: int) -> struct.Struct:
     """number of keys, then `key_rows` (key id, bytes, devices, last_used unix, evictable,
     curve: the name of the key's curve as its files give it, "bn128", "bls12381", or empty;
     table_bytes: of bytes, its tables of multiples; load_ms: the last load on a device, NaN
-    before one)."""
+    before one; protocol: the key's proof system, "groth16", "plonk", or empty)."""
     return struct.Struct("<I 4x" + f" {KEY_ROW.format[1:]}" * key_rows)
 
 

@@ -76,4 +76,4 @@ def empty_counters(lay: Layout):
 
 
 def empty_keys(lay: Layout):
-    return [0] + [b"", 0, b"", _NAN, 0, b"", 0, _NAN] * lay.key_rows
+    return [0] + [b"", 0, b"", _NAN, 0, b"", 0, _NAN, b""] * lay.key_rows

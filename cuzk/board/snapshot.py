@@ -465,8 +465,8 @@ class Snapshot:
         k = self.raw_keys
         out = []
         for i in range(k[1]):
-            key_id, nbytes, devs, last, evictable, curve, tbytes, load_ms = k[
-                2 + 8 * i : 10 + 8 * i
+            key_id, nbytes, devs, last, evictable, curve, tbytes, load_ms, protocol = k[
+                2 + 9 * i : 11 + 9 * i
             ]
             d = unpack_str(devs)
             out.append(
@@ -479,6 +479,7 @@ class Snapshot:
                     "curve": unpack_str(curve),
                     "table_bytes": tbytes,
                     "load_ms": _opt(load_ms),
+                    "protocol": unpack_str(protocol),
                 }
             )
         return out

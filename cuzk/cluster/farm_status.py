@@ -127,6 +127,7 @@ def farm_snapshot(gw) -> dict:
                 "last_used_secs_ago": k["last_used_secs_ago"],
                 "evictable": k["evictable"],
                 "curve": k.get("curve", ""),
+                "protocol": k.get("protocol", ""),
                 "nodes": k["nodes"],
             }
         )

@@ -305,6 +305,7 @@ class ClusterEngine(JobAPI):
             "n_vars": int(pk.n_vars),
             "domain_size": int(pk.domain_size),
             "n_public": int(pk.n_public),
+            "protocol": str(pk.protocol),
             "curve": str(getattr(pk, "curve", "") or ""),
             "bytes": int(pk.nbytes),
             "partition_bytes": int(pk.partition_bytes()),

@@ -191,6 +191,7 @@ class SupervisorStatus:
                     "last_used": k.last_used,
                     "evictable": k.live_jobs == 0,
                     "curve": k.curve,
+                    "protocol": k.protocol,
                     "table_bytes": k.table_bytes,
                     "load_ms": k.load_ms,
                 }

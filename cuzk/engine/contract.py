@@ -11,8 +11,8 @@ another shape (tests/shaped_prover.py) satisfy `Prover`; tests/test_engine_contr
 each (isinstance, and every function's and method's parameters). Where each call happens:
 
     supervisor          configure, ProvingKey.open, key.validate (once per key file),
-                        key.key_id / n_vars / domain_size / n_public / nbytes /
-                        partition_bytes / witness_buffer / buffers
+                        key.key_id / protocol / n_vars / domain_size / n_public /
+                        nbytes / partition_bytes / witness_buffer / buffers
     synthesis process   configure, ProvingKey.open, load_witness, synthesize(out=...)
     device process      configure, open_device, ProvingKey.open, dev.load_key / evict_key /
                         resident_bytes, prove_start, prove_finish, proof.to_json / public;
@@ -51,6 +51,12 @@ class ProvingKey(Protocol):
     domain_size: int  # the circuit's size, reported in GET /keys (the engine sizes nothing by it)
     n_public: int
     nbytes: int  # what a resident copy costs (budgeted under "keys")
+    # The proof system the key is for ("groth16", "plonk"; a test prover names its own),
+    # shown to operators beside the curve in GET /keys, /status, /metrics and `cuzk top`.
+    # Required of every prover, since a daemon may hold keys of several systems at once
+    # (cuzk.prover) and an operator cannot tell them apart otherwise; the engine copies it
+    # into its key record and the board's key row, and decides nothing by it.
+    protocol: str
     # Optional: the curve (or field) the key is over, as its files name it ("bn128",
     # "bls12381"), shown to operators in GET /keys, /status, /metrics, `cuzk top` and the web
     # panel; the engine reads it with getattr(key, "curve", "") and decides nothing by it.
@@ -113,7 +119,10 @@ class Prover(Protocol):
     ProvingKey: type
 
     def configure(self, options: dict) -> None:
-        """Take `EngineConfig.prover_options` (in every process, before anything else)."""
+        """Take `EngineConfig.prover_options` (in every process, before anything else), with
+        what the engine adds for every prover (cuzk.engine.settings.prover_options):
+        `device_processes`, how many device processes may each hold a key (a prover that
+        keeps something per key in each counts that many copies in the key's nbytes)."""
 
     def load_witness(self, source, key) -> Any:
         """The witness array (shaped as key.witness_buffer() says) from a path or bytes,

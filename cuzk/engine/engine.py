@@ -220,15 +220,17 @@ class Engine(JobAPI):
                 now,
                 now,
                 curve=str(getattr(pk, "curve", "") or ""),
+                protocol=str(pk.protocol),
                 table_bytes=int(getattr(pk, "table_bytes", 0) or 0),
             )
             if circuit is not None:
                 k.wasm, k.wasm_bytes = wasm, int(circuit.instance_bytes)
             b.publish_keys()
         log.info(
-            "key %s registered: %s (%s%d vars, domain %d, %s per partition)%s",
+            "key %s registered: %s (%s, %s%d vars, domain %d, %s per partition)%s",
             pk.key_id,
             path,
+            k.protocol,
             f"{k.curve}, " if k.curve else "",
             pk.n_vars,
             pk.domain_size,

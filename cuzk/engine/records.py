@@ -24,6 +24,7 @@ class KeyRecord:
     registered_at: float
     last_used: float
     curve: str = ""  # the key's curve as its files name it ("bn128", "bls12381"); "" if none
+    protocol: str = ""  # the key's proof system ("groth16", "plonk"), as the key declares it
     wasm: str | None = None  # the circuit's witness calculator (jobs with inputs)
     wasm_bytes: int = 0  # what one calculator instance holds (Circuit.instance_bytes)
     devices: set = field(default_factory=set)  # device indices where resident
@@ -39,6 +40,7 @@ class KeyRecord:
             "n_vars": self.n_vars,
             "domain_size": self.domain_size,
             "n_public": self.n_public,
+            "protocol": self.protocol,
             "curve": self.curve,
             "bytes": self.nbytes,
             "table_bytes": self.table_bytes,

@@ -246,14 +246,18 @@ def parse_msm_tables(v) -> int:
 
 def prover_options(config) -> dict:
     """The options the engine hands its prover's configure() in every process: the config's
-    prover_options, plus msm_tables where every device is a CPU device (the tables serve the
-    CPU MSMs; on a GPU the MSMs run there, and no key's budget counts tables), with the copies
-    of a key's tables the devices may hold (each CPU device process builds its own) and their
-    cap: a quarter of the memory budget for one key's tables, all copies together (the prover
-    lowers a key's groups to fit, down to none)."""
+    prover_options, plus device_processes (how many device processes there are: each may hold
+    every key, so a prover that keeps something per key in each, as PLONK's extended values,
+    counts that many copies in the key's nbytes), msm_tables where every device is a CPU
+    device (the tables serve the CPU MSMs; on a GPU the MSMs run there, and no key's budget
+    counts tables), with the copies of a key's tables the devices may hold (each CPU device
+    process builds its own) and their cap: a quarter of the memory budget for one key's
+    tables, all copies together (the prover lowers a key's groups to fit, down to none)."""
     out = dict(config.prover_options or {})
     names = getattr(config, "device_names", None) or []
     cpu_only = bool(names) and all(str(d).startswith("cpu") for d in names)
+    if names:  # for any prover that keeps something per key in each device process
+        out["device_processes"] = len(names)
     out["msm_tables"] = int(config.msm_tables) if cpu_only else 0
     if out["msm_tables"]:
         out["msm_table_copies"] = len(names)

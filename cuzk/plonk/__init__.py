@@ -23,7 +23,12 @@ _EXPORTS = {
 
 
 def configure(options: dict) -> None:
-    """The engine's `prover_options` (cuzk.engine.contract): this prover takes none."""
+    """The engine's `prover_options` (cuzk.engine.contract): `device_processes`, how many
+    device processes may each hold a key (each keeps its own copy of the key's extended
+    values: cuzk.plonk.key.ProvingKey.nbytes counts them all; 1 when absent)."""
+    from cuzk.plonk import key
+
+    key.configure(options)
 
 
 def watch_compiles(say, on_change=None):

@@ -20,11 +20,26 @@ from cuzk.formats.errors import BadValue
 from cuzk.formats.plonk_zkey import PLONK_HEADER, SELECTORS, PlonkZKey
 
 FR_BYTES = 32
-# What the five rounds allocate at their peak (round 3: the wires, z and z(wX) on the coset,
-# the selectors' and sigmas' coset values, the quotient's terms; the Python-int vectors of
-# rounds 2 and 5), in vectors of 4n elements: tracemalloc's peak over prove_start measured
-# 37-43 of them on the fixtures (n = 8, 32), so 44.
-PEAK_EXTENDED_VECTORS = 44
+# What the five rounds allocate at their peak in a device process (round 3: the wires and z
+# on the coset, qC + PI there, the quotient's terms; the Python-int vectors of rounds 2 and
+# 5; the key's own coset values are the device's, kept with the key and counted in nbytes),
+# in vectors of 4n elements: tracemalloc's peak over prove_start on a loaded key measured
+# 19-21 of them on the fixtures (n = 8, 32; 37-43 when each proof computed the key's), so 24.
+PEAK_EXTENDED_VECTORS = 24
+
+
+# Device processes that may hold a key at once, each with its own extended values (set by
+# configure() from the engine's `device_processes` option; 1 for a process never configured).
+_copies = 1
+
+
+def configure(options: dict) -> None:
+    """Take ``device_processes`` from the prover's options (absent: 1)."""
+    global _copies
+    n = (options or {}).get("device_processes", 1)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"device_processes: expected a whole number >= 1, got {n!r}")
+    _copies = n
 
 
 class ProvingKey:
@@ -134,8 +149,18 @@ class ProvingKey:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the key file (what a resident copy costs: it is mapped whole)."""
-        return self.zkey.file.file_size
+        """What the key costs while resident: its file (mapped whole, shared by every
+        process) and, in each device process that may hold it, its extended values
+        (cuzk.plonk.prover.extended: ten vectors of 4n, 1.25 KiB per gate of the domain,
+        computed when a device loads the key and kept until it is evicted)."""
+        return self.zkey.file.file_size + _copies * self.extended_bytes
+
+    @property
+    def extended_bytes(self) -> int:
+        """One device process's copy of the key's extended values."""
+        from cuzk.plonk.prover import extended_nbytes
+
+        return extended_nbytes(self.domain_size)
 
     def witness_buffer(self) -> tuple:
         """(shape, dtype) of a partition's witness: the circuit's wires, plain-form limbs."""

@@ -122,11 +122,58 @@ def wire_values(key, values, ops: FrOps) -> tuple:
     return tuple(wires)
 
 
-def prove(key, values, ops: FrOps | None = None, wires=None) -> PlonkProof:
+# The key's polynomials round 3 takes on the coset of 4n (attribute of the PlonkZKey, or
+# "l1": its first Lagrange polynomial), in the quotient kernel's order; with the coset's
+# points ("x") they are the key's extended values (extended()).
+EXTENDED = ("qm", "ql", "qr", "qo", "qc", "s1", "s2", "s3", "l1")
+# Up to this many public signals, PI's values on the coset are L1's rolled (pi_extended),
+# one multiply-add each; past it one NTT of 4n costs less.
+PI_ROLLS_MAX = 8
+
+
+def extended(key, ops: FrOps) -> dict:
+    """The key's values on the coset of 4n that round 3 takes, the same for every proof:
+    {name in EXTENDED: (4n, 4) Montgomery values at g w4^j, j < 4n} and "x", those points.
+    snarkjs's key stores its polynomials' values on the domain of 4n itself, not on this
+    coset (its prover divides Z_H out of coefficients instead), so they are computed here:
+    nine NTTs of 4n. A daemon's device process computes them once when it loads the key and
+    keeps them while the key is resident (cuzk.plonk.stages.Device); a one-shot proof, in
+    its round 3."""
+    n4 = 4 * key.domain_size
+    out = {}
+    for name in EXTENDED:
+        p = key.lagrange[0] if name == "l1" else getattr(key, name)
+        out[name] = ops.coset_evaluations(p.coefficients, n4)
+    out["x"] = ops.scale(ops.powers(ops.roots[key.power + 2], n4), ops.coset_generator(n4))
+    return out
+
+
+def extended_nbytes(domain_size: int) -> int:
+    """The bytes of extended()'s arrays for a key of this domain."""
+    return (len(EXTENDED) + 1) * 4 * domain_size * 32
+
+
+def pi_extended(qc, l1, public: list, pi_h, ops: FrOps) -> np.ndarray:
+    """qC + PI on the coset of 4n (a new array), PI(X) = -sum_i p_i L_(i+1)(X). L_(i+1)(X) =
+    L_1(X w^-i), and a coset point times w^-i = w4^-4i is the point 4i places before it, so
+    L_(i+1)'s values are L1's rolled by 4i: one multiply-add per public signal (up to
+    PI_ROLLS_MAX of them; more take one NTT of PI's coefficients, `pi_h` its values on H)."""
+    out = np.array(qc)
+    if len(public) > PI_ROLLS_MAX:
+        ops.axpy(out, ops.coset_evaluations(ops.intt(pi_h), len(qc)), 1)
+        return out
+    for i, p in enumerate(public):
+        if p:
+            ops.axpy(out, np.roll(l1, 4 * i, axis=0), -p)
+    return out
+
+
+def prove(key, values, ops: FrOps | None = None, wires=None, ext=None) -> PlonkProof:
     """A proof for the witness `values` ((nVars - nAdditions, 4) plain limbs, a .wtns's
     values) under `key` (cuzk.formats.plonk_zkey.PlonkZKey). `wires`: wire_values(key,
     values, ops) when the caller has them already (the daemon computes them in its synthesis
-    processes, cuzk.plonk.stages); they may be overwritten."""
+    processes, cuzk.plonk.stages); they may be overwritten. `ext`: extended(key, ops) when
+    the caller keeps it (a daemon's resident key; read only), else round 3 computes it."""
     curve = key.curve_info
     ops = ops or FrOps(curve)
     r, n, power = curve.r, key.domain_size, key.power
@@ -147,8 +194,9 @@ def prove(key, values, ops: FrOps | None = None, wires=None) -> PlonkProof:
     public = [x % r for x in limbs_to_ints(np.asarray(values[1 : 1 + key.n_public]))]
     A, B, C = wire_values(key, values, ops) if wires is None else wires
     pi_h = np.zeros((n, 4), np.uint64)  # PI on H: -p_i at gate i
+    pi_values = ops.to_ints(A[: key.n_public])  # the public gates' wires: p_i
     if key.n_public:
-        pi_h[: key.n_public] = ops.from_ints([-x for x in ops.to_ints(A[: key.n_public])])
+        pi_h[: key.n_public] = ops.from_ints([-x for x in pi_values])
     check_gates(key, A, B, C, pi_h, ops)
     lap("wires")
     a_coef = blind(ops.intt(A), n, [b[2], b[1]], ops)
@@ -199,23 +247,20 @@ def prove(key, values, ops: FrOps | None = None, wires=None) -> PlonkProof:
         return ops.coset_evaluations(coefs, n4)
 
     Ae, Be, Ce, Ze = ev(a_coef), ev(b_coef), ev(c_coef), ev(z_coef)
+    if ext is None:
+        ext = extended(key, ops)
     g = ops.coset_generator(n4)
-    X = ops.scale(ops.powers(ops.roots[power + 2], n4), g)
-    qcpi = ops.intt(pi_h)
-    ops.axpy(qcpi, key.qc.coefficients, 1)
     # 1 / Z_H(g w4^j) = 1 / (g^n w4^(jn) - 1): four values, repeating (z(w x) at x = g w4^j
     # is z at g w4^(j+4): the kernel reads Ze[j + 4])
     gn = pow(g, n, r)
     w4 = ops.roots[2]
     zh_inv = [pow((gn * pow(w4, j, r) - 1) % r, -1, r) for j in range(4)]
     consts = ops.constants(beta=beta, gamma=gamma, k1=k1, k2=k2, alpha=alpha, zh_inv=zh_inv)
-    selectors = [ev(p.coefficients) for p in (key.qm, key.ql, key.qr, key.qo)]
-    selectors.append(ev(qcpi))
-    sigma = [ev(s.coefficients) for s in (key.s1, key.s2, key.s3)]
-    quotient = ops.quotient(
-        Ae, Ae, Be, Ce, Ze, *selectors, *sigma, ev(key.lagrange[0].coefficients), X, consts
-    )
-    del Be, Ce, Ze, selectors, sigma, X
+    qcpi = pi_extended(ext["qc"], ext["l1"], pi_values, pi_h, ops)
+    selectors = [ext[name] for name in ("qm", "ql", "qr", "qo")] + [qcpi]
+    sigma = [ext[name] for name in ("s1", "s2", "s3")]
+    quotient = ops.quotient(Ae, Ae, Be, Ce, Ze, *selectors, *sigma, ext["l1"], ext["x"], consts)
+    del Be, Ce, Ze, selectors, sigma, qcpi, ext
     t_coef = ops.coset_coefficients(quotient)
     if t_coef[3 * n + 6 :].any():
         raise ProveError(

@@ -23,7 +23,14 @@ import threading
 import numpy as np
 
 from cuzk.arith.radix import limbs_to_ints
-from cuzk.plonk.prover import PlonkProof, ProveError, check_gates, prove, wire_values
+from cuzk.plonk.prover import (
+    PlonkProof,
+    ProveError,
+    check_gates,
+    extended,
+    prove,
+    wire_values,
+)
 from cuzk.wires import Synthesis
 
 Proof = PlonkProof
@@ -65,10 +72,11 @@ def synthesize(key, w, out=None) -> Synthesis:
 def prove_start(key, buffers, w, device) -> Partial:
     """The five rounds from synthesize's wires (buffers "a", "b", "c"; taken as round 1's
     A, B, C, and overwritten as the rounds please)."""
-    if key.key_id not in device.keys:
+    ext = device.extended.get(key.key_id)
+    if ext is None:
         raise RuntimeError(f"prove_start before key {key.key_id} was loaded on {device.name}")
     wires = (buffers["a"], buffers["b"], buffers["c"])
-    return prove(key.zkey, w, frops(key), wires=wires)
+    return prove(key.zkey, w, frops(key), wires=wires, ext=ext)
 
 
 def prove_finish(key, partial: Partial, w) -> Proof:
@@ -93,29 +101,40 @@ def verify(vk, public, proof) -> bool:
 
 
 class Device:
-    """Where PLONK keys are held in a device process: the mapped keys themselves (the rounds
-    run on this machine's CPU kernels; a key costs no device memory)."""
+    """Where PLONK keys are held in a device process: the mapped keys and, per key, what
+    every proof's round 3 takes from it on the coset of 4n (cuzk.plonk.prover.extended:
+    the selectors, the permutation polynomials, L1 and the coset's points), computed once
+    when the key is loaded and kept until it is evicted (the rounds run on this machine's
+    CPU kernels; a key costs no device memory)."""
 
     kind = "cpu"
 
     def __init__(self, name: str = "cpu"):
         self.name = name
         self.keys: dict[str, object] = {}
+        self.extended: dict[str, dict] = {}  # key id -> extended(key)
         self._lock = threading.Lock()
 
     def describe(self) -> str:
         return f"{self.name}: PLONK on Numba CPU kernels, {os.cpu_count()} cores"
 
     def load_key(self, key) -> None:
+        ext = extended(key.zkey, frops(key))  # outside the lock: nine NTTs of 4n
         with self._lock:
             self.keys[key.key_id] = key
+            self.extended[key.key_id] = ext
 
     def evict_key(self, key_id: str) -> None:
         with self._lock:
             self.keys.pop(key_id, None)
+            self.extended.pop(key_id, None)
 
     def resident_bytes(self, key_id: str) -> int:
-        return 0  # mapped file pages belong to the page cache, shared by every process
+        """The key's extended values held here (its mapped file's pages belong to the page
+        cache, shared by every process)."""
+        with self._lock:
+            ext = self.extended.get(key_id)
+        return sum(a.nbytes for a in ext.values()) if ext else 0
 
 
 def open_device(spec: str = "cpu") -> Device:

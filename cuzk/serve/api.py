@@ -149,7 +149,6 @@ class Api:
         self.draining = False
         self.started_at = time.time()
         self._key_paths: dict[tuple, str] = {}  # (realpath, mtime_ns, size) -> key_id
-        self._protocols: dict[str, str] = {}  # key_id -> its proof system (_keys)
         self._lock = threading.Lock()
 
     def router(self) -> Router:
@@ -210,29 +209,8 @@ class Api:
 
     # ---------------------------------------------------------------- keys
     def _keys(self) -> list[dict]:
-        """The engine's keys, each with `protocol`: the proof system its file names
-        ("groth16", "plonk"; "" for a file that is no .zkey, a test prover's), read here once
-        per key id (the engine decides nothing by it, as by the curve)."""
-        keys = self.engine.keys()
-        for k in keys:
-            k.setdefault("protocol", self._protocol(k["key_id"], k["path"]))
-        return keys
-
-    def _protocol(self, key_id: str, path: str) -> str:
-        with self._lock:
-            name = self._protocols.get(key_id)
-        if name is None:
-            from cuzk.formats.zkey import protocol_name, zkey_protocol
-
-            try:
-                name = protocol_name(zkey_protocol(path))
-            except FormatError:
-                name = ""
-            except OSError:  # gone for now (the engine says so too): asked again next time
-                return ""
-            with self._lock:
-                self._protocols[key_id] = name
-        return name
+        """The engine's keys (each with `protocol` and `curve`, as the key declares them)."""
+        return self.engine.keys()
 
     def _key_by_id(self, key_id: str) -> dict:
         for k in self._keys():

@@ -134,6 +134,17 @@ class SnapshotCollector:
         for name, n in sorted(curves.items()):
             by_curve.add_metric([name], n)
         yield by_curve
+        by_protocol = GaugeMetricFamily(
+            "cuzk_keys_resident_by_protocol",
+            "Proving keys resident on devices, by the proof system they are for.",
+            labels=["protocol"],
+        )
+        protocols: dict[str, int] = {}
+        for k in s.get("keys") or []:
+            protocols[k.get("protocol") or ""] = protocols.get(k.get("protocol") or "", 0) + 1
+        for name, n in sorted(protocols.items()):
+            by_protocol.add_metric([name], n)
+        yield by_protocol
         yield GaugeMetricFamily(
             "cuzk_uptime_seconds",
             "Seconds since the engine started.",

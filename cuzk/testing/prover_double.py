@@ -77,6 +77,7 @@ class ProvingKey:
     n_public: int
     nbytes: int
     curve: str = "bn128"  # what the key file says (shown by the daemon, decides nothing)
+    protocol: str = "double"  # the double's own proof system (its vk and proofs say so too)
 
     @classmethod
     def open(cls, path, resident: bool = True) -> ProvingKey:

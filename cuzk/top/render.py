@@ -615,7 +615,7 @@ def _help(width: int, farm: bool = False) -> list[Line]:
         Line()
         .add(" ")
         .add(f"{'KEY':<10}", "key")
-        .add(" resident keys: curve, size, TABLES of it, LOAD, devices, idle, evict")
+        .add(" resident keys: PROTO, curve, size, TABLES, LOAD, devices, idle")
     )
     return lines
 
@@ -748,6 +748,7 @@ def _keys(snap: dict, width: int) -> Section | None:
     t = Table(
         [
             Col("KEY", 8, flex=40),
+            Col("PROTO", 7, prio=1),
             Col("CURVE", 9, prio=1),
             Col("SIZE", 6, ">"),
             Col("TABLES", 6, ">", prio=2),
@@ -763,6 +764,7 @@ def _keys(snap: dict, width: int) -> Section | None:
         lambda k: t.row(
             [
                 k.get("key_id"),
+                k.get("protocol") or "-",
                 fmt.curve(k.get("curve")),
                 fmt.bytes_(k.get("bytes")),
                 fmt.bytes_(k.get("table_bytes")) if k.get("table_bytes") else "-",

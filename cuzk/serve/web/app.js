@@ -713,7 +713,7 @@
     sync($("keys"), keys, (k) => k.key_id, () => {
       const tr = h("tr", { cls: "key" });
       const id = makeId();
-      const tds = ["id", "curve", "size", "devices", "idle", "evict"].map((c) =>
+      const tds = ["id", "protocol", "curve", "size", "devices", "idle", "evict"].map((c) =>
         h("td", { cls: "c-" + c + (c === "size" || c === "idle" ? " num" : "") }));
       tds[0].append(id);
       tr.append(...tds);
@@ -722,11 +722,12 @@
       return tr;
     }, (tr, k) => {
       setId(tr._id, k.key_id, "key");
-      setText(tr._tds[1], CURVES[k.curve] || k.curve || "-");
-      setText(tr._tds[2], fmtBytes(k.bytes));
-      setText(tr._tds[3], (k.devices || []).join(", ") || "-");
-      setText(tr._tds[4], fmtSecs(k.last_used_secs_ago));
-      setText(tr._tds[5], k.evictable ? "yes" : "no (in use)");
+      setText(tr._tds[1], k.protocol || "-");
+      setText(tr._tds[2], CURVES[k.curve] || k.curve || "-");
+      setText(tr._tds[3], fmtBytes(k.bytes));
+      setText(tr._tds[4], (k.devices || []).join(", ") || "-");
+      setText(tr._tds[5], fmtSecs(k.last_used_secs_ago));
+      setText(tr._tds[6], k.evictable ? "yes" : "no (in use)");
     });
     $("keys-empty").hidden = keys.length > 0;
     const total = keys.reduce((s, k) => s + (k.bytes || 0), 0);
