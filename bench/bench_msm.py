@@ -15,7 +15,8 @@ mixed row also times its two parts as MSMs of their own (parts_ms: 0/1 part + de
 Rows of their own (part "tables", issue #35's target 2; BN254, dense scalars) run each MSM
 over a table of multiples (msm_cpu.build_table at the engine's default msm_tables, as a
 resident key gets) and without, alternating: CPU time of each (cpu_vs_plain), the table's
-bytes against the point set's (x_memory) and its build time.
+bytes against the point set's (x_memory) and its build time; on the native library's kernels
+where it is built here (what the daemon's CPU devices run; column kernels), else Numba's.
 Each figure is the median of several runs after a warm-up (compile or cache load); cpu_ms
 is the process's CPU time (all threads) and cores_used = cpu_ms / ms shows how many cores
 the process actually got (a shared machine gives fewer than it has).
@@ -352,11 +353,34 @@ def _sized_rows(group, sizes, repeats):
     return rows
 
 
-def _table_rows(group, sizes, repeats):
+def table_kernels() -> str:
+    """The kernels the tables rows run on: the native library's where it is built for BN254
+    here (cuzk.native: what the daemon's CPU devices run), else Numba's builds."""
+    from cuzk import native
+
+    with native.used():
+        return "native" if native.library("bn254") is not None else "numba"
+
+
+def _table_rows(group, sizes, repeats, kernels="numba"):
     """CPU rows of dense MSMs over a table of multiples (msm_cpu.build_table with the engine's
     default msm_tables) against the plain MSM of the same points and scalars, the two
     alternating within each repeat: CPU time (least), wall (median), the table's bytes
-    against the point set's, its plan (factor f, window c, folded windows Kf) and build."""
+    against the point set's, its plan (factor f, window c, folded windows Kf) and build; on
+    ``kernels`` ("native": the library's, checked to have run; "numba")."""
+    from cuzk import native
+
+    with native.used(kernels == "native"):
+        before = dict(native.calls)
+        rows = _table_rows_on(group, sizes, repeats)
+        ran = {k for k, v in native.calls.items() if v > before.get(k, 0)}
+    wanted = (f"table_fill_{group}", f"pippenger_table_{group}_", f"pippenger_{group}_")
+    if kernels == "native" and not all(any(r.startswith(w) for r in ran) for w in wanted):
+        raise AssertionError(f"{group}: the tables rows did not run on the native library: {ran}")
+    return [{**r, "kernels": kernels} for r in rows]
+
+
+def _table_rows_on(group, sizes, repeats):
     from cuzk.engine.settings import ENGINE_SETTING
     from cuzk.kernels import msm_cpu as mod
 
@@ -411,6 +435,7 @@ def _table_rows(group, sizes, repeats):
 
 
 TABLE_COLUMNS = [
+    "kernels",
     "group",
     "log2n",
     "factor",
@@ -529,8 +554,9 @@ def run(profile: str = "quick") -> dict:
         result["sized"] += _sized_rows(group, sizes, REPEATS[profile])
     print(table(result["sized"], SIZED_COLUMNS))
     result["tables"] = []
+    kernels = table_kernels()
     for group, sizes in TABLES[profile].items():
-        result["tables"] += _table_rows(group, sizes, REPEATS[profile])
+        result["tables"] += _table_rows(group, sizes, REPEATS[profile], kernels)
     print(table(result["tables"], TABLE_COLUMNS))
     return result
 

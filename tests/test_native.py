@@ -84,6 +84,50 @@ def test_msm_drivers_agree_with_numba(native_on):
         assert f"pippenger_{g}_int16" in ran and f"pippenger_{g}_int32" in ran
 
 
+def test_msm_tables_agree_with_numba(native_on):
+    """Tables of multiples (a resident key's, msm_cpu.build_table) built and summed by the
+    library (table_fill, pippenger_table) are Numba's bit for bit, in G1 and G2: the rows,
+    and MSMs over them of dense scalars and of scalars split by size (index lists, points
+    negated for scalars near r); int16 digits (c = 8, 3 windows folded) and int32 (c = 17,
+    one window); each equals the plain MSM."""
+    from cuzk.arith.constants import FR_MODULUS
+    from cuzk.kernels import msm_cpu
+
+    z = _key()
+    rng = np.random.default_rng(21)
+    near_r = [(FR_MODULUS - k) >> (64 * i) & (2**64 - 1) for k in (1, 7) for i in range(4)]
+    for g, pts in ((1, z.points_h), (2, z.points_b2)):
+        n = pts.shape[0]
+        dense = rng.integers(0, 2**64, size=(n, 4), dtype=np.uint64)
+        dense[:, 3] >>= np.uint64(4)
+        mixed = dense.copy()
+        kind = rng.integers(0, 5, size=n)
+        mixed[kind == 0] = 0
+        mixed[kind == 1] = [1, 0, 0, 0]
+        mixed[kind == 2, 1:] = 0
+        mixed[kind == 3] = np.array(near_r, np.uint64).reshape(2, 4)[rng.integers(0, 2)]
+        msm = msm_cpu.msm_g1 if g == 1 else msm_cpu.msm_g2
+        with native.used(False):
+            plain = msm(pts, dense), msm(pts, mixed)
+        for plan in ((8, 3), (17, 1)):
+
+            def run(plan=plan, g=g, pts=pts, dense=dense, mixed=mixed, msm=msm):
+                t = msm_cpu.build_table(pts, 0, g=g, plan=plan)
+                return t.rows, msm(t, dense), msm(t, mixed)
+
+            (rows, *expected), (got_rows, *got) = both(run)
+            assert np.array_equal(rows, got_rows), (g, plan)
+            for x, y, p in zip(expected, got, plain, strict=True):
+                assert np.array_equal(x, y) and np.array_equal(y, p), (g, plan)
+    ran = {name for name, n in native.calls.items() if n}
+    for g in ("g1", "g2"):  # the library's kernels ran, not a fallback to Numba's
+        assert {
+            f"table_fill_{g}",
+            f"pippenger_table_{g}_int16",
+            f"pippenger_table_{g}_int32",
+        } <= ran
+
+
 def test_compute_h_and_tables_agree_with_numba(native_on):
     """The H pipeline (serial at 2^6, parallel regions at 2^12) and its power tables."""
     from cuzk.kernels import ntt_cpu
@@ -160,6 +204,38 @@ def test_the_daemons_stages_make_the_same_proof_bytes(native_on):
     assert (numba_backend, native_backend) == ("numba", "python") and numba_ok and native_ok
     ran = {k for k, n in native.calls.items() if n > before.get(k, 0)}
     assert {"evaluate_abc", "h_pipeline", "pippenger_g1_int16", "pippenger_g2_int16"} <= ran
+
+
+def test_a_keys_tables_on_the_library_prove_the_same_bytes(native_on):
+    """A resident key's tables (msm_tables) built by the library's kernels when a CPU device
+    loads the key, and used by its MSMs (the G1 sets in prove_start, B2 in prove_finish): the
+    proof is the same bytes as without tables, and the library's table kernels ran."""
+    from cuzk.groth16 import configure, open_device, prove_finish, prove_start, synthesize
+    from cuzk.groth16.key import ProvingKey, load_witness
+
+    key = ProvingKey.open(FIXTURES / "toyhash" / "circuit.zkey")
+    w = load_witness(FIXTURES / "toyhash" / "witness_0.wtns", key)
+
+    def proof(dev):
+        syn = synthesize(key, w)
+        partial = prove_start(key, syn.buffers, w, dev)
+        return prove_finish(key, partial, w, r=12345, s=67890).to_json()
+
+    plain = proof(open_device("cpu"))
+    try:
+        configure({"msm_tables": 4})
+        before = dict(native.calls)
+        dev = open_device("cpu")
+        dev.load_key(key)
+        assert set(key.tables) == {"a", "b1", "c", "h", "b2"} and key.table_bytes > 0
+        assert proof(dev) == plain
+        dev.evict_key(key.key_id)
+    finally:
+        configure({})
+    ran = {k for k, n in native.calls.items() if n > before.get(k, 0)}
+    assert {"table_fill_g1", "table_fill_g2"} <= ran
+    for g in ("g1", "g2"):
+        assert any(r.startswith(f"pippenger_table_{g}_") for r in ran), (g, ran)
 
 
 def _prove_cmd(tmp_path, *python_flags):

@@ -72,7 +72,9 @@ def without_it(tmp_path, key_root):
 def test_serve_on_the_library_is_healthy_at_once_and_proves_without_numba(on_the_library, key_root):
     """Ready means proving: /healthz ok with nothing warming as soon as the daemon listens;
     every worker's process says "native" for BN254; a job's proof verifies; no process of
-    the daemon has loaded numba, through the finalizer's G2 MSM and self-verification."""
+    the daemon has loaded numba, through the key's tables of multiples (msm_tables' default:
+    built when the device loads the key, used by its MSMs), the finalizer's G2 MSM and
+    self-verification."""
     s = on_the_library
     code, _, health = request(s.url, "GET", "/healthz")
     assert code == 200 and health["status"] == "ok" and "warming" not in health, health
@@ -90,6 +92,8 @@ def test_serve_on_the_library_is_healthy_at_once_and_proves_without_numba(on_the
     vk = json.loads(TOYHASH.vk.read_text())
     assert verify(vk, r["public"][0], r["proofs"][0], backend="python")
     assert "kernels native" in s.log()
+    code, _, keys = request(s.url, "GET", "/v1/keys")  # its tables (msm_tables' default),
+    assert code == 200 and keys["keys"][0]["table_bytes"] > 0, keys  # built on the library
     for pid in {s.pid, *(w["pid"] for w in workers)}:
         assert _loads_numba(pid) == [], pid
 

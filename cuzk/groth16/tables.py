@@ -6,7 +6,9 @@ Each point set of the key (A, B1, C, H in G1; B2 in G2) gets at most ``msm_table
 multiples, planned from its size alone (msm_cpu.table_plan), so the engine's process (which
 charges a key's bytes to the memory budget) and the device process (which builds them) agree
 on the bytes without talking. Off in a process that was not configured (a one-shot command):
-tables are the daemon's.
+tables are the daemon's. They are built and used by the MSM drivers' kernels wherever those
+run: the native library's (cuzk.native, which holds the table kernels: a device process on
+it never loads Numba) or Numba's builds.
 """
 
 from __future__ import annotations
@@ -64,22 +66,9 @@ def plan_factor(key) -> int:
     tables of every copy fit the cap (a key too large for tables at any factor gets none, and
     proves as without the option: the tables never make a key refused)."""
     f = _factor
-    if f >= 2 and _native_serves(key):
-        return 0
     while f >= 2 and _cap is not None and _copies * planned_bytes(key, f) > _cap:
         f -= 1
     return f if f >= 2 else 0
-
-
-def _native_serves(key) -> bool:
-    """Whether this process's MSMs for ``key``'s curve run on the native library: it has no
-    entries for the table kernels yet, so there a key gets no tables (building them would load
-    Numba into a process that otherwise never does, and compile at the first key load). The
-    engine's process and the device processes select their kernels alike (select_kernels), so
-    they agree on the bytes."""
-    from cuzk import native
-
-    return native.enabled() and native.library(key.arith_curve) is not None
 
 
 def charged_bytes(key) -> int:

@@ -120,18 +120,9 @@ def scalar_signed_digits(scalars, i, c, K, digits):
 
 @device_fn
 def limbs_signed_digits(s0, s1, s2, s3, c, K, digits, i):
-    """The K signed c-bit digits of the scalar (s0..s3) < 2^(K c - 1) into digits[0:K, i]."""
-    half = np.int64(1) << np.int64(c - 1)
-    full = np.int64(1) << np.int64(c)
-    carry = np.int64(0)
-    for w in range(K):
-        d = scalar_window(s0, s1, s2, s3, w, c) + carry
-        if d >= half and w < K - 1:
-            d -= full
-            carry = np.int64(1)
-        else:
-            carry = np.int64(0)
-        digits[w, i] = np.int32(d)
+    """The K signed c-bit digits of the scalar (s0..s3) < 2^(K c - 1) into digits[0:K, i]:
+    limbs_signed_digits_folded with Kf = K (one group of windows, column i)."""
+    limbs_signed_digits_folded(s0, s1, s2, s3, c, K, K, 0, digits, i)
 
 
 @device_fn
@@ -139,7 +130,8 @@ def limbs_signed_digits_folded(s0, s1, s2, s3, c, K, Kf, m, digits, j):
     """The K signed c-bit digits of the scalar (s0..s3) < 2^(K c - 1), digit w into
     digits[w mod Kf, (w div Kf) m + j]: the layout of an MSM over a table of multiples
     (cuzk.kernels.pippenger_cpu.pippenger_table), where window w = g Kf + v of scalar j is
-    window v of the point 2^(c Kf g) P_j, column g m + j. Kf = K: limbs_signed_digits."""
+    window v of the point 2^(c Kf g) P_j, column g m + j. Kf = K: every digit in column j
+    (limbs_signed_digits)."""
     half = np.int64(1) << np.int64(c - 1)
     full = np.int64(1) << np.int64(c)
     carry = np.int64(0)

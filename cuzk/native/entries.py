@@ -14,7 +14,8 @@ the int64 the C function stores it in (the library's functions return nothing th
 These are the kernels a one-shot proof calls (`cuzk prove`, `cuzk fullprove`): the key
 checks, synthesis, the H pipeline and its tables, the MSM drivers of both groups, and the
 constraint check of `--r1cs`; for a PLONK key the NTT's transforms and coset step and the
-PLONK prover's kernels (_plonk_entries).
+PLONK prover's kernels (_plonk_entries); and what the daemon adds for a resident key: its
+tables of multiples, built and summed by the same MSM drivers (table_fill, pippenger_table).
 """
 
 from __future__ import annotations
@@ -79,6 +80,8 @@ def _msm_entries(g: str) -> list[Entry]:
             f"points_sum_{g}", m, "points_sum", p, (pts, IN("int32", 1), INT, INT, OUT("uint64", 2))
         ),
         Entry(f"rows_sum_{g}", m, "rows_sum", p, (IN("uint64", 2), OUT("uint64", 2))),
+        # a resident key's tables of multiples (msm_cpu.build_table): the rows, n, shift, chunk
+        Entry(f"table_fill_{g}", m, "table_fill", p, (OUT("uint64", 2), INT, INT, INT)),
     ]
     for digits in ("int16", "int32"):
         entries.append(
@@ -88,6 +91,19 @@ def _msm_entries(g: str) -> list[Entry]:
                 "pippenger",
                 p,
                 (pts, IN("uint64", 2), IN("int32", 1))
+                + (INT,) * 5
+                + (OUT(digits, 2), OUT("uint64", 2)),
+            )
+        )
+        # an MSM over a table (msm_cpu._pippenger_table): the table's rows, n, scalars, idx,
+        # K, c, lanes, rows, threads, the folded digits, the result
+        entries.append(
+            Entry(
+                f"pippenger_table_{g}_{digits}",
+                m,
+                "pippenger_table",
+                p,
+                (pts, INT, IN("uint64", 2), IN("int32", 1))
                 + (INT,) * 5
                 + (OUT(digits, 2), OUT("uint64", 2)),
             )
