@@ -8,8 +8,9 @@ Add the module's name to KERNEL_MODULES below; a shared source module (cuzk.arit
 as "name[cuda]", its CUDA build, or "name[cuda,curve=bls12_381]", its CUDA build with those
 build parameters.
 
-The compile runs in ONE subprocess with NUMBA_ENABLE_CUDASIM removed from its environment:
-the simulator (on in this test session when no GPU exists) has no compiler.
+The compile runs in subprocesses (one per core, up to 4, each a share of the modules) with
+NUMBA_ENABLE_CUDASIM removed from their environment: the simulator (on in this test session
+when no GPU exists) has no compiler.
 """
 
 import inspect
@@ -80,20 +81,41 @@ _CHILD = textwrap.dedent(
 _CHILD = inspect.getsource(load_module) + _CHILD
 
 
+def _shares(names: list, k: int) -> list:
+    """``names`` dealt round-robin into at most ``k`` non-empty shares."""
+    return [share for share in (names[i::k] for i in range(k)) if share]
+
+
 @pytest.fixture(scope="module")
 def ptx_report():
+    """The modules' kernels compiled in one child per core (the compiles are independent and
+    single-threaded: about 160 s of CPU in all on the 2-core CI machine), their reports
+    merged."""
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    proc = subprocess.run(
-        [sys.executable, "-c", _CHILD, json.dumps(CC), json.dumps(KERNEL_MODULES)],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    )
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("PTX-REPORT ")]
-    assert proc.returncode == 0 and lines, f"PTX compile child failed:\n{proc.stderr[-4000:]}"
-    return json.loads(lines[-1][len("PTX-REPORT ") :])
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", _CHILD, json.dumps(CC), json.dumps(share)],
+            env=env,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for share in _shares(KERNEL_MODULES, max(1, min(os.cpu_count() or 1, 4)))
+    ]
+    report = {}
+    try:
+        for proc in children:
+            out, err = proc.communicate(timeout=1200)
+            lines = [ln for ln in out.splitlines() if ln.startswith("PTX-REPORT ")]
+            assert proc.returncode == 0 and lines, f"PTX compile child failed:\n{err[-4000:]}"
+            report.update(json.loads(lines[-1][len("PTX-REPORT ") :]))
+    finally:
+        for proc in children:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return report
 
 
 @pytest.mark.slow

@@ -217,10 +217,51 @@ def build_runtime(cc: str | None = None, into: Path | None = None) -> Path:
     return out
 
 
-def build_library(curve: str = DEFAULT, log=None, into: Path | None = None) -> Path:
+def _entry_objects(curve: str, names: list[str]) -> list[tuple[str, bytes, set]]:
+    """(name, object code, undefined symbols) of the entries named, for ``curve``, in this
+    process (a worker of build_library's, or build_library itself)."""
+    machine = _target_machine()
+    by_name = {e.name: e for e in ENTRIES}
+    return [(n, *entry_object(by_name[n], curve, machine)) for n in names]
+
+
+def _shares(jobs: int) -> list[list[str]]:
+    """ENTRIES' names in at most ``jobs`` shares of about equal size, the entries of one
+    build (module and parameters) kept together: they share the kernels' callees, which a
+    process compiles once (the largest builds placed first, each into the smallest share)."""
+    builds: dict[tuple, list[str]] = {}
+    for e in ENTRIES:
+        builds.setdefault((e.module, e.params), []).append(e.name)
+    shares: list[list[str]] = [[] for _ in range(max(1, min(jobs, len(builds))))]
+    for names in sorted(builds.values(), key=len, reverse=True):
+        min(shares, key=len).extend(names)
+    return shares
+
+
+def build_jobs() -> int:
+    """How many processes compile a library's entries: $CUZK_BUILD_JOBS, else one per core
+    this process may run on, at most 8."""
+    asked = os.environ.get("CUZK_BUILD_JOBS", "").strip()
+    if asked:
+        try:
+            return max(1, int(asked))
+        except ValueError:
+            raise BuildError(f"CUZK_BUILD_JOBS: expected a whole number, got {asked!r}") from None
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, 8))
+
+
+def build_library(
+    curve: str = DEFAULT, log=None, into: Path | None = None, jobs: int | None = None
+) -> Path:
     """Build (or keep) the native library of ``curve``; returns its path. It is kept when
     one of the loader's folders (cuzk.native.folders()) already holds it, else built into
-    cuzk.native.folder(); with ``into``, into that folder (kept when already there)."""
+    cuzk.native.folder(); with ``into``, into that folder (kept when already there). The
+    entries compile in ``jobs`` processes (default build_jobs()), each a share of the builds:
+    the compiles are independent and each single-threaded (Numba and LLVM)."""
     if curve not in CURVES:
         raise ValueError(f"unknown curve {curve!r} (expected one of {sorted(CURVES)})")
     name = f"kernels-{curve}-{native.key()}.so"
@@ -229,15 +270,29 @@ def build_library(curve: str = DEFAULT, log=None, into: Path | None = None) -> P
         return out
     cc = _compiler()
     build_runtime(cc, into)
-    machine = _target_machine()
+    shares = _shares(build_jobs() if jobs is None else jobs)
     t0 = time.perf_counter()
+    if log:
+        log(f"native kernels ({curve}): {len(ENTRIES)} entries in {len(shares)} process(es)")
+    if len(shares) == 1:
+        compiled = _entry_objects(curve, shares[0])
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        # spawn: a fresh interpreter per worker (this one may hold LLVM and threads already)
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(len(shares), mp_context=ctx) as pool:
+            futures = [pool.submit(_entry_objects, curve, share) for share in shares]
+            compiled = []
+            for share, f in zip(shares, futures, strict=True):
+                compiled += f.result()
+                if log:
+                    log(f"native kernels ({curve}): {', '.join(share)}")
     with tempfile.TemporaryDirectory(prefix="cuzk-native-") as tmp:
         objects, undefined = [], set()
-        for e in ENTRIES:
-            if log:
-                log(f"native kernels ({curve}): {e.name}")
-            obj, missing = entry_object(e, curve, machine)
-            path = os.path.join(tmp, f"{e.name}.o")
+        for entry_name, obj, missing in compiled:
+            path = os.path.join(tmp, f"{entry_name}.o")
             Path(path).write_bytes(obj)
             objects.append(path)
             undefined |= missing
