@@ -50,6 +50,22 @@ def _key():
     return ZKey(FIXTURES / "toyhash" / "circuit.zkey")
 
 
+def _scalars(rng, n: int, near_r=None):
+    """(dense, mixed) scalars for n points: dense below 2^252; mixed the dense ones split by
+    size, a quarter (a fifth, with ``near_r``: two scalars r - k as limbs) each zero, one, one
+    limb, (near r,) dense."""
+    dense = rng.integers(0, 2**64, size=(n, 4), dtype=np.uint64)
+    dense[:, 3] >>= np.uint64(4)
+    mixed = dense.copy()
+    kind = rng.integers(0, 4 if near_r is None else 5, size=n)
+    mixed[kind == 0] = 0
+    mixed[kind == 1] = [1, 0, 0, 0]
+    mixed[kind == 2, 1:] = 0
+    if near_r is not None:
+        mixed[kind == 3] = np.array(near_r, np.uint64).reshape(2, 4)[rng.integers(0, 2)]
+    return dense, mixed
+
+
 def test_msm_drivers_agree_with_numba(native_on):
     """G1 and G2 MSMs over a key's points: dense scalars (the bucket method, int16 digits),
     a wide window (int32 digits), scalars split by size (0, 1, small, dense: points_sum and
@@ -59,14 +75,7 @@ def test_msm_drivers_agree_with_numba(native_on):
     z = _key()
     rng = np.random.default_rng(11)
     for g, pts in ((1, z.points_h), (2, z.points_b2)):
-        n = pts.shape[0]
-        dense = rng.integers(0, 2**64, size=(n, 4), dtype=np.uint64)
-        dense[:, 3] >>= np.uint64(4)
-        mixed = dense.copy()
-        kind = rng.integers(0, 4, size=n)
-        mixed[kind == 0] = 0
-        mixed[kind == 1] = [1, 0, 0, 0]
-        mixed[kind == 2, 1:] = 0
+        dense, mixed = _scalars(rng, pts.shape[0])
         msm = msm_cpu.msm_g1 if g == 1 else msm_cpu.msm_g2
         cases = [
             ((pts, dense), {}),
@@ -97,15 +106,7 @@ def test_msm_tables_agree_with_numba(native_on):
     rng = np.random.default_rng(21)
     near_r = [(FR_MODULUS - k) >> (64 * i) & (2**64 - 1) for k in (1, 7) for i in range(4)]
     for g, pts in ((1, z.points_h), (2, z.points_b2)):
-        n = pts.shape[0]
-        dense = rng.integers(0, 2**64, size=(n, 4), dtype=np.uint64)
-        dense[:, 3] >>= np.uint64(4)
-        mixed = dense.copy()
-        kind = rng.integers(0, 5, size=n)
-        mixed[kind == 0] = 0
-        mixed[kind == 1] = [1, 0, 0, 0]
-        mixed[kind == 2, 1:] = 0
-        mixed[kind == 3] = np.array(near_r, np.uint64).reshape(2, 4)[rng.integers(0, 2)]
+        dense, mixed = _scalars(rng, pts.shape[0], near_r)
         msm = msm_cpu.msm_g1 if g == 1 else msm_cpu.msm_g2
         with native.used(False):
             plain = msm(pts, dense), msm(pts, mixed)

@@ -123,28 +123,19 @@ class SnapshotCollector:
             "Proving keys resident on devices.",
             value=len(s.get("keys") or []),
         )
-        by_curve = GaugeMetricFamily(
+        keys = s.get("keys") or []
+        yield _keys_by(
+            keys,
+            "curve",
             "cuzk_keys_resident_by_curve",
             "Proving keys resident on devices, by the curve their files name.",
-            labels=["curve"],
         )
-        curves: dict[str, int] = {}
-        for k in s.get("keys") or []:
-            curves[k.get("curve") or ""] = curves.get(k.get("curve") or "", 0) + 1
-        for name, n in sorted(curves.items()):
-            by_curve.add_metric([name], n)
-        yield by_curve
-        by_protocol = GaugeMetricFamily(
+        yield _keys_by(
+            keys,
+            "protocol",
             "cuzk_keys_resident_by_protocol",
             "Proving keys resident on devices, by the proof system they are for.",
-            labels=["protocol"],
         )
-        protocols: dict[str, int] = {}
-        for k in s.get("keys") or []:
-            protocols[k.get("protocol") or ""] = protocols.get(k.get("protocol") or "", 0) + 1
-        for name, n in sorted(protocols.items()):
-            by_protocol.add_metric([name], n)
-        yield by_protocol
         yield GaugeMetricFamily(
             "cuzk_uptime_seconds",
             "Seconds since the engine started.",
@@ -301,3 +292,15 @@ class Metrics:
         """(body, content type) of a scrape."""
         self.observe_finished()
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
+
+
+def _keys_by(keys: list, field: str, name: str, doc: str) -> GaugeMetricFamily:
+    """A gauge of the resident keys counted by one field of theirs (curve, protocol), labelled
+    by its value ("" where a key has none)."""
+    family = GaugeMetricFamily(name, doc, labels=[field])
+    counts: dict[str, int] = {}
+    for k in keys:
+        counts[k.get(field) or ""] = counts.get(k.get(field) or "", 0) + 1
+    for value, n in sorted(counts.items()):
+        family.add_metric([value], n)
+    return family
