@@ -207,12 +207,11 @@ class _Maker:
         self.say(f"{name}: {count} points in {time.perf_counter() - t0:.1f} s")
 
 
-def new_ptau(power: int, out, curve: str = "bn128", seed: str | None = None, log=None) -> dict:
-    """Write a prepared powers-of-tau file of `power` on `curve` (snarkjs's name) to `out`,
-    its secrets drawn as draw_secrets does. Returns stats (curve, power, seconds, bytes)."""
+def check_request(power, out, curve: str = "bn128"):
+    """The Curve of a file of `power` on `curve` to be written to `out`; PtauError (power,
+    curve) or OutputError (`out` cannot be written) with one line otherwise."""
     from cuzk.formats.atomic import check_outputs
 
-    say = log or (lambda msg: None)
     c = curve_named(curve)
     if isinstance(power, bool) or not isinstance(power, int):
         raise PtauError(f"power {power!r} is not an integer")
@@ -223,6 +222,14 @@ def new_ptau(power: int, out, curve: str = "bn128", seed: str | None = None, log
             f"2^{c.fr_two_adicity})"
         )
     check_outputs(out)
+    return c
+
+
+def new_ptau(power: int, out, curve: str = "bn128", seed: str | None = None, log=None) -> dict:
+    """Write a prepared powers-of-tau file of `power` on `curve` (snarkjs's name) to `out`,
+    its secrets drawn as draw_secrets does. Returns stats (curve, power, seconds, bytes)."""
+    say = log or (lambda msg: None)
+    c = check_request(power, out, curve)
     t_start = time.perf_counter()
     tau, alpha, beta = draw_secrets(c.r, power, seed)
     maker = _Maker(c, power, tau, alpha, beta, say)
