@@ -1,4 +1,4 @@
-"""`cuzk ptau new` (cuzk.plonk.powers_of_tau): the development powers-of-tau maker. Its
+"""`cuzk ptau new` (cuzk.groth16.powers_of_tau): the development powers-of-tau maker. Its
 points are the multiples of the generators its secrets say (py_ecc); its phase-2 sections are
 the ones `snarkjs powersoftau prepare phase2` computes from its first seven, byte for byte;
 `snarkjs plonk setup` and `cuzk setup --protocol plonk` make one key from it, whose proof
@@ -16,7 +16,7 @@ from cuzk.formats.binfile import FILE_HEADER, SECTION_HEADER, BinFile
 from cuzk.formats.curve import BN254
 from cuzk.formats.ptau import PTau
 from cuzk.formats.stored import g1_from_limbs, g2_from_limbs
-from cuzk.plonk.powers_of_tau import draw_secrets
+from cuzk.groth16.powers_of_tau import draw_secrets
 
 POWER, SEED = 6, "cuzk tests"  # 2^6 gates: the mulchain and nested fixtures' 2^5 domains fit
 

@@ -16,7 +16,8 @@ base field prime q the header names):
 A file of power p holds a PLONK key of a domain up to 2^p. `PTau(path)` reads the header and
 section table; `tau_g1(count)` and `tau_g2(count)` read only the points asked for (a large
 ceremony file is gigabytes), after checking their sections' sizes. `write_ptau` writes one,
-section by section as its points are made (cuzk.plonk.powers_of_tau, the development maker).
+section by section as its points are made (cuzk.groth16.powers_of_tau, the development
+maker).
 """
 
 from __future__ import annotations

@@ -245,7 +245,7 @@ def ptau_new(power, out, curve, seed, quiet):
     POWER runs from 1 to 27 on BN254 (31 on BLS12-381). Bad input exits 1 with one line.
     """
     from cuzk.compiling import compile_notice
-    from cuzk.plonk.powers_of_tau import check_request, new_ptau
+    from cuzk.groth16.powers_of_tau import check_request, new_ptau
 
     try:  # before the warning: a refusal is one line
         check_request(power, out, curve)

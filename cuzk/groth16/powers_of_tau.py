@@ -70,7 +70,7 @@ def curve_named(name: str):
 def draw_secrets(r: int, power: int, seed: str | None = None) -> tuple[int, int, int]:
     """(tau, alpha, beta) in Fr*, tau off the domains' points (tau^(2^(power+1)) != 1, so
     every Lagrange denominator is nonzero). From the OS's CSPRNG, or, given `seed`, from
-    SHA-256 of the seed, a label and a counter (the same seed, the same file)."""
+    SHA-512 of the seed, a label and a counter (the same seed, the same file)."""
     n = 2 ** (power + 1)
 
     def draws(label: str):
