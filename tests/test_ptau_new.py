@@ -80,9 +80,8 @@ def test_same_seed_same_file(tmp_path):
     assert other.read_bytes() != one.read_bytes()
 
 
-@pytest.mark.interop
-def test_phase2_sections_equal_snarkjs(tools, made, tmp_path):
-    """Sections 1-7 alone, prepared by `snarkjs powersoftau prepare phase2`: the same file."""
+def _prepared_by_snarkjs(made, tmp_path):
+    """`snarkjs powersoftau prepare phase2` of the file's sections 1-7 alone."""
     import interop
 
     f = BinFile(made, "ptau", (1,))
@@ -93,7 +92,32 @@ def test_phase2_sections_equal_snarkjs(tools, made, tmp_path):
     unprepared, prepared = tmp_path / "raw.ptau", tmp_path / "prepared.ptau"
     unprepared.write_bytes(b"".join(raw))
     interop.snarkjs("powersoftau", "prepare", "phase2", unprepared, prepared)
-    assert prepared.read_bytes() == made.read_bytes()
+    return prepared.read_bytes()
+
+
+@pytest.mark.interop
+def test_phase2_sections_equal_snarkjs(tools, made, tmp_path):
+    """Sections 1-7 alone, prepared by `snarkjs powersoftau prepare phase2`: the same file."""
+    assert _prepared_by_snarkjs(made, tmp_path) == made.read_bytes()
+
+
+@pytest.mark.interop
+def test_bls12_381(tools, circuit_named, tmp_path):
+    """--curve bls12381 at 2^3: snarkjs's prepare phase2 gives the same file, and
+    `snarkjs plonk setup` of tiny381 on it the key `cuzk setup --protocol plonk` writes."""
+    import interop
+
+    made, c = tmp_path / "pot3.ptau", circuit_named("tiny381")
+    assert _new(3, made, "--curve", "bls12381", "--seed", SEED).exit_code == 0
+    assert PTau(made).curve.name == "bls12381"
+    assert _prepared_by_snarkjs(made, tmp_path) == made.read_bytes()
+    ours, theirs = tmp_path / "cuzk.zkey", tmp_path / "snarkjs.zkey"
+    res = CliRunner().invoke(
+        main, ["setup", "--protocol", "plonk", "-q", str(c.r1cs), str(made), str(ours)]
+    )
+    assert res.exit_code == 0, res.output
+    interop.plonk_setup(c.r1cs, made, theirs)
+    assert ours.read_bytes() == theirs.read_bytes()
 
 
 @pytest.mark.interop
