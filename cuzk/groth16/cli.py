@@ -233,13 +233,14 @@ def ptau():
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
 def ptau_new(power, out, curve, seed, quiet):
-    """Write OUT.ptau: a powers-of-tau file of 2^POWER, prepared for phase 2 (what `snarkjs
-    powersoftau new`, one contribution and `prepare phase2` make), for `cuzk setup
+    """Write OUT.ptau: a powers-of-tau file of 2^POWER, prepared for phase 2 (the layout
+    `snarkjs powersoftau new`, `contribute` and `prepare phase2` write), for `cuzk setup
     --protocol plonk` and `snarkjs plonk setup` / `groth16 setup` of circuits up to 2^POWER.
 
     FOR TESTS AND BENCHMARKS ONLY, NEVER FOR REAL KEYS: this process draws tau itself, so
     whoever runs it (or knows --seed) can forge proofs against every key made from the file.
-    It records no contribution, so `snarkjs powersoftau verify` refuses it. Minutes where
+    It records no contribution, so `snarkjs powersoftau verify` refuses it ("This file has
+    no contribution! It cannot be used in production"). Minutes where
     snarkjs takes hours: every point is a fixed-base multiple of a generator.
 
     POWER runs from 1 to 27 on BN254 (31 on BLS12-381). Bad input exits 1 with one line.
