@@ -26,12 +26,13 @@ without changing the rest.
 
 Circuits are compiled and witnessed as bench.circuits does, in their own folders
 (bench/work/plonk/<family>-<k>/); the key comes from make_key(), which runs `snarkjs plonk
-setup` over a BN254 powers-of-tau file of at least the domain's size (bench/work/pot<k>.ptau:
-made by snarkjs on first use up to 2^15, which takes minutes; above, snarkjs takes hours on
-a small machine, so a larger file must be put there by hand, e.g. one of the public
-ceremony's prepared files, else those sizes are listed as skipped). Issue #37's targets:
-`cuzk prove` >= 10x faster than `snarkjs plonk prove` at 2^15 and above, the warm daemon
->= 20x, peak RSS <= snarkjs's.
+setup` over a BN254 powers-of-tau file of at least the domain's size (ptau(): the committed
+2^10 fixture, else bench/work/pot<k>.ptau, made on first use by `cuzk ptau new` with a fixed
+seed: a development file whose maker knows tau, for benchmarks only, made in minutes where
+snarkjs's ceremony commands take hours above 2^15; a file put there by hand, e.g. one of the
+public ceremony's prepared files, is used instead). Issue #37's targets: `cuzk prove` >= 10x
+faster than `snarkjs plonk prove` at 2^15 and above, the warm daemon >= 20x, peak RSS <=
+snarkjs's.
 Run alone: ``python -m bench.bench_prove_plonk [smoke|quick|full]``.
 """
 
@@ -78,7 +79,7 @@ FAMILIES_BY_PROFILE = {"smoke": ("range",), "quick": None, "full": None, "gpu": 
 REPEATS = {"smoke": 1, "quick": 3, "full": 5, "gpu": 1}
 SLOW_PEER_LOG2N = 15  # from this size snarkjs (a minute a proof and more) runs once, no warm-up
 PLONK_WORK = WORK / "plonk"
-PTAU_MAKE_LOG2 = 15  # powers of tau the suite makes itself (snarkjs: minutes at 2^15)
+PTAU_MAKE_LOG2 = 22  # powers of tau the suite makes itself (`cuzk ptau new`: minutes)
 FILL = 0.97  # the share of the domain a sized circuit may fill (the gate count is estimated)
 
 
@@ -92,8 +93,10 @@ class NoCircuit(RuntimeError):
 def ptau(log2n: int, log=print) -> Path:
     """A BN254 powers-of-tau file (phase 2 prepared) covering a domain of 2^log2n: the
     committed tests/fixtures/pot10.ptau up to 2^10, the smallest bench/work/pot<k>.ptau with
-    k >= log2n, else one made by snarkjs (`powersoftau new`, one contribution of fixed
-    entropy, `prepare phase2`)."""
+    k >= log2n, else one made by `cuzk ptau new k` with a fixed seed (a development file whose
+    maker knows tau: for benchmarks only; about 2 minutes at 2^17 on 2 cores, where snarkjs's
+    new + contribute + prepare phase2 took over 30 minutes at 2^15). snarkjs's setup reads
+    it as it reads a ceremony's (tests/test_ptau_new.py)."""
     if log2n <= PTAU_LOG2 and PTAU.exists():
         return PTAU
     for have in range(max(8, log2n), 29):
@@ -103,26 +106,14 @@ def ptau(log2n: int, log=print) -> Path:
     if k > PTAU_MAKE_LOG2:
         raise NoCircuit(
             f"no BN254 powers of tau of 2^{k} or more in bench/work (pot{k}.ptau ...): the suite "
-            f"makes them up to 2^{PTAU_MAKE_LOG2}; snarkjs takes hours above, put one there"
+            f"makes them up to 2^{PTAU_MAKE_LOG2}; put one there"
         )
     out = WORK / f"pot{k}.ptau"
-    ensure_tools()
-    tmp = WORK / f".pot{k}.{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    try:
-        log(f"  making {out.name} (bn128, 2^{k}) with snarkjs ...")
-        s = BIN / "snarkjs"
-        _run([s, "powersoftau", "new", "bn128", k, tmp / "0.ptau"], timeout=7200)
-        _run(
-            [s, "powersoftau", "contribute", tmp / "0.ptau", tmp / "1.ptau"]
-            + [f"-e=cuzk bench bn128 {k}", "--name=bench"],
-            timeout=7200,
-        )
-        _run([s, "powersoftau", "prepare", "phase2", tmp / "1.ptau", tmp / "p.ptau"], timeout=14400)
-        (tmp / "p.ptau").rename(out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    ensure_tools()  # snarkjs's plonk setup reads it next
+    out.parent.mkdir(parents=True, exist_ok=True)
+    log(f"  making {out.name} (bn128, 2^{k}) with cuzk ptau new (development file) ...")
+    cmd = _cuzk_command() + ["ptau", "new", "-q", k, out, f"--seed=cuzk bench bn128 {k}"]
+    _run(cmd, timeout=7200)  # written atomically: a file there is whole
     return out
 
 

@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "fullprove": "cuzk.groth16.cli:fullprove",
     "jobs": "cuzk.serve.cli:jobs",
     "prove": "cuzk.groth16.cli:prove",
+    "ptau": "cuzk.groth16.cli:ptau",
     "serve": "cuzk.serve.cli:serve",
     "setup": "cuzk.groth16.cli:setup",
     "status": "cuzk.serve.cli:status",

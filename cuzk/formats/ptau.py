@@ -15,7 +15,9 @@ base field prime q the header names):
 
 A file of power p holds a PLONK key of a domain up to 2^p. `PTau(path)` reads the header and
 section table; `tau_g1(count)` and `tau_g2(count)` read only the points asked for (a large
-ceremony file is gigabytes), after checking their sections' sizes.
+ceremony file is gigabytes), after checking their sections' sizes. `write_ptau` writes one,
+section by section as its points are made (cuzk.groth16.powers_of_tau, the development
+maker).
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ from cuzk.formats.errors import BadHeader, BadSectionSize, WrongPrime
 
 PTAU_VERSION = 1
 HEADER, TAU_G1, TAU_G2 = 1, 2, 3
+ALPHA_TAU_G1, BETA_TAU_G1, BETA_G2, CONTRIBUTIONS = 4, 5, 6, 7
 LAGRANGE_G1 = 12  # present once the file is prepared for phase 2
+LAGRANGE_G2, LAGRANGE_ALPHA_G1, LAGRANGE_BETA_G1 = 13, 14, 15
 
 
 class PTau:
@@ -107,3 +111,58 @@ class PTau:
 
     def __repr__(self) -> str:
         return f"PTau({self.path!r}, curve={self.curve.name}, power={self.power})"
+
+
+def header_payload(curve, power: int, ceremony_power: int | None = None) -> bytes:
+    """Section 1: u32 n8q, q, u32 power, u32 ceremonyPower (snarkjs writes power when none)."""
+    from cuzk.arith.radix import int_to_bytes
+
+    return b"".join(
+        [
+            curve.n8q.to_bytes(4, "little"),
+            int_to_bytes(curve.q, curve.n8q),
+            power.to_bytes(4, "little"),
+            (ceremony_power or power).to_bytes(4, "little"),
+        ]
+    )
+
+
+def section_sizes(curve, power: int) -> dict[int, int]:
+    """Bytes of each points section of a prepared file of `power` (ids 2..6, 12..15)."""
+    g1, g2 = 8 * curve.g1_limbs, 8 * curve.g2_limbs
+    n = 2**power
+    levels = 2 ** (power + 1) - 1  # the domains 2^0 .. 2^power, one after another
+    return {
+        TAU_G1: (2 * n - 1) * g1,
+        TAU_G2: n * g2,
+        ALPHA_TAU_G1: n * g1,
+        BETA_TAU_G1: n * g1,
+        BETA_G2: g2,
+        LAGRANGE_G1: (2 ** (power + 2) - 1) * g1,  # ... and 2^(power+1)
+        LAGRANGE_G2: levels * g2,
+        LAGRANGE_ALPHA_G1: levels * g1,
+        LAGRANGE_BETA_G1: levels * g1,
+    }
+
+
+def write_ptau(path: os.PathLike | str, curve, power: int, sections) -> None:
+    """Write a .ptau atomically (temp file + rename), sections in the order given.
+
+    `sections` is an iterable of (id, size, chunks): `chunks` an iterable of bytes or
+    C-contiguous arrays, pulled only when its section is written (a section's points are made
+    while the previous ones are already on disk), whose lengths must add up to `size`."""
+    from cuzk.formats.atomic import atomic_writer
+    from cuzk.formats.binfile import FILE_HEADER, SECTION_HEADER
+
+    sections = list(sections)
+    with atomic_writer(path) as f:
+        f.write(FILE_HEADER.pack(b"ptau", PTAU_VERSION, len(sections)))
+        for sid, size, chunks in sections:
+            f.write(SECTION_HEADER.pack(sid, size))
+            wrote = 0
+            for chunk in chunks:
+                view = memoryview(chunk).cast("B")
+                f.write(view)
+                wrote += view.nbytes
+            if wrote != size:
+                raise ValueError(f"write_ptau: section {sid} has {wrote} bytes, not {size}")

@@ -209,6 +209,69 @@ def _setup_plonk(r1cs, ptau, zkey, quiet):
         sys.exit(1)
 
 
+@click.group("ptau")
+def ptau():
+    """Powers-of-tau files (snarkjs's .ptau). `cuzk ptau new` makes one for tests and
+    benchmarks: INSECURE, its maker knows tau."""
+
+
+@ptau.command("new")
+@click.argument("power", type=int)
+@click.argument("out", metavar="OUT.ptau", type=click.Path(dir_okay=False, writable=True))
+@click.option(
+    "--curve",
+    default="bn128",
+    show_default=True,
+    help="bn128 (BN254) or bls12381 (BLS12-381), as snarkjs names them.",
+)
+@click.option(
+    "--seed",
+    metavar="TEXT",
+    default=None,
+    help="Derive tau, alpha and beta from TEXT (the same seed, the same file) instead of "
+    "the OS's random source: for reproducible test files.",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress output.")
+def ptau_new(power, out, curve, seed, quiet):
+    """Write OUT.ptau: a powers-of-tau file of 2^POWER, prepared for phase 2 (the layout
+    `snarkjs powersoftau new`, `contribute` and `prepare phase2` write), for `cuzk setup
+    --protocol plonk` and `snarkjs plonk setup` / `groth16 setup` of circuits up to 2^POWER.
+
+    FOR TESTS AND BENCHMARKS ONLY, NEVER FOR REAL KEYS: this process draws tau itself, so
+    whoever runs it (or knows --seed) can forge proofs against every key made from the file.
+    It records no contribution, so `snarkjs powersoftau verify` refuses it ("This file has
+    no contribution! It cannot be used in production"). Minutes where
+    snarkjs takes hours: every point is a fixed-base multiple of a generator.
+
+    POWER runs from 1 to 27 on BN254 (31 on BLS12-381). Bad input exits 1 with one line.
+    """
+    from cuzk.compiling import compile_notice
+    from cuzk.groth16.powers_of_tau import check_request, new_ptau
+
+    try:  # before the warning: a refusal is one line
+        check_request(power, out, curve)
+    except (ValueError, OSError) as e:
+        click.echo(f"cuzk ptau new: {e}", err=True)
+        sys.exit(1)
+    click.secho(
+        "WARNING: `cuzk ptau new` knows its tau: the file is for tests and benchmarks only, "
+        "INSECURE for real keys.",
+        fg="yellow",
+        err=True,
+    )
+
+    def log(msg):
+        if not quiet:
+            click.echo(f"cuzk ptau new: {msg}", err=True)
+
+    try:
+        with compile_notice("cuzk ptau new"):
+            new_ptau(power, out, curve=curve, seed=seed, log=log)
+    except (ValueError, OSError) as e:
+        click.echo(f"cuzk ptau new: {e}", err=True)
+        sys.exit(1)
+
+
 @click.command("fullprove")
 @click.option(
     "--verify/--no-verify",
