@@ -383,3 +383,47 @@ def test_plonk_prove_with_the_library_imports_no_numba(native_dir, tmp_path):
     assert "cuzk.native" in imported and "cuzk.plonk.prover" in imported
     assert not [m for m in imported if m.split(".")[0] in ("numba", "llvmlite")]
     assert verify_files(c / "plonk_vk.json", public, proof)
+
+
+def test_the_build_shares_every_entry_once_a_build_in_one_worker():
+    """The library's entries split for the build's workers (native.build._shares): each entry
+    in exactly one share, the entries of one build (module, parameters) in the same share, no
+    empty share, at most the workers asked for."""
+    from cuzk.native.build import _shares
+    from cuzk.native.entries import ENTRIES
+
+    builds = {e.name: (e.module, e.params) for e in ENTRIES}
+    for jobs in range(1, 9):
+        shares = _shares(jobs)
+        assert 1 <= len(shares) <= jobs and all(shares)
+        names = [n for share in shares for n in share]
+        assert sorted(names) == sorted(builds)
+        owner = {builds[n]: i for i, share in enumerate(shares) for n in share}
+        assert all(owner[builds[n]] == i for i, share in enumerate(shares) for n in share)
+
+
+def test_the_build_workers_hand_back_their_objects_and_fail_aloud(tmp_path, monkeypatch):
+    """native.build._compile_in_workers with stand-in workers (no compile): each worker's
+    objects and undefined symbols come back in ENTRIES' order; a worker that dies fails the
+    build with its last words, and no worker is left running."""
+    from cuzk.native import build
+    from cuzk.native.entries import ENTRIES
+
+    fake = (
+        "import sys, pathlib; curve, folder, names = sys.argv[1], sys.argv[2], sys.argv[3:]\n"
+        "for n in names:\n"
+        "    pathlib.Path(folder, n + '.undefined').write_text('memset\\n' + curve + '\\n')\n"
+        "    pathlib.Path(folder, n + '.o').write_bytes(n.encode())\n"
+    )
+    monkeypatch.setattr(build, "WORKER", fake)
+    (tmp_path / "ok").mkdir()
+    got = build._compile_in_workers("bn254", build._shares(2), str(tmp_path / "ok"))
+    assert [g[0] for g in got] == [e.name for e in ENTRIES]
+    assert all(obj == name.encode() and und == {"memset", "bn254"} for name, obj, und in got)
+
+    monkeypatch.setattr(
+        build, "WORKER", "import sys; print('out of memory', file=sys.stderr); sys.exit(3)"
+    )
+    (tmp_path / "bad").mkdir()
+    with pytest.raises(build.BuildError, match=r"exit status 3\): out of memory"):
+        build._compile_in_workers("bn254", build._shares(2), str(tmp_path / "bad"))

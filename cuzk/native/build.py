@@ -219,23 +219,90 @@ def build_runtime(cc: str | None = None, into: Path | None = None) -> Path:
 
 def _entry_objects(curve: str, names: list[str]) -> list[tuple[str, bytes, set]]:
     """(name, object code, undefined symbols) of the entries named, for ``curve``, in this
-    process (a worker of build_library's, or build_library itself)."""
+    process."""
     machine = _target_machine()
     by_name = {e.name: e for e in ENTRIES}
     return [(n, *entry_object(by_name[n], curve, machine)) for n in names]
 
 
+def _write_objects(curve: str, folder: str, names: list[str]) -> None:
+    """A worker of build_library's (its own interpreter): the entries named, compiled into
+    folder/<name>.o, their undefined symbols one a line in folder/<name>.undefined."""
+    for n, obj, missing in _entry_objects(curve, names):
+        Path(folder, f"{n}.undefined").write_text("".join(f"{m}\n" for m in sorted(missing)))
+        Path(folder, f"{n}.o").write_bytes(obj)  # last: its presence says the entry is done
+
+
+# A worker: python -c WORKER CURVE FOLDER NAME ... (a plain interpreter, not multiprocessing's
+# spawn, which would run again the caller's main script where it has no __main__ guard).
+WORKER = (
+    "import sys; from cuzk.native.build import _write_objects; "
+    "_write_objects(sys.argv[1], sys.argv[2], sys.argv[3:])"
+)
+
+
+def _compile_in_workers(curve: str, shares: list[list[str]], folder: str, log=None) -> list:
+    """Each share compiled by a worker process at once (every worker imports this package:
+    its folder goes first on PYTHONPATH); [(name, object code, undefined)] in ENTRIES' order.
+    A worker that fails fails the build with its last lines."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(native.PACKAGE.parent), env.get("PYTHONPATH", "")) if p
+    )
+    workers = []
+    for i, share in enumerate(shares):
+        err = open(os.path.join(folder, f"worker-{i}.log"), "w+b")
+        cmd = [sys.executable, "-c", WORKER, curve, folder, *share]
+        workers.append((share, err, subprocess.Popen(cmd, env=env, stderr=err, cwd=folder)))
+    try:
+        for share, err, proc in workers:
+            if proc.wait() != 0:
+                err.seek(0)
+                tail = err.read().decode(errors="replace").strip().splitlines()[-3:]
+                raise BuildError(
+                    f"compiling {', '.join(share)} failed (exit status {proc.returncode}): "
+                    + " | ".join(tail)
+                )
+            if log:
+                log(f"native kernels ({curve}): {', '.join(share)}")
+    finally:
+        for _share, err, proc in workers:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            err.close()
+    out = []
+    for e in ENTRIES:
+        undefined = Path(folder, f"{e.name}.undefined").read_text().split()
+        out.append((e.name, Path(folder, f"{e.name}.o").read_bytes(), set(undefined)))
+    return out
+
+
+# What an entry of a build costs to compile, relative to the others: the MSM drivers'
+# (pippenger_cpu, per group) take most of a library's build. Measured for BN254 in two
+# workers: the two groups' MSM builds (16 entries) 160 s, every other entry (19) 40 s.
+COMPILE_WEIGHT = {"cuzk.kernels.pippenger_cpu": 4}
+
+
 def _shares(jobs: int) -> list[list[str]]:
-    """ENTRIES' names in at most ``jobs`` shares of about equal size, the entries of one
-    build (module and parameters) kept together: they share the kernels' callees, which a
-    process compiles once (the largest builds placed first, each into the smallest share)."""
+    """ENTRIES' names in at most ``jobs`` shares of about equal compile time, the entries of
+    one build (module and parameters) kept together: they share the kernels' callees, which a
+    process compiles once (the costliest builds placed first, each into the lightest share;
+    COMPILE_WEIGHT)."""
     builds: dict[tuple, list[str]] = {}
     for e in ENTRIES:
         builds.setdefault((e.module, e.params), []).append(e.name)
     shares: list[list[str]] = [[] for _ in range(max(1, min(jobs, len(builds))))]
-    for names in sorted(builds.values(), key=len, reverse=True):
-        min(shares, key=len).extend(names)
-    return shares
+    loads = [0] * len(shares)
+
+    def cost(build):
+        return COMPILE_WEIGHT.get(build[0][0], 1) * len(build[1])
+
+    for build in sorted(builds.items(), key=cost, reverse=True):
+        i = loads.index(min(loads))
+        shares[i].extend(build[1])
+        loads[i] += cost(build)
+    return [share for share in shares if share]
 
 
 def build_jobs() -> int:
@@ -260,8 +327,9 @@ def build_library(
     """Build (or keep) the native library of ``curve``; returns its path. It is kept when
     one of the loader's folders (cuzk.native.folders()) already holds it, else built into
     cuzk.native.folder(); with ``into``, into that folder (kept when already there). The
-    entries compile in ``jobs`` processes (default build_jobs()), each a share of the builds:
-    the compiles are independent and each single-threaded (Numba and LLVM)."""
+    entries compile in ``jobs`` worker processes (default build_jobs(); 1: in this one), each
+    a share of the builds: the compiles are independent and each single-threaded (Numba and
+    LLVM)."""
     if curve not in CURVES:
         raise ValueError(f"unknown curve {curve!r} (expected one of {sorted(CURVES)})")
     name = f"kernels-{curve}-{native.key()}.so"
@@ -277,18 +345,8 @@ def build_library(
     if len(shares) == 1:
         compiled = _entry_objects(curve, shares[0])
     else:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        # spawn: a fresh interpreter per worker (this one may hold LLVM and threads already)
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(len(shares), mp_context=ctx) as pool:
-            futures = [pool.submit(_entry_objects, curve, share) for share in shares]
-            compiled = []
-            for share, f in zip(shares, futures, strict=True):
-                compiled += f.result()
-                if log:
-                    log(f"native kernels ({curve}): {', '.join(share)}")
+        with tempfile.TemporaryDirectory(prefix="cuzk-native-workers-") as folder:
+            compiled = _compile_in_workers(curve, shares, folder, log)
     with tempfile.TemporaryDirectory(prefix="cuzk-native-") as tmp:
         objects, undefined = [], set()
         for entry_name, obj, missing in compiled:
