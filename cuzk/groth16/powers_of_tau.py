@@ -42,7 +42,6 @@ import numpy as np
 from cuzk.arith.radix import int_to_limb_tuple, ints_to_limbs, limbs_to_ints
 from cuzk.formats import ptau as fmt
 
-MONT_R = 1 << 256  # Montgomery's R of Fr on 4 limbs, both curves
 MIN_POWER = 1
 
 
@@ -102,12 +101,13 @@ class _Maker:
 
     def __init__(self, curve, power: int, tau: int, alpha: int, beta: int, say):
         from cuzk.arith.curves import constants
-        from cuzk.groth16.setup import FixedBase, kernels
+        from cuzk.groth16.setup import MONT_R, FixedBase, kernels
 
         self.curve, self.power, self.say = curve, power, say
         self.r = r = curve.r
         self.tau, self.alpha, self.beta = tau, alpha, beta
         self.k = kernels(curve.arith)
+        self.mont_r = MONT_R  # Fr's Montgomery R on 4 limbs, both curves
         self.roots = constants(curve.arith).fr_roots_of_unity()
         t0 = time.perf_counter()
         self.fb = FixedBase(curve.arith)
@@ -115,7 +115,7 @@ class _Maker:
         self.tau_powers = _powers(tau, 2 ** (power + 1) - 1, r)
 
     def _mont(self, x: int) -> tuple:
-        return int_to_limb_tuple(x * MONT_R % self.r)
+        return int_to_limb_tuple(x * self.mont_r % self.r)
 
     def lagrange(self, log_n: int) -> np.ndarray:
         """L_i(tau), i < 2^log_n, Montgomery form (n, 4)."""
