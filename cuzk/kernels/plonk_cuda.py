@@ -131,7 +131,7 @@ _B = types.boolean
 CUDA_KERNELS = KernelTable(
     {
         "plonk_copy_factors": (plonk_copy_factors, (_V,) * 10),
-        "plonk_quotient": (plonk_quotient, (_V,) * 17),
+        "plonk_quotient": (plonk_quotient, (_V,) * 16),
         "plonk_scale": (plonk_scale, (_V, _V)),
         "plonk_axpy": (plonk_axpy, (_V, _V, _V)),
         "plonk_roll": (plonk_roll, (_V, _V, _I)),
