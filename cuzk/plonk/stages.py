@@ -160,10 +160,8 @@ class CudaDevice(Device):
     kind = "cuda"
 
     def __init__(self, ordinal: int = 0):
-        from cuzk.groth16.device import DeviceUnavailable
-
         name = f"cuda:{ordinal}"
-        _check_gpu(ordinal, DeviceUnavailable)
+        _check_gpu(ordinal)
         super().__init__(name)
         self.ordinal = ordinal
         self._ops: dict[str, object] = {}  # curve name -> CudaFrOps
@@ -223,27 +221,34 @@ class CudaDevice(Device):
         return super().resident_bytes(key_id) + ptau
 
 
-def _check_gpu(ordinal: int, error) -> None:
-    """`error` (a ValueError class) naming the device unless GPU `ordinal` is usable here."""
+class DeviceUnavailable(ValueError):
+    """The device asked for is not on this machine (as cuzk.groth16.device's: a bad device
+    setting here)."""
+
+
+def _check_gpu(ordinal: int) -> None:
+    """DeviceUnavailable naming the device unless GPU `ordinal` is usable here."""
     from cuzk.arith.jit import cuda_available, cuda_simulated
 
     if not cuda_available():
-        raise error(
+        raise DeviceUnavailable(
             f"device cuda:{ordinal}: no CUDA GPU found on this machine (numba.cuda sees none)"
         )
     if cuda_simulated():
         if ordinal != 0:
-            raise error(f"device cuda:{ordinal}: no such GPU (the simulator has one)")
+            raise DeviceUnavailable(f"device cuda:{ordinal}: no such GPU (the simulator has one)")
         return
     from numba import cuda
 
     if not 0 <= ordinal < len(cuda.gpus):
-        raise error(f"device cuda:{ordinal}: no such GPU ({len(cuda.gpus)} CUDA GPU(s) visible)")
+        raise DeviceUnavailable(
+            f"device cuda:{ordinal}: no such GPU ({len(cuda.gpus)} CUDA GPU(s) visible)"
+        )
 
 
 def open_device(spec: str = "cpu") -> Device:
-    """A device from "cpu", "cpu:N", "cuda" or "cuda:N" (cuzk.groth16.device.DeviceUnavailable,
-    a ValueError, where that GPU is not here)."""
+    """A device from "cpu", "cpu:N", "cuda" or "cuda:N" (DeviceUnavailable, a ValueError,
+    where that GPU is not here)."""
     kind, _, ordinal = str(spec).partition(":")
     if kind not in ("cpu", "cuda") or (ordinal and not ordinal.isdigit()):
         raise ValueError(f"bad device {spec!r}: expected cpu, cpu:N, cuda or cuda:N")
@@ -255,6 +260,7 @@ def open_device(spec: str = "cpu") -> Device:
 __all__ = [
     "CudaDevice",
     "Device",
+    "DeviceUnavailable",
     "Partial",
     "Proof",
     "ProveError",
