@@ -283,7 +283,8 @@ class CudaFrOps(FrOps):
     only 4n vector a proof copies back), grand_product's z. The n-sized vectors cross the
     bus per operation: each commitment's coefficients (n + a few), the wires and sigma
     values for the permutation factors and the factors back; a host vector given to a GPU
-    step is copied in for that call.
+    step is copied in for that call (so are the coset's points, powers computed on the host,
+    once per key: extended's "x").
 
     keep_points(ptau) places a key's powers of tau on the GPU once (a resident key; commit
     then reads them there); a commitment to points not kept copies them in for its MSM."""
@@ -417,6 +418,8 @@ class CudaFrOps(FrOps):
         the device: only they cross the bus)."""
         from cuzk.kernels import ntt_cuda
 
+        if len(coefficients) > size:
+            raise ValueError(f"{len(coefficients)} coefficients on a domain of {size}")
         log = size.bit_length() - 1
         x = self._empty((size, 4))
         self._launch("plonk_embed", size, x, self.to_device(coefficients))
