@@ -116,10 +116,11 @@ rc_tests=$?
 echo "tests: exit $rc_tests"
 
 step "PLONK on CUDA: cuzk prove --device cuda:0 on PLONK keys, each proof checked by cuzk verify"
-# the committed PLONK fixtures (snarkjs's keys and verification keys); in the simulator
-# (MODE=sim) the smallest only: its MSMs run as Python there
-if [ "$MODE" = gpu ]; then PLONK=${PLONK_CIRCUITS:-mulchain nested tiny381}; else
-    PLONK=${PLONK_CIRCUITS:-tiny381}; fi
+# the committed PLONK fixtures (snarkjs's keys and verification keys); none by default in
+# the simulator (MODE=sim), where the MSMs run as Python: tiny381 takes minutes there
+# (PLONK_CIRCUITS=tiny381 PLONK_TIMEOUT=900 to try the step anyway)
+if [ "$MODE" = gpu ]; then PLONK=${PLONK_CIRCUITS-mulchain nested tiny381}; else
+    PLONK=${PLONK_CIRCUITS-}; echo "no PLONK proofs in the simulator unless PLONK_CIRCUITS"; fi
 mkdir -p "$OUT/plonk"
 rc_plonk=0
 for c in $PLONK; do
