@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # One prepared check of the CUDA path on a real GPU: the kernels' tests and the CUDA proving
-# path (tests/test_cuda_prove.py) on the device, then the GPU benchmark sizes. < 10 minutes.
+# paths (tests/test_cuda_prove.py, Groth16; tests/test_plonk_cuda.py, PLONK) on the device,
+# PLONK proofs by `cuzk prove --device cuda:0` checked by `cuzk verify`, then the GPU
+# benchmark sizes. < 10 minutes.
 #
 #   on a machine with the package index, before going to the GPU (it may have no network):
 #       bench/gpu_check.sh --wheels      # test-only packages a GPU image may lack -> .whl/
@@ -12,11 +14,13 @@
 # bin/python runs the machine's own python3 (with numba, numba-cuda, numpy, click, pytest,
 # hypothesis installed) with the carried wheels (py_ecc and its needs, multiprocess) and the
 # checkout on PYTHONPATH.
-# Output: $OUT/gpu_check.log (everything), $OUT/bench/{arith,ntt,msm}.gpu.json and
+# Output: $OUT/gpu_check.log (everything), $OUT/plonk/ (the PLONK proofs),
+# $OUT/bench/{arith,ntt,msm}.gpu.json and
 # partial.gpu.json (the run record). Exit status: the first failing step's (3: set-up,
 # 4: no GPU, 124: a step timed out).
 #
 # Knobs (environment): TESTS_TIMEOUT (s, default 330), BENCH_TIMEOUT (s, default 200),
+# PLONK_TIMEOUT (s per PLONK proof, default 180), PLONK_CIRCUITS (fixtures proved on cuda:0),
 # INSTALL_TIMEOUT (s, default 240: how long `make install` may try before the offline set-up),
 # PYVER (--wheels: the GPU machine's Python, default 3.12), BASE_PY (offline .venv's base,
 # default python3), VENV (default .venv), GPU_CHECK_OFFLINE=1 (the offline set-up even where
@@ -106,9 +110,32 @@ step "tests: kernels and the CUDA proving path on the device (CUZK_TEST_CUDA=$MO
 # registry; the snarkjs check of CUDA proofs runs in the normal suite here.
 CUZK_TEST_CUDA=$MODE timeout "${TESTS_TIMEOUT:-330}" "$PY" -m pytest -q -p no:cacheprovider \
     tests/test_field.py tests/test_curve.py tests/test_batch.py tests/test_ntt.py \
-    tests/test_msm.py tests/test_cuda_prove.py -k cuda -m "not interop" --durations=15
+    tests/test_msm.py tests/test_cuda_prove.py tests/test_plonk_cuda.py -k cuda \
+    -m "not interop" --durations=15
 rc_tests=$?
 echo "tests: exit $rc_tests"
+
+step "PLONK on CUDA: cuzk prove --device cuda:0 on PLONK keys, each proof checked by cuzk verify"
+# the committed PLONK fixtures (snarkjs's keys and verification keys); none by default in
+# the simulator (MODE=sim), where the MSMs run as Python: tiny381 takes minutes there
+# (PLONK_CIRCUITS=tiny381 PLONK_TIMEOUT=900 to try the step anyway)
+if [ "$MODE" = gpu ]; then PLONK=${PLONK_CIRCUITS-mulchain nested tiny381}; else
+    PLONK=${PLONK_CIRCUITS-}; echo "no PLONK proofs in the simulator unless PLONK_CIRCUITS"; fi
+mkdir -p "$OUT/plonk"
+rc_plonk=0
+for c in $PLONK; do
+    fx=tests/fixtures/$c
+    if [ "$MODE" = sim ]; then sim=1; else sim=; fi
+    NUMBA_ENABLE_CUDASIM=${sim:-0} timeout "${PLONK_TIMEOUT:-180}" "$PY" -m cuzk.cli prove \
+        --device cuda:0 --timings "$fx/plonk.zkey" "$fx/witness_0.wtns" \
+        "$OUT/plonk/$c.proof.json" "$OUT/plonk/$c.public.json" 2>&1 | grep -v '^numba' | tail -8
+    rc=${PIPESTATUS[0]}
+    [ "$rc" -eq 0 ] && { "$PY" -m cuzk.cli verify "$fx/plonk_vk.json" "$OUT/plonk/$c.public.json" \
+        "$OUT/plonk/$c.proof.json"; rc=$?; }
+    echo "plonk $c on cuda:0: exit $rc"
+    [ "$rc" -ne 0 ] && [ "$rc_plonk" -eq 0 ] && rc_plonk=$rc
+done
+[ "$rc_tests" -eq 0 ] && rc_tests=$rc_plonk
 
 rc_bench=0
 if [ "$MODE" = gpu ]; then

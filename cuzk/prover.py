@@ -11,8 +11,8 @@ buffers, so the engine needs nothing else: it sizes, budgets, schedules and jour
 kinds the same way.
 
 Devices: `open_device(spec)` opens the Groth16 device of the spec (CPU or CUDA) and beside it
-PLONK's, which runs on the CPU kernels (cuzk.plonk.stages): on a CUDA device process PLONK
-partitions take that process's CPU while its GPU serves Groth16 ones.
+PLONK's of the same kind (cuzk.plonk.stages): on a CUDA device process both systems' keys
+prove on its GPU (PLONK's sequential steps on its CPU).
 """
 
 from __future__ import annotations
@@ -137,15 +137,16 @@ def verify(vk, public, proof) -> bool:
 
 class Device:
     """One device process's device for keys of every system: `groth16`, the spec's device
-    (cuzk.groth16.open_device: CPU or CUDA), and `plonk`, PLONK's (the CPU kernels). Keys go
-    to their system's; an eviction to both (a key id is one system's)."""
+    (cuzk.groth16.open_device: CPU or CUDA), and `plonk`, PLONK's on the same device
+    (cuzk.plonk.open_device: the CPU kernels, or the GPU's). Keys go to their system's; an
+    eviction to both (a key id is one system's)."""
 
     def __init__(self, spec: str = "cpu"):
         from cuzk.groth16.device import open_device as groth16_device
-        from cuzk.plonk.stages import Device as PlonkDevice
+        from cuzk.plonk.stages import open_device as plonk_device
 
         self.groth16 = groth16_device(spec)
-        self.plonk = PlonkDevice(self.groth16.name)
+        self.plonk = plonk_device(self.groth16.name)
         self.name = self.groth16.name
         self.kind = self.groth16.kind
 
@@ -153,8 +154,9 @@ class Device:
         return self.plonk if getattr(key, "protocol", "groth16") == "plonk" else self.groth16
 
     def describe(self) -> str:
-        plonk = "PLONK keys on this machine's CPU" if self.kind != "cpu" else "PLONK keys too"
-        return f"{self.groth16.describe()}; {plonk}"
+        if self.kind == "cpu":
+            return f"{self.groth16.describe()}; PLONK keys too"
+        return f"{self.groth16.describe()}; PLONK keys too (sequential steps on the CPU)"
 
     def load_key(self, key) -> None:
         self.for_key(key).load_key(key)

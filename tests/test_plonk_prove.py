@@ -80,12 +80,6 @@ def test_witness_of_another_circuit_refused(circuit_named, tmp_path):
     assert res.exit_code == 1 and "nVars - nAdditions = 28 - 6 = 22" in res.output
 
 
-def test_cuda_not_yet(circuit_named, tmp_path):
-    c = circuit_named("mulchain")
-    res = _prove("--device", "cuda", c.plonk_zkey, c.witness(0), tmp_path / "p", tmp_path / "q")
-    assert res.exit_code == 1 and "CPU only" in res.output
-
-
 def test_evaluation_and_division():
     from cuzk.formats.curve import BN254
     from cuzk.plonk.fr import FrOps

@@ -30,6 +30,8 @@ KERNEL_MODULES = [
     "cuzk.kernels.ntt_cuda",
     "cuzk.kernels.ntt_cuda[cuda,curve=bls12_381]",
     "cuzk.kernels.msm_cuda",
+    "cuzk.kernels.plonk_cuda",
+    "cuzk.kernels.plonk_cuda[cuda,curve=bls12_381]",
     "bench.bench_arith",
 ]
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # modules import from here

@@ -61,8 +61,8 @@ def prove(
 ):
     """Prove ZKEY with witness WTNS; write PROOF_JSON and PUBLIC_JSON (snarkjs shapes).
 
-    ZKEY is a Groth16 or a PLONK key (snarkjs's; its header says which); a PLONK key is
-    proved on the CPU (here or on a server; not yet on a GPU).
+    ZKEY is a Groth16 or a PLONK key (snarkjs's; its header says which), proved on the
+    --device given, as a Groth16 key is (here or on a server).
 
     Outputs are written atomically, both or neither, and only for a good proof: a bad key
     (its points are validated when it is opened) or witness, an unsatisfied constraint

@@ -9,6 +9,7 @@ from cuzk.lazy import lazy_exports
 _EXPORTS = {
     "ProvingKey": "key",
     "load_witness": "key",
+    "CudaDevice": "stages",
     "Device": "stages",
     "Partial": "stages",
     "Proof": "stages",

@@ -2,9 +2,10 @@
 dispatches on the key's protocol).
 
 run_prove(zkey, wtns, proof_json, public_json) reads the key (mapped: cuzk.formats.
-plonk_zkey) and the witness, proves (cuzk.plonk.prover, on the CPU), verifies the proof
-against the key's own verification key (unless verify=False) and writes proof.json and
-public.json as snarkjs does, both or neither. Every reason not to write raises ProveError
+plonk_zkey) and the witness, proves (cuzk.plonk.prover: on the CPU kernels, or with
+device="cuda[:N]" on that GPU's, cuzk.plonk.fr.CudaFrOps), verifies the proof against the
+key's own verification key (unless verify=False) and writes proof.json and public.json as
+snarkjs does, both or neither. Every reason not to write raises ProveError
 (a FormatError or an OSError for unusable files).
 """
 
@@ -49,15 +50,20 @@ def run_prove(zkey, wtns, proof_json, public_json, verify: bool = True, device: 
     from cuzk.formats.plonk_zkey import PlonkZKey
     from cuzk.plonk.prover import prove
 
-    if device != "cpu":
-        raise ProveError(f"--device {device}: the PLONK prover runs on the CPU only for now")
+    ops = None
+    if device != "cpu":  # "cuda[:N]": the rounds on that GPU (DeviceUnavailable where absent)
+        from cuzk.plonk.stages import open_device
+
+        dev = open_device(device)
     try:
         key = PlonkZKey(zkey)
         values = load_witness(wtns, key)
     except FormatError as e:
         raise ProveError(str(e)) from None
     check_outputs(proof_json, public_json)  # before the work: one file twice, a missing folder
-    proof = prove(key, values)
+    if device != "cpu":
+        ops = dev.ops(key.curve_info)
+    proof = prove(key, values, ops)
     if verify and not verify_with_key(key, proof):
         raise ProveError(
             "the proof does not verify against the key's verification key (the key is "

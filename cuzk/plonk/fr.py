@@ -6,14 +6,21 @@ the NTT kernels take them. `FrOps` puts together what the prover needs from the 
 kernel APIs: elementwise operations from cuzk.arith.batch (one build per target and curve),
 NTTs and the coset step from cuzk.kernels.ntt_cpu, G1 MSMs from cuzk.kernels.msm_cpu, the
 prover's own steps (additions, grand product, quotient, Horner, division by X - x, scaled
-sums) from cuzk.kernels.plonk_cpu_kernels, and conversions to and from Python ints. Only the
-CPU target exists here; a CUDA `FrOps` would put the same methods on the CUDA builds of the
-same sources (cuzk.kernels.plonk's device functions are shared), and the prover
-(cuzk.plonk.prover) would not change. The kernels come through cuzk.native.kernels: the
-native library's where a command enabled it, else Numba's builds.
+sums) from cuzk.kernels.plonk_cpu_kernels, and conversions to and from Python ints. The
+kernels come through cuzk.native.kernels: the native library's where a command enabled it,
+else Numba's builds.
+
+`CudaFrOps` is the same methods on one CUDA GPU, from the CUDA builds of the same sources:
+the transforms on cuzk.kernels.ntt_cuda, the commitments on cuzk.kernels.msm_cuda's G1 MSM
+(the Groth16 CUDA device's), the elementwise steps of the extended domain (the permutation
+factors, the quotient on the coset of 4n, the scaled sums of qC + PI there) on
+cuzk.kernels.plonk_cuda, whose kernels run cuzk.kernels.plonk's device functions, the ones
+plonk_cpu_kernels runs on the CPU. The prover (cuzk.plonk.prover) is the same for both.
 """
 
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 
@@ -135,6 +142,14 @@ class FrOps:
         """acc[:len(x)] += k x, in place."""
         self.kernels._axpy(acc, _c(x), self.mont(k)[None])
 
+    def copy(self, a):
+        """A copy of a (where a is: CudaFrOps keeps a device array on its device)."""
+        return np.array(a)
+
+    def roll(self, a, shift: int):
+        """out[i] = a[(i - shift) mod len(a)] (np.roll's), a new vector where a is."""
+        return np.roll(a, shift, axis=0)
+
     def constants(self, **values) -> np.ndarray:
         """The constants array of cuzk.kernels.plonk (rows BETA, GAMMA, ... in Montgomery
         form) from plain ints: beta, gamma, k1, k2, alpha, zh_inv (four values)."""
@@ -233,4 +248,235 @@ class FrOps:
         if m > len(ptau):
             raise ValueError(f"a polynomial of {m} coefficients needs {m} powers of tau")
         row = msm_g1(ptau[:m], self.to_plain(coefficients), curve=self.arith)
+        return g1_from_limbs(row, self.curve)
+
+
+def on_device(a) -> bool:
+    """a is a numba device array (on a GPU or in the simulator, whose arrays lack
+    cuda.is_cuda_array)."""
+    return hasattr(a, "copy_to_host") and not isinstance(a, np.ndarray)
+
+
+class CudaFrOps(FrOps):
+    """Fr vectors of `curve` on CUDA GPU `ordinal`: FrOps's methods, the work of the extended
+    domain on the device.
+
+    Where each step runs:
+      GPU   intt, coset_evaluations, coset_coefficients (cuzk.kernels.ntt_cuda); commit
+            (cuzk.kernels.msm_cuda.msm_g1 over the powers of tau, the coefficients taken
+            out of Montgomery form on the device); the permutation factors of
+            grand_product, quotient, scale, copy, roll, and axpy into a device vector
+            (cuzk.kernels.plonk_cuda); add, sub, mul, inv (cuzk.arith.batch's CUDA build).
+      CPU   the inherently sequential steps, on this machine's CPU kernels
+            (cuzk.kernels.plonk_cpu_kernels): the additions, grand_product's running
+            product (n products and one inversion over the factors the GPU made), evaluate
+            (Horner), divide_linear (synthetic division); and the O(n) steps on host data
+            the prover reads back at once: gate_residuals (the gate check), axpy into a
+            host vector (round 5's linearisation over n + 6 coefficients), the conversions.
+
+    Where vectors live: every method takes host (numpy) or device arrays. The values on
+    the coset of 4n stay on the device: coset_evaluations, scale, copy and roll return
+    device arrays, quotient writes its device `out`, axpy adds into a device `acc` there;
+    so does a resident key's (cuzk.plonk.stages.CudaDevice keeps cuzk.plonk.prover.extended's
+    arrays on the GPU). What the prover reads on the host comes back as numpy: intt's
+    coefficients (blinded on the host), coset_coefficients's (t split into T1, T2, T3; the
+    only 4n vector a proof copies back), grand_product's z. The n-sized vectors cross the
+    bus per operation: each commitment's coefficients (n + a few), the wires and sigma
+    values for the permutation factors and the factors back; a host vector given to a GPU
+    step is copied in for that call (so are the coset's points, powers computed on the host,
+    once per key: extended's "x").
+
+    keep_points(ptau) places a key's powers of tau on the GPU once (a resident key; commit
+    then reads them there); a commitment to points not kept copies them in for its MSM."""
+
+    target = "cuda"
+
+    def __init__(self, curve, ordinal: int = 0):
+        from cuzk.arith.jit import require_cuda
+
+        require_cuda()
+        super().__init__(curve)
+        self.ordinal = ordinal
+        self.device = f"cuda:{ordinal}"
+        self._points: dict[int, tuple] = {}  # id(ptau) -> (ptau, ResidentPoints)
+        self._points_lock = threading.Lock()
+
+    def gpu(self):
+        """A context manager making this GPU current in the calling thread."""
+        from cuzk.kernels.resident import gpu_context
+
+        return gpu_context(self.ordinal)
+
+    @property
+    def batch(self):
+        """cuzk.arith.batch's CUDA build for this curve (host operands give host results, a
+        device operand a device result)."""
+        from cuzk.arith import batch
+
+        return batch("cuda", self.arith)
+
+    # --- moving vectors ---------------------------------------------------------------------
+    def to_device(self, a):
+        """a on this GPU: a device array as it is, a host array copied in."""
+        if on_device(a):
+            return a
+        from numba import cuda
+
+        with self.gpu():
+            return cuda.to_device(_c(a))
+
+    def to_host(self, a) -> np.ndarray:
+        """a as a numpy array: a host array as it is, a device array copied back."""
+        if on_device(a):
+            with self.gpu():
+                return a.copy_to_host()
+        return a
+
+    def _element(self, k: int):
+        """k in Montgomery form as a (1, 4) device array (a kernel's scalar)."""
+        return self.to_device(self.mont(k)[None])
+
+    def _launch(self, name: str, count: int, *args) -> None:
+        from cuzk.kernels import plonk_cuda
+
+        with self.gpu():
+            plonk_cuda.launch(name, count, *args, curve=self.arith)
+
+    def _empty(self, shape):
+        from numba import cuda
+
+        with self.gpu():
+            return cuda.device_array(shape, np.uint64)
+
+    # --- elementwise on the GPU -------------------------------------------------------------
+    def copy(self, a):
+        out = self._empty(a.shape)
+        with self.gpu():
+            out.copy_to_device(a if on_device(a) else _c(a))
+        return out
+
+    def roll(self, a, shift: int):
+        n = a.shape[0]
+        out = self._empty(a.shape)
+        self._launch("plonk_roll", n, out, self.to_device(a), shift % n if n else 0)
+        return out
+
+    def scale(self, a, k: int):
+        """a k as a new device array."""
+        out = self.copy(a)
+        self._launch("plonk_scale", out.shape[0], out, self._element(k))
+        return out
+
+    def axpy(self, acc, x, k: int) -> None:
+        """acc[:len(x)] += k x, in place: on the GPU for a device acc, else on the host."""
+        if not on_device(acc):
+            return super().axpy(acc, self.to_host(x), k)
+        self._launch("plonk_axpy", x.shape[0], acc, self.to_device(x), self._element(k))
+
+    def grand_product(self, a, b, c, x, s1, s2, s3, k):
+        """FrOps.grand_product: the factors on the GPU, their running product on the host (a
+        sequential recurrence with one inversion, cuzk.kernels.plonk_cpu_kernels)."""
+        n = a.shape[0]
+        num, den = self._empty((n, 4)), self._empty((n, 4))
+        d = [self.to_device(v) for v in (a, b, c, x, s1, s2, s3, k)]
+        self._launch("plonk_copy_factors", n, num, den, *d)
+        num, den = self.to_host(num), self.to_host(den)
+        z = np.empty((n, 4), np.uint64)
+        last = np.zeros((1, 4), np.uint64)
+        self.kernels._grand_product(z, num, den, self.mont(1)[None], last)
+        if not last.any():
+            return None, 0
+        return z, self.to_ints(last)[0]
+
+    def quotient(self, out, a, b, c, z, qm, ql, qr, qo, qc, s1, s2, s3, l1, x, k):
+        """FrOps.quotient on the GPU: out a device array (written there), or a host one
+        (the values copied back into it)."""
+        vectors = (a, b, c, z, qm, ql, qr, qo, qc, s1, s2, s3, l1, x, k)
+        d = [self.to_device(v) for v in vectors]
+        if on_device(out):
+            dout = out
+        elif out is a:
+            dout = d[0]
+        else:
+            dout = self._empty(out.shape)
+        self._launch("plonk_quotient", d[0].shape[0], dout, *d)
+        if not on_device(out):
+            with self.gpu():
+                dout.copy_to_host(out)
+        return out
+
+    # --- transforms -------------------------------------------------------------------------
+    def intt(self, evaluations) -> np.ndarray:
+        from cuzk.kernels import ntt_cuda
+
+        with self.gpu():
+            d = ntt_cuda.ntt(self.copy(evaluations), inverse=True, curve=self.arith)
+            return d.copy_to_host()
+
+    def coset_evaluations(self, coefficients, size: int):
+        """FrOps.coset_evaluations as a device array (the coefficients padded to `size` on
+        the device: only they cross the bus)."""
+        from cuzk.kernels import ntt_cuda
+
+        if len(coefficients) > size:
+            raise ValueError(f"{len(coefficients)} coefficients on a domain of {size}")
+        log = size.bit_length() - 1
+        x = self._empty((size, 4))
+        self._launch("plonk_embed", size, x, self.to_device(coefficients))
+        with self.gpu():
+            ntt_cuda.coset_shift(x, log, curve=self.arith)
+            return ntt_cuda.ntt(x, curve=self.arith)
+
+    def coset_coefficients(self, evaluations) -> np.ndarray:
+        """The inverse of coset_evaluations, as a numpy array (a device `evaluations` is
+        consumed; a host one is worked on a device copy and overwritten with the result)."""
+        from cuzk.kernels import ntt_cuda
+
+        log = evaluations.shape[0].bit_length() - 1
+        d = self.to_device(evaluations)
+        with self.gpu():
+            ntt_cuda.ntt(d, inverse=True, curve=self.arith)
+            ntt_cuda.coset_shift(d, log, inverse=True, curve=self.arith)
+            if on_device(evaluations):
+                return d.copy_to_host()
+            d.copy_to_host(evaluations)
+            return evaluations
+
+    # --- commitments ------------------------------------------------------------------------
+    def keep_points(self, ptau):
+        """Place `ptau` (a key's powers of tau, (m, G1 limbs)) on this GPU for later commits
+        to it (once; the key's residency); returns the ResidentPoints."""
+        from cuzk.kernels.resident import place_points
+
+        with self._points_lock:
+            kept = self._points.get(id(ptau))
+            if kept is None:
+                pts = place_points(ptau, self.device, "powers of tau", self.arith)
+                kept = self._points[id(ptau)] = (ptau, pts)
+            return kept[1]
+
+    def drop_points(self, ptau) -> None:
+        """Forget keep_points(ptau) (its device memory returns when unreferenced)."""
+        with self._points_lock:
+            self._points.pop(id(ptau), None)
+
+    def kept_bytes(self, ptau) -> int:
+        kept = self._points.get(id(ptau))
+        return kept[1].nbytes if kept else 0
+
+    def commit(self, coefficients, ptau):
+        """[p(tau)]_1 by the CUDA G1 MSM, over the powers kept on the GPU where keep_points
+        placed them (else copied in for this MSM)."""
+        from cuzk.formats.stored import g1_from_limbs
+        from cuzk.kernels import msm_cuda
+
+        m = len(coefficients)
+        if m > len(ptau):
+            raise ValueError(f"a polynomial of {m} coefficients needs {m} powers of tau")
+        kept = self._points.get(id(ptau))
+        points = kept[1].array[:m] if kept else ptau[:m]
+        scalars = self.copy(coefficients)
+        self._launch("plonk_to_mont", m, scalars, True)
+        with self.gpu():
+            row = msm_cuda.msm_g1(points, scalars, curve=self.arith)
         return g1_from_limbs(row, self.curve)

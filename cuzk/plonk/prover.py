@@ -158,13 +158,13 @@ def pi_extended(qc, l1, public: list, pi_h, ops: FrOps) -> np.ndarray:
     L_1(X w^-i), and a coset point times w^-i = w4^-4i is the point 4i places before it, so
     L_(i+1)'s values are L1's rolled by 4i: one multiply-add per public signal (up to
     PI_ROLLS_MAX of them; more take one NTT of PI's coefficients, `pi_h` its values on H)."""
-    out = np.array(qc)
+    out = ops.copy(qc)  # where qc is (a CudaFrOps's: on the GPU)
     if len(public) > PI_ROLLS_MAX:
         ops.axpy(out, ops.coset_evaluations(ops.intt(pi_h), len(qc)), 1)
         return out
     for i, p in enumerate(public):
         if p:
-            ops.axpy(out, np.roll(l1, 4 * i, axis=0), -p)
+            ops.axpy(out, ops.roll(l1, 4 * i), -p)
     return out
 
 

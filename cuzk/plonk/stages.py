@@ -10,9 +10,13 @@
     prove_finish(key, partial, w)        the finished proof (the rounds end in commitments:
                                          nothing is left for the finalizer)
 
-The five rounds run on the CPU kernels (cuzk.plonk.fr: no CUDA FrOps yet), whatever the
-device process's device: `open_device` takes "cpu[:N]" and, under the dispatching prover
-(cuzk.prover), a CUDA device process proves its PLONK keys on the CPU too.
+The five rounds run on the device process's device: `open_device("cpu[:N]")` gives a
+`Device` whose rounds run on this machine's CPU kernels (cuzk.plonk.fr.FrOps),
+`open_device("cuda[:N]")` a `CudaDevice` whose rounds run on that GPU's kernels
+(cuzk.plonk.fr.CudaFrOps: the transforms, the commitments and the extended domain's
+elementwise steps on the GPU, the sequential steps on the CPU). The dispatching prover
+(cuzk.prover) opens the one of its device process's kind. Synthesis runs on the CPU
+kernels in the synthesis processes, whatever the device.
 """
 
 from __future__ import annotations
@@ -41,10 +45,14 @@ _ops_lock = threading.Lock()
 
 
 def frops(key):
-    """This process's FrOps for the key's curve (its roots and kernel builds made once)."""
+    """This process's CPU FrOps for the key's curve (its roots and kernel builds made once):
+    what synthesis runs on."""
+    return _frops(key.zkey.curve_info)
+
+
+def _frops(curve):
     from cuzk.plonk.fr import FrOps
 
-    curve = key.zkey.curve_info
     with _ops_lock:
         ops = _ops.get(curve.name)
         if ops is None:
@@ -76,7 +84,7 @@ def prove_start(key, buffers, w, device) -> Partial:
     if ext is None:
         raise RuntimeError(f"prove_start before key {key.key_id} was loaded on {device.name}")
     wires = (buffers["a"], buffers["b"], buffers["c"])
-    return prove(key.zkey, w, frops(key), wires=wires, ext=ext)
+    return prove(key.zkey, w, device.ops(key.zkey.curve_info), wires=wires, ext=ext)
 
 
 def prove_finish(key, partial: Partial, w) -> Proof:
@@ -118,8 +126,12 @@ class Device:
     def describe(self) -> str:
         return f"{self.name}: PLONK on Numba CPU kernels, {os.cpu_count()} cores"
 
+    def ops(self, curve):
+        """The FrOps the rounds run on for a key of `curve` (a cuzk.formats.curve Curve)."""
+        return _frops(curve)
+
     def load_key(self, key) -> None:
-        ext = extended(key.zkey, frops(key))  # outside the lock: nine NTTs of 4n
+        ext = extended(key.zkey, self.ops(key.zkey.curve_info))  # outside the lock: nine NTTs
         with self._lock:
             self.keys[key.key_id] = key
             self.extended[key.key_id] = ext
@@ -134,23 +146,121 @@ class Device:
         cache, shared by every process)."""
         with self._lock:
             ext = self.extended.get(key_id)
-        return sum(a.nbytes for a in ext.values()) if ext else 0
+        return sum(int(a.nbytes) for a in ext.values()) if ext else 0
+
+
+class CudaDevice(Device):
+    """PLONK keys on CUDA GPU `ordinal`: the rounds run on cuzk.plonk.fr.CudaFrOps (NTTs,
+    MSMs and the extended domain's elementwise steps on the GPU; the running product,
+    Horner, the divisions by X - x and the gate check on this machine's CPU kernels). A
+    loaded key keeps on the GPU, until evicted, its extended values (ten vectors of 4n,
+    1.25 KiB per gate of the domain: round 3 reads them there) and its powers of tau (n + 6
+    G1 points: every commitment's MSM reads them there); resident_bytes counts both."""
+
+    kind = "cuda"
+
+    def __init__(self, ordinal: int = 0):
+        name = f"cuda:{ordinal}"
+        _check_gpu(ordinal)
+        super().__init__(name)
+        self.ordinal = ordinal
+        self._ops: dict[str, object] = {}  # curve name -> CudaFrOps
+
+    def describe(self) -> str:
+        from cuzk.arith.jit import cuda_simulated
+
+        if cuda_simulated():
+            gpu = "numba CUDA simulator"
+        else:
+            from numba import cuda
+
+            from cuzk.kernels.resident import gpu_context
+
+            with gpu_context(self.ordinal):
+                dev = cuda.get_current_device()
+            gpu = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
+        return (
+            f"{self.name}: PLONK on CUDA kernels ({gpu}: NTTs, MSMs, the quotient), "
+            f"sequential steps on {os.cpu_count()} CPU cores"
+        )
+
+    def ops(self, curve):
+        from cuzk.plonk.fr import CudaFrOps
+
+        with self._lock:
+            ops = self._ops.get(curve.name)
+            if ops is None:
+                ops = self._ops[curve.name] = CudaFrOps(curve, self.ordinal)
+            return ops
+
+    def load_key(self, key) -> None:
+        ops = self.ops(key.zkey.curve_info)
+        with self._lock:
+            if key.key_id in self.keys:
+                return
+        ext = extended(key.zkey, ops)  # on the GPU: nine coset NTTs of 4n
+        ops.keep_points(key.zkey.ptau)
+        with self._lock:
+            self.keys[key.key_id] = key
+            self.extended[key.key_id] = ext
+
+    def evict_key(self, key_id: str) -> None:
+        with self._lock:
+            key = self.keys.pop(key_id, None)
+            self.extended.pop(key_id, None)
+        if key is not None:
+            self.ops(key.zkey.curve_info).drop_points(key.zkey.ptau)
+
+    def resident_bytes(self, key_id: str) -> int:
+        """The key's extended values and powers of tau held on the GPU."""
+        with self._lock:
+            key = self.keys.get(key_id)
+        if key is None:
+            return 0
+        ptau = self.ops(key.zkey.curve_info).kept_bytes(key.zkey.ptau)
+        return super().resident_bytes(key_id) + ptau
+
+
+class DeviceUnavailable(ValueError):
+    """The device asked for is not on this machine (as cuzk.groth16.device's: a bad device
+    setting here)."""
+
+
+def _check_gpu(ordinal: int) -> None:
+    """DeviceUnavailable naming the device unless GPU `ordinal` is usable here."""
+    from cuzk.arith.jit import cuda_available, cuda_simulated
+
+    if not cuda_available():
+        raise DeviceUnavailable(
+            f"device cuda:{ordinal}: no CUDA GPU found on this machine (numba.cuda sees none)"
+        )
+    if cuda_simulated():
+        if ordinal != 0:
+            raise DeviceUnavailable(f"device cuda:{ordinal}: no such GPU (the simulator has one)")
+        return
+    from numba import cuda
+
+    if not 0 <= ordinal < len(cuda.gpus):
+        raise DeviceUnavailable(
+            f"device cuda:{ordinal}: no such GPU ({len(cuda.gpus)} CUDA GPU(s) visible)"
+        )
 
 
 def open_device(spec: str = "cpu") -> Device:
-    """A device from "cpu" or "cpu:N" (the PLONK prover has no CUDA kernels yet)."""
+    """A device from "cpu", "cpu:N", "cuda" or "cuda:N" (DeviceUnavailable, a ValueError,
+    where that GPU is not here)."""
     kind, _, ordinal = str(spec).partition(":")
-    if kind != "cpu" or (ordinal and not ordinal.isdigit()):
-        raise ValueError(
-            f"device {spec!r}: the PLONK prover runs on the CPU only for now (cpu or cpu:N); "
-            "the dispatching prover (cuzk.prover) proves PLONK keys on a CUDA device "
-            "process's CPU"
-        )
+    if kind not in ("cpu", "cuda") or (ordinal and not ordinal.isdigit()):
+        raise ValueError(f"bad device {spec!r}: expected cpu, cpu:N, cuda or cuda:N")
+    if kind == "cuda":
+        return CudaDevice(int(ordinal or 0))
     return Device(str(spec))
 
 
 __all__ = [
+    "CudaDevice",
     "Device",
+    "DeviceUnavailable",
     "Partial",
     "Proof",
     "ProveError",
