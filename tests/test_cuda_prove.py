@@ -21,7 +21,7 @@ import threading
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from conftest import CUDA_MODE, _has_gpu, fixture_circuit
+from conftest import CUDA_MODE, SESSION_CPUS, _has_gpu, fixture_circuit
 
 from cuzk.arith.jit import cuda_available
 from cuzk.cli import main
@@ -37,7 +37,10 @@ from cuzk.groth16 import (
 from cuzk.groth16.stages import random_scalar
 from cuzk.groth16.verifier import VerifyingKey, verify
 
-pytestmark = pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU and no simulator")
+pytestmark = [
+    pytest.mark.cuda,
+    pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU and no simulator"),
+]
 
 CIRCUITS = ("tiny", "mulchain", "tiny381")  # domains 4 and 32; tiny381: tiny on BLS12-381
 SETS = ("a", "b1", "c", "h")  # the G1 point sets prove_start runs MSMs over
@@ -390,3 +393,16 @@ def test_gpu_check_script_names_what_exists():
     named = re.findall(r"--suite (\w+)", bench_line)
     assert named and set(named) <= listed, (named, listed)
     assert "--profile gpu" in bench_line
+
+
+def test_simulator_tests_run_on_one_cpu():
+    """tests/conftest.py's simulator_on_one_cpu: under the simulator this test (marked cuda
+    with its module) runs on one CPU, while Numba's thread pool for parallel CPU kernels,
+    made before the pinning, keeps the CPUs the session has."""
+    if CUDA_MODE != "sim":
+        pytest.skip("a GPU runs the kernels: nothing pinned")
+    assert len(os.sched_getaffinity(0)) == 1
+    if len(SESSION_CPUS) > 1:
+        me = threading.get_native_id()
+        others = [int(t) for t in os.listdir("/proc/self/task") if int(t) != me]
+        assert any(os.sched_getaffinity(t) == SESSION_CPUS for t in others)
