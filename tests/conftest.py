@@ -213,6 +213,21 @@ def no_board_left_in_dev_shm():
 
 
 @pytest.fixture(scope="session", autouse=True)
+def signal_handlers_put_back():
+    """After the whole session, SIGTERM and SIGINT do what they did before it: a handler a
+    test's library set in this process (Ray's head node sets one that exits) turns a SIGTERM
+    meant for pytest into a failure of whatever test is running."""
+    import signal
+
+    before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    yield
+    changed = {
+        s.name: signal.getsignal(s) for s, h in before.items() if signal.getsignal(s) is not h
+    }
+    assert not changed, f"signal handlers left changed by a test: {changed}"
+
+
+@pytest.fixture(scope="session", autouse=True)
 def fixture_files_never_rewritten():
     """The committed fixture files (tests/fixtures) are read, mapped by some processes (the
     daemons' proving processes map keys), and never rewritten: a file truncated or rewritten
