@@ -37,10 +37,7 @@ from cuzk.groth16 import (
 from cuzk.groth16.stages import random_scalar
 from cuzk.groth16.verifier import VerifyingKey, verify
 
-pytestmark = [
-    pytest.mark.cuda,
-    pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU and no simulator"),
-]
+pytestmark = pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU and no simulator")
 
 CIRCUITS = ("tiny", "mulchain", "tiny381")  # domains 4 and 32; tiny381: tiny on BLS12-381
 SETS = ("a", "b1", "c", "h")  # the G1 point sets prove_start runs MSMs over
@@ -93,6 +90,7 @@ def _vk(run: Run):
     return VerifyingKey.from_json(json.loads(run.circuit.vk.read_text()))
 
 
+@pytest.mark.cuda
 @pytest.mark.slow
 @pytest.mark.parametrize("name", CIRCUITS)
 def test_compute_h_matches_cpu(runs, name):
@@ -102,6 +100,7 @@ def test_compute_h_matches_cpu(runs, name):
     assert np.array_equal(run.h_cuda, run.h_cpu)
 
 
+@pytest.mark.cuda
 @pytest.mark.slow
 @pytest.mark.parametrize("name", CIRCUITS)
 def test_prove_start_matches_cpu(runs, name):
@@ -115,6 +114,7 @@ def test_prove_start_matches_cpu(runs, name):
     assert any(getattr(run.cpu, which).any() for which in SETS)  # not all at infinity
 
 
+@pytest.mark.cuda
 @pytest.mark.slow
 @pytest.mark.parametrize("name", CIRCUITS)
 def test_cuda_proof_verifies(runs, name):
@@ -135,6 +135,7 @@ def test_cuda_proof_verifies(runs, name):
     assert not verify(vk, wrong, proof.to_json())
 
 
+@pytest.mark.cuda
 @pytest.mark.slow
 @pytest.mark.interop
 @pytest.mark.parametrize("name", CIRCUITS)
@@ -150,6 +151,7 @@ def test_cuda_proof_verifies_in_snarkjs(tools, runs, name, tmp_path):
     assert groth16_verify(run.circuit.vk, tmp_path / "public.json", tmp_path / "proof.json")
 
 
+@pytest.mark.cuda
 @pytest.mark.slow
 def test_key_residency(runs):
     """Placed once on the GPU with its G1 sets' bytes accounted, reused by a second proof
@@ -213,6 +215,7 @@ def test_key_residency(runs):
     dev.evict_key(key.key_id)
 
 
+@pytest.mark.cuda
 @pytest.mark.slow
 def test_engine_device_process_on_cuda(monkeypatch, caplog):
     """The engine with one "cuda:0" device process (spawned, CUDA_VISIBLE_DEVICES set; the
@@ -268,6 +271,7 @@ def test_engine_device_process_on_cuda(monkeypatch, caplog):
     assert not os.path.exists(f"/dev/shm/{eng.board_name}")
 
 
+@pytest.mark.cuda
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["tiny", "tiny381"])
 def test_cuzk_prove_device_cuda(tmp_path, name):
@@ -283,6 +287,7 @@ def test_cuzk_prove_device_cuda(tmp_path, name):
     assert verify(vk, json.loads(public.read_text()), json.loads(proof.read_text()))
 
 
+@pytest.mark.cuda
 @pytest.mark.slow
 def test_cuzk_prove_device_cuda_as_a_process(tmp_path):
     """`cuzk prove --device cuda` as a process of its own (its start-up and exit paths), on
@@ -344,6 +349,7 @@ def test_cuzk_prove_device_cuda_without_gpu(device, tmp_path):
     assert not proof.exists() and not public.exists()
 
 
+@pytest.mark.cuda
 def test_msm_cuda_takes_host_resident_points():
     """A point set "resident" on the CPU (a read-only mapped host array) given to the CUDA
     MSM is copied in like any host array, not handed to the kernel as it is."""
@@ -395,9 +401,10 @@ def test_gpu_check_script_names_what_exists():
     assert "--profile gpu" in bench_line
 
 
+@pytest.mark.cuda
 def test_simulator_tests_run_on_one_cpu():
-    """tests/conftest.py's simulator_on_one_cpu: under the simulator this test (marked cuda
-    with its module) runs on one CPU, while Numba's thread pool for parallel CPU kernels,
+    """tests/conftest.py's simulator_on_one_cpu: under the simulator this test (marked cuda)
+    runs on one CPU, while Numba's thread pool for parallel CPU kernels,
     made before the pinning, keeps the CPUs the session has."""
     if CUDA_MODE != "sim":
         pytest.skip("a GPU runs the kernels: nothing pinned")
