@@ -5,12 +5,15 @@ pytest's thread into a network namespace that has only loopback (cuzk.testing.ne
 binds and dials the machine's interface address otherwise, and a test must never send
 traffic anywhere but loopback), starts `ray.cluster_utils.Cluster` (a head with no CPUs, so
 nothing runs there, and nodes with the `cuzk_node` resource and small object stores, fast
-health checks), yields a Farm, then shuts everything down and returns to the machine's
-network. One cluster per module.
+health checks), yields a Farm, then shuts everything down, puts pytest's SIGTERM and SIGINT
+handlers back (Ray's head node sets its own in the process that starts it: a SIGTERM to pytest
+later became a SystemExit in whatever test ran) and returns to the machine's network. One
+cluster per module.
 """
 
 from __future__ import annotations
 
+import signal
 import time
 from dataclasses import dataclass, field
 
@@ -68,6 +71,7 @@ def farm(n_nodes: int = 3):
         from ray.cluster_utils import Cluster
     except ImportError:
         missing_tool("ray is not installed (the test extra installs it)")
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
     with netns.loopback_only():
         assert netns.interfaces() == ["lo"]
         t0 = time.time()
@@ -87,3 +91,5 @@ def farm(n_nodes: int = 3):
             yield f
         finally:
             cluster.shutdown()
+            for sig, handler in handlers.items():
+                signal.signal(sig, handler)

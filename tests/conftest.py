@@ -137,6 +137,49 @@ def tools():
     require_tools()
 
 
+SESSION_CPUS = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()
+
+
+def _current_cpu() -> int | None:
+    """The CPU the calling thread runs on now (field 39 of /proc/thread-self/stat)."""
+    try:
+        with open("/proc/thread-self/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[36])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+@pytest.fixture(autouse=True)
+def simulator_on_one_cpu(request):
+    """Under the CUDA simulator, a test marked cuda runs on one CPU (the thread that runs it,
+    and the threads and processes it starts, pinned while it runs; the CPUs it had, back
+    after). The simulator runs each thread of a block as a Python thread and its block
+    manager polls them: one Python thread runs at a time (the GIL), handed over thousands of
+    times a kernel, and a handover to a thread waiting on the other core waits for that core:
+    test_msm's test_g1_naive_py_ecc_sum[cuda] took 2.6 s on one CPU, 4.1 s on two, 10 s on
+    two beside one busy process and 106 s in a whole-suite run on the 2-core machine. What
+    the kernels compute, and the order the simulator allows, are the same on one CPU."""
+    if CUDA_MODE != "sim" or request.node.get_closest_marker("cuda") is None:
+        yield
+        return
+    try:
+        allowed = os.sched_getaffinity(0)
+        # Numba's CPU thread pool (parallel kernels) is made once per process by the first
+        # parallel kernel: made now, it keeps every CPU, whatever runs later in this test.
+        from numba.np.ufunc.parallel import _launch_threads
+
+        _launch_threads()
+    except (AttributeError, ImportError, OSError):  # not Linux, or another Numba: as it is
+        yield
+        return
+    cpu = _current_cpu()
+    os.sched_setaffinity(0, {cpu if cpu in allowed else min(allowed)})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, allowed)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items):
     """A test that takes the `tools` fixture runs snarkjs/circom2: it is interop, marked or not
@@ -167,6 +210,21 @@ def no_board_left_in_dev_shm():
     for n in left:
         segment.unlink_segment(n)
     assert not left, f"board segments left in /dev/shm: {left}"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def signal_handlers_put_back():
+    """After the whole session, SIGTERM and SIGINT do what they did before it: a handler a
+    test's library set in this process (Ray's head node sets one that exits) turns a SIGTERM
+    meant for pytest into a failure of whatever test is running."""
+    import signal
+
+    before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    yield
+    changed = {
+        s.name: signal.getsignal(s) for s, h in before.items() if signal.getsignal(s) is not h
+    }
+    assert not changed, f"signal handlers left changed by a test: {changed}"
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -21,7 +21,7 @@ import threading
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from conftest import CUDA_MODE, _has_gpu, fixture_circuit
+from conftest import CUDA_MODE, SESSION_CPUS, _has_gpu, fixture_circuit
 
 from cuzk.arith.jit import cuda_available
 from cuzk.cli import main
@@ -90,6 +90,7 @@ def _vk(run: Run):
     return VerifyingKey.from_json(json.loads(run.circuit.vk.read_text()))
 
 
+@pytest.mark.cuda
 @pytest.mark.slow
 @pytest.mark.parametrize("name", CIRCUITS)
 def test_compute_h_matches_cpu(runs, name):
@@ -99,6 +100,7 @@ def test_compute_h_matches_cpu(runs, name):
     assert np.array_equal(run.h_cuda, run.h_cpu)
 
 
+@pytest.mark.cuda
 @pytest.mark.slow
 @pytest.mark.parametrize("name", CIRCUITS)
 def test_prove_start_matches_cpu(runs, name):
@@ -112,6 +114,7 @@ def test_prove_start_matches_cpu(runs, name):
     assert any(getattr(run.cpu, which).any() for which in SETS)  # not all at infinity
 
 
+@pytest.mark.cuda
 @pytest.mark.slow
 @pytest.mark.parametrize("name", CIRCUITS)
 def test_cuda_proof_verifies(runs, name):
@@ -132,6 +135,7 @@ def test_cuda_proof_verifies(runs, name):
     assert not verify(vk, wrong, proof.to_json())
 
 
+@pytest.mark.cuda
 @pytest.mark.slow
 @pytest.mark.interop
 @pytest.mark.parametrize("name", CIRCUITS)
@@ -147,6 +151,7 @@ def test_cuda_proof_verifies_in_snarkjs(tools, runs, name, tmp_path):
     assert groth16_verify(run.circuit.vk, tmp_path / "public.json", tmp_path / "proof.json")
 
 
+@pytest.mark.cuda
 @pytest.mark.slow
 def test_key_residency(runs):
     """Placed once on the GPU with its G1 sets' bytes accounted, reused by a second proof
@@ -210,6 +215,7 @@ def test_key_residency(runs):
     dev.evict_key(key.key_id)
 
 
+@pytest.mark.cuda
 @pytest.mark.slow
 def test_engine_device_process_on_cuda(monkeypatch, caplog):
     """The engine with one "cuda:0" device process (spawned, CUDA_VISIBLE_DEVICES set; the
@@ -265,6 +271,7 @@ def test_engine_device_process_on_cuda(monkeypatch, caplog):
     assert not os.path.exists(f"/dev/shm/{eng.board_name}")
 
 
+@pytest.mark.cuda
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["tiny", "tiny381"])
 def test_cuzk_prove_device_cuda(tmp_path, name):
@@ -280,6 +287,7 @@ def test_cuzk_prove_device_cuda(tmp_path, name):
     assert verify(vk, json.loads(public.read_text()), json.loads(proof.read_text()))
 
 
+@pytest.mark.cuda
 @pytest.mark.slow
 def test_cuzk_prove_device_cuda_as_a_process(tmp_path):
     """`cuzk prove --device cuda` as a process of its own (its start-up and exit paths), on
@@ -341,6 +349,7 @@ def test_cuzk_prove_device_cuda_without_gpu(device, tmp_path):
     assert not proof.exists() and not public.exists()
 
 
+@pytest.mark.cuda
 def test_msm_cuda_takes_host_resident_points():
     """A point set "resident" on the CPU (a read-only mapped host array) given to the CUDA
     MSM is copied in like any host array, not handed to the kernel as it is."""
@@ -390,3 +399,17 @@ def test_gpu_check_script_names_what_exists():
     named = re.findall(r"--suite (\w+)", bench_line)
     assert named and set(named) <= listed, (named, listed)
     assert "--profile gpu" in bench_line
+
+
+@pytest.mark.cuda
+def test_simulator_tests_run_on_one_cpu():
+    """tests/conftest.py's simulator_on_one_cpu: under the simulator this test (marked cuda)
+    runs on one CPU, while Numba's thread pool for parallel CPU kernels,
+    made before the pinning, keeps the CPUs the session has."""
+    if CUDA_MODE != "sim":
+        pytest.skip("a GPU runs the kernels: nothing pinned")
+    assert len(os.sched_getaffinity(0)) == 1
+    if len(SESSION_CPUS) > 1:
+        me = threading.get_native_id()
+        others = [int(t) for t in os.listdir("/proc/self/task") if int(t) != me]
+        assert any(os.sched_getaffinity(t) == SESSION_CPUS for t in others)
