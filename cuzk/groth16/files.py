@@ -110,6 +110,8 @@ def _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device, loads)
 
     try:
         key = ProvingKey.open(zkey, resident=False)  # read once: see ProvingKey.done_with
+        # the device before any kernel is compiled: a missing GPU is said at once, alone
+        dev = open_device(device, one_shot=True)
         _numba_loads(key.arith_curve, loads)
         # A proof verified before it is written needs no G2 test of pointsB2: a point outside G2
         # that the witness reaches gives a pi_b outside G2, which the verifier refuses (0.27 s
@@ -122,7 +124,6 @@ def _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device, loads)
     except FormatError as e:
         raise ProveError(str(e)) from None
     check_outputs(proof_json, public_json)  # before the work: one file twice, a missing folder
-    dev = open_device(device, one_shot=True)
     proof = prove(key, w, dev)
     if verify:
         from cuzk.groth16.verifier import Proof
