@@ -9,7 +9,9 @@ Transport: http:// URLs go over a plain socket, one HTTP/1.1 request per connect
 daemon is reached directly). urllib would do the same, but importing it (http.client, email,
 ssl) costs ~40 ms of the ~50 ms a bare interpreter takes to start, and `cuzk prove --server`
 runs this once per proof (measured in docs/prover.md). https:// URLs (a TLS proxy in front
-of the daemon) go through urllib, imported only then.
+of the daemon) go through urllib, imported only then. For the same reason the socket is the
+C module's (`_socket`, not `socket`: enum, selectors) and the JSON cuzk.lean_json's (json's C
+parser and string encoder without the json package's import: re, enum).
 """
 
 from __future__ import annotations
