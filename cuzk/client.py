@@ -9,16 +9,19 @@ Transport: http:// URLs go over a plain socket, one HTTP/1.1 request per connect
 daemon is reached directly). urllib would do the same, but importing it (http.client, email,
 ssl) costs ~40 ms of the ~50 ms a bare interpreter takes to start, and `cuzk prove --server`
 runs this once per proof (measured in docs/prover.md). https:// URLs (a TLS proxy in front
-of the daemon) go through urllib, imported only then.
+of the daemon) go through urllib, imported only then. For the same reason the socket is the
+C module's (`_socket`, not `socket`: enum, selectors) and the JSON cuzk.lean_json's (json's C
+parser and string encoder without the json package's import: re, enum).
 """
 
 from __future__ import annotations
 
 import binascii
-import json
 import os
-import socket
 import time
+
+from cuzk.lean_json import dumps as json_dumps
+from cuzk.lean_json import loads as json_loads
 
 DEFAULT_SERVER = "http://127.0.0.1:9820"
 
@@ -79,6 +82,39 @@ def read_token(path) -> str:
         return f.read().strip()
 
 
+def _connect(host, port: int, timeout: float):
+    """A TCP connection to (host, port), as socket.create_connection makes it: each address
+    getaddrinfo gives in turn, the last one's error if none connects. On the C module
+    `_socket`: the `socket` module's import (enum, selectors, array) is ~3 ms of the thin
+    client's start."""
+    import _socket
+
+    error = None
+    for family, kind, proto, _, address in _socket.getaddrinfo(host, port, 0, _socket.SOCK_STREAM):
+        s = _socket.socket(family, kind, proto)
+        try:
+            s.settimeout(timeout)
+            s.connect(address)
+            return s
+        except OSError as e:
+            error = e
+            s.close()
+    raise error or OSError("getaddrinfo returns an empty list")
+
+
+class _closing:
+    """Closes a `_socket.socket` (which is no context manager) on leaving."""
+
+    def __init__(self, s):
+        self.s = s
+
+    def __enter__(self):
+        return self.s
+
+    def __exit__(self, *exc):
+        self.s.close()
+
+
 class _BadAnswer(ValueError):
     """An answer that is not HTTP/1.x (reported as Unreachable: whatever listens there is not
     a cuzk serve)."""
@@ -101,7 +137,8 @@ def _socket_exchange(
     request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (data or b"")
     # an ASCII name as bytes: getaddrinfo would otherwise import the idna codec (~2 ms)
     addr = host.encode() if host.isascii() else host
-    with socket.create_connection((addr, port), timeout=timeout) as s:
+    s = _connect(addr, port, timeout)
+    with _closing(s):
         try:
             s.sendall(request)
         except (BrokenPipeError, ConnectionResetError):
@@ -173,7 +210,7 @@ class Client:
         data = None
         headers = {"Accept": "application/json"}
         if body is not None:
-            data = json.dumps(body).encode()
+            data = json_dumps(body).encode()
             headers["Content-Type"] = "application/json"
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
@@ -187,7 +224,7 @@ class Client:
             raise Unreachable(f"cannot reach cuzk serve at {self.server}: {reason}") from None
         if status >= 400:
             try:
-                obj = json.loads(payload)
+                obj = json_loads(payload)
                 message = obj.get("error", payload.decode(errors="replace"))
             except (ValueError, AttributeError):
                 obj, message = None, payload.decode(errors="replace")[:300] or f"HTTP {status}"
@@ -195,7 +232,7 @@ class Client:
         if raw:
             return status, payload
         try:
-            return status, json.loads(payload)
+            return status, json_loads(payload)
         except ValueError:
             raise ClientError(f"{self.server}{path}: the answer is not JSON") from None
 

@@ -4,7 +4,7 @@ command (`cuzk prove --server`) imports neither numpy nor numba."""
 
 from __future__ import annotations
 
-import importlib
+import sys
 
 
 def lazy_exports(package: str, exports: dict[str, str], namespace: dict):
@@ -15,7 +15,9 @@ def lazy_exports(package: str, exports: dict[str, str], namespace: dict):
         module = exports.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(f"{package}.{module}"), name)
+        full = f"{package}.{module}"
+        __import__(full)  # importlib.import_module's work; importlib's import: ~0.4 ms
+        value = getattr(sys.modules[full], name)
         namespace[name] = value
         return value
 

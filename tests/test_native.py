@@ -288,7 +288,8 @@ PROVE_OPTIONS = [[f for i, f in enumerate(_FLAGS) if mask >> i & 1] for mask in 
 def test_prove_with_the_library_imports_no_numba(native_dir, tmp_path):
     """`cuzk prove` with the library built proves a valid proof and never imports numba, with
     every option the library serves (python -X importtime lists every import on stderr);
-    --no-verify once imported all of numba (222 modules) for one G2 row test."""
+    --no-verify once imported all of numba (222 modules) for one G2 row test. Nor logging
+    without --timings."""
     brought_numba = []
     for options in PROVE_OPTIONS:
         server = {"CUZK_SERVER": "http://127.0.0.1:9"} if "--local" in options else {}
@@ -306,6 +307,8 @@ def test_prove_with_the_library_imports_no_numba(native_dir, tmp_path):
             line.rsplit("|", 1)[-1].strip() for line in p.stderr.splitlines() if "|" in line
         ]
         assert "numpy" in imported and "cuzk.native" in imported, options
+        if "--timings" not in options and options in PROVE_OPTIONS[:8]:  # the fast path's
+            assert "logging" not in imported, options  # ~3 ms: only --timings logs
         if [m for m in imported if m.split(".")[0] in ("numba", "llvmlite")]:
             brought_numba.append(" ".join(options))
         assert _verify(tmp_path), options

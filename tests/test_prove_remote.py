@@ -247,10 +247,62 @@ def test_split_url_reads_urls_as_urlsplit_does(url):
             split_url(bad)
 
 
+# what the thin client was cut from (each a few ms of its start: docs/prover.md, issue 36),
+# besides numpy, numba and click
+NOT_IN_THE_THIN_CLIENT = (
+    "urllib.parse",
+    "ipaddress",
+    "base64",
+    "tempfile",
+    "dataclasses",
+    "json",
+    "re",
+    "enum",
+    "socket",
+    "signal",
+    "threading",
+    "contextlib",
+    "importlib",
+    "http.client",
+    "numpy",
+    "numba",
+    "llvmlite",
+    "click",
+)
+
+
+def test_thin_client_command_imports_only_what_it_uses(daemon, tmp_path):
+    """A whole `cuzk prove --server` through the console script, in an interpreter without
+    `site` (no .pth hook preloading modules), proves and imports none of
+    NOT_IN_THE_THIN_CLIENT (python -X importtime lists every module imported)."""
+    root = str(Path(__file__).resolve().parent.parent)
+    d = daemon.root / "tiny"
+    proof, public = tmp_path / "proof.json", tmp_path / "public.json"
+    code = f"import sys; sys.path.insert(0, {root!r}); from cuzk.console import main; main()"
+    args = [d / "circuit.zkey", d / "witness_0.wtns", proof, public, "--server", daemon.url]
+    p = subprocess.run(
+        [sys.executable, "-S", "-X", "importtime", "-c", code, "prove", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env_for(daemon),
+    )
+    assert p.returncode == 0, p.stderr[-2000:]
+    vk = json.loads(TINY.vk.read_text())
+    assert verify(vk, json.loads(public.read_text()), json.loads(proof.read_text()))
+    imported = {
+        line.split("|")[-1].strip()
+        for line in p.stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+    assert "cuzk.client" in imported and "cuzk.groth16.remote" in imported  # (the list is read)
+    assert sorted(imported & set(NOT_IN_THE_THIN_CLIENT)) == []
+
+
 def test_thin_client_imports_only_what_it_uses():
     """The thin client's modules, imported without `site` (no .pth hook preloading modules),
-    load none of the modules it was cut from: urllib.parse (and ipaddress), base64, tempfile,
-    dataclasses, besides numpy and click; and base64 as the client writes it is base64's."""
+    load none of the modules it was cut from (NOT_IN_THE_THIN_CLIENT); and base64 as the
+    client writes it is base64's."""
     import base64
 
     from cuzk.client import _base64
@@ -260,9 +312,8 @@ def test_thin_client_imports_only_what_it_uses():
     root = str(Path(__file__).resolve().parent.parent)
     code = (
         f"import sys; sys.path.insert(0, {root!r}); import cuzk.console, cuzk.client, "
-        "cuzk.groth16.remote, cuzk.formats.atomic; print(sorted(m for m in ('urllib.parse', "
-        "'ipaddress', 'base64', 'tempfile', 'dataclasses', 'numpy', 'click') if m in "
-        "sys.modules))"
+        f"cuzk.groth16.remote, cuzk.formats.atomic; print(sorted(m for m in "
+        f"{NOT_IN_THE_THIN_CLIENT!r} if m in sys.modules))"
     )
     p = subprocess.run(
         [sys.executable, "-S", "-c", code], capture_output=True, text=True, timeout=60

@@ -24,13 +24,13 @@ a name not of this pattern are left alone).
 
 from __future__ import annotations
 
-import contextlib
 import os
-import re
 import stat
 
 # (tempfile and dataclasses are not imported: ~2 and ~4 ms of the thin client's start, which
-# writes its outputs here; `mkstemp` and Target below do what this module took from them)
+# writes its outputs here; `mkstemp` and Target below do what this module took from them;
+# nor contextlib, ~3 ms with functools and collections: the context managers the thin client
+# goes through are classes, atomic_writer's generator is wrapped at its first call)
 
 MAX_LINKS = 40  # symbolic links followed when looking for /proc, as the kernel's ELOOP bound
 
@@ -179,37 +179,62 @@ def mkstemp(prefix: str, suffix: str, dir: str) -> tuple[int, str]:
     raise FileExistsError(17, "no free temporary name", dir)
 
 
-@contextlib.contextmanager
-def terminate_cleanly():
+class _TerminateCleanly:
+    """terminate_cleanly's context manager."""
+
+    __slots__ = ("held",)
+
+    def __enter__(self):
+        # _signal: the signal module's import (enum) and threading's are ~3 ms of the thin
+        # client's start, which writes its outputs here; signal.signal is _signal.signal on ints
+        import _signal
+
+        self.held = _signal.getsignal(_signal.SIGTERM) == _signal.SIG_DFL
+        if self.held:
+            try:
+                _signal.signal(_signal.SIGTERM, _terminated)
+            except ValueError:  # not the main thread (of the main interpreter)
+                self.held = False
+        return None
+
+    def __exit__(self, *exc) -> None:
+        if self.held:
+            import _signal
+
+            _signal.signal(_signal.SIGTERM, _signal.SIG_DFL)
+
+
+def _terminated(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+def terminate_cleanly() -> _TerminateCleanly:
     """While this holds, SIGTERM raises SystemExit(143) in the main thread, so that `finally`
     clauses and `except BaseException` remove temporary files as they do on SIGINT; then the
     process exits with the status of a SIGTERM death. Only where SIGTERM would kill the
     process anyway (its handler is the default, so never in `cuzk serve`, which drains on
     it) and in the main thread (the only one Python delivers signals to)."""
-    import signal  # here: the thin client writes its outputs through this module
-    import threading
-
-    if (
-        threading.current_thread() is not threading.main_thread()
-        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
-    ):
-        yield
-        return
-
-    def terminated(signum, frame):
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGTERM, terminated)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    return _TerminateCleanly()
 
 
-def _temporary_name(name: str) -> re.Pattern:
-    """The names of this module's temporary files (and their `.old` links) for the target
-    `name`; group 1 is the pid of the process that made it."""
-    return re.compile(re.escape(f".{name}.") + r"([0-9]+)-[a-z0-9_]{8}\.tmp(?:\.old)?\Z")
+_TOKEN = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def temporary_pid(entry: str, name: str) -> int | None:
+    """The pid of the process that made `entry` when it is one of this module's temporary
+    files (or their `.old` links) for the target `name`, else None: the names
+    ``.<name>.<pid>-XXXXXXXX.tmp[.old]`` (pid in ASCII digits, X in [a-z0-9_]); string tests,
+    not `re` (its import is ~5 ms of the thin client's start)."""
+    prefix = f".{name}."
+    if not entry.startswith(prefix):
+        return None
+    rest = entry[len(prefix) :].removesuffix(".old")
+    if not rest.endswith(".tmp"):
+        return None
+    pid, dash, token = rest[:-4].partition("-")
+    if not (dash and pid.isascii() and pid.isdigit() and len(token) == 8 and _TOKEN >= set(token)):
+        return None
+    return int(pid)
 
 
 PID_MAX = 1 << 22  # Linux's PID_MAX_LIMIT: above it, no process of ours made the name
@@ -235,7 +260,6 @@ def sweep_stale(real: str) -> list[str]:
     container) may hold a live writer's temporary whose pid is not running here: removed, it
     makes that writer's rename fail with a one-line error, its target untouched."""
     directory, name = os.path.split(real)
-    pattern = _temporary_name(name)
     removed = []
     try:
         entries = os.scandir(directory or ".")
@@ -243,8 +267,8 @@ def sweep_stale(real: str) -> list[str]:
         return removed
     with entries:
         for e in entries:
-            m = pattern.match(e.name)
-            if m is None or int(m.group(1)) == os.getpid() or _running(int(m.group(1))):
+            pid = temporary_pid(e.name, name)
+            if pid is None or pid == os.getpid() or _running(pid):
                 continue
             try:
                 st = e.stat(follow_symlinks=False)
@@ -256,17 +280,23 @@ def sweep_stale(real: str) -> list[str]:
     return removed
 
 
-@contextlib.contextmanager
-def _temporary_file(real: str, mode: str, path: str):
-    """(file, name) of a new temporary file next to `real`: on a clean exit it is flushed,
-    fsynced and made 0644, and kept for the caller to rename; on any error it is removed.
-    An error creating it names `path`, the file asked for, not the temporary one."""
+def _new_temporary(real: str, path: str) -> tuple[int, str]:
+    """(descriptor, name) of a new temporary file next to `real`, after removing the stale
+    ones of that target. An error creating it names `path`, the file asked for, not the
+    temporary one."""
     directory, name = os.path.split(real)
     sweep_stale(real)
     try:
-        fd, tmp = mkstemp(prefix=f".{name}.{os.getpid()}-", suffix=".tmp", dir=directory)
+        return mkstemp(prefix=f".{name}.{os.getpid()}-", suffix=".tmp", dir=directory)
     except OSError as e:
         raise OSError(e.errno, e.strerror, path) from None
+
+
+def _temporary_file(real: str, mode: str, path: str):
+    """(file, name) of a new temporary file next to `real`: on a clean exit it is flushed,
+    fsynced and made 0644, and kept for the caller to rename; on any error it is removed.
+    (A generator: atomic_writer makes it a context manager.)"""
+    fd, tmp = _new_temporary(real, path)
     try:
         with os.fdopen(fd, mode) as f:
             yield f, tmp
@@ -279,10 +309,19 @@ def _temporary_file(real: str, mode: str, path: str):
 
 
 def _temporary(t: Target, data: bytes) -> str:
-    """A complete, fsynced copy of `data` next to t.real; its name."""
+    """A complete, fsynced copy of `data` next to t.real (what _temporary_file makes); its
+    name."""
     try:
-        with _temporary_file(t.real, "wb", t.path) as (f, tmp):
-            f.write(data)
+        fd, tmp = _new_temporary(t.real, t.path)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(tmp, 0o644)
+        except BaseException:
+            _unlink(tmp)
+            raise
     except OSError as e:
         raise OutputError(f"{t.path}: {e.strerror or e}") from None
     return tmp
@@ -347,23 +386,32 @@ def _rename_all(moves: list[tuple[Target, str]]) -> None:
 
 
 def _unlink(path: str) -> None:
-    with contextlib.suppress(FileNotFoundError):
+    try:
         os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
-@contextlib.contextmanager
 def atomic_writer(path: os.PathLike | str, mode: str = "wb"):
     """Open a temporary file next to the file `path` resolves to; on a clean exit, fsync it and
     rename it there. A device, pipe or the shell's file (see the module's docstring) is
-    opened in place instead, for appending."""
+    opened in place instead, for appending. A context manager (`with atomic_writer(p) as f`)."""
+    import contextlib
+
+    return contextlib.contextmanager(_atomic_writer)(path, mode)
+
+
+def _atomic_writer(path: os.PathLike | str, mode: str):
     path = os.fspath(path)
     t = Target.of(path)
     if t.in_place:
         with open(path, mode.replace("w", "a")) as f:
             yield f
         return
+    import contextlib
+
     with terminate_cleanly():
-        with _temporary_file(t.real, mode, path) as (f, tmp):
+        with contextlib.contextmanager(_temporary_file)(t.real, mode, path) as (f, tmp):
             yield f
         try:
             os.replace(tmp, t.real)

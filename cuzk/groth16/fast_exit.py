@@ -4,7 +4,6 @@ Standard library only: the thin client (cuzk.groth16.remote) and the console scr
 before anything heavy is imported.
 """
 
-import logging
 import os
 import sys
 
@@ -19,7 +18,9 @@ def exit_now_if_a_process_of_its_own(code: int = 0) -> None:
     swap them, and keep their interpreter."""
     if sys.stdout is not sys.__stdout__ or sys.stderr is not sys.__stderr__:
         return
-    logging.shutdown()
+    logging = sys.modules.get("logging")  # its handlers flushed, where it is in use
+    if logging is not None:
+        logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

@@ -65,12 +65,12 @@ def run(
 ) -> int:
     """Prove here and write the outputs (cuzk.groth16.files.run_prove) with the command's
     compile notice; 0, or 1 with one line on stderr for every reason not to write."""
-    import logging
-
     from cuzk.compiling import compile_notice
     from cuzk.groth16.files import ProveError, run_prove
 
-    if timings:
+    if timings:  # logging imported only then (~3 ms of the command's own cost)
+        import logging
+
         logging.basicConfig(level=logging.DEBUG, stream=sys.stderr, format="%(name)s %(message)s")
         logging.getLogger("numba").setLevel(logging.WARNING)
     try:

@@ -32,10 +32,11 @@ The key always goes by path (the daemon registers it on first use, as for `cuzk 
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
+
+from cuzk.lean_json import dumps as json_dumps
 
 # Witnesses from this size go to a loopback daemon by path first. Below it an upload costs
 # under ~2 ms, less than the extra request a refused path would cost.
@@ -127,8 +128,9 @@ def _proof_of(r: dict) -> tuple[dict, list]:
 
 def dumps(obj) -> str:
     """JSON as snarkjs writes it: cuzk.formats.snarkjs_json.dumps, which cannot be imported
-    here without numpy (tests/test_prove_remote.py checks that the two agree)."""
-    return json.dumps(obj, indent=1)
+    here without numpy (tests/test_prove_remote.py checks that the two agree); json.dumps's
+    text without the json package's import (cuzk.lean_json)."""
+    return json_dumps(obj, indent=1)
 
 
 def prove_remote(client, zkey, wtns, proof_json, public_json) -> dict:
