@@ -224,13 +224,22 @@ class FrOps:
         return self.roots[size.bit_length()]
 
     # --- commitments ------------------------------------------------------------------------
-    def commit(self, coefficients, ptau):
-        """[p(tau)]_1 = sum_i p_i [tau^i]_1 as affine ints (None for infinity)."""
+    def commit(self, coefficients, ptau, table=None):
+        """[p(tau)]_1 = sum_i p_i [tau^i]_1 as affine ints (None for infinity). ``table``: a
+        cuzk.kernels.msm_cpu.MsmTable of the first powers of tau (a resident key's,
+        cuzk.plonk.tables), used when it covers the coefficients (their scalars padded with
+        zeros to its length): the same point."""
         from cuzk.formats.stored import g1_from_limbs
         from cuzk.kernels.msm_cpu import msm_g1
 
         m = len(coefficients)
         if m > len(ptau):
             raise ValueError(f"a polynomial of {m} coefficients needs {m} powers of tau")
-        row = msm_g1(ptau[:m], self.to_plain(coefficients), curve=self.arith)
+        if table is not None and m <= table.n:
+            scalars = np.zeros((table.n, 4), np.uint64)
+            scalars[:m] = coefficients
+            self.kernels._to_mont(scalars, 1)  # (zeros stay zeros)
+            row = msm_g1(table, scalars, curve=self.arith)
+        else:
+            row = msm_g1(ptau[:m], self.to_plain(coefficients), curve=self.arith)
         return g1_from_limbs(row, self.curve)

@@ -34,11 +34,15 @@ _copies = 1
 
 
 def configure(options: dict) -> None:
-    """Take ``device_processes`` from the prover's options (absent: 1)."""
+    """Take ``device_processes`` from the prover's options (absent: 1), and ``msm_tables``
+    with its copies and cap (cuzk.groth16.tables, which PLONK's tables read too)."""
     global _copies
+    from cuzk.groth16 import tables
+
     n = (options or {}).get("device_processes", 1)
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"device_processes: expected a whole number >= 1, got {n!r}")
+    tables.configure(options or {})
     _copies = n
 
 
@@ -152,8 +156,18 @@ class ProvingKey:
         """What the key costs while resident: its file (mapped whole, shared by every
         process) and, in each device process that may hold it, its extended values
         (cuzk.plonk.prover.extended: ten vectors of 4n, 1.25 KiB per gate of the domain,
-        computed when a device loads the key and kept until it is evicted)."""
-        return self.zkey.file.file_size + _copies * self.extended_bytes
+        computed when a device loads the key and kept until it is evicted), and the tables
+        of multiples of its powers of tau the devices build (table_bytes)."""
+        return self.zkey.file.file_size + _copies * self.extended_bytes + self.table_bytes
+
+    @property
+    def table_bytes(self) -> int:
+        """The tables of multiples of the key's powers of tau for its commitments, one per
+        device process that may build it (cuzk.plonk.tables, the msm_tables option; 0 when
+        off)."""
+        from cuzk.plonk import tables
+
+        return tables.charged_bytes(self)
 
     @property
     def extended_bytes(self) -> int:

@@ -168,12 +168,14 @@ def pi_extended(qc, l1, public: list, pi_h, ops: FrOps) -> np.ndarray:
     return out
 
 
-def prove(key, values, ops: FrOps | None = None, wires=None, ext=None) -> PlonkProof:
+def prove(key, values, ops: FrOps | None = None, wires=None, ext=None, table=None) -> PlonkProof:
     """A proof for the witness `values` ((nVars - nAdditions, 4) plain limbs, a .wtns's
     values) under `key` (cuzk.formats.plonk_zkey.PlonkZKey). `wires`: wire_values(key,
     values, ops) when the caller has them already (the daemon computes them in its synthesis
     processes, cuzk.plonk.stages); they may be overwritten. `ext`: extended(key, ops) when
-    the caller keeps it (a daemon's resident key; read only), else round 3 computes it."""
+    the caller keeps it (a daemon's resident key; read only), else round 3 computes it.
+    `table`: a table of multiples of the key's first powers of tau (a daemon's resident key,
+    cuzk.plonk.tables) for the nine commitments: the same points, less work."""
     curve = key.curve_info
     ops = ops or FrOps(curve)
     r, n, power = curve.r, key.domain_size, key.power
@@ -190,6 +192,11 @@ def prove(key, values, ops: FrOps | None = None, wires=None, ext=None) -> PlonkP
 
     b = [None] + [secrets.randbelow(r) for _ in range(11)]  # b1 .. b11
 
+    def commit(coefs):
+        if table is None:
+            return ops.commit(coefs, key.ptau)
+        return ops.commit(coefs, key.ptau, table=table)
+
     # --- round 1: wires ---------------------------------------------------------------------
     public = [x % r for x in limbs_to_ints(np.asarray(values[1 : 1 + key.n_public]))]
     A, B, C = wire_values(key, values, ops) if wires is None else wires
@@ -203,9 +210,9 @@ def prove(key, values, ops: FrOps | None = None, wires=None, ext=None) -> PlonkP
     b_coef = blind(ops.intt(B), n, [b[4], b[3]], ops)
     c_coef = blind(ops.intt(C), n, [b[6], b[5]], ops)
     commitments = {
-        "A": ops.commit(a_coef, key.ptau),
-        "B": ops.commit(b_coef, key.ptau),
-        "C": ops.commit(c_coef, key.ptau),
+        "A": commit(a_coef),
+        "B": commit(b_coef),
+        "C": commit(c_coef),
     }
     lap("round 1")
 
@@ -234,7 +241,7 @@ def prove(key, values, ops: FrOps | None = None, wires=None, ext=None) -> PlonkP
         )
     del x_h
     z_coef = blind(ops.intt(z), n, [b[9], b[8], b[7]], ops)
-    commitments["Z"] = ops.commit(z_coef, key.ptau)
+    commitments["Z"] = commit(z_coef)
     lap("round 2")
 
     # --- round 3: the quotient -------------------------------------------------------------
@@ -276,7 +283,7 @@ def prove(key, values, ops: FrOps | None = None, wires=None, ext=None) -> PlonkP
     t3 = np.array(t_coef[2 * n : 3 * n + 6])
     t3[0] = ops.shift(t3[:1], -b[11])[0]
     for name, coefs in (("T1", t1), ("T2", t2), ("T3", t3)):
-        commitments[name] = ops.commit(coefs, key.ptau)
+        commitments[name] = commit(coefs)
     lap("round 3")
 
     # --- round 4: evaluations --------------------------------------------------------------
@@ -342,8 +349,8 @@ def prove(key, values, ops: FrOps | None = None, wires=None, ext=None) -> PlonkP
     zs = np.array(z_coef)
     zs[0] = ops.shift(zs[:1], -ezw)[0]
     wxiw_coef = divide_by_linear(zs, xiw, ops)
-    commitments["Wxi"] = ops.commit(wxi_coef, key.ptau)
-    commitments["Wxiw"] = ops.commit(wxiw_coef, key.ptau)
+    commitments["Wxi"] = commit(wxi_coef)
+    commitments["Wxiw"] = commit(wxiw_coef)
     lap("round 5")
     return PlonkProof(curve, commitments, evaluations, public, timings)
 

@@ -59,8 +59,8 @@ def synthesize(key, w, out=None) -> Synthesis:
     z, ops = key.zkey, frops(key)
     wires = wire_values(z, w, ops)
     pi_h = np.zeros((z.domain_size, 4), np.uint64)  # PI on H: -p_i at gate i
-    if z.n_public:
-        pi_h[: z.n_public] = ops.sub(pi_h[: z.n_public], wires[0][: z.n_public])
+    if z.n_public:  # (a few Python ints: cuzk.arith.batch's build would cost a process ~2 s)
+        pi_h[: z.n_public] = ops.from_ints([-x for x in ops.to_ints(wires[0][: z.n_public])])
     check_gates(z, *wires, pi_h, ops)
     if out is not None:
         for name, v in zip("abc", wires, strict=True):
@@ -76,7 +76,8 @@ def prove_start(key, buffers, w, device) -> Partial:
     if ext is None:
         raise RuntimeError(f"prove_start before key {key.key_id} was loaded on {device.name}")
     wires = (buffers["a"], buffers["b"], buffers["c"])
-    return prove(key.zkey, w, frops(key), wires=wires, ext=ext)
+    table = getattr(device, "tables", {}).get(key.key_id)  # (msm_tables; cuzk.plonk.tables)
+    return prove(key.zkey, w, frops(key), wires=wires, ext=ext, table=table)
 
 
 def prove_finish(key, partial: Partial, w) -> Proof:
@@ -105,7 +106,9 @@ class Device:
     every proof's round 3 takes from it on the coset of 4n (cuzk.plonk.prover.extended:
     the selectors, the permutation polynomials, L1 and the coset's points), computed once
     when the key is loaded and kept until it is evicted (the rounds run on this machine's
-    CPU kernels; a key costs no device memory)."""
+    CPU kernels; a key costs no device memory), and, under the msm_tables option, a table
+    of multiples of its powers of tau for the commitments (cuzk.plonk.tables), built with
+    them and dropped with them."""
 
     kind = "cpu"
 
@@ -113,28 +116,39 @@ class Device:
         self.name = name
         self.keys: dict[str, object] = {}
         self.extended: dict[str, dict] = {}  # key id -> extended(key)
+        self.tables: dict[str, object] = {}  # key id -> its powers of tau's MsmTable
         self._lock = threading.Lock()
 
     def describe(self) -> str:
         return f"{self.name}: PLONK on Numba CPU kernels, {os.cpu_count()} cores"
 
     def load_key(self, key) -> None:
+        from cuzk.plonk import tables
+
+        if key.key_id in self.keys:
+            return  # (loaded: its values and table are kept)
         ext = extended(key.zkey, frops(key))  # outside the lock: nine NTTs of 4n
+        table = tables.build(key)  # None when msm_tables is off
         with self._lock:
             self.keys[key.key_id] = key
             self.extended[key.key_id] = ext
+            if table is not None:
+                self.tables[key.key_id] = table
 
     def evict_key(self, key_id: str) -> None:
         with self._lock:
             self.keys.pop(key_id, None)
             self.extended.pop(key_id, None)
+            self.tables.pop(key_id, None)
 
     def resident_bytes(self, key_id: str) -> int:
-        """The key's extended values held here (its mapped file's pages belong to the page
-        cache, shared by every process)."""
+        """The key's extended values and table held here (its mapped file's pages belong to
+        the page cache, shared by every process)."""
         with self._lock:
             ext = self.extended.get(key_id)
-        return sum(a.nbytes for a in ext.values()) if ext else 0
+            table = self.tables.get(key_id)
+        held = sum(a.nbytes for a in ext.values()) if ext else 0
+        return held + (table.nbytes if table is not None else 0)
 
 
 def open_device(spec: str = "cpu") -> Device:
