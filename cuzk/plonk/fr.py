@@ -200,6 +200,15 @@ class FrOps:
             np.array(evaluations, dtype=np.uint64, order="C"), inverse=True, curve=self.arith
         )
 
+    def evaluations(self, coefficients, size: int) -> np.ndarray:
+        """Values at w^j, j < size, of the polynomial with these (at most size) coefficients:
+        w = w[log2 size] (snarkjs's roots)."""
+        from cuzk.kernels.ntt_cpu import ntt
+
+        x = np.zeros((size, 4), np.uint64)
+        x[: len(coefficients)] = coefficients
+        return ntt(x, curve=self.arith)
+
     def coset_evaluations(self, coefficients, size: int) -> np.ndarray:
         """Values at g w^j, j < size, of the polynomial with these (at most size)
         coefficients: w = w[log2 size], the coset g = w[log2 size + 1] (the kernels' coset

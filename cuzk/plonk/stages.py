@@ -103,12 +103,12 @@ def verify(vk, public, proof) -> bool:
 
 class Device:
     """Where PLONK keys are held in a device process: the mapped keys and, per key, what
-    every proof's round 3 takes from it on the coset of 4n (cuzk.plonk.prover.extended:
-    the selectors, the permutation polynomials, L1 and the coset's points), computed once
-    when the key is loaded and kept until it is evicted (the rounds run on this machine's
-    CPU kernels; a key costs no device memory), and, under the msm_tables option, a table
-    of multiples of its powers of tau for the commitments (cuzk.plonk.tables), built with
-    them and dropped with them."""
+    every proof's round 3 takes from it on the domain of 4n (cuzk.plonk.prover.extended:
+    the selectors, the permutation polynomials and L1, views of the key, and the domain's
+    points), made once when the key is loaded and kept until it is evicted (the rounds run
+    on this machine's CPU kernels; a key costs no device memory), and, under the
+    msm_tables option, a table of multiples of its powers of tau for the commitments
+    (cuzk.plonk.tables), built with them and dropped with them."""
 
     kind = "cpu"
 
@@ -127,7 +127,7 @@ class Device:
 
         if key.key_id in self.keys:
             return  # (loaded: its values and table are kept)
-        ext = extended(key.zkey, frops(key))  # outside the lock: nine NTTs of 4n
+        ext = extended(key.zkey, frops(key))  # outside the lock
         table = tables.build(key)  # None when msm_tables is off
         with self._lock:
             self.keys[key.key_id] = key
@@ -147,7 +147,7 @@ class Device:
         with self._lock:
             ext = self.extended.get(key_id)
             table = self.tables.get(key_id)
-        held = sum(a.nbytes for a in ext.values()) if ext else 0
+        held = ext["x"].nbytes if ext else 0  # (the rest are views of the key)
         return held + (table.nbytes if table is not None else 0)
 
 
