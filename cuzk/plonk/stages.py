@@ -92,13 +92,16 @@ def verify(vk, public, proof) -> bool:
     G1 would put one outside)."""
     from cuzk.arith import pairing_int
     from cuzk.formats import curve as curves
+    from cuzk.plonk.verifier import kernel_combination
     from cuzk.plonk.verifier import verify as verify_plonk
 
     if vk["curve"] is not curves.BN254:
         ops = pairing_int.for_curve(vk["curve"].arith)
         if not all(p is None or ops.g1_in_subgroup(p) for p in proof.commitments.values()):
             return False
-    return verify_plonk(vk, [int(x) for x in public], proof.commitments, proof.evaluations)
+    combine = kernel_combination(vk["curve"])  # (this device process's MSM kernels)
+    public = [int(x) for x in public]
+    return verify_plonk(vk, public, proof.commitments, proof.evaluations, combine)
 
 
 class Device:
