@@ -229,7 +229,8 @@ def prove(key, values, ops: FrOps | None = None, wires=None, ext=None, table=Non
     """A proof for the witness `values` ((nVars - nAdditions, 4) plain limbs, a .wtns's
     values) under `key` (cuzk.formats.plonk_zkey.PlonkZKey). `wires`: wire_values(key,
     values, ops) when the caller has them already (the daemon computes them in its synthesis
-    processes, cuzk.plonk.stages); they may be overwritten. `ext`: extended(key, ops) when
+    processes, cuzk.plonk.stages, which check every gate: not checked again here); they may
+    be overwritten. `ext`: extended(key, ops) when
     the caller keeps it (a daemon's resident key; read only), else round 3 computes it.
     `table`: a table of multiples of the key's first powers of tau (a daemon's resident key,
     cuzk.plonk.tables) for the nine commitments: the same points, less work."""
@@ -261,7 +262,8 @@ def prove(key, values, ops: FrOps | None = None, wires=None, ext=None, table=Non
     pi_values = ops.to_ints(A[: key.n_public])  # the public gates' wires: p_i
     if key.n_public:
         pi_h[: key.n_public] = ops.from_ints([-x for x in pi_values])
-    check_gates(key, A, B, C, pi_h, ops)
+    if wires is None:  # (given wires were checked where they were made: stages.synthesize)
+        check_gates(key, A, B, C, pi_h, ops)
     lap("wires")
     a_coef = blind(ops.intt(A), n, [b[2], b[1]], ops)
     b_coef = blind(ops.intt(B), n, [b[4], b[3]], ops)
