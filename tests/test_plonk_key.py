@@ -105,9 +105,9 @@ def test_first_not_below():
 
 
 def test_a_device_keeps_the_keys_extended_values_between_proofs(circuit_named):
-    """A device process's load computes the key's values on the coset of 4n once (counted in
-    the key's nbytes, one copy per device process); proofs read them and leave them as they
-    were; evicting drops them."""
+    """A device process's load takes the key's values on the domain of 4n (views of the key)
+    and makes the domain's points once (counted in the key's nbytes, one copy per device
+    process); proofs read them and leave them as they were; evicting drops them."""
     from cuzk.plonk import key as plonk_key
     from cuzk.plonk import stages
     from cuzk.plonk.prover import EXTENDED, extended
@@ -116,7 +116,7 @@ def test_a_device_keeps_the_keys_extended_values_between_proofs(circuit_named):
     c = circuit_named("mulchain")  # three public signals: PI from L1's values rolled
     key = ProvingKey.open(c.plonk_zkey)
     size = key.zkey.file.file_size
-    assert key.extended_bytes == 10 * 4 * 32 * 32 and key.nbytes == size + key.extended_bytes
+    assert key.extended_bytes == 4 * 32 * 32 and key.nbytes == size + key.extended_bytes
     try:
         plonk_key.configure({"device_processes": 3})
         assert key.nbytes == size + 3 * key.extended_bytes

@@ -179,8 +179,8 @@ def test_no_public_signals(tools, tmp_path):
     assert interop.plonk_verify(vk, public, proof) and verify_files(vk, public, proof)
 
 
-def test_public_inputs_on_the_coset_from_l1_rolled(circuit_named, monkeypatch):
-    """qC + PI on the coset of 4n: L1's values rolled by 4i (a few public signals) equal the
+def test_public_inputs_on_the_domain_of_4n_from_l1_rolled(circuit_named, monkeypatch):
+    """qC + PI on the domain of 4n: L1's values rolled by 4i (a few public signals) equal the
     NTT of PI's coefficients (many), and zero public signals leave qC."""
     import numpy as np
 
@@ -199,3 +199,57 @@ def test_public_inputs_on_the_coset_from_l1_rolled(circuit_named, monkeypatch):
     by_ntt = prover.pi_extended(ext["qc"], ext["l1"], public, pi_h, ops)
     assert np.array_equal(rolled, by_ntt) and not np.array_equal(rolled, ext["qc"])
     assert np.array_equal(prover.pi_extended(ext["qc"], ext["l1"], [], pi_h * 0, ops), ext["qc"])
+
+
+def test_quotient_from_the_domain_of_4n(circuit_named):
+    """Round 3's pieces against schoolbook polynomial products in Python ints: the
+    numerator's coefficients past 4n (numerator_high: only alpha (z idf - z(wX) sgf) gets
+    there), and Z_H divided out of N folded modulo X^4n - 1 (divide_by_zh), which refuses an
+    N that Z_H does not divide."""
+    import numpy as np
+
+    from cuzk.arith.curves import constants
+    from cuzk.plonk.fr import FrOps
+    from cuzk.plonk.key import ProvingKey
+
+    key = ProvingKey.open(circuit_named("mulchain").plonk_zkey).zkey
+    ops = FrOps(key.curve_info)
+    n, rng = key.domain_size, random.Random(5)
+
+    def mul(p, q):
+        out = [0] * (len(p) + len(q) - 1)
+        for i, x in enumerate(p):
+            for j, y in enumerate(q):
+                out[i + j] = (out[i + j] + x * y) % R
+        return out
+
+    def add(p, q):
+        m = max(len(p), len(q))
+        return [
+            (x + y) % R for x, y in zip(p + [0] * (m - len(p)), q + [0] * (m - len(q)), strict=True)
+        ]
+
+    wires = [[rng.randrange(R) for _ in range(n + 2)] for _ in range(3)]
+    z = [rng.randrange(R) for _ in range(n + 3)]
+    beta, gamma, alpha = (rng.randrange(R) for _ in range(3))
+    k = [1, key.k1, key.k2]
+    w = constants("bn254").fr_roots_of_unity()[key.power]
+    idf, sgf = z, [x * pow(w, i, R) % R for i, x in enumerate(z)]
+    for j, (p, s) in enumerate(zip(wires, (key.s1, key.s2, key.s3), strict=True)):
+        idf = mul(idf, add(p, [gamma, beta * k[j] % R]))
+        sgf = mul(sgf, add(add(p, [gamma]), [beta * x % R for x in ops.to_ints(s.coefficients)]))
+    perm = [alpha * (x - y) % R for x, y in zip(idf, sgf, strict=True)]
+    assert len(perm) == 4 * n + 6
+    as_limbs = [ops.from_ints(p) for p in wires]
+    high = prover.numerator_high(key, as_limbs, ops.from_ints(z), beta, alpha, ops)
+    assert high == perm[4 * n :]
+
+    t = [rng.randrange(R) for _ in range(3 * n + 6)]
+    N = add([-x % R for x in t], [0] * n + t)  # t (X^n - 1)
+    folded = [(N[i] + (N[i + 4 * n] if i < 6 else 0)) % R for i in range(4 * n)]
+    got = prover.divide_by_zh(ops.from_ints(folded), N[4 * n :], n, ops)
+    assert ops.to_ints(got) == t
+    folded[3] += 1
+    with pytest.raises(prover.ProveError, match="quotient is not a polynomial"):
+        prover.divide_by_zh(ops.from_ints(folded), N[4 * n :], n, ops)
+    assert np.array_equal(ops.from_ints(t), got)

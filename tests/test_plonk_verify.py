@@ -155,3 +155,28 @@ def test_console_fast_path_imports_no_numpy(circuit_named):
             [sys.executable, "-c", code, "verify", *args], capture_output=True, text=True
         )
         assert p.returncode == want, p.stderr[-2000:]
+
+
+def test_kernel_combination_equals_python_ints(plonk_circuit):
+    """The provers' check of their proofs sums the verifier's points by the MSM kernels: the
+    same points as Python ints (infinity, zero and r - 1 among them, BN254 and BLS12-381), and
+    the same verdicts on snarkjs's proof and a tampered one."""
+    from cuzk.arith import pairing_int
+    from cuzk.formats.plonk_json import proof_from_json, vk_from_json
+    from cuzk.formats.snarkjs_json import parse_public
+    from cuzk.plonk.verifier import check_vk, kernel_combination, verify
+
+    vk_obj, public_obj, proof_obj = objects(plonk_circuit)
+    vk = check_vk(vk_from_json(vk_obj, "vk"), "vk")
+    curve = vk["curve"]
+    ops = pairing_int.for_curve(curve.arith)
+    combine = kernel_combination(curve)
+    points = [vk[name] for name in ("Qm", "Ql", "Qr", "Qo", "Qc", "S1", "S2", "S3")] + [None]
+    scalars = [0, 1, curve.r - 1, 2**200 + 7, 5, curve.r // 3, 0, 99, 4]
+    assert combine(points, scalars) == ops.g1_linear_combination(points, scalars)
+    assert combine(points[:2], [0, 0]) is None
+    public = parse_public(public_obj, vk["n_public"], "public", curve)
+    _, commitments, evaluations = proof_from_json(proof_obj, "proof")
+    assert verify(vk, public, commitments, evaluations, combine)
+    evaluations["eval_a"] = (evaluations["eval_a"] + 1) % curve.r
+    assert not verify(vk, public, commitments, evaluations, combine)

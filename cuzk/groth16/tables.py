@@ -1,6 +1,8 @@
 """Tables of multiples for a resident key's MSMs (cuzk.kernels.msm_cpu.build_table): the
 prover option ``msm_tables`` (the engine's setting of that name), what they cost a key, and
-their build when a CPU device loads the key.
+their build when a CPU device loads the key. The option, the copies and the cap are read by
+PLONK's tables too (cuzk.plonk.tables: a PLONK key's powers of tau), so one setting serves
+both systems.
 
 Each point set of the key (A, B1, C, H in G1; B2 in G2) gets at most ``msm_tables`` groups of
 multiples, planned from its size alone (msm_cpu.table_plan), so the engine's process (which
@@ -55,7 +57,18 @@ def factor() -> int:
     return _factor
 
 
-def _plan_threads() -> int:
+def copies() -> int:
+    """Copies of a key's tables the engine's devices may hold (msm_table_copies)."""
+    return _copies
+
+
+def cap() -> int | None:
+    """The most bytes one key's tables may take, every copy together (msm_table_cap)."""
+    return _cap
+
+
+def plan_threads() -> int:
+    """The threads a plan assumes (the device process's kernels run on all cores)."""
     import os
 
     return _threads or os.cpu_count() or 1
@@ -86,7 +99,7 @@ def planned_bytes(key, factor_: int | None = None) -> int:
 
     counts = set_sizes(key)
     return sum(
-        msm_cpu.table_nbytes(counts[name], g, f, key.arith_curve, _plan_threads())
+        msm_cpu.table_nbytes(counts[name], g, f, key.arith_curve, plan_threads())
         for name, (_attr, g) in TABLE_SETS.items()
     )
 
@@ -110,7 +123,7 @@ def build(key, factor_: int | None = None) -> dict:
     out = {}
     for name, (attr, g) in TABLE_SETS.items():
         t = msm_cpu.build_table(
-            getattr(key.zkey, attr), f, g=g, curve=key.arith_curve, threads=_plan_threads()
+            getattr(key.zkey, attr), f, g=g, curve=key.arith_curve, threads=plan_threads()
         )
         if t is not None:
             out[name] = t

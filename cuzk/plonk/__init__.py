@@ -26,7 +26,9 @@ _EXPORTS = {
 def configure(options: dict) -> None:
     """The engine's `prover_options` (cuzk.engine.contract): `device_processes`, how many
     device processes may each hold a key (each keeps its own copy of the key's extended
-    values: cuzk.plonk.key.ProvingKey.nbytes counts them all; 1 when absent)."""
+    values: cuzk.plonk.key.ProvingKey.nbytes counts them all; 1 when absent) and
+    `msm_tables` (with `msm_table_copies`, `msm_table_cap`): a table of multiples of a
+    resident key's powers of tau for its commitments (cuzk.plonk.tables; 0: none)."""
     from cuzk.plonk import key
 
     key.configure(options)

@@ -35,10 +35,11 @@ def load_witness(wtns, key):
 def verify_with_key(key, proof) -> bool:
     """The proof checked against the key's verification key (what `cuzk export-vk` writes)."""
     from cuzk.formats.plonk_json import verification_key, vk_from_json
-    from cuzk.plonk.verifier import check_vk, verify
+    from cuzk.plonk.verifier import check_vk, kernel_combination, verify
 
     vk = check_vk(vk_from_json(verification_key(key), str(key.path)), str(key.path))
-    return verify(vk, proof.public, proof.commitments, proof.evaluations)
+    combine = kernel_combination(vk["curve"])  # (the prover's MSM kernels: loaded already)
+    return verify(vk, proof.public, proof.commitments, proof.evaluations, combine)
 
 
 def run_prove(zkey, wtns, proof_json, public_json, verify: bool = True, device: str = "cpu"):

@@ -13,7 +13,7 @@ else Numba's builds.
 `CudaFrOps` is the same methods on one CUDA GPU, from the CUDA builds of the same sources:
 the transforms on cuzk.kernels.ntt_cuda, the commitments on cuzk.kernels.msm_cuda's G1 MSM
 (the Groth16 CUDA device's), the elementwise steps of the extended domain (the permutation
-factors, the quotient on the coset of 4n, the scaled sums of qC + PI there) on
+factors, the quotient's numerator on the domain of 4n, the scaled sums of qC + PI there) on
 cuzk.kernels.plonk_cuda, whose kernels run cuzk.kernels.plonk's device functions, the ones
 plonk_cpu_kernels runs on the CPU. The prover (cuzk.plonk.prover) is the same for both.
 """
@@ -202,7 +202,8 @@ class FrOps:
         return z, self.to_ints(last)[0]
 
     def quotient(self, out, a, b, c, z, qm, ql, qr, qo, qc, s1, s2, s3, l1, x, k):
-        """The quotient's values on the coset of 4n into out (which may be a)."""
+        """The quotient's numerator at the points x (the domain of 4n) into out (which may
+        be a); zh_inv in k divides it there by Z_H (ones: undivided, as the prover asks)."""
         self.kernels._quotient(out, a, b, c, z, qm, ql, qr, qo, qc, s1, s2, s3, l1, x, k)
         return out
 
@@ -214,6 +215,15 @@ class FrOps:
         return ntt(
             np.array(evaluations, dtype=np.uint64, order="C"), inverse=True, curve=self.arith
         )
+
+    def evaluations(self, coefficients, size: int) -> np.ndarray:
+        """Values at w^j, j < size, of the polynomial with these (at most size) coefficients:
+        w = w[log2 size] (snarkjs's roots)."""
+        from cuzk.kernels.ntt_cpu import ntt
+
+        x = np.zeros((size, 4), np.uint64)
+        x[: len(coefficients)] = coefficients
+        return ntt(x, curve=self.arith)
 
     def coset_evaluations(self, coefficients, size: int) -> np.ndarray:
         """Values at g w^j, j < size, of the polynomial with these (at most size)
@@ -239,15 +249,24 @@ class FrOps:
         return self.roots[size.bit_length()]
 
     # --- commitments ------------------------------------------------------------------------
-    def commit(self, coefficients, ptau):
-        """[p(tau)]_1 = sum_i p_i [tau^i]_1 as affine ints (None for infinity)."""
+    def commit(self, coefficients, ptau, table=None):
+        """[p(tau)]_1 = sum_i p_i [tau^i]_1 as affine ints (None for infinity). ``table``: a
+        cuzk.kernels.msm_cpu.MsmTable of the first powers of tau (a resident key's,
+        cuzk.plonk.tables), used when it covers the coefficients (their scalars padded with
+        zeros to its length): the same point."""
         from cuzk.formats.stored import g1_from_limbs
         from cuzk.kernels.msm_cpu import msm_g1
 
         m = len(coefficients)
         if m > len(ptau):
             raise ValueError(f"a polynomial of {m} coefficients needs {m} powers of tau")
-        row = msm_g1(ptau[:m], self.to_plain(coefficients), curve=self.arith)
+        if table is not None and m <= table.n:
+            scalars = np.zeros((table.n, 4), np.uint64)
+            scalars[:m] = coefficients
+            self.kernels._to_mont(scalars, 1)  # (zeros stay zeros)
+            row = msm_g1(table, scalars, curve=self.arith)
+        else:
+            row = msm_g1(ptau[:m], self.to_plain(coefficients), curve=self.arith)
         return g1_from_limbs(row, self.curve)
 
 
@@ -262,7 +281,8 @@ class CudaFrOps(FrOps):
     domain on the device.
 
     Where each step runs:
-      GPU   intt, coset_evaluations, coset_coefficients (cuzk.kernels.ntt_cuda); commit
+      GPU   intt, evaluations, coset_evaluations, coset_coefficients
+            (cuzk.kernels.ntt_cuda); commit
             (cuzk.kernels.msm_cuda.msm_g1 over the powers of tau, the coefficients taken
             out of Montgomery form on the device); the permutation factors of
             grand_product, quotient, scale, copy, roll, and axpy into a device vector
@@ -275,12 +295,13 @@ class CudaFrOps(FrOps):
             host vector (round 5's linearisation over n + 6 coefficients), the conversions.
 
     Where vectors live: every method takes host (numpy) or device arrays. The values on
-    the coset of 4n stay on the device: coset_evaluations, scale, copy and roll return
-    device arrays, quotient writes its device `out`, axpy adds into a device `acc` there;
-    so does a resident key's (cuzk.plonk.stages.CudaDevice keeps cuzk.plonk.prover.extended's
-    arrays on the GPU). What the prover reads on the host comes back as numpy: intt's
-    coefficients (blinded on the host), coset_coefficients's (t split into T1, T2, T3; the
-    only 4n vector a proof copies back), grand_product's z. The n-sized vectors cross the
+    the domain of 4n stay on the device: evaluations, coset_evaluations, scale, copy and
+    roll return device arrays, quotient writes its device `out`, axpy adds into a device
+    `acc` there; so do a resident key's (cuzk.plonk.stages.CudaDevice copies
+    cuzk.plonk.prover.extended's arrays to the GPU when it loads the key). What the prover
+    reads on the host comes back as numpy: intt's coefficients (blinded on the host; the
+    numerator's, from which the prover divides Z_H out on the host: the only 4n vector a
+    proof copies back), grand_product's z. The n-sized vectors cross the
     bus per operation: each commitment's coefficients (n + a few), the wires and sigma
     values for the permutation factors and the factors back; a host vector given to a GPU
     step is copied in for that call (so are the coset's points, powers computed on the host,
@@ -427,6 +448,18 @@ class CudaFrOps(FrOps):
             ntt_cuda.coset_shift(x, log, curve=self.arith)
             return ntt_cuda.ntt(x, curve=self.arith)
 
+    def evaluations(self, coefficients, size: int):
+        """FrOps.evaluations as a device array (the coefficients padded to `size` on the
+        device: only they cross the bus)."""
+        from cuzk.kernels import ntt_cuda
+
+        if len(coefficients) > size:
+            raise ValueError(f"{len(coefficients)} coefficients on a domain of {size}")
+        x = self._empty((size, 4))
+        self._launch("plonk_embed", size, x, self.to_device(coefficients))
+        with self.gpu():
+            return ntt_cuda.ntt(x, curve=self.arith)
+
     def coset_coefficients(self, evaluations) -> np.ndarray:
         """The inverse of coset_evaluations, as a numpy array (a device `evaluations` is
         consumed; a host one is worked on a device copy and overwritten with the result)."""
@@ -464,9 +497,10 @@ class CudaFrOps(FrOps):
         kept = self._points.get(id(ptau))
         return kept[1].nbytes if kept else 0
 
-    def commit(self, coefficients, ptau):
+    def commit(self, coefficients, ptau, table=None):
         """[p(tau)]_1 by the CUDA G1 MSM, over the powers kept on the GPU where keep_points
-        placed them (else copied in for this MSM)."""
+        placed them (else copied in for this MSM). ``table`` (a CPU MsmTable, FrOps.commit's)
+        is not read here: the GPU's MSM takes the powers themselves."""
         from cuzk.formats.stored import g1_from_limbs
         from cuzk.kernels import msm_cuda
 

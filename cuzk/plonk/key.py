@@ -21,8 +21,9 @@ from cuzk.formats.plonk_zkey import PLONK_HEADER, SELECTORS, PlonkZKey
 
 FR_BYTES = 32
 # What the five rounds allocate at their peak in a device process (round 3: the wires and z
-# on the coset, qC + PI there, the quotient's terms; the Python-int vectors of rounds 2 and
-# 5; the key's own coset values are the device's, kept with the key and counted in nbytes),
+# on the domain of 4n, qC + PI there, the quotient's terms; the Python-int vectors of rounds
+# 2 and 5; the key's own values there are views of the key, the domain's points the
+# device's, kept with the key and counted in nbytes),
 # in vectors of 4n elements: tracemalloc's peak over prove_start on a loaded key measured
 # 19-21 of them on the fixtures (n = 8, 32; 37-43 when each proof computed the key's), so 24.
 PEAK_EXTENDED_VECTORS = 24
@@ -34,11 +35,15 @@ _copies = 1
 
 
 def configure(options: dict) -> None:
-    """Take ``device_processes`` from the prover's options (absent: 1)."""
+    """Take ``device_processes`` from the prover's options (absent: 1), and ``msm_tables``
+    with its copies and cap (cuzk.groth16.tables, which PLONK's tables read too)."""
     global _copies
+    from cuzk.groth16 import tables
+
     n = (options or {}).get("device_processes", 1)
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"device_processes: expected a whole number >= 1, got {n!r}")
+    tables.configure(options or {})
     _copies = n
 
 
@@ -151,9 +156,20 @@ class ProvingKey:
     def nbytes(self) -> int:
         """What the key costs while resident: its file (mapped whole, shared by every
         process) and, in each device process that may hold it, its extended values
-        (cuzk.plonk.prover.extended: ten vectors of 4n, 1.25 KiB per gate of the domain,
-        computed when a device loads the key and kept until it is evicted)."""
-        return self.zkey.file.file_size + _copies * self.extended_bytes
+        (cuzk.plonk.prover.extended: the points of the domain of 4n, 128 bytes per gate of
+        the domain, the rest views of the key; made when a device loads the key and kept
+        until it is evicted), and the tables
+        of multiples of its powers of tau the devices build (table_bytes)."""
+        return self.zkey.file.file_size + _copies * self.extended_bytes + self.table_bytes
+
+    @property
+    def table_bytes(self) -> int:
+        """The tables of multiples of the key's powers of tau for its commitments, one per
+        device process that may build it (cuzk.plonk.tables, the msm_tables option; 0 when
+        off)."""
+        from cuzk.plonk import tables
+
+        return tables.charged_bytes(self)
 
     @property
     def extended_bytes(self) -> int:

@@ -14,9 +14,12 @@ the public signals p, and the copy constraints sigma:
    (f_j,i + beta sigma_j(w^i) + gamma) (k = 1, k1, k2), blinded by (b7 X^2 + b8 X + b9)
    Z_H(X), committed.
 3. alpha; the quotient t = (gates + alpha (permutation numerator z(X) - denominator
-   z(wX)) + alpha^2 (z - 1) L_1) / Z_H, evaluated on a coset of the domain of 4n (where
-   Z_H has no root; snarkjs evaluates on the domain itself and divides Z_H out of the
-   coefficients instead: the same t), split into T1, T2, T3 of n, n and n + 6
+   z(wX)) + alpha^2 (z - 1) L_1) / Z_H. As in snarkjs, the numerator N (degree 4n + 5) is
+   evaluated on the domain of 4n itself, where the key stores its polynomials' values (no
+   transform of the key's polynomials per proof), which gives N modulo X^4n - 1; its six
+   coefficients past 4n come from the top coefficients of the blinded factors
+   (numerator_high), and Z_H is divided out of the coefficients (divide_by_zh). t is split
+   into T1, T2, T3 of n, n and n + 6
    coefficients with blinding b10, b11 (T1 + b10 X^n, T2 - b10 + b11 X^n, T3 - b11),
    committed.
 4. xi; the evaluations a, b, c, s1, s2 at xi and z at xi w.
@@ -28,7 +31,7 @@ The challenges come from cuzk.plonk.transcript, shared with the verifier; the el
 blinding scalars from the operating system's CSPRNG (`secrets`). Work on vectors goes
 through `FrOps` (cuzk.plonk.fr: NTTs, MSMs, and the kernels of cuzk.kernels.plonk_cpu_kernels
 for the additions, the gate check, the grand product with one inversion, the quotient's
-numerator in one pass over the coset, Horner's evaluations, the scaled sums and the
+numerator in one pass over the domain of 4n, Horner's evaluations, the scaled sums and the
 divisions by X - x): no step runs per element in Python.
 
 A witness that breaks a gate or a copy constraint is refused before any commitment
@@ -122,45 +125,49 @@ def wire_values(key, values, ops: FrOps) -> tuple:
     return tuple(wires)
 
 
-# The key's polynomials round 3 takes on the coset of 4n (attribute of the PlonkZKey, or
-# "l1": its first Lagrange polynomial), in the quotient kernel's order; with the coset's
+# The key's polynomials round 3 takes on the domain of 4n (attribute of the PlonkZKey, or
+# "l1": its first Lagrange polynomial), in the quotient kernel's order; with the domain's
 # points ("x") they are the key's extended values (extended()).
 EXTENDED = ("qm", "ql", "qr", "qo", "qc", "s1", "s2", "s3", "l1")
-# Up to this many public signals, PI's values on the coset are L1's rolled (pi_extended),
-# one multiply-add each; past it one NTT of 4n costs less.
+# Up to this many public signals, PI's values on the domain of 4n are L1's rolled
+# (pi_extended), one multiply-add each; past it one NTT of 4n costs less.
 PI_ROLLS_MAX = 8
+# The quotient's numerator has degree 4n + 5 (z a b c: n + 2 + 3 (n + 1)): its values on the
+# domain of 4n give it modulo X^4n - 1, and its top HIGH coefficients come from the
+# blinded polynomials' top coefficients (numerator_high).
+HIGH = 6
 
 
 def extended(key, ops: FrOps) -> dict:
-    """The key's values on the coset of 4n that round 3 takes, the same for every proof:
-    {name in EXTENDED: (4n, 4) Montgomery values at g w4^j, j < 4n} and "x", those points.
-    snarkjs's key stores its polynomials' values on the domain of 4n itself, not on this
-    coset (its prover divides Z_H out of coefficients instead), so they are computed here:
-    nine NTTs of 4n. A daemon's device process computes them once when it loads the key and
-    keeps them while the key is resident (cuzk.plonk.stages.Device); a one-shot proof, in
-    its round 3."""
+    """The key's values on the domain of 4n that round 3 takes, the same for every proof:
+    {name in EXTENDED: (4n, 4) Montgomery values at w4^j, j < 4n} and "x", those points.
+    snarkjs's key stores them (its polynomials' evaluations on the domain of 4n), so all but
+    "x" are views of the key: round 3 works on that domain, as snarkjs's prover does, and
+    divides Z_H out of the numerator's coefficients (numerator_high, divide_by_zh). A
+    daemon's device process makes them once when it loads the key and keeps them while the
+    key is resident (cuzk.plonk.stages.Device); a one-shot proof, in its round 3."""
     n4 = 4 * key.domain_size
     out = {}
     for name in EXTENDED:
         p = key.lagrange[0] if name == "l1" else getattr(key, name)
-        out[name] = ops.coset_evaluations(p.coefficients, n4)
-    out["x"] = ops.scale(ops.powers(ops.roots[key.power + 2], n4), ops.coset_generator(n4))
+        out[name] = p.evaluations
+    out["x"] = ops.powers(ops.roots[key.power + 2], n4)
     return out
 
 
 def extended_nbytes(domain_size: int) -> int:
-    """The bytes of extended()'s arrays for a key of this domain."""
-    return (len(EXTENDED) + 1) * 4 * domain_size * 32
+    """The bytes extended()'s arrays take beside the key's own: the points "x"."""
+    return 4 * domain_size * 32
 
 
 def pi_extended(qc, l1, public: list, pi_h, ops: FrOps) -> np.ndarray:
-    """qC + PI on the coset of 4n (a new array), PI(X) = -sum_i p_i L_(i+1)(X). L_(i+1)(X) =
-    L_1(X w^-i), and a coset point times w^-i = w4^-4i is the point 4i places before it, so
-    L_(i+1)'s values are L1's rolled by 4i: one multiply-add per public signal (up to
+    """qC + PI on the domain of 4n (a new array), PI(X) = -sum_i p_i L_(i+1)(X). L_(i+1)(X) =
+    L_1(X w^-i), and a point of the domain times w^-i = w4^-4i is the point 4i places before
+    it, so L_(i+1)'s values are L1's rolled by 4i: one multiply-add per public signal (up to
     PI_ROLLS_MAX of them; more take one NTT of PI's coefficients, `pi_h` its values on H)."""
     out = ops.copy(qc)  # where qc is (a CudaFrOps's: on the GPU)
     if len(public) > PI_ROLLS_MAX:
-        ops.axpy(out, ops.coset_evaluations(ops.intt(pi_h), len(qc)), 1)
+        ops.axpy(out, ops.evaluations(ops.intt(pi_h), len(qc)), 1)
         return out
     for i, p in enumerate(public):
         if p:
@@ -168,12 +175,65 @@ def pi_extended(qc, l1, public: list, pi_h, ops: FrOps) -> np.ndarray:
     return out
 
 
-def prove(key, values, ops: FrOps | None = None, wires=None, ext=None) -> PlonkProof:
+def numerator_high(key, wires, z_coef, beta: int, alpha: int, ops: FrOps) -> list[int]:
+    """The quotient numerator's coefficients of X^4n .. X^(4n+5) (lowest first), which its
+    values on the domain of 4n fold onto X^0 .. X^5. Only alpha (z idf - z(wX) sgf) reaches
+    that degree (module docstring, round 3: each factor of degree n + 1, z of n + 2), and the
+    top six coefficients of a product are those of its factors' top six, multiplied out:
+    Python ints, a few dozen products. `wires`: the blinded a, b, c coefficients."""
+    r, n = ops.r, key.domain_size
+
+    def top(coefs, degree):  # coefficients of X^degree .. X^(degree - 5), highest first
+        return ops.to_ints(coefs[degree - HIGH + 1 : degree + 1])[::-1]
+
+    def mul(p, q):  # the product's top six, highest first
+        return [sum(p[i] * q[k - i] for i in range(k + 1)) % r for k in range(HIGH)]
+
+    def with_sigma(wire, s):  # wire + beta s (+ gamma: degree 0), s of degree n - 1
+        st = top(s.coefficients, n - 1)
+        return [(wire[k] + beta * st[k - 2]) % r if k >= 2 else wire[k] for k in range(HIGH)]
+
+    a, b, c = (top(p, n + 1) for p in wires)  # + beta k X + gamma: degrees 1 and 0
+    z = top(z_coef, n + 2)
+    w = ops.roots[key.power]
+    zw = [x * pow(w, n + 2 - k, r) % r for k, x in enumerate(z)]  # z(wX)
+    idf = mul(mul(mul(z, a), b), c)
+    sgf = mul(mul(mul(zw, with_sigma(a, key.s1)), with_sigma(b, key.s2)), with_sigma(c, key.s3))
+    return [alpha * (x - y) % r for x, y in zip(idf, sgf, strict=True)][::-1]
+
+
+def divide_by_zh(folded: np.ndarray, high: list[int], n: int, ops: FrOps) -> np.ndarray:
+    """t = N / (X^n - 1) as 3n + 6 coefficients, from `folded` (4n: N modulo X^4n - 1, which
+    the values on the domain of 4n give) and `high` (N's coefficients of X^4n ..
+    X^(4n+5)); ProveError unless X^n - 1 divides N (a witness that breaks the circuit). With
+    N = t (X^n - 1), t_j = N_(j+n) + t_(j+n): t_j is the sum of N_(j+kn), k >= 1."""
+    full = np.zeros((4 * n + HIGH, 4), np.uint64)
+    full[: 4 * n] = folded
+    full[:HIGH] = ops.from_ints(
+        [x - h for x, h in zip(ops.to_ints(full[:HIGH]), high, strict=True)]
+    )
+    full[4 * n :] = ops.from_ints(high)
+    t_coef = np.array(full[n:])
+    for k in (2, 3, 4):
+        ops.axpy(t_coef, full[k * n :], 1)
+    rest = np.array(full[:n])  # N_j + t_j, j < n: zero when X^n - 1 divides N
+    ops.axpy(rest, t_coef[:n], 1)
+    if rest.any():
+        raise ProveError(
+            "the quotient is not a polynomial: the witness does not satisfy the circuit"
+        )
+    return t_coef
+
+
+def prove(key, values, ops: FrOps | None = None, wires=None, ext=None, table=None) -> PlonkProof:
     """A proof for the witness `values` ((nVars - nAdditions, 4) plain limbs, a .wtns's
     values) under `key` (cuzk.formats.plonk_zkey.PlonkZKey). `wires`: wire_values(key,
     values, ops) when the caller has them already (the daemon computes them in its synthesis
-    processes, cuzk.plonk.stages); they may be overwritten. `ext`: extended(key, ops) when
-    the caller keeps it (a daemon's resident key; read only), else round 3 computes it."""
+    processes, cuzk.plonk.stages, which check every gate: not checked again here); they may
+    be overwritten. `ext`: extended(key, ops) when
+    the caller keeps it (a daemon's resident key; read only), else round 3 computes it.
+    `table`: a table of multiples of the key's first powers of tau (a daemon's resident key,
+    cuzk.plonk.tables) for the nine commitments: the same points, less work."""
     curve = key.curve_info
     ops = ops or FrOps(curve)
     r, n, power = curve.r, key.domain_size, key.power
@@ -190,6 +250,11 @@ def prove(key, values, ops: FrOps | None = None, wires=None, ext=None) -> PlonkP
 
     b = [None] + [secrets.randbelow(r) for _ in range(11)]  # b1 .. b11
 
+    def commit(coefs):
+        if table is None:
+            return ops.commit(coefs, key.ptau)
+        return ops.commit(coefs, key.ptau, table=table)
+
     # --- round 1: wires ---------------------------------------------------------------------
     public = [x % r for x in limbs_to_ints(np.asarray(values[1 : 1 + key.n_public]))]
     A, B, C = wire_values(key, values, ops) if wires is None else wires
@@ -197,15 +262,16 @@ def prove(key, values, ops: FrOps | None = None, wires=None, ext=None) -> PlonkP
     pi_values = ops.to_ints(A[: key.n_public])  # the public gates' wires: p_i
     if key.n_public:
         pi_h[: key.n_public] = ops.from_ints([-x for x in pi_values])
-    check_gates(key, A, B, C, pi_h, ops)
+    if wires is None:  # (given wires were checked where they were made: stages.synthesize)
+        check_gates(key, A, B, C, pi_h, ops)
     lap("wires")
     a_coef = blind(ops.intt(A), n, [b[2], b[1]], ops)
     b_coef = blind(ops.intt(B), n, [b[4], b[3]], ops)
     c_coef = blind(ops.intt(C), n, [b[6], b[5]], ops)
     commitments = {
-        "A": ops.commit(a_coef, key.ptau),
-        "B": ops.commit(b_coef, key.ptau),
-        "C": ops.commit(c_coef, key.ptau),
+        "A": commit(a_coef),
+        "B": commit(b_coef),
+        "C": commit(c_coef),
     }
     lap("round 1")
 
@@ -234,7 +300,7 @@ def prove(key, values, ops: FrOps | None = None, wires=None, ext=None) -> PlonkP
         )
     del x_h
     z_coef = blind(ops.intt(z), n, [b[9], b[8], b[7]], ops)
-    commitments["Z"] = ops.commit(z_coef, key.ptau)
+    commitments["Z"] = commit(z_coef)
     lap("round 2")
 
     # --- round 3: the quotient -------------------------------------------------------------
@@ -244,28 +310,22 @@ def prove(key, values, ops: FrOps | None = None, wires=None, ext=None) -> PlonkP
     alpha = t.challenge()
 
     def ev(coefs):
-        return ops.coset_evaluations(coefs, n4)
+        return ops.evaluations(coefs, n4)
 
     Ae, Be, Ce, Ze = ev(a_coef), ev(b_coef), ev(c_coef), ev(z_coef)
     if ext is None:
         ext = extended(key, ops)
-    g = ops.coset_generator(n4)
-    # 1 / Z_H(g w4^j) = 1 / (g^n w4^(jn) - 1): four values, repeating (z(w x) at x = g w4^j
-    # is z at g w4^(j+4): the kernel reads Ze[j + 4])
-    gn = pow(g, n, r)
-    w4 = ops.roots[2]
-    zh_inv = [pow((gn * pow(w4, j, r) - 1) % r, -1, r) for j in range(4)]
-    consts = ops.constants(beta=beta, gamma=gamma, k1=k1, k2=k2, alpha=alpha, zh_inv=zh_inv)
+    # the numerator's values on the domain of 4n (z(w x) at x = w4^j is z at w4^(j+4): the
+    # kernel reads Ze[j + 4]), undivided (1 / Z_H as 1: Z_H is zero on H, every fourth point)
+    consts = ops.constants(beta=beta, gamma=gamma, k1=k1, k2=k2, alpha=alpha, zh_inv=[1] * 4)
     qcpi = pi_extended(ext["qc"], ext["l1"], pi_values, pi_h, ops)
     selectors = [ext[name] for name in ("qm", "ql", "qr", "qo")] + [qcpi]
     sigma = [ext[name] for name in ("s1", "s2", "s3")]
-    quotient = ops.quotient(Ae, Ae, Be, Ce, Ze, *selectors, *sigma, ext["l1"], ext["x"], consts)
+    numerator = ops.quotient(Ae, Ae, Be, Ce, Ze, *selectors, *sigma, ext["l1"], ext["x"], consts)
     del Be, Ce, Ze, selectors, sigma, qcpi, ext
-    t_coef = ops.coset_coefficients(quotient)
-    if t_coef[3 * n + 6 :].any():
-        raise ProveError(
-            "the quotient is not a polynomial: the witness does not satisfy the circuit"
-        )
+    high = numerator_high(key, (a_coef, b_coef, c_coef), z_coef, beta, alpha, ops)
+    t_coef = divide_by_zh(ops.intt(numerator), high, n, ops)
+    del numerator
     t1 = np.zeros((n + 1, 4), np.uint64)
     t1[:n] = t_coef[:n]
     t1[n] = ops.mont(b[10])
@@ -276,7 +336,7 @@ def prove(key, values, ops: FrOps | None = None, wires=None, ext=None) -> PlonkP
     t3 = np.array(t_coef[2 * n : 3 * n + 6])
     t3[0] = ops.shift(t3[:1], -b[11])[0]
     for name, coefs in (("T1", t1), ("T2", t2), ("T3", t3)):
-        commitments[name] = ops.commit(coefs, key.ptau)
+        commitments[name] = commit(coefs)
     lap("round 3")
 
     # --- round 4: evaluations --------------------------------------------------------------
@@ -342,8 +402,8 @@ def prove(key, values, ops: FrOps | None = None, wires=None, ext=None) -> PlonkP
     zs = np.array(z_coef)
     zs[0] = ops.shift(zs[:1], -ezw)[0]
     wxiw_coef = divide_by_linear(zs, xiw, ops)
-    commitments["Wxi"] = ops.commit(wxi_coef, key.ptau)
-    commitments["Wxiw"] = ops.commit(wxiw_coef, key.ptau)
+    commitments["Wxi"] = commit(wxi_coef)
+    commitments["Wxiw"] = commit(wxiw_coef)
     lap("round 5")
     return PlonkProof(curve, commitments, evaluations, public, timings)
 

@@ -67,8 +67,8 @@ def synthesize(key, w, out=None) -> Synthesis:
     z, ops = key.zkey, frops(key)
     wires = wire_values(z, w, ops)
     pi_h = np.zeros((z.domain_size, 4), np.uint64)  # PI on H: -p_i at gate i
-    if z.n_public:
-        pi_h[: z.n_public] = ops.sub(pi_h[: z.n_public], wires[0][: z.n_public])
+    if z.n_public:  # (a few Python ints: cuzk.arith.batch's build would cost a process ~2 s)
+        pi_h[: z.n_public] = ops.from_ints([-x for x in ops.to_ints(wires[0][: z.n_public])])
     check_gates(z, *wires, pi_h, ops)
     if out is not None:
         for name, v in zip("abc", wires, strict=True):
@@ -84,7 +84,8 @@ def prove_start(key, buffers, w, device) -> Partial:
     if ext is None:
         raise RuntimeError(f"prove_start before key {key.key_id} was loaded on {device.name}")
     wires = (buffers["a"], buffers["b"], buffers["c"])
-    return prove(key.zkey, w, device.ops(key.zkey.curve_info), wires=wires, ext=ext)
+    table = device.tables.get(key.key_id)  # (msm_tables; cuzk.plonk.tables)
+    return prove(key.zkey, w, device.ops(key.zkey.curve_info), wires=wires, ext=ext, table=table)
 
 
 def prove_finish(key, partial: Partial, w) -> Proof:
@@ -99,21 +100,26 @@ def verify(vk, public, proof) -> bool:
     G1 would put one outside)."""
     from cuzk.arith import pairing_int
     from cuzk.formats import curve as curves
+    from cuzk.plonk.verifier import kernel_combination
     from cuzk.plonk.verifier import verify as verify_plonk
 
     if vk["curve"] is not curves.BN254:
         ops = pairing_int.for_curve(vk["curve"].arith)
         if not all(p is None or ops.g1_in_subgroup(p) for p in proof.commitments.values()):
             return False
-    return verify_plonk(vk, [int(x) for x in public], proof.commitments, proof.evaluations)
+    combine = kernel_combination(vk["curve"])  # (this device process's MSM kernels)
+    public = [int(x) for x in public]
+    return verify_plonk(vk, public, proof.commitments, proof.evaluations, combine)
 
 
 class Device:
     """Where PLONK keys are held in a device process: the mapped keys and, per key, what
-    every proof's round 3 takes from it on the coset of 4n (cuzk.plonk.prover.extended:
-    the selectors, the permutation polynomials, L1 and the coset's points), computed once
-    when the key is loaded and kept until it is evicted (the rounds run on this machine's
-    CPU kernels; a key costs no device memory)."""
+    every proof's round 3 takes from it on the domain of 4n (cuzk.plonk.prover.extended:
+    the selectors, the permutation polynomials and L1, views of the key, and the domain's
+    points), made once when the key is loaded and kept until it is evicted (the rounds run
+    on this machine's CPU kernels; a key costs no device memory), and, under the
+    msm_tables option, a table of multiples of its powers of tau for the commitments
+    (cuzk.plonk.tables), built with them and dropped with them."""
 
     kind = "cpu"
 
@@ -121,6 +127,7 @@ class Device:
         self.name = name
         self.keys: dict[str, object] = {}
         self.extended: dict[str, dict] = {}  # key id -> extended(key)
+        self.tables: dict[str, object] = {}  # key id -> its powers of tau's MsmTable
         self._lock = threading.Lock()
 
     def describe(self) -> str:
@@ -131,31 +138,43 @@ class Device:
         return _frops(curve)
 
     def load_key(self, key) -> None:
-        ext = extended(key.zkey, self.ops(key.zkey.curve_info))  # outside the lock: nine NTTs
+        from cuzk.plonk import tables
+
+        if key.key_id in self.keys:
+            return  # (loaded: its values and table are kept)
+        ext = extended(key.zkey, self.ops(key.zkey.curve_info))  # outside the lock
+        table = tables.build(key)  # None when msm_tables is off
         with self._lock:
             self.keys[key.key_id] = key
             self.extended[key.key_id] = ext
+            if table is not None:
+                self.tables[key.key_id] = table
 
     def evict_key(self, key_id: str) -> None:
         with self._lock:
             self.keys.pop(key_id, None)
             self.extended.pop(key_id, None)
+            self.tables.pop(key_id, None)
 
     def resident_bytes(self, key_id: str) -> int:
-        """The key's extended values held here (its mapped file's pages belong to the page
-        cache, shared by every process)."""
+        """The key's extended values and table held here (its mapped file's pages belong to
+        the page cache, shared by every process)."""
         with self._lock:
             ext = self.extended.get(key_id)
-        return sum(int(a.nbytes) for a in ext.values()) if ext else 0
+            table = self.tables.get(key_id)
+        held = ext["x"].nbytes if ext else 0  # (the rest are views of the key)
+        return held + (table.nbytes if table is not None else 0)
 
 
 class CudaDevice(Device):
     """PLONK keys on CUDA GPU `ordinal`: the rounds run on cuzk.plonk.fr.CudaFrOps (NTTs,
     MSMs and the extended domain's elementwise steps on the GPU; the running product,
     Horner, the divisions by X - x and the gate check on this machine's CPU kernels). A
-    loaded key keeps on the GPU, until evicted, its extended values (ten vectors of 4n,
-    1.25 KiB per gate of the domain: round 3 reads them there) and its powers of tau (n + 6
-    G1 points: every commitment's MSM reads them there); resident_bytes counts both."""
+    loaded key keeps on the GPU, until evicted, its extended values (the key's ten vectors
+    on the domain of 4n copied in, 1.25 KiB per gate of the domain: round 3 reads them
+    there) and its powers of tau (n + 6 G1 points: every commitment's MSM reads them
+    there); resident_bytes counts both. The CPU's tables of multiples (msm_tables) are not
+    built here: the GPU's MSM reads the powers themselves."""
 
     kind = "cuda"
 
@@ -198,7 +217,9 @@ class CudaDevice(Device):
         with self._lock:
             if key.key_id in self.keys:
                 return
-        ext = extended(key.zkey, ops)  # on the GPU: nine coset NTTs of 4n
+        # the key's values on the domain of 4n (host views of its file) and the domain's
+        # points, copied to the GPU once
+        ext = {name: ops.to_device(v) for name, v in extended(key.zkey, ops).items()}
         ops.keep_points(key.zkey.ptau)
         with self._lock:
             self.keys[key.key_id] = key
@@ -217,8 +238,10 @@ class CudaDevice(Device):
             key = self.keys.get(key_id)
         if key is None:
             return 0
-        ptau = self.ops(key.zkey.curve_info).kept_bytes(key.zkey.ptau)
-        return super().resident_bytes(key_id) + ptau
+        with self._lock:
+            ext = self.extended.get(key_id)
+        held = sum(int(a.nbytes) for a in ext.values()) if ext else 0  # (on the GPU: all)
+        return held + self.ops(key.zkey.curve_info).kept_bytes(key.zkey.ptau)
 
 
 class DeviceUnavailable(ValueError):

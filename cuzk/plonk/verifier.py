@@ -80,13 +80,33 @@ def lagrange_at(xi: int, count: int, power: int, curve) -> tuple[int, list[int]]
     return zh, out
 
 
-def verify(vk: dict, public: list[int], commitments: dict, evaluations: dict) -> bool:
+def kernel_combination(curve):
+    """sum_i k_i P_i (affine ints, None = infinity) by the MSM kernels (cuzk.kernels.msm_cpu:
+    ~1 ms for the verifier's 18 points, where Python ints take ~70-100 ms): for the processes
+    that prove, which have those kernels loaded (`cuzk prove`'s check of its proof, the
+    engine's self-verification); `cuzk verify` keeps Python ints and imports no kernels."""
+    import numpy as np
+
+    from cuzk.arith.radix import ints_to_limbs
+    from cuzk.formats.stored import g1_from_limbs, g1_to_limbs
+    from cuzk.kernels.msm_cpu import msm_g1
+
+    def combine(points, scalars):
+        rows = np.stack([g1_to_limbs(p, curve) for p in points])
+        return g1_from_limbs(msm_g1(rows, ints_to_limbs(scalars), curve=curve.arith), curve)
+
+    return combine
+
+
+def verify(vk: dict, public: list[int], commitments: dict, evaluations: dict, combine=None) -> bool:
     """True iff the proof verifies (module docstring). vk: a checked key (check_vk);
     public: ints below r, nPublic of them; commitments / evaluations as read by
-    plonk_json.proof_from_json (G1 points of the key's curve, in G1)."""
+    plonk_json.proof_from_json (G1 points of the key's curve, in G1). `combine`: how
+    sum_i k_i P_i is computed (kernel_combination's, or Python ints by default)."""
     curve = vk["curve"]
     r = curve.r
     ops = _ops(curve)
+    combine = combine or ops.g1_linear_combination
     ch = draw_challenges(curve, vk, public, commitments, evaluations)
     beta, gamma, alpha, xi, v1, u = (ch[k] for k in ("beta", "gamma", "alpha", "xi", "v", "u"))
     v = [None, v1]
@@ -138,9 +158,9 @@ def verify(vk: dict, public: list[int], commitments: dict, evaluations: dict) ->
         (commitments["Wxi"], xi),
         (commitments["Wxiw"], u * xi * w),
     ]
-    b1 = ops.g1_linear_combination([p for p, _ in terms], [k % r for _, k in terms])
+    b1 = combine([p for p, _ in terms], [k % r for _, k in terms])
     # -A1 = -(Wxi + u Wxiw)
-    neg_a1 = ops.g1_linear_combination([commitments["Wxi"], commitments["Wxiw"]], [r - 1, (-u) % r])
+    neg_a1 = combine([commitments["Wxi"], commitments["Wxiw"]], [r - 1, (-u) % r])
     g2 = tuple(_constants(curve).G2_GENERATOR)
     return ops.pairing_product_is_one([(neg_a1, vk["X_2"]), (b1, g2)])
 
