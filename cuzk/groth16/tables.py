@@ -1,8 +1,8 @@
 """Tables of multiples for a resident key's MSMs (cuzk.kernels.msm_cpu.build_table): the
 prover option ``msm_tables`` (the engine's setting of that name), what they cost a key, and
-their build when a CPU device loads the key. The option, the copies and the cap are read by
-PLONK's tables too (cuzk.plonk.tables: a PLONK key's powers of tau), so one setting serves
-both systems.
+their build when a CPU device loads the key. The option, the copies and the cap
+(cuzk.kernels.table_setting) are read by PLONK's tables too (cuzk.plonk.tables: a PLONK
+key's powers of tau), so one setting serves both systems.
 
 Each point set of the key (A, B1, C, H in G1; B2 in G2) gets at most ``msm_tables`` groups of
 multiples, planned from its size alone (msm_cpu.table_plan), so the engine's process (which
@@ -17,6 +17,16 @@ from __future__ import annotations
 
 import time
 
+# The setting (msm_tables, its copies and cap) is one for both proof systems; its functions
+# are this module's too.
+from cuzk.kernels.table_setting import (  # noqa: F401
+    cap,
+    configure,
+    copies,
+    factor,
+    plan_threads,
+)
+
 #: set name -> (the ZKey attribute, its group)
 TABLE_SETS = {
     "a": ("points_a", 1),
@@ -25,68 +35,21 @@ TABLE_SETS = {
     "h": ("points_h", 1),
     "b2": ("points_b2", 2),
 }
-# The most groups per point set (the prover option msm_tables; 0: no tables). Set by
-# configure() in every process of an engine; a process never configured builds none.
-_factor = 0
-# Threads the plan assumes (the device process's kernels run on all cores).
-_threads = None
-# Copies of a key's tables the engine's devices may hold (one per CPU device process: each
-# builds its own) and the most bytes all of them may take for one key (None: no bound). Set by
-# configure() from the engine's options (msm_table_copies, msm_table_cap).
-_copies = 1
-_cap = None
-
-
-def configure(options: dict) -> None:
-    """Take ``msm_tables`` from the prover's options (absent: 0, no tables), and the copies
-    and the cap the engine sets beside it (``msm_table_copies``, ``msm_table_cap``)."""
-    global _factor, _copies, _cap
-    v = options.get("msm_tables", 0)
-    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-        raise ValueError(f"msm_tables: expected a whole number >= 0, got {v!r}")
-    copies = options.get("msm_table_copies", 1)
-    if isinstance(copies, bool) or not isinstance(copies, int) or copies < 1:
-        raise ValueError(f"msm_table_copies: expected a whole number >= 1, got {copies!r}")
-    cap = options.get("msm_table_cap")
-    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 0):
-        raise ValueError(f"msm_table_cap: expected a number of bytes >= 0, got {cap!r}")
-    _factor, _copies, _cap = v, copies, cap
-
-
-def factor() -> int:
-    return _factor
-
-
-def copies() -> int:
-    """Copies of a key's tables the engine's devices may hold (msm_table_copies)."""
-    return _copies
-
-
-def cap() -> int | None:
-    """The most bytes one key's tables may take, every copy together (msm_table_cap)."""
-    return _cap
-
-
-def plan_threads() -> int:
-    """The threads a plan assumes (the device process's kernels run on all cores)."""
-    import os
-
-    return _threads or os.cpu_count() or 1
 
 
 def plan_factor(key) -> int:
     """The groups per point set ``key``'s tables get: the msm_tables option, lowered until the
     tables of every copy fit the cap (a key too large for tables at any factor gets none, and
     proves as without the option: the tables never make a key refused)."""
-    f = _factor
-    while f >= 2 and _cap is not None and _copies * planned_bytes(key, f) > _cap:
+    f, cap_ = factor(), cap()
+    while f >= 2 and cap_ is not None and copies() * planned_bytes(key, f) > cap_:
         f -= 1
     return f if f >= 2 else 0
 
 
 def charged_bytes(key) -> int:
     """What ``key``'s tables cost the engine: every copy its CPU devices may build."""
-    return _copies * planned_bytes(key)
+    return copies() * planned_bytes(key)
 
 
 def planned_bytes(key, factor_: int | None = None) -> int:

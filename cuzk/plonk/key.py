@@ -36,9 +36,9 @@ _copies = 1
 
 def configure(options: dict) -> None:
     """Take ``device_processes`` from the prover's options (absent: 1), and ``msm_tables``
-    with its copies and cap (cuzk.groth16.tables, which PLONK's tables read too)."""
+    with its copies and cap (cuzk.kernels.table_setting, one for both systems)."""
     global _copies
-    from cuzk.groth16 import tables
+    from cuzk.kernels import table_setting as tables
 
     n = (options or {}).get("device_processes", 1)
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:

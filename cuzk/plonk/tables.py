@@ -4,9 +4,9 @@ sum_i p_i [tau^i]_1, with at most n + 6 coefficients (T3's; n the domain), so on
 the first n + 6 powers serves all nine (a shorter polynomial's scalars are padded with
 zeros, which the MSM skips).
 
-The option is Groth16's (cuzk.groth16.tables: the prover option ``msm_tables``, the copies
-and the cap the engine sets beside it; off in a process never configured, as in a one-shot
-command), so one setting serves both systems, planned the same way: from the key's header
+The option is Groth16's too (cuzk.kernels.table_setting: the prover option ``msm_tables``,
+the copies and the cap the engine sets beside it; off in a process never configured, as in a
+one-shot command), so one setting serves both systems, planned the same way: from the key's header
 alone, so the engine's process (which charges the bytes to the memory budget,
 ProvingKey.table_bytes) and the device process (which builds the table when it loads the
 key, cuzk.plonk.stages.Device) agree without talking. Proofs are randomised by their
@@ -15,7 +15,7 @@ blinding, but a commitment with the table equals the one without, point for poin
 
 from __future__ import annotations
 
-from cuzk.groth16 import tables as shared
+from cuzk.kernels import table_setting as shared
 
 # The most coefficients a commitment takes beyond the domain: T3's n + 6.
 EXTRA = 6
