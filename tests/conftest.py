@@ -6,6 +6,7 @@ imported — hence this block at the very top of the first file pytest imports. 
 CUZK_TEST_CUDA=gpu to force the GPU, =sim to force the simulator.
 """
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -149,23 +150,18 @@ def _current_cpu() -> int | None:
         return None
 
 
-@pytest.fixture(autouse=True)
-def simulator_on_one_cpu(request):
-    """Under the CUDA simulator, a test marked cuda runs on one CPU (the thread that runs it,
-    and the threads and processes it starts, pinned while it runs; the CPUs it had, back
-    after). The simulator runs each thread of a block as a Python thread and its block
-    manager polls them: one Python thread runs at a time (the GIL), handed over thousands of
-    times a kernel, and a handover to a thread waiting on the other core waits for that core:
-    test_msm's test_g1_naive_py_ecc_sum[cuda] took 2.6 s on one CPU, 4.1 s on two, 10 s on
-    two beside one busy process and 106 s in a whole-suite run on the 2-core machine. What
-    the kernels compute, and the order the simulator allows, are the same on one CPU."""
-    if CUDA_MODE != "sim" or request.node.get_closest_marker("cuda") is None:
+@contextlib.contextmanager
+def one_cpu_under_simulator():
+    """Within the block, under the CUDA simulator, this thread (and the threads and processes
+    it starts) runs on one CPU; the CPUs it had, back after (simulator_on_one_cpu, below, and
+    module fixtures that run the simulator, set up before any function fixture)."""
+    if CUDA_MODE != "sim":
         yield
         return
     try:
         allowed = os.sched_getaffinity(0)
         # Numba's CPU thread pool (parallel kernels) is made once per process by the first
-        # parallel kernel: made now, it keeps every CPU, whatever runs later in this test.
+        # parallel kernel: made now, it keeps every CPU, whatever runs later in this block.
         from numba.np.ufunc.parallel import _launch_threads
 
         _launch_threads()
@@ -178,6 +174,23 @@ def simulator_on_one_cpu(request):
         yield
     finally:
         os.sched_setaffinity(0, allowed)
+
+
+@pytest.fixture(autouse=True)
+def simulator_on_one_cpu(request):
+    """Under the CUDA simulator, a test marked cuda runs on one CPU (the thread that runs it,
+    and the threads and processes it starts, pinned while it runs; the CPUs it had, back
+    after). The simulator runs each thread of a block as a Python thread and its block
+    manager polls them: one Python thread runs at a time (the GIL), handed over thousands of
+    times a kernel, and a handover to a thread waiting on the other core waits for that core:
+    test_msm's test_g1_naive_py_ecc_sum[cuda] took 2.6 s on one CPU, 4.1 s on two, 10 s on
+    two beside one busy process and 106 s in a whole-suite run on the 2-core machine. What
+    the kernels compute, and the order the simulator allows, are the same on one CPU."""
+    if request.node.get_closest_marker("cuda") is None:
+        yield
+        return
+    with one_cpu_under_simulator():
+        yield
 
 
 @pytest.hookimpl(tryfirst=True)

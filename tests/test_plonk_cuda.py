@@ -16,7 +16,7 @@ import random
 
 import numpy as np
 import pytest
-from conftest import fixture_circuit
+from conftest import fixture_circuit, one_cpu_under_simulator
 
 import cuzk.prover
 from cuzk.arith.jit import cuda_available
@@ -26,7 +26,10 @@ from cuzk.formats.wtns import read_wtns
 from cuzk.plonk import prover, stages
 from cuzk.plonk.fr import CudaFrOps, FrOps, on_device
 
-pytestmark = pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU and no simulator")
+pytestmark = [
+    pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU and no simulator"),
+    pytest.mark.cuda,  # under the simulator: on one CPU (conftest.simulator_on_one_cpu)
+]
 
 CURVES = {"bn254": curves.BN254, "bls12_381": curves.BLS12_381}
 
@@ -162,7 +165,7 @@ def cuda_proof():
     out["on_device"] = all(map(on_device, device.plonk.extended[key.key_id].values()))
     syn = cuzk.prover.synthesize(key, w)
     buffers = {"a": syn.a, "b": syn.b, "c": syn.c}
-    with pytest.MonkeyPatch.context() as mp:
+    with pytest.MonkeyPatch.context() as mp, one_cpu_under_simulator():
         mp.setattr(prover.secrets, "randbelow", Blinding(9))
         partial = cuzk.prover.prove_start(key, buffers, w, device)
         out["proof"] = cuzk.prover.prove_finish(key, partial, w)
