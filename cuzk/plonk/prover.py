@@ -251,8 +251,6 @@ def prove(key, values, ops: FrOps | None = None, wires=None, ext=None, table=Non
     b = [None] + [secrets.randbelow(r) for _ in range(11)]  # b1 .. b11
 
     def commit(coefs):
-        if table is None:
-            return ops.commit(coefs, key.ptau)
         return ops.commit(coefs, key.ptau, table=table)
 
     # --- round 1: wires ---------------------------------------------------------------------
