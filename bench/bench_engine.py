@@ -1,6 +1,7 @@
-"""Suite `engine`: partitioned jobs through the engine against a serial baseline.
+"""Suite `engine`: partitioned jobs through the engine against a serial baseline, and many
+jobs at once through `cuzk serve` against rapidsnark's commands back to back.
 
-Two parts:
+Three parts:
 - pipeline: the prover double with fixed stage times (sleeps, so the figures measure the
   engine's orchestration, not CPU contention on a small machine). Synthesis capacity is set
   above device capacity, so the device is the bottleneck and should never wait: device busy
@@ -11,6 +12,14 @@ Two parts:
   baseline run in-process with the key loaded and kernels warm: on the small toyhash fixture
   (issue #7), and on circomlib's SHA-256 circuit (bench.circuits, 2^15 quick, 2^17 full;
   issue #25's target 6: the engine keeps up with the prover on a real family).
+- throughput (issue #35's target 4, `throughput`): N one-partition jobs submitted at once to
+  a warm `cuzk serve` with its defaults (loopback, the key registered and loaded by one
+  untimed job, the witness by path) against N rapidsnark `prover` commands back to back on
+  the same key and witness, rounds alternating: wall time from the first submission to the
+  last result against the commands' total, target <= 0.5x at 2^13 (circomlib's EdDSA-Poseidon,
+  one signature) and 2^16 (SHA-256, two blocks); N = 16 (32 in the full profile), each
+  daemon proof checked by cuzk's verifier. Without rapidsnark (bench/bench_prove.py says
+  where it is looked for) the rows carry the daemon's figures and the result says why.
 
 The machine's 1-minute load average at the end of each run is reported with the figures: on
 a shared 2-core machine, other people's work delays the wake-ups the pipeline depends on.
@@ -24,14 +33,15 @@ from __future__ import annotations
 import logging
 import os
 import statistics
+import subprocess
 import tempfile
 import time
 from pathlib import Path
 
 from bench import plots
-from bench.bench_prove import in_process
+from bench.bench_prove import find_rapidsnark, in_process
 from bench.circuits import REAL_FAMILIES
-from bench.tables import fmt, table, target
+from bench.tables import find_row, fmt, table, target
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -67,6 +77,27 @@ REAL = {
     ],
 }
 WARMUP_PARTITIONS = 2  # per device, excluded from the steady window
+# profile -> the throughput runs (issue #35's target 4): N one-partition jobs at once through
+# `cuzk serve` with its defaults against N rapidsnark commands back to back, same files.
+# N = 16 as in the issue's own measurement: long enough (about 2 s of rapidsnark at 2^13,
+# 6 s at 2^16) that the pipeline's fill and drain (the first job's synthesis, the last one's
+# finalize) and the timer's noise are small parts of it, short enough for three rounds.
+THROUGHPUT = {
+    "smoke": [dict(circuit="fixture:toyhash", jobs=2, rounds=1)],
+    "quick": [
+        dict(circuit="eddsa:13", jobs=16, rounds=3),
+        dict(circuit="sha256:16", jobs=16, rounds=3),
+    ],
+    "full": [
+        dict(circuit="eddsa:13", jobs=32, rounds=3),
+        dict(circuit="sha256:16", jobs=32, rounds=3),
+    ],
+    "gpu": [
+        dict(circuit="eddsa:13", jobs=16, rounds=3),
+        dict(circuit="sha256:16", jobs=16, rounds=3),
+    ],
+}
+THROUGHPUT_GOAL = 0.5  # the daemon's wall time / rapidsnark's, at 2^13 and 2^16
 
 
 def _intervals(engine, job_ids) -> dict[int, list[tuple[float, float]]]:
@@ -235,7 +266,11 @@ def _capacity(figs, n_dev, synth_workers) -> dict:
 def _real_circuit(spec: str) -> dict:
     if spec.startswith("fixture:"):
         d = ROOT / "tests" / "fixtures" / spec.split(":")[1]
-        return {"zkey": d / "circuit.zkey", "wtns": d / "witness_0.wtns"}
+        return {
+            "zkey": d / "circuit.zkey",
+            "wtns": d / "witness_0.wtns",
+            "vk": d / "verification_key.json",
+        }
     from bench.circuits import circuit
 
     family, log2n = spec.split(":")
@@ -284,6 +319,131 @@ def real(s: dict, profile: str) -> dict:
     return figs
 
 
+def _daemon_batch(client, zkey, wtns, n: int) -> tuple[float, list[dict]]:
+    """(wall seconds, results) of n one-partition jobs submitted at once to a daemon (each
+    POST /v1/jobs answers once its job is queued; the witness by path, read by the daemon),
+    from the first submission to the last result."""
+    t0 = time.perf_counter()
+    ids = [client.submit(zkey, [wtns], kind="bench", upload=False)["job_id"] for _ in range(n)]
+    results = [client.wait(j, timeout=3600) for j in ids]
+    wall = time.perf_counter() - t0
+    bad = [r.get("error") or r.get("state") for r in results if r.get("state") != "done"]
+    if bad:
+        raise RuntimeError(f"a throughput job did not finish: {bad[0]}")
+    return wall, results
+
+
+def _rapidsnark_batch(rapidsnark: str, files: dict, n: int, out: Path) -> float:
+    """Wall seconds of n rapidsnark `prover` commands back to back on the same files."""
+    cmd = [rapidsnark, files["zkey"], files["wtns"], out / "p_rs.json", out / "pub_rs.json"]
+    t0 = time.perf_counter()
+    for _ in range(n):
+        p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=3600)
+        if p.returncode != 0:
+            raise RuntimeError(f"rapidsnark failed ({p.returncode}): {p.stderr.strip()[-500:]}")
+    return time.perf_counter() - t0
+
+
+def throughput(s: dict, rapidsnark: str | None) -> dict:
+    """Issue #35's target 4: s["jobs"] one-partition jobs at once through a warm `cuzk serve`
+    (its defaults; the key registered and loaded by one untimed job first) against as many
+    rapidsnark commands back to back on the same key and witness, alternating by round; every
+    daemon proof (and rapidsnark's last) checked by cuzk's verifier."""
+    from bench.bench_prove_server import start_daemon, stop_daemon
+    from cuzk.client import Client
+    from cuzk.groth16 import ProvingKey
+    from cuzk.groth16.verifier import VerifyingKey, load, verify, verify_files
+
+    files = _real_circuit(s["circuit"])
+    n = s["jobs"]
+    log2n = ProvingKey.open(files["zkey"]).domain_size.bit_length() - 1
+    vk = VerifyingKey.from_json(load(files["vk"], "verification key"), str(files["vk"]))
+    daemon, peer, stages = [], [], []
+    valid = True
+    with tempfile.TemporaryDirectory(prefix="cuzk-bench-throughput-") as folder:
+        out = Path(folder)
+        proc, url = start_daemon(folder, key_root=files["zkey"].parent)
+        try:
+            client = Client(url, timeout=600)
+            _daemon_batch(client, files["zkey"], files["wtns"], 1)  # untimed: key loaded
+            if rapidsnark:
+                _rapidsnark_batch(rapidsnark, files, 1, out)  # untimed: page cache
+            for i in range(s["rounds"]):
+                wall, results = _daemon_batch(client, files["zkey"], files["wtns"], n)
+                daemon.append(wall)
+                for r in results:
+                    valid &= all(
+                        verify(vk, pub, proof)
+                        for pub, proof in zip(r["public"], r["proofs"], strict=True)
+                    )
+                    stages += r["partitions"]
+                if rapidsnark:
+                    peer.append(_rapidsnark_batch(rapidsnark, files, n, out))
+                    valid &= verify_files(files["vk"], out / "pub_rs.json", out / "p_rs.json")
+                print(
+                    f"  throughput {s['circuit']} round {i + 1}/{s['rounds']}: {n} jobs through "
+                    f"the daemon {wall:.2f} s"
+                    + (f", {n} rapidsnark commands {peer[-1]:.2f} s" if rapidsnark else ""),
+                    flush=True,
+                )
+            # where the key is loaded: the devices `cuzk serve` chose by its defaults
+            devices = sorted({d for k in client.keys() for d in k.get("devices") or []})
+        finally:
+            stop_daemon(proc)
+    if not valid:
+        raise RuntimeError(f"a throughput proof of {s['circuit']} does not verify")
+    row = {
+        "part": f"throughput ({s['circuit']}, domain 2^{log2n})",
+        "circuit": s["circuit"],
+        "log2n": log2n,
+        "jobs": n,
+        "daemon_s": statistics.median(daemon),
+        "daemon_min_s": min(daemon),
+        "daemon_per_proof_s": statistics.median(daemon) / n,
+        "stage_ms": "/".join(
+            f"{statistics.median(p[k] for p in stages):.1f}"
+            for k in ("synth_ms", "gpu_ms", "finalize_ms")
+        ),
+        "devices": ",".join(devices),
+        "proofs_valid": True,
+        "load_avg": round(os.getloadavg()[0], 1),
+    }
+    if peer:
+        row.update(
+            rapidsnark_s=statistics.median(peer),
+            rapidsnark_min_s=min(peer),
+            rapidsnark_per_proof_s=statistics.median(peer) / n,
+            daemon_vs_rapidsnark=statistics.median(daemon) / statistics.median(peer),
+            best_daemon_vs_rapidsnark=min(d / r for d, r in zip(daemon, peer, strict=True)),
+        )
+    print(
+        f"  throughput {s['circuit']}: {n} jobs through the daemon {row['daemon_s']:.2f} s"
+        + (
+            f", {n} rapidsnark commands {row['rapidsnark_s']:.2f} s: "
+            f"{row['daemon_vs_rapidsnark']:.2f}x"
+            if peer
+            else ""
+        ),
+        flush=True,
+    )
+    return row
+
+
+THROUGHPUT_COLUMNS = [
+    "part",
+    "jobs",
+    "daemon_s",
+    "rapidsnark_s",
+    "daemon_vs_rapidsnark",
+    "best_daemon_vs_rapidsnark",
+    "daemon_per_proof_s",
+    "rapidsnark_per_proof_s",
+    "stage_ms",
+    "devices",
+    "load_avg",
+]
+
+
 COLUMNS = [
     "part",
     "devices",
@@ -317,9 +477,27 @@ def run(profile: str = "quick") -> dict:
             print(f"  real prover part failed: {exc}", flush=True)
             rows.append({"part": f"real prover ({s['circuit']})", "error": str(exc)})
     print(table(rows, COLUMNS))
+    rapidsnark, origin = find_rapidsnark()
+    if not rapidsnark:
+        print(f"  throughput: {origin}", flush=True)
+    trows = []
+    for s in THROUGHPUT[profile]:
+        print(f"  throughput, {s['jobs']} jobs of {s['circuit']} through `cuzk serve` ...")
+        try:
+            trows.append(throughput(s, rapidsnark))
+        except Exception as exc:  # report the parts that ran; say why this one did not
+            print(f"  throughput part failed: {exc}", flush=True)
+            family, _, log2n = s["circuit"].partition(":")
+            trows.append(
+                {"part": f"throughput ({s['circuit']})", "circuit": s["circuit"], "error": str(exc)}
+                | ({"log2n": int(log2n)} if family != "fixture" else {})
+            )
+    print(table(trows, [c for c in THROUGHPUT_COLUMNS + ["error"] if any(c in r for r in trows)]))
     p = rows[0]
     return {
         "rows": rows,
+        "throughput": trows,
+        "rapidsnark": {"installed": bool(rapidsnark), "origin": origin},
         "targets": {
             "busy_fraction>=0.97": p["busy_fraction"] >= 0.97,
             "gap_median_ms<2": p["gap_median_ms"] < 2.0,
@@ -334,7 +512,9 @@ def run(profile: str = "quick") -> dict:
 def targets(get) -> list[dict]:
     """Issue #7's targets: devices busy >= 97% in steady state, median idle gap <= 2 ms,
     throughput >= 0.9x the slower stage's capacity (with the real prover too, when run);
-    issue #25's target 6: the same >= 0.9x with the real prover on a circomlib family."""
+    issue #25's target 6: the same >= 0.9x with the real prover on a circomlib family;
+    issue #35's target 4: N one-partition jobs at once through `cuzk serve` <= 0.5x the time
+    of N rapidsnark commands back to back, at 2^13 and 2^16."""
     rows = (get() or {}).get("rows") or []
     pipe = next((r for r in rows if str(r.get("part", "")).startswith("pipeline")), None)
     out = [
@@ -387,6 +567,42 @@ def targets(get) -> list[dict]:
                 note=f"{real_row.get('part')}: pipelined "
                 f"{fmt(real_row.get('vs_serial'))}x the serial baseline, busy "
                 f"{fmt(real_row.get('busy_fraction'))}",
+            )
+        )
+    return out + throughput_targets(get)
+
+
+def throughput_targets(get) -> list[dict]:
+    """Issue #35's target 4, from the throughput rows at 2^13 and 2^16 (the best round's
+    ratio beside the median's)."""
+    res = get() or {}
+    rs = res.get("rapidsnark") or {}
+    out = []
+    for log2n in (13, 16):
+        r = find_row(res.get("throughput"), log2n=log2n) or {}
+        measured = r.get("daemon_vs_rapidsnark")
+        if measured is not None:
+            note = (
+                f"{r['jobs']} jobs of {r['circuit']}: daemon {fmt(r['daemon_s'])} s, "
+                f"rapidsnark {fmt(r['rapidsnark_s'])} s; load {fmt(r.get('load_avg'))}"
+            )
+        elif r.get("error"):
+            note = f"failed: {r['error']}"
+        elif res and not rs.get("installed", True):
+            note = rs.get("origin") or "rapidsnark not built here"
+        else:
+            note = "no run at this size" if res else ""
+        out.append(
+            target(
+                f"engine: one-partition jobs at once through `cuzk serve`, 2^{log2n}, "
+                "÷ as many rapidsnark commands back to back",
+                "#35",
+                THROUGHPUT_GOAL,
+                "x",
+                measured,
+                best=r.get("best_daemon_vs_rapidsnark") if measured is not None else None,
+                note=note,
+                suite="engine",
             )
         )
     return out

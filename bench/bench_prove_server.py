@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 from bench.bench_prove import (
     CIRCUITS,
@@ -40,11 +41,12 @@ from bench.machine import compile_bytecode
 from bench.tables import family_row, fmt, squarechain_row, table, target
 
 
-def start_daemon(folder: str) -> tuple[subprocess.Popen, str]:
-    """`cuzk serve` on a free loopback port, logging to folder/serve.log; (process, URL)."""
+def start_daemon(folder: str, key_root=WORK) -> tuple[subprocess.Popen, str]:
+    """`cuzk serve` with its defaults on a free loopback port, its key root key_root (keys
+    and witnesses by path must lie under it), logging to folder/serve.log; (process, URL)."""
     log_path = os.path.join(folder, "serve.log")
     log = open(log_path, "wb")
-    WORK.mkdir(parents=True, exist_ok=True)
+    Path(key_root).mkdir(parents=True, exist_ok=True)
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -54,7 +56,7 @@ def start_daemon(folder: str) -> tuple[subprocess.Popen, str]:
             "--listen",
             "127.0.0.1:0",
             "--key-root",
-            str(WORK),
+            str(key_root),
             "--state-dir",
             os.path.join(folder, "state"),
             "--log-level",

@@ -174,6 +174,19 @@ def test_prove_smoke_compares_on_the_same_files(smoke_run):
     else:
         assert "README" in rs["origin"]
     assert row["cuzk_rss_mib"] > 0 and row["family"] == "toyhash"
+    # issue #35's scale rows: the command, the daemon (a first and a resident-key job) and
+    # rapidsnark when built, on the smoke profile's tiny circuit
+    (big,) = res["scale"]
+    assert "error" not in big, big.get("error")
+    assert big["proofs_valid"] is True and (big["family"], big["log2n"]) == ("toyhash", 10)
+    assert 0 < big["daemon_job_s"] < big["server_cmd_s"] and big["cuzk_rss_mib"] > 0
+    # the daemon's tree: its supervisor, synthesis and device processes, Numba loaded in some
+    assert big["daemon_rss_mib"] >= big["daemon_pss_mib"] > 100
+    assert ("rapidsnark_s" in big) == rs["installed"]
+    if rs["installed"]:
+        assert big["server_vs_rapidsnark"] == pytest.approx(
+            big["server_cmd_s"] / big["rapidsnark_s"]
+        )
 
 
 @pytest.mark.slow
@@ -192,6 +205,24 @@ def test_prove_plonk_smoke_has_the_warm_daemon(smoke_run):
     for p in ("cuzk", "server"):
         assert row[f"snarkjs_over_{p}"] == pytest.approx(row["snarkjs_s"] / row[f"{p}_s"])
     assert row["snarkjs_over_daemon_job"] == pytest.approx(row["snarkjs_s"] / row["daemon_job_s"])
+
+
+@pytest.mark.slow
+def test_engine_smoke_has_the_throughput_row(smoke_run):
+    """Issue #35's target 4 at the smoke size: jobs at once through `cuzk serve`, every proof
+    checked, against rapidsnark's commands back to back when it is built (else why not)."""
+    _, results, suites, _ = smoke_run
+    res = json.loads((results / "engine.smoke.json").read_text())["result"]
+    (row,) = res["throughput"]
+    assert "error" not in row, row.get("error")
+    assert row["proofs_valid"] is True and row["jobs"] == 2
+    assert row["daemon_min_s"] <= row["daemon_s"] and row["devices"] == "cpu:0"
+    rs = res["rapidsnark"]
+    assert rs["installed"] == ("daemon_vs_rapidsnark" in row)
+    if rs["installed"]:
+        assert row["daemon_vs_rapidsnark"] == pytest.approx(row["daemon_s"] / row["rapidsnark_s"])
+    else:
+        assert "README" in rs["origin"]
 
 
 @pytest.mark.slow
@@ -339,3 +370,71 @@ def test_prove_bls12381_smoke_proves_in_process_by_command_and_through_a_daemon(
     assert 0 < row["daemon_job_s"] < row["server_cmd_s"]
     assert row["speedup_server_vs_snarkjs"] == pytest.approx(row["snarkjs_s"] / row["server_cmd_s"])
     assert "rapidsnark_s" not in row
+
+
+def test_issue35_throughput_and_scale_targets():
+    """Target 4 from the engine's throughput rows (the best round's ratio beside the median),
+    target 5 from the prove suite's full-profile scale rows (a failed circuit says why)."""
+    throughput = [
+        {
+            "circuit": "eddsa:13",
+            "log2n": 13,
+            "jobs": 16,
+            "daemon_s": 3.0,
+            "rapidsnark_s": 5.0,
+            "daemon_vs_rapidsnark": 0.6,
+            "best_daemon_vs_rapidsnark": 0.45,
+        },
+        {"part": "throughput (sha256:16)", "circuit": "sha256:16", "log2n": 16, "error": "boom"},
+    ]
+    scale = [
+        {
+            "family": "sha256batch",
+            "log2n": 21,
+            "cuzk_cmd_s": 20.0,
+            "server_first_s": 30.0,
+            "server_cmd_s": 12.0,
+            "daemon_job_s": 11.0,
+            "rapidsnark_s": 20.0,
+            "cuzk_rss_mib": 3000.0,
+            "rapidsnark_rss_mib": 4000.0,
+            "daemon_pss_mib": 9000.0,
+            "daemon_rss_mib": 9500.0,
+            "cmd_vs_rapidsnark": 1.0,
+            "server_vs_rapidsnark": 0.6,
+            "rss_vs_rapidsnark": 0.75,
+            "daemon_mem_vs_rapidsnark": 2.25,
+        },
+        {"family": "sha256batch", "log2n": 22, "error": "circom2: out of memory"},
+    ]
+    results = {
+        ("engine", "quick"): _entry(
+            {"rows": [], "throughput": throughput, "rapidsnark": {"installed": True}}
+        ),
+        ("prove", "full"): _entry({"rows": [], "scale": scale, "rapidsnark": {"installed": True}}),
+    }
+    by = {t["target"]: t for t in report.targets(results) if t["issue"] == "#35"}
+    at13 = by[
+        "engine: one-partition jobs at once through `cuzk serve`, 2^13, ÷ as many "
+        "rapidsnark commands back to back"
+    ]
+    assert at13["status"] == "met by the best run only" and "16 jobs of eddsa:13" in at13["note"]
+    at16 = by[
+        "engine: one-partition jobs at once through `cuzk serve`, 2^16, ÷ as many "
+        "rapidsnark commands back to back"
+    ]
+    assert at16["status"] == "not measured" and at16["note"] == "failed: boom"
+    assert by["sha256batch 2^21: `cuzk prove`, whole command ÷ rapidsnark's"]["status"] == "not met"
+    assert (
+        by["sha256batch 2^21: `cuzk prove --server` (key resident) ÷ rapidsnark's command"][
+            "status"
+        ]
+        == "met"
+    )
+    assert by["sha256batch 2^21: `cuzk prove`, peak RSS ÷ rapidsnark's"]["status"] == "met"
+    daemon_mem = (
+        "sha256batch 2^21: the daemon's processes, peak memory (PSS) ÷ rapidsnark's peak RSS"
+    )
+    assert by[daemon_mem]["status"] == "not met"
+    failed = by["sha256batch 2^22: `cuzk prove`, whole command ÷ rapidsnark's"]
+    assert failed["status"] == "not measured" and "out of memory" in failed["note"]
