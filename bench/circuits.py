@@ -14,7 +14,14 @@ the next power of two >= constraints + public inputs + 1, is checked once the ke
   - eddsa (eddsa.circom): `signatures` EdDSA-Poseidon verifications, 8,086 constraints and
     one public message each, the signatures made by circomlibjs (bench/eddsa_inputs.cjs);
   - range (range.circom): `values` 64-bit range checks (Num2Bits(64) and LessThan(64)
-    against a public bound), 133 constraints each.
+    against a public bound), 133 constraints each;
+  - sha256batch: `hashes` SHA-256 digests of 8-block messages (each its own message), one
+    proof, the first digest public: the scale circuits (issue #35's target 5, 2^21 and up).
+    circom2 is circom compiled to 32-bit WebAssembly, whose memory stops at 4 GiB: it aborts
+    ("memory allocation of 528 bytes failed", 4.2 GB resident) compiling one SHA-256 of 67
+    blocks (2^21), so this family compiles one 8-block SHA-256 and puts `hashes` disjoint
+    copies of its constraint system into one .r1cs (compose_r1cs; they share only the
+    constant-one wire), with the copies' witnesses side by side (compose_witness).
 Each circuit is built over one curve's scalar field (CURVES; issue #28): BN254 (circom's
 default prime, bench/work/<family>-<k>/) or BLS12-381 (`--prime bls12381`,
 bench/work/bls12381/<family>-<k>/). The squaring chain, toyhash, SHA-256 and the range checks
@@ -60,6 +67,7 @@ EDDSA_INPUTS = ROOT / "bench" / "eddsa_inputs.cjs"
 SEED = 25  # the inputs' seed: the same messages, keys and values in every run
 R = 21888242871839275222246405745257275088548364400416034343698204186575808495617
 MERKLE_DEPTH = 20
+BATCH_BLOCKS = 8  # the SHA-256 compressions of each copy in the sha256batch family
 FILES = (
     ("r1cs", "circuit.r1cs"),
     ("zkey", "circuit.zkey"),
@@ -234,11 +242,17 @@ class Family:
     unit: str  # what param counts
     circomlib: bool = False  # a circomlib (npm) circuit: issue #25's families
     curves: tuple = ("bn254", "bls12_381")  # the fields it means something over
+    template: str = ""  # tests/circuits/<template>.circom, when not the family's name
+    copies: bool = False  # param counts disjoint copies of main (compose_r1cs), not units
 
     def source(self, param: int) -> str:
-        src = (CIRCUITS / f"{self.name}.circom").read_text().rsplit("component main", 1)[0]
+        name = self.template or self.name
+        src = (CIRCUITS / f"{name}.circom").read_text().rsplit("component main", 1)[0]
         pub = f" {{public [{self.public}]}}" if self.public else ""
-        return src + f"component main{pub} = {self.main(param)};\n"
+        src += f"component main{pub} = {self.main(param)};\n"
+        if self.copies:  # what the cached circuit is: the compiled main, composed
+            src += f"// the bench's circuit: {param} disjoint copies of main (compose_r1cs)\n"
+        return src
 
 
 FAMILIES = {
@@ -297,6 +311,16 @@ FAMILIES = {
         circomlib=True,
     ),
 }
+FAMILIES["sha256batch"] = Family(
+    "sha256batch",
+    lambda hashes: f"Sha256({512 * BATCH_BLOCKS - 72})",
+    "",
+    lambda k: _fill(k, 31264 * BATCH_BLOCKS, 256),
+    lambda copy, seed: _sha256_inputs(BATCH_BLOCKS, f"{seed} copy {copy}"),
+    f"hashes of {BATCH_BLOCKS} blocks",
+    template="sha256",
+    copies=True,  # circomlib's SHA-256, but sized for scale, not one of issue #25's families
+)
 REAL_FAMILIES = tuple(n for n, f in FAMILIES.items() if f.circomlib)
 
 
@@ -392,18 +416,30 @@ def build(
         3600,
         cwd=TOOLS.resolve(),
     )
-    t0 = time.perf_counter()
-    inputs = fam.inputs(param, SEED)
-    steps["inputs"] = round(time.perf_counter() - t0, 2)
-    (d / "input.json").write_text(json.dumps(_strings(inputs)))
     cuzk = [sys.executable, "-m", "cuzk.cli"]
-    step(
-        "cuzk wtns calculate",
-        cuzk
-        + ["wtns", "calculate", d / "circuit_js" / "circuit.wasm", d / "input.json"]
-        + [d / "witness.wtns"],
-        3600,
-    )
+    copies = param if fam.copies else 1
+    for c in range(copies):
+        t0 = time.perf_counter()
+        inputs = fam.inputs(c if fam.copies else param, SEED)
+        steps["inputs"] = round(steps.get("inputs", 0) + time.perf_counter() - t0, 2)
+        name = f"input_{c}.json" if fam.copies else "input.json"
+        (d / name).write_text(json.dumps(_strings(inputs)))
+        step(
+            "cuzk wtns calculate" + (f" (copy {c + 1} of {copies})" if fam.copies else ""),
+            cuzk
+            + ["wtns", "calculate", d / "circuit_js" / "circuit.wasm", d / name]
+            + [d / (f"witness_{c}.wtns" if fam.copies else "witness.wtns")],
+            3600,
+        )
+    if fam.copies:
+        t0 = time.perf_counter()
+        (d / "circuit.r1cs").rename(d / "unit.r1cs")
+        compose_r1cs(d / "unit.r1cs", copies, d / "circuit.r1cs")
+        units = [d / f"witness_{c}.wtns" for c in range(copies)]
+        compose_witness(units, d / "witness.wtns")
+        for p in units:
+            p.unlink()
+        steps["compose"] = round(time.perf_counter() - t0, 2)
     from cuzk.formats.r1cs import R1CS
     from cuzk.groth16.setup import domain_size_for
 
@@ -432,6 +468,90 @@ def build(
             f"({info['constraints']} constraints, {info['public']} public)"
         )
     return {k: d / f for k, f in FILES}
+
+
+def compose_r1cs(unit: Path, copies: int, out: Path) -> None:
+    """Write to `out` an .r1cs of `copies` disjoint copies of the circuit `unit`, sharing only
+    the constant-one wire 0: copy c's wire w >= 1 becomes w + c·(nWires − 1), so the first
+    copy keeps its wires, its public signals stay the circuit's (wires 1..nPublic), and the
+    other copies' public signals become private wires. Labels shift the same way by nLabels.
+    Each copy's constraints are the unit's bytes with the wire numbers of its terms moved."""
+    import struct
+
+    import numpy as np
+
+    from cuzk.formats.atomic import atomic_writer
+    from cuzk.formats.binfile import BinFile, write_container
+    from cuzk.formats.r1cs import CONSTRAINTS, HEADER, R1CS_VERSION, TERM_BYTES, WIRE2LABEL
+
+    data = Path(unit).read_bytes()
+    f = BinFile(unit, "r1cs", (R1CS_VERSION,), data=data)
+    h = f.section(HEADER, "header")
+    header = bytearray(data[h.offset : h.offset + h.size])
+    n8 = struct.unpack_from("<I", header, 0)[0]
+    n_wires, pub_out, pub_in, prv_in, n_labels, n_constraints = struct.unpack_from(
+        "<4IQI", header, 4 + n8
+    )
+    struct.pack_into(
+        "<4IQI",
+        header,
+        4 + n8,
+        1 + copies * (n_wires - 1),
+        pub_out,
+        pub_in,
+        prv_in,
+        copies * n_labels,
+        copies * n_constraints,
+    )
+    s = f.section(CONSTRAINTS, "constraints")
+    raw = np.frombuffer(data, dtype=np.uint8, count=s.size, offset=s.offset)
+    # the byte offset of every term's wire number: each linear combination is a u32 count
+    # and that many (u32 wire, value) terms
+    u32 = struct.Struct("<I").unpack_from
+    starts, counts, pos = [], [], 0
+    for _ in range(3 * n_constraints):
+        n = u32(data, s.offset + pos)[0]
+        starts.append(pos + 4)
+        counts.append(n)
+        pos += 4 + n * TERM_BYTES
+    if pos != s.size:
+        raise ValueError(f"{unit}: the constraints section does not parse ({pos} of {s.size})")
+    counts = np.array(counts, dtype=np.int64)
+    first = np.repeat(np.cumsum(counts) - counts, counts)
+    term = np.repeat(np.array(starts, dtype=np.int64), counts)
+    term += (np.arange(int(counts.sum()), dtype=np.int64) - first) * TERM_BYTES
+    at = term[:, None] + np.arange(4)
+    wires = raw[at].copy().view("<u4").reshape(-1)
+    moved = wires != 0
+    chunks = [raw]
+    for c in range(1, copies):
+        copy = raw.copy()
+        copy[at] = (
+            (wires + np.uint32(c * (n_wires - 1)) * moved)
+            .astype("<u4")
+            .view(np.uint8)
+            .reshape(-1, 4)
+        )
+        chunks.append(copy)
+    sections = [(HEADER, [bytes(header)]), (CONSTRAINTS, chunks)]
+    if f.has(WIRE2LABEL):
+        w = f.section(WIRE2LABEL, "wire to label map")
+        labels = np.frombuffer(data, dtype="<u8", count=n_wires, offset=w.offset)
+        parts = [labels] + [labels[1:] + np.uint64(c * n_labels) for c in range(1, copies)]
+        sections.append((WIRE2LABEL, parts))
+    with atomic_writer(out) as fh:
+        write_container(fh, "r1cs", R1CS_VERSION, sections)
+
+
+def compose_witness(witnesses: list, out: Path) -> None:
+    """The witness of compose_r1cs's circuit from one witness per copy, in copy order: the
+    first whole, then each other's values after its w[0] = 1."""
+    import numpy as np
+
+    from cuzk.formats.wtns import read_wtns, write_wtns
+
+    values = [read_wtns(w).values for w in witnesses]
+    write_wtns(out, np.concatenate([values[0]] + [v[1:] for v in values[1:]]))
 
 
 def _strings(x):
