@@ -25,13 +25,13 @@ process <= 0.5x rapidsnark's command at 2^15, 2^17 and 2^19, the command <= 1.0x
 Scale (issue #35's target 5; the full profile, `scale`): 8 and 16 SHA-256 digests of 8-block
 messages in one proof (bench.circuits' sha256batch, 2^21 and 2^22: circom2, circom in 32-bit
 WebAssembly, runs out of its 4 GiB compiling a single SHA-256 of 67 blocks), one proof each
-way, one at a time so that no two hold a key at once:
-rapidsnark's command, the `cuzk prove` command (each with its peak RSS), then a fresh `cuzk
-serve` with its defaults: `cuzk prove --server` twice, the first loading the key (and building
-its tables of multiples), the second with it resident, and the peak memory of the daemon's
-processes together (PSS summed, sampled every 0.2 s; RSS summed beside it), every proof
-checked by cuzk's verifier. Targets: both times <= 0.7x rapidsnark's command, both memories
-<= its peak RSS. A circuit that cannot be built or proved here gets a row with the reason.
+way, one at a time so that no two hold a key at once: rapidsnark's command, the `cuzk prove`
+command (each with its peak RSS), then a fresh `cuzk serve` with its defaults: `cuzk prove
+--server` twice, the first loading the key (and building its tables of multiples), the
+second with it resident, and the peak memory of the daemon's processes together (PSS summed,
+sampled every 0.2 s; RSS summed beside it), every proof checked by cuzk's verifier.
+Targets: both times <= 0.7x rapidsnark's command, both memories <= its peak RSS. A circuit
+that cannot be built or proved here gets a row with the reason.
 Profile gpu runs `cuzk prove --device cuda` at the device sizes.
 Run alone: ``python -m bench.bench_prove [smoke|quick|full|gpu]``.
 """

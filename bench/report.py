@@ -230,7 +230,9 @@ from every result file present.
   ones with dense witnesses (squaring chain, toyhash) and circomlib's, the circuits people
   prove (issue #25): SHA-256 of a multi-block message, Poseidon Merkle paths of depth 20,
   EdDSA-Poseidon signature checks (signatures by circomlibjs), 64-bit range checks, each
-  sized to fill its domain. `size` says how many blocks, paths, signatures or values;
+  sized to fill its domain (the full profile's scale rows: many 8-block SHA-256 digests in
+  one circuit, composed from one compiled by circom2, which cannot compile one SHA-256 of
+  2^21 constraints). `size` says how many blocks, paths, signatures or values;
   `witness_pct_0/1/small/dense` is the witness profile, the % of values that are 0, 1,
   other values below 2^64, and the rest.
 - **GPU targets** are measured only by `make bench-gpu` on a machine with a CUDA GPU; they
