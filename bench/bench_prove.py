@@ -26,10 +26,7 @@ process <= 0.5x rapidsnark's command at 2^15, 2^17 and 2^19, the command <= 1.0x
 <= 2x at 2^17 and 2^19. Issue #35's (target 3) on its two families: in process <= 0.5x
 rapidsnark's command at every size.
 Profile gpu runs `cuzk prove --device cuda` at the device sizes.
-Run alone: ``python -m bench.bench_prove [smoke|quick|full|gpu]``; with family names after
-the profile (``python -m bench.bench_prove quick semaphore bigmul``), only the profile's rows
-of those families, printed and written to bench/work/prove-PROFILE-FAMILY....json (a partial
-run: not a suite result, so bench/results and docs/benchmarks.md are left alone).
+Run alone: ``python -m bench.bench_prove [smoke|quick|full|gpu] [FAMILY ...]`` (run_families).
 """
 
 from __future__ import annotations
@@ -758,8 +755,10 @@ def plot(name, entry, res, img):
 
 
 def run_families(profile: str, families: list) -> Path:
-    """The profile's rows of the named families alone (see the module docstring): measured,
-    printed, and written to bench/work; the file's path."""
+    """The profile's rows of the named families alone (``python -m bench.bench_prove quick
+    semaphore bigmul``): measured, printed and written to bench/work/prove-PROFILE-FAMILY...
+    .json, the path returned. A partial run is no suite result: bench/results and
+    docs/benchmarks.md are left alone."""
     unknown = [f for f in families if f not in FAMILIES]
     if unknown:
         raise SystemExit(
