@@ -1,13 +1,15 @@
 """Suite `prove`: `cuzk prove` against rapidsnark and `snarkjs groth16 prove` on the same files.
 
 For each circuit (bench.circuits: the squaring chain at every size, the toyhash circuit the
-kernels were first tuned on at 2^15, and circomlib's SHA-256, Poseidon Merkle paths,
-EdDSA-Poseidon and range checks at 2^15 and 2^17, 2^19 in the full profile; keys by
-`snarkjs groth16 setup` up to 2^10, by `cuzk setup` above; each row carries its witness
-profile, the share of values that are 0, 1, below 2^64 and dense):
+kernels were first tuned on at 2^15, circomlib's SHA-256, Poseidon Merkle paths,
+EdDSA-Poseidon and range checks at 2^15 and 2^17, and issue #35's Semaphore-shaped membership
+proofs and 2048-bit modular products at 2^13 (Semaphore: 2^14, its smallest; 2^13 is listed
+as skipped), 2^15 and 2^17, 2^19 in the full profile; keys by `snarkjs groth16 setup` up to
+2^10, by `cuzk setup` above; each row carries its witness profile, the share of values that
+are 0, 1, below 2^64 and dense):
 - rounds of: the `cuzk prove` command, rapidsnark's `prover` command (when built), the
-  `snarkjs groth16 prove` command (once, its untimed run left out for the circomlib
-  circuits, from 2^17), and one proof by cuzk in process with the key mapped and
+  `snarkjs groth16 prove` command (once, its untimed run left out for the circomlib and
+  application circuits, from 2^17), and one proof by cuzk in process with the key mapped and
   the kernels loaded (what `cuzk serve` pays per proof), after one untimed run of each (Numba
   cache, page cache and node warm), so that all see the same machine load: min / median /
   max, the ratios of the medians, and each command's peak RSS (from wait4);
@@ -21,7 +23,8 @@ bench/peers/rapidsnark/prover (built from its public source as README.md says), 
 why. Issue #16's targets (squaring chain): cuzk command <= 1.0x rapidsnark's at 2^15 and up,
 in process <= 0.5x, peak RSS <= 2x at 2^17 and up. Issue #25's, on every circomlib family: in
 process <= 0.5x rapidsnark's command at 2^15, 2^17 and 2^19, the command <= 1.0x and peak RSS
-<= 2x at 2^17 and 2^19.
+<= 2x at 2^17 and 2^19. Issue #35's (target 3) on its two families: in process <= 0.5x
+rapidsnark's command at every size.
 Scale (issue #35's target 5; the full profile, `scale`): 8 and 16 SHA-256 digests of 8-block
 messages in one proof (bench.circuits' sha256batch, 2^21 and 2^22: circom2, circom in 32-bit
 WebAssembly, runs out of its 4 GiB compiling a single SHA-256 of 67 blocks), one proof each
@@ -33,7 +36,7 @@ sampled every 0.2 s; RSS summed beside it), every proof checked by cuzk's verifi
 Targets: both times <= 0.7x rapidsnark's command, both memories <= its peak RSS. A circuit
 that cannot be built or proved here gets a row with the reason.
 Profile gpu runs `cuzk prove --device cuda` at the device sizes.
-Run alone: ``python -m bench.bench_prove [smoke|quick|full|gpu]``.
+Run alone: ``python -m bench.bench_prove [smoke|quick|full|gpu] [FAMILY ...]`` (run_families).
 """
 
 from __future__ import annotations
@@ -49,24 +52,40 @@ import time
 from pathlib import Path
 
 from bench.circuits import (
+    APPLICATION_FAMILIES,
     BIN,
     FAMILIES,
     REAL_FAMILIES,
     ROOT,
+    WORK,
     KeyUnavailable,
     circuit,
     profile_text,
+    smallest_log2n,
 )
 from bench.machine import compile_bytecode
 from bench.plots import figure, save
 from bench.tables import family_row, find_row, fmt, squarechain_row, table, target
 
-# (family, log2n) per profile: the squaring chain at every size, toyhash for continuity, and
-# circomlib's families (issue #25) at 2^15 and 2^17, 2^19 in the full profile.
+
+def application_rows(sizes) -> list:
+    """(family, log2n) of issue #35's families at the sizes, each family's smallest domain
+    added after 2^13 when one unit needs more (2^13 stays: measure() lists it as skipped)."""
+    return [
+        (f, k)
+        for f in APPLICATION_FAMILIES
+        for k in sorted(set(sizes) | ({smallest_log2n(f)} if 13 in sizes else set()))
+    ]
+
+
+# (family, log2n) per profile: the squaring chain at every size, toyhash for continuity,
+# circomlib's families (issue #25) at 2^15 and 2^17, issue #35's application-shaped ones at
+# 2^13 (or their smallest), 2^15 and 2^17; 2^19 in the full profile.
 CIRCUITS = {
     "smoke": [("toyhash", 10)],
     "quick": [("squarechain", 12), ("squarechain", 15), ("toyhash", 15), ("squarechain", 17)]
-    + [(f, k) for k in (15, 17) for f in REAL_FAMILIES],
+    + [(f, k) for k in (15, 17) for f in REAL_FAMILIES]
+    + application_rows((13, 15, 17)),
     "full": [
         ("squarechain", 12),
         ("squarechain", 15),
@@ -74,7 +93,8 @@ CIRCUITS = {
         ("squarechain", 17),
         ("squarechain", 19),
     ]
-    + [(f, k) for k in (15, 17, 19) for f in REAL_FAMILIES],
+    + [(f, k) for k in (15, 17, 19) for f in REAL_FAMILIES]
+    + application_rows((13, 15, 17, 19)),
     "gpu": [("squarechain", 16), ("squarechain", 18), ("squarechain", 20)],
 }
 REPEATS = {"smoke": 1, "quick": 3, "full": 5, "gpu": 3}  # rounds of every command
@@ -263,8 +283,9 @@ def _circuit(
     if server is not None:
         cmds["server"] = cuzk_prove(files, "server", "--server", server.server)
     key, w, dev = in_process(files, device)
-    snarkjs_once = log2n >= slow_peer_log2n or FAMILIES[family].circomlib
-    snarkjs_cold = FAMILIES[family].circomlib or (curve != "bn254" and snarkjs_once)
+    real = FAMILIES[family].circomlib or FAMILIES[family].application
+    snarkjs_once = log2n >= slow_peer_log2n or real
+    snarkjs_cold = real or (curve != "bn254" and snarkjs_once)
     for k, cmd in cmds.items():  # untimed: Numba cache, page cache, node's module cache
         if not (k == "snarkjs" and snarkjs_cold):
             _run_measured(cmd)
@@ -694,7 +715,7 @@ def targets(get) -> list[dict]:
                     suite="prove",
                 )
             )
-    return out + family_targets(get) + scale_targets(get)
+    return out + family_targets(get) + application_targets(get) + scale_targets(get)
 
 
 def scale_targets(get) -> list[dict]:
@@ -824,6 +845,41 @@ def family_targets(get) -> list[dict]:
     return out
 
 
+def application_targets(get) -> list[dict]:
+    """Issue #35's target 3 on its application-shaped families (Semaphore-shaped membership
+    proofs, 2048-bit modular products): the in-process proof (the daemon with the key
+    resident) <= 0.5x rapidsnark's command on the same files at 2^13 (or the family's
+    smallest domain), 2^15, 2^17 and 2^19 (the full profile's)."""
+    prove = get()
+    have = bool((prove or {}).get("rapidsnark", {}).get("installed"))
+    why = "" if have or not prove else "rapidsnark not built here (README: rapidsnark as a peer)"
+    out = []
+    for family, log2n in application_rows((13, 15, 17, 19)):
+        if log2n < smallest_log2n(family):
+            continue
+        r, where = family_row(get, family, log2n)
+        ok = bool(r and have and "rapidsnark_s" in r)
+        out.append(
+            target(
+                f"{family} 2^{log2n}: cuzk, key loaded (daemon's case) ÷ rapidsnark's command",
+                "#35",
+                0.5,
+                "x",
+                r.get("warm_vs_rapidsnark") if ok else None,
+                note=(
+                    f"in process {fmt(r['cuzk_warm_s'])} s, rapidsnark {fmt(r['rapidsnark_s'])} s"
+                    f"; command {fmt(r['cmd_vs_rapidsnark'])}x; witness "
+                    f"{r['witness_pct_0/1/small/dense']} %{where}"
+                )
+                if ok
+                else (why or "no run at this size"),
+                suite="prove",
+                profile="full" if where else "quick",
+            )
+        )
+    return out
+
+
 SUMMARY_COLUMNS = [c for c in ROW_COLUMNS if c != "snarkjs_rss_mib"]
 
 
@@ -931,7 +987,7 @@ def plot(name, entry, res, img):
         totals = [sum(float(p.get(k) or 0.0) for k in keys) or 1.0 for p in phases]
         bottom = [0.0] * len(phases)
         short = {"squarechain": "sq", "toyhash": "toy", "sha256": "sha", "merkle": "mkl"}
-        short.update(eddsa="eds", range="rng")
+        short.update(eddsa="eds", range="rng", semaphore="sem", bigmul="big")
         px = []
         for p in phases:
             fam, _, size = p.get("circuit", f"? 2^{p['log2n']}").partition(" ")
@@ -960,7 +1016,34 @@ def plot(name, entry, res, img):
     return [(name, save(fig, f"bench-{name}.png", img))]
 
 
+def run_families(profile: str, families: list) -> Path:
+    """The profile's rows of the named families alone (``python -m bench.bench_prove quick
+    semaphore bigmul``): measured, printed and written to bench/work/prove-PROFILE-FAMILY...
+    .json, the path returned. A partial run is no suite result: bench/results and
+    docs/benchmarks.md are left alone."""
+    unknown = [f for f in families if f not in FAMILIES]
+    if unknown:
+        raise SystemExit(
+            f"bench_prove: no family {', '.join(unknown)} (families: {', '.join(FAMILIES)})"
+        )
+    if profile not in CIRCUITS:
+        raise SystemExit(f"bench_prove: no profile {profile} (profiles: {', '.join(CIRCUITS)})")
+    rows = [c for c in CIRCUITS[profile] if c[0] in families]
+    if not rows:
+        raise SystemExit(f"bench_prove: profile {profile} has no rows of {', '.join(families)}")
+    res = measure(profile, rows)
+    out = WORK / f"prove-{profile}-{'-'.join(families)}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(res, indent=1))
+    print(f"  written to {_shown(out)} (a partial run: not a suite result)", flush=True)
+    return out
+
+
 if __name__ == "__main__":
+    profile = sys.argv[1] if len(sys.argv) > 1 else "quick"
+    if len(sys.argv) > 2:
+        run_families(profile, sys.argv[2:])
+        sys.exit(0)
     from bench.__main__ import main
 
-    sys.exit(main(["--suite", "prove", "--profile", sys.argv[1] if len(sys.argv) > 1 else "quick"]))
+    sys.exit(main(["--suite", "prove", "--profile", profile]))

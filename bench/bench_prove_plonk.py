@@ -223,6 +223,7 @@ def circuit(family: str, log2n: int, log=print) -> dict:
         for f in ("circuit.r1cs", "witness.wtns", "circuit.circom", "input.json"):
             shutil.copy(made / f, tmp / f)
         made = {"r1cs": tmp / "circuit.r1cs"}
+        _check_public(family, log2n, made["r1cs"])
         t0 = time.perf_counter()
         log(f"  {family} {param} {FAMILIES[family].unit}: PLONK key ...")
         how = make_key(made["r1cs"], tmp / "plonk.zkey", log2n, log)
@@ -256,6 +257,28 @@ def circuit(family: str, log2n: int, log=print) -> dict:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return files
+
+
+def _check_public(family: str, log2n: int, r1cs: Path) -> None:
+    """NoCircuit when snarkjs's prover could not hold the key's Lagrange polynomials here: a
+    PLONK key stores, per public signal, L_i's coefficients and its values on the domain of
+    4n (160 bytes a gate), and `snarkjs plonk prove` reads every public signal's 4n values
+    into memory (128 bytes a gate each). SHA-256's 256 public digest bits at 2^19 would be a
+    21 GB key of which snarkjs reads 17 GB: past half of this machine's memory, listed as
+    skipped with these figures rather than killed by the kernel."""
+    from bench.machine import machine_info
+    from cuzk.formats.r1cs import R1CS
+
+    public = max(1, R1CS(r1cs).n_public)
+    read = public * (4 << log2n) * 32
+    memory = (machine_info().get("memory_gib") or 0) * 2**30
+    if memory and read > memory / 2:
+        raise NoCircuit(
+            f"{family} at 2^{log2n}: {public} public signals make a "
+            f"{public * (5 << log2n) * 32 / 1e9:.0f} GB PLONK key, of which `snarkjs plonk "
+            f"prove` reads {read / 1e9:.0f} GB into memory: more than half of this machine's "
+            f"{memory / 2**30:.0f} GiB"
+        )
 
 
 def _compiled(family: str, param: int, log2n: int, log=print) -> Path:

@@ -22,11 +22,25 @@ the next power of two >= constraints + public inputs + 1, is checked once the ke
     blocks (2^21), so this family compiles one 8-block SHA-256 and puts `hashes` disjoint
     copies of its constraint system into one .r1cs (compose_r1cs; they share only the
     constant-one wire), with the copies' witnesses side by side (compose_witness).
+- shaped after applications' circuits (issue #35; `application`, in the prove suite only),
+  also as many units as fit in 2^k:
+  - semaphore (semaphore.circom): `proofs` Semaphore-shaped membership proofs, 15,897
+    constraints and four public values each: a BabyJubjub public key from the identity's
+    secret scalar (circomlib's BabyPbk), its Poseidon commitment proved a leaf of a binary
+    Poseidon Merkle tree of depth 20, the nullifier Poseidon(scope, secret); one proof needs
+    2^14, so the family has no 2^13 circuit (DomainTooSmall);
+  - bigmul (bigmul.circom): a chain of `products` modular products of 2048-bit integers in 32
+    limbs of 64 bits, x·a = q·p + r with the limbs of q and r range-checked (Num2Bits(64)) and
+    the carries checked two limbs at a time, as RSA signature checks do, 6,706 constraints
+    each beside 96 public values (a, p and the last remainder, a^(products + 1) mod p).
+  They use circomlib's templates but are not flagged `circomlib`: that flag makes a family
+  one of issue #25's, measured by every suite (prove-server, prove-plonk, engine, BLS12-381).
 Each circuit is built over one curve's scalar field (CURVES; issue #28): BN254 (circom's
 default prime, bench/work/<family>-<k>/) or BLS12-381 (`--prime bls12381`,
-bench/work/bls12381/<family>-<k>/). The squaring chain, toyhash, SHA-256 and the range checks
-are field-agnostic; circomlib's Poseidon and BabyJubjub are BN254's, so the Merkle and EdDSA
-families are BN254 only (Family.curves; see bench/bench_prove_bls12381.py).
+bench/work/bls12381/<family>-<k>/). The squaring chain, toyhash, SHA-256, the range checks
+and the limb products are field-agnostic; circomlib's Poseidon and BabyJubjub are BN254's, so
+the Merkle, EdDSA and Semaphore families are BN254 only (Family.curves; see
+bench/bench_prove_bls12381.py).
 Inputs come from a seeded generator (the same files every time). A circuit is compiled by
 circom2 (`-l .tools/node_modules` for circomlib); its witness by `cuzk wtns calculate`; its key
 by `snarkjs groth16 setup` when the curve's powers-of-tau file covers it (BN254:
@@ -68,6 +82,10 @@ SEED = 25  # the inputs' seed: the same messages, keys and values in every run
 R = 21888242871839275222246405745257275088548364400416034343698204186575808495617
 MERKLE_DEPTH = 20
 BATCH_BLOCKS = 8  # the SHA-256 compressions of each copy in the sha256batch family
+SEMAPHORE_DEPTH = 20  # Semaphore's groups: up to 2^20 members
+# the order l of BabyJubjub's prime subgroup: an identity's secret scalar is below it
+BABYJUB_L = 2736030358979909402780800718157159386076813972158567259200215660948447373041
+BIGMUL_LIMB_BITS, BIGMUL_LIMBS = 64, 32  # 2048-bit integers, as RSA-2048's
 FILES = (
     ("r1cs", "circuit.r1cs"),
     ("zkey", "circuit.zkey"),
@@ -106,6 +124,11 @@ CURVES = {
 class KeyUnavailable(RuntimeError):
     """No key can be made for a circuit: too large for the curve's powers of tau, and `cuzk
     setup` does not take the curve (yet)."""
+
+
+class DomainTooSmall(KeyUnavailable):
+    """No circuit of the family fits the domain: one unit needs a larger one (so no key of
+    that size exists for it either)."""
 
 
 def _run(cmd, **kw):
@@ -191,6 +214,12 @@ def _fill(log2n: int, per_unit: int, fixed: int = 0) -> int:
     return max(1, ((1 << log2n) - 1 - fixed) // per_unit)
 
 
+def _units(log2n: int, per_unit: int, fixed: int = 0) -> int:
+    """_fill without its floor: 0 when not even one unit fits (circuit() then raises
+    DomainTooSmall)."""
+    return max(0, ((1 << log2n) - 1 - fixed) // per_unit)
+
+
 def sha256_message(blocks: int, seed: int = SEED) -> bytes:
     """The message of the sha256 circuit with `blocks` compressions: 64·blocks − 9 bytes."""
     rnd = random.Random(f"sha256 {blocks} {seed}")
@@ -222,6 +251,49 @@ def _range_inputs(values: int, seed: int) -> dict:
     }
 
 
+def _semaphore_inputs(proofs: int, seed: int) -> dict:
+    """Identities' secret scalars below BabyJubjub's l, full-depth Merkle paths at random
+    leaves with random siblings (any siblings make a valid path to some root, which the
+    circuit outputs), messages and scopes: field elements."""
+    rnd = random.Random(f"semaphore {proofs} {seed}")
+    return {
+        "secret": [rnd.randrange(1, BABYJUB_L) for _ in range(proofs)],
+        "depth": [SEMAPHORE_DEPTH] * proofs,
+        "index": [rnd.getrandbits(SEMAPHORE_DEPTH) for _ in range(proofs)],
+        "siblings": [[rnd.randrange(R) for _ in range(SEMAPHORE_DEPTH)] for _ in range(proofs)],
+        "message": [rnd.randrange(R) for _ in range(proofs)],
+        "scope": [rnd.randrange(R) for _ in range(proofs)],
+    }
+
+
+def limbs(x: int, n: int = BIGMUL_LIMB_BITS, k: int = BIGMUL_LIMBS) -> list[int]:
+    """x's k limbs in base 2^n, least significant first (x < 2^(n·k))."""
+    if not 0 <= x < 1 << (n * k):
+        raise ValueError(f"{x.bit_length()}-bit value does not fit {k} limbs of {n} bits")
+    return [(x >> (n * i)) & ((1 << n) - 1) for i in range(k)]
+
+
+def bigmul_operands(products: int, seed: int = SEED) -> tuple[int, int]:
+    """(a, p) of the bigmul chain with `products` products: an odd 2048-bit modulus p and a
+    base a in [2, p)."""
+    rnd = random.Random(f"bigmul {products} {seed}")
+    bits = BIGMUL_LIMB_BITS * BIGMUL_LIMBS
+    p = rnd.getrandbits(bits) | 1 << (bits - 1) | 1
+    return rnd.randrange(2, p), p
+
+
+def _bigmul_inputs(products: int, seed: int) -> dict:
+    """a, p and every product's quotient and remainder: x·a = q·p + r with x the previous
+    remainder (a for the first), by Python's integers."""
+    a, p = bigmul_operands(products, seed)
+    q, r, x = [], [], a
+    for _ in range(products):
+        qt, x = divmod(x * a, p)
+        q.append(limbs(qt))
+        r.append(limbs(x))
+    return {"a": limbs(a), "p": limbs(p), "q": q, "r": r}
+
+
 def _eddsa_inputs(signatures: int, seed: int) -> dict:
     p = _run(
         ["node", EDDSA_INPUTS, TOOLS / "node_modules", signatures, seed],
@@ -241,6 +313,7 @@ class Family:
     inputs: Callable[[int, int], dict]  # (param, seed) -> the input signals
     unit: str  # what param counts
     circomlib: bool = False  # a circomlib (npm) circuit: issue #25's families
+    application: bool = False  # shaped after an application's circuit: issue #35's families
     curves: tuple = ("bn254", "bls12_381")  # the fields it means something over
     template: str = ""  # tests/circuits/<template>.circom, when not the family's name
     copies: bool = False  # param counts disjoint copies of main (compose_r1cs), not units
@@ -310,6 +383,25 @@ FAMILIES = {
         "values",
         circomlib=True,
     ),
+    "semaphore": Family(
+        "semaphore",
+        lambda n: f"SemaphoreBatch({n}, {SEMAPHORE_DEPTH})",
+        "message, scope",
+        lambda k: _units(k, 15897 + 4),
+        _semaphore_inputs,
+        f"membership proofs of depth {SEMAPHORE_DEPTH}",
+        application=True,
+        curves=("bn254",),  # BabyJubjub and circomlib's Poseidon are BN254's
+    ),
+    "bigmul": Family(
+        "bigmul",
+        lambda n: f"BigMulModChain({n}, {BIGMUL_LIMB_BITS}, {BIGMUL_LIMBS})",
+        "a, p",
+        lambda k: _units(k, 6706, 3 * BIGMUL_LIMBS),
+        _bigmul_inputs,
+        f"products mod a {BIGMUL_LIMB_BITS * BIGMUL_LIMBS}-bit p",
+        application=True,
+    ),
 }
 FAMILIES["sha256batch"] = Family(
     "sha256batch",
@@ -322,11 +414,17 @@ FAMILIES["sha256batch"] = Family(
     copies=True,  # circomlib's SHA-256, but sized for scale, not one of issue #25's families
 )
 REAL_FAMILIES = tuple(n for n, f in FAMILIES.items() if f.circomlib)
+APPLICATION_FAMILIES = tuple(n for n, f in FAMILIES.items() if f.application)
 
 
 def real_families(curve: str = "bn254") -> tuple:
     """The circomlib families that mean something over the curve's field."""
     return tuple(n for n in REAL_FAMILIES if curve in FAMILIES[n].curves)
+
+
+def smallest_log2n(family: str) -> int:
+    """The smallest domain that holds one unit of the family."""
+    return next(k for k in range(1, 29) if FAMILIES[family].size(k) >= 1)
 
 
 def toyhash(log2n: int, log=print) -> dict:
@@ -348,6 +446,11 @@ def circuit(family: str, log2n: int, log=print, curve: str = "bn254") -> dict:
     if curve not in fam.curves:
         raise ValueError(f"{family} is not a circuit over {curve} (only {', '.join(fam.curves)})")
     param = fam.size(log2n)
+    if param < 1:
+        raise DomainTooSmall(
+            f"{family} 2^{log2n}: one of its {fam.unit} needs a larger domain "
+            f"(the smallest is 2^{smallest_log2n(family)})"
+        )
     work = CURVES[curve].work
     d = work / f"{family}-{log2n}"
     files = {k: d / f for k, f in FILES}

@@ -229,12 +229,17 @@ from every result file present.
 - **Circuits** (bench/circuits.py, made on first use and cached in bench/work): synthetic
   ones with dense witnesses (squaring chain, toyhash) and circomlib's, the circuits people
   prove (issue #25): SHA-256 of a multi-block message, Poseidon Merkle paths of depth 20,
-  EdDSA-Poseidon signature checks (signatures by circomlibjs), 64-bit range checks, each
-  sized to fill its domain (the full profile's scale rows: many 8-block SHA-256 digests in
-  one circuit, composed from one compiled by circom2, which cannot compile one SHA-256 of
-  2^21 constraints). `size` says how many blocks, paths, signatures or values;
-  `witness_pct_0/1/small/dense` is the witness profile, the % of values that are 0, 1,
-  other values below 2^64, and the rest.
+  EdDSA-Poseidon signature checks (signatures by circomlibjs), 64-bit range checks; and
+  two shaped after applications (issue #35, prove suite only): Semaphore-shaped membership
+  proofs (a BabyJubjub public key from the identity's secret, its Poseidon commitment in a
+  binary Merkle tree of depth 20, a nullifier; 15.9k constraints each, so 2^14 is the
+  smallest and 2^13 is listed as skipped) and chains of 2048-bit modular products in 32
+  limbs of 64 bits, as RSA signature checks do (6.7k constraints each). Each is sized to
+  fill its domain. `size` says how many blocks, paths, signatures, values, proofs or
+  products; `witness_pct_0/1/small/dense` is the witness profile, the % of values that are
+  0, 1, other values below 2^64, and the rest. The full profile's scale rows: many
+  8-block SHA-256 digests in one circuit, composed from one compiled by circom2, which
+  cannot compile one SHA-256 of 2^21 constraints.
 - **GPU targets** are measured only by `make bench-gpu` on a machine with a CUDA GPU; they
   read "not measured" until such a run's results are committed.
 - "met by the best run only": the median misses the target, the fastest run meets it (on a

@@ -161,8 +161,9 @@ def cuda_proof():
     device.load_key(key)
     out = {"circuit": c, "key": key, "device": device, "w": w}
     out["resident"] = device.resident_bytes(key.key_id)
-    out["extended"] = {k: _host(v) for k, v in device.plonk.extended[key.key_id].items()}
-    out["on_device"] = all(map(on_device, device.plonk.extended[key.key_id].values()))
+    held = device.plonk.held(key.key_id).extended
+    out["extended"] = {k: _host(v) for k, v in held.items()}
+    out["on_device"] = all(map(on_device, held.values()))
     syn = cuzk.prover.synthesize(key, w)
     buffers = {"a": syn.a, "b": syn.b, "c": syn.c}
     with pytest.MonkeyPatch.context() as mp, one_cpu_under_simulator():
@@ -196,7 +197,7 @@ def test_the_dispatching_prover_proves_plonk_on_the_gpu(cuda_proof):
     assert other.resident_bytes(key.key_id) == cuda_proof["resident"]
     other.evict_key(key.key_id)
     other.evict_key(key.key_id)  # evicting what is not resident is a no-op
-    assert other.resident_bytes(key.key_id) == 0 and other.keys == {}
+    assert other.resident_bytes(key.key_id) == 0 and other.resident_keys() == []
 
 
 @pytest.mark.slow

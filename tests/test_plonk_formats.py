@@ -77,6 +77,25 @@ def test_lagrange_basis(circuit_named):
     assert values == [1] + [0] * (key.domain_size - 1)
 
 
+def test_lagrange_polynomials_read_when_asked(circuit_named):
+    """Every L_i is L_1 on the domain moved by i - 1 rows (1 at row i - 1), from a mapped
+    key and from a private one alike; a private key reads none of them until asked (the
+    prover reads L_1 alone: 160 bytes a gate per public signal stay on disk)."""
+    path = circuit_named("nested").plonk_zkey
+    mapped, private = PlonkZKey(path), PlonkZKey(path, private=True)
+    assert len(mapped.lagrange) == len(private.lagrange) == mapped.n_public > 2
+    assert private.lagrange._made == {}
+    n = mapped.domain_size
+    for i, (m, p) in enumerate(zip(mapped.lagrange, private.lagrange, strict=True)):
+        assert (m.evaluations == p.evaluations).all()
+        assert (m.coefficients == p.coefficients).all()
+        values = ints(p.evaluations[::4], mapped.curve_info)
+        assert values == [0] * i + [1] + [0] * (n - 1 - i)
+    assert private.lagrange[-1] is private.lagrange[len(private.lagrange) - 1]
+    with pytest.raises(IndexError, match="Lagrange"):
+        private.lagrange[len(private.lagrange)]
+
+
 def test_export_vk_matches_snarkjs(plonk_circuit):
     vk = verification_key(PlonkZKey(plonk_circuit.plonk_zkey))
     assert dumps(vk) == plonk_circuit.plonk_vk.read_text()

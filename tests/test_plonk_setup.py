@@ -191,3 +191,21 @@ def test_snarkjs_verifies_a_proof_on_a_cuzk_key(tools, circuit_named, tmp_path):
     res = CliRunner().invoke(main, ["prove", str(key), str(c.witness(1)), str(proof), str(public)])
     assert res.exit_code == 0, res.output
     assert interop.plonk_verify(vk, public, proof)
+
+
+def test_key_writer_streams_a_declared_section(tmp_path):
+    """A section made chunk by chunk under its declared size (the Lagrange polynomials: one
+    public signal's at a time) is the one written from a list; a size that differs from
+    what the chunks hold is an error, not a key with a wrong section header."""
+    import numpy as np
+
+    from cuzk.plonk.setup import _KeyWriter
+
+    chunks = [np.arange(8, dtype=np.uint64).reshape(2, 4), b"\x01\x02\x03"]
+    with open(tmp_path / "listed", "wb") as f:
+        _KeyWriter(f, 1).section(13, chunks)
+    with open(tmp_path / "streamed", "wb") as f:
+        _KeyWriter(f, 1).section(13, iter(chunks), nbytes=67)
+    assert (tmp_path / "listed").read_bytes() == (tmp_path / "streamed").read_bytes()
+    with open(tmp_path / "short", "wb") as f, pytest.raises(ValueError, match="section 13"):
+        _KeyWriter(f, 1).section(13, iter(chunks), nbytes=99)

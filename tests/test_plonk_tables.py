@@ -52,18 +52,18 @@ def test_a_device_builds_the_table_with_the_key_and_drops_it(circuit_named, smal
     assert key.nbytes == key.zkey.file.file_size + key.extended_bytes + planned
     device = stages.open_device("cpu")
     device.load_key(key)
-    table = device.tables[key.key_id]
+    table = device.held(key.key_id).table
     assert table.n == 38 and table.factor <= 4 and table.nbytes == planned
     assert device.resident_bytes(key.key_id) == key.extended_bytes + planned
     device.load_key(key)  # loaded again: kept, not rebuilt
-    assert device.tables[key.key_id] is table
+    assert device.held(key.key_id).table is table
     vk = json.loads(c.plonk_vk.read_text())
     for k in (0, 1):
         w = cuzk.plonk.load_witness(c.witness(k), key)
         proof = stages.prove_start(key, stages.synthesize(key, w).buffers, w, device)
         assert verify_objects(vk, json.loads(c.plonk_public(k).read_text()), proof.to_json())
     device.evict_key(key.key_id)
-    assert device.tables == {} and device.resident_bytes(key.key_id) == 0
+    assert device.held(key.key_id) is None and device.resident_bytes(key.key_id) == 0
 
 
 def test_the_cap_and_the_copies_shape_the_table(circuit_named, small_tables):
@@ -78,4 +78,5 @@ def test_the_cap_and_the_copies_shape_the_table(circuit_named, small_tables):
     configure({"msm_tables": 0})
     device = stages.open_device("cpu")
     device.load_key(key)
-    assert device.tables == {} and device.resident_bytes(key.key_id) == key.extended_bytes
+    assert device.held(key.key_id).table is None
+    assert device.resident_bytes(key.key_id) == key.extended_bytes

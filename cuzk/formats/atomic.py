@@ -292,36 +292,48 @@ def _new_temporary(real: str, path: str) -> tuple[int, str]:
         raise OSError(e.errno, e.strerror, path) from None
 
 
-def _temporary_file(real: str, mode: str, path: str):
-    """(file, name) of a new temporary file next to `real`: on a clean exit it is flushed,
-    fsynced and made 0644, and kept for the caller to rename; on any error it is removed.
-    (A generator: atomic_writer makes it a context manager.)"""
-    fd, tmp = _new_temporary(real, path)
-    try:
-        with os.fdopen(fd, mode) as f:
-            yield f, tmp
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-    except BaseException:
-        _unlink(tmp)
-        raise
+class _TemporaryFile:
+    """``with _TemporaryFile(real, mode, path) as (file, name)``: a new temporary file next to
+    `real`; on a clean exit it is flushed, fsynced, closed and made 0644, and kept for the
+    caller to rename; on any error (in the block or here) it is removed. A class, not a
+    contextlib generator: the thin client writes its outputs through it."""
+
+    __slots__ = ("real", "mode", "path", "file", "name")
+
+    def __init__(self, real: str, mode: str, path: str):
+        self.real, self.mode, self.path = real, mode, path
+
+    def __enter__(self):
+        fd, self.name = _new_temporary(self.real, self.path)
+        try:
+            self.file = os.fdopen(fd, self.mode)
+        except BaseException:
+            os.close(fd)
+            _unlink(self.name)
+            raise
+        return self.file, self.name
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        try:
+            with self.file as f:
+                if exc_type is None:
+                    f.flush()
+                    os.fsync(f.fileno())
+            if exc_type is None:
+                os.chmod(self.name, 0o644)
+        except BaseException:
+            _unlink(self.name)
+            raise
+        if exc_type is not None:
+            _unlink(self.name)
+        return False
 
 
 def _temporary(t: Target, data: bytes) -> str:
-    """A complete, fsynced copy of `data` next to t.real (what _temporary_file makes); its
-    name."""
+    """A complete, fsynced copy of `data` next to t.real; its name."""
     try:
-        fd, tmp = _new_temporary(t.real, t.path)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.chmod(tmp, 0o644)
-        except BaseException:
-            _unlink(tmp)
-            raise
+        with _TemporaryFile(t.real, "wb", t.path) as (f, tmp):
+            f.write(data)
     except OSError as e:
         raise OutputError(f"{t.path}: {e.strerror or e}") from None
     return tmp
@@ -408,10 +420,8 @@ def _atomic_writer(path: os.PathLike | str, mode: str):
         with open(path, mode.replace("w", "a")) as f:
             yield f
         return
-    import contextlib
-
     with terminate_cleanly():
-        with contextlib.contextmanager(_temporary_file)(t.real, mode, path) as (f, tmp):
+        with _TemporaryFile(t.real, mode, path) as (f, tmp):
             yield f
         try:
             os.replace(tmp, t.real)

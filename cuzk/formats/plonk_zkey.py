@@ -103,6 +103,36 @@ class Polynomial:
         self.evaluations = block[n : 5 * n]
 
 
+class LagrangeBasis:
+    """The key's L_1 .. L_count (a sequence of Polynomial), each viewed (mapped) or read
+    (private) when first asked for: the prover reads L_1 alone, and a key's Lagrange
+    section is 160 bytes a gate per public signal (5.5 GB for 256 of them at 2^17)."""
+
+    def __init__(self, file, offset: int, n: int, count: int, limbs: int):
+        self._file, self._offset, self._n, self._limbs = file, offset, n, limbs
+        self._count = count
+        self._made: dict[int, Polynomial] = {}
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._count))]
+        j = i + self._count if i < 0 else i
+        if not 0 <= j < self._count:
+            raise IndexError(f"L_{i + 1}: the key has {self._count} Lagrange polynomials")
+        p = self._made.get(j)
+        if p is None:
+            n, width = self._n, self._limbs * 8
+            block = self._file.limbs(self._offset + j * 5 * n * width, 5 * n, self._limbs)
+            p = self._made[j] = Polynomial(block, n)
+        return p
+
+    def __iter__(self):
+        return (self[j] for j in range(self._count))
+
+
 class PlonkZKey:
     """A mapped snarkjs PLONK .zkey (see the module docstring).
 
@@ -110,8 +140,9 @@ class PlonkZKey:
     n_vars, n_public, domain_size, power (log2 domain_size), n_additions, n_constraints,
     k1, k2 (plain ints); Qm, Ql, Qr, Qo, Qc, S1, S2, S3 (G1 limbs) and X_2 (G2 limbs), the
     header's points as stored; additions (structured, additions_dtype); a_map, b_map, c_map
-    (n_constraints,) uint32; qm, ql, qr, qo, qc, s1, s2, s3 (Polynomial); lagrange (a list
-    of max(nPublic, 1) Polynomial: L_1, L_2, ...); ptau ((domain_size + 6), G1 limbs).
+    (n_constraints,) uint32; qm, ql, qr, qo, qc, s1, s2, s3 (Polynomial); lagrange (a
+    LagrangeBasis: max(nPublic, 1) Polynomial L_1, L_2, ..., each read when asked for);
+    ptau ((domain_size + 6), G1 limbs).
 
     `curves_allowed` (snarkjs names) limits the curves accepted, as for ZKey.
     `check_indices` scans the wire maps and additions once (vectorised) for signal indices
@@ -190,8 +221,8 @@ class PlonkZKey:
         sigma = self._elements(SIGMA, "sigma", 15 * n)
         self.s1, self.s2, self.s3 = (Polynomial(sigma[5 * n * i :], n) for i in range(3))
         count = max(self.n_public, 1)
-        lagrange = self._elements(LAGRANGE, "Lagrange", 5 * n * count)
-        self.lagrange = [Polynomial(lagrange[5 * n * i :], n) for i in range(count)]
+        offset = self._offset(LAGRANGE, "Lagrange", 5 * n * count)
+        self.lagrange = LagrangeBasis(f, offset, n, count, self.curve_info.r_limbs)
         s = f.section(PTAU, "powers of tau")
         points = n + PTAU_EXTRA
         if s.size != points * 8 * g1:
@@ -214,7 +245,8 @@ class PlonkZKey:
             )
         return self.file.view(s.offset, np.dtype("<u4"), self.n_constraints)
 
-    def _elements(self, sid: int, name: str, count: int) -> np.ndarray:
+    def _offset(self, sid: int, name: str, count: int) -> int:
+        """Where section `sid` of `count` field elements starts (BadSectionSize otherwise)."""
         s = self.file.section(sid, name)
         expected = count * self.n8r
         if s.size != expected:
@@ -223,7 +255,11 @@ class PlonkZKey:
                 f"{name} section ({sid}) is {s.size} bytes, expected {count} field elements "
                 f"= {expected} bytes",
             )
-        return self.file.limbs(s.offset, count, self.curve_info.r_limbs)
+        return s.offset
+
+    def _elements(self, sid: int, name: str, count: int) -> np.ndarray:
+        offset = self._offset(sid, name, count)
+        return self.file.limbs(offset, count, self.curve_info.r_limbs)
 
     def check_indices(self) -> None:
         """BadValue if a gate's wire or an addition's operand is not a signal below nVars, or

@@ -128,17 +128,14 @@ class CudaDevice:
         self._lock = threading.Lock()
 
     def describe(self) -> str:
-        from numba import cuda
+        from cuzk.kernels.resident import gpu_facts
 
-        from cuzk.arith.jit import cuda_simulated
-
-        if cuda_simulated():  # the simulator's device has no name or memory figures
+        gpu = gpu_facts(self.ordinal)
+        if gpu is None:  # the simulator's device has no name or memory figures
             return f"{self.name}: numba CUDA simulator"
-        dev = cuda.get_current_device()
-        name = dev.name.decode() if isinstance(dev.name, bytes) else dev.name
-        free, total = cuda.current_context().get_memory_info()
+        name, free, total = gpu["name"], gpu["free"], gpu["total"]
         return (
-            f"{self.name}: {name}, compute capability {dev.compute_capability}, "
+            f"{self.name}: {name}, compute capability {gpu['cc']}, "
             f"{total / 2**30:.1f} GiB ({free / 2**30:.1f} GiB free)"
         )
 

@@ -117,6 +117,22 @@ def gpu_context(ordinal: int):
     return _gpu(cuda, ordinal)
 
 
+def gpu_facts(ordinal: int) -> dict | None:
+    """GPU ``ordinal``'s name, compute capability and memory (total and free bytes), for a
+    device's describe(); None in the simulator (its device has no such figures)."""
+    from numba import cuda
+
+    from cuzk.arith.jit import cuda_simulated
+
+    if cuda_simulated():
+        return None
+    with cuda.gpus[ordinal]:
+        dev = cuda.get_current_device()
+        free, total = cuda.current_context().get_memory_info()
+    name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
+    return {"name": name, "cc": dev.compute_capability, "free": free, "total": total}
+
+
 def _gpu(cuda, ordinal):
     from cuzk.arith.jit import cuda_simulated
 

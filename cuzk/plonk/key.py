@@ -90,10 +90,10 @@ class ProvingKey:
         The header's points on their curves and in their groups (cuzk.plonk.verifier.check_vk
         on the key's verification key), every power of tau's coordinates below q and the
         point on the curve (the compiled batch test, cuzk.arith.batch), every stored field
-        element (the additions' factors, the selector, permutation and Lagrange polynomials)
-        below r. A power of tau on the curve but outside G1 (BLS12-381's G1 has a cofactor)
-        is left to verify(), which refuses commitments outside G1 on such a curve. Returns
-        the checked verification key (what verify() takes)."""
+        element the prover reads (the additions' factors, the selector and permutation
+        polynomials, L_1) below r. A power of tau on the curve but outside G1 (BLS12-381's
+        G1 has a cofactor) is left to verify(), which refuses commitments outside G1 on such
+        a curve. Returns the checked verification key (what verify() takes)."""
         vk = getattr(self, "_vk", None)
         if vk is None:
             from cuzk.arith import batch
@@ -126,14 +126,19 @@ class ProvingKey:
         return vk
 
     def _field_elements(self):
-        """(name, (m, 4) limbs) of every stored field element but k1, k2 (checked on open)."""
+        """(name, (m, 4) limbs) of every stored field element the prover reads but k1, k2
+        (checked on open). Of the Lagrange polynomials only L_1 (round 3's first-row
+        term): the public inputs' polynomial is made from the public values on H
+        (cuzk.plonk.prover.pi_extended), so L_2 .. L_nPublic are never read. A key with
+        256 public signals holds 5.5 GB of them at 2^17: scanned, they were 5.5 GB of
+        mapped pages in every command that checked the key, more than snarkjs's prover."""
         z = self.zkey
         if z.n_additions:
             yield "additions' factor_a", z.additions["factor_a"]
             yield "additions' factor_b", z.additions["factor_b"]
         polys = [(name, getattr(z, attr)) for attr, _, name in SELECTORS]
         polys += [(f"S{i + 1}", p) for i, p in enumerate((z.s1, z.s2, z.s3))]
-        polys += [(f"L{i + 1}", p) for i, p in enumerate(z.lagrange)]
+        polys += [("L1", z.lagrange[0])]
         for name, p in polys:
             yield f"{name} coefficients", p.coefficients
             yield f"{name} evaluations", p.evaluations

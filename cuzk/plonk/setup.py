@@ -86,13 +86,12 @@ class Gates:
 
 
 def _combinations(m, values):
-    """The rows of a CSR matrix as {signal: factor} dicts (a repeated signal: the last)."""
+    """The rows of a CSR matrix as {signal: factor} dicts (a repeated signal: the last), made
+    one at a time as they are read."""
     ptr = m.row_ptr.tolist()
     cols = m.cols.tolist()
-    return [
-        dict(zip(cols[lo:hi], values[lo:hi], strict=True))
-        for lo, hi in zip(ptr[:-1], ptr[1:], strict=True)
-    ]
+    for lo, hi in zip(ptr[:-1], ptr[1:], strict=True):
+        yield dict(zip(cols[lo:hi], values[lo:hi], strict=True))
 
 
 def build_gates(r1cs) -> Gates:
@@ -152,7 +151,7 @@ def build_gates(r1cs) -> Gates:
             return "signals"
         return "constant" if lc else "empty"
 
-    rows = [_combinations(m, limbs_to_ints(m.vals)) for m in (r1cs.A, r1cs.B, r1cs.C)]
+    rows = (_combinations(m, limbs_to_ints(m.vals)) for m in (r1cs.A, r1cs.B, r1cs.C))
     for lca, lcb, lcc in zip(*rows, strict=True):
         ka, kb = kind(lca), kind(lcb)
         if ka == "empty" or kb == "empty":
@@ -229,16 +228,27 @@ class _KeyWriter:
         self.f = f
         f.write(FILE_HEADER.pack(b"zkey", 1, n_sections))
 
-    def section(self, sid: int, chunks) -> None:
+    def section(self, sid: int, chunks, nbytes: int | None = None) -> None:
+        """Write section `sid` of the byte chunks (arrays or bytes). `nbytes`, when given, is
+        its size, declared before the chunks are made: `chunks` may then be an iterator that
+        makes them one at a time (a key's Lagrange polynomials, 160 bytes a gate each, are
+        gigabytes at 2^19 with hundreds of public signals); ValueError if they differ."""
         from cuzk.formats.binfile import SECTION_HEADER
 
-        views = [
-            memoryview(np.ascontiguousarray(c) if isinstance(c, np.ndarray) else c) for c in chunks
-        ]
-        views = [v.cast("B") for v in views]
-        self.f.write(SECTION_HEADER.pack(sid, sum(v.nbytes for v in views)))
-        for v in views:
+        def view(c):
+            return memoryview(np.ascontiguousarray(c) if isinstance(c, np.ndarray) else c).cast("B")
+
+        if nbytes is None:
+            chunks = [view(c) for c in chunks]
+            nbytes = sum(v.nbytes for v in chunks)
+        self.f.write(SECTION_HEADER.pack(sid, nbytes))
+        written = 0
+        for c in chunks:
+            v = view(c)
             self.f.write(v)
+            written += v.nbytes
+        if written != nbytes:
+            raise ValueError(f"zkey section {sid}: {written} bytes written, {nbytes} declared")
 
 
 def _additions_bytes(fr, additions) -> bytes:
@@ -341,13 +351,15 @@ def setup(r1cs_path, ptau_path, zkey_path, log=None) -> dict:
         out.section(12, chunks)
         del sigma, chunks
         say("permutation written")
-        chunks = []
-        for i in range(max(gates.n_public, 1)):
-            unit = np.zeros((n, 4), np.uint64)
-            unit[i] = fr.mont(1)
-            chunks += polys.stored(unit)
-        out.section(13, chunks)
-        del chunks
+
+        def lagrange_polynomials():  # L_i's coefficients and 4n values, one at a time
+            for i in range(units):
+                unit = np.zeros((n, 4), np.uint64)
+                unit[i] = fr.mont(1)
+                yield from polys.stored(unit)
+
+        units = max(gates.n_public, 1)
+        out.section(13, lagrange_polynomials(), nbytes=units * 5 * n * 4 * 8)
         out.section(14, [tau_g1])
         header = b"".join(
             [

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import threading
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -80,12 +81,23 @@ def synthesize(key, w, out=None) -> Synthesis:
 def prove_start(key, buffers, w, device) -> Partial:
     """The five rounds from synthesize's wires (buffers "a", "b", "c"; taken as round 1's
     A, B, C, and overwritten as the rounds please)."""
-    ext = device.extended.get(key.key_id)
-    if ext is None:
+    held = device.held(key.key_id)
+    if held is None:
         raise RuntimeError(f"prove_start before key {key.key_id} was loaded on {device.name}")
     wires = (buffers["a"], buffers["b"], buffers["c"])
-    table = device.tables.get(key.key_id)  # (msm_tables; cuzk.plonk.tables)
-    return prove(key.zkey, w, device.ops(key.zkey.curve_info), wires=wires, ext=ext, table=table)
+    ops = device.ops(key.zkey.curve_info)
+    return prove(key.zkey, w, ops, wires=wires, ext=held.extended, table=held.table)
+
+
+@dataclass(frozen=True)
+class Held:
+    """What a device keeps for one resident key: the key, its extended values
+    (cuzk.plonk.prover.extended; on a CUDA device copies on the GPU) and its table of
+    multiples (cuzk.plonk.tables; None: no table)."""
+
+    key: object
+    extended: dict
+    table: object = None
 
 
 def prove_finish(key, partial: Partial, w) -> Proof:
@@ -125,10 +137,17 @@ class Device:
 
     def __init__(self, name: str = "cpu"):
         self.name = name
-        self.keys: dict[str, object] = {}
-        self.extended: dict[str, dict] = {}  # key id -> extended(key)
-        self.tables: dict[str, object] = {}  # key id -> its powers of tau's MsmTable
+        self._held: dict[str, Held] = {}  # key id -> what is kept for it
         self._lock = threading.Lock()
+
+    def held(self, key_id: str) -> Held | None:
+        """What this device keeps for the key (None: not loaded)."""
+        with self._lock:
+            return self._held.get(key_id)
+
+    def resident_keys(self) -> list[str]:
+        with self._lock:
+            return list(self._held)
 
     def describe(self) -> str:
         return f"{self.name}: PLONK on Numba CPU kernels, {os.cpu_count()} cores"
@@ -140,30 +159,25 @@ class Device:
     def load_key(self, key) -> None:
         from cuzk.plonk import tables
 
-        if key.key_id in self.keys:
+        if self.held(key.key_id) is not None:
             return  # (loaded: its values and table are kept)
         ext = extended(key.zkey, self.ops(key.zkey.curve_info))  # outside the lock
         table = tables.build(key)  # None when msm_tables is off
         with self._lock:
-            self.keys[key.key_id] = key
-            self.extended[key.key_id] = ext
-            if table is not None:
-                self.tables[key.key_id] = table
+            self._held[key.key_id] = Held(key, ext, table)
 
     def evict_key(self, key_id: str) -> None:
         with self._lock:
-            self.keys.pop(key_id, None)
-            self.extended.pop(key_id, None)
-            self.tables.pop(key_id, None)
+            self._held.pop(key_id, None)
 
     def resident_bytes(self, key_id: str) -> int:
         """The key's extended values and table held here (its mapped file's pages belong to
         the page cache, shared by every process)."""
-        with self._lock:
-            ext = self.extended.get(key_id)
-            table = self.tables.get(key_id)
-        held = ext["x"].nbytes if ext else 0  # (the rest are views of the key)
-        return held + (table.nbytes if table is not None else 0)
+        held = self.held(key_id)
+        if held is None:
+            return 0
+        table = held.table.nbytes if held.table is not None else 0
+        return held.extended["x"].nbytes + table  # (the other values are views of the key)
 
 
 class CudaDevice(Device):
@@ -186,18 +200,10 @@ class CudaDevice(Device):
         self._ops: dict[str, object] = {}  # curve name -> CudaFrOps
 
     def describe(self) -> str:
-        from cuzk.arith.jit import cuda_simulated
+        from cuzk.kernels.resident import gpu_facts
 
-        if cuda_simulated():
-            gpu = "numba CUDA simulator"
-        else:
-            from numba import cuda
-
-            from cuzk.kernels.resident import gpu_context
-
-            with gpu_context(self.ordinal):
-                dev = cuda.get_current_device()
-            gpu = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
+        facts = gpu_facts(self.ordinal)
+        gpu = "numba CUDA simulator" if facts is None else facts["name"]
         return (
             f"{self.name}: PLONK on CUDA kernels ({gpu}: NTTs, MSMs, the quotient), "
             f"sequential steps on {os.cpu_count()} CPU cores"
@@ -214,34 +220,28 @@ class CudaDevice(Device):
 
     def load_key(self, key) -> None:
         ops = self.ops(key.zkey.curve_info)
-        with self._lock:
-            if key.key_id in self.keys:
-                return
+        if self.held(key.key_id) is not None:
+            return
         # the key's values on the domain of 4n (host views of its file) and the domain's
         # points, copied to the GPU once
         ext = {name: ops.to_device(v) for name, v in extended(key.zkey, ops).items()}
         ops.keep_points(key.zkey.ptau)
         with self._lock:
-            self.keys[key.key_id] = key
-            self.extended[key.key_id] = ext
+            self._held[key.key_id] = Held(key, ext)
 
     def evict_key(self, key_id: str) -> None:
         with self._lock:
-            key = self.keys.pop(key_id, None)
-            self.extended.pop(key_id, None)
-        if key is not None:
-            self.ops(key.zkey.curve_info).drop_points(key.zkey.ptau)
+            held = self._held.pop(key_id, None)
+        if held is not None:
+            self.ops(held.key.zkey.curve_info).drop_points(held.key.zkey.ptau)
 
     def resident_bytes(self, key_id: str) -> int:
         """The key's extended values and powers of tau held on the GPU."""
-        with self._lock:
-            key = self.keys.get(key_id)
-        if key is None:
+        held = self.held(key_id)
+        if held is None:
             return 0
-        with self._lock:
-            ext = self.extended.get(key_id)
-        held = sum(int(a.nbytes) for a in ext.values()) if ext else 0  # (on the GPU: all)
-        return held + self.ops(key.zkey.curve_info).kept_bytes(key.zkey.ptau)
+        values = sum(int(a.nbytes) for a in held.extended.values())  # (on the GPU: all)
+        return values + self.ops(held.key.zkey.curve_info).kept_bytes(held.key.zkey.ptau)
 
 
 class DeviceUnavailable(ValueError):
