@@ -53,9 +53,10 @@ def test_the_dispatching_prover_opens_each_protocol(circuit_named):
         cuzk.prover.ProvingKey.open(c.witness(0))  # a .wtns is no key
     device = cuzk.prover.open_device("cpu")
     device.load_key(plonk)
-    assert device.for_key(plonk).keys == {plonk.key_id: plonk}
+    assert device.for_key(plonk).held(plonk.key_id).key is plonk
+    assert device.for_key(plonk).resident_keys() == [plonk.key_id]
     device.evict_key(plonk.key_id)
-    assert device.plonk.keys == {} and device.resident_bytes(plonk.key_id) == 0
+    assert device.plonk.resident_keys() == [] and device.resident_bytes(plonk.key_id) == 0
     with pytest.raises(ValueError, match="expected cpu, cpu:N, cuda or cuda:N"):
         cuzk.plonk.open_device("tpu:0")
 
@@ -127,7 +128,7 @@ def test_a_device_keeps_the_keys_extended_values_between_proofs(circuit_named):
     device = stages.open_device("cpu")
     device.load_key(key)
     assert device.resident_bytes(key.key_id) == key.extended_bytes
-    kept = device.extended[key.key_id]
+    kept = device.held(key.key_id).extended
     assert sorted(kept) == sorted((*EXTENDED, "x"))
     fresh = extended(key.zkey, stages.frops(key))
     assert all(np.array_equal(kept[k], fresh[k]) for k in kept)
@@ -139,6 +140,6 @@ def test_a_device_keeps_the_keys_extended_values_between_proofs(circuit_named):
         assert verify_objects(vk, public, proof.to_json())
     assert all(np.array_equal(kept[k], fresh[k]) for k in kept)  # read, never written
     device.evict_key(key.key_id)
-    assert device.resident_bytes(key.key_id) == 0 and device.extended == {}
+    assert device.resident_bytes(key.key_id) == 0 and device.held(key.key_id) is None
     with pytest.raises(RuntimeError, match="before key"):
         stages.prove_start(key, stages.synthesize(key, w).buffers, w, device)
