@@ -78,6 +78,12 @@ def application_rows(sizes) -> list:
     ]
 
 
+def application_target_rows() -> list:
+    """(family, log2n) of issue #35's families that its targets read: every size from 2^13
+    to 2^19 that holds one unit (a row below a family's smallest domain is only skipped)."""
+    return [(f, k) for f, k in application_rows((13, 15, 17, 19)) if k >= smallest_log2n(f)]
+
+
 # (family, log2n) per profile: the squaring chain at every size, toyhash for continuity,
 # circomlib's families (issue #25) at 2^15 and 2^17, issue #35's application-shaped ones at
 # 2^13 (or their smallest), 2^15 and 2^17; 2^19 in the full profile.
@@ -854,9 +860,7 @@ def application_targets(get) -> list[dict]:
     have = bool((prove or {}).get("rapidsnark", {}).get("installed"))
     why = "" if have or not prove else "rapidsnark not built here (README: rapidsnark as a peer)"
     out = []
-    for family, log2n in application_rows((13, 15, 17, 19)):
-        if log2n < smallest_log2n(family):
-            continue
+    for family, log2n in application_target_rows():
         r, where = family_row(get, family, log2n)
         ok = bool(r and have and "rapidsnark_s" in r)
         out.append(

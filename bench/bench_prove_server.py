@@ -35,12 +35,12 @@ from bench.bench_prove import (
     REPEATS,
     _run_measured,
     _stats,
-    application_rows,
+    application_target_rows,
     cuzk_prove,
     find_rapidsnark,
     last_job_seconds,
 )
-from bench.circuits import REAL_FAMILIES, WORK, KeyUnavailable, circuit, smallest_log2n
+from bench.circuits import REAL_FAMILIES, WORK, KeyUnavailable, circuit
 from bench.machine import compile_bytecode
 from bench.tables import family_row, fmt, squarechain_row, table, target
 
@@ -234,51 +234,32 @@ def targets(get) -> list[dict]:
                 suite="prove-server",
             )
         )
-    for family in REAL_FAMILIES:  # issue #25's target 2, through `cuzk serve`
-        for log2n in (15, 17, 19):
-            r, where = family_row(get, family, log2n)
-            ok = bool(r and have and "server_vs_rapidsnark" in r)
-            out.append(
-                target(
-                    f"{family} 2^{log2n}: `cuzk prove --server` (warm daemon), whole command "
-                    "÷ rapidsnark's",
-                    "#25",
-                    0.5,
-                    "x",
-                    r.get("server_vs_rapidsnark") if ok else None,
-                    note=(
-                        f"command {fmt(r['server_cmd_s'])} s (daemon {fmt(r['daemon_job_s'])} "
-                        f"s), rapidsnark {fmt(r['rapidsnark_s'])} s{where}"
-                        if ok
-                        else (why or "no run at this size")
-                    ),
-                    suite="prove-server",
-                    profile="full" if where else "quick",
-                )
-            )
-    for family, log2n in application_rows((13, 15, 17, 19)):  # issue #35's target 3
-        if log2n < smallest_log2n(family):
-            continue
+
+    def family_target(family, log2n, issue, goal):
         r, where = family_row(get, family, log2n)
         ok = bool(r and have and "server_vs_rapidsnark" in r)
-        out.append(
-            target(
-                f"{family} 2^{log2n}: `cuzk prove --server` (warm daemon), whole command "
-                "÷ rapidsnark's",
-                "#35",
-                0.6,
-                "x",
-                r.get("server_vs_rapidsnark") if ok else None,
-                note=(
-                    f"command {fmt(r['server_cmd_s'])} s (daemon {fmt(r['daemon_job_s'])} "
-                    f"s), rapidsnark {fmt(r['rapidsnark_s'])} s{where}"
-                    if ok
-                    else (why or "no run at this size")
-                ),
-                suite="prove-server",
-                profile="full" if where else "quick",
-            )
+        return target(
+            f"{family} 2^{log2n}: `cuzk prove --server` (warm daemon), whole command "
+            "÷ rapidsnark's",
+            issue,
+            goal,
+            "x",
+            r.get("server_vs_rapidsnark") if ok else None,
+            note=(
+                f"command {fmt(r['server_cmd_s'])} s (daemon {fmt(r['daemon_job_s'])} "
+                f"s), rapidsnark {fmt(r['rapidsnark_s'])} s{where}"
+                if ok
+                else (why or "no run at this size")
+            ),
+            suite="prove-server",
+            profile="full" if where else "quick",
         )
+
+    for family in REAL_FAMILIES:  # issue #25's target 2, through `cuzk serve`
+        for log2n in (15, 17, 19):
+            out.append(family_target(family, log2n, "#25", 0.5))
+    for family, log2n in application_target_rows():  # issue #35's target 3
+        out.append(family_target(family, log2n, "#35", 0.6))
     return out
 
 
