@@ -227,7 +227,8 @@ def test_a_keys_tables_on_the_library_prove_the_same_bytes(native_on):
         configure({"msm_tables": 4})
         before = dict(native.calls)
         dev = open_device("cpu")
-        dev.load_key(key)
+        dev.load_key(key)  # (the tables are built beside the proofs: waited for here)
+        assert dev.table_builds.wait(key.key_id, timeout=120)
         assert set(key.tables) == {"a", "b1", "c", "h", "b2"} and key.table_bytes > 0
         assert proof(dev) == plain
         dev.evict_key(key.key_id)
@@ -237,6 +238,103 @@ def test_a_keys_tables_on_the_library_prove_the_same_bytes(native_on):
     assert {"table_fill_g1", "table_fill_g2"} <= ran
     for g in ("g1", "g2"):
         assert any(r.startswith(f"pippenger_table_{g}_") for r in ran), (g, ran)
+
+
+@pytest.fixture
+def gated_tables(monkeypatch):
+    """Table builds (msm_cpu.build_table) wait at a gate until it opens (set()) or their build
+    is stopped; msm_tables = 4 with tables planned for the fixtures' small point sets."""
+    import threading
+
+    from cuzk.groth16 import configure
+    from cuzk.kernels import msm_cpu
+
+    real, gate = msm_cpu.build_table, threading.Event()
+
+    def gated(*args, stop=None, **kwargs):
+        while not gate.is_set() and not (stop is not None and stop()):
+            gate.wait(0.01)
+        return real(*args, stop=stop, **kwargs)
+
+    monkeypatch.setattr(msm_cpu, "build_table", gated)
+    monkeypatch.setattr(msm_cpu, "PARTITION_MIN", 8)
+    configure({"msm_tables": 4})
+    yield gate
+    gate.set()
+    configure({})
+
+
+def test_a_keys_tables_build_beside_its_proofs_and_stop_with_it(native_on, gated_tables):
+    """With the library, load_key returns while the tables are built on a thread of their own:
+    proofs go on without them (the same bytes), each table is put in place when done, and a
+    key evicted while they build stops the build (waited for) and keeps none."""
+    from cuzk.groth16 import open_device, prove_finish, prove_start, synthesize
+    from cuzk.groth16.key import ProvingKey, load_witness
+
+    key = ProvingKey.open(FIXTURES / "toyhash" / "circuit.zkey")
+    w = load_witness(FIXTURES / "toyhash" / "witness_0.wtns", key)
+
+    def proof(dev):
+        syn = synthesize(key, w)
+        partial = prove_start(key, syn.buffers, w, dev)
+        return prove_finish(key, partial, w, r=12345, s=67890).to_json()
+
+    dev = open_device("cpu")
+    plain = proof(dev)
+    dev.load_key(key)
+    assert dev.table_builds.building(key.key_id) and key.tables == {}
+    assert proof(dev) == plain  # proved while the build waits at its gate
+    gated_tables.set()
+    assert dev.table_builds.wait(key.key_id, timeout=120)
+    assert set(key.tables) == {"a", "b1", "c", "h", "b2"}
+    assert dev.resident_bytes(key.key_id) == key.table_bytes > 0
+    assert proof(dev) == plain
+    dev.evict_key(key.key_id)
+    gated_tables.clear()
+    dev.load_key(key)
+    assert dev.table_builds.building(key.key_id)
+    dev.evict_key(key.key_id)  # mid-build: returns once the build has stopped
+    assert not dev.table_builds.building(key.key_id) and key.tables == {}
+    assert dev.resident_bytes() == 0
+
+
+def test_a_plonk_keys_table_builds_beside_its_proofs(native_on, gated_tables, circuit_named):
+    """The same for a PLONK key on a CPU device: proved (and accepted) without the table while
+    it builds; the table joins the held key when done; evicted mid-build, none is kept."""
+    import json
+
+    import cuzk.plonk
+    from cuzk.plonk import stages
+    from cuzk.plonk.key import ProvingKey
+    from cuzk.plonk.key import configure as plonk_configure
+    from cuzk.plonk.verifier import verify_objects
+
+    plonk_configure({"msm_tables": 4})
+    c = circuit_named("mulchain")
+    key = ProvingKey.open(c.plonk_zkey)
+    vk = json.loads(c.plonk_vk.read_text())
+    w = cuzk.plonk.load_witness(c.witness(0), key)
+    public = json.loads(c.plonk_public(0).read_text())
+
+    def accepted(device):
+        proof = stages.prove_start(key, stages.synthesize(key, w).buffers, w, device)
+        return verify_objects(vk, public, proof.to_json())
+
+    device = stages.open_device("cpu")
+    device.load_key(key)
+    assert device.table_builds.building(key.key_id) and device.held(key.key_id).table is None
+    assert accepted(device)
+    gated_tables.set()
+    assert device.table_builds.wait(key.key_id, timeout=120)
+    table = device.held(key.key_id).table
+    assert table is not None and table.nbytes == key.table_bytes > 0
+    assert device.resident_bytes(key.key_id) == key.extended_bytes + table.nbytes
+    assert accepted(device)
+    device.evict_key(key.key_id)
+    gated_tables.clear()
+    device.load_key(key)
+    device.evict_key(key.key_id)
+    assert not device.table_builds.building(key.key_id) and device.held(key.key_id) is None
 
 
 def _prove_cmd(tmp_path, *python_flags):

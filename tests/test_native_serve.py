@@ -9,8 +9,10 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import sys
+import time
 
 import pytest
 from conftest import fixture_circuit
@@ -73,8 +75,8 @@ def test_serve_on_the_library_is_healthy_at_once_and_proves_without_numba(on_the
     """Ready means proving: /healthz ok with nothing warming as soon as the daemon listens;
     every worker's process says "native" for BN254; a job's proof verifies; no process of
     the daemon has loaded numba, through the key's tables of multiples (msm_tables' default:
-    built when the device loads the key, used by its MSMs), the finalizer's G2 MSM and
-    self-verification."""
+    built beside the proofs once the device loads the key, cuzk.kernels.table_builds, and
+    used by its MSMs when done), the finalizer's G2 MSM and self-verification."""
     s = on_the_library
     code, _, health = request(s.url, "GET", "/healthz")
     assert code == 200 and health["status"] == "ok" and "warming" not in health, health
@@ -94,6 +96,12 @@ def test_serve_on_the_library_is_healthy_at_once_and_proves_without_numba(on_the
     assert "kernels native" in s.log()
     code, _, keys = request(s.url, "GET", "/v1/keys")  # its tables (msm_tables' default),
     assert code == 200 and keys["keys"][0]["table_bytes"] > 0, keys  # built on the library
+    deadline = time.monotonic() + 120
+    while "tables of multiples for key" not in s.log() and time.monotonic() < deadline:
+        time.sleep(0.2)  # (beside the first job: said in the log when ready)
+    assert re.search(r"tables of multiples for key \S+ ready in [0-9.]+ s", s.log()), s.log()
+    code, _, r = request(s.url, "POST", "/v1/prove", body)  # a job on the tables
+    assert code == 200 and r["state"] == "done", r
     for pid in {s.pid, *(w["pid"] for w in workers)}:
         assert _loads_numba(pid) == [], pid
 

@@ -12,6 +12,8 @@ import threading
 
 import numpy as np
 
+from cuzk.kernels import table_builds
+
 #: the G1 point sets of a key that prove_start runs MSMs over
 G1_SETS = ("a", "b1", "c", "h")
 
@@ -46,6 +48,7 @@ class CpuDevice:
         self.name = f"cpu:{ordinal}" if ordinal else "cpu"
         self._keys: dict[str, object] = {}
         self._lock = threading.Lock()
+        self.table_builds = table_builds.Builds()  # the keys' tables built beside the proofs
 
     def describe(self) -> str:
         import os
@@ -57,10 +60,11 @@ class CpuDevice:
 
     def load_key(self, key) -> None:
         # tables of multiples for the key's MSMs (msm_tables; cuzk.groth16.tables): built
-        # once here, dropped by evict_key
+        # once from here, beside the proofs where the kernels allow (cuzk.kernels.table_builds),
+        # dropped by evict_key
         from cuzk.groth16 import tables
 
-        tables.load(key)
+        tables.load(key, self.table_builds)
         with self._lock:
             self._keys[key.key_id] = key
 
@@ -70,7 +74,7 @@ class CpuDevice:
         if key is not None:
             from cuzk.groth16 import tables
 
-            tables.drop(key)
+            tables.drop(key, self.table_builds)
 
     def resident_keys(self) -> list[str]:
         return list(self._keys)
@@ -126,6 +130,7 @@ class CudaDevice:
         watch_cuda_compiles()  # a cold cache's CUDA compiles are announced like the CPU's
         self._keys: dict[str, object] = {}
         self._lock = threading.Lock()
+        self.table_builds = table_builds.Builds()  # the keys' tables built beside the proofs
 
     def describe(self) -> str:
         from cuzk.kernels.resident import gpu_facts

@@ -75,28 +75,55 @@ def set_sizes(key) -> dict:
     return {"a": n, "b1": n, "b2": n, "c": private, "h": int(key.domain_size)}
 
 
-def build(key, factor_: int | None = None) -> dict:
-    """{set name: cuzk.kernels.msm_cpu.MsmTable} for every point set of ``key`` that gets a
-    table (sets below msm_cpu.PARTITION_MIN points get none); {} when off."""
+def each_table(key, factor_: int | None = None, stop=None):
+    """(set name, cuzk.kernels.msm_cpu.MsmTable) for every point set of ``key`` that gets a
+    table (sets below msm_cpu.PARTITION_MIN points get none), one after the other; none when
+    off. ``stop``: asked while building (msm_cpu.build_table); once it says True, no more."""
     f = plan_factor(key) if factor_ is None else factor_
     if f < 2:
-        return {}
+        return
     from cuzk.kernels import msm_cpu
 
-    out = {}
     for name, (attr, g) in TABLE_SETS.items():
         t = msm_cpu.build_table(
-            getattr(key.zkey, attr), f, g=g, curve=key.arith_curve, threads=plan_threads()
+            getattr(key.zkey, attr),
+            f,
+            g=g,
+            curve=key.arith_curve,
+            threads=plan_threads(),
+            stop=stop,
         )
+        if stop is not None and stop():
+            return
         if t is not None:
-            out[name] = t
-    return out
+            yield name, t
 
 
-def load(key) -> float:
+def build(key, factor_: int | None = None) -> dict:
+    """{set name: MsmTable} for every point set of ``key`` that gets a table; {} when off."""
+    return dict(each_table(key, factor_))
+
+
+def load(key, builds=None) -> float:
     """Build ``key``'s tables into ``key.tables`` (once: kept while the key is); returns the
-    seconds the build took (0 when there was nothing to build)."""
+    seconds the build took (0 when there was nothing to build, or when it goes on beside the
+    proofs). ``builds`` (a cuzk.kernels.table_builds.Builds): where the process can, build
+    them there, beside the proofs, each set's table put in place when it is done."""
     if key.tables or plan_factor(key) < 2:
+        return 0.0
+    from cuzk.kernels import table_builds
+
+    if builds is not None and table_builds.beside(key.arith_curve):
+
+        def make(stop, put):
+            for item in each_table(key, stop=stop):
+                put(item)
+
+        def install(item):
+            name, table = item
+            key.tables = {**key.tables, name: table}  # (an MSM under way keeps its dict)
+
+        builds.start(key.key_id, f"key {key.key_id}", make, install)
         return 0.0
     t0 = time.perf_counter()
     key.tables = build(key)
@@ -104,8 +131,11 @@ def load(key) -> float:
     return key.tables_secs
 
 
-def drop(key) -> None:
-    """Forget ``key``'s tables (the memory returns once no MSM holds them)."""
+def drop(key, builds=None) -> None:
+    """Forget ``key``'s tables (the memory returns once no MSM holds them), its build beside
+    the proofs stopped first (and waited for) where ``builds`` has one."""
+    if builds is not None:
+        builds.stop(key.key_id)
     key.tables = {}
     key.tables_secs = 0.0
 

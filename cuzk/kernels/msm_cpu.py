@@ -402,6 +402,11 @@ def table_nbytes(n: int, g: int, factor: int, curve: str = DEFAULT, threads=None
     return 0 if plan is None else plan[2] * n * point_width(g, curve) * 8
 
 
+# Points a piece of a stoppable build fills at a time (build_table's ``stop``): a 2^15-point
+# piece of G1 at f = 8 (224 doublings a point) took 1.35 s of CPU on BN254 (0.7 s on two cores).
+FILL_PIECE = 1 << 15
+
+
 class MsmTable:
     """Multiples of one point set (n affine rows): ``rows`` (f n, width), row g n + i =
     2^(c Kf g) P_i (pippenger_cpu.table_fill); ``windows`` = Kf. msm_g1 / msm_g2 take it in
@@ -437,11 +442,14 @@ def build_table(
     curve: str | None = None,
     threads=None,
     plan: tuple[int, int] | None = None,
+    stop=None,
 ):
     """The MsmTable of a point set (an (n, width) array or a ResidentPoints on "cpu") with at
     most ``factor`` groups (table_plan); None where the plan is no table. ``plan`` = (c, Kf)
     sets the window width and folded window count instead (f = ceil(K / Kf) groups, factor
-    unused). Built in parallel (tasks of 256 points), ~c Kf (f - 1) doublings a point."""
+    unused). Built in parallel (tasks of 256 points), ~c Kf (f - 1) doublings a point.
+    ``stop``: a callable asked between pieces of FILL_PIECE points (a build beside the proofs,
+    cuzk.kernels.table_builds); the build ends with None as soon as it says True."""
     import time
 
     if isinstance(points, ResidentPoints):
@@ -471,7 +479,19 @@ def build_table(
     t0 = time.perf_counter()
     rows = np.empty((f * n, width), np.uint64)
     rows[:n] = arr
-    drivers(curve, g).table_fill(rows, n, c * Kf, 256)
+    fill = drivers(curve, g).table_fill
+    if stop is None:
+        fill(rows, n, c * Kf, 256)
+    else:
+        groups = rows.reshape(f, n, width)  # (a view: row g n + i is groups[g, i])
+        for lo in range(0, n, FILL_PIECE):
+            if stop():
+                return None
+            hi = min(n, lo + FILL_PIECE)
+            piece = np.empty((f * (hi - lo), width), np.uint64)
+            piece[: hi - lo] = arr[lo:hi]
+            fill(piece, hi - lo, c * Kf, 256)
+            groups[1:, lo:hi] = piece.reshape(f, hi - lo, width)[1:]
     return MsmTable(points, rows, c, Kf, g, curve, time.perf_counter() - t0)
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cuzk.arith.radix import limbs_to_ints
+from cuzk.kernels import table_builds
 from cuzk.plonk.prover import (
     PlonkProof,
     ProveError,
@@ -139,6 +140,7 @@ class Device:
         self.name = name
         self._held: dict[str, Held] = {}  # key id -> what is kept for it
         self._lock = threading.Lock()
+        self.table_builds = table_builds.Builds()  # tables built beside the proofs
 
     def held(self, key_id: str) -> Held | None:
         """What this device keeps for the key (None: not loaded)."""
@@ -162,11 +164,31 @@ class Device:
         if self.held(key.key_id) is not None:
             return  # (loaded: its values and table are kept)
         ext = extended(key.zkey, self.ops(key.zkey.curve_info))  # outside the lock
+        if (
+            self.kind == "cpu"
+            and tables.plan_factor(key) >= 2
+            and table_builds.beside(key.arith_curve, groups=(1,))
+        ):
+            held = Held(key, ext, None)  # proves at once; the table joins it when built
+            with self._lock:
+                self._held[key.key_id] = held
+
+            def make(stop, put):
+                put(tables.build(key, stop=stop))
+
+            def install(table):
+                with self._lock:
+                    if self._held.get(key.key_id) is held:
+                        self._held[key.key_id] = Held(key, ext, table)
+
+            self.table_builds.start(key.key_id, f"PLONK key {key.key_id}", make, install)
+            return
         table = tables.build(key)  # None when msm_tables is off
         with self._lock:
             self._held[key.key_id] = Held(key, ext, table)
 
     def evict_key(self, key_id: str) -> None:
+        self.table_builds.stop(key_id)  # (waits: its memory is freed with the key's)
         with self._lock:
             self._held.pop(key_id, None)
 

@@ -51,9 +51,10 @@ def charged_bytes(key) -> int:
     return shared.copies() * planned_bytes(key)
 
 
-def build(key):
+def build(key, stop=None):
     """The cuzk.kernels.msm_cpu.MsmTable of the key's first points() powers of tau, or None
-    (off, or a plan of no table: fewer than msm_cpu.PARTITION_MIN powers)."""
+    (off, or a plan of no table: fewer than msm_cpu.PARTITION_MIN powers; or ``stop``, asked
+    while building, said True: a build beside the proofs, cuzk.kernels.table_builds)."""
     f = plan_factor(key)
     if f < 2:
         return None
@@ -61,5 +62,10 @@ def build(key):
 
     z = key.zkey
     return msm_cpu.build_table(
-        z.ptau[: points(z)], f, g=1, curve=key.arith_curve, threads=shared.plan_threads()
+        z.ptau[: points(z)],
+        f,
+        g=1,
+        curve=key.arith_curve,
+        threads=shared.plan_threads(),
+        stop=stop,
     )
