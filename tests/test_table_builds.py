@@ -1,12 +1,12 @@
 """Tables of multiples built beside the proofs (cuzk.kernels.table_builds): a build puts each
 finished table in place, stops between pieces when asked (and what it made after that is never
-installed), fails without taking the process down, runs at a lower priority than the thread that
-started it; a table built in pieces (msm_cpu.build_table's ``stop``) is the table built whole.
+installed), fails without taking the process down, runs its kernels on half the process's
+threads (its own thread's setting); a table built in pieces (msm_cpu.build_table's ``stop``) is the
+table built whole.
 The devices' use of it with the native library: tests/test_native.py."""
 
 from __future__ import annotations
 
-import os
 import threading
 
 import numpy as np
@@ -64,19 +64,20 @@ def test_a_failed_build_is_logged_and_leaves_the_key_without_tables(caplog):
     assert "not built: no room for the table" in caplog.text
 
 
-@pytest.mark.skipif(not hasattr(os, "getpriority"), reason="no thread priorities here")
-def test_the_build_runs_below_the_proofs_priority():
+def test_the_build_runs_on_half_the_threads(monkeypatch):
+    from cuzk import native
+    from cuzk.kernels import threads
+
+    monkeypatch.setattr(native, "default_threads", lambda: 5)
+    assert table_builds.build_threads() == 2
+    monkeypatch.setattr(native, "default_threads", lambda: 1)
+    assert table_builds.build_threads() == 1
     seen = []
-
-    def make(stop, put):
-        seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
-
+    mine = threads.get_num_threads()
     builds = table_builds.Builds()
-    builds.start("k", "key k", make, lambda t: None)
+    builds.start("k", "key k", lambda stop, put: seen.append(threads.get_num_threads()), print)
     builds.wait("k", timeout=30)
-    mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-    assert seen == [min(19, mine + table_builds.NICE)]
-    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == mine  # (ours kept)
+    assert seen == [1] and threads.get_num_threads() == mine  # (the build's thread only)
 
 
 def test_a_table_built_in_pieces_is_the_table_built_whole(monkeypatch):

@@ -1,6 +1,6 @@
 """Tables of multiples built beside the proofs: a device process that loads a key starts its
 tables (cuzk.kernels.msm_cpu.build_table, per cuzk.groth16.tables or cuzk.plonk.tables) on a
-thread of its own at a lower priority and proves at once without them; each table is put in
+thread of its own and proves at once without them; each table is put in
 place when it is done, and the MSMs that start after that use it. A proof's bytes are the same
 with or without a table, so a job never waits for one: on a 2^21 Groth16 key the tables
 (5.45 GB, eight groups) took the device process ~9 minutes, which its first job waited for
@@ -12,22 +12,24 @@ parallel loops may run from two threads at once. Numba's own build holds the GIL
 call and its default threading layer refuses a second caller, so there the tables are built
 in load_key as before (``beside(curve)`` says which).
 
-Priority: the build thread lowers its own nice value by NICE (Linux keeps a nice value per
-thread, and the threads the run-time starts for its parallel loops inherit it), so a proof's
-threads take the cores first and the build takes what they leave. Stopping (the key evicted,
-or the process closing): the build is asked between pieces of msm_cpu.FILL_PIECE points and
-drops what it made; ``stop`` waits for it, so the memory the engine's budget no longer
-counts is freed when it returns.
+Its share of the cores: the build runs its kernels on half the process's threads (at least
+one), at the proofs' priority. Measured on two cores (a 2^19 PLONK key, a 256 MiB table,
+~22 s of CPU to build, proofs back to back): built in load_key, the first job took 30.4 s and
+the next 12.0-12.6 s; built at nice + 10 beside them, the first took 15.6 s but the build
+starved (the proofs keep both cores busy) and the next jobs ran without the table, 14.8-14.9
+s; so the build is not lowered: a table pays for itself within a few proofs, and a busy
+daemon is where it matters. Stopping (the key evicted, or the process closing): the build is
+asked between pieces of msm_cpu.FILL_PIECE points and drops what it made; ``stop`` waits for
+it, so the memory the engine's budget no longer counts is freed when it returns.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 
-# How much lower the build thread's priority is than the process's (nice + NICE, at most 19).
-NICE = 10
+# The build's threads: the process's kernel threads divided by this (at least one).
+SHARE = 2
 
 
 def _log():
@@ -45,14 +47,11 @@ def beside(curve: str, groups=(1, 2)) -> bool:
     return all(isinstance(msm_cpu.drivers(curve, g), native.Kernels) for g in groups)
 
 
-def _lower_priority() -> None:
-    """The calling thread's nice value raised by NICE (a no-op where threads have none)."""
-    try:
-        tid = threading.get_native_id()
-        now = os.getpriority(os.PRIO_PROCESS, tid)
-        os.setpriority(os.PRIO_PROCESS, tid, min(19, now + NICE))
-    except (AttributeError, OSError):
-        pass
+def build_threads() -> int:
+    """The threads a build beside the proofs runs its kernels on."""
+    from cuzk import native
+
+    return max(1, native.default_threads() // SHARE)
 
 
 class Build:
@@ -70,7 +69,9 @@ class Build:
         self.thread = threading.Thread(target=self._run, name=f"tables-{name}", daemon=True)
 
     def _run(self) -> None:
-        _lower_priority()
+        from cuzk.kernels import threads
+
+        threads.set_num_threads(build_threads())  # (this thread's kernels only)
         t0 = time.perf_counter()
         try:
             self._make(self._stopped.is_set, self._put)
