@@ -85,6 +85,19 @@ def start_daemon(folder: str, key_root=WORK) -> tuple[subprocess.Popen, str]:
         raise RuntimeError(f"cuzk serve did not start:\n{f.read()[-2000:]}")
 
 
+def tables_ready(keys, timeout: float = 3600.0) -> float:
+    """Wait until no resident key's tables of multiples are still being built beside its
+    proofs (``keys``: a callable giving GET /v1/keys' list, cuzk.client.Client.keys or
+    Engine.keys): a warm daemon is one whose keys' tables are in place
+    (cuzk.kernels.table_builds). Returns the seconds waited."""
+    t0 = time.monotonic()
+    while any(k.get("tables") == "building" for k in keys()):
+        if time.monotonic() - t0 > timeout:
+            raise RuntimeError(f"tables of multiples still building after {timeout:.0f} s")
+        time.sleep(0.2)
+    return time.monotonic() - t0
+
+
 def stop_daemon(proc: subprocess.Popen) -> None:
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
@@ -111,6 +124,7 @@ def _circuit(client, family: str, log2n: int, profile: str, rapidsnark: str | No
         ]
     for cmd in cmds.values():  # untimed: the daemon registers the key; page cache
         _run_measured(cmd)
+    tables_ready(client.keys)  # (and builds its tables of multiples beside that job)
     times = {k: [] for k in cmds}
     rss, jobs = [], []
     rounds = REPEATS[profile]

@@ -158,8 +158,8 @@ class Device:
             return f"{self.groth16.describe()}; PLONK keys too"
         return f"{self.groth16.describe()}; PLONK keys too (sequential steps on the CPU)"
 
-    def load_key(self, key) -> None:
-        self.for_key(key).load_key(key)
+    def load_key(self, key):
+        return self.for_key(key).load_key(key)
 
     def evict_key(self, key_id: str) -> None:
         self.groth16.evict_key(key_id)

@@ -415,6 +415,7 @@ def test_to_dict_has_the_team_json_shape(board):
                 "evictable": False,
                 "curve": "bls12381",
                 "table_bytes": 45,
+                "tables": "building",
                 "load_ms": 1234.5,
                 "protocol": "plonk",
             }
@@ -507,7 +508,7 @@ def test_to_dict_has_the_team_json_shape(board):
     (k,) = d["keys"]
     assert k["key_id"] == "porep-32g" and k["devices"] == ["cuda:1"] and not k["evictable"]
     assert k["curve"] == "bls12381" and (k["table_bytes"], k["load_ms"]) == (45, 1234.5)
-    assert k["protocol"] == "plonk"
+    assert k["protocol"] == "plonk" and k["tables"] == "building"
     assert 2.0 <= k["last_used_secs_ago"] < 60
     assert d["allocations"] == {"srs": d["keys"], "pce": []}
     c = d["counters"]

@@ -161,7 +161,7 @@ def test_key_residency(runs):
     run = runs("tiny")
     key = run.key
     assert dev.resident_keys() == [] and dev.resident_bytes() == 0
-    rk = dev.load_key(key)
+    rk = dev.resident(key)
     assert dev.resident_keys() == [key.key_id]
     assert rk.device == dev.name
     want = sum(getattr(key.zkey, f"points_{w}").nbytes for w in SETS)
@@ -171,7 +171,7 @@ def test_key_residency(runs):
         assert hasattr(pts.array, "copy_to_host"), f"{which} not in device memory"
         assert np.array_equal(pts.array.copy_to_host(), getattr(key.zkey, f"points_{which}"))
     arrays = {w: rk[w].array for w in SETS}
-    assert dev.load_key(key) is rk  # no second placement
+    assert dev.resident(key) is rk  # no second placement
 
     other = runs("mulchain").key
     dev.load_key(other)
@@ -199,7 +199,7 @@ def test_key_residency(runs):
     t.join()
     if "error" in out:
         raise out["error"]
-    assert dev.load_key(key) is rk and all(rk[w].array is arrays[w] for w in SETS)
+    assert dev.resident(key) is rk and all(rk[w].array is arrays[w] for w in SETS)
     assert dev.resident_bytes() == want
     for which in SETS:
         assert np.array_equal(getattr(out["partial"], which), getattr(run.cpu, which)), which
@@ -210,7 +210,7 @@ def test_key_residency(runs):
     assert rk.nbytes == 0  # its device arrays are dropped
     partial = prove_start(key, run.buffers(), run.w, dev)  # places the key again
     assert dev.resident_keys() == [key.key_id] and dev.resident_bytes() == want
-    assert dev.load_key(key) is not rk
+    assert dev.resident(key) is not rk
     assert np.array_equal(partial.a, run.cpu.a) and np.array_equal(partial.h, run.cpu.h)
     dev.evict_key(key.key_id)
 

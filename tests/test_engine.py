@@ -745,3 +745,26 @@ def test_compiling_children_are_reported_as_warming_until_done(tmp_path, monkeyp
             time.sleep(0.1)
         assert eng.health()[1] == {} and "warming" not in eng.snapshot()
         assert read_warming(eng.board_name) is None
+
+
+def test_a_keys_tables_built_beside_its_proofs_show_building_then_ready(tmp_path, caplog):
+    """A device whose load_key returns a build in progress (the double's tables_secs): the
+    job proves at once, the key's "tables" is "building" in keys() and on the board until
+    the device says they are in place (TablesReady), then "ready", and the log says so."""
+    opts = {"synth_secs": 0.01, "start_secs": 0.005, "finish_secs": 0.005, "tables_secs": 1.5}
+    with caplog.at_level("INFO", logger="cuzk.engine"), running(tmp_path, opts=opts) as eng:
+        path = key_file(tmp_path, table_bytes=4096)
+        key_id = eng.register_key(path)
+        ((rec,),) = [eng.keys()]
+        assert rec["table_bytes"] == 4096 and rec["tables"] == "none"  # not resident yet
+        ws = witnesses(1, seed=7)
+        t0 = time.monotonic()
+        r = eng.result(eng.submit(key_id, ws), timeout=30)
+        assert_proofs(r, ws, path)
+        if time.monotonic() - t0 < 1.0:  # (the build takes 1.5 s from the load)
+            assert eng.keys()[0]["tables"] == "building"
+            assert eng.snapshot()["keys"][0]["tables"] == "building"
+        wait_for(lambda: eng.keys()[0]["tables"] == "ready", timeout=30)
+        wait_for(lambda: eng.snapshot()["keys"][0]["tables"] == "ready", timeout=30)
+    assert "being built beside its proofs" in caplog.text
+    assert f"key {key_id}: tables of multiples ready on cpu" in caplog.text

@@ -33,6 +33,7 @@ from cuzk.board.layout import (
     KEY_CURVE_BYTES,
     KEY_DEVICES_BYTES,
     KEY_PROTOCOL_BYTES,
+    KEY_TABLES,
     LABEL_BYTES,
     P_ATTEMPTS,
     P_FIN_MS,
@@ -54,7 +55,7 @@ from cuzk.board.layout import (
     check_priority,
     pack_str,
 )
-from cuzk.board.seqlock import empty_part, write_record
+from cuzk.board.seqlock import EMPTY_KEY_ROW, empty_part, write_record
 
 _SEQ = SEQ
 _CHECK = CHECK
@@ -225,7 +226,8 @@ class ControlRecords:
         """Proving keys resident: dicts with key_id, bytes, devices (list of str), evictable,
         last_used (unix time) or last_used_secs_ago, and optionally curve (the key's curve
         as its files name it, "bn128" or "bls12381"), table_bytes (of bytes, the key's
-        tables of multiples), load_ms (its last load on a device) and protocol (its proof
+        tables of multiples), tables (their state, one of KEY_TABLES: "none", "building",
+        "ready"), load_ms (its last load on a device) and protocol (its proof
         system, "groth16" or "plonk"). Keys beyond the board's rows are dropped (most
         recently used kept)."""
         lay = self.layout
@@ -246,6 +248,7 @@ class ControlRecords:
                     devs,
                     t,
                     1 if k.get("evictable") else 0,
+                    KEY_TABLES.index(k.get("tables") or "none"),
                     str(k.get("curve") or "").encode()[:KEY_CURVE_BYTES],
                     int(k.get("table_bytes") or 0),
                     _NAN if k.get("load_ms") is None else float(k["load_ms"]),
@@ -257,7 +260,7 @@ class ControlRecords:
             rows = rows[: lay.key_rows]
         f = [len(rows)]
         for i in range(lay.key_rows):
-            f += list(rows[i]) if i < len(rows) else [b"", 0, b"", _NAN, 0, b"", 0, _NAN, b""]
+            f += list(rows[i]) if i < len(rows) else EMPTY_KEY_ROW
         with self:
             self._write(lay.offsets["keys"], lay.keys_payload, f)
 

@@ -133,8 +133,11 @@ PART_PAYLOAD = struct.Struct(
 LABELLED_U64 = struct.Struct(f"<{LABEL_BYTES}s Q")
 KIND_COUNTS = struct.Struct(f"<{LABEL_BYTES}s Q Q")
 KEY_ROW = struct.Struct(
-    f"<{ID_BYTES}s Q {KEY_DEVICES_BYTES}s d B 7x {KEY_CURVE_BYTES}s Q d {KEY_PROTOCOL_BYTES}s"
+    f"<{ID_BYTES}s Q {KEY_DEVICES_BYTES}s d B B 6x {KEY_CURVE_BYTES}s Q d {KEY_PROTOCOL_BYTES}s"
 )
+# A key's tables of multiples, the byte after `evictable` (a padding byte before it was
+# there: a row written without it reads "none").
+KEY_TABLES = ("none", "building", "ready")
 
 
 @functools.cache
@@ -154,7 +157,8 @@ def counters_payload(kind_rows: int) -> struct.Struct:
 @functools.cache
 def keys_payload(key_rows: int) -> struct.Struct:
     """number of keys, then `key_rows` (key id, bytes, devices, last_used unix, evictable,
-    curve: the name of the key's curve as its files give it, "bn128", "bls12381", or empty;
+    tables: the index in KEY_TABLES of its tables of multiples' state, curve: the name of
+    the key's curve as its files give it, "bn128", "bls12381", or empty;
     table_bytes: of bytes, its tables of multiples; load_ms: the last load on a device, NaN
     before one; protocol: the key's proof system, "groth16", "plonk", or empty)."""
     return struct.Struct("<I 4x" + f" {KEY_ROW.format[1:]}" * key_rows)

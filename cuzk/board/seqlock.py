@@ -75,5 +75,10 @@ def empty_counters(lay: Layout):
     return [0, 0, 0, 0, 0, 0, 0, 0] + [b"", 0, 0] * lay.kind_rows
 
 
+# One key row's fields, empty (cuzk.board.layout.KEY_ROW): id, bytes, devices, last_used,
+# evictable, tables, curve, table_bytes, load_ms, protocol.
+EMPTY_KEY_ROW = [b"", 0, b"", _NAN, 0, 0, b"", 0, _NAN, b""]
+
+
 def empty_keys(lay: Layout):
-    return [0] + [b"", 0, b"", _NAN, 0, b"", 0, _NAN, b""] * lay.key_rows
+    return [0] + EMPTY_KEY_ROW * lay.key_rows

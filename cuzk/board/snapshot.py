@@ -29,6 +29,7 @@ from cuzk.board.layout import (
     JOB_SIZE,
     JOB_STATE_AT,
     JOB_STATES,
+    KEY_TABLES,
     LAYOUT_VERSION,
     NONE_I32,
     P_FINALIZING,
@@ -465,8 +466,8 @@ class Snapshot:
         k = self.raw_keys
         out = []
         for i in range(k[1]):
-            key_id, nbytes, devs, last, evictable, curve, tbytes, load_ms, protocol = k[
-                2 + 9 * i : 11 + 9 * i
+            key_id, nbytes, devs, last, evictable, tables, curve, tbytes, load_ms, protocol = k[
+                2 + 10 * i : 12 + 10 * i
             ]
             d = unpack_str(devs)
             out.append(
@@ -478,6 +479,7 @@ class Snapshot:
                     "evictable": bool(evictable),
                     "curve": unpack_str(curve),
                     "table_bytes": tbytes,
+                    "tables": KEY_TABLES[tables] if tables < len(KEY_TABLES) else "none",
                     "load_ms": _opt(load_ms),
                     "protocol": unpack_str(protocol),
                 }

@@ -193,6 +193,7 @@ class SupervisorStatus:
                     "curve": k.curve,
                     "protocol": k.protocol,
                     "table_bytes": k.table_bytes,
+                    "tables": k.tables,
                     "load_ms": k.load_ms,
                 }
                 for k in keys

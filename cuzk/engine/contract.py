@@ -98,7 +98,11 @@ class ProvingKey(Protocol):
 class Device(Protocol):
     """One device opened in a device process, holding resident keys."""
 
-    def load_key(self, key) -> None: ...
+    def load_key(self, key) -> Any:
+        """Make the key resident. Returns None, or, where the device goes on building
+        something for the key beside its proofs (a CPU device's tables of multiples), an
+        object whose wait() blocks until that is in place (True) or given up (False); the
+        key proves meanwhile, with the same results."""
 
     def evict_key(self, key_id: str) -> None: ...
 

@@ -45,6 +45,7 @@ from cuzk.engine.messages import (
     KeyLoaded,
     Prove,
     Started,
+    TablesReady,
 )
 from cuzk.formats.errors import FormatError
 
@@ -168,16 +169,30 @@ class DeviceProcess(child.ChildProcess):
                 child.check_key_id(key, msg.key_id, msg.key_path)
                 self.layouts[key.key_id] = Layout(key.buffers())
                 t0 = time.time()
-                self.dev.load_key(key)
+                pending = self.dev.load_key(key)  # (None, or its tables still building)
                 self.keys[key.key_id] = key
                 self.chan.send(
                     KeyLoaded(
                         key.key_id,
                         int(self.dev.resident_bytes(key.key_id)),
                         (time.time() - t0) * 1e3,
+                        pending is not None,
                     )
                 )
+                if pending is not None:
+                    threading.Thread(
+                        target=self._tables_ready,
+                        args=(key.key_id, pending, t0),
+                        name=f"tables-ready-{key.key_id}",
+                        daemon=True,
+                    ).start()
             return key
+
+    def _tables_ready(self, key_id: str, pending, t0: float) -> None:
+        """Tell the supervisor when a key's tables, built beside its proofs (the device's
+        load_key returned ``pending``: cuzk.engine.contract), are in place or given up."""
+        ok = bool(pending.wait())
+        self.chan.send(TablesReady(key_id, ok, (time.time() - t0) * 1e3))
 
     def _fail(self, item: _Item, stage: str, exc: BaseException, buffers_intact=False) -> None:
         """Report a failed stage. `buffers_intact`: prove_start never ran on this item, so its

@@ -3,8 +3,8 @@
     supervisor -> synthesis process   Synth, Ping, Stop
     supervisor -> device process      Prove, Cancel, EvictKey, Ping, Stop
     synthesis process -> supervisor   Ready, Pong, SynthDone, SynthFailed
-    device process -> supervisor      Ready, Pong, KeyLoaded, KeyEvicted, Started, Done,
-                                      Failed, Dropped
+    device process -> supervisor      Ready, Pong, KeyLoaded, TablesReady, KeyEvicted, Started,
+                                      Done, Failed, Dropped
     either child -> supervisor        Warming (kernels compiling, or done)
 
 Every receiver matches on the message's type (`match msg: case Done(): ...`), so grep finds
@@ -117,6 +117,16 @@ class KeyLoaded(NamedTuple):
     key_id: str
     nbytes: int
     load_ms: float
+    tables_building: bool = False  # its tables are still being built, beside the proofs
+
+
+class TablesReady(NamedTuple):
+    """A key's tables, built beside its proofs since KeyLoaded, are in place (ok) or were given
+    up (not ok: the key proves without them)."""
+
+    key_id: str
+    ok: bool
+    build_ms: float
 
 
 class KeyEvicted(NamedTuple):

@@ -30,8 +30,18 @@ class KeyRecord:
     devices: set = field(default_factory=set)  # device indices where resident
     charged: bool = False  # its bytes are reserved in the budget (resident somewhere)
     table_bytes: int = 0  # of nbytes: the tables of multiples a device builds (msm_tables)
-    load_ms: float | None = None  # the last load on a device (its tables' build included)
+    load_ms: float | None = None  # the last load on a device (a build in load_key included)
+    # device indices where the key's tables are still being built, beside its proofs
+    tables_building: set = field(default_factory=set)
     live_jobs: int = 0
+
+    @property
+    def tables(self) -> str:
+        """Its tables of multiples: "none" (no table_bytes, or not resident), "building" (on
+        a device where it is resident), or "ready"."""
+        if not self.table_bytes or not self.devices:
+            return "none"
+        return "building" if self.tables_building & self.devices else "ready"
 
     def to_dict(self, devices: list[ChildRecord], now: float) -> dict:
         return {
@@ -44,6 +54,7 @@ class KeyRecord:
             "curve": self.curve,
             "bytes": self.nbytes,
             "table_bytes": self.table_bytes,
+            "tables": self.tables,
             "load_ms": self.load_ms,
             "partition_bytes": self.partition_bytes,
             "devices": [devices[i].device for i in sorted(self.devices)],

@@ -43,6 +43,7 @@ from cuzk.engine.messages import (
     Stop,
     SynthDone,
     SynthFailed,
+    TablesReady,
     Warming,
     pack,
     unpack,
@@ -391,13 +392,41 @@ class Supervisor:
                         "meanwhile); `cuzk warmup` builds the library",
                         kernels,
                     )
-            case KeyLoaded(key_id, _, load_ms):
+            case KeyLoaded(key_id, _, load_ms, building):
                 k = b.keys.get(key_id)
                 if k is not None:
                     k.devices.add(ch.index)
                     k.load_ms = load_ms
+                    if building:
+                        k.tables_building.add(ch.index)
+                    else:
+                        k.tables_building.discard(ch.index)
                     b.publish_keys()
-                log.info("key %s resident on %s (%.0f ms)", key_id, ch.device, load_ms)
+                log.info(
+                    "key %s resident on %s (%.0f ms)%s",
+                    key_id,
+                    ch.device,
+                    load_ms,
+                    "; its tables of multiples being built beside its proofs" if building else "",
+                )
+            case TablesReady(key_id, ok, build_ms):
+                k = b.keys.get(key_id)
+                if k is not None and ch.index in k.tables_building:
+                    k.tables_building.discard(ch.index)
+                    b.publish_keys()
+                    if ok:
+                        log.info(
+                            "key %s: tables of multiples ready on %s (built in %.1f s)",
+                            key_id,
+                            ch.device,
+                            build_ms / 1e3,
+                        )
+                    else:
+                        log.warning(
+                            "key %s: tables of multiples not built on %s (it proves without)",
+                            key_id,
+                            ch.device,
+                        )
             case KeyEvicted():
                 pass
             case SynthDone(wk):

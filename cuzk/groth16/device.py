@@ -58,15 +58,18 @@ class CpuDevice:
         what = "native library" if native.enabled() and native.library() else "Numba"
         return f"{self.name}: {what} CPU kernels on {os.cpu_count()} cores"
 
-    def load_key(self, key) -> None:
-        # tables of multiples for the key's MSMs (msm_tables; cuzk.groth16.tables): built
-        # once from here, beside the proofs where the kernels allow (cuzk.kernels.table_builds),
-        # dropped by evict_key
+    def load_key(self, key):
+        """Hold the key; its tables of multiples for the MSMs (msm_tables; cuzk.groth16.tables)
+        built once from here, beside the proofs where the kernels allow: then the build is
+        returned (its wait() says when they are in place: cuzk.engine.contract), else None.
+        Dropped by evict_key."""
         from cuzk.groth16 import tables
 
         tables.load(key, self.table_builds)
         with self._lock:
             self._keys[key.key_id] = key
+        build = self.table_builds.get(key.key_id)
+        return build if build is not None and build.running else None
 
     def evict_key(self, key_id: str) -> None:
         with self._lock:
@@ -144,8 +147,12 @@ class CudaDevice:
             f"{total / 2**30:.1f} GiB ({free / 2**30:.1f} GiB free)"
         )
 
-    def load_key(self, key):
-        """Place key's G1 point sets on this GPU (once); returns its ResidentKey."""
+    def load_key(self, key) -> None:
+        """Place key's G1 point sets on this GPU (once)."""
+        self.resident(key)
+
+    def resident(self, key):
+        """key's ResidentKey on this GPU, its point sets placed there at the first call."""
         from cuzk.kernels import resident
 
         with self._lock:
@@ -184,7 +191,7 @@ class CudaDevice:
 
     def msm_g1(self, key, which: str, scalars) -> np.ndarray:
         # ResidentKey.msm pins the key (and its GPU) while the MSM runs
-        return self.load_key(key).msm(which, scalars)
+        return self.resident(key).msm(which, scalars)
 
 
 def open_device(spec: str = "cpu", one_shot: bool = False):

@@ -88,6 +88,13 @@ class Build:
             if table is not None and not self._stopped.is_set():
                 self._install(table)
 
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the build to end: True when it put its tables in place (False: it failed,
+        was stopped, or is still running after ``timeout``)."""
+        if self.thread is not threading.current_thread():
+            self.thread.join(timeout)
+        return not self.running and self.error is None and not self._stopped.is_set()
+
     def stop(self, wait: bool = True) -> None:
         """Ask the build to end (its result is dropped) and, with ``wait``, wait until it has:
         at most one piece's time."""

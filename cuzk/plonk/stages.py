@@ -158,11 +158,14 @@ class Device:
         """The FrOps the rounds run on for a key of `curve` (a cuzk.formats.curve Curve)."""
         return _frops(curve)
 
-    def load_key(self, key) -> None:
+    def load_key(self, key):
+        """Hold the key: its extended values, and under msm_tables its table of multiples,
+        built beside the proofs where the kernels allow (then the build is returned: its
+        wait() says when the table is in place, cuzk.engine.contract), else here (None)."""
         from cuzk.plonk import tables
 
         if self.held(key.key_id) is not None:
-            return  # (loaded: its values and table are kept)
+            return None  # (loaded: its values and table are kept)
         ext = extended(key.zkey, self.ops(key.zkey.curve_info))  # outside the lock
         if (
             self.kind == "cpu"
@@ -181,11 +184,11 @@ class Device:
                     if self._held.get(key.key_id) is held:
                         self._held[key.key_id] = Held(key, ext, table)
 
-            self.table_builds.start(key.key_id, f"PLONK key {key.key_id}", make, install)
-            return
+            return self.table_builds.start(key.key_id, f"PLONK key {key.key_id}", make, install)
         table = tables.build(key)  # None when msm_tables is off
         with self._lock:
             self._held[key.key_id] = Held(key, ext, table)
+        return None
 
     def evict_key(self, key_id: str) -> None:
         self.table_builds.stop(key_id)  # (waits: its memory is freed with the key's)

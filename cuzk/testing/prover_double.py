@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import signal
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -78,6 +79,7 @@ class ProvingKey:
     nbytes: int
     curve: str = "bn128"  # what the key file says (shown by the daemon, decides nothing)
     protocol: str = "double"  # the double's own proof system (its vk and proofs say so too)
+    table_bytes: int = 0  # tables a device "builds" for it (of nbytes; the option tables_secs)
 
     @classmethod
     def open(cls, path, resident: bool = True) -> ProvingKey:
@@ -95,6 +97,7 @@ class ProvingKey:
             int(d["n_public"]),
             int(d.get("nbytes", len(raw))),
             str(d.get("curve", "bn128")),
+            table_bytes=int(d.get("table_bytes", 0)),
         )
 
     def validate(self) -> None:
@@ -121,12 +124,17 @@ def write_key(
     n_public: int = 2,
     nbytes: int | None = None,
     curve: str | None = None,
+    table_bytes: int = 0,
 ) -> None:
     """A key file; `nbytes` pretends the key is that large (for budget and eviction tests),
-    `curve` names a curve for the daemon to show ("bn128" when not given)."""
+    `curve` names a curve for the daemon to show ("bn128" when not given), `table_bytes`
+    pretends a device builds tables of that size for it (built beside the proofs, taking the
+    prover option tables_secs, when that is set)."""
     d = {"double_key": 1, "n_vars": n_vars, "domain_size": domain_size, "n_public": n_public}
     if nbytes is not None:
         d["nbytes"] = nbytes
+    if table_bytes:
+        d["table_bytes"] = table_bytes
     if curve is not None:
         d["curve"] = curve
     with open(path, "w") as f:
@@ -250,13 +258,30 @@ def synthesize(key: ProvingKey, w: np.ndarray, out=None) -> Synthesis:
     return Synthesis(a, b, c, [_limbs_to_int(w[i]) for i in range(1, 1 + key.n_public)])
 
 
+class _TablesBuild:
+    """A build that ends after `secs` (wait() -> True)."""
+
+    def __init__(self, secs: float):
+        self._done = threading.Event()
+        threading.Timer(secs, self._done.set).start()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._done.wait(timeout)
+
+
 @dataclass
 class Device:
     name: str
     keys: dict = field(default_factory=dict)
 
-    def load_key(self, key: ProvingKey) -> None:
+    def load_key(self, key: ProvingKey):
+        """Hold the key; with table_bytes and the option tables_secs, its "tables" are built
+        beside the proofs for that long: the build is returned (cuzk.engine.contract)."""
         self.keys[key.key_id] = key.nbytes
+        secs = float(_options.get("tables_secs") or 0)
+        if getattr(key, "table_bytes", 0) and secs > 0:
+            return _TablesBuild(secs)
+        return None
 
     def evict_key(self, key_id: str) -> None:
         self.keys.pop(key_id, None)

@@ -189,6 +189,7 @@ def busy_snapshot(
     ]
     for i, k in enumerate(key_rows):  # (after the draws above: the same figures as before)
         k["table_bytes"] = k["bytes"] // 3 if i % 2 == 0 else 0
+        k["tables"] = ("ready", "none", "building", "none")[i % 4]
         k["load_ms"] = 800.0 + 450.0 * i
         k["protocol"] = ("groth16", "groth16", "plonk")[i % 3]
 

@@ -741,6 +741,13 @@ def render(
     )
 
 
+def _tables(k: dict) -> str:
+    """A key's TABLES cell: their bytes, "…" after them while they are being built."""
+    if not k.get("table_bytes"):
+        return "-"
+    return fmt.bytes_(k["table_bytes"]) + ("…" if k.get("tables") == "building" else "")
+
+
 def _keys(snap: dict, width: int) -> Section | None:
     keys = sorted(snap.get("keys") or (), key=lambda k: str(k.get("key_id")))
     if not keys:
@@ -751,7 +758,7 @@ def _keys(snap: dict, width: int) -> Section | None:
             Col("PROTO", 7, prio=1),
             Col("CURVE", 9, prio=1),
             Col("SIZE", 6, ">"),
-            Col("TABLES", 6, ">", prio=2),
+            Col("TABLES", 7, ">", prio=2),
             Col("LOAD", 6, ">", prio=2),
             Col("DEVICES", 8, prio=1, flex=30),
             Col("IDLE", 6, ">"),
@@ -767,7 +774,7 @@ def _keys(snap: dict, width: int) -> Section | None:
                 k.get("protocol") or "-",
                 fmt.curve(k.get("curve")),
                 fmt.bytes_(k.get("bytes")),
-                fmt.bytes_(k.get("table_bytes")) if k.get("table_bytes") else "-",
+                _tables(k),
                 fmt.secs(None if k.get("load_ms") is None else k["load_ms"] / 1e3),
                 ",".join(k.get("devices") or ()) or "-",
                 fmt.secs(k.get("last_used_secs_ago")),
