@@ -414,14 +414,15 @@ class Supervisor:
                 if k is not None and ch.index in k.tables_building:
                     k.tables_building.discard(ch.index)
                     b.publish_keys()
-                    if ok:
+                    here = ch.index in k.devices  # (else evicted there: its build stopped)
+                    if here and ok:
                         log.info(
                             "key %s: tables of multiples ready on %s (built in %.1f s)",
                             key_id,
                             ch.device,
                             build_ms / 1e3,
                         )
-                    else:
+                    elif here:
                         log.warning(
                             "key %s: tables of multiples not built on %s (it proves without)",
                             key_id,
