@@ -207,11 +207,10 @@ def test_the_daemons_stages_make_the_same_proof_bytes(native_on):
     assert {"evaluate_abc", "h_pipeline", "pippenger_g1_int16", "pippenger_g2_int16"} <= ran
 
 
-def test_a_keys_tables_on_the_library_prove_the_same_bytes(native_on):
-    """A resident key's tables (msm_tables) built by the library's kernels when a CPU device
-    loads the key, and used by its MSMs (the G1 sets in prove_start, B2 in prove_finish): the
-    proof is the same bytes as without tables, and the library's table kernels ran."""
-    from cuzk.groth16 import configure, open_device, prove_finish, prove_start, synthesize
+def _toyhash_prover():
+    """The toyhash fixture's key, and proof(dev): its witness 0 proved on `dev` through the
+    daemon's stages with fixed blinding (r, s), as proof JSON."""
+    from cuzk.groth16 import prove_finish, prove_start, synthesize
     from cuzk.groth16.key import ProvingKey, load_witness
 
     key = ProvingKey.open(FIXTURES / "toyhash" / "circuit.zkey")
@@ -222,6 +221,16 @@ def test_a_keys_tables_on_the_library_prove_the_same_bytes(native_on):
         partial = prove_start(key, syn.buffers, w, dev)
         return prove_finish(key, partial, w, r=12345, s=67890).to_json()
 
+    return key, proof
+
+
+def test_a_keys_tables_on_the_library_prove_the_same_bytes(native_on):
+    """A resident key's tables (msm_tables) built by the library's kernels when a CPU device
+    loads the key, and used by its MSMs (the G1 sets in prove_start, B2 in prove_finish): the
+    proof is the same bytes as without tables, and the library's table kernels ran."""
+    from cuzk.groth16 import configure, open_device
+
+    key, proof = _toyhash_prover()
     plain = proof(open_device("cpu"))
     try:
         configure({"msm_tables": 4})
@@ -268,17 +277,9 @@ def test_a_keys_tables_build_beside_its_proofs_and_stop_with_it(native_on, gated
     """With the library, load_key returns while the tables are built on a thread of their own:
     proofs go on without them (the same bytes), each table is put in place when done, and a
     key evicted while they build stops the build (waited for) and keeps none."""
-    from cuzk.groth16 import open_device, prove_finish, prove_start, synthesize
-    from cuzk.groth16.key import ProvingKey, load_witness
+    from cuzk.groth16 import open_device
 
-    key = ProvingKey.open(FIXTURES / "toyhash" / "circuit.zkey")
-    w = load_witness(FIXTURES / "toyhash" / "witness_0.wtns", key)
-
-    def proof(dev):
-        syn = synthesize(key, w)
-        partial = prove_start(key, syn.buffers, w, dev)
-        return prove_finish(key, partial, w, r=12345, s=67890).to_json()
-
+    key, proof = _toyhash_prover()
     dev = open_device("cpu")
     plain = proof(dev)
     dev.load_key(key)

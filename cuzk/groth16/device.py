@@ -65,10 +65,9 @@ class CpuDevice:
         Dropped by evict_key."""
         from cuzk.groth16 import tables
 
-        tables.load(key, self.table_builds)
+        build = tables.load(key, self.table_builds)
         with self._lock:
             self._keys[key.key_id] = key
-        build = self.table_builds.get(key.key_id)
         return build if build is not None and build.running else None
 
     def evict_key(self, key_id: str) -> None:
@@ -133,7 +132,6 @@ class CudaDevice:
         watch_cuda_compiles()  # a cold cache's CUDA compiles are announced like the CPU's
         self._keys: dict[str, object] = {}
         self._lock = threading.Lock()
-        self.table_builds = table_builds.Builds()  # the keys' tables built beside the proofs
 
     def describe(self) -> str:
         from cuzk.kernels.resident import gpu_facts

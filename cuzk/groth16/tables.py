@@ -104,13 +104,13 @@ def build(key, factor_: int | None = None) -> dict:
     return dict(each_table(key, factor_))
 
 
-def load(key, builds=None) -> float:
-    """Build ``key``'s tables into ``key.tables`` (once: kept while the key is); returns the
-    seconds the build took (0 when there was nothing to build, or when it goes on beside the
-    proofs). ``builds`` (a cuzk.kernels.table_builds.Builds): where the process can, build
-    them there, beside the proofs, each set's table put in place when it is done."""
+def load(key, builds=None):
+    """Build ``key``'s tables into ``key.tables`` (once: kept while the key is; the seconds
+    it took in ``key.tables_secs``). ``builds`` (a cuzk.kernels.table_builds.Builds): where
+    the process can, build them there, beside the proofs, each set's table put in place when
+    it is done, and return that build; else None."""
     if key.tables or plan_factor(key) < 2:
-        return 0.0
+        return None
     from cuzk.kernels import table_builds
 
     if builds is not None and table_builds.beside(key.arith_curve):
@@ -123,12 +123,11 @@ def load(key, builds=None) -> float:
             name, table = item
             key.tables = {**key.tables, name: table}  # (an MSM under way keeps its dict)
 
-        builds.start(key.key_id, f"key {key.key_id}", make, install)
-        return 0.0
+        return builds.start(key.key_id, f"key {key.key_id}", make, install)
     t0 = time.perf_counter()
     key.tables = build(key)
     key.tables_secs = time.perf_counter() - t0
-    return key.tables_secs
+    return None
 
 
 def drop(key, builds=None) -> None:

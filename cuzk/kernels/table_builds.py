@@ -95,12 +95,12 @@ class Build:
             self.thread.join(timeout)
         return not self.running and self.error is None and not self._stopped.is_set()
 
-    def stop(self, wait: bool = True) -> None:
-        """Ask the build to end (its result is dropped) and, with ``wait``, wait until it has:
-        at most one piece's time."""
+    def stop(self) -> None:
+        """Ask the build to end (its result is dropped) and wait until it has: at most one
+        piece's time."""
         with self._lock:
             self._stopped.set()
-        if wait and self.thread is not threading.current_thread():
+        if self.thread is not threading.current_thread():
             self.thread.join()
 
     @property
@@ -139,10 +139,9 @@ class Builds:
 
     def wait(self, key_id: str, timeout: float | None = None) -> bool:
         """Wait for the key's build to end (True: none is running now)."""
-        with self._lock:
-            b = self._builds.get(key_id)
+        b = self.get(key_id)
         if b is not None:
-            b.thread.join(timeout)
+            b.wait(timeout)
         return not self.building(key_id)
 
     def get(self, key_id: str) -> Build | None:
