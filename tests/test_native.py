@@ -183,8 +183,8 @@ def test_synthesis_and_key_checks_agree_with_numba(native_on):
 def test_the_daemons_stages_make_the_same_proof_bytes(native_on):
     """The stages as a daemon's processes run them (synthesize into shared buffers, prove_start
     on a long-lived CPU device, prove_finish with fixed r, s) give the same proof JSON with
-    Numba's kernels and the library's; self-verification takes Python ints with the library
-    (cuzk.groth16.verifier_backend: no numba) and accepts it."""
+    Numba's kernels and the library's; self-verification takes the library's pairing with
+    the library (cuzk.groth16.verifier_backend: no numba) and accepts it."""
     from cuzk import groth16
     from cuzk.groth16 import ProvingKey, load_witness, open_device
 
@@ -202,9 +202,45 @@ def test_the_daemons_stages_make_the_same_proof_bytes(native_on):
     before = dict(native.calls)
     (numba_json, numba_backend, numba_ok), (native_json, native_backend, native_ok) = both(proof)
     assert numba_json == native_json
-    assert (numba_backend, native_backend) == ("numba", "python") and numba_ok and native_ok
+    assert (numba_backend, native_backend) == ("numba", "native") and numba_ok and native_ok
     ran = {k for k, n in native.calls.items() if n > before.get(k, 0)}
     assert {"evaluate_abc", "h_pipeline", "pippenger_g1_int16", "pippenger_g2_int16"} <= ran
+    assert "pairing_product_is_one" in ran
+
+
+def test_the_native_verifier_agrees_with_python_ints(native_on):
+    """The "native" verifier backend (the library's G2 subgroup test and pairing product) gives
+    pairing_int's verdicts: G2 points in and outside G2, the toyhash fixture's proof accepted,
+    the same proof with pi_c moved refused, and a pair at infinity skipped; the library ran
+    each kernel (no fallback to Numba's build)."""
+    import json
+    import random
+
+    from reference import random_twist_point
+
+    from cuzk.arith import pairing_int
+    from cuzk.groth16.verifier import Proof, VerifyingKey, verify
+    from cuzk.native.pairing import NativeOps
+
+    ops, ints = NativeOps("bn254"), pairing_int.for_curve("bn254")
+    before = dict(native.calls)
+    d = FIXTURES / "toyhash"
+    vk = VerifyingKey.from_json(json.loads((d / "verification_key.json").read_text()))
+    rng = random.Random(7)
+    outside = [random_twist_point("bn254", rng) for _ in range(3)]
+    for p in [*outside, vk.beta2, vk.gamma2, vk.delta2]:
+        assert ops.g2_in_subgroup(p) == ints.g2_in_subgroup(p)
+    assert not any(ops.g2_in_subgroup(p) for p in outside)
+    assert ops.g2_in_subgroup(vk.delta2) and ops.g2_in_subgroup(None)
+    proof = Proof.from_json(json.loads((d / "proof_0.json").read_text()))
+    public = json.loads((d / "public_0.json").read_text())
+    assert verify(vk, public, proof, "native")
+    moved = Proof.from_points(proof.pi_a, proof.pi_b, vk.alpha1)
+    assert not verify(vk, public, moved, "native")
+    assert not verify(vk, public, moved, "python")
+    assert ops.pairing_product_is_one([(None, vk.beta2), (vk.alpha1, None)])
+    ran = {k for k, n in native.calls.items() if n > before.get(k, 0)}
+    assert {"g2_rows_in_subgroup", "pairing_product_is_one"} <= ran
 
 
 def _toyhash_prover():

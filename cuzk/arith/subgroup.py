@@ -167,9 +167,20 @@ else:
         return g1_eq(g1_neg(x2a), g1_from_affine((fq_mul(a[0], G1_BETA), a[1])))
 
 
-# --- the CUDA build's kernel: one thread per row ---------------------------------------------
+# --- a kernel over rows of points: a loop on the CPU (the native library's entry, what a
+# `cuzk prove` checks its key's and its proof's G2 points with), one thread per row on CUDA ---
 
-if T.name != CPU:
+if T.name == CPU:
+    g2_load_affine = G.g2_load_affine
+
+    @T.njit()
+    def g2_rows_in_subgroup(rows, out):
+        """out[i] = 1 if row i of rows (n, 4 limbs-per-Fq) uint64, an affine twist point in
+        Montgomery form already checked to be on the twist, lies in G2, else 0."""
+        for i in range(rows.shape[0]):
+            out[i] = 1 if g2_in_subgroup(g2_load_affine(rows, i)) else 0
+
+else:
     from numba import cuda, types
 
     g2_load_affine = G.g2_load_affine

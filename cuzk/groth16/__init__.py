@@ -47,7 +47,7 @@ def select_kernels(device: str | None = None) -> str:
     from cuzk.arith.curves import CURVES
 
     native.enable()
-    have = {c: native.enabled() and native.library(c) is not None for c in CURVES}
+    have = {c: native.serves(c) for c in CURVES}
     if all(have.values()):
         cpu = "native"
     elif not any(have.values()):
@@ -61,11 +61,11 @@ def select_kernels(device: str | None = None) -> str:
 
 def verifier_backend(curve: str) -> str:
     """The backend (cuzk.groth16.verifier.BACKENDS) this process verifies ``curve``'s proofs
-    with: Python ints where the native library serves its kernels (so the process never
-    imports numba: ~15-20 ms a BN254 proof), else the compiled one (~2 ms once loaded)."""
-    from cuzk import native
+    with: the native library's kernels where it serves this process (no numba: a few ms a
+    proof, against 15-20 ms on Python ints), else Numba's compiled one (~2 ms once loaded)."""
+    from cuzk.groth16.verifier import quick_backend
 
-    return "python" if native.enabled() and native.library(curve) is not None else "numba"
+    return "native" if quick_backend(curve) == "native" else "numba"
 
 
 def watch_compiles(say, on_change=None):

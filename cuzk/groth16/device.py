@@ -55,7 +55,7 @@ class CpuDevice:
 
         from cuzk import native
 
-        what = "native library" if native.enabled() and native.library() else "Numba"
+        what = "native library" if native.serves() else "Numba"
         return f"{self.name}: {what} CPU kernels on {os.cpu_count()} cores"
 
     def load_key(self, key):

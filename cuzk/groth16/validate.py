@@ -198,7 +198,7 @@ def validate_key(zkey, done_with=None, b2_subgroup=True, g1_subgroup=True):
     subgroup test of pointsB2, g1_subgroup=False that of the G1 sections on a curve whose G1
     has a cofactor (BLS12-381) (cuzk.groth16.key.ProvingKey.validate says when)."""
     from cuzk.arith import pairing_int
-    from cuzk.groth16.verifier import VerifyingKey
+    from cuzk.groth16.verifier import VerifyingKey, quick_backend
 
     curve = getattr(zkey, "curve_info", curves.BN254)
     int_ops = pairing_int.for_curve(curve.arith)
@@ -217,9 +217,10 @@ def validate_key(zkey, done_with=None, b2_subgroup=True, g1_subgroup=True):
             raise BadPoint(path, f"Groth16 header: {e}") from None
     check_points(path, "IC", zkey.ic, curve)
     try:
-        # curve, twist, G2 subgroup, IC count; the three subgroup checks on Python ints (~4 ms)
-        # cost less than loading the compiled pairing's code into a one-shot `cuzk prove`
-        vk = VerifyingKey.from_zkey(zkey, backend="python")
+        # curve, twist, G2 subgroup, IC count; the three subgroup checks on the native
+        # library where this process proves on it, else on Python ints (~5 ms): less than
+        # loading Numba's compiled code into a one-shot `cuzk prove`
+        vk = VerifyingKey.from_zkey(zkey, backend=quick_backend(curve.arith))
     except FormatError as e:
         where = e.where[len(path) + 2 :] if e.where.startswith(path + ": ") else e.where
         raise BadPoint(path, f"Groth16 header: {where}: {e.problem}") from None

@@ -7,26 +7,27 @@ A proof (piA, piB, piC) of public signals s_1..s_n verifies under a key
     vk_x = IC_0 + sum_i s_i IC_i,
 
 checked as the single product  e(-piA, piB) e(alpha1, beta2) e(vk_x, gamma2) e(piC, delta2) = 1
-with one shared final exponentiation, computed by one of two backends with the same
+with one shared final exponentiation, computed by one of three backends with the same
 verdicts: compiled (cuzk.groth16.verifier_numba on cuzk.arith.pairing, for processes that
-verify many proofs) or on Python ints (cuzk.arith.pairing_int, for the one-shot `cuzk
-verify`, which then imports neither numpy nor numba).
+verify many proofs), the same kernels from the native library (cuzk.native.pairing, for a
+process that proves on it: `cuzk prove`'s self-check, the daemon's devices) or on
+Python ints (cuzk.arith.pairing_int, for the one-shot `cuzk verify`, which then imports
+neither numpy nor numba).
 
-Keys and proofs of either curve cuzk knows are verified (BN254, and BLS12-381, which
-snarkjs names bls12381: the curve is the one the files name, and a proof must be on its
-key's curve); BLS12-381 is checked on Python ints whichever backend is asked (the compiled
-verifier is BN254's). Input that cannot be a Groth16 instance is refused with a FormatError
-(cuzk.formats.errors) that names the file and the field: the snarkjs JSON reader
-(cuzk.formats.snarkjs_json) checks shapes, decimal numbers, coordinates below q, public
-signals below r, points on their curves, the protocol and curve, and the counts against
-nPublic; this module adds the order-r subgroup check of G2 points, and of G1 points on a
-curve whose G1 has a cofactor (BLS12-381: a G1 point with a component of the cofactor's
-order pairs as its G1 part does, so the pairing equation alone would accept a proof with
-one, which a verifier that checks membership, as Ethereum's BLS12-381 precompiles do,
-refuses) (NotInSubgroup). snarkjs
-answers some of these with "invalid" instead (a signal >= r) or does not check them
-(subgroup membership of piB); cuzk refuses them, so a `False` from verify() always means a
-well-formed proof that fails the pairing equation.
+Keys and proofs of either curve cuzk knows are verified (BN254, and BLS12-381, which snarkjs
+names bls12381: the curve is the one the files name, and a proof must be on its key's
+curve); asked for "numba", BLS12-381 is checked on Python ints (that compiled verifier is
+BN254's), while "native" serves both curves. Input that cannot be a Groth16 instance is
+refused with a FormatError (cuzk.formats.errors) that names the file and the field: the
+snarkjs JSON reader (cuzk.formats.snarkjs_json) checks shapes, decimal numbers, coordinates
+below q, public signals below r, points on their curves, the protocol and curve, and the
+counts against nPublic; this module adds the order-r subgroup check of G2 points, and of G1
+points on a curve whose G1 has a cofactor (BLS12-381: a G1 point with a component of the
+cofactor's order pairs as its G1 part does, so the pairing equation alone would accept a
+proof with one, which a verifier that checks membership, as Ethereum's BLS12-381 precompiles
+do, refuses) (NotInSubgroup). snarkjs answers some of these with "invalid" instead (a signal
+>= r) or does not check them (subgroup membership of piB); cuzk refuses them, so a `False`
+from verify() always means a well-formed proof that fails the pairing equation.
 """
 
 from __future__ import annotations
@@ -63,19 +64,38 @@ __all__ = [
 # How the subgroup checks and the pairing product are computed; the verdicts are the same.
 #   "numba"   compiled (cuzk.groth16.verifier_numba): ~2 ms a proof once loaded, but loading
 #             numpy, numba and the cached machine code costs about half a second;
-#   "python"  Python ints (cuzk.arith.pairing_int): tens of ms a proof, nothing to load.
-# A process that verifies many proofs uses "numba"; the one-shot `cuzk verify`, "python".
-BACKENDS = ("numba", "python")
+#   "python"  Python ints (cuzk.arith.pairing_int): tens of ms a proof, nothing to load;
+#   "native"  the G2 test and the pairing product of the native library, loaded with ctypes
+#             (cuzk.native.pairing; Numba's build of the same kernels where this
+#             process does not use the library): a few ms a proof, for a process that has
+#             numpy and the library loaded already, i.e. one that proves on it.
+# A process that verifies many proofs uses "numba"; the one-shot `cuzk verify`, "python";
+# one that proves, "native" where the library serves it (quick_backend, verifier_backend).
+BACKENDS = ("numba", "python", "native")
 
 
 BN254 = curves.BN254
 
 
+def quick_backend(curve: str) -> str:
+    """The backend for a check or two in a process that must not load numba for them:
+    "native" where this process proves on the native library for `curve` (a cuzk.arith.curves
+    name), else "python"."""
+    from cuzk import native
+
+    return "native" if native.serves(curve) else "python"
+
+
 def _backend(name: str, curve=BN254):
     """The module that checks subgroups and pairing products for `curve`: BN254's compiled
-    verifier or Python-int pairing; another curve's Python-int pairing (either name)."""
+    verifier, any curve's native-library kernels, or Python-int pairing; another curve than
+    BN254 asked for "numba" gets the Python-int pairing."""
     if name not in BACKENDS:
         raise ValueError(f"unknown verifier backend {name!r} (expected one of {BACKENDS})")
+    if name == "native":
+        from cuzk.native import pairing
+
+        return pairing.for_curve(curve.arith)
     if name == "numba" and curve is BN254:
         from cuzk.groth16 import verifier_numba
 

@@ -190,6 +190,11 @@ def enabled() -> bool:
     return _enabled
 
 
+def serves(curve: str = DEFAULT) -> bool:
+    """Whether this process runs ``curve``'s kernels from the library: enabled, and built here."""
+    return _enabled and library(curve) is not None
+
+
 class Runtime:
     """The run-time library (runtime.c), loaded once per process and shared by the kernel
     libraries (RTLD_GLOBAL: their Numba run-time symbols resolve to it)."""

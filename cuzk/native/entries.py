@@ -12,10 +12,11 @@ A kernel that returns an integer (``returns``) takes one more argument, last: a 
 the int64 the C function stores it in (the library's functions return nothing themselves).
 
 These are the kernels a one-shot proof calls (`cuzk prove`, `cuzk fullprove`): the key
-checks, synthesis, the H pipeline and its tables, the MSM drivers of both groups, and the
-constraint check of `--r1cs`; for a PLONK key the NTT's transforms and coset step and the
-PLONK prover's kernels (_plonk_entries); and what the daemon adds for a resident key: its
-tables of multiples, built and summed by the same MSM drivers (table_fill, pippenger_table).
+checks, synthesis, the H pipeline and its tables, the MSM drivers of both groups, the
+constraint check of `--r1cs`, and the proof's self-check (G2 subgroup test, pairing
+product); for a PLONK key the NTT's transforms and coset step and the PLONK prover's kernels
+(_plonk_entries); and what the daemon adds for a resident key: its tables of multiples,
+built and summed by the same MSM drivers (table_fill, pippenger_table).
 """
 
 from __future__ import annotations
@@ -179,6 +180,23 @@ ENTRIES: tuple[Entry, ...] = (
         (),
         # n, then A, B, C of the .r1cs as CSR (row_ptr, cols, vals), then the witness
         (INT,) + (IN("int64", 1), IN("uint32", 1), IN("uint64", 2)) * 3 + (IN("uint64", 2),),
+        returns=True,
+    ),
+    # the self-check of a proof before it is written: its pi_b's (and the key's) G2 test, and
+    # the verifier's product of pairings (cuzk.native.pairing: Groth16's four, PLONK's two)
+    Entry(
+        "g2_rows_in_subgroup",
+        "cuzk.arith.subgroup",
+        "g2_rows_in_subgroup",
+        (),
+        (IN("uint64", 2), OUT("uint8", 1)),
+    ),
+    Entry(
+        "pairing_product_is_one",
+        "cuzk.arith.pairing",
+        "pairing_product_is_one",
+        (),
+        (IN("uint64", 3), IN("uint64", 4)),
         returns=True,
     ),
     *_msm_entries("g1"),

@@ -35,11 +35,12 @@ def load_witness(wtns, key):
 def verify_with_key(key, proof) -> bool:
     """The proof checked against the key's verification key (what `cuzk export-vk` writes)."""
     from cuzk.formats.plonk_json import verification_key, vk_from_json
-    from cuzk.plonk.verifier import check_vk, kernel_combination, verify
+    from cuzk.plonk.verifier import check_vk, kernel_combination, kernel_pairing, verify
 
     vk = check_vk(vk_from_json(verification_key(key), str(key.path)), str(key.path))
     combine = kernel_combination(vk["curve"])  # (the prover's MSM kernels: loaded already)
-    return verify(vk, proof.public, proof.commitments, proof.evaluations, combine)
+    pairing = kernel_pairing(vk["curve"])
+    return verify(vk, proof.public, proof.commitments, proof.evaluations, combine, pairing)
 
 
 def run_prove(zkey, wtns, proof_json, public_json, verify: bool = True, device: str = "cpu"):

@@ -110,10 +110,11 @@ def verify(vk, public, proof) -> bool:
     """Check a proof from prove_finish against ProvingKey.verification_key() (the engine's
     self-verification; cuzk.plonk.verifier): on a curve whose G1 has a cofactor (BLS12-381)
     every commitment must lie in G1 too, as `cuzk verify` requires (a power of tau outside
-    G1 would put one outside)."""
+    G1 would put one outside). The pairing product on the native library's kernels where
+    this process proves on it (cuzk.native.pairing), else on Python ints."""
     from cuzk.arith import pairing_int
     from cuzk.formats import curve as curves
-    from cuzk.plonk.verifier import kernel_combination
+    from cuzk.plonk.verifier import kernel_combination, kernel_pairing
     from cuzk.plonk.verifier import verify as verify_plonk
 
     if vk["curve"] is not curves.BN254:
@@ -121,8 +122,9 @@ def verify(vk, public, proof) -> bool:
         if not all(p is None or ops.g1_in_subgroup(p) for p in proof.commitments.values()):
             return False
     combine = kernel_combination(vk["curve"])  # (this device process's MSM kernels)
+    pairing = kernel_pairing(vk["curve"])
     public = [int(x) for x in public]
-    return verify_plonk(vk, public, proof.commitments, proof.evaluations, combine)
+    return verify_plonk(vk, public, proof.commitments, proof.evaluations, combine, pairing)
 
 
 class Device:
