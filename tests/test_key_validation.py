@@ -370,8 +370,9 @@ def test_the_psi_test_is_the_order_r_test():
 def test_a_b2_point_outside_g2_is_refused_in_one_line(tmp_path, monkeypatch):
     """pointsB2[i] replaced by a twist point outside G2 (one of order 10069 plus a G2 point:
     the hardest for the batched check): refused by validation, naming the point, and by
-    `cuzk prove` in one line (with --no-verify by the same check; verified before writing, by
-    the verifier's test of pi_b). A good key never runs the per-point sweep."""
+    `cuzk prove` in one line (with --no-verify the proof's pi_b comes out of G2 and the key's
+    check then names the point; verified before writing, by the verifier's test of pi_b). A
+    good key never runs the per-point sweep, nor the batched check in `cuzk prove`."""
     import random
 
     from py_ecc import optimized_bn128 as bn
@@ -401,6 +402,13 @@ def test_a_b2_point_outside_g2_is_refused_in_one_line(tmp_path, monkeypatch):
     r = _prove("--no-verify", bad, MULCHAIN.witness(0), tmp_path / "p.json", tmp_path / "q.json")
     assert r.exit_code == 1 and r.output == f"cuzk prove: {info.value}\n", r.output
     assert not (tmp_path / "p.json").exists()
+    batched = []  # a good key: `cuzk prove --no-verify` leaves the batched check out
+    real_batched = validate.first_outside_g2_batched
+    monkeypatch.setattr(
+        validate, "first_outside_g2_batched", lambda p: batched.append(1) or real_batched(p)
+    )
+    r = _prove("--no-verify", src, MULCHAIN.witness(0), tmp_path / "g.json", tmp_path / "h.json")
+    assert r.exit_code == 0 and batched == [], r.output
     # Verified before writing (the default), the command leaves the batch out: the proof's
     # pi_b is outside G2 and the verifier refuses it, in one line, writing nothing.
     r = _prove(bad, MULCHAIN.witness(0), tmp_path / "p.json", tmp_path / "q.json")

@@ -20,9 +20,11 @@ def run_prove(
     """Prove and write proof_json / public_json atomically, both or neither; raise on any
     reason not to (OutputError, an OSError, for outputs that cannot be written).
 
-    The key's points are validated when it is opened (header points on the curve / twist, G2
-    ones and pointsB2 in the subgroup, every point section on its curve); with `verify` the proof is
-    checked against the key's own verification key before anything is written.
+    The key's points are validated when it is opened (header points on the curve / twist and
+    the G2 ones in G2, every point section on its curve); the proof's points are tested in
+    their groups (a pointsB2 point outside G2 that the witness reaches puts pi_b outside:
+    refused, naming the point), and with `verify` the proof is checked against the key's own
+    verification key, before anything is written.
 
     native: run the CPU kernels from the native library where it is built for the key's curve
     (cuzk.native; this process then imports no numba), else Numba's cached kernels."""
@@ -102,6 +104,19 @@ def _numba_loads(curve: str, loads) -> None:
     loads.enter_context(lean_cache_loads())
 
 
+def _name_the_point_outside(key) -> None:
+    """The key's subgroup tests that _run_prove leaves out (pointsB2 in G2; on BLS12-381 the
+    G1 sections in G1), run once a proof's point came out of its group: raise ProveError
+    naming the first point outside (cuzk.groth16.validate's one-line BadPoint)."""
+    from cuzk.formats.errors import FormatError
+    from cuzk.groth16.validate import validate_key
+
+    try:
+        validate_key(key.zkey, key.done_with, b2_subgroup=True, g1_subgroup=True)
+    except FormatError as e:
+        raise ProveError(str(e)) from None
+
+
 def _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device, loads):
     from cuzk.formats.atomic import check_outputs
     from cuzk.formats.errors import FormatError
@@ -113,11 +128,11 @@ def _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device, loads)
         # the device before any kernel is compiled: a missing GPU is said at once, alone
         dev = open_device(device, one_shot=True)
         _numba_loads(key.arith_curve, loads)
-        # A proof verified before it is written needs no G2 test of pointsB2: a point outside G2
-        # that the witness reaches gives a pi_b outside G2, which the verifier refuses (0.27 s
-        # of a 2^15 key's 0.3 s of validation left out of the command); on BLS12-381 likewise
-        # the G1 sections' subgroup test (pi_a, pi_c outside G1 are refused by the verifier).
-        vk = key.validate(b2_subgroup=not verify, g1_subgroup=not verify)
+        # No G2 test of every pointsB2 point: a point outside G2 that the witness reaches gives
+        # a pi_b outside G2, which the proof's own test below refuses (0.27 s of a 2^15 key's
+        # 0.3 s of validation left out of the command); on BLS12-381 likewise the G1 sections'
+        # subgroup test (pi_a, pi_c outside G1 are refused). Verified or not (--no-verify).
+        vk = key.validate(b2_subgroup=False, g1_subgroup=False)
         w = load_witness(wtns, key)
         if r1cs is not None:
             _check_r1cs(r1cs, zkey, wtns, key, key.n_vars, w)
@@ -125,18 +140,21 @@ def _run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device, loads)
         raise ProveError(str(e)) from None
     check_outputs(proof_json, public_json)  # before the work: one file twice, a missing folder
     proof = prove(key, w, dev)
-    if verify:
-        from cuzk.groth16.verifier import Proof, quick_backend
-        from cuzk.groth16.verifier import verify as check
+    from cuzk.groth16.verifier import Proof, quick_backend
+    from cuzk.groth16.verifier import verify as check
 
-        # on the native library's kernels where the proof was made on them (~2 ms), else on
-        # Python ints (~20 ms): one check costs less than loading Numba's compiled pairing
-        backend = quick_backend(key.arith_curve)
-        try:
-            pts = Proof.from_points(*proof.points(), backend=backend, curve=proof.curve)
-            ok = check(vk, proof.public, pts, backend=backend)
-        except FormatError as e:  # e.g. piB outside G2 (a pointsB2 point outside G2)
+    # on the native library's kernels where the proof was made on them (~2 ms), else on
+    # Python ints (~20 ms): one check costs less than loading Numba's compiled pairing
+    backend = quick_backend(key.arith_curve)
+    try:  # the proof's points on their curves and in their groups, verified or not
+        pts = Proof.from_points(*proof.points(), backend=backend, curve=proof.curve)
+    except FormatError as e:  # e.g. piB outside G2 (a pointsB2 point outside G2)
+        if verify:
             raise ProveError(f"the proof does not verify: {e}") from None
+        _name_the_point_outside(key)  # the key's tests left out above, to say which point
+        raise ProveError(f"the proof is not usable: {e}") from None
+    if verify:
+        ok = check(vk, proof.public, pts, backend=backend)
         if not ok:
             raise ProveError(
                 "the proof does not verify: the witness does not satisfy the "

@@ -78,11 +78,11 @@ class ProvingKey:
         cuzk.formats.errors.BadPoint naming the first bad point. Returns the key's checked
         cuzk.groth16.verifier.VerifyingKey. Done once per instance.
         b2_subgroup=False leaves out the batched G2 subgroup test of pointsB2 (on the twist is
-        still checked): for a one-shot proof that is verified before it is written, where a
-        point outside G2 gives a pi_b that the verifier refuses. g1_subgroup=False likewise
-        leaves out the per-point G1 subgroup test of the G1 sections on a curve with a G1
-        cofactor (BLS12-381; cuzk.groth16.validate): the verifier refuses a pi_a or pi_c
-        outside G1."""
+        still checked): for a one-shot proof whose own points are tested before it is written
+        (cuzk.groth16.files), where a point outside G2 gives a pi_b outside G2.
+        g1_subgroup=False likewise leaves out the per-point G1 subgroup test of the G1
+        sections on a curve with a G1 cofactor (BLS12-381; cuzk.groth16.validate): a pi_a or
+        pi_c outside G1 is refused there."""
         vk = getattr(self, "_vk", None)
         if vk is None:
             from cuzk.groth16.validate import validate_key
