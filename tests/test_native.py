@@ -209,10 +209,11 @@ def test_the_daemons_stages_make_the_same_proof_bytes(native_on):
 
 
 def test_the_native_verifier_agrees_with_python_ints(native_on):
-    """The "native" verifier backend (the library's G2 subgroup test and pairing product) gives
-    pairing_int's verdicts: G2 points in and outside G2, the toyhash fixture's proof accepted,
-    the same proof with pi_c moved refused, and a pair at infinity skipped; the library ran
-    each kernel (no fallback to Numba's build)."""
+    """The "native" verifier backend (the library's G2 subgroup test, pairing product and MSM)
+    gives pairing_int's verdicts and sums: G2 points in and outside G2, the toyhash fixture's
+    proof accepted, the same proof with pi_c moved refused, a pair at infinity skipped, a
+    linear combination of ~100 points (zero, one, 64-bit and r - 1 scalars among them); the
+    library ran each kernel (no fallback to Numba's build)."""
     import json
     import random
 
@@ -239,8 +240,13 @@ def test_the_native_verifier_agrees_with_python_ints(native_on):
     assert not verify(vk, public, moved, "native")
     assert not verify(vk, public, moved, "python")
     assert ops.pairing_product_is_one([(None, vk.beta2), (vk.alpha1, None)])
+    points = [*vk.ic, None, vk.alpha1] * 30  # ~100 points: the MSM's class pass and buckets
+    ks = [rng.randrange(ints.R) for _ in points]
+    ks[:4] = [0, 1, 2**64 - 1, ints.R - 1]
+    assert ops.g1_linear_combination(points, ks) == ints.g1_linear_combination(points, ks)
+    assert ops.g1_linear_combination(vk.ic[:1], [0]) is None
     ran = {k for k, n in native.calls.items() if n > before.get(k, 0)}
-    assert {"g2_rows_in_subgroup", "pairing_product_is_one"} <= ran
+    assert {"g2_rows_in_subgroup", "pairing_product_is_one", "scalar_classes_g1"} <= ran
 
 
 def _toyhash_prover():

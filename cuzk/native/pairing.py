@@ -7,9 +7,11 @@ a few milliseconds instead of ~15-20 ms of Python ints, without importing numba.
 The kernels are the compiled verifier's (cuzk.arith.subgroup's g2_rows_in_subgroup,
 cuzk.arith.pairing's pairing_product_is_one), looked up through ``cuzk.native.kernels``: the
 library's where this process uses it, else Numba's build of the same source (the verdicts are
-the same either way). The rest is cheap and stays on Python ints, as the "python" backend
-does it (cuzk.arith.pairing_int): the G1 subgroup test (BLS12-381) and the public inputs'
-linear combination.
+the same either way), and the public inputs' linear combination vk_x = IC_0 + sum s_i IC_i
+by the MSM kernels (cuzk.kernels.msm_cpu, the library's where it serves): on Python ints a
+public signal costs a scalar multiplication of ~0.3-1 ms, ~30-90 ms for a circuit with 96
+public limbs (the bench's bigmul). The G1 subgroup test (BLS12-381) stays on Python ints, as
+the "python" backend does it (cuzk.arith.pairing_int).
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ class NativeOps:
         self.curve = curve
         self._int = pairing_int.for_curve(curve)
         self._q, self._mont_r, self._nq = c.FQ_MODULUS, c.FQ_MONT_R, c.FQ_LIMBS
+        self._r = c.FR_MODULUS
+        self._mont_r_inv = pow(c.FQ_MONT_R, -1, c.FQ_MODULUS)
         self._pairing = native.kernels("cuzk.arith.pairing", curve)
         self._subgroup = native.kernels("cuzk.arith.subgroup", curve)
 
@@ -57,6 +61,23 @@ class NativeOps:
             zero if p is None else b"".join(self._fq(v) for xy in p for v in xy) for p in points
         )
         return np.frombuffer(data, np.uint64).reshape(len(points), 2, 2, self._nq).copy()
+
+    def g1_linear_combination(self, points, scalars):
+        """sum_i k_i P_i for affine int points (None = infinity) and ints k_i >= 0, as an
+        affine int point (None = infinity), by the MSM kernels."""
+        from cuzk.kernels.msm_cpu import msm_g1
+
+        if not points:
+            return None
+        nq = self._nq
+        rows = self._g1_rows(points).reshape(len(points), 2 * nq)
+        raw = b"".join((int(k) % self._r).to_bytes(32, "little") for k in scalars)
+        ks = np.frombuffer(raw, np.uint64).reshape(len(points), 4).copy()
+        out = msm_g1(rows, ks, curve=self.curve)
+        if not out.any():
+            return None
+        x, y = (int.from_bytes(out[i * nq : (i + 1) * nq].tobytes(), "little") for i in (0, 1))
+        return (x * self._mont_r_inv % self._q, y * self._mont_r_inv % self._q)
 
     def g2_in_subgroup(self, p) -> bool:
         """Whether an affine int point on the twist (None = infinity) lies in G2."""
