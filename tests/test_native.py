@@ -221,7 +221,7 @@ def test_the_native_verifier_agrees_with_python_ints(native_on):
 
     from cuzk.arith import pairing_int
     from cuzk.groth16.verifier import Proof, VerifyingKey, verify
-    from cuzk.native.pairing import NativeOps
+    from cuzk.kernels.verifier_ops import NativeOps
 
     ops, ints = NativeOps("bn254"), pairing_int.for_curve("bn254")
     before = dict(native.calls)

@@ -9,7 +9,7 @@ A proof (piA, piB, piC) of public signals s_1..s_n verifies under a key
 checked as the single product  e(-piA, piB) e(alpha1, beta2) e(vk_x, gamma2) e(piC, delta2) = 1
 with one shared final exponentiation, computed by one of three backends with the same
 verdicts: compiled (cuzk.groth16.verifier_numba on cuzk.arith.pairing, for processes that
-verify many proofs), the same kernels from the native library (cuzk.native.pairing, for a
+verify many proofs), the same kernels from the native library (cuzk.kernels.verifier_ops, for a
 process that proves on it: `cuzk prove`'s self-check, the daemon's devices) or on
 Python ints (cuzk.arith.pairing_int, for the one-shot `cuzk verify`, which then imports
 neither numpy nor numba).
@@ -66,7 +66,7 @@ __all__ = [
 #             numpy, numba and the cached machine code costs about half a second;
 #   "python"  Python ints (cuzk.arith.pairing_int): tens of ms a proof, nothing to load;
 #   "native"  the G2 test and the pairing product of the native library, loaded with ctypes
-#             (cuzk.native.pairing; Numba's build of the same kernels where this
+#             (cuzk.kernels.verifier_ops; Numba's build of the same kernels where this
 #             process does not use the library): a few ms a proof, for a process that has
 #             numpy and the library loaded already, i.e. one that proves on it.
 # A process that verifies many proofs uses "numba"; the one-shot `cuzk verify`, "python";
@@ -93,9 +93,9 @@ def _backend(name: str, curve=BN254):
     if name not in BACKENDS:
         raise ValueError(f"unknown verifier backend {name!r} (expected one of {BACKENDS})")
     if name == "native":
-        from cuzk.native import pairing
+        from cuzk.kernels import verifier_ops
 
-        return pairing.for_curve(curve.arith)
+        return verifier_ops.for_curve(curve.arith)
     if name == "numba" and curve is BN254:
         from cuzk.groth16 import verifier_numba
 

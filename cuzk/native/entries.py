@@ -183,7 +183,7 @@ ENTRIES: tuple[Entry, ...] = (
         returns=True,
     ),
     # the self-check of a proof before it is written: its pi_b's (and the key's) G2 test, and
-    # the verifier's product of pairings (cuzk.native.pairing: Groth16's four, PLONK's two)
+    # the verifier's product of pairings (cuzk.kernels.verifier_ops: Groth16's four, PLONK's two)
     Entry(
         "g2_rows_in_subgroup",
         "cuzk.arith.subgroup",

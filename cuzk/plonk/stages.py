@@ -111,7 +111,7 @@ def verify(vk, public, proof) -> bool:
     self-verification; cuzk.plonk.verifier): on a curve whose G1 has a cofactor (BLS12-381)
     every commitment must lie in G1 too, as `cuzk verify` requires (a power of tau outside
     G1 would put one outside). The pairing product on the native library's kernels where
-    this process proves on it (cuzk.native.pairing), else on Python ints."""
+    this process proves on it (cuzk.kernels.verifier_ops), else on Python ints."""
     from cuzk.arith import pairing_int
     from cuzk.formats import curve as curves
     from cuzk.plonk.verifier import kernel_combination, kernel_pairing

@@ -99,14 +99,14 @@ def kernel_combination(curve):
 
 
 def kernel_pairing(curve):
-    """The pairing product check of the native library (cuzk.native.pairing: ~2 ms, where
+    """The pairing product check of the native library (cuzk.kernels.verifier_ops: ~2 ms, where
     Python ints take ~15 ms) for a process that proves on it, else None (Python ints): no
     process loads numba for it."""
     from cuzk import native
 
     if not native.serves(curve.arith):
         return None
-    from cuzk.native.pairing import for_curve
+    from cuzk.kernels.verifier_ops import for_curve
 
     return for_curve(curve.arith).pairing_product_is_one
 
