@@ -6,12 +6,13 @@ a few milliseconds instead of ~15-20 ms of Python ints, without importing numba.
 
 The kernels are the compiled verifier's (cuzk.arith.subgroup's g2_rows_in_subgroup,
 cuzk.arith.pairing's pairing_product_is_one), looked up through ``cuzk.native.kernels``: the
-library's where this process uses it, else Numba's build of the same source (the verdicts are
-the same either way), and the public inputs' linear combination vk_x = IC_0 + sum s_i IC_i
-by the MSM kernels (cuzk.kernels.msm_cpu, the library's where it serves): on Python ints a
-public signal costs a scalar multiplication of ~0.3-1 ms, ~30-90 ms for a circuit with 96
-public limbs (the bench's bigmul). The G1 subgroup test (BLS12-381) stays on Python ints, as
-the "python" backend does it (cuzk.arith.pairing_int).
+library's where this process uses it, else Numba's build of the same source (the verdicts
+are the same either way), and the public inputs' linear combination vk_x = IC_0 + sum s_i
+IC_i by the MSM kernels (g1_combination, which PLONK's verifier sums its points with too,
+cuzk.plonk.verifier.kernel_combination): on Python ints a public signal costs a scalar
+multiplication of ~0.3-1 ms, ~30-90 ms for a circuit with 96 public limbs (the bench's
+bigmul). The G1 subgroup test (BLS12-381) stays on Python ints, as the "python" backend does
+it (cuzk.arith.pairing_int).
 """
 
 from __future__ import annotations
@@ -21,70 +22,72 @@ import functools
 import numpy as np
 
 
+def g1_combination(points, scalars, curve):
+    """sum_i k_i P_i for affine int points (None = infinity) of ``curve`` (a
+    cuzk.formats.curve Curve) and ints 0 <= k_i, as an affine int point (None = infinity), by
+    the MSM kernels (cuzk.kernels.msm_cpu: the library's where this process uses it, else
+    Numba's build)."""
+    from cuzk.arith.radix import ints_to_limbs
+    from cuzk.formats.stored import g1_from_limbs, g1_to_limbs
+    from cuzk.kernels.msm_cpu import msm_g1
+
+    if not points:
+        return None
+    rows = np.stack([g1_to_limbs(p, curve) for p in points])
+    ks = ints_to_limbs(int(k) % curve.r for k in scalars)
+    return g1_from_limbs(msm_g1(rows, ks, curve=curve.arith), curve)
+
+
 class NativeOps:
     """The backend's operations for one curve (cuzk.arith.curves name); any attribute it does
-    not define is pairing_int's (g1_in_subgroup, g1_linear_combination, ...)."""
+    not define is pairing_int's (g1_in_subgroup, ...)."""
 
     def __init__(self, curve: str):
-        from cuzk import native
         from cuzk.arith import pairing_int
-        from cuzk.arith.curves import constants
+        from cuzk.formats import curve as curves
 
-        c = constants(curve)
         self.curve = curve
         self._int = pairing_int.for_curve(curve)
-        self._q, self._mont_r, self._nq = c.FQ_MODULUS, c.FQ_MONT_R, c.FQ_LIMBS
-        self._r = c.FR_MODULUS
-        self._mont_r_inv = pow(c.FQ_MONT_R, -1, c.FQ_MODULUS)
-        self._pairing = native.kernels("cuzk.arith.pairing", curve)
-        self._subgroup = native.kernels("cuzk.arith.subgroup", curve)
+        self._stored = curves.by_name(curves.SNARKJS_NAMES[curve])  # its points' limbs
 
     def __getattr__(self, name):
         if name.startswith("_"):
             raise AttributeError(name)
         return getattr(self._int, name)
 
-    def _fq(self, x: int) -> bytes:
-        """Plain x < q as the little-endian limbs of its Montgomery form x R mod q."""
-        return (x * self._mont_r % self._q).to_bytes(8 * self._nq, "little")
+    def _kernels(self, module: str):
+        from cuzk import native
+
+        return native.kernels(module, self.curve)
 
     def _g1_rows(self, points) -> np.ndarray:
-        """G1 points (affine ints; None = infinity, the rows' (0, 0)) as (n, 2, NQ) limbs."""
-        zero = bytes(16 * self._nq)
-        data = b"".join(zero if p is None else self._fq(p[0]) + self._fq(p[1]) for p in points)
-        return np.frombuffer(data, np.uint64).reshape(len(points), 2, self._nq).copy()
+        """G1 points (affine ints; None = infinity, all-zero limbs) as (n, 2, NQ) limbs."""
+        from cuzk.formats.stored import g1_to_limbs
+
+        nq = self._stored.q_limbs
+        rows = [g1_to_limbs(p, self._stored) for p in points]
+        return np.stack(rows).reshape(len(points), 2, nq)
 
     def _g2_rows(self, points) -> np.ndarray:
         """G2 points ((x.c0, x.c1), (y.c0, y.c1)) as (n, 2, 2, NQ) limbs (None: zeros)."""
-        zero = bytes(32 * self._nq)
-        data = b"".join(
-            zero if p is None else b"".join(self._fq(v) for xy in p for v in xy) for p in points
-        )
-        return np.frombuffer(data, np.uint64).reshape(len(points), 2, 2, self._nq).copy()
+        from cuzk.formats.stored import g2_to_limbs
+
+        nq = self._stored.q_limbs
+        rows = [g2_to_limbs(p, self._stored) for p in points]
+        return np.stack(rows).reshape(len(points), 2, 2, nq)
 
     def g1_linear_combination(self, points, scalars):
         """sum_i k_i P_i for affine int points (None = infinity) and ints k_i >= 0, as an
-        affine int point (None = infinity), by the MSM kernels."""
-        from cuzk.kernels.msm_cpu import msm_g1
-
-        if not points:
-            return None
-        nq = self._nq
-        rows = self._g1_rows(points).reshape(len(points), 2 * nq)
-        raw = b"".join((int(k) % self._r).to_bytes(32, "little") for k in scalars)
-        ks = np.frombuffer(raw, np.uint64).reshape(len(points), 4).copy()
-        out = msm_g1(rows, ks, curve=self.curve)
-        if not out.any():
-            return None
-        x, y = (int.from_bytes(out[i * nq : (i + 1) * nq].tobytes(), "little") for i in (0, 1))
-        return (x * self._mont_r_inv % self._q, y * self._mont_r_inv % self._q)
+        affine int point (None = infinity), by the MSM kernels (g1_combination)."""
+        return g1_combination(points, scalars, self._stored)
 
     def g2_in_subgroup(self, p) -> bool:
         """Whether an affine int point on the twist (None = infinity) lies in G2."""
         if p is None:
             return True
         out = np.zeros(1, np.uint8)
-        self._subgroup.g2_rows_in_subgroup(self._g2_rows([p]).reshape(1, 4 * self._nq), out)
+        rows = self._g2_rows([p]).reshape(1, -1)
+        self._kernels("cuzk.arith.subgroup").g2_rows_in_subgroup(rows, out)
         return bool(out[0])
 
     def pairing_product_is_one(self, pairs) -> bool:
@@ -92,7 +95,7 @@ class NativeOps:
         the points checked before (curve and subgroup)."""
         ps = self._g1_rows([p for p, _ in pairs])
         qs = self._g2_rows([q for _, q in pairs])
-        return bool(self._pairing.pairing_product_is_one(ps, qs))
+        return bool(self._kernels("cuzk.arith.pairing").pairing_product_is_one(ps, qs))
 
 
 @functools.cache

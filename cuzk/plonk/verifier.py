@@ -85,17 +85,11 @@ def kernel_combination(curve):
     ~1 ms for the verifier's 18 points, where Python ints take ~70-100 ms): for the processes
     that prove, which have those kernels loaded (`cuzk prove`'s check of its proof, the
     engine's self-verification); `cuzk verify` keeps Python ints and imports no kernels."""
-    import numpy as np
+    import functools
 
-    from cuzk.arith.radix import ints_to_limbs
-    from cuzk.formats.stored import g1_from_limbs, g1_to_limbs
-    from cuzk.kernels.msm_cpu import msm_g1
+    from cuzk.kernels.verifier_ops import g1_combination
 
-    def combine(points, scalars):
-        rows = np.stack([g1_to_limbs(p, curve) for p in points])
-        return g1_from_limbs(msm_g1(rows, ints_to_limbs(scalars), curve=curve.arith), curve)
-
-    return combine
+    return functools.partial(g1_combination, curve=curve)
 
 
 def kernel_pairing(curve):
