@@ -429,20 +429,56 @@ CIRCUITS = {"bn254": MULCHAIN, "bls12_381": fixture_circuit("tiny381")}
 
 
 @pytest.mark.parametrize("curve", CURVES)
-def test_cuzk_prove_refuses_a_damaged_key_and_writes_nothing(tmp_path, curve):
+@pytest.mark.parametrize("sid", [POINTS_A, POINTS_B1, POINTS_B2, POINTS_C, POINTS_H])
+def test_cuzk_prove_refuses_a_damaged_key_and_writes_nothing(tmp_path, curve, sid):
+    """Every point section is checked on its curve by `cuzk prove`, as the proof's steps read
+    it (ZKey.check_on_read), verified or not, with the line validation writes."""
     src, c = KEYS[curve], CIRCUITS[curve]
-    size = point_bytes(curve, POINTS_B2)
-    i = min(3, first_nonzero_point(src, POINTS_B2, size))  # a point stored, not infinity
-    bad = damaged(tmp_path, src, section_offset(src, POINTS_B2) + size * (i + 1) - 8)
+    size = point_bytes(curve, sid)
+    i = min(3, first_nonzero_point(src, sid, size))  # a point stored, not infinity
+    bad = damaged(tmp_path, src, section_offset(src, sid) + size * (i + 1) - 8)
+    where = (
+        f"point is not on the twist {EQUATIONS[curve][1]}"
+        if sid == POINTS_B2
+        else f"point is not on the curve {EQUATIONS[curve][0]}"
+    )
     for flags in ([], ["--no-verify"]):  # the key is validated either way
         r = _prove(*flags, bad, c.witness(0), tmp_path / "p.json", tmp_path / "q.json")
         assert r.exit_code == 1, r.output
         # a cold kernel cache adds the compile notice's lines (docs/prover.md)
         said = "".join(x for x in r.output.splitlines(True) if " compil" not in x)
-        assert said == (
-            f"cuzk prove: {bad}: pointsB2[{i}]: point is not on the twist {EQUATIONS[curve][1]}\n"
-        )
+        assert said == f"cuzk prove: {bad}: {SECTION_NAMES[sid]}[{i}]: {where}\n"
         assert not (tmp_path / "p.json").exists() and not (tmp_path / "q.json").exists()
+
+
+def test_cuzk_prove_reads_each_point_section_of_its_key_once(tmp_path, monkeypatch):
+    """The one-shot command checks each point section as the proof reads it: one read of each
+    from the file (before, validation read every section and the proof read it again), and
+    each is still checked on its curve, once."""
+    from cuzk.groth16 import validate
+
+    src = MULCHAIN.zkey
+    offsets = {section_offset(src, sid): SECTION_NAMES[sid] for sid in SECTION_NAMES}
+    reads, checked = [], []
+    real_view = BinFile.view
+
+    def view(self, offset, dtype, count):
+        if self.path == str(src) and offset in offsets:
+            reads.append(offsets[offset])
+        return real_view(self, offset, dtype, count)
+
+    real_check = validate.check_points
+    monkeypatch.setattr(BinFile, "view", view)
+    monkeypatch.setattr(
+        validate,
+        "check_points",
+        lambda path, name, *a: checked.append(name) or real_check(path, name, *a),
+    )
+    r = _prove(src, MULCHAIN.witness(0), tmp_path / "p.json", tmp_path / "q.json")
+    assert r.exit_code == 0, r.output
+    sections = ["IC", "pointsA", "pointsB1", "pointsB2", "pointsC", "pointsH"]
+    assert sorted(reads) == sections, reads  # IC with the header, the others as proved
+    assert sorted(checked) == sections, checked
 
 
 @pytest.mark.parametrize("curve", CURVES)

@@ -247,6 +247,9 @@ class ZKey:
         # arrays made when first asked for (a private key reads each then; see forget())
         self._where: dict[str, tuple] = {}
         self._arrays: dict[str, np.ndarray] = {}
+        # check_on_read(): a check of each section's array the first time it is made
+        self._on_read = None
+        self._checked: set[str] = set()
 
         s = f.section(HEADER, "header")
         if s.size != 4:
@@ -320,8 +323,21 @@ class ZKey:
             a = self.file.view(offset, dtype, count)
             if width:
                 a = a.reshape(count // width, width)
+            check = self._on_read
+            if check is not None and attr not in self._checked:
+                check(attr, a)  # raises for a bad section: the array is not kept
+                self._checked.add(attr)
             a = self._arrays.setdefault(attr, a)
         return a
+
+    def check_on_read(self, check) -> None:
+        """Call check(attr, array) on each point or coefficient section's array the first time
+        it is made (read, for a private key), before anything uses it; what it raises goes to
+        the reader. A section read again after forget() is not checked again (a private key's
+        file is checked unchanged before each read: cuzk.formats.binfile). A one-shot proof
+        checks its key's points this way, as its steps read them, instead of reading every
+        section once more to check it first (cuzk.groth16.validate)."""
+        self._on_read = check
 
     coefficients = property(lambda self: self._section("coefficients"))
     points_a = property(lambda self: self._section("points_a"))

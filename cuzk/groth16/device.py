@@ -32,7 +32,9 @@ def readonly(x: np.ndarray) -> np.ndarray:
 
 
 def _points(zkey, which: str) -> np.ndarray:
-    return {"a": zkey.points_a, "b1": zkey.points_b1, "c": zkey.points_c, "h": zkey.points_h}[which]
+    # only the section asked for: a one-shot key reads each section when first asked for it
+    # (a dict of all four read every G1 section at each MSM, three of them twice a proof)
+    return getattr(zkey, f"points_{which}")
 
 
 class CpuDevice:

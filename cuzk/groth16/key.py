@@ -72,7 +72,9 @@ class ProvingKey:
         (replaced, or rewritten in place: another inode, size or mtime)."""
         self.zkey.file.check_unchanged()
 
-    def validate(self, b2_subgroup: bool = True, g1_subgroup: bool = True):
+    def validate(
+        self, b2_subgroup: bool = True, g1_subgroup: bool = True, sections_on_read: bool = False
+    ):
         """Check every point of the key (cuzk.groth16.validate: header points on the curve or
         the twist and G2 ones in the subgroup, every point section on its curve); raise
         cuzk.formats.errors.BadPoint naming the first bad point. Returns the key's checked
@@ -82,13 +84,19 @@ class ProvingKey:
         (cuzk.groth16.files), where a point outside G2 gives a pi_b outside G2.
         g1_subgroup=False likewise leaves out the per-point G1 subgroup test of the G1
         sections on a curve with a G1 cofactor (BLS12-381; cuzk.groth16.validate): a pi_a or
-        pi_c outside G1 is refused there."""
+        pi_c outside G1 is refused there.
+        sections_on_read=True checks the header now and each point section when a step first
+        reads it (raising BadPoint from that step): a one-shot proof reads its key once."""
         vk = getattr(self, "_vk", None)
         if vk is None:
             from cuzk.groth16.validate import validate_key
 
             vk = self._vk = validate_key(
-                self.zkey, self.done_with, b2_subgroup=b2_subgroup, g1_subgroup=g1_subgroup
+                self.zkey,
+                self.done_with,
+                b2_subgroup=b2_subgroup,
+                g1_subgroup=g1_subgroup,
+                sections_on_read=sections_on_read,
             )
         return vk
 

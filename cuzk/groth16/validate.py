@@ -190,13 +190,16 @@ SECTIONS = (
 )
 
 
-def validate_key(zkey, done_with=None, b2_subgroup=True, g1_subgroup=True):
+def validate_key(zkey, done_with=None, b2_subgroup=True, g1_subgroup=True, sections_on_read=False):
     """Check every point of a cuzk.formats ZKey, on its curve (see the module's doc); return
     its checked cuzk.groth16.verifier.VerifyingKey, ready to verify proofs made with the key.
     done_with(attr) is called after each point section is checked (a one-shot process drops
     its pages: cuzk.groth16.key.ProvingKey.done_with). b2_subgroup=False skips the G2
     subgroup test of pointsB2, g1_subgroup=False that of the G1 sections on a curve whose G1
-    has a cofactor (BLS12-381) (cuzk.groth16.key.ProvingKey.validate says when)."""
+    has a cofactor (BLS12-381) (cuzk.groth16.key.ProvingKey.validate says when).
+    sections_on_read=True checks the header and IC now and each point section when it is
+    first read (ZKey.check_on_read), raising from that read: for a one-shot proof of a key
+    read section by section, which then reads each section once instead of twice."""
     from cuzk.arith import pairing_int
     from cuzk.groth16.verifier import VerifyingKey, quick_backend
 
@@ -232,8 +235,10 @@ def validate_key(zkey, done_with=None, b2_subgroup=True, g1_subgroup=True):
                     f"Groth16 header: {HEADER_NAMES[attr]}: G1 point is on the curve but not "
                     "in the order-r subgroup",
                 )
-    for name, attr in SECTIONS:
-        pts = getattr(zkey, attr)
+    names = {attr: name for name, attr in SECTIONS}
+
+    def check_section(attr: str, pts: np.ndarray) -> None:
+        name = names[attr]
         check_points(path, name, pts, curve)
         if attr == "points_b2" and b2_subgroup:  # on the twist is not yet in G2
             i = (
@@ -247,6 +252,12 @@ def validate_key(zkey, done_with=None, b2_subgroup=True, g1_subgroup=True):
                 )
         elif attr != "points_b2" and cofactor and g1_subgroup:
             check_g1_subgroup(path, name, pts, curve)
+
+    if sections_on_read:
+        zkey.check_on_read(lambda attr, a: check_section(attr, a) if attr in names else None)
+        return vk
+    for name, attr in SECTIONS:
+        check_section(attr, getattr(zkey, attr))
         if done_with is not None:
             done_with(attr)
     return vk
