@@ -317,3 +317,43 @@ def test_fetch_add_hands_each_ticket_out_once():
     assert (taken == 1).all()
     assert end == n + threads  # each thread's last ticket was past the end
     assert set(np.unique(by)) <= set(range(threads))
+
+
+@pytest.mark.parametrize("curve", ["bn254", "bls12_381"])
+@pytest.mark.parametrize("target", TARGETS)
+def test_fq2_products_of_the_largest_unreduced_sums(target, curve):
+    """fq2_mul and fq2_sqr leave their Karatsuba sums unreduced (cuzk.arith.field's
+    fq_add_unreduced: up to 2q - 2 into the product): operands whose stored (Montgomery) limbs
+    are the largest, q - 1 and q - 2 in both coordinates, still give the exact product, stored
+    fully reduced (the rows compared limb for limb with the canonical ones)."""
+    from cuzk.arith.curves import constants
+
+    K = constants(curve)
+    q, n = K.FQ_MODULUS, K.FQ_LIMBS
+    mont_r = 1 << (64 * n)
+    r_inv = pow(mont_r, -1, q)
+    stored = [q - 1, q - 2, q >> 1, 1, 0] if target == "cpu" else [q - 1, q - 2, 0]
+    pairs = [(x, y) for x in stored for y in stored]
+
+    def rows(ps):
+        return np.array([int_to_limb_tuple(c, n) for p in ps for c in p], dtype=np.uint64).reshape(
+            len(ps), 2 * n
+        )
+
+    def value(p):  # the Fq2 value a stored pair holds
+        return (p[0] * r_inv % q, p[1] * r_inv % q)
+
+    def stored_of(v):
+        return (v[0] * mont_r % q, v[1] * mont_r % q)
+
+    def mul(a, b):
+        return ((a[0] * b[0] - a[1] * b[1]) % q, (a[0] * b[1] + a[1] * b[0]) % q)
+
+    B = bn.batch(target, curve)
+    A = [a for a in pairs for _ in pairs]
+    C = [b for _ in pairs for b in pairs]
+    got = B.fq2_mul(rows(A), rows(C))
+    want = rows([stored_of(mul(value(a), value(b))) for a, b in zip(A, C, strict=True)])
+    assert np.array_equal(got, want)
+    got = B.fq2_sqr(rows(pairs))
+    assert np.array_equal(got, rows([stored_of(mul(value(a), value(a))) for a in pairs]))

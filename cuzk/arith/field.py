@@ -64,6 +64,8 @@ def limb_source(n: int, mul: str) -> str:
     - ``mont_mul_cios_{n}(a, b, p, inv)``: a*b*R^{-1} mod p, n rounds, one final subtraction.
     - ``_reduce_once_{n}``: t - p if t >= p else t, for t < 2p, branch-free: the outcome is
       data-dependent, so a branch mispredicts half the time (keep = all ones when t < p).
+    - ``add_nored_{n}``: a + b as it comes (below 2p, not reduced), for an operand of a
+      product only: see ``fq_add_unreduced``.
     - ``mod_add_{n}`` (no overflow: a + b < 2p < 2^(64 n)), ``mod_sub_{n}`` (p added back
       under a mask, no branch), ``mod_neg_{n}`` (0 stays 0), ``is_zero_{n}``, ``eq_{n}``.
     - ``mont_pow_{n}(a, e, one, p, inv)``: a^e for Montgomery a and e given as n plain limbs,
@@ -109,6 +111,13 @@ def limb_source(n: int, mul: str) -> str:
         c = "c"
     add.append(f"    return _reduce_once_{n}({', '.join(f's{i}' for i in r)}, p)")
 
+    nored = [f"def add_nored_{n}(a, b):"]
+    c = "Z"
+    for i in r:
+        nored.append(f"    s{i}, c = adc(a[{i}], b[{i}], {c})")
+        c = "c"
+    nored.append(f"    return ({', '.join(f's{i}' for i in r)},)")
+
     sub = [f"def mod_sub_{n}(a, b, p):", *borrow_chain("d", "a[{i}]", "b[{i}]")]
     sub.append("    mask = br * ALL_ONES")
     c = "Z"
@@ -121,7 +130,7 @@ def limb_source(n: int, mul: str) -> str:
     diffs = " | ".join(f"(a[{i}] ^ b[{i}])" for i in r)
     elements = ", ".join(f"arr[i, col + {i}]" for i in r)
     text = [
-        *rnd, "", *cios, "", *red, "", *add, "", *sub, "",
+        *rnd, "", *cios, "", *red, "", *add, "", *nored, "", *sub, "",
         f"def is_zero_{n}(a):", f"    return ({words}) == Z", "",
         f"def eq_{n}(a, b):", f"    return ({diffs}) == Z", "",
         f"def mod_neg_{n}(a, p):",
@@ -142,7 +151,9 @@ def limb_source(n: int, mul: str) -> str:
     return "\n".join(text) + "\n"
 
 
-LIMB_ROUTINES = "_mont_round mont_mul_cios _reduce_once mod_add mod_sub is_zero eq mod_neg mont_pow"
+LIMB_ROUTINES = (
+    "_mont_round mont_mul_cios _reduce_once mod_add add_nored mod_sub is_zero eq mod_neg mont_pow"
+)
 ROW_ROUTINES = "load store"  # array access: inlined on the CPU (T.row_fn)
 
 
@@ -294,6 +305,23 @@ def _prime_field(f: str, P: str, n: int) -> tuple:
  fr_one, fr_is_zero, fr_eq, fr_load, fr_store) = _prime_field("fr", "R", NR)  # fmt: skip
 
 
+# An Fq sum left unreduced, for the Fq2 products' Karatsuba sums: fq_mul / fq_sqr take
+# operands below 2p and return a fully reduced product when 4q < R = 2^(64 NQ) (both curves:
+# q < R / 5 on BN254, q < R / 14 on BLS12-381). The product before its one final subtraction is
+# below ab/R + q < 4q^2/R + q < 2q, and the CIOS accumulator stays below 3q < R (the assembly
+# keeps a spare word anyway). Not for Fr: BLS12-381's r is above 2^256 / 4.
+if 4 * K.FQ_MODULUS >= 1 << (64 * NQ):
+    raise ValueError("fq_add_unreduced needs 4q < 2^(64 n): this modulus leaves too little room")
+_fq_add_nored = globals()[f"add_nored_{NQ}"]
+
+
+@device_fn
+def fq_add_unreduced(a, b):
+    """a + b for a, b < q, below 2q and not reduced: only ever an operand of fq_mul / fq_sqr
+    (which reduce it fully; see above). Saves the sum's conditional subtraction."""
+    return _fq_add_nored(a, b)
+
+
 # --- Fq2 = Fq[u] / (u^2 + 1) --------------------------------------------------------------
 
 
@@ -322,14 +350,15 @@ def fq2_mul(a, b):
     """(a0 + a1 u)(b0 + b1 u) with Karatsuba: 3 Fq multiplications."""
     v0 = fq_mul(a[0], b[0])
     v1 = fq_mul(a[1], b[1])
-    s = fq_mul(fq_add(a[0], a[1]), fq_add(b[0], b[1]))
+    # the sums only enter the product: unreduced (below 2p; see fq_add_unreduced)
+    s = fq_mul(fq_add_unreduced(a[0], a[1]), fq_add_unreduced(b[0], b[1]))
     return (fq_sub(v0, v1), fq_sub(fq_sub(s, v0), v1))
 
 
 @device_fn
 def fq2_sqr(a):
     """(a0 + a1 u)^2 = (a0 + a1)(a0 - a1) + 2 a0 a1 u: 2 Fq multiplications."""
-    c0 = fq_mul(fq_add(a[0], a[1]), fq_sub(a[0], a[1]))
+    c0 = fq_mul(fq_add_unreduced(a[0], a[1]), fq_sub(a[0], a[1]))
     t = fq_mul(a[0], a[1])
     return (c0, fq_add(t, t))
 

@@ -256,7 +256,7 @@ def validate_key(zkey, done_with=None, b2_subgroup=True, g1_subgroup=True, secti
     if sections_on_read:
         zkey.check_on_read(lambda attr, a: check_section(attr, a) if attr in names else None)
         return vk
-    for name, attr in SECTIONS:
+    for _name, attr in SECTIONS:
         check_section(attr, getattr(zkey, attr))
         if done_with is not None:
             done_with(attr)
