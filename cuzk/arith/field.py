@@ -322,6 +322,29 @@ def fq_add_unreduced(a, b):
     return _fq_add_nored(a, b)
 
 
+# fq_mul_unreduced(a, b): a b R^-1 mod q for operands below 2q, the result below 2q and not
+# fully reduced (the same bound as above): for a product that only enters other products (or
+# fq_inv, whose products take it) — the batch-affine additions' running products and slope.
+# The assembly without its final subtraction where the target has it, else fq_mul itself.
+_fq_mul_unreduced_asm = T.mont_mul_asm(Q_LIMBS, Q_INV, reduce=False)
+if _fq_mul_unreduced_asm is not None:
+    _limbs = ", ".join([f"a[{i}]" for i in range(NQ)] + [f"b[{i}]" for i in range(NQ)])
+    _scope: dict = {}
+    exec(
+        compile(
+            f"def fq_mul_unreduced(a, b):\n    return _fq_mul_unreduced_asm({_limbs})\n",
+            __file__,
+            "exec",
+        ),
+        globals(),
+        _scope,
+    )
+    fq_mul_unreduced = device_fn(_scope["fq_mul_unreduced"])
+    del _limbs, _scope
+else:
+    fq_mul_unreduced = fq_mul
+
+
 # --- Fq2 = Fq[u] / (u^2 + 1) --------------------------------------------------------------
 
 

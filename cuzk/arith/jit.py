@@ -243,13 +243,14 @@ class Target:
                 self._prims = limbs.cuda_primitives()
         return self._prims
 
-    def mont_mul_asm(self, p, inv):
+    def mont_mul_asm(self, p, inv, reduce: bool = True):
         """This target's assembly Montgomery multiplication for modulus p, or None where it
-        has none (CUDA; a CPU without BMI2/ADX; CUZK_NO_ASM set): see cuzk.arith.limbs."""
+        has none (CUDA; a CPU without BMI2/ADX; CUZK_NO_ASM set): see cuzk.arith.limbs.
+        reduce=False: its variant without the final subtraction (a result below 2p)."""
         from cuzk.arith import limbs
 
         if self.name == CPU and limbs.x86_mont_mul_available():
-            return limbs.x86_mont_mul(p, inv)
+            return limbs.x86_mont_mul(p, inv, reduce)
         return None
 
     # -- shared modules ----------------------------------------------------------------

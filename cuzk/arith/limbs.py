@@ -96,7 +96,7 @@ _cache: dict = {}
 # --- x86-64 Montgomery multiplication (BMI2 + ADX) ------------------------------------------
 
 
-def _x86_mont_mul_asm(n: int = 4) -> tuple[str, list[int]]:
+def _x86_mont_mul_asm(n: int = 4, reduce: bool = True) -> tuple[str, list[int]]:
     """AT&T text of an n-limb CIOS Montgomery multiplication, and which outputs hold the result.
 
     Operands: $0..$n the accumulator t0..tn and $n+1, $n+2 the high and low halves of a
@@ -109,7 +109,9 @@ def _x86_mont_mul_asm(n: int = 4) -> tuple[str, list[int]]:
     drops the zero low word by renaming the registers (no moves). The moduli served leave the
     top limb below 2^63 - 1, so the no-carry variant holds: the accumulator stays below 2p in
     n words plus the renamed extra one. A final subtraction of p with CMOV (no branch) makes
-    the result fully reduced. For n = 4 the text is the one measured in the module docstring."""
+    the result fully reduced. For n = 4 the text is the one measured in the module docstring.
+    reduce=False leaves that subtraction out: the result is below 2p (for operands below 2p
+    where 4p < 2^(64 n): ab/R + p < 2p), for a product that only enters other products."""
     extra = max(0, n - 4)
     t = [f"${k}" for k in range(n + 1)]
     hi, lo = f"${n + 1}", f"${n + 2}"
@@ -131,6 +133,8 @@ def _x86_mont_mul_asm(n: int = 4) -> tuple[str, list[int]]:
             text += [f"mulxq {8 * j}({c}), {lo}, {hi}", f"adoxq {lo}, {dst}", f"adcxq {hi}, {nxt}"]
         text += [f"movq $$0, {lo}", f"adoxq {lo}, {spare}"]
         acc, spare = [*acc[1:], spare], acc[0]
+    if not reduce:
+        return "\n".join(text), [int(r[1:]) for r in acc]
     # s = acc - p into (spare, hi, lo, rdx, scratch...); keep s where there was no borrow.
     temps = [spare, hi, lo, "%rdx", *scratch]
     for j in range(n):
@@ -156,11 +160,11 @@ def x86_mont_mul_available() -> bool:
     return bool(features.get("bmi2")) and bool(features.get("adx"))
 
 
-def x86_mont_mul(p: tuple, inv) -> object:
+def x86_mont_mul(p: tuple, inv, reduce: bool = True) -> object:
     """A Numba CPU intrinsic (a0, ..., a[n-1], b0, ..., b[n-1]) -> a*b*2^(-64 n) mod p, fully
     reduced, for the n-limb modulus p (top limb below 2^63 - 1, n >= 4) and
-    inv = -p^{-1} mod 2^64."""
-    key = ("x86", tuple(int(x) for x in p), int(inv))
+    inv = -p^{-1} mod 2^64. reduce=False: below 2p, not fully reduced (_x86_mont_mul_asm)."""
+    key = ("x86", tuple(int(x) for x in p), int(inv), reduce)
     if key in _cache:
         return _cache[key]
     from llvmlite import binding
@@ -172,7 +176,7 @@ def x86_mont_mul(p: tuple, inv) -> object:
     if n < 4:
         raise ValueError(f"x86_mont_mul: {n} limbs (4 or more)")
     binding.initialize_native_asmparser()  # Numba initialises the target, not its asm parser
-    text, result = _x86_mont_mul_asm(n)
+    text, result = _x86_mont_mul_asm(n, reduce)
     consts = [int(x) for x in p] + [int(inv)]
     u64 = types.uint64
     a_in_memory = n > 4  # registers run out: a's limbs as memory operands too

@@ -38,6 +38,9 @@ M = T.load("cuzk.kernels.msm", **build_params(CURVE))
 point_row_copy = M.point_row_copy
 
 f_add, f_sub, f_dbl, f_mul, f_sqr, f_inv = G.f_add, G.f_sub, G.f_dbl, G.f_mul, G.f_sqr, G.f_inv
+# The batch's running products (prefix, inverse) and the slope only enter other products:
+# on G1 they stay below 2q, not fully reduced (cuzk.arith.field.fq_mul_unreduced).
+f_mul_u = G.f_mul_unreduced
 f_is_zero, f_eq, f_load, f_store = G.f_is_zero, G.f_eq, G.f_load, G.f_store
 F_ZERO, F_ONE = G.F_ZERO, G.F_ONE
 
@@ -67,10 +70,10 @@ def affine_add_given_inverse(P, Q, kind, inv):
     lambda = (y_Q - y_P) inv (or 3 x_P^2 inv when P = Q), x3 = lambda^2 - x_P - x_Q,
     y3 = lambda (x_P - x3) - y_P."""
     if kind == PAIR_ADD:
-        lam = f_mul(f_sub(Q[1], P[1]), inv)
+        lam = f_mul_u(f_sub(Q[1], P[1]), inv)
     elif kind == PAIR_DBL:
         xx = f_sqr(P[0])
-        lam = f_mul(f_add(f_dbl(xx), xx), inv)
+        lam = f_mul_u(f_add(f_dbl(xx), xx), inv)
     elif kind == PAIR_TAKE_Q:
         return Q
     elif kind == PAIR_TAKE_P:
@@ -92,7 +95,7 @@ def pair_forward(P, Q, acc, k):
     else:
         prev = f_load(acc, k - 1, 0)
     if kind <= PAIR_DBL:
-        prev = f_mul(prev, den)
+        prev = f_mul_u(prev, den)
     f_store(acc, k, 0, prev)
     return kind
 
@@ -106,12 +109,12 @@ def pair_backward(P, Q, acc, k, kind, running):
         if k == 0:
             d_inv = running
         else:
-            d_inv = f_mul(running, f_load(acc, k - 1, 0))
+            d_inv = f_mul_u(running, f_load(acc, k - 1, 0))
         if kind == PAIR_ADD:
             den = f_sub(Q[0], P[0])
         else:
             den = f_dbl(P[1])
-        running = f_mul(running, den)
+        running = f_mul_u(running, den)
     return affine_add_given_inverse(P, Q, kind, d_inv), running
 
 
