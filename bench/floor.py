@@ -7,8 +7,12 @@ floor per operation (docs/kernels.md, "The floor"):
 
 - batch-affine addition (Montgomery's trick): 6 products, 5M + 1S (the prefix product, two
   in the backward pass, the slope, its square, the y product); the batch's one inversion is
-  left out (an ideal batch amortises it to nothing). G2: Fq2 products at 3 Fq products a
-  multiplication (Karatsuba), 2 a squaring: 17 Fq products;
+  left out (an ideal batch amortises it to nothing). G2: 15 Fq products, the batch inverted
+  in Fq through the denominators' norms (cuzk.kernels.buckets: the norm's 2 squarings, the
+  prefix product, two products in the backward pass, 2 for d^-1 = conj(d) / N(d)) and the
+  slope, its square and the y product in Fq2 (Karatsuba: 3 Fq products a multiplication, 2 a
+  squaring); 17 until 2026-12-05, when the batch ran in Fq2 (5 Fq2 multiplications, 1
+  squaring);
 - the few Jacobian operations a window's lanes and Horner add, at their product counts
   (cuzk.arith.group): mixed addition 7M + 4S, addition 11M + 5S, doubling 2M + 5S;
 - NTT butterfly: 1 product (none where the twiddle is 1) + 2 modular additions; the H step's
@@ -31,10 +35,16 @@ _MS = {  # (multiplications, squarings)
 }
 
 
+G2_AFFINE = 2 + 1 + 2 + 2 + 3 + 2 + 3  # norm, prefix, backward, d^-1, slope, square, y
+
+
 def products(op: str, group: str) -> int:
-    """Fq products of one group operation: G1 in Fq, G2 in Fq2 counted as Fq products."""
+    """Fq products of one group operation: G1 in Fq, G2 in Fq2 counted as Fq products (its
+    batch-affine addition: G2_AFFINE, the batch in Fq)."""
     m, s = _MS[op]
-    return m + s if group == "g1" else 3 * m + 2 * s
+    if group == "g1":
+        return m + s
+    return G2_AFFINE if op == "affine" else 3 * m + 2 * s
 
 
 # --- the cost of a product, measured in the suite's own run ----------------------------------

@@ -65,7 +65,8 @@ def limb_source(n: int, mul: str) -> str:
     - ``_reduce_once_{n}``: t - p if t >= p else t, for t < 2p, branch-free: the outcome is
       data-dependent, so a branch mispredicts half the time (keep = all ones when t < p).
     - ``add_nored_{n}``: a + b as it comes (below 2p, not reduced), for an operand of a
-      product only: see ``fq_add_unreduced``.
+      product only: see ``fq_add_unreduced``; ``sub_nored_{n}``: a - b + p (in (0, 2p) for
+      a, b < p, not reduced), likewise (``fq_sub_unreduced``).
     - ``mod_add_{n}`` (no overflow: a + b < 2p < 2^(64 n)), ``mod_sub_{n}`` (p added back
       under a mask, no branch), ``mod_neg_{n}`` (0 stays 0), ``is_zero_{n}``, ``eq_{n}``.
     - ``mont_pow_{n}(a, e, one, p, inv)``: a^e for Montgomery a and e given as n plain limbs,
@@ -118,6 +119,14 @@ def limb_source(n: int, mul: str) -> str:
         c = "c"
     nored.append(f"    return ({', '.join(f's{i}' for i in r)},)")
 
+    # a - b + p for a, b < p: the borrow chain, then p added back whatever the borrow
+    subn = [f"def sub_nored_{n}(a, b, p):", *borrow_chain("d", "a[{i}]", "b[{i}]")]
+    c = "Z"
+    for i in r:
+        subn.append(f"    d{i}, c = adc(d{i}, p[{i}], {c})")
+        c = "c"
+    subn.append(f"    return ({', '.join(f'd{i}' for i in r)},)")
+
     sub = [f"def mod_sub_{n}(a, b, p):", *borrow_chain("d", "a[{i}]", "b[{i}]")]
     sub.append("    mask = br * ALL_ONES")
     c = "Z"
@@ -130,7 +139,7 @@ def limb_source(n: int, mul: str) -> str:
     diffs = " | ".join(f"(a[{i}] ^ b[{i}])" for i in r)
     elements = ", ".join(f"arr[i, col + {i}]" for i in r)
     text = [
-        *rnd, "", *cios, "", *red, "", *add, "", *nored, "", *sub, "",
+        *rnd, "", *cios, "", *red, "", *add, "", *nored, "", *subn, "", *sub, "",
         f"def is_zero_{n}(a):", f"    return ({words}) == Z", "",
         f"def eq_{n}(a, b):", f"    return ({diffs}) == Z", "",
         f"def mod_neg_{n}(a, p):",
@@ -152,7 +161,8 @@ def limb_source(n: int, mul: str) -> str:
 
 
 LIMB_ROUTINES = (
-    "_mont_round mont_mul_cios _reduce_once mod_add add_nored mod_sub is_zero eq mod_neg mont_pow"
+    "_mont_round mont_mul_cios _reduce_once mod_add add_nored sub_nored mod_sub is_zero eq mod_neg "
+    "mont_pow"
 )
 ROW_ROUTINES = "load store"  # array access: inlined on the CPU (T.row_fn)
 
@@ -313,6 +323,7 @@ def _prime_field(f: str, P: str, n: int) -> tuple:
 if 4 * K.FQ_MODULUS >= 1 << (64 * NQ):
     raise ValueError("fq_add_unreduced needs 4q < 2^(64 n): this modulus leaves too little room")
 _fq_add_nored = globals()[f"add_nored_{NQ}"]
+_fq_sub_nored = globals()[f"sub_nored_{NQ}"]
 
 
 @device_fn
@@ -320,6 +331,13 @@ def fq_add_unreduced(a, b):
     """a + b for a, b < q, below 2q and not reduced: only ever an operand of fq_mul / fq_sqr
     (which reduce it fully; see above). Saves the sum's conditional subtraction."""
     return _fq_add_nored(a, b)
+
+
+@device_fn
+def fq_sub_unreduced(a, b):
+    """a - b + q for a, b < q: in (0, 2q), not reduced (p added back whatever the borrow, no
+    mask): only ever an operand of fq_mul / fq_sqr, like fq_add_unreduced."""
+    return _fq_sub_nored(a, b, Q_LIMBS)
 
 
 # fq_mul_unreduced(a, b): a b R^-1 mod q for operands below 2q, the result below 2q and not

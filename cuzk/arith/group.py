@@ -44,6 +44,7 @@ if GROUP == "g1":  # coordinates in Fq
     f_mul, f_sqr, f_inv = F.fq_mul, F.fq_sqr, F.fq_inv
     # a product that only enters other products: below 2q, not fully reduced (field.py)
     f_mul_unreduced = F.fq_mul_unreduced
+    f_sub_unreduced = F.fq_sub_unreduced  # a difference that only enters products (< 2q)
     f_is_zero, f_eq = F.fq_is_zero, F.fq_eq
     f_load, f_store = F.fq_load, F.fq_store
     F_ZERO, F_ONE = F.Q_ZERO, F.Q_ONE
@@ -52,6 +53,7 @@ elif GROUP == "g2":  # coordinates in Fq2
     f_add, f_sub, f_dbl, f_neg = F.fq2_add, F.fq2_sub, F.fq2_dbl, F.fq2_neg
     f_mul, f_sqr, f_inv = F.fq2_mul, F.fq2_sqr, F.fq2_inv
     f_mul_unreduced = F.fq2_mul  # (Fq2's products take only reduced operands)
+    f_sub_unreduced = F.fq2_sub
     f_is_zero, f_eq = F.fq2_is_zero, F.fq2_eq
     f_load, f_store = F.fq2_load, F.fq2_store
     F_ZERO, F_ONE = (F.Q_ZERO, F.Q_ZERO), (F.Q_ONE, F.Q_ZERO)
