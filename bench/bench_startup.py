@@ -33,7 +33,12 @@
   prove` imports with each option (none on the fast path); the own cost of `cuzk prove` (the
   command less the same proof made in a process of that venv with the key loaded, rounds
   alternated) per size (2^12-2^16 quick, to 2^19 full) and option (none, --no-verify,
-  --timings, --local with CUZK_SERVER set, --r1cs); `cuzk prove --server`'s own cost from its
+  --timings, --local with CUZK_SERVER set, --r1cs; the target row takes the costliest of
+  the options the issue names, --r1cs beside them); in the same rounds the floor of a
+  numpy-free command (bench/numpy_free_floor.py: the interpreter, the library loaded with
+  ctypes, the key and witness read, the files written: what such a path could not take off)
+  and rapidsnark's command where it is built (the whole command ÷ rapidsnark's: <= 1.5x at
+  2^12, <= 1.0x above); `cuzk prove --server`'s own cost from its
   console script (target <= 25 ms) beside the interpreter's bare start. The smoke profile runs
   them on the development venv instead (no install: it checks the code, not the figures).
 Run alone: ``python -m bench.bench_startup [smoke|quick|full]``.
@@ -57,6 +62,7 @@ from bench.bench_prove import (
     _run_measured,
     _stats,
     cuzk_prove,
+    find_rapidsnark,
     in_process,
     last_job_seconds,
     native_library,
@@ -361,6 +367,9 @@ SIZES_36 = {
 # The options of a local `cuzk prove` whose own cost is measured (each alone); --local with a
 # server configured (CUZK_SERVER), --r1cs with the circuit's constraint system.
 OPTIONS_36 = ("(none)", "--no-verify", "--timings", "--local", "--r1cs")
+# The options issue 36's target 3 names (the costliest of them is its row's figure); --r1cs
+# also checks every constraint (work that grows with the circuit), shown beside them.
+TARGET_OPTIONS_36 = ("(none)", "--no-verify", "--timings", "--local")
 VENV_CURVES = "bn254"  # the bench circuits' curve: the install builds its library only
 # What a regular install is made from: a change to any of these makes another venv.
 INSTALLED_FROM = ("cuzk", "setup.py", "setup.cfg", "pyproject.toml", "build_support", "README.md")
@@ -479,6 +488,8 @@ def fresh_venv(log=print) -> dict:
         "install_s": stamp.get("install_s"),
         "reused": reused,
         "library": built,
+        "lib_dir": stamp["lib"],
+        "native_key": key,
     }
 
 
@@ -486,6 +497,8 @@ def development_venv() -> dict:
     """The stand-in for fresh_venv() in the smoke profile (which checks that the suite runs,
     not its figures; a fresh install takes minutes): this venv's `cuzk`, whose library
     run() built where the commands look (cuzk.native.folder())."""
+    from cuzk import native
+
     env = dict(os.environ)
     env.setdefault("PYTHONPATH", str(ROOT))  # the in-process helper runs outside the checkout
     return {
@@ -495,6 +508,8 @@ def development_venv() -> dict:
         "install_s": None,
         "reused": "development venv (smoke profile)",
         "library": [native_library("bn254")],
+        "lib_dir": str(native.folder()),
+        "native_key": native.key(),
     }
 
 
@@ -521,6 +536,26 @@ def _own_cost(venv: dict, log2n: int, rounds: int) -> dict:
     for option in OPTIONS_36:
         extra, env = _option_argv(option, files)
         cmds[option] = ([*base, *outs, *extra], {**venv["env"], **env})
+    # beside them: the floor of a numpy-free command (bench/numpy_free_floor.py: interpreter,
+    # the library's load, the key and witness read, two files written), and rapidsnark's
+    # command on the same files (issue 36: `cuzk prove` <= 1.5x it at 2^12, <= 1.0x above)
+    lib = Path(venv["lib_dir"])
+    floor_files = [lib / f"runtime-{venv['native_key']}.so"]
+    floor_files.append(lib / f"kernels-bn254-{venv['native_key']}.so")
+    extra_cmds = {}
+    if all(p.exists() for p in floor_files):
+        script = Path(__file__).resolve().parent / "numpy_free_floor.py"
+        extra_cmds["numpy-free floor"] = (
+            [venv["python"], "-I", "-S", script, *floor_files, files["zkey"], files["wtns"]]
+            + [work / "p_floor.json", work / "pub_floor.json"],
+            venv["env"],
+        )
+    rapidsnark, _ = find_rapidsnark()
+    if rapidsnark:
+        extra_cmds["rapidsnark"] = (
+            [rapidsnark, files["zkey"], files["wtns"], work / "p_rs.json", work / "pub_rs.json"],
+            venv["env"],
+        )
     helper = subprocess.Popen(
         [venv["python"], "-c", _IN_PROCESS, str(files["zkey"]), str(files["wtns"])],
         stdin=subprocess.PIPE,
@@ -533,12 +568,12 @@ def _own_cost(venv: dict, log2n: int, rounds: int) -> dict:
         ready = helper.stdout.readline().split()
         if ready[:1] != ["ready"]:
             raise RuntimeError("the in-process proof of the fresh venv did not start")
-        for cmd, env in cmds.values():  # untimed: page cache
+        for cmd, env in [*cmds.values(), *extra_cmds.values()]:  # untimed: page cache
             _run_cpu(cmd, env)
-        runs = {o: [] for o in OPTIONS_36}  # (wall, CPU) of each command
+        runs = {o: [] for o in [*OPTIONS_36, *extra_cmds]}  # (wall, CPU) of each command
         warm = []  # (wall, CPU) of each proof in process
         for _ in range(_samples(rounds)):
-            for option, (cmd, env) in cmds.items():
+            for option, (cmd, env) in [*cmds.items(), *extra_cmds.items()]:
                 runs[option].append(_run_cpu(cmd, env))
             helper.stdin.write("\n")
             helper.stdin.flush()
@@ -561,11 +596,28 @@ def _own_cost(venv: dict, log2n: int, rounds: int) -> dict:
             "own_min_s": _stats(own)[0],
             "own_cpu_s": _stats(own_cpu)[1],
         }
+    for name, field in (("numpy-free floor", "numpy_free_floor"), ("rapidsnark", "rapidsnark")):
+        if name in runs:
+            row[f"{field}_s"] = _stats([w for w, _ in runs[name]])[1]
+            row[f"{field}_min_s"] = _stats([w for w, _ in runs[name]])[0]
+    if "rapidsnark_s" in row:
+        row["command_vs_rapidsnark"] = row["(none)"]["command_s"] / row["rapidsnark_s"]
     print(
         f"  fresh venv 2^{log2n}: in process {row['in_process_s']:.3f} s; own cost, wall (CPU) "
         + ", ".join(
             f"{o} {row[o]['own_s'] * 1e3:.0f} ({row[o]['own_cpu_s'] * 1e3:.0f}) ms"
             for o in OPTIONS_36
+        )
+        + (
+            f"; numpy-free floor {row['numpy_free_floor_s'] * 1e3:.0f} ms"
+            if "numpy_free_floor_s" in row
+            else ""
+        )
+        + (
+            f"; command {row['(none)']['command_s']:.3f} s = "
+            f"{row['command_vs_rapidsnark']:.2f}x rapidsnark's {row['rapidsnark_s']:.3f} s"
+            if "rapidsnark_s" in row
+            else ""
         ),
         flush=True,
     )
@@ -770,8 +822,10 @@ def targets(get) -> list[dict]:
 
 def issue36_targets(res: dict, profile: str = "quick") -> list[dict]:
     """Issue 36's rows (targets 3-5) from a fresh `pip install .`: per size the own cost of
-    `cuzk prove` with its costliest option (<= 0.08 s), the numba modules any option imports
-    (none), the thin client's own cost (<= 25 ms)."""
+    `cuzk prove` with the costliest of the options the issue names (<= 0.08 s; --r1cs and the
+    numpy-free floor in its note) and the whole command ÷ rapidsnark's (<= 1.5x at 2^12,
+    <= 1.0x above), the numba modules any option imports (none), the thin client's own cost
+    (<= 25 ms)."""
     out = []
     if not res:
         return [
@@ -805,7 +859,13 @@ def issue36_targets(res: dict, profile: str = "quick") -> list[dict]:
             )
         )
     for r in res.get("own_cost") or []:
-        worst = max(OPTIONS_36, key=lambda o: r[o]["own_s"])
+        worst = max(TARGET_OPTIONS_36, key=lambda o: r[o]["own_s"])
+        floor = (
+            f"; the numpy-free floor (bench/numpy_free_floor.py: interpreter, library load, key "
+            f"and witness read, files written) {fmt(r['numpy_free_floor_s'])} s whole"
+            if "numpy_free_floor_s" in r
+            else ""
+        )
         out.append(
             target(
                 f"fresh `pip install .`: `cuzk prove` 2^{r['log2n']} own cost, costliest "
@@ -818,11 +878,28 @@ def issue36_targets(res: dict, profile: str = "quick") -> list[dict]:
                 note=f"{worst}; in process {fmt(r['in_process_s'])} s; "
                 + ", ".join(f"{o} {fmt(r[o]['own_s'])}" for o in OPTIONS_36)
                 + "; CPU time (user + system, the command less the proof in process): "
-                + ", ".join(f"{o} {fmt(r[o]['own_cpu_s'])}" for o in OPTIONS_36 if o in r),
+                + ", ".join(f"{o} {fmt(r[o]['own_cpu_s'])}" for o in OPTIONS_36 if o in r)
+                + floor,
                 suite="startup",
                 profile=profile,
             )
         )
+        if "rapidsnark_s" in r:
+            k = r["log2n"]
+            out.append(
+                target(
+                    f"fresh `pip install .`: `cuzk prove` 2^{k} (squaring chain), whole command "
+                    "÷ rapidsnark's",
+                    "#36",
+                    1.5 if k <= 12 else 1.0,
+                    "x",
+                    r["command_vs_rapidsnark"],
+                    note=f"cuzk {fmt(r['(none)']['command_s'])} s (in process "
+                    f"{fmt(r['in_process_s'])} s), rapidsnark {fmt(r['rapidsnark_s'])} s",
+                    suite="startup",
+                    profile=profile,
+                )
+            )
     thin = res.get("thin_client")
     if thin:
         out.append(
