@@ -430,7 +430,7 @@ def test_prove_with_the_library_imports_no_numba(native_dir, tmp_path):
     """`cuzk prove` with the library built proves a valid proof and never imports numba, with
     every option the library serves (python -X importtime lists every import on stderr);
     --no-verify once imported all of numba (222 modules) for one G2 row test. Nor logging
-    without --timings."""
+    without --timings. Nor numpy, except with --r1cs (cuzk.groth16.lean)."""
     brought_numba = []
     for options in PROVE_OPTIONS:
         server = {"CUZK_SERVER": "http://127.0.0.1:9"} if "--local" in options else {}
@@ -447,7 +447,10 @@ def test_prove_with_the_library_imports_no_numba(native_dir, tmp_path):
         imported = [
             line.rsplit("|", 1)[-1].strip() for line in p.stderr.splitlines() if "|" in line
         ]
-        assert "numpy" in imported and "cuzk.native" in imported, options
+        assert "cuzk.native" in imported, options
+        # the common case proves without numpy (cuzk.groth16.lean); --r1cs on the full path
+        lean = "--r1cs" not in options
+        assert ("numpy" in imported) != lean and ("cuzk.groth16.lean" in imported), options
         if "--timings" not in options and options in PROVE_OPTIONS[:8]:  # the fast path's
             assert "logging" not in imported, options  # ~3 ms: only --timings logs
         if [m for m in imported if m.split(".")[0] in ("numba", "llvmlite")]:

@@ -73,6 +73,11 @@ def run(
 
         logging.basicConfig(level=logging.DEBUG, stream=sys.stderr, format="%(name)s %(message)s")
         logging.getLogger("numba").setLevel(logging.WARNING)
+    if r1cs is None:  # the common case without numpy, where it takes it (cuzk.groth16.lean)
+        from cuzk.groth16 import lean
+
+        if lean.prove(zkey, wtns, proof_json, public_json, verify, device):
+            return 0
     try:
         with compile_notice("cuzk prove") as watch:
             run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device)

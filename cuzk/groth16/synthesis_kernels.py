@@ -79,3 +79,29 @@ def _first_unsatisfied(n, ap, ac, av, bp, bc, bv, cp, cc, cv, w):
         if not eq(fr_mul(fr_to_mont(aw), bw), cw):
             return i
     return -1
+
+
+@njit()
+def _first_not_below(w, r):
+    """The first row of w (n, 4) whose value is not below r (4 limbs, little-endian), else
+    -1: the witness check (cuzk.formats.wtns) for a reader without numpy (cuzk.groth16.lean)."""
+    for i in range(w.shape[0]):
+        below = False
+        for k in range(3, -1, -1):
+            if w[i, k] != r[k]:
+                below = w[i, k] < r[k]
+                break
+        if not below:
+            return i
+    return -1
+
+
+@njit()
+def _first_bad_coefficient(matrix, constraint, signal, rows, wires):
+    """The first coefficient entry whose matrix is not 0 or 1, constraint not below rows or
+    signal not below wires, else -1: ZKey.check_coefficients for a reader without numpy
+    (cuzk.groth16.lean; the full reader words the error)."""
+    for k in range(matrix.shape[0]):
+        if matrix[k] > 1 or constraint[k] >= rows or signal[k] >= wires:
+            return k
+    return -1

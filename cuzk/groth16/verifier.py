@@ -90,6 +90,8 @@ def _backend(name: str, curve=BN254):
     """The module that checks subgroups and pairing products for `curve`: BN254's compiled
     verifier, any curve's native-library kernels, or Python-int pairing; another curve than
     BN254 asked for "numba" gets the Python-int pairing."""
+    if not isinstance(name, str):  # an ops object of its own (cuzk.groth16.lean's)
+        return name
     if name not in BACKENDS:
         raise ValueError(f"unknown verifier backend {name!r} (expected one of {BACKENDS})")
     if name == "native":

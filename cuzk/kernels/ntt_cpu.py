@@ -46,8 +46,8 @@ import numpy as np  # noqa: E402
 from cuzk.arith import curves  # noqa: E402
 from cuzk.arith.curves import DEFAULT  # noqa: E402
 from cuzk.kernels import threads  # noqa: E402
+from cuzk.kernels.ntt_plan import BLOCK_LOG, GROUP_LOG, SERIAL_LOG, blocking  # noqa: E402
 
-SERIAL_LOG = 11  # domains up to this size run on the calling thread only
 _M64 = (1 << 64) - 1
 
 
@@ -119,20 +119,10 @@ def _schedule(log_n: int):
         threads.set_parallel_chunksize(old_chunk)
 
 
-# Block phase on at least 2^BLOCK_LOG elements (64 KiB: an L2's share, not an L1's), column
-# tasks of 2^GROUP_LOG columns (512 bytes a row). Measured on compute_h (2-core Xeon, CPU time,
-# medians of 4-5, A/B in one process): 2^17 187 -> 177 ms, 2^19 1010 -> 894 ms, 2^16 85.6 ->
-# 83.7 ms against blocks of 2^ceil(k/2) and 8 columns; 2^15 unchanged (it fits the L2 either
-# way). Fewer column stages: those stride over the vector, the block stages run on
-# contiguous memory.
-BLOCK_LOG = 11
-GROUP_LOG = 4
-
-
 def _blocking(log_n: int):
-    """(log_b, log_g): block phase on 2^log_b elements, column tasks of 2^log_g columns."""
-    log_b = max(1, (log_n + 1) // 2, min(log_n, BLOCK_LOG))
-    return log_b, min(log_b, GROUP_LOG)
+    """(log_b, log_g): block phase on 2^log_b elements, column tasks of 2^log_g columns
+    (cuzk.kernels.ntt_plan.blocking at this module's BLOCK_LOG and GROUP_LOG)."""
+    return blocking(log_n, BLOCK_LOG, GROUP_LOG)
 
 
 # --- tables ---------------------------------------------------------------------------------

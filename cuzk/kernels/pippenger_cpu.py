@@ -336,6 +336,32 @@ def scalar_classes(points, scalars, bits):
 
 
 @T.njit()
+def bits_histogram(bits, hist):
+    """hist[b] = the scalars of size class +-b (scalar_classes' bits), b = 0..len(hist) - 1:
+    the histogram the class plan takes (cuzk.kernels.msm_plan.plan_classes), for a driver
+    without numpy (cuzk.groth16.lean)."""
+    for b in range(hist.shape[0]):
+        hist[b] = 0
+    for i in range(bits.shape[0]):
+        hist[abs(bits[i])] += 1
+
+
+@T.njit()
+def class_index(bits, lo, hi, idx):
+    """idx[:m] = the indices i whose class |bits[i]| lies in [lo, hi], in order, ~i where
+    bits[i] < 0 (the point negated); returns m. A class's index list, as msm_cpu builds it
+    with numpy, for a driver without numpy (cuzk.groth16.lean)."""
+    m = 0
+    for i in range(bits.shape[0]):
+        b = bits[i]
+        size = abs(b)
+        if lo <= size <= hi:
+            idx[m] = ~np.int32(i) if b < 0 else np.int32(i)
+            m += 1
+    return m
+
+
+@T.njit()
 def segment_sum(points, idx, lo, hi, parts, t, buf_a, buf_b, acc, kinds, slots):
     """parts[t] = the affine sum of the points idx[lo:hi] (~i: negated): chunks of buf_a's rows
     gathered in turn (each starting from the sum so far) and added up by batch-affine rounds,

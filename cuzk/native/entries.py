@@ -81,6 +81,16 @@ def _msm_entries(g: str) -> list[Entry]:
             f"points_sum_{g}", m, "points_sum", p, (pts, IN("int32", 1), INT, INT, OUT("uint64", 2))
         ),
         Entry(f"rows_sum_{g}", m, "rows_sum", p, (IN("uint64", 2), OUT("uint64", 2))),
+        # the class plan's histogram and index lists (cuzk.groth16.lean: no numpy)
+        Entry(f"bits_histogram_{g}", m, "bits_histogram", p, (IN("int16", 1), OUT("int64", 1))),
+        Entry(
+            f"class_index_{g}",
+            m,
+            "class_index",
+            p,
+            (IN("int16", 1), INT, INT, OUT("int32", 1)),
+            returns=True,
+        ),
         # a resident key's tables of multiples (msm_cpu.build_table): the rows, n, shift, chunk
         Entry(f"table_fill_{g}", m, "table_fill", p, (OUT("uint64", 2), INT, INT, INT)),
     ]
@@ -180,6 +190,23 @@ ENTRIES: tuple[Entry, ...] = (
         (),
         # n, then A, B, C of the .r1cs as CSR (row_ptr, cols, vals), then the witness
         (INT,) + (IN("int64", 1), IN("uint32", 1), IN("uint64", 2)) * 3 + (IN("uint64", 2),),
+        returns=True,
+    ),
+    # the witness's and the coefficients' checks of a reader without numpy (cuzk.groth16.lean)
+    Entry(
+        "first_not_below",
+        "cuzk.groth16.synthesis_kernels",
+        "_first_not_below",
+        (),
+        (IN("uint64", 2), IN("uint64", 1)),
+        returns=True,
+    ),
+    Entry(
+        "first_bad_coefficient",
+        "cuzk.groth16.synthesis_kernels",
+        "_first_bad_coefficient",
+        (),
+        (STRIDED("uint32", 1),) * 3 + (INT, INT),
         returns=True,
     ),
     # the self-check of a proof before it is written: its pi_b's (and the key's) G2 test, and
