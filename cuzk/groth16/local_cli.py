@@ -65,9 +65,6 @@ def run(
 ) -> int:
     """Prove here and write the outputs (cuzk.groth16.files.run_prove) with the command's
     compile notice; 0, or 1 with one line on stderr for every reason not to write."""
-    from cuzk.compiling import compile_notice
-    from cuzk.groth16.files import ProveError, run_prove
-
     if timings:  # logging imported only then (~3 ms of the command's own cost)
         import logging
 
@@ -78,6 +75,9 @@ def run(
 
         if lean.prove(zkey, wtns, proof_json, public_json, verify, device):
             return 0
+    from cuzk.compiling import compile_notice
+    from cuzk.groth16.files import ProveError, run_prove
+
     try:
         with compile_notice("cuzk prove") as watch:
             run_prove(zkey, wtns, proof_json, public_json, r1cs, verify, device)
