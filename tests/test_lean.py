@@ -239,3 +239,20 @@ def test_the_new_kernels_agree_with_numpy(library):
             w[row] = r  # equal to r: not below it
         got = lib("first_not_below", w.ctypes.data, 50, 4, r.ctypes.data, 4, returns=True)
         assert got == expected
+
+
+def test_it_reads_each_section_of_the_key_once(library, tmp_path, monkeypatch):
+    """Each section of the key is read from the file once (each point section checked on its
+    curve as it is read, then summed, then dropped), and the witness once."""
+    reads = []
+    real = lean._Container.read
+
+    def read(self, sid, skip=0):
+        reads.append((Path(self.path).suffix, sid))
+        return real(self, sid, skip)
+
+    monkeypatch.setattr(lean._Container, "read", read)
+    assert _lean("mulchain", tmp_path)
+    zkey = sorted(sid for kind, sid in reads if kind == ".zkey")
+    assert zkey == list(range(1, 10)), reads  # header, Groth16 header, IC, coefficients, points
+    assert sorted(sid for kind, sid in reads if kind == ".wtns") == [1, 2]
