@@ -247,9 +247,9 @@ def test_it_reads_each_section_of_the_key_once(library, tmp_path, monkeypatch):
     reads = []
     real = lean._Container.read
 
-    def read(self, sid, skip=0):
+    def read(self, sid, skip=0, into=None):
         reads.append((Path(self.path).suffix, sid))
-        return real(self, sid, skip)
+        return real(self, sid, skip, into)
 
     monkeypatch.setattr(lean._Container, "read", read)
     assert _lean("mulchain", tmp_path)

@@ -14,9 +14,8 @@ through it).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from cuzk.arith import curves as arith_curves
+from cuzk.plain import Plain
 
 # cuzk.arith's curve name -> snarkjs's (the "curve" field of its JSON files).
 SNARKJS_NAMES = {"bn254": "bn128", "bls12_381": "bls12381"}
@@ -33,11 +32,25 @@ BN128 = "bn128"
 BN254_ONLY = (BN128,)
 
 
-@dataclass(frozen=True)
-class Curve:
+class Curve(Plain):
     """One curve as the files see it. `name` is snarkjs's ("bn128"), `arith` cuzk.arith's
-    ("bn254"), `title` the one for messages ("BN254")."""
+    ("bn254"), `title` the one for messages ("BN254"); q, r and their limbs, the curve's and
+    the twist's b, xi (Fq6 = Fq2[v]/(v^3 - xi), the sextic twist's non-residue) and Fr's
+    2-adicity."""
 
+    FIELDS = (
+        "name",
+        "arith",
+        "title",
+        "q",
+        "r",
+        "q_limbs",
+        "r_limbs",
+        "g1_b",
+        "g2_b",
+        "xi",
+        "fr_two_adicity",
+    )
     name: str
     arith: str
     title: str
@@ -47,8 +60,11 @@ class Curve:
     r_limbs: int
     g1_b: int
     g2_b: tuple[int, int]
-    xi: tuple[int, int]  # Fq6 = Fq2[v]/(v^3 - xi), the sextic twist's non-residue
+    xi: tuple[int, int]
     fr_two_adicity: int
+
+    def __init__(self, **fields):
+        self._set(**fields)
 
     @property
     def n8q(self) -> int:

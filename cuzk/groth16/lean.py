@@ -117,9 +117,19 @@ class _Container:
             raise NotTaken(f"no section {sid}")
         return self.sections[sid][1]
 
-    def read(self, sid: int, skip: int = 0) -> bytearray:
+    def read(self, sid: int, skip: int = 0, into: bytearray | None = None) -> bytearray:
+        """The section's payload from byte ``skip``: a new bytearray, or ``into`` (at least as
+        long) with it at its start: the point sections share one buffer, faulted in once."""
         offset, length = self.sections[sid]
-        return self.read_at(offset + skip, length - skip)
+        if into is None:
+            return self.read_at(offset + skip, length - skip)
+        view, n, got = memoryview(into), length - skip, 0
+        while got < n:
+            k = os.preadv(self.fd, [view[got:n]], offset + skip + got)
+            if k == 0:
+                raise NotTaken("file ends early")
+            got += k
+        return into
 
 
 # --- the library ------------------------------------------------------------------------------
@@ -620,6 +630,7 @@ def _prove_key(key: _Container, wtns, proof_json, public_json, verify, check_out
 
     results = {}
     tests = {1: row_tests.ON_CURVE_G1, 2: row_tests.ON_CURVE_G2}
+    pool = bytearray(max(count * width for count, width in counts.values()))
     for attr, name, g, scalars, s_off in (
         ("points_a", "MSM A", 1, w, 0),
         ("points_b1", "MSM B1", 1, w, 0),
@@ -629,12 +640,11 @@ def _prove_key(key: _Container, wtns, proof_json, public_json, verify, check_out
     ):
         count, width = counts[attr]
         with _Phase(name):
-            pts = key.read(POINTS[attr])
+            pts = key.read(POINTS[attr], into=pool)
             if _first_bad(lib, pts, count, width // 8, tests[g]) >= 0:
                 raise NotTaken(f"a point of {attr}")  # the full path names it
             results[attr] = _msm(lib, cv, g, pts, count, scalars, s_off)
-            del pts
-    del h
+    del h, pool, pts
 
     r = _random_scalar(cv.r)
     s = _random_scalar(cv.r)

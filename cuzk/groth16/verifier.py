@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import functools
 import os
-from dataclasses import dataclass
 
 from cuzk.formats import curve as curves
 from cuzk.formats.errors import NotInSubgroup, UnsupportedProtocol
@@ -50,6 +49,7 @@ from cuzk.formats.snarkjs_json import (
     proof_from_json,
     vk_from_json,
 )
+from cuzk.plain import Plain
 
 __all__ = [
     "BACKENDS",
@@ -126,19 +126,23 @@ def _require_g1_subgroup(p, where: str, curve=BN254) -> None:
 # --- keys and proofs -----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class VerifyingKey:
+class VerifyingKey(Plain):
     """A checked Groth16 verifying key: affine int points (None = infinity) of `curve` (a
     cuzk.formats.curve Curve). Build with from_json / from_points / from_zkey; `backend`
     (BACKENDS) does the G2 subgroup checks."""
 
-    n_public: int
-    alpha1: tuple | None
-    beta2: tuple | None
-    gamma2: tuple | None
-    delta2: tuple | None
-    ic: tuple
-    curve: curves.Curve = BN254
+    FIELDS = ("n_public", "alpha1", "beta2", "gamma2", "delta2", "ic", "curve")
+
+    def __init__(self, n_public, alpha1, beta2, gamma2, delta2, ic, curve=BN254):
+        self._set(
+            n_public=n_public,
+            alpha1=alpha1,
+            beta2=beta2,
+            gamma2=gamma2,
+            delta2=delta2,
+            ic=ic,
+            curve=curve,
+        )
 
     @classmethod
     def from_points(
@@ -210,14 +214,13 @@ class VerifyingKey:
         return fq12_to_json(alphabeta_12(self.alpha1, self.beta2, self.curve))
 
 
-@dataclass(frozen=True)
-class Proof:
+class Proof(Plain):
     """A checked Groth16 proof: affine int points (None = infinity) of `curve`."""
 
-    pi_a: tuple | None
-    pi_b: tuple | None
-    pi_c: tuple | None
-    curve: curves.Curve = BN254
+    FIELDS = ("pi_a", "pi_b", "pi_c", "curve")
+
+    def __init__(self, pi_a, pi_b, pi_c, curve=BN254):
+        self._set(pi_a=pi_a, pi_b=pi_b, pi_c=pi_c, curve=curve)
 
     @classmethod
     def from_points(

@@ -21,20 +21,21 @@ built and summed by the same MSM drivers (table_fill, pippenger_table).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from cuzk.plain import Plain
 
 
-@dataclass(frozen=True)
-class Arg:
+class Arg(Plain):
     """One argument: an array of ``dtype`` (numpy name) and ``ndim`` dimensions, written by
     the kernel when ``out``; or an int64 when ``dtype`` is None. A ``strided`` array (an
     input) is taken as it lies, e.g. a field of a structured array: its data pointer, its
     span in items, its shape and its strides in bytes (no copy)."""
 
-    dtype: str | None = None
-    ndim: int = 0
-    out: bool = False
-    strided: bool = False
+    FIELDS = ("dtype", "ndim", "out", "strided")
+
+    def __init__(
+        self, dtype: str | None = None, ndim: int = 0, out: bool = False, strided: bool = False
+    ):
+        self._set(dtype=dtype, ndim=ndim, out=out, strided=strided)
 
 
 INT = Arg()
@@ -52,14 +53,18 @@ def STRIDED(dtype: str, ndim: int) -> Arg:
     return Arg(dtype, ndim, False, True)
 
 
-@dataclass(frozen=True)
-class Entry:
-    name: str  # the library's symbol is cuzk_<name>
-    module: str  # the build's module (cuzk.arith.curves.curve_build)
-    function: str  # the kernel's name in it
-    params: tuple  # build parameters besides the curve: (("group", "g1"),)
-    args: tuple  # of Arg
-    returns: bool = False  # the kernel returns an int64 (stored through a last pointer)
+class Entry(Plain):
+    """A library function: ``name`` (the symbol is cuzk_<name>), the build's ``module``
+    (cuzk.arith.curves.curve_build) and its kernel ``function``, the build ``params``
+    besides the curve ((("group", "g1"),)), the ``args`` (of Arg), and ``returns``: the kernel
+    returns an int64 (stored through a last pointer)."""
+
+    FIELDS = ("name", "module", "function", "params", "args", "returns")
+
+    def __init__(self, name, module, function, params, args, returns: bool = False):
+        self._set(
+            name=name, module=module, function=function, params=params, args=args, returns=returns
+        )
 
     @property
     def symbol(self) -> str:
