@@ -214,16 +214,16 @@ def test_the_command_words_what_lean_declines_as_before(library, tmp_path, capsy
 def test_the_new_kernels_agree_with_numpy(library):
     """The class histogram and index lists, the witness and coefficient checks: the library's
     against numpy's answers."""
-    from cuzk.native import entries  # noqa: F401 (the entries exist)
-
-    lib = lean._Lib(native.library("bn254"))
+    lib = native.library("bn254")
     rng = np.random.default_rng(5)
     bits = rng.integers(-254, 255, size=1000).astype(np.int16)
     hist = np.zeros(255, np.int64)
-    lib("bits_histogram_g1", bits.ctypes.data, 1000, hist.ctypes.data, 255)
+    lib.call("bits_histogram_g1", bits.ctypes.data, 1000, hist.ctypes.data, 255)
     assert (hist == np.bincount(np.abs(bits), minlength=255)).all()
     idx = np.zeros(1000, np.int32)
-    m = lib("class_index_g1", bits.ctypes.data, 1000, 17, 64, idx.ctypes.data, 1000, returns=True)
+    m = lib.call(
+        "class_index_g1", bits.ctypes.data, 1000, 17, 64, idx.ctypes.data, 1000, returns=True
+    )
     size = np.abs(bits)
     want = np.flatnonzero((size >= 17) & (size <= 64)).astype(np.int32)
     want = np.where(bits[want] < 0, ~want, want)
@@ -237,7 +237,7 @@ def test_the_new_kernels_agree_with_numpy(library):
     for row, expected in ((None, -1), (30, 30), (7, 7)):
         if row is not None:
             w[row] = r  # equal to r: not below it
-        got = lib("first_not_below", w.ctypes.data, 50, 4, r.ctypes.data, 4, returns=True)
+        got = lib.call("first_not_below", w.ctypes.data, 50, 4, r.ctypes.data, 4, returns=True)
         assert got == expected
 
 

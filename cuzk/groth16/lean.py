@@ -102,11 +102,12 @@ class _Container:
     def close(self) -> None:
         os.close(self.fd)
 
-    def read_at(self, offset: int, n: int) -> bytearray:
-        buf = bytearray(n)
+    def read_at(self, offset: int, n: int, into: bytearray | None = None) -> bytearray:
+        """n bytes from ``offset``: a new bytearray, or at the start of ``into``."""
+        buf = bytearray(n) if into is None else into
         view, got = memoryview(buf), 0
         while got < n:
-            k = os.preadv(self.fd, [view[got:]], offset + got)
+            k = os.preadv(self.fd, [view[got:n]], offset + got)
             if k == 0:
                 raise NotTaken("file ends early")
             got += k
@@ -121,15 +122,7 @@ class _Container:
         """The section's payload from byte ``skip``: a new bytearray, or ``into`` (at least as
         long) with it at its start: the point sections share one buffer, faulted in once."""
         offset, length = self.sections[sid]
-        if into is None:
-            return self.read_at(offset + skip, length - skip)
-        view, n, got = memoryview(into), length - skip, 0
-        while got < n:
-            k = os.preadv(self.fd, [view[got:n]], offset + skip + got)
-            if k == 0:
-                raise NotTaken("file ends early")
-            got += k
-        return into
+        return self.read_at(offset + skip, length - skip, into)
 
 
 # --- the library ------------------------------------------------------------------------------
@@ -140,29 +133,6 @@ def _addr(buf: bytearray, offset: int = 0) -> int:
     if len(buf) == 0:
         return 0
     return ctypes.addressof(ctypes.c_char.from_buffer(buf)) + offset
-
-
-class _Lib:
-    """One curve's native library, called with addresses and shapes (cuzk.native.entries)."""
-
-    def __init__(self, lib):
-        self.lib = lib
-        self.rt = lib.runtime
-
-    def __call__(self, name: str, *args, returns: bool = False):
-        from cuzk import native
-
-        fn = self.lib.functions[name]
-        before = self.rt.errors()
-        native.calls[name] = native.calls.get(name, 0) + 1
-        if returns:
-            result = ctypes.c_int64(0)
-            fn(*args, ctypes.byref(result))
-        else:
-            fn(*args)
-        if self.rt.errors() != before:
-            raise native.NativeKernelError(f"native kernel {name} raised (out of memory?)")
-        return result.value if returns else None
 
 
 # --- the curve's numbers ----------------------------------------------------------------------
@@ -234,7 +204,7 @@ class _Curve:
 # --- MSMs (cuzk.kernels.msm_cpu's _msm, on buffers) -----------------------------------------
 
 
-def _msm(lib: _Lib, cv: _Curve, g: int, points, n: int, scalars, s_off: int = 0) -> bytearray:
+def _msm(lib, cv: _Curve, g: int, points, n: int, scalars, s_off: int = 0) -> bytearray:
     """sum_i scalars[i] points[i] over n rows of G{g} (points: a bytearray of stored rows;
     scalars: plain 4-limb rows from byte s_off of their bytearray), as one stored affine row.
     The plan is msm_cpu's: the classes by size from PARTITION_MIN points, one dense class in
@@ -247,7 +217,7 @@ def _msm(lib: _Lib, cv: _Curve, g: int, points, n: int, scalars, s_off: int = 0)
     if n == 0:
         return out
     rows = plan.CHUNK_BYTES // width
-    threads = lib.rt.get_num_threads()
+    threads = lib.runtime.get_num_threads()
     nbits = cv.r_bits
     P = _addr(points)
     S = _addr(scalars, s_off)
@@ -258,7 +228,7 @@ def _msm(lib: _Lib, cv: _Curve, g: int, points, n: int, scalars, s_off: int = 0)
         K = 0 if c == 1 else plan.windows_for(c, bits)
         digits_t = plan.digit_type(c, bits)
         digits = bytearray(K * m * (2 if digits_t == "int16" else 4))
-        lib(
+        lib.call(
             f"pippenger_g{g}_{digits_t}",
             P,
             n,
@@ -285,9 +255,9 @@ def _msm(lib: _Lib, cv: _Curve, g: int, points, n: int, scalars, s_off: int = 0)
         pippenger(every, n, nbits, out, 0)
         return out
     bits = bytearray(2 * n)
-    lib(f"scalar_classes_g{g}", P, n, limbs, S, n, 4, _addr(bits), n)
+    lib.call(f"scalar_classes_g{g}", P, n, limbs, S, n, 4, _addr(bits), n)
     hist_buf = bytearray(8 * (nbits + 1))
-    lib(f"bits_histogram_g{g}", _addr(bits), n, _addr(hist_buf), nbits + 1)
+    lib.call(f"bits_histogram_g{g}", _addr(bits), n, _addr(hist_buf), nbits + 1)
     hist = list(memoryview(hist_buf).cast("q"))
     classes = plan.plan_classes(hist, nbits)
     if not classes:
@@ -298,11 +268,11 @@ def _msm(lib: _Lib, cv: _Curve, g: int, points, n: int, scalars, s_off: int = 0)
             pippenger(every, n, nbits, parts, k)
             continue
         idx = bytearray(4 * count)
-        m = lib(f"class_index_g{g}", _addr(bits), n, lo, hi, _addr(idx), count, returns=True)
+        m = lib.call(f"class_index_g{g}", _addr(bits), n, lo, hi, _addr(idx), count, returns=True)
         if m != count:
             raise RuntimeError(f"class [{lo}, {hi}]: {m} indices, the histogram says {count}")
         if top <= 1:
-            lib(
+            lib.call(
                 f"points_sum_g{g}",
                 P,
                 n,
@@ -319,7 +289,7 @@ def _msm(lib: _Lib, cv: _Curve, g: int, points, n: int, scalars, s_off: int = 0)
             pippenger(idx, m, top, parts, k)
     if len(classes) == 1:
         return parts
-    lib(f"rows_sum_g{g}", _addr(parts), len(classes), limbs, _addr(out), 1, limbs)
+    lib.call(f"rows_sum_g{g}", _addr(parts), len(classes), limbs, _addr(out), 1, limbs)
     return out
 
 
@@ -338,7 +308,7 @@ class _Ops:
     on plain buffers (cuzk.kernels.verifier_ops does the same through numpy); anything else
     (the G1 subgroup test) is cuzk.arith.pairing_int's."""
 
-    def __init__(self, lib: _Lib, cv: _Curve):
+    def __init__(self, lib, cv: _Curve):
         from cuzk.arith import pairing_int
 
         self._lib, self._cv = lib, cv
@@ -354,14 +324,14 @@ class _Ops:
             return True
         row = bytearray(self._cv.g2_stored(p))
         out = bytearray(1)
-        self._lib("g2_rows_in_subgroup", _addr(row), 1, 4 * self._cv.nq, _addr(out), 1)
+        self._lib.call("g2_rows_in_subgroup", _addr(row), 1, 4 * self._cv.nq, _addr(out), 1)
         return bool(out[0])
 
     def pairing_product_is_one(self, pairs) -> bool:
         cv, n, nq = self._cv, len(pairs), self._cv.nq
         ps = bytearray(b"".join(cv.g1_stored(p) for p, _ in pairs))
         qs = bytearray(b"".join(cv.g2_stored(q) for _, q in pairs))
-        one = self._lib(
+        one = self._lib.call(
             "pairing_product_is_one",
             _addr(ps),
             n,
@@ -387,7 +357,7 @@ class _Ops:
 # --- the proof --------------------------------------------------------------------------------
 
 
-def _first_bad(lib: _Lib, rows: bytearray, n: int, limbs: int, test: int) -> int:
+def _first_bad(lib, rows: bytearray, n: int, limbs: int, test: int) -> int:
     """The first of n stored rows that fails row test ``test`` (cuzk.groth16.row_tests), or -1."""
     from cuzk.groth16.row_tests import CHUNK
 
@@ -395,21 +365,23 @@ def _first_bad(lib: _Lib, rows: bytearray, n: int, limbs: int, test: int) -> int
         return -1
     chunks = (n + CHUNK - 1) // CHUNK
     first = bytearray(8 * chunks)
-    lib("first_bad", _addr(rows), n, limbs, _addr(first), chunks, test)
+    lib.call("first_bad", _addr(rows), n, limbs, _addr(first), chunks, test)
     bad = [i for i in memoryview(first).cast("q") if i >= 0]
     return min(bad) if bad else -1
 
 
 def _powers(lib, cv, base: int, count: int, rev_bits: int, threads: int) -> bytearray:
-    """ntt_cpu.powers_table on a buffer: base^i (Montgomery) for i < count, in parallel
-    chunks, bit-reversed with rev_bits."""
+    """ntt_cpu.powers_table on a buffer: base^i (Montgomery) for i < count, in the chunks
+    cuzk.kernels.ntt_plan.power_chunks gives, bit-reversed with rev_bits."""
+    from cuzk.kernels.ntt_plan import power_chunks
+
     out = bytearray(32 * count)
-    nchunks = min(count, 8 * threads)
-    starts = [i * count // nchunks for i in range(nchunks + 1)]
+    starts = power_chunks(count, threads)
+    nchunks = len(starts) - 1
     starts_buf = bytearray(struct.pack(f"<{nchunks + 1}q", *starts))
     firsts = bytearray(b"".join(cv.fr_mont(pow(base, s, cv.r)) for s in starts[:-1]))
     base_buf = bytearray(cv.fr_mont(base))
-    lib(
+    lib.call(
         "powers",
         _addr(out),
         count,
@@ -428,22 +400,18 @@ def _powers(lib, cv, base: int, count: int, rev_bits: int, threads: int) -> byte
 
 def _compute_h(lib, cv, a, b, c, log_n: int) -> bytearray:
     """ntt_cpu.compute_h on buffers: h (plain form) into a's storage."""
-    from cuzk.kernels.ntt_plan import SERIAL_LOG, blocking
+    from cuzk.kernels.ntt_plan import blocking, schedule
 
-    n, rt = 1 << log_n, lib.rt
-    threads = rt.get_num_threads()
+    n = 1 << log_n
+    threads = lib.runtime.get_num_threads()
     tw = _powers(lib, cv, cv.roots[log_n], n // 2, 0, threads)
     g_rev = _powers(lib, cv, cv.roots[log_n + 1], n, log_n, threads)
     inv_n = pow(n, -1, cv.r)
     n_mont = bytearray(cv.fr_mont(n))
     inv_n2 = bytearray(cv.fr_plain(inv_n * inv_n))
-    old_chunk = rt.set_parallel_chunksize(1)
-    old_threads = rt.get_num_threads()
-    if log_n <= SERIAL_LOG:
-        rt.set_num_threads(1)
-    try:
+    with schedule(log_n, lib.runtime):
         vec = (n, 4)
-        lib(
+        lib.call(
             "h_pipeline",
             _addr(a),
             *vec,
@@ -466,20 +434,16 @@ def _compute_h(lib, cv, a, b, c, log_n: int) -> bytearray:
             _addr(inv_n2),
             4,
         )
-    finally:
-        rt.set_num_threads(old_threads)
-        rt.set_parallel_chunksize(old_chunk)
     return a
 
 
 def _strided(base: int, n: int, field_offset: int, itemsize: int, inner: int = 0):
     """A field of the coefficient entries as the library's strided argument: address, span in
     items, shape, strides (cuzk.native._c_args)."""
-    if inner:
-        span = ((n - 1) * COEF_BYTES + (inner - 1) * itemsize) // itemsize + 1
-        return (base + field_offset, span, n, inner, COEF_BYTES, itemsize)
-    span = (n - 1) * COEF_BYTES // itemsize + 1
-    return (base + field_offset, span, n, COEF_BYTES)
+    from cuzk.native import strided_span
+
+    shape, strides = ((n, inner), (COEF_BYTES, itemsize)) if inner else ((n,), (COEF_BYTES,))
+    return (base + field_offset, strided_span(shape, strides, itemsize), *shape, *strides)
 
 
 def prove(zkey, wtns, proof_json, public_json, verify: bool = True, device: str = "cpu") -> bool:
@@ -505,7 +469,7 @@ def _random_scalar(r: int) -> int:
             return k
 
 
-def _key_curve(f: _Container, path):
+def _key_curve(f: _Container):
     """The key's curve from its Groth16 header (cuzk.formats.zkey.read_primes's checks)."""
     from cuzk.formats import curve as curves
 
@@ -526,24 +490,25 @@ def _key_curve(f: _Container, path):
 
 def _prove(zkey, wtns, proof_json, public_json, verify: bool) -> bool:
     from cuzk import native
-    from cuzk.formats.atomic import check_apart, check_outputs
+    from cuzk.formats.atomic import check_apart
 
     check_apart((proof_json, public_json), (zkey, wtns, None))
     key = _Container(zkey, b"zkey", (ZKEY_VERSION,))
     try:
         with native.used(True):  # (CUZK_NATIVE=0 keeps it off: no library, not taken)
-            return _prove_key(key, wtns, proof_json, public_json, verify, check_outputs)
+            return _prove_key(key, wtns, proof_json, public_json, verify)
     finally:
         key.close()
 
 
-def _prove_key(key: _Container, wtns, proof_json, public_json, verify, check_outputs) -> bool:
+def _prove_key(key: _Container, wtns, proof_json, public_json, verify) -> bool:
     from cuzk import native
+    from cuzk.formats.atomic import check_outputs
     from cuzk.groth16 import row_tests
 
     if key.size(HEADER) != 4 or struct.unpack("<I", key.read(HEADER))[0] != G16:
         raise NotTaken("not a Groth16 key")
-    curve, head, pos = _key_curve(key, key.path)
+    curve, head, pos = _key_curve(key)
     cv = _Curve(curve)
     g1w, g2w = cv.g1, cv.g2
     if len(head) != pos + 12 + 3 * (g1w + g2w):
@@ -557,7 +522,7 @@ def _prove_key(key: _Container, wtns, proof_json, public_json, verify, check_out
         raise NotTaken("domain")
     if not native.serves(cv.arith):
         return False
-    lib = _Lib(native.library(cv.arith))
+    lib = native.library(cv.arith)  # a cuzk.native.Library: call() takes addresses
     header = {}
     for name, w in (
         ("alpha1", g1w),
@@ -604,12 +569,12 @@ def _prove_key(key: _Container, wtns, proof_json, public_json, verify, check_out
             + _strided(base, n_coefs, 4, 4)
             + _strided(base, n_coefs, 8, 4)
         )
-        bad = lib("first_bad_coefficient", *fields, domain, n_vars, returns=True)
+        bad = lib.call("first_bad_coefficient", *fields, domain, n_vars, returns=True)
         if bad >= 0:
             raise NotTaken("coefficient index")
         a, b, c = (bytearray(32 * domain) for _ in range(3))
         vec = (domain, 4)
-        lib(
+        lib.call(
             "evaluate_abc",
             *fields,
             *_strided(base, n_coefs, 12, 8, inner=4),
@@ -737,6 +702,6 @@ def _witness(lib, cv: _Curve, path, n_vars: int) -> bytearray:
     if w[:N8] != (1).to_bytes(N8, "little"):
         raise NotTaken("w[0]")
     r = bytearray(cv.r.to_bytes(N8, "little"))
-    if lib("first_not_below", _addr(w), n_vars, 4, _addr(r), 4, returns=True) >= 0:
+    if lib.call("first_not_below", _addr(w), n_vars, 4, _addr(r), 4, returns=True) >= 0:
         raise NotTaken("a witness value")
     return w

@@ -28,7 +28,6 @@ until a transform runs.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import threading
@@ -46,7 +45,13 @@ import numpy as np  # noqa: E402
 from cuzk.arith import curves  # noqa: E402
 from cuzk.arith.curves import DEFAULT  # noqa: E402
 from cuzk.kernels import threads  # noqa: E402
-from cuzk.kernels.ntt_plan import BLOCK_LOG, GROUP_LOG, SERIAL_LOG, blocking  # noqa: E402
+from cuzk.kernels.ntt_plan import (
+    BLOCK_LOG,
+    GROUP_LOG,
+    blocking,
+    power_chunks,
+    schedule,
+)  # noqa: E402
 
 _M64 = (1 << 64) - 1
 
@@ -101,22 +106,9 @@ def domain_log2(x: np.ndarray, curve: str = DEFAULT) -> int:
     return log_n
 
 
-@contextlib.contextmanager
 def _schedule(log_n: int):
-    """The threads the kernels called inside use (settings per calling thread):
-    - prange hands out tasks one at a time: with coarse tasks and a shared machine, a static
-      split waits for the slowest core;
-    - domains up to 2^SERIAL_LOG run on this thread alone: a parallel region costs tens of
-      microseconds (far more when cores are shared), the whole transform a few hundred."""
-    old_chunk = threads.set_parallel_chunksize(1)
-    old_threads = threads.get_num_threads()
-    if log_n <= SERIAL_LOG:
-        threads.set_num_threads(1)
-    try:
-        yield
-    finally:
-        threads.set_num_threads(old_threads)
-        threads.set_parallel_chunksize(old_chunk)
+    """cuzk.kernels.ntt_plan.schedule on this process's threads (cuzk.kernels.threads)."""
+    return schedule(log_n, threads)
 
 
 def _blocking(log_n: int):
@@ -160,8 +152,7 @@ def powers_table(base: int, count: int, rev_bits: int = 0, curve: str = DEFAULT)
     if count == 0:
         return out
     r = _field(curve)[0]
-    nchunks = min(count, 8 * threads.get_num_threads())
-    starts = np.linspace(0, count, nchunks + 1).astype(np.int64)
+    starts = np.array(power_chunks(count, threads.get_num_threads()), np.int64)
     firsts = np.stack([mont_limbs(pow(base, int(s), r), curve) for s in starts[:-1]])
     kernels(curve)._powers(out, mont_limbs(base, curve), starts, firsts, rev_bits)
     return out

@@ -3,7 +3,36 @@ thread and how the transforms block, shared by the numpy driver and the one-shot
 driver on plain buffers (cuzk.groth16.lean).
 """
 
+import contextlib
+
 SERIAL_LOG = 11  # domains up to this size run on the calling thread only
+
+
+@contextlib.contextmanager
+def schedule(log_n: int, threads):
+    """The threads the kernels called inside use (settings per calling thread, through
+    ``threads``: cuzk.kernels.threads, or the native run-time itself):
+    - prange hands out tasks one at a time: with coarse tasks and a shared machine, a static
+      split waits for the slowest core;
+    - domains up to 2^SERIAL_LOG run on this thread alone: a parallel region costs tens of
+      microseconds (far more when cores are shared), the whole transform a few hundred."""
+    old_chunk = threads.set_parallel_chunksize(1)
+    old_threads = threads.get_num_threads()
+    if log_n <= SERIAL_LOG:
+        threads.set_num_threads(1)
+    try:
+        yield
+    finally:
+        threads.set_num_threads(old_threads)
+        threads.set_parallel_chunksize(old_chunk)
+
+
+def power_chunks(count: int, threads: int) -> list[int]:
+    """The first index of each chunk of a powers table of ``count`` entries, and count last:
+    eight chunks a thread (each chunk's first power is taken in Python ints, ~15 us)."""
+    nchunks = min(count, 8 * threads)
+    return [i * count // nchunks for i in range(nchunks + 1)]
+
 
 # Block phase on at least 2^BLOCK_LOG elements (64 KiB: an L2's share, not an L1's), column
 # tasks of 2^GROUP_LOG columns (512 bytes a row). Measured on compute_h (2-core Xeon, CPU time,

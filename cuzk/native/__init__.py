@@ -312,11 +312,35 @@ class Library:
             fn.restype = None
             self.functions[e.name] = fn
 
+    def call(self, name: str, *args, returns: bool = False):
+        """Call entry ``name`` with its C arguments (addresses, shapes and ints, as
+        cuzk.native.entries lays them out); its int64 result where it ``returns`` one, else
+        None. Counted in ``calls``; NativeKernelError when the kernel raised."""
+        fn, errors = self.functions[name], self.runtime.errors
+        before = errors()
+        calls[name] = calls.get(name, 0) + 1
+        if returns:
+            result = ctypes.c_int64(0)
+            fn(*args, ctypes.byref(result))
+        else:
+            fn(*args)
+        if errors() != before:
+            raise NativeKernelError(f"native kernel {name} raised (out of memory?); see stderr")
+        return result.value if returns else None
+
     def kernels(self, module: str, curve: str, params: dict):
         from cuzk.native.entries import for_build
 
         by_fn = for_build(module, params)
         return Kernels(self, module, curve, params, by_fn) if by_fn else None
+
+
+def strided_span(shape, strides, itemsize: int) -> int:
+    """The items a strided array reaches from its first (its shape and byte strides): the
+    span a ``strided`` argument passes (0 for an empty array)."""
+    if 0 in shape:
+        return 0
+    return sum((d - 1) * s for d, s in zip(shape, strides, strict=True)) // itemsize + 1
 
 
 def _c_args(entry, args):
@@ -334,9 +358,8 @@ def _c_args(entry, args):
         if spec.strided and (a.size == 0 or min(a.strides) <= 0):
             a = np.ascontiguousarray(a)  # (an empty or reversed view: its own copy)
         if spec.strided:
-            span = sum((d - 1) * s for d, s in zip(a.shape, a.strides, strict=True))
             out.append(a)
-            out.append(span // a.itemsize + 1 if a.size else 0)
+            out.append(strided_span(a.shape, a.strides, a.itemsize))
             out.extend(a.shape)
             out.extend(a.strides)
             continue
@@ -369,22 +392,11 @@ class Kernels:
         return getattr(self._numba(), name)
 
     def _caller(self, lib: Library, name: str, entries):
-        fns = [(e, lib.functions[e.name]) for e in entries]
-        errors = lib.runtime.errors
-
         def call(*args):
-            for e, fn in fns:
+            for e in entries:
                 c = _c_args(e, args)
                 if c is not None:
-                    result = ctypes.c_int64(0) if e.returns else None
-                    before = errors()
-                    calls[e.name] = calls.get(e.name, 0) + 1
-                    fn(*c[0], *([ctypes.byref(result)] if e.returns else []))
-                    if errors() != before:
-                        raise NativeKernelError(
-                            f"native kernel {e.name} raised (out of memory?); see stderr"
-                        )
-                    return None if result is None else result.value
+                    return lib.call(e.name, *c[0], returns=e.returns)
             return getattr(self._numba(), name)(*args)
 
         call.__name__ = name
