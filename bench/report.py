@@ -32,6 +32,7 @@ SUITE_ORDER = (
     "prove",
     "prove-bls12381",
     "prove-server",
+    "scale",
     "engine",
     "soak",
     "cluster",
@@ -237,7 +238,7 @@ from every result file present.
   limbs of 64 bits, as RSA signature checks do (6.7k constraints each). Each is sized to
   fill its domain. `size` says how many blocks, paths, signatures, values, proofs or
   products; `witness_pct_0/1/small/dense` is the witness profile, the % of values that are
-  0, 1, other values below 2^64, and the rest. The full profile's scale rows: many
+  0, 1, other values below 2^64, and the rest. Suite scale's rows (full profile): many
   8-block SHA-256 digests in one circuit, composed from one compiled by circom2, which
   cannot compile one SHA-256 of 2^21 constraints.
 - **GPU targets** are measured only by `make bench-gpu` on a machine with a CUDA GPU; they

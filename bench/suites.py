@@ -47,6 +47,11 @@ SUITES = {
         "cuzk prove --server (a warm cuzk serve) vs rapidsnark, same files",
         "the daemon on every GPU",
     ),
+    "scale": (
+        "bench.bench_scale",
+        "a 2^21 and a 2^22 proof: cuzk prove, the daemon, rapidsnark; time and peak memory",
+        None,
+    ),
     "startup": (
         "bench.bench_startup",
         "cuzk prove's fixed cost, the thin client, daemon restart, a cold kernel cache",
