@@ -46,10 +46,10 @@ from cuzk.arith.curves import constants
 G1_SIZES = {
     "smoke": [8],
     "quick": [10, 12, 14, 16],
-    "full": [10, 12, 14, 16, 17, 18],
+    "full": [10, 12, 14, 16, 17, 18, 20],
     "gpu": [16, 18, 20, 22],
 }
-G2_SIZES = {"smoke": [6], "quick": [10, 12], "full": [10, 12, 14, 16], "gpu": [16]}
+G2_SIZES = {"smoke": [6], "quick": [10, 12], "full": [10, 12, 14, 16, 18], "gpu": [16]}
 # BLS12-381's rows (issue #28): (group, log2 n) per profile
 BLS_SIZES = {
     "smoke": [("g1", 6)],
