@@ -128,12 +128,19 @@ def affine_add_given_inverse(P, Q, kind, inv):
     return (x3, y3)
 
 
+# A batch's prefix products run in CHAINS interleaved chains: pair k extends the product of
+# pair k - CHAINS, so consecutive pairs' products do not wait on each other (the processor
+# overlaps them); the chains' ends share the batch's one inversion (chains_invert).
+CHAINS = 2
+
+
 @inline_fn
-def pair_forward(P, Q, acc, k, link):
-    """Pair (P, Q) as the k-th of a batch: acc[k] = acc[link] * its denominator (prefix
-    product over the pairs of k's chain, link the chain's pair before k, -1 for none: then
-    acc[link] = 1; pairs needing no inversion repeat acc[link]). Returns its kind."""
+def pair_forward(P, Q, acc, k):
+    """Pair (P, Q) as the k-th of a batch: acc[k] = acc[link] * its denominator, link =
+    k - CHAINS the pair before k in its chain (acc[link] = 1 when link < 0; pairs needing no
+    inversion repeat acc[link]). Returns its kind."""
     kind, den = pair_classify(P, Q)
+    link = k - CHAINS
     if link < 0:
         prev = B_ONE
     else:
@@ -146,11 +153,12 @@ def pair_forward(P, Q, acc, k, link):
 
 
 @inline_fn
-def pair_backward(P, Q, acc, k, link, kind, running):
-    """Backward step of the batch for pair k = (P, Q) of a chain (link: the chain's pair
-    before k, or -1): with running = 1 / acc[k] (the chain's denominators up to d_k),
+def pair_backward(P, Q, acc, k, kind, running):
+    """Backward step of the batch for pair k = (P, Q) (link = k - CHAINS, the pair before it
+    in its chain): with running = 1 / acc[k] (the chain's denominators up to d_k),
     d_k^{-1} = running * acc[link]. Returns (P + Q, running * d_k = 1 / acc[link])."""
     d_inv = F_ONE
+    link = k - CHAINS
     if kind <= PAIR_DBL:
         if link < 0:
             share = running
@@ -166,9 +174,9 @@ def pair_backward(P, Q, acc, k, link, kind, running):
 
 @inline_fn
 def chains_invert(acc, k):
-    """The inverses (of pair k - 1's chain, of the other's) of the two chains' last prefix
-    products acc[k - 1] and acc[k - 2] (1 when k < 2), by one inversion: 1 / (a b) times b,
-    and times a."""
+    """The inverses (of pair k - 1's chain, of the other's) of the CHAINS = 2 chains' last
+    prefix products acc[k - 1] and acc[k - 2] (1 when k < 2), by one inversion: 1 / (a b)
+    times b, and times a."""
     a = b_load(acc, k - 1, 0)
     if k < 2:
         return b_inv(a), B_ONE
@@ -182,17 +190,15 @@ def batch_affine_round(pts, out, counts, starts, active, na, acc, kinds):
     """One batch-affine round over the na active buckets (bucket m holds counts[m] >= 2
     points at pts[starts[m]:]): pair p of bucket m is summed into out[starts[m] + p], an odd
     last point is carried over, and counts[m] becomes ceil(counts[m] / 2). All pairs of all
-    buckets share one inversion (forward prefix products, backward inverses), in two
-    interleaved chains: the batch's k-th pair extends the prefix product of pair k - 2, so
-    consecutive pairs' products do not wait on each other (the processor overlaps them), and
-    the chains' two ends share the inversion (chains_invert)."""
+    buckets share one inversion (forward prefix products, backward inverses), in CHAINS
+    interleaved chains."""
     k = 0
     for a in range(na):
         m = active[a]
         s = starts[m]
         for p in range(counts[m] >> 1):
             i = s + 2 * p
-            kinds[k] = pair_forward(G.load_affine(pts, i), G.load_affine(pts, i + 1), acc, k, k - 2)
+            kinds[k] = pair_forward(G.load_affine(pts, i), G.load_affine(pts, i + 1), acc, k)
             k += 1
     # running: 1 / acc[k] for the pair k taken next (k descending); other: the other chain's
     running, other = chains_invert(acc, k)
@@ -205,7 +211,7 @@ def batch_affine_round(pts, out, counts, starts, active, na, acc, kinds):
             k -= 1
             i = s + 2 * p
             R, running = pair_backward(
-                G.load_affine(pts, i), G.load_affine(pts, i + 1), acc, k, k - 2, kinds[k], running
+                G.load_affine(pts, i), G.load_affine(pts, i + 1), acc, k, kinds[k], running
             )
             running, other = other, running  # pair k - 1 is of the other chain
             G.store_affine(out, s + p, R)
@@ -279,13 +285,11 @@ def _rows_add(X, Y, y0, stride, L, acc, kinds):
     """X[l] += Y[y0 + l * stride] for l < L (affine rows, (0, 0) = infinity), one inversion
     (two chains, as in batch_affine_round)."""
     for l in range(L):
-        kinds[l] = pair_forward(
-            G.load_affine(X, l), G.load_affine(Y, y0 + l * stride), acc, l, l - 2
-        )
+        kinds[l] = pair_forward(G.load_affine(X, l), G.load_affine(Y, y0 + l * stride), acc, l)
     running, other = chains_invert(acc, L)
     for l in range(L - 1, -1, -1):
         R, running = pair_backward(
-            G.load_affine(X, l), G.load_affine(Y, y0 + l * stride), acc, l, l - 2, kinds[l], running
+            G.load_affine(X, l), G.load_affine(Y, y0 + l * stride), acc, l, kinds[l], running
         )
         running, other = other, running
         G.store_affine(X, l, R)
@@ -298,18 +302,18 @@ def _lanes_step(R, S, Y, y0, stride, L, acc, kinds):
     R pairs one chain, the S pairs the other, as in batch_affine_round)."""
     for l in range(L):
         R_l = G.load_affine(R, l)
-        kinds[2 * l] = pair_forward(R_l, G.load_affine(Y, y0 + l * stride), acc, 2 * l, 2 * l - 2)
-        kinds[2 * l + 1] = pair_forward(G.load_affine(S, l), R_l, acc, 2 * l + 1, 2 * l - 1)
+        kinds[2 * l] = pair_forward(R_l, G.load_affine(Y, y0 + l * stride), acc, 2 * l)
+        kinds[2 * l + 1] = pair_forward(G.load_affine(S, l), R_l, acc, 2 * l + 1)
     s_running, r_running = chains_invert(acc, 2 * L)
     for l in range(L - 1, -1, -1):
         # backwards: S's pair (it reads the old R[l]) before R's, which overwrites R[l]
         R_l = G.load_affine(R, l)
         S_new, s_running = pair_backward(
-            G.load_affine(S, l), R_l, acc, 2 * l + 1, 2 * l - 1, kinds[2 * l + 1], s_running
+            G.load_affine(S, l), R_l, acc, 2 * l + 1, kinds[2 * l + 1], s_running
         )
         G.store_affine(S, l, S_new)
         R_new, r_running = pair_backward(
-            R_l, G.load_affine(Y, y0 + l * stride), acc, 2 * l, 2 * l - 2, kinds[2 * l], r_running
+            R_l, G.load_affine(Y, y0 + l * stride), acc, 2 * l, kinds[2 * l], r_running
         )
         G.store_affine(R, l, R_new)
 
