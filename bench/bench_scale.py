@@ -192,11 +192,11 @@ SCALE_COLUMNS = [
 ]
 
 
-def scale(profile: str, circuits: list) -> list[dict]:
-    """The scale rows (SCALE): a circuit that cannot be built or proved here gets a row with
-    its error instead (the reason, e.g. what ran out of memory), and the rest still run."""
+def scale(profile: str, circuits: list, rapidsnark: str | None) -> list[dict]:
+    """The scale rows (SCALE), beside rapidsnark's command where there is one: a circuit that
+    cannot be built or proved here gets a row with its error instead (the reason, e.g. what
+    ran out of memory), and the rest still run."""
     device = "cuda" if profile == "gpu" else "cpu"
-    rapidsnark, _ = find_rapidsnark()
     rows = []
     for family, log2n in circuits:
         print(f"  scale: {family} 2^{log2n} ...", flush=True)
@@ -213,7 +213,7 @@ def run(profile: str = "quick") -> dict:
     compile_bytecode()  # the commands run as installed (see bench.machine.compile_bytecode)
     rapidsnark, origin = find_rapidsnark()
     return {
-        "rows": scale(profile, SCALE[profile]),
+        "rows": scale(profile, SCALE[profile], rapidsnark),
         "rapidsnark": {"installed": bool(rapidsnark), "origin": origin},
     }
 
