@@ -108,6 +108,41 @@ def test_table_msm_bls12_381():
     np.testing.assert_array_equal(msm_cpu.msm_g1(t, scalar_rows(k), curve="bls12_381"), want)
 
 
+def test_table_only_where_it_pays():
+    """A table is planned only where its modelled work is at most 1 - TABLE_MIN_GAIN of the
+    plain MSM's: small and mid-sized sets get one at the engine's default factor, sets of 2^20
+    points and more (where one measured 0.96x the plain MSM for 7 times the memory) none, and
+    a key whose every set is that large gets no tables at all."""
+    from types import SimpleNamespace
+
+    from cuzk.groth16 import tables as key_tables
+    from cuzk.kernels import msm_plan
+    from cuzk.kernels.table_setting import configure
+    from cuzk.kernels.windows import windows_for
+
+    for log_n in (8, 12, 16, 19):
+        n = 1 << log_n
+        c, Kf, f = msm_cpu.table_plan(n, 8, threads=2)
+        work = Kf * msm_cpu._table_window_cost(n * windows_for(c) / Kf, c)
+        plain = msm_plan._window_cost(n, 254, 2)[1]
+        assert work <= (1 - msm_cpu.TABLE_MIN_GAIN) * plain
+    for log_n in (20, 21, 22):
+        assert msm_cpu.table_plan(1 << log_n, 8, threads=2) is None
+        assert msm_cpu.table_nbytes(1 << log_n, 2, 8, threads=2) == 0
+
+    def key(n):
+        return SimpleNamespace(n_vars=n, n_public=1, domain_size=n, arith_curve="bn254")
+
+    try:
+        configure({"msm_tables": 8})
+        assert key_tables.plan_factor(key(1 << 21)) == 0
+        assert key_tables.planned_bytes(key(1 << 21)) == 0
+        assert key_tables.plan_factor(key(1 << 14)) == 8
+        assert key_tables.planned_bytes(key(1 << 14)) > 0
+    finally:
+        configure({})
+
+
 def test_table_plan_and_bytes():
     """The plan keeps within the factor, no table below PARTITION_MIN or for factor < 2, and
     table_nbytes is what build_table allocates."""
@@ -116,8 +151,10 @@ def test_table_plan_and_bytes():
     assert msm_cpu.table_plan(10, 8) is None
     for n in (1 << 12, 1 << 16, 1 << 20):
         for factor in (2, 4, 8, 16):
-            c, Kf, f = msm_cpu.table_plan(n, factor, threads=2)
-            assert 2 <= f <= factor and f * Kf >= -(-255 // c) > (f - 1) * Kf
+            plan = msm_cpu.table_plan(n, factor, threads=2)
+            if plan is not None:
+                c, Kf, f = plan
+                assert 2 <= f <= factor and f * Kf >= -(-255 // c) > (f - 1) * Kf
     rng = np.random.default_rng(3)
     pts = _progression(200, 5, 7)[0]
     t = msm_cpu.build_table(pts, 4, g=1, threads=2)

@@ -422,8 +422,9 @@ ENGINE_SETTINGS: tuple[Setting, ...] = (
         "precomputed groups per point set (ICICLE's precompute factor), so an MSM runs its "
         "bucket sums once per group of windows instead of once per window. Built when a "
         "device loads the key, dropped with it, counted in the key's bytes in the memory "
-        "budget (up to this many times its point sets); proofs are the same bytes. 0 or off: "
-        "none.",
+        "budget (up to this many times its point sets); none for a point set where the cost "
+        "model says a table saves under 5% (on BN254 from 2^20 points). Proofs are the same "
+        "bytes. 0 or off: none.",
         "N|off",
     ),
 )

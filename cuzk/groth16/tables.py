@@ -40,11 +40,12 @@ TABLE_SETS = {
 def plan_factor(key) -> int:
     """The groups per point set ``key``'s tables get: the msm_tables option, lowered until the
     tables of every copy fit the cap (a key too large for tables at any factor gets none, and
-    proves as without the option: the tables never make a key refused)."""
+    proves as without the option: the tables never make a key refused; so does a key whose
+    sets are all too large for a table to pay: msm_cpu.TABLE_MIN_GAIN)."""
     f, cap_ = factor(), cap()
     while f >= 2 and cap_ is not None and copies() * planned_bytes(key, f) > cap_:
         f -= 1
-    return f if f >= 2 else 0
+    return f if f >= 2 and planned_bytes(key, f) > 0 else 0
 
 
 def charged_bytes(key) -> int:

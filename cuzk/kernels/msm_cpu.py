@@ -254,15 +254,29 @@ def _table_window_cost(entries: float, c: int) -> float:
     )
 
 
+# A table is planned only where the model says its MSM does at least this share less work
+# (CPU time) than the plain MSM over the same points. The table saves bucket sums, a fixed
+# cost a window, while its bucket additions stay those of the plain MSM, so its gain falls as
+# n grows: measured (G1, BN254, native library, CPU least of 2-3, 2026-12-05) 0.74x the plain
+# MSM at 2^12, 0.82-0.84x at 2^14-2^17, 0.85x at 2^18, but 0.959x at 2^20 and 0.960x at 2^21
+# (modelled 0.974 and 0.970), for 7 times the points' memory and a build of 45 s (2^20) and
+# 93 s (2^21) of CPU a G1 set. Below this share the key's memory and the build's core are
+# worth more than the table: at 2^22 a key's tables took 4.7 GB and ~22 minutes of a core
+# to buy ~1% of a proof (docs/benchmarks.md, suite scale at 747a125).
+TABLE_MIN_GAIN = 0.05
+
+
 def table_plan(n: int, factor: int, bits: int = 254, threads: int | None = None):
     """(c, Kf, f) of a table for n points and dense scalars below 2^bits with at most
     ``factor`` groups: the window width c and folded window count Kf (f = ceil(K / Kf) groups,
     K = ceil((bits + 1) / c)) minimising the modelled wall time of its MSM on ``threads``
-    threads (Kf windows split over them); None where factor < 2 or n is below PARTITION_MIN
-    (no table: the plain MSM)."""
+    threads (Kf windows split over them); None where factor < 2, n is below PARTITION_MIN, or
+    the best such table saves less than TABLE_MIN_GAIN of the plain MSM's modelled work (no
+    table: the plain MSM)."""
     if factor < 2 or n < PARTITION_MIN:
         return None
     T = _threads.get_num_threads() if threads is None else max(1, int(threads))
+    most_work = (1.0 - TABLE_MIN_GAIN) * _window_cost(n, bits, T)[1]
     best = None
     for c in range(4, 21):
         K = windows_for(c, bits)
@@ -271,6 +285,8 @@ def table_plan(n: int, factor: int, bits: int = 254, threads: int | None = None)
             if f > factor or f < 2:
                 continue
             work = Kf * _table_window_cost(n * K / Kf, c)
+            if work > most_work:
+                continue
             wall = work * -(-Kf // T) / Kf
             key = (wall, f, c)
             if best is None or key < best[0]:

@@ -39,11 +39,12 @@ def planned_bytes(key, factor_: int | None = None) -> int:
 
 def plan_factor(key) -> int:
     """The groups the key's table gets: msm_tables, lowered until every copy fits the cap
-    (a key too large for a table at any factor gets none and proves as without one)."""
+    (a key too large for a table at any factor gets none and proves as without one; so does
+    one whose table would save too little at the factor that fits: msm_cpu.TABLE_MIN_GAIN)."""
     f, cap = shared.factor(), shared.cap()
     while f >= 2 and cap is not None and shared.copies() * planned_bytes(key, f) > cap:
         f -= 1
-    return f if f >= 2 else 0
+    return f if f >= 2 and planned_bytes(key, f) > 0 else 0
 
 
 def charged_bytes(key) -> int:
