@@ -199,12 +199,18 @@ def test_zkey_coefficient_count_disagrees_with_section(zkey):
     "field,value,words",
     [(0, 2, ["matrix id 2"]), (1, 1 << 20, ["constraint index"]), (2, 5000, ["signal index"])],
 )
-def test_zkey_coefficient_out_of_range(zkey, field, value, words):
+def test_zkey_coefficient_out_of_range(zkey, field, value, words, monkeypatch):
     s = _section(zkey, "zkey", 4).offset + 4 + 44 * 3  # entry 3
     _patch(zkey, s + 4 * field, struct.pack("<I", value))
     with _raises(BadValue, zkey, "coefficient 3", *words):
         ZKey(zkey)
     ZKey(zkey, check_coefficients=False)  # the cheap open skips the scan
+    # a read key is scanned a piece at a time: the entry is named by its index in the section
+    from cuzk.formats import zkey as zkey_module
+
+    monkeypatch.setattr(zkey_module, "CHECK_ROWS", 2)
+    with _raises(BadValue, zkey, "coefficient 3", *words):
+        ZKey(zkey)
 
 
 # --- .wtns ---------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ from cuzk.formats.zkey import (
     header_points,
 )
 from cuzk.groth16 import ProvingKey
-from cuzk.groth16.validate import validate_key
+from cuzk.groth16.validate import SECTIONS, validate_key
 
 MULCHAIN = fixture_circuit("mulchain")
 # A key of each curve: BN254's mulchain, BLS12-381's tiny381 (tests/fixtures/tiny381)
@@ -129,15 +129,57 @@ def _off_curve_message(curve: str, sid: int) -> str:
     )
 
 
+@pytest.mark.parametrize("pieces", [None, 3], ids=["whole", "pieces"])
 @pytest.mark.parametrize("curve", CURVES)
 @pytest.mark.parametrize("sid", list(SECTION_NAMES), ids=list(SECTION_NAMES.values()))
-def test_a_point_off_its_curve_is_named_by_section_and_index(tmp_path, sid, curve):
+def test_a_point_off_its_curve_is_named_by_section_and_index(
+    tmp_path, sid, curve, pieces, monkeypatch
+):
+    """Named by its index in the section, whether the key's sections are checked whole or
+    read in pieces of 3 rows (as a daemon reads a key: CHECK_ROWS)."""
+    if pieces:
+        from cuzk.groth16 import validate as validate_module
+
+        monkeypatch.setattr(validate_module, "CHECK_ROWS", pieces)
     name, size, src = SECTION_NAMES[sid], point_bytes(curve, sid), KEYS[curve]
     i = first_nonzero_point(src, sid, size)  # the last non-infinity point of the section
     bad = damaged(tmp_path, src, section_offset(src, sid) + i * size + size - 8)
     with pytest.raises(BadPoint) as info:
         validate(bad)
     assert str(info.value) == f"{bad}: {name}[{i}]: {_off_curve_message(curve, sid)}"
+
+
+def test_a_read_key_is_checked_a_piece_at_a_time(monkeypatch):
+    """A key read, not mapped (the daemon's process), is validated CHECK_ROWS rows at a time:
+    no point or coefficient section is read whole, and every row is checked once."""
+    from cuzk.formats import zkey as zkey_module
+    from cuzk.groth16 import validate as validate_module
+
+    monkeypatch.setattr(validate_module, "CHECK_ROWS", 3)
+    monkeypatch.setattr(zkey_module, "CHECK_ROWS", 5)
+    reads, wholes = {}, []
+    real_rows, real_section = ZKey.rows, ZKey._section
+
+    def rows(self, attr, lo, hi):
+        a = real_rows(self, attr, lo, hi)
+        reads.setdefault(attr, []).append(len(a))
+        return a
+
+    def section(self, attr):
+        wholes.append(attr)
+        return real_section(self, attr)
+
+    monkeypatch.setattr(ZKey, "rows", rows)
+    monkeypatch.setattr(ZKey, "_section", section)
+    for curve in CURVES:
+        reads.clear()
+        z = ZKey(KEYS[curve])
+        validate_key(z)
+        assert wholes == []
+        assert set(reads) == {"coefficients", *(attr for _name, attr in SECTIONS)}
+        for attr, sizes in reads.items():
+            assert max(sizes) <= (5 if attr == "coefficients" else 3)
+            assert sum(sizes) == z.section_rows(attr)
 
 
 @pytest.mark.parametrize("curve", CURVES)

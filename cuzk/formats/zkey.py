@@ -51,6 +51,10 @@ G1_BYTES = 8 * G1_LIMBS
 G2_BYTES = 8 * G2_LIMBS
 
 # One coefficient entry as stored: 44 bytes, packed (the value is not 8-byte aligned).
+# Rows a private key's section is read and checked in at a time (ZKey.rows): a piece of
+# pointsB2 is 32 MiB on BN254, 48 on BLS12-381, where a whole 2^22 section is 512 MiB.
+CHECK_ROWS = 1 << 18
+
 COEF_DTYPE = np.dtype(
     [("matrix", "<u4"), ("constraint", "<u4"), ("signal", "<u4"), ("value", "<u8", (4,))]
 )
@@ -330,6 +334,24 @@ class ZKey:
             a = self._arrays.setdefault(attr, a)
         return a
 
+    def rows(self, attr: str, lo: int, hi: int) -> np.ndarray:
+        """Rows [lo, hi) of a point section (entries, of the coefficients), not kept: a view of
+        the map, or for a private key a read of that range alone (a whole section need not be
+        held to be checked: cuzk.groth16.validate reads a daemon's keys piece by piece)."""
+        offset, dtype, count, width = self._where[attr]
+        per = max(width, 1)
+        total = count // per
+        lo, hi = max(0, int(lo)), min(total, int(hi))
+        if hi <= lo:
+            return np.empty((0, width) if width else 0, dtype=dtype)
+        a = self.file.view(offset + lo * per * dtype.itemsize, dtype, (hi - lo) * per)
+        return a.reshape(hi - lo, width) if width else a
+
+    def section_rows(self, attr: str) -> int:
+        """Rows of a point section (entries, of the coefficients), without reading it."""
+        offset, dtype, count, width = self._where[attr]
+        return count // max(width, 1)
+
     def check_on_read(self, check) -> None:
         """Call check(attr, array) on each point or coefficient section's array the first time
         it is made (read, for a private key), before anything uses it; what it raises goes to
@@ -375,23 +397,34 @@ class ZKey:
 
     def check_coefficients(self) -> None:
         """Raise BadValue if an entry's matrix, constraint or signal is out of range."""
-        c = self.coefficients
-        if len(c) == 0:
-            return
-        bad = np.flatnonzero(c["matrix"] > 1)
-        if len(bad):
-            i = int(bad[0])
-            m = int(c["matrix"][i])
-            raise BadValue(self.path, f"coefficient {i} has matrix id {m} (only 0 = A, 1 = B)")
-        bounds = (("constraint", self.domain_size, "domainSize"), ("signal", self.n_vars, "nVars"))
-        for field, bound, what in bounds:
-            bad = np.flatnonzero(c[field] >= bound)
+        kept = "coefficients" in self._arrays
+        n = self.section_rows("coefficients")
+        step = n if kept else CHECK_ROWS  # a private key's read a piece at a time
+        for lo in range(0, n, step):
+            if kept:
+                c = self.coefficients[lo : lo + step]
+            else:
+                c = self.rows("coefficients", lo, lo + step)
+            bad = np.flatnonzero(c["matrix"] > 1)
             if len(bad):
                 i = int(bad[0])
+                m = int(c["matrix"][i])
                 raise BadValue(
-                    self.path,
-                    f"coefficient {i} has {field} index {int(c[field][i])} >= {what} = {bound}",
+                    self.path, f"coefficient {lo + i} has matrix id {m} (only 0 = A, 1 = B)"
                 )
+            bounds = (
+                ("constraint", self.domain_size, "domainSize"),
+                ("signal", self.n_vars, "nVars"),
+            )
+            for field, bound, what in bounds:
+                bad = np.flatnonzero(c[field] >= bound)
+                if len(bad):
+                    i = int(bad[0])
+                    raise BadValue(
+                        self.path,
+                        f"coefficient {lo + i} has {field} index {int(c[field][i])} >= "
+                        f"{what} = {bound}",
+                    )
 
     @property
     def n_constraints(self) -> int:
@@ -421,7 +454,7 @@ class ZKey:
         return (
             f"ZKey({self.path!r}, curve={self.curve}, n_vars={self.n_vars}, "
             f"n_public={self.n_public}, "
-            f"domain_size={self.domain_size}, coefficients={len(self.coefficients)})"
+            f"domain_size={self.domain_size}, coefficients={self.section_rows('coefficients')})"
         )
 
 

@@ -45,7 +45,8 @@ class ProvingKey:
         header = np.concatenate(
             [zkey.alpha1, zkey.beta1, zkey.beta2, zkey.gamma2, zkey.delta1, zkey.delta2]
         ).tobytes()
-        sizes = f"{zkey.n_vars}:{zkey.n_public}:{zkey.domain_size}:{len(zkey.coefficients)}"
+        n_coefs = zkey.section_rows("coefficients")  # (its count: the section is not read)
+        sizes = f"{zkey.n_vars}:{zkey.n_public}:{zkey.domain_size}:{n_coefs}"
         self.key_id = hashlib.blake2b(header + sizes.encode(), digest_size=8).hexdigest()
         # A CPU device's tables of multiples for this key's MSMs (cuzk.groth16.tables): set
         # name -> cuzk.kernels.msm_cpu.MsmTable while the key is loaded, and their build time.

@@ -45,7 +45,10 @@ the key is refused instead (`b2_subgroup=False` leaves it to that verification).
 
 Section sizes against the header are checked when the file is opened (`ZKey`,
 `BadSectionSize`). The sweeps are compiled per curve (cuzk.groth16.point_sweeps), one pass
-per section, parallel over chunks of rows; measured figures are in docs/prover.md.
+per section, parallel over chunks of rows; measured figures are in docs/prover.md. A key
+read, not mapped (the daemon's process), is checked a piece of CHECK_ROWS rows at a time
+(ZKey.rows: each piece read, checked and dropped; pointsB2's batched test a combination a
+piece), so its validation never holds a whole section.
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ from cuzk.formats import curve as curves
 from cuzk.formats.errors import BadPoint, FormatError
 from cuzk.formats.snarkjs_json import check_g1
 from cuzk.formats.stored import g1_from_limbs
+from cuzk.formats.zkey import CHECK_ROWS
 from cuzk.groth16 import row_tests
 from cuzk.groth16.row_tests import CHUNK
 from cuzk.kernels.points import point_width
@@ -155,19 +159,22 @@ def describe_bad_point(row, curve=None) -> str:
     return f"point is not on the twist y^2 = x^3 + {c.g2_b_text()}"
 
 
-def check_points(path, name: str, pts: np.ndarray, curve=None) -> None:
-    """Raise BadPoint naming `name`[i] for the first bad row of `pts`."""
+def check_points(path, name: str, pts: np.ndarray, curve=None, first: int = 0) -> None:
+    """Raise BadPoint naming `name`[first + i] for the first bad row i of `pts` (rows from
+    row `first` of the section)."""
     i = first_bad_point(pts, curve)
     if i >= 0:
-        raise BadPoint(path, f"{name}[{i}]: {describe_bad_point(pts[i], curve)}")
+        raise BadPoint(path, f"{name}[{first + i}]: {describe_bad_point(pts[i], curve)}")
 
 
-def check_g1_subgroup(path, name: str, pts: np.ndarray, curve) -> None:
-    """Raise BadPoint naming `name`[i] for the first row of `pts` (on the curve) outside G1."""
+def check_g1_subgroup(path, name: str, pts: np.ndarray, curve, first: int = 0) -> None:
+    """Raise BadPoint naming `name`[first + i] for the first row i of `pts` (on the curve)
+    outside G1."""
     i = first_outside_g1(pts, curve)
     if i >= 0:
         raise BadPoint(
-            path, f"{name}[{i}]: G1 point is on the curve but not in the order-r subgroup"
+            path,
+            f"{name}[{first + i}]: G1 point is on the curve but not in the order-r subgroup",
         )
 
 
@@ -237,9 +244,9 @@ def validate_key(zkey, done_with=None, b2_subgroup=True, g1_subgroup=True, secti
                 )
     names = {attr: name for name, attr in SECTIONS}
 
-    def check_section(attr: str, pts: np.ndarray) -> None:
+    def check_section(attr: str, pts: np.ndarray, first: int = 0) -> None:
         name = names[attr]
-        check_points(path, name, pts, curve)
+        check_points(path, name, pts, curve, first)
         if attr == "points_b2" and b2_subgroup:  # on the twist is not yet in G2
             i = (
                 first_outside_g2_batched(pts)
@@ -248,16 +255,25 @@ def validate_key(zkey, done_with=None, b2_subgroup=True, g1_subgroup=True, secti
             )
             if i >= 0:
                 raise BadPoint(
-                    path, f"{name}[{i}]: G2 point is on the twist but not in the order-r subgroup"
+                    path,
+                    f"{name}[{first + i}]: G2 point is on the twist but not in the order-r "
+                    "subgroup",
                 )
         elif attr != "points_b2" and cofactor and g1_subgroup:
-            check_g1_subgroup(path, name, pts, curve)
+            check_g1_subgroup(path, name, pts, curve, first)
 
     if sections_on_read:
         zkey.check_on_read(lambda attr, a: check_section(attr, a) if attr in names else None)
         return vk
     for _name, attr in SECTIONS:
-        check_section(attr, getattr(zkey, attr))
+        if getattr(getattr(zkey, "file", None), "private", False):
+            # read, not mapped (the daemon's process): a piece at a time, so that checking a
+            # 2^22 key holds CHECK_ROWS rows of a section, not all of it (512 MiB of pointsB2)
+            n = zkey.section_rows(attr)
+            for lo in range(0, n, CHECK_ROWS):
+                check_section(attr, zkey.rows(attr, lo, lo + CHECK_ROWS), lo)
+        else:
+            check_section(attr, getattr(zkey, attr))
         if done_with is not None:
             done_with(attr)
     return vk
