@@ -28,6 +28,9 @@ PR_SET_PDEATHSIG = 1
 
 
 def tie_to_parent(parent_pid: int) -> None:
+    from cuzk.pages import large_blocks_to_the_system
+
+    large_blocks_to_the_system()  # what a proof frees goes back (cuzk.pages)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     try:

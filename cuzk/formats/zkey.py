@@ -396,35 +396,43 @@ class ZKey:
         return self.file.limbs(self._points_at(sid, name, count, width), count, width)
 
     def check_coefficients(self) -> None:
-        """Raise BadValue if an entry's matrix, constraint or signal is out of range."""
+        """Raise BadValue if an entry's matrix, constraint or signal is out of range. Unless
+        the section is already held, it is read a piece of CHECK_ROWS entries at a time, and
+        a mapped key's pieces leave the process's resident set once checked (a process that
+        proves on the key reads them again from the page cache when it needs them; one that
+        does not, a device process, never holds them)."""
         kept = "coefficients" in self._arrays
         n = self.section_rows("coefficients")
-        step = n if kept else CHECK_ROWS  # a private key's read a piece at a time
+        step = n if kept else CHECK_ROWS
         for lo in range(0, n, step):
             if kept:
                 c = self.coefficients[lo : lo + step]
             else:
                 c = self.rows("coefficients", lo, lo + step)
-            bad = np.flatnonzero(c["matrix"] > 1)
+            self._check_coefficients(c, lo)
+            if not kept and not self.file.private:
+                self.file.release(c)
+
+    def _check_coefficients(self, c, lo: int) -> None:
+        """Raise BadValue for the first bad entry of c, entries from entry lo."""
+        bad = np.flatnonzero(c["matrix"] > 1)
+        if len(bad):
+            i = int(bad[0])
+            m = int(c["matrix"][i])
+            raise BadValue(self.path, f"coefficient {lo + i} has matrix id {m} (only 0 = A, 1 = B)")
+        bounds = (
+            ("constraint", self.domain_size, "domainSize"),
+            ("signal", self.n_vars, "nVars"),
+        )
+        for field, bound, what in bounds:
+            bad = np.flatnonzero(c[field] >= bound)
             if len(bad):
                 i = int(bad[0])
-                m = int(c["matrix"][i])
                 raise BadValue(
-                    self.path, f"coefficient {lo + i} has matrix id {m} (only 0 = A, 1 = B)"
+                    self.path,
+                    f"coefficient {lo + i} has {field} index {int(c[field][i])} >= "
+                    f"{what} = {bound}",
                 )
-            bounds = (
-                ("constraint", self.domain_size, "domainSize"),
-                ("signal", self.n_vars, "nVars"),
-            )
-            for field, bound, what in bounds:
-                bad = np.flatnonzero(c[field] >= bound)
-                if len(bad):
-                    i = int(bad[0])
-                    raise BadValue(
-                        self.path,
-                        f"coefficient {lo + i} has {field} index {int(c[field][i])} >= "
-                        f"{what} = {bound}",
-                    )
 
     @property
     def n_constraints(self) -> int:

@@ -14,6 +14,12 @@ FR_BYTES = 32
 POINT_SECTIONS = ("points_a", "points_b1", "points_b2", "points_c", "points_h")
 
 
+# A resident key's section read once a proof is dropped from the process's resident set after
+# each read from this size (ProvingKey.release_pages): below it, the faults of the next read
+# would cost more than the pages are worth.
+RELEASE_MIN_BYTES = 64 << 20
+
+
 class ProvingKey:
     """A Groth16 proving key mapped from a .zkey file (point sections are views, not copies).
 
@@ -67,6 +73,20 @@ class ProvingKey:
         if self.resident:
             return
         self.zkey.forget(*sections)
+
+    def release_pages(self, *sections: str) -> None:
+        """This process has read the named sections for this proof, and reads them again only
+        for the next: for a mapped (resident) key, drop its pages of each one of at least
+        RELEASE_MIN_BYTES from its resident set. They stay in the page cache (memory the
+        kernel may reclaim; the next read faults them back from there, or from the disk if it
+        did): the coefficients a synthesis process reads once a proof, 269 MiB of a 2^22 key
+        the process otherwise keeps mapped between proofs. Nothing for a key read into memory
+        (done_with forgets its arrays) or for smaller sections."""
+        if not self.resident:
+            return
+        for name in sections:
+            if self.zkey.section_nbytes(name) >= RELEASE_MIN_BYTES:
+                self.zkey.file.release(getattr(self.zkey, name))
 
     def check_unchanged(self) -> None:
         """Raise cuzk.formats.errors.Changed when the key's file is no longer the one opened

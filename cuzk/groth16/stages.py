@@ -123,6 +123,9 @@ def synthesize(key, w, out=None) -> Synthesis:
             key.zkey.coefficients, readonly(w), key.domain_size, out=out, curve=arith_curve(key)
         )
     done_with(key, "coefficients")
+    release = getattr(key, "release_pages", None)  # (a resident key's, read again next proof)
+    if release is not None:
+        release("coefficients")
     return Synthesis(a, b, c, public_signals(key, w), timings)
 
 
@@ -135,11 +138,26 @@ def prove_start(key, buffers, w, device) -> Partial:
 
 def compute_h(abc: list, device, timings: dict, curve: str = curves.DEFAULT):
     """h from [a, b, c] (taken out of the list: when the caller holds no other reference,
-    b and c are freed once h is computed, h reusing a's storage on the CPU)."""
+    b and c are freed once h is computed, h reusing a's storage on the CPU; where they are a
+    partition's shared buffers, their pages are handed back then: cuzk.pages)."""
+    from cuzk.pages import release
+
     a, b, c = abc
     abc.clear()
     with phase("compute H (NTT pipeline)", timings):
-        return device.compute_h(a, b, c, curve=curve)
+        h = device.compute_h(a, b, c, curve=curve)
+    if not (_shares(h, b) or _shares(h, c)):
+        release(b)
+        release(c)
+    return h
+
+
+def _shares(x, y) -> bool:
+    """Whether host arrays x and y may share memory (a GPU's array is never a host buffer,
+    and is not converted to ask)."""
+    if not (isinstance(x, np.ndarray) and isinstance(y, np.ndarray)):
+        return False
+    return bool(np.may_share_memory(x, y))
 
 
 def g1_msms(key, h, w, device, timings: dict) -> Partial:

@@ -431,5 +431,8 @@ def _failed_result(e, reason: str) -> dict:
 
 def run(config: Config) -> int:
     """Exit status of a serve run with a loaded Config."""
+    from cuzk.pages import large_blocks_to_the_system
+
+    large_blocks_to_the_system()  # a key's validation frees what it read (cuzk.pages)
     setup_logging(config.log_level)
     return Daemon(config).run()
