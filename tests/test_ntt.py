@@ -194,6 +194,26 @@ def test_tables_hold_the_powers(field):
     assert ntt_cpu.tables(3, curve="bls12_381") is not ntt_cpu.tables(3)
 
 
+def test_the_tables_kept_are_bounded(monkeypatch):
+    """Past KEEP_BYTES the least recently used sizes' tables go (the latest always stays);
+    one still in use is unaffected, and a size asked for again is built again, the same."""
+    ntt_cpu.clear_tables()
+    small, large = ntt_cpu.tables(4), ntt_cpu.tables(10)
+    monkeypatch.setattr(ntt_cpu, "KEEP_BYTES", large.nbytes + small.nbytes)
+    ntt_cpu.tables(4)  # used last: 2^10's are the older
+    ntt_cpu.tables(6)
+    held = set(ntt_cpu._tables)
+    assert ("bn254", 6) in held and ("bn254", 10) not in held and ("bn254", 4) in held
+    assert ntt_cpu.tables_nbytes() <= ntt_cpu.KEEP_BYTES
+    monkeypatch.setattr(ntt_cpu, "KEEP_BYTES", 0)
+    again = ntt_cpu.tables(10)
+    assert set(ntt_cpu._tables) == {("bn254", 10)}  # the latest stays, whatever its size
+    assert again is not large and np.array_equal(again.g_rev, large.g_rev)
+    x = np.zeros((1 << 10, 4), np.uint64)
+    ntt_cpu.ntt(x)  # (transforms run as before)
+    ntt_cpu.clear_tables()
+
+
 # --- lazy reduction at its bounds -----------------------------------------------------------
 
 

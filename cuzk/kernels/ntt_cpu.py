@@ -17,8 +17,10 @@ NTT, the coset shift, a forward NTT; then h_i = a_i b_i - c_i, returned in plain
 (non-Montgomery) form, which is how the H MSM takes its scalars. a, b and c are overwritten
 (with n times their coset evaluations); h goes to ``out``, by default a's storage.
 
-Twiddle tables are computed once per curve and domain size and kept for the life of the
-process (``tables(log_n, curve)``; ``clear_tables()`` frees them).
+Twiddle tables are computed once per curve and domain size and kept for later transforms
+(``tables(log_n, curve)``; ``clear_tables()`` frees them), up to KEEP_BYTES in all: a daemon
+that proves at many sizes, or once at a large one, does not keep every size's tables for
+its life (2^22's are 192 MiB); past the bound the least recently used go.
 
 The kernels are cuzk.kernels.ntt_cpu_kernels, built per curve; the functions here pick the
 build their ``curve`` names (``kernels(curve)``: Numba's, or the native library's where a
@@ -158,19 +160,28 @@ def powers_table(base: int, count: int, rev_bits: int = 0, curve: str = DEFAULT)
     return out
 
 
-_tables: dict[tuple[str, int], Tables] = {}
+# The most bytes of cached Tables a process keeps (the last used set always stays, whatever
+# its size): room for 2^22's (192 MiB) beside every smaller size up to 2^20.
+KEEP_BYTES = 320 << 20
+
+_tables: dict[tuple[str, int], Tables] = {}  # in order of last use, the latest last
 _tables_lock = threading.Lock()
 
 
 def tables(log_n: int, curve: str = DEFAULT) -> Tables:
-    """The cached Tables of the domain 2^log_n of ``curve``'s Fr (built on first use)."""
+    """The cached Tables of the domain 2^log_n of ``curve``'s Fr (built on first use; the
+    least recently used dropped past KEEP_BYTES)."""
     key = (curve, log_n)
-    t = _tables.get(key)
-    if t is None:
-        with _tables_lock:
-            t = _tables.get(key)
-            if t is None:
-                t = _tables[key] = Tables(log_n, curve)
+    with _tables_lock:
+        t = _tables.pop(key, None)
+        if t is None:
+            t = Tables(log_n, curve)
+        _tables[key] = t
+        held = sum(x.nbytes for x in _tables.values())
+        for old in list(_tables):
+            if held <= KEEP_BYTES or old == key:
+                break
+            held -= _tables.pop(old).nbytes  # (a transform using it keeps its reference)
     return t
 
 
