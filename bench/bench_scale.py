@@ -8,8 +8,8 @@ alternating, SCALE_REPEATS rounds (the least time of each; cuzk's largest peak R
 rapidsnark's least), then a fresh `cuzk serve` with its defaults: `cuzk prove --server` once
 to load the key (and build any tables of multiples it plans), then SCALE_REPEATS times with
 it resident (the least), and the peak memory of the daemon's processes together over all of
-it (PSS summed, sampled every 0.2 s; RSS summed beside it), every proof checked by cuzk's
-verifier.
+it (PSS summed, its shared-memory segments by their allocated pages, sampled every 0.2 s:
+TreePeak; RSS summed beside it), every proof checked by cuzk's verifier.
 Targets: both times <= 0.7x rapidsnark's command, both memories <= its peak RSS. A circuit
 that cannot be built or proved here gets a row with the reason.
 The quick profile has no rows (the keys alone take ~11 minutes to make here); smoke runs the
@@ -48,7 +48,11 @@ class TreePeak:
     """The peak, over samples every `every` seconds, of a process tree's memory summed over
     its processes (the root and every descendant alive at the sample): RSS (shared pages
     counted once per process that maps them: an upper bound) and PSS (each shared page split
-    between its mappers: the tree's share of physical memory), from /proc/PID/smaps_rollup."""
+    between its mappers: the tree's share of physical memory), from /proc/PID/smaps_rollup.
+    The engine's shared-memory segments (/dev/shm/cuzkbuf.ROOT.*, cuzk.engine.buffers) count
+    in PSS by the pages allocated to them, mapped or not (a partition's buffers wait unmapped
+    between synthesis and the device; pages handed back early do not count): each process's
+    PSS without its shared-memory part, plus the segments' allocated bytes."""
 
     def __init__(self, pid: int, every: float = 0.2):
         import threading
@@ -68,7 +72,8 @@ class TreePeak:
 
     @staticmethod
     def _rollup(pid: int) -> tuple[int, int]:
-        rss = pss = 0
+        """(RSS, PSS without shared memory) of one process, KiB."""
+        rss = pss = shmem = 0
         try:
             with open(f"/proc/{pid}/smaps_rollup") as f:
                 for line in f:
@@ -76,9 +81,23 @@ class TreePeak:
                         rss = int(line.split()[1])
                     elif line.startswith("Pss:"):
                         pss = int(line.split()[1])
+                    elif line.startswith("Pss_Shmem:"):
+                        shmem = int(line.split()[1])
         except OSError:  # gone between listing and reading
             pass
-        return rss, pss
+        return rss, pss - shmem
+
+    def _segments_kib(self) -> int:
+        """KiB allocated to the engine's shared-memory segments (holes punched excluded)."""
+        from cuzk.engine.buffers import SHM_DIR, list_segments
+
+        total = 0
+        for name in list_segments(self.pid):
+            try:
+                total += os.stat(os.path.join(SHM_DIR, name)).st_blocks * 512 // 1024
+            except OSError:  # unlinked between listing and stat
+                pass
+        return total
 
     def _run(self):
         import psutil
@@ -89,7 +108,7 @@ class TreePeak:
                 pids = [self.pid] + [c.pid for c in root.children(recursive=True)]
             except psutil.Error:
                 return
-            rss = pss = 0
+            rss, pss = 0, self._segments_kib()
             for pid in pids:
                 r, p = self._rollup(pid)
                 rss, pss = rss + r, pss + p
