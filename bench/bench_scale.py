@@ -252,10 +252,22 @@ def scale(profile: str, circuits: list, rapidsnark: str | None) -> list[dict]:
     return rows
 
 
+def kernels() -> str:
+    """Which CPU kernels the commands and the daemon run here: the native library's where it
+    is built for BN254 and this source, else Numba's builds (slower to load, more memory)."""
+    from cuzk import native
+
+    with native.used():
+        if native.library("bn254") is not None:
+            return "native"
+    return "numba (the native library is not built for this source: python -m cuzk.native.build)"
+
+
 def run(profile: str = "quick") -> dict:
     compile_bytecode()  # the commands run as installed (see bench.machine.compile_bytecode)
     rapidsnark, origin = find_rapidsnark()
     return {
+        "kernels": kernels(),
         "rows": scale(profile, SCALE[profile], rapidsnark),
         "rapidsnark": {"installed": bool(rapidsnark), "origin": origin},
     }
