@@ -158,7 +158,7 @@ def test_synthesis_and_key_checks_agree_with_numba(native_on):
     from cuzk.formats.r1cs import R1CS
     from cuzk.formats.wtns import read_wtns
     from cuzk.groth16 import validate
-    from cuzk.groth16.synthesis import evaluate_abc, first_unsatisfied
+    from cuzk.groth16.synthesis import evaluate_abc, evaluate_abc_pieces, first_unsatisfied
 
     z = _key()
     witness = np.ascontiguousarray(read_wtns(FIXTURES / "toyhash" / "witness_0.wtns").values)
@@ -166,6 +166,13 @@ def test_synthesis_and_key_checks_agree_with_numba(native_on):
     for x, y in zip(expected, got, strict=True):
         assert np.array_equal(x, y)
     assert native.calls.get("evaluate_abc")
+    c = z.coefficients  # the same in pieces (a resident key's large section: ProvingKey)
+    cuts = [0, 1, 500, len(c) - 1, len(c)]
+    pieces = [(c[lo:hi], hi == len(c)) for lo, hi in zip(cuts, cuts[1:], strict=False)]
+    _, in_pieces = both(lambda: evaluate_abc_pieces(pieces, witness, z.domain_size))
+    for x, y in zip(expected, in_pieces, strict=True):
+        assert np.array_equal(x, y)
+    assert native.calls.get("evaluate_abc_part")
     system = R1CS(FIXTURES / "toyhash" / "circuit.r1cs")  # --r1cs: a kernel that returns
     assert both(lambda: first_unsatisfied(system, witness)) == (None, None)
     bad = witness.copy()
@@ -204,7 +211,7 @@ def test_the_daemons_stages_make_the_same_proof_bytes(native_on):
     assert numba_json == native_json
     assert (numba_backend, native_backend) == ("numba", "native") and numba_ok and native_ok
     ran = {k for k, n in native.calls.items() if n > before.get(k, 0)}
-    assert {"evaluate_abc", "h_pipeline", "pippenger_g1_int16", "pippenger_g2_int16"} <= ran
+    assert {"evaluate_abc_part", "h_pipeline", "pippenger_g1_int16", "pippenger_g2_int16"} <= ran
     assert "pairing_product_is_one" in ran
 
 

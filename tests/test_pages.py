@@ -83,35 +83,39 @@ def test_large_blocks_go_back_to_the_system_when_freed(fixed):
         assert kept_kib > 48 << 10, out.stdout  # (what the setting is for)
 
 
-def test_a_resident_keys_coefficients_leave_the_process_after_each_synthesis(monkeypatch):
+def test_a_resident_keys_coefficients_leave_the_process_piece_by_piece(monkeypatch):
     """A synthesis process reads a resident key's coefficients once a proof: from
-    RELEASE_MIN_BYTES on, their pages are dropped from its resident set after each synthesis
-    (the page cache keeps them), and the next synthesis reads them back, the same."""
+    RELEASE_MIN_BYTES on, in pieces of CHECK_ROWS entries, each dropped from its resident set
+    once used (the page cache keeps them); a, b, c come out the same as from one pass, and
+    again at the next synthesis, read back."""
     from conftest import fixture_circuit
 
+    from cuzk.formats import zkey as zkey_module
     from cuzk.formats.binfile import BinFile
     from cuzk.groth16 import key as key_module
     from cuzk.groth16 import load_witness, stages
     from cuzk.groth16.key import ProvingKey
 
-    circuit = fixture_circuit("mulchain")
+    circuit = fixture_circuit("toyhash")
     key = ProvingKey.open(circuit.zkey)  # resident: mapped
     w = load_witness(circuit.witness(0), key)
     released = []
     real = BinFile.release
-    monkeypatch.setattr(BinFile, "release", lambda f, v: released.append(v.nbytes) or real(f, v))
-    first = stages.synthesize(key, w)
-    assert released == []  # a small key's sections stay mapped
+    monkeypatch.setattr(BinFile, "release", lambda f, v: released.append(len(v)) or real(f, v))
+    whole = stages.synthesize(key, w)
+    assert released == []  # a small key's section: one pass, kept mapped
+    n = key.zkey.section_rows("coefficients")
     monkeypatch.setattr(key_module, "RELEASE_MIN_BYTES", 0)
-    again = stages.synthesize(key, w)
-    assert released == [key.zkey.section_nbytes("coefficients")]
-    after = stages.synthesize(key, w)  # read back from the page cache
+    monkeypatch.setattr(zkey_module, "CHECK_ROWS", 1000)
+    pieces = stages.synthesize(key, w)
+    assert released == [min(1000, n - lo) for lo in range(0, n, 1000)] and len(released) > 2
+    again = stages.synthesize(key, w)  # read back from the page cache
     for x, y, z in zip(
-        (first.a, first.b, first.c),
+        (whole.a, whole.b, whole.c),
+        (pieces.a, pieces.b, pieces.c),
         (again.a, again.b, again.c),
-        (after.a, after.b, after.c),
         strict=True,
     ):
         assert np.array_equal(x, y) and np.array_equal(y, z)
-    key_module.ProvingKey.open(circuit.zkey, resident=False).release_pages("coefficients")
-    assert len(released) == 2  # a key read into memory: nothing to drop
+    read = ProvingKey.open(circuit.zkey, resident=False)  # a key read into memory: one pass
+    assert [last for _piece, last in read.coefficient_pieces()] == [True]

@@ -14,9 +14,9 @@ FR_BYTES = 32
 POINT_SECTIONS = ("points_a", "points_b1", "points_b2", "points_c", "points_h")
 
 
-# A resident key's section read once a proof is dropped from the process's resident set after
-# each read from this size (ProvingKey.release_pages): below it, the faults of the next read
-# would cost more than the pages are worth.
+# A resident key's coefficients, read once a proof, are dropped from the process's resident
+# set piece by piece from this size (ProvingKey.coefficient_pieces): below it, the faults of
+# the next read would cost more than the pages are worth.
 RELEASE_MIN_BYTES = 64 << 20
 
 
@@ -74,19 +74,27 @@ class ProvingKey:
             return
         self.zkey.forget(*sections)
 
-    def release_pages(self, *sections: str) -> None:
-        """This process has read the named sections for this proof, and reads them again only
-        for the next: for a mapped (resident) key, drop its pages of each one of at least
-        RELEASE_MIN_BYTES from its resident set. They stay in the page cache (memory the
-        kernel may reclaim; the next read faults them back from there, or from the disk if it
-        did): the coefficients a synthesis process reads once a proof, 269 MiB of a 2^22 key
-        the process otherwise keeps mapped between proofs. Nothing for a key read into memory
-        (done_with forgets its arrays) or for smaller sections."""
-        if not self.resident:
+    def coefficient_pieces(self):
+        """The coefficients for one synthesis, as (structured array, last) pieces in order
+        (cuzk.groth16.synthesis.evaluate_abc_pieces). A mapped (resident) key's section of at
+        least RELEASE_MIN_BYTES comes in pieces of CHECK_ROWS entries, each dropped from the
+        process's resident set once the next is asked for: they stay in the page cache (memory
+        the kernel may reclaim; the next synthesis faults them back from there, or from the
+        disk if it did), so a synthesis process holds a piece at a time, not 525 MiB of a 2^22
+        key, during and between proofs. Otherwise the whole section, as one piece."""
+        from cuzk.formats.zkey import CHECK_ROWS
+
+        z = self.zkey
+        if not self.resident or z.section_nbytes("coefficients") < RELEASE_MIN_BYTES:
+            yield z.coefficients, True
             return
-        for name in sections:
-            if self.zkey.section_nbytes(name) >= RELEASE_MIN_BYTES:
-                self.zkey.file.release(getattr(self.zkey, name))
+        n = z.section_rows("coefficients")
+        for lo in range(0, n, CHECK_ROWS):
+            piece = z.rows("coefficients", lo, lo + CHECK_ROWS)
+            try:
+                yield piece, lo + CHECK_ROWS >= n
+            finally:  # (also when the reader stops early)
+                z.file.release(piece)
 
     def check_unchanged(self) -> None:
         """Raise cuzk.formats.errors.Changed when the key's file is no longer the one opened

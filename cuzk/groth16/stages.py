@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from cuzk.arith import curves
-from cuzk.groth16.synthesis import evaluate_abc
+from cuzk.groth16.synthesis import evaluate_abc, evaluate_abc_pieces
 from cuzk.wires import Synthesis
 
 
@@ -119,13 +119,16 @@ def synthesize(key, w, out=None) -> Synthesis:
         # read-only: one compiled build for mapped and shared-memory witnesses alike
         if out is not None:
             out = (out["a"], out["b"], out["c"])
-        a, b, c = evaluate_abc(
-            key.zkey.coefficients, readonly(w), key.domain_size, out=out, curve=arith_curve(key)
-        )
+        pieces = getattr(key, "coefficient_pieces", None)  # (keys of other provers: whole)
+        if pieces is None:
+            a, b, c = evaluate_abc(
+                key.zkey.coefficients, readonly(w), key.domain_size, out=out, curve=arith_curve(key)
+            )
+        else:
+            a, b, c = evaluate_abc_pieces(
+                pieces(), readonly(w), key.domain_size, out=out, curve=arith_curve(key)
+            )
     done_with(key, "coefficients")
-    release = getattr(key, "release_pages", None)  # (a resident key's, read again next proof)
-    if release is not None:
-        release("coefficients")
     return Synthesis(a, b, c, public_signals(key, w), timings)
 
 

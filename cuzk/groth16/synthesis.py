@@ -52,6 +52,37 @@ def evaluate_abc(coefficients, witness, domain_size, out=None, curve: str = DEFA
     return a, b, c
 
 
+def evaluate_abc_pieces(pieces, witness, domain_size, out=None, curve: str = DEFAULT):
+    """evaluate_abc over coefficients given as consecutive pieces: an iterable of (structured
+    array, last) in the section's order, last True for the final one
+    (cuzk.groth16.key.ProvingKey.coefficient_pieces, which drops each piece's pages once the
+    next is asked for); the same a, b, c."""
+    if out is None:
+        a, b, c = (np.empty((domain_size, 4), dtype=np.uint64) for _ in range(3))
+    else:
+        a, b, c = out
+    k = kernels(curve)
+    first = 1
+    for piece, last in pieces:
+        k._evaluate_abc_part(
+            piece["matrix"],
+            piece["constraint"],
+            piece["signal"],
+            piece["value"],
+            witness,
+            a,
+            b,
+            c,
+            first,
+            1 if last else 0,
+        )
+        first = 0
+    if first:  # no coefficients at all: a = b = c = 0
+        for x in (a, b, c):
+            x[:] = 0
+    return a, b, c
+
+
 def r1cs_curve(r1cs, curve: str | None = None) -> str:
     """The cuzk.arith name of the curve whose Fr the constraint system is over: the one its
     prime names (``r1cs.curve``, snarkjs's name, as cuzk.formats.R1CS reads it), else

@@ -27,10 +27,19 @@ def _evaluate_abc(matrix, constraint, signal, value, w, a, b, c):
     One serial entry point on purpose: at 2^15 the whole pass is ~5 ms of CPU (98k
     coefficients, 33k products), while each separately cached entry point costs a process
     10-25 ms to load and a parallel region its thread start-up."""
-    for i in range(a.shape[0]):
-        for j in range(4):
-            a[i, j] = np.uint64(0)
-            b[i, j] = np.uint64(0)
+    _evaluate_abc_part(matrix, constraint, signal, value, w, a, b, c, 1, 1)
+
+
+@njit()
+def _evaluate_abc_part(matrix, constraint, signal, value, w, a, b, c, first, last):
+    """_evaluate_abc over the coefficients in pieces, in order: this piece's terms added into
+    a and b, which the first piece (first != 0) zeroes before, and c = a∘b after the last
+    (last != 0). The same sums, in the same order, as one call over all of them."""
+    if first:
+        for i in range(a.shape[0]):
+            for j in range(4):
+                a[i, j] = np.uint64(0)
+                b[i, j] = np.uint64(0)
     for k in range(matrix.shape[0]):
         s = signal[k]
         t = fr_mul(
@@ -44,9 +53,10 @@ def _evaluate_abc(matrix, constraint, signal, value, w, a, b, c):
         else:
             acc = fr_add((b[i, 0], b[i, 1], b[i, 2], b[i, 3]), t)
             b[i, 0], b[i, 1], b[i, 2], b[i, 3] = acc
-    for i in range(a.shape[0]):
-        t = fr_mul((a[i, 0], a[i, 1], a[i, 2], a[i, 3]), (b[i, 0], b[i, 1], b[i, 2], b[i, 3]))
-        c[i, 0], c[i, 1], c[i, 2], c[i, 3] = t
+    if last:
+        for i in range(a.shape[0]):
+            t = fr_mul((a[i, 0], a[i, 1], a[i, 2], a[i, 3]), (b[i, 0], b[i, 1], b[i, 2], b[i, 3]))
+            c[i, 0], c[i, 1], c[i, 2], c[i, 3] = t
 
 
 @njit()

@@ -175,6 +175,16 @@ ENTRIES: tuple[Entry, ...] = (
         + (OUT("uint64", 2),) * 3,
     ),
     Entry(
+        "evaluate_abc_part",
+        "cuzk.groth16.synthesis_kernels",
+        "_evaluate_abc_part",
+        (),
+        (STRIDED("uint32", 1),) * 3
+        + (STRIDED("uint64", 2), IN("uint64", 2))
+        + (OUT("uint64", 2),) * 3
+        + (INT, INT),
+    ),
+    Entry(
         "powers",
         "cuzk.kernels.ntt_cpu_kernels",
         "_powers",
