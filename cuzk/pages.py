@@ -15,10 +15,12 @@ from 1 to a few hundred MiB, proof after proof. glibc serves a block from its he
 above a threshold that it raises to the size of each mapped block freed (up to 32 MiB), and a
 freed heap block stays with the process: at 2^22 the device process kept ~110 MiB that way,
 the supervisor ~70. Fixing the threshold at LARGE_BLOCK (1 MiB) sends every such block to mmap,
-so a free gives it back (measured: the daemon's peak 3,084 -> 2,901 MiB PSS at 2^22, the
-resident job 13.91 -> 13.99 s; 2 or 4 MiB kept ~170-260 MiB more at 2^22). Its cost is the
-page faults of the blocks made afresh each proof: a 2^16 proof in one process (sha256, least
-CPU of 12, two alternating rounds) 357.7 / 358.8 ms -> 362.1 / 360.7 ms (+1%).
+so a free gives it back (measured at 1 MiB: the daemon's peak 3,084 -> 2,901 MiB PSS at
+2^22, the resident job 13.91 -> 13.99 s). Its cost is the blocks made afresh each proof (page
+faults, and an unmap's TLB flush on every thread): at 1 MiB a 2^16 proof in one process took
+357.7 / 358.8 -> 362.1 / 360.7 ms of CPU (+1%), and 16 jobs of 2^13 at once through the
+daemon 1.21 s -> 1.26 / 1.29 s, the MSMs' 1 MiB chunk buffers (msm_plan.CHUNK_BYTES) among
+the blocks; above 2 MiB those stay in the heap, reused proof after proof.
 """
 
 from __future__ import annotations
@@ -70,7 +72,7 @@ def release(array) -> int:
 # heap grew and shrank around every proof's small arrays, 1-2% of a 2^16 proof in page faults.
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
-LARGE_BLOCK = 1 << 20
+LARGE_BLOCK = 2 << 20
 TRIM_KEEP = 32 << 20
 
 
