@@ -14,13 +14,15 @@ process's own arrays, freed by their owner) the call does nothing.
 from 1 to a few hundred MiB, proof after proof. glibc serves a block from its heap unless it is
 above a threshold that it raises to the size of each mapped block freed (up to 32 MiB), and a
 freed heap block stays with the process: at 2^22 the device process kept ~110 MiB that way,
-the supervisor ~70. Fixing the threshold at LARGE_BLOCK (1 MiB) sends every such block to mmap,
-so a free gives it back (measured at 1 MiB: the daemon's peak 3,084 -> 2,901 MiB PSS at
+the supervisor ~70. Fixing the threshold at LARGE_BLOCK (2 MiB) sends every larger block to
+mmap, so a free gives it back (measured at 1 MiB: the daemon's peak 3,084 -> 2,901 MiB PSS at
 2^22, the resident job 13.91 -> 13.99 s). Its cost is the blocks made afresh each proof (page
 faults, and an unmap's TLB flush on every thread): at 1 MiB a 2^16 proof in one process took
-357.7 / 358.8 -> 362.1 / 360.7 ms of CPU (+1%), and 16 jobs of 2^13 at once through the
-daemon 1.21 s -> 1.26 / 1.29 s, the MSMs' 1 MiB chunk buffers (msm_plan.CHUNK_BYTES) among
-the blocks; above 2 MiB those stay in the heap, reused proof after proof.
+357.7 / 358.8 -> 362.1 / 360.7 ms of CPU (+1%), the MSMs' 1 MiB chunk buffers
+(msm_plan.CHUNK_BYTES) among the blocks; at 2 MiB those stay in the heap, reused proof after
+proof. 16 jobs of 2^13 at once through the daemon took 1.26 / 1.29 s at 1 MiB and 1.30 s at
+2 MiB, 1.21 s in one run without the setting: within what this machine moves between runs
+(rapidsnark's 16 commands 2.05-2.20 s over the same runs), not settled.
 """
 
 from __future__ import annotations
