@@ -347,6 +347,13 @@ class ZKey:
         a = self.file.view(offset + lo * per * dtype.itemsize, dtype, (hi - lo) * per)
         return a.reshape(hi - lo, width) if width else a
 
+    def pieces(self, attr: str, step: int | None = None):
+        """(lo, rows [lo, lo + step)) over a section, in order, each made by rows() (not kept);
+        step: CHECK_ROWS by default. Nothing for an empty section."""
+        step = CHECK_ROWS if step is None else int(step)
+        for lo in range(0, self.section_rows(attr), step):
+            yield lo, self.rows(attr, lo, lo + step)
+
     def section_rows(self, attr: str) -> int:
         """Rows of a point section (entries, of the coefficients), without reading it."""
         offset, dtype, count, width = self._where[attr]
@@ -402,13 +409,7 @@ class ZKey:
         proves on the key reads them again from the page cache when it needs them; one that
         does not, a device process, never holds them)."""
         kept = "coefficients" in self._arrays
-        n = self.section_rows("coefficients")
-        step = n if kept else CHECK_ROWS
-        for lo in range(0, n, step):
-            if kept:
-                c = self.coefficients[lo : lo + step]
-            else:
-                c = self.rows("coefficients", lo, lo + step)
+        for lo, c in [(0, self.coefficients)] if kept else self.pieces("coefficients"):
             self._check_coefficients(c, lo)
             if not kept and not self.file.private:
                 self.file.release(c)

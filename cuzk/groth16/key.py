@@ -82,17 +82,14 @@ class ProvingKey:
         the kernel may reclaim; the next synthesis faults them back from there, or from the
         disk if it did), so a synthesis process holds a piece at a time, not 525 MiB of a 2^22
         key, during and between proofs. Otherwise the whole section, as one piece."""
-        from cuzk.formats.zkey import CHECK_ROWS
-
         z = self.zkey
         if not self.resident or z.section_nbytes("coefficients") < RELEASE_MIN_BYTES:
             yield z.coefficients, True
             return
         n = z.section_rows("coefficients")
-        for lo in range(0, n, CHECK_ROWS):
-            piece = z.rows("coefficients", lo, lo + CHECK_ROWS)
+        for lo, piece in z.pieces("coefficients"):
             try:
-                yield piece, lo + CHECK_ROWS >= n
+                yield piece, lo + len(piece) >= n
             finally:  # (also when the reader stops early)
                 z.file.release(piece)
 

@@ -31,14 +31,18 @@ def kernels(curve: str = DEFAULT):
     return native_kernels("cuzk.groth16.synthesis_kernels", curve)
 
 
+def _outputs(domain_size, out):
+    """a, b, c: ``out``'s three arrays, or three new (domain_size, 4) uint64 arrays."""
+    if out is None:
+        return tuple(np.empty((domain_size, 4), dtype=np.uint64) for _ in range(3))
+    return tuple(out)
+
+
 def evaluate_abc(coefficients, witness, domain_size, out=None, curve: str = DEFAULT):
     """a, b, c = (A·w, B·w, (A·w)∘(B·w)) on the domain, as (domain_size, 4) uint64 arrays in
     Montgomery form, in ``curve``'s Fr. ``out`` may supply the three arrays (e.g.
     shared-memory views); they are overwritten whole."""
-    if out is None:
-        a, b, c = (np.empty((domain_size, 4), dtype=np.uint64) for _ in range(3))
-    else:
-        a, b, c = out
+    a, b, c = _outputs(domain_size, out)
     kernels(curve)._evaluate_abc(
         coefficients["matrix"],
         coefficients["constraint"],
@@ -57,10 +61,7 @@ def evaluate_abc_pieces(pieces, witness, domain_size, out=None, curve: str = DEF
     array, last) in the section's order, last True for the final one
     (cuzk.groth16.key.ProvingKey.coefficient_pieces, which drops each piece's pages once the
     next is asked for); the same a, b, c."""
-    if out is None:
-        a, b, c = (np.empty((domain_size, 4), dtype=np.uint64) for _ in range(3))
-    else:
-        a, b, c = out
+    a, b, c = _outputs(domain_size, out)
     k = kernels(curve)
     first = 1
     for piece, last in pieces:

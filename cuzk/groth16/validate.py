@@ -269,9 +269,8 @@ def validate_key(zkey, done_with=None, b2_subgroup=True, g1_subgroup=True, secti
         if getattr(getattr(zkey, "file", None), "private", False):
             # read, not mapped (the daemon's process): a piece at a time, so that checking a
             # 2^22 key holds CHECK_ROWS rows of a section, not all of it (512 MiB of pointsB2)
-            n = zkey.section_rows(attr)
-            for lo in range(0, n, CHECK_ROWS):
-                check_section(attr, zkey.rows(attr, lo, lo + CHECK_ROWS), lo)
+            for lo, piece in zkey.pieces(attr, CHECK_ROWS):
+                check_section(attr, piece, lo)
         else:
             check_section(attr, getattr(zkey, attr))
         if done_with is not None:

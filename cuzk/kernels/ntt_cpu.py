@@ -177,7 +177,7 @@ def tables(log_n: int, curve: str = DEFAULT) -> Tables:
         if t is None:
             t = Tables(log_n, curve)
         _tables[key] = t
-        held = sum(x.nbytes for x in _tables.values())
+        held = tables_nbytes()
         for old in list(_tables):
             if held <= KEEP_BYTES or old == key:
                 break

@@ -156,6 +156,12 @@ def _plonk_entries() -> list[Entry]:
     ]
 
 
+# evaluate_abc's arguments: the zkey's coefficients (fields of its structured array, read in
+# place: matrix, constraint, signal, value), the witness, then a, b, c.
+_ABC = (
+    (STRIDED("uint32", 1),) * 3 + (STRIDED("uint64", 2), IN("uint64", 2)) + (OUT("uint64", 2),) * 3
+)
+
 ENTRIES: tuple[Entry, ...] = (
     Entry(
         "first_bad",
@@ -164,25 +170,13 @@ ENTRIES: tuple[Entry, ...] = (
         (),
         (IN("uint64", 2), OUT("int64", 1), INT),
     ),
-    Entry(
-        "evaluate_abc",
-        "cuzk.groth16.synthesis_kernels",
-        "_evaluate_abc",
-        (),
-        # the zkey's coefficients: fields of its structured array, read in place
-        (STRIDED("uint32", 1),) * 3
-        + (STRIDED("uint64", 2), IN("uint64", 2))
-        + (OUT("uint64", 2),) * 3,
-    ),
+    Entry("evaluate_abc", "cuzk.groth16.synthesis_kernels", "_evaluate_abc", (), _ABC),
     Entry(
         "evaluate_abc_part",
         "cuzk.groth16.synthesis_kernels",
         "_evaluate_abc_part",
         (),
-        (STRIDED("uint32", 1),) * 3
-        + (STRIDED("uint64", 2), IN("uint64", 2))
-        + (OUT("uint64", 2),) * 3
-        + (INT, INT),
+        _ABC + (INT, INT),  # (first, last)
     ),
     Entry(
         "powers",
